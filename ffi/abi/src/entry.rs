@@ -1,0 +1,110 @@
+//! Offload entries, device images, binary descriptors and target tables.
+
+use core::ffi::{c_char, c_void};
+
+/// `__tgt_offload_entry` as emitted by clang up to LLVM 19 (32 bytes).
+///
+/// This is also the layout of the target table that LLVM 14 plugins return
+/// from `__tgt_rtl_load_binary`, whatever layout the binary itself used.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct OffloadEntryV1 {
+    /// Host address of the function stub or global (host tables), or the
+    /// device address (target tables).
+    pub addr: *mut c_void,
+    /// NUL-terminated symbol name.
+    pub name: *mut c_char,
+    /// Size in bytes of a global; 0 for a function.
+    pub size: usize,
+    /// `declare_target` flags.
+    pub flags: i32,
+    /// Reserved for the runtime.
+    pub reserved: i32,
+}
+
+/// `__tgt_offload_entry` as emitted by clang from LLVM 20 on.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct OffloadEntryV2 {
+    /// Always 0: distinguishes this layout from [`OffloadEntryV1`], whose
+    /// first word is a non-null address.
+    pub reserved: u64,
+    /// Entry layout version (1).
+    pub version: u16,
+    /// The offload kind (OpenMP = 1, CUDA, HIP ...).
+    pub kind: u16,
+    /// `declare_target` flags.
+    pub flags: u32,
+    pub address: *mut c_void,
+    pub symbol_name: *mut c_char,
+    pub size: u64,
+    pub data: u64,
+    pub aux_addr: *mut c_void,
+}
+
+/// The entry layout used by the runtime and LLVM 14's plugin ABI.
+pub type OffloadEntry = OffloadEntryV1;
+
+/// `__tgt_device_image`: one device image embedded in a host binary.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct DeviceImage {
+    pub image_start: *mut c_void,
+    pub image_end: *mut c_void,
+    pub entries_begin: *mut OffloadEntry,
+    pub entries_end: *mut OffloadEntry,
+}
+
+/// `__tgt_bin_desc`: what a host binary passes to `__tgt_register_lib`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct BinDesc {
+    pub num_device_images: i32,
+    pub device_images: *mut DeviceImage,
+    pub host_entries_begin: *mut OffloadEntry,
+    pub host_entries_end: *mut OffloadEntry,
+}
+
+/// `__tgt_target_table`: the entries of an image as loaded on a device.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct TargetTable {
+    pub entries_begin: *mut OffloadEntry,
+    pub entries_end: *mut OffloadEntry,
+}
+
+/// `__tgt_async_info`: a plugin's queue handle (a CUstream for CUDA).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct AsyncInfo {
+    pub queue: *mut c_void,
+}
+
+/// `__tgt_target_non_contig`: one dimension of a non-contiguous update.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TargetNonContig {
+    pub offset: u64,
+    pub count: u64,
+    pub stride: u64,
+}
+
+/// `__tgt_device_info`: native context and device handles.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct DeviceInfo {
+    pub context: *mut c_void,
+    pub device: *mut c_void,
+}
+
+impl DeviceImage {
+    /// The image bytes' length, or `None` if the bounds are reversed.
+    pub fn len(&self) -> Option<usize> {
+        (self.image_end as usize).checked_sub(self.image_start as usize)
+    }
+
+    /// True when the image holds no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.len() == Some(0)
+    }
+}

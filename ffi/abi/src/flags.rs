@@ -1,0 +1,86 @@
+//! Map-type flags, requires flags, declare-target flags and allocation kinds.
+
+/// `tgt_map_type`: flags on each argument of a `__tgt_target_*` call.
+pub mod map_type {
+    pub const NONE: i64 = 0x000;
+    /// Copy host -> device.
+    pub const TO: i64 = 0x001;
+    /// Copy device -> host.
+    pub const FROM: i64 = 0x002;
+    /// Copy regardless of the reference count.
+    pub const ALWAYS: i64 = 0x004;
+    /// Force unmapping.
+    pub const DELETE: i64 = 0x008;
+    /// Map the pointer as well as the pointee.
+    pub const PTR_AND_OBJ: i64 = 0x010;
+    /// Pass the device base address to the kernel.
+    pub const TARGET_PARAM: i64 = 0x020;
+    /// Return the base device address of the mapped data.
+    pub const RETURN_PARAM: i64 = 0x040;
+    /// Private variable, not mapped.
+    pub const PRIVATE: i64 = 0x080;
+    /// Copy by value, not mapped.
+    pub const LITERAL: i64 = 0x100;
+    /// The mapping is implicit.
+    pub const IMPLICIT: i64 = 0x200;
+    /// `close` modifier.
+    pub const CLOSE: i64 = 0x400;
+    /// Runtime error if the data is not already present.
+    pub const PRESENT: i64 = 0x1000;
+    /// `ompx_hold`: a separate reference count that structured regions hold.
+    pub const OMPX_HOLD: i64 = 0x2000;
+    /// Descriptor for a non-contiguous `target update`.
+    pub const NON_CONTIG: i64 = 0x1000_0000_0000;
+    /// Member of a struct: the parent's index plus one sits in the 16 MSBs.
+    pub const MEMBER_OF: i64 = 0xffff_0000_0000_0000_u64 as i64;
+
+    /// The parent index encoded in `MEMBER_OF`, if any (0-based).
+    pub const fn member_of(map_type: i64) -> Option<usize> {
+        let raw = ((map_type as u64) >> 48) as usize;
+        if raw == 0 {
+            None
+        } else {
+            Some(raw - 1)
+        }
+    }
+}
+
+/// `OpenMPOffloadingRequiresDirFlags`, passed to `__tgt_register_requires`.
+pub mod requires {
+    pub const UNDEFINED: i64 = 0x000;
+    pub const NONE: i64 = 0x001;
+    pub const REVERSE_OFFLOAD: i64 = 0x002;
+    pub const UNIFIED_ADDRESS: i64 = 0x004;
+    pub const UNIFIED_SHARED_MEMORY: i64 = 0x008;
+    pub const DYNAMIC_ALLOCATORS: i64 = 0x010;
+}
+
+/// `OpenMPOffloadingDeclareTargetFlags`, in [`crate::OffloadEntry`] flags.
+pub mod declare_target {
+    pub const LINK: i32 = 0x01;
+    pub const CTOR: i32 = 0x02;
+    pub const DTOR: i32 = 0x04;
+}
+
+/// `TargetAllocTy`: the `kind` argument of `__tgt_rtl_data_alloc`.
+#[repr(i32)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum AllocKind {
+    Device = 0,
+    Host = 1,
+    Shared = 2,
+    Default = 3,
+}
+
+impl AllocKind {
+    /// Decode the raw `kind` argument; `None` for values no LLVM release uses.
+    pub const fn from_raw(raw: i32) -> Option<Self> {
+        match raw {
+            0 => Some(Self::Device),
+            1 => Some(Self::Host),
+            2 => Some(Self::Shared),
+            3 => Some(Self::Default),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,37 @@
+//! The `repr(C)` types of LLVM's OpenMP offload ABI.
+//!
+//! Two interfaces meet here:
+//! * compiler -> runtime: what clang emits into an offload binary
+//!   ([`OffloadEntry`], [`DeviceImage`], [`BinDesc`], [`KernelArgs`]) and the
+//!   map-type flags passed to `__tgt_target_*`;
+//! * runtime -> plugin: the `__tgt_rtl_*` entry points ([`plugin`]).
+//!
+//! This crate holds data layouts and constants only; no behaviour. It is
+//! shared by the runtime core, the plugins and the libomptarget shim so that
+//! all of them agree on one definition.
+
+#![no_std]
+
+pub mod entry;
+pub mod flags;
+pub mod kernel_args;
+pub mod plugin;
+
+pub use entry::{
+    AsyncInfo, BinDesc, DeviceImage, DeviceInfo, OffloadEntry, OffloadEntryV1, OffloadEntryV2,
+    TargetNonContig, TargetTable,
+};
+pub use flags::*;
+pub use kernel_args::{KernelArgsHeader, KernelArgsV1, KernelArgsV2, KernelArgsV3, KernelFlags};
+
+/// Return code for success of plugin and runtime entries.
+pub const OFFLOAD_SUCCESS: i32 = 0;
+/// Return code for failure of plugin and runtime entries (`~0`).
+pub const OFFLOAD_FAIL: i32 = !0;
+/// `OFFLOAD_DEVICE_DEFAULT`: the device number meaning "the default device".
+pub const OFFLOAD_DEVICE_DEFAULT: i64 = -1;
+
+/// `__tgt_target_return_t`: what `__tgt_target*` returns.
+pub const OMP_TGT_SUCCESS: i32 = 0;
+/// Offload did not happen (device unavailable); the caller falls back to host.
+pub const OMP_TGT_FAIL: i32 = !0;

@@ -1,0 +1,3 @@
+//! (H2)
+/// The runtime value. (H2)
+pub struct Runtime {}
