@@ -1,0 +1,90 @@
+//! Build the cdylibs and copy them into the fixed output folders.
+
+use anyhow::{bail, Context, Result};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Where the staged libraries are.
+pub struct Staged {
+    /// `target/omptarget/lib`: the shim and the shipped plugins.
+    pub lib_dir: PathBuf,
+    /// `target/omptarget/test-plugins`: plugins that exist for tests only.
+    #[allow(dead_code)]
+    pub test_plugin_dir: PathBuf,
+}
+
+/// (cargo package, file cargo builds, staged name, shipped?)
+const ARTIFACTS: &[(&str, &str, &str, bool)] = &[
+    (
+        "omptarget-plugin-host",
+        "libomptarget_rtl_x86_64.so",
+        "libomptarget.rtl.x86_64.so",
+        true,
+    ),
+    (
+        "omptarget-shim",
+        "libomptarget_shim.so",
+        "libomptarget.so",
+        true,
+    ),
+    (
+        "omptarget-plugin-test",
+        "libomptarget_rtl_test.so",
+        "libomptarget.rtl.test.so",
+        false,
+    ),
+    (
+        "omptarget-plugin-incomplete",
+        "libomptarget_rtl_incomplete.so",
+        "libomptarget.rtl.incomplete.so",
+        false,
+    ),
+];
+
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask sits in the workspace")
+        .to_path_buf()
+}
+
+pub fn stage(release: bool) -> Result<Staged> {
+    let root = workspace_root();
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("target"));
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    cmd.current_dir(&root).arg("build").arg("--quiet");
+    if release {
+        cmd.arg("--release");
+    }
+    for (package, ..) in ARTIFACTS {
+        cmd.args(["-p", package]);
+    }
+    let status = cmd.status().context("running cargo build")?;
+    if !status.success() {
+        bail!("cargo build of the plugins and the shim failed");
+    }
+    let built = target.join(if release { "release" } else { "debug" });
+    let lib_dir = target.join("omptarget/lib");
+    let test_plugin_dir = target.join("omptarget/test-plugins");
+    for (_, file, name, shipped) in ARTIFACTS {
+        let dir = if *shipped { &lib_dir } else { &test_plugin_dir };
+        std::fs::create_dir_all(dir)?;
+        let src = built.join(file);
+        if !src.exists() {
+            // A crate may not produce its library yet (work in progress).
+            continue;
+        }
+        // Copy then rename, so a concurrent reader never sees a half file
+        // and a process that has the old one mapped keeps its inode.
+        let tmp = dir.join(format!(".{name}.{}", std::process::id()));
+        std::fs::copy(&src, &tmp).with_context(|| format!("copying {}", src.display()))?;
+        std::fs::rename(&tmp, dir.join(name))?;
+    }
+    Ok(Staged {
+        lib_dir,
+        test_plugin_dir,
+    })
+}
