@@ -1,0 +1,120 @@
+//! The OpenMP device memory API (`omp_target_*`) and LLVM's extensions.
+//! Each entry decodes its C arguments and hands them to the session; the
+//! semantics (LLVM 14's return values and messages) live in the runtime's
+//! offload layer.
+
+use crate::boundary::guard;
+use crate::export::export_c;
+use crate::lifecycle::with_session;
+use omptarget_abi::{AllocKind, OFFLOAD_FAIL};
+use std::ffi::{c_int, c_void};
+use std::ptr::null_mut;
+
+extern "C" fn omp_get_num_devices() -> c_int {
+    guard("omp_get_num_devices", 0, || with_session(|s| s.num_devices()).unwrap_or(0))
+}
+
+extern "C" fn omp_get_initial_device() -> c_int {
+    // The host's device number is the number of devices (OpenMP 5.1).
+    guard("omp_get_initial_device", 0, || with_session(|s| s.num_devices()).unwrap_or(0))
+}
+
+fn alloc(entry: &'static str, size: usize, device_num: c_int, kind: AllocKind) -> *mut c_void {
+    guard(entry, null_mut(), || with_session(|s| s.target_alloc(size, device_num, kind)).unwrap_or(null_mut()))
+}
+
+extern "C" fn omp_target_alloc(size: usize, device_num: c_int) -> *mut c_void {
+    alloc("omp_target_alloc", size, device_num, AllocKind::Default)
+}
+
+extern "C" fn llvm_omp_target_alloc_device(size: usize, device_num: c_int) -> *mut c_void {
+    alloc("llvm_omp_target_alloc_device", size, device_num, AllocKind::Device)
+}
+
+extern "C" fn llvm_omp_target_alloc_host(size: usize, device_num: c_int) -> *mut c_void {
+    alloc("llvm_omp_target_alloc_host", size, device_num, AllocKind::Host)
+}
+
+extern "C" fn llvm_omp_target_alloc_shared(size: usize, device_num: c_int) -> *mut c_void {
+    alloc("llvm_omp_target_alloc_shared", size, device_num, AllocKind::Shared)
+}
+
+/// Dynamic shared memory exists only inside device kernels; on the host
+/// LLVM 14 answers null, and so do we.
+extern "C" fn llvm_omp_get_dynamic_shared() -> *mut c_void {
+    null_mut()
+}
+
+/// Ownership: `device_ptr` came from `omp_target_alloc` (or a sibling) on
+/// `device_num`; after the call it is invalid.
+extern "C" fn omp_target_free(device_ptr: *mut c_void, device_num: c_int) {
+    guard("omp_target_free", (), || {
+        with_session(|s| s.target_free(device_ptr, device_num));
+    })
+}
+
+extern "C" fn omp_target_is_present(ptr: *const c_void, device_num: c_int) -> c_int {
+    guard("omp_target_is_present", 0, || with_session(|s| s.target_is_present(ptr, device_num)).unwrap_or(0))
+}
+
+/// # Safety
+/// As OpenMP requires: each pointer, plus its offset, addresses `length`
+/// bytes on its device.
+unsafe extern "C" fn omp_target_memcpy(dst: *mut c_void, src: *const c_void, length: usize, dst_offset: usize, src_offset: usize, dst_device: c_int, src_device: c_int) -> c_int {
+    guard("omp_target_memcpy", OFFLOAD_FAIL, || {
+        with_session(|s| s.target_memcpy(dst, src, length, dst_offset, src_offset, dst_device, src_device)).unwrap_or(OFFLOAD_FAIL)
+    })
+}
+
+/// # Safety
+/// As OpenMP requires: the five arrays hold `num_dims` elements each and
+/// describe sub-volumes inside both buffers.
+#[allow(clippy::too_many_arguments)]
+unsafe extern "C" fn omp_target_memcpy_rect(
+    dst: *mut c_void,
+    src: *const c_void,
+    element_size: usize,
+    num_dims: c_int,
+    volume: *const usize,
+    dst_offsets: *const usize,
+    src_offsets: *const usize,
+    dst_dimensions: *const usize,
+    src_dimensions: *const usize,
+    dst_device: c_int,
+    src_device: c_int,
+) -> c_int {
+    guard("omp_target_memcpy_rect", OFFLOAD_FAIL, || {
+        with_session(|s| {
+            s.target_memcpy_rect(dst, src, element_size, num_dims, volume, dst_offsets, src_offsets, dst_dimensions, src_dimensions, dst_device, src_device)
+        })
+        .unwrap_or(OFFLOAD_FAIL)
+    })
+}
+
+extern "C" fn omp_target_associate_ptr(host_ptr: *const c_void, device_ptr: *const c_void, size: usize, device_offset: usize, device_num: c_int) -> c_int {
+    guard("omp_target_associate_ptr", OFFLOAD_FAIL, || {
+        with_session(|s| s.target_associate_ptr(host_ptr, device_ptr, size, device_offset, device_num)).unwrap_or(OFFLOAD_FAIL)
+    })
+}
+
+extern "C" fn omp_target_disassociate_ptr(host_ptr: *const c_void, device_num: c_int) -> c_int {
+    guard("omp_target_disassociate_ptr", OFFLOAD_FAIL, || {
+        with_session(|s| s.target_disassociate_ptr(host_ptr, device_num)).unwrap_or(OFFLOAD_FAIL)
+    })
+}
+
+export_c!(
+    omp_get_num_devices,
+    omp_get_initial_device,
+    omp_target_alloc,
+    llvm_omp_target_alloc_device,
+    llvm_omp_target_alloc_host,
+    llvm_omp_target_alloc_shared,
+    llvm_omp_get_dynamic_shared,
+    omp_target_free,
+    omp_target_is_present,
+    omp_target_memcpy,
+    omp_target_memcpy_rect,
+    omp_target_associate_ptr,
+    omp_target_disassociate_ptr,
+);

@@ -1,0 +1,192 @@
+//! The process-wide runtime and its explicit lifecycle.
+//!
+//! * Created lazily by the first registration or API call (never in a global
+//!   constructor).
+//! * Each `__tgt_register_lib` counts a library; the `__tgt_unregister_lib`
+//!   that removes the last one shuts the runtime down in the fixed order.
+//!   A library registered after that gets a fresh runtime.
+//! * Hot paths read the runtime without a lock: a reader announces itself in
+//!   [`IN_FLIGHT`], then loads [`SESSION`]. Shutdown swaps [`SESSION`] to null
+//!   and waits until every reader that may have seen the old pointer has left;
+//!   only then does it own the session and tear it down. (arc-swap does the
+//!   same job but keeps per-thread debt nodes that are never freed, which
+//!   valgrind shows as blocks of ours still reachable at exit.)
+//! * The safety net: if the process ends with a runtime that no unregister
+//!   shut down (a program that only called `omp_target_alloc`, say), the
+//!   shim's one `.fini_array` entry shuts it down. The dynamic loader runs it
+//!   before the finalizers of the plugins we dlopen'd, so they still work.
+
+use crate::session::Session;
+use std::cell::Cell;
+use std::ptr;
+use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering::SeqCst};
+use std::sync::Mutex;
+
+/// The live session, or null. Owned by this slot: a `Box<Session>` turned
+/// into a raw pointer, turned back only by the shutdown path.
+static SESSION: AtomicPtr<Session> = AtomicPtr::new(ptr::null_mut());
+/// Calls currently between announcing themselves and leaving.
+static IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
+/// Serialises creation, registration counting and shutdown (cold paths).
+static LIFECYCLE: Mutex<Lifecycle> = Mutex::new(Lifecycle { registered: 0 });
+/// A session whose shutdown was asked for from inside an in-flight call on
+/// the asking thread; the outermost call on that thread finishes it.
+static DEFERRED: AtomicPtr<Session> = AtomicPtr::new(ptr::null_mut());
+
+thread_local! {
+    /// How many in-flight calls this thread is nested in (no destructor).
+    static DEPTH: Cell<usize> = const { Cell::new(0) };
+}
+
+struct Lifecycle {
+    /// Libraries registered with the live session.
+    registered: usize,
+}
+
+fn lock() -> std::sync::MutexGuard<'static, Lifecycle> {
+    LIFECYCLE.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// A token proving the holder may dereference the session it loaded.
+struct InFlight;
+
+impl InFlight {
+    fn enter() -> Self {
+        IN_FLIGHT.fetch_add(1, SeqCst);
+        DEPTH.with(|d| d.set(d.get() + 1));
+        InFlight
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        let depth = DEPTH.with(|d| {
+            d.set(d.get() - 1);
+            d.get()
+        });
+        IN_FLIGHT.fetch_sub(1, SeqCst);
+        if depth == 0 {
+            finish_deferred_shutdown();
+        }
+    }
+}
+
+/// Run `f` with the session, creating it if there is none.
+/// Returns `None` only if the session could not be created.
+pub(crate) fn with_session<T>(f: impl FnOnce(&Session) -> T) -> Option<T> {
+    loop {
+        let token = InFlight::enter();
+        let p = SESSION.load(SeqCst);
+        if !p.is_null() {
+            // Safety: non-null and we are in flight, so shutdown waits for us.
+            return Some(f(unsafe { &*p }));
+        }
+        // Create outside the token: shutdown may hold the lock while it
+        // waits for in-flight calls to leave.
+        drop(token);
+        if !create_if_missing() {
+            return None;
+        }
+    }
+}
+
+/// Run `f` with the session if one exists; never creates one.
+pub(crate) fn with_existing_session<T>(f: impl FnOnce(Option<&Session>) -> T) -> T {
+    let _token = InFlight::enter();
+    let p = SESSION.load(SeqCst);
+    // Safety: as in `with_session`.
+    f(unsafe { p.as_ref() })
+}
+
+fn create_if_missing() -> bool {
+    let _guard = lock();
+    if !SESSION.load(SeqCst).is_null() {
+        return true;
+    }
+    match Session::new() {
+        Ok(session) => {
+            SESSION.store(Box::into_raw(Box::new(session)), SeqCst);
+            true
+        }
+        Err(err) => {
+            eprintln!("Libomptarget error: cannot start the offload runtime: {err}");
+            false
+        }
+    }
+}
+
+/// Count a registered library (creating the session if needed) and run
+/// `register` with it.
+pub(crate) fn register_library(register: impl FnOnce(&Session)) {
+    {
+        let mut guard = lock();
+        guard.registered += 1;
+    }
+    if with_session(register).is_none() {
+        lock().registered -= 1;
+    }
+}
+
+/// Run `unregister` and, if it removed the last registered library, shut
+/// the session down.
+pub(crate) fn unregister_library(unregister: impl FnOnce(&Session) -> bool) {
+    let removed = with_existing_session(|s| s.map(unregister).unwrap_or(false));
+    if !removed {
+        return;
+    }
+    let mut guard = lock();
+    guard.registered = guard.registered.saturating_sub(1);
+    if guard.registered == 0 {
+        let old = SESSION.swap(ptr::null_mut(), SeqCst);
+        if !old.is_null() {
+            if DEPTH.with(Cell::get) > 0 {
+                // Called from inside an offload call on this thread: the
+                // session is in use up our own stack. Finish it on the way out.
+                DEFERRED.store(old, SeqCst);
+            } else {
+                drop(guard);
+                shut_down(old);
+            }
+        }
+    }
+}
+
+/// Tear the session down once no call can still see it.
+fn shut_down(old: *mut Session) {
+    let own = DEPTH.with(Cell::get);
+    while IN_FLIGHT.load(SeqCst) > own {
+        std::thread::yield_now();
+    }
+    // Safety: swapped out of the slot, and no reader remains: we own it.
+    let session = unsafe { Box::from_raw(old) };
+    session.shutdown();
+}
+
+fn finish_deferred_shutdown() {
+    // A plain load first: this runs at the end of every outermost call.
+    if DEFERRED.load(SeqCst).is_null() {
+        return;
+    }
+    let pending = DEFERRED.swap(ptr::null_mut(), SeqCst);
+    if !pending.is_null() {
+        shut_down(pending);
+    }
+}
+
+/// The safety net: shut down a session still alive when the shim is
+/// finalised (no unregister removed the last library).
+extern "C" fn finalize_at_exit() {
+    crate::boundary::guard("libomptarget finalizer", (), || {
+        let old = {
+            let _guard = lock();
+            SESSION.swap(ptr::null_mut(), SeqCst)
+        };
+        if !old.is_null() {
+            shut_down(old);
+        }
+    });
+}
+
+#[used]
+#[link_section = ".fini_array"]
+static FINALIZE_AT_EXIT: extern "C" fn() = finalize_at_exit;

@@ -1,0 +1,52 @@
+//! Registration of host binaries: `__tgt_register_requires`,
+//! `__tgt_register_lib`, `__tgt_unregister_lib`, `__tgt_init_all_rtls`.
+//!
+//! clang-14 emits, per binary or shared object with offload entries, a
+//! global constructor that calls `__tgt_register_requires` and
+//! `__tgt_register_lib`, and a `.fini_array` entry that calls
+//! `__tgt_unregister_lib`. The unregister that removes the last library
+//! shuts the runtime down (see `lifecycle`).
+
+use crate::boundary::guard;
+use crate::export::export_c;
+use crate::lifecycle::{register_library, unregister_library, with_session};
+use omptarget_abi::BinDesc;
+
+extern "C" fn __tgt_register_requires(flags: i64) {
+    guard("__tgt_register_requires", (), || {
+        with_session(|s| s.register_requires(flags));
+    })
+}
+
+/// # Safety
+/// `desc` points to a descriptor that stays valid until the matching
+/// `__tgt_unregister_lib` (clang's descriptors are static data).
+unsafe extern "C" fn __tgt_register_lib(desc: *mut BinDesc) {
+    guard("__tgt_register_lib", (), || {
+        if desc.is_null() {
+            eprintln!("Libomptarget error: __tgt_register_lib called with a null descriptor");
+            return;
+        }
+        register_library(|s| s.register_lib(desc));
+    })
+}
+
+/// # Safety
+/// `desc` is a descriptor passed to `__tgt_register_lib` before, or null.
+unsafe extern "C" fn __tgt_unregister_lib(desc: *mut BinDesc) {
+    guard("__tgt_unregister_lib", (), || {
+        if desc.is_null() {
+            eprintln!("Libomptarget error: __tgt_unregister_lib called with a null descriptor");
+            return;
+        }
+        unregister_library(|s| s.unregister_lib(desc));
+    })
+}
+
+extern "C" fn __tgt_init_all_rtls() {
+    guard("__tgt_init_all_rtls", (), || {
+        with_session(|s| s.init_all_rtls());
+    })
+}
+
+export_c!(__tgt_register_requires, __tgt_register_lib, __tgt_unregister_lib, __tgt_init_all_rtls);

@@ -1,0 +1,64 @@
+//! The shim exports exactly what LLVM 14's libomptarget.so exports, each
+//! symbol with the version node `VERS1.0`, and nothing else of ours.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::process::Command;
+
+const LLVM14: &str = "/usr/lib/llvm-14/lib/libomptarget.so";
+
+fn built_shim() -> PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target"));
+    let lib = target.join("debug/libomptarget_shim.so");
+    if !lib.exists() {
+        let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+            .args(["build", "-q", "-p", "omptarget-shim"])
+            .status()
+            .expect("run cargo build");
+        assert!(status.success(), "building the shim failed");
+    }
+    lib
+}
+
+/// `name@@VERSION` of every symbol the library defines in its dynamic table.
+fn defined_dynamic_symbols(lib: &std::path::Path) -> BTreeSet<String> {
+    let out = Command::new("nm").args(["-D", "--defined-only"]).arg(lib).output().expect("run nm (binutils)");
+    assert!(out.status.success(), "nm failed on {}", lib.display());
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|line| line.split_whitespace().nth(2).map(str::to_owned))
+        // The version definition itself shows up as an absolute symbol.
+        .filter(|name| name != "VERS1.0")
+        .collect()
+}
+
+#[test]
+fn every_export_is_llvm14s_with_version_vers1_0() {
+    let ours = defined_dynamic_symbols(&built_shim());
+    for sym in &ours {
+        assert!(sym.ends_with("@@VERS1.0"), "{sym} is exported without the VERS1.0 version node");
+    }
+    let map: BTreeSet<String> = include_str!("../exports.map")
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.ends_with(';') && !l.contains('*') && !l.contains(':'))
+        .map(|l| format!("{}@@VERS1.0", l.trim_end_matches(';')))
+        .collect();
+    assert_eq!(ours, map, "the built library and exports.map disagree");
+    if std::path::Path::new(LLVM14).exists() {
+        let llvm = defined_dynamic_symbols(std::path::Path::new(LLVM14));
+        assert_eq!(ours, llvm, "our exports differ from LLVM 14's libomptarget.so");
+    } else {
+        assert!(std::env::var_os("CI").is_none(), "{LLVM14} is missing (install libomp-14-dev)");
+        eprintln!("skipping the comparison with LLVM 14: {LLVM14} is not installed");
+    }
+}
+
+#[test]
+fn soname_is_libomptarget_so() {
+    let out = Command::new("readelf").arg("-d").arg(built_shim()).output().expect("run readelf");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("Library soname: [libomptarget.so]"), "{text}");
+}
