@@ -15,20 +15,15 @@
 //! until the image is unloaded: dlclose, then remove.
 
 use super::elf::{self, EntriesSection};
+use super::image_file::ImageFile;
 use crate::backend::ImageRef;
 use crate::error::{PluginError, Result};
 use libloading::os::unix::Library;
 use omptarget_abi::{OffloadEntry, TargetTable};
 use std::collections::{HashMap, HashSet};
 use std::ffi::{c_void, CStr, CString};
-use std::io::Write;
 use std::path::Path;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU64, Ordering};
-use tempfile::NamedTempFile;
-
-/// Sequence number of the next image file (part of its unique name).
-static NEXT_FILE: AtomicU64 = AtomicU64::new(0);
 
 /// A loaded image; see the module docs. Dropping it unloads it, ignoring
 /// errors; [`LoadedImage::unload`] reports them.
@@ -37,7 +32,7 @@ pub struct LoadedImage {
     key: usize,
     /// Closed before `file` is removed.
     library: Option<Library>,
-    file: Option<NamedTempFile>,
+    file: Option<ImageFile>,
     /// The table handed to the runtime; points into `entries`.
     table: Box<TargetTable>,
     /// Device entries; their `name`s point into `names`.
@@ -61,48 +56,21 @@ impl LoadedImage {
         let section = elf::entries_section(image.bytes).map_err(PluginError::InvalidImage)?;
         let names = host_entry_names(image.entries)?;
 
-        let sequence = NEXT_FILE.fetch_add(1, Ordering::Relaxed);
-        let mut file = tempfile::Builder::new()
-            .prefix(&format!(
-                "omptarget-host-image-{}-{sequence}-",
-                std::process::id()
-            ))
-            .suffix(".so")
-            .tempfile_in(dir)
-            .map_err(|e| {
-                PluginError::backend(format!(
-                    "cannot create a temporary image file in {}: {e}",
-                    dir.display()
-                ))
-            })?;
-        file.write_all(image.bytes)
-            .and_then(|()| file.flush())
-            .map_err(|e| {
-                PluginError::backend(format!("cannot write {}: {e}", file.path().display()))
-            })?;
+        let file = ImageFile::create(dir, image.bytes)?;
+        let path = file.path().expect("a new image file has a path").to_owned();
 
         // RTLD_LAZY like LLVM's plugin: images built by clang call into
         // libomp (`__kmpc_*`), found through their own NEEDED/RUNPATH.
         // SAFETY: loading runs the image's initialisers; running the
         // offload program's code is this plugin's purpose.
-        let library =
-            unsafe { Library::open(Some(file.path()), libc::RTLD_LAZY | libc::RTLD_LOCAL) }
-                .map_err(|e| PluginError::backend(format!("cannot load the device image: {e}")))?;
+        let library = unsafe { Library::open(Some(&path), libc::RTLD_LAZY | libc::RTLD_LOCAL) }
+            .map_err(|e| PluginError::backend(format!("cannot load the device image: {e}")))?;
         let (library, base) = load_base(library);
-        let file = if keep_file {
-            Some(file)
-        } else {
-            let path = file.path().to_path_buf();
-            file.close().map_err(|e| {
-                PluginError::backend(format!("cannot remove {}: {e}", path.display()))
-            })?;
-            None
-        };
 
         let mut loaded = Self {
             key: image.desc.as_ptr() as usize,
             library: Some(library),
-            file,
+            file: Some(file),
             table: Box::new(TargetTable {
                 entries_begin: std::ptr::null_mut(),
                 entries_end: std::ptr::null_mut(),
@@ -112,6 +80,11 @@ impl LoadedImage {
             kernels: HashSet::new(),
         };
         // On error `loaded` is dropped: dlclose, then the file is removed.
+        if !keep_file {
+            if let Some(mut file) = loaded.file.take() {
+                file.remove()?;
+            }
+        }
         loaded.resolve(image.entries, base?, section)?;
         Ok(loaded)
     }
@@ -172,7 +145,7 @@ impl LoadedImage {
 
     /// Path of the private image file, if it is kept while loaded.
     pub fn file_path(&self) -> Option<&Path> {
-        self.file.as_ref().map(NamedTempFile::path)
+        self.file.as_ref().and_then(ImageFile::path)
     }
 
     /// dlclose the image, then remove its file.
@@ -188,12 +161,7 @@ impl LoadedImage {
             None => Ok(()),
         };
         let removed = match self.file.take() {
-            Some(file) => {
-                let path = file.path().to_path_buf();
-                file.close().map_err(|e| {
-                    PluginError::backend(format!("cannot remove {}: {e}", path.display()))
-                })
-            }
+            Some(mut file) => file.remove(),
             None => Ok(()),
         };
         closed.and(removed)

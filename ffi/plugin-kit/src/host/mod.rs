@@ -24,6 +24,7 @@
 pub mod config;
 pub mod elf;
 pub mod image;
+pub mod image_file;
 pub mod launch;
 pub mod memory;
 
