@@ -1,6 +1,7 @@
 //! Shared by the host plugin's integration tests.
 #![allow(dead_code)]
 
+#[allow(unused_imports)]
 pub use omptarget_abi::{OffloadEntry, TargetTable, OFFLOAD_FAIL, OFFLOAD_SUCCESS};
 pub use omptarget_plugin_kit::testing::*;
 use std::ffi::{c_void, CStr};
