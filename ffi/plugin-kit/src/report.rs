@@ -51,3 +51,29 @@ pub fn debug(plugin: &str, message: &dyn Display) {
         let _ = std::io::stderr().write_all(line.as_bytes());
     }
 }
+
+/// Replace this library's panic hook (once) with one that prints a single
+/// line and nothing else.
+///
+/// A plugin cdylib has its own copy of std, hence its own panic hook. The
+/// default one may capture and symbolise a backtrace (`RUST_BACKTRACE`),
+/// which maps the library's file into a cache that outlives `dlclose`, and
+/// looks up the current thread; neither belongs in a library that must
+/// leave nothing behind when it is closed. Panics are caught at every entry
+/// ([`crate::entries`]), which reports them too.
+pub fn install_panic_hook(plugin: &'static str) {
+    static INSTALLED: std::sync::Once = std::sync::Once::new();
+    INSTALLED.call_once(|| {
+        std::panic::set_hook(Box::new(move |info| {
+            let location = info
+                .location()
+                .map(|l| format!(" at {}:{}", l.file(), l.line()))
+                .unwrap_or_default();
+            error(
+                plugin,
+                "a backend call",
+                &format_args!("panicked{location}"),
+            );
+        }));
+    });
+}

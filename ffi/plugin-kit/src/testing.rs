@@ -23,18 +23,25 @@ pub fn target_profile_dir() -> PathBuf {
 }
 
 /// Path of a cdylib built by this workspace (e.g. `libomptarget_rtl_x86_64.so`),
-/// building `package` first so the file is current. Cargo builds a
-/// package's cdylib before running its integration tests, so the build is
-/// normally a no-op check.
+/// after running `cargo build -p <package>` so that the file is current:
+/// cargo does not rebuild a cdylib-only package's library before running
+/// that package's integration tests. One build per package and process.
 pub fn built_cdylib(package: &str, file: &str) -> PathBuf {
+    static BUILT: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
     let path = target_profile_dir().join(file);
-    if !path.exists() {
+    let mut built = BUILT
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if !built.iter().any(|p| p == package) {
         let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let status = Command::new(cargo)
-            .args(["build", "--quiet", "-p", package])
-            .status()
-            .expect("running cargo build");
+        let mut cmd = Command::new(cargo);
+        cmd.args(["build", "--quiet", "-p", package]);
+        if target_profile_dir().file_name() == Some("release".as_ref()) {
+            cmd.arg("--release");
+        }
+        let status = cmd.status().expect("running cargo build");
         assert!(status.success(), "cargo build -p {package} failed");
+        built.push(package.to_string());
     }
     assert!(path.exists(), "{} was not built", path.display());
     path

@@ -171,7 +171,7 @@ fn no_teardown_hooks_are_registered() {
 fn threads_outlive_the_closed_plugin() {
     let work = tempfile::tempdir().unwrap();
     let image = kernels_image(work.path());
-    let (_copy, p) = host_plugin();
+    let (copy, p) = host_plugin();
     let (used_tx, used_rx) = std::sync::mpsc::channel();
     let (closed_tx, closed_rx) = std::sync::mpsc::channel::<()>();
     let desc = image.desc() as usize;
@@ -203,6 +203,9 @@ fn threads_outlive_the_closed_plugin() {
     used_rx.recv().unwrap();
     unsafe { assert_eq!((p.deinit_plugin.unwrap())(), OFFLOAD_SUCCESS) };
     p.close();
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+    let path = copy.path.to_str().unwrap();
+    assert!(!maps.contains(path), "{path} is still mapped after dlclose");
     closed_tx.send(()).unwrap();
     worker.join().unwrap();
 }
