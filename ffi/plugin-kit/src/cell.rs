@@ -172,7 +172,7 @@ impl<B: Backend> PluginCell<B> {
 
 impl<B: Backend> Live<B> {
     fn create(cause: InitCause) -> Result<Self> {
-        report::install_panic_hook(B::NAME);
+        report::install_panic_hook::<B>();
         let backend = B::init(cause)?;
         let count = backend.number_of_devices();
         if i32::try_from(count).is_err() {

@@ -95,7 +95,7 @@ fn vector_add_is_clean_under_valgrind() {
     std::fs::write(work.path().join("driver.c"), DRIVER_C).unwrap();
     clang(
         work.path(),
-        &["-O1", "-g", "driver.c", "-o", "driver", "-ldl"],
+        &["-O1", "-gdwarf-4", "driver.c", "-o", "driver", "-ldl"],
     );
     let (copy, _p) = host_plugin();
     let output = Command::new("valgrind")
