@@ -319,3 +319,44 @@ pub fn openmp_entries(image: &[u8]) -> Vec<(String, usize)> {
     entries.sort();
     entries
 }
+
+/// The functions a shared object lists in an array section (`.init_array`
+/// or `.fini_array`), as symbol names: what the dynamic loader runs when it
+/// loads or unloads the library. Read from the section's relative
+/// relocations and the symbol table (debug and release builds keep it).
+pub fn array_section_functions(library: &Path, section: &str) -> Vec<String> {
+    use object::{Object, ObjectSection, ObjectSymbol, RelocationTarget};
+    let bytes = std::fs::read(library).expect("reading the library");
+    let file = object::File::parse(&*bytes).expect("parsing the library");
+    let Some(array) = file.section_by_name(section) else {
+        return Vec::new();
+    };
+    let range = array.address()..array.address() + array.size();
+    let symbols: std::collections::HashMap<u64, String> = file
+        .symbols()
+        .filter(|s| s.kind() == object::SymbolKind::Text)
+        .filter_map(|s| Some((s.address(), s.name().ok()?.to_string())))
+        .collect();
+    let mut functions = Vec::new();
+    for (offset, relocation) in file.dynamic_relocations().into_iter().flatten() {
+        if !range.contains(&offset) {
+            continue;
+        }
+        let target = match relocation.target() {
+            RelocationTarget::Absolute => relocation.addend() as u64,
+            RelocationTarget::Symbol(index) => file
+                .symbol_by_index(index)
+                .map(|s| s.address())
+                .unwrap_or(0)
+                .wrapping_add(relocation.addend() as u64),
+            _ => 0,
+        };
+        functions.push(
+            symbols
+                .get(&target)
+                .cloned()
+                .unwrap_or_else(|| format!("{target:#x}")),
+        );
+    }
+    functions
+}

@@ -148,6 +148,17 @@ fn no_teardown_hooks_are_registered() {
         !undefined.contains(" atexit"),
         "imports atexit:\n{undefined}"
     );
+    // Load/unload-time code: the toolchain's and std's, plus exactly one
+    // function of ours, the safety net in .fini_array.
+    let toolchain = |f: &str| {
+        ["frame_dummy", "__do_global_dtors_aux"].contains(&f) || f.contains("ARGV_INIT_ARRAY")
+    };
+    let init = array_section_functions(&so, ".init_array");
+    assert!(init.iter().all(|f| toolchain(f)), "{init:?}");
+    let fini = array_section_functions(&so, ".fini_array");
+    let ours: Vec<&String> = fini.iter().filter(|f| !toolchain(f)).collect();
+    assert_eq!(ours.len(), 1, "{fini:?}");
+    assert!(ours[0].contains("omptarget_safety_net"), "{fini:?}");
     // Every required entry and every lifecycle entry is exported.
     let defined = nm(&["-D", "--defined-only"]);
     for name in omptarget_abi::plugin::names::REQUIRED.iter().chain(&[
