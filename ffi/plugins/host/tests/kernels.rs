@@ -42,8 +42,8 @@ fn vector_add_on_a_device() {
         );
         let mut c = vec![0.0f64; N];
         retrieve(&p, 0, &mut c, dc);
-        for i in 0..N {
-            assert_eq!(c[i], 1.5 * i as f64, "c[{i}]");
+        for (i, value) in c.iter().enumerate() {
+            assert_eq!(*value, 1.5 * i as f64, "c[{i}]");
         }
         for d in [da, db, dc] {
             assert_eq!((p.data_delete)(0, d), OFFLOAD_SUCCESS);

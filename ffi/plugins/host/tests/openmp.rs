@@ -138,8 +138,8 @@ fn openmp_device_image_runs_through_the_entries() {
         assert_eq!(rc, OFFLOAD_SUCCESS);
         let mut y = vec![0f64; n];
         retrieve(&p, 2, &mut y, dy);
-        for i in 0..n {
-            assert_eq!(y[i], 1.0 + 3.0 * i as f64, "y[{i}]");
+        for (i, value) in y.iter().enumerate() {
+            assert_eq!(*value, 1.0 + 3.0 * i as f64, "y[{i}]");
         }
         assert_eq!((p.deinit_plugin.unwrap())(), OFFLOAD_SUCCESS);
     }
