@@ -193,3 +193,48 @@ fn each_device_gets_its_own_copy_of_globals() {
         assert_eq!(run(&p, 0, bump_again, &[]), OFFLOAD_FAIL);
     }
 }
+
+/// Kernels, copies and allocations run concurrently from several threads,
+/// on separate devices and on one shared device.
+#[test]
+fn concurrent_threads_on_several_devices() {
+    let work = tempfile::tempdir().unwrap();
+    let image = kernels_image(work.path());
+    let (_copy, p) = host_plugin();
+    let mut vadds = Vec::new();
+    unsafe {
+        for dev in 0..4 {
+            assert_eq!((p.init_device)(dev), OFFLOAD_SUCCESS);
+            vadds.push(entry_addr((p.load_binary)(dev, image.desc()), "vadd") as usize);
+        }
+    }
+    let p = &p;
+    std::thread::scope(|scope| {
+        // Threads 0-3 use their own device; threads 4-7 all use device 0.
+        for thread in 0..8usize {
+            let dev = if thread < 4 { thread } else { 0 };
+            let vadd = vadds[dev];
+            scope.spawn(move || {
+                let vadd = vadd as *mut c_void;
+                const N: usize = 512;
+                for round in 0..50 {
+                    let a: Vec<f64> = (0..N).map(|i| (i * thread + round) as f64).collect();
+                    let bytes = N * 8;
+                    let d = dev as i32;
+                    let (da, dc) = (alloc(p, d, bytes), alloc(p, d, bytes));
+                    submit(p, d, da, &a);
+                    let rc =
+                        unsafe { run(p, d, vadd, &[da as usize, da as usize, dc as usize, N]) };
+                    assert_eq!(rc, OFFLOAD_SUCCESS);
+                    let mut c = vec![0f64; N];
+                    retrieve(p, d, &mut c, dc);
+                    assert!(c.iter().zip(&a).all(|(c, a)| *c == 2.0 * a));
+                    unsafe {
+                        assert_eq!((p.data_delete)(d, da), OFFLOAD_SUCCESS);
+                        assert_eq!((p.data_delete)(d, dc), OFFLOAD_SUCCESS);
+                    }
+                }
+            });
+        }
+    });
+}
