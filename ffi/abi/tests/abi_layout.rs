@@ -222,6 +222,9 @@ fn kernel_args_block(major: u32) {
         "nowait sets Flags.NoWait"
     );
     assert_eq!(stored(&teams, "dyn_cgroup_mem"), "i32 0");
+    // A worksharing loop passes its computed trip count; a plain region 0.
+    assert_ne!(stored(&teams, "tripcount"), "i64 0");
+    assert_eq!(stored(&deferred, "tripcount"), "i64 0");
     // `a` and `n` (plus captured globals' pointers where clang maps them).
     let num_args: u32 = stored(&teams, "num_args")
         .strip_prefix("i32 ")
@@ -377,6 +380,7 @@ fn linked_library(major: u32) {
     let field =
         |name_v1: &str, name_v2: &str| entry.offset(if flavour.v2 { name_v2 } else { name_v1 });
     let mut kernels = 0;
+    let mut host_entries: Vec<(String, i32)> = Vec::new();
     for i in 0..count {
         let e = sec_begin + i * entry.size as u64;
         let addr = lib.pointer(e + field("addr", "address"));
@@ -384,6 +388,7 @@ fn linked_library(major: u32) {
         let size = lib.u64(e + field("size", "size"));
         let flags = lib.u32(e + field("flags", "flags")) as i32;
         println!("  entry {i}: {name} addr={addr:#x} size={size} flags={flags}");
+        host_entries.push((name.clone(), flags));
         if flavour.v2 {
             assert_eq!(lib.u64(e + entry.offset("reserved")), 0);
             assert_eq!(lib.u16(e + entry.offset("version")), 1);
@@ -415,6 +420,35 @@ fn linked_library(major: u32) {
         }
     }
     assert_eq!(kernels, 2);
+
+    // The device image keeps its own entries (same layout, same section
+    // name) for every host entry except `declare target link` ones: the
+    // device defines the link variable's reference pointer but emits no
+    // entry for it. Entries must be matched by name, never by index.
+    let device_path = dir.path().join("device-image.so");
+    std::fs::write(&device_path, &image).unwrap();
+    let device = Elf::read(&device_path);
+    let (dev_begin, dev_size) = device
+        .section(flavour.section)
+        .unwrap_or_else(|| panic!("device image has no {}", flavour.section));
+    assert_eq!(dev_size % entry.size as u64, 0);
+    let device_names: Vec<String> = (0..dev_size / entry.size as u64)
+        .map(|i| {
+            let e = dev_begin + i * entry.size as u64;
+            device.c_str(device.pointer(e + field("name", "symbol_name")))
+        })
+        .collect();
+    println!("clang {major}: device image entries {device_names:?}");
+    let expected: Vec<String> = host_entries
+        .iter()
+        .filter(|(_, flags)| flags & declare_target::LINK == 0)
+        .map(|(n, _)| n.clone())
+        .collect();
+    assert_eq!(device_names, expected);
+    assert!(
+        device.symbol("fixture_linked_decl_tgt_ref_ptr").is_some(),
+        "the device defines the link reference pointer"
+    );
 }
 
 macro_rules! per_clang {

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The offload fixture compiled by every test: a `declare target` global, a
-/// `declare target link` global, a teams region with explicit
+/// `declare target link` global, a worksharing teams loop with explicit
 /// `num_teams`/`thread_limit`, and a `nowait` region. No `main`: it is linked
 /// as a shared library, which lets a host link succeed without the matching
 /// LLVM runtime installed.
@@ -28,7 +28,8 @@ long fixture_linked[3];
 #pragma omp declare target link(fixture_linked)
 
 void fixture_teams(int *a, int n) {
-#pragma omp target teams num_teams(2) thread_limit(8) map(tofrom: a[0:n])
+#pragma omp target teams distribute parallel for num_teams(2) thread_limit(8) \
+    map(tofrom: a[0:n])
   for (int i = 0; i < n; i++)
     a[i] += fixture_global[0] + (int)fixture_linked[0];
 }
