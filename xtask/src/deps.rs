@@ -5,50 +5,28 @@ use crate::cmd;
 use anyhow::{bail, Context, Result};
 use std::process::Command;
 
-/// (package, why it is needed). README.md lists the same set.
-pub const PACKAGES: &[(&str, &str)] = &[
-    (
-        "build-essential",
-        "cc/c++ as the Rust linker, make, libc headers",
-    ),
-    ("pkg-config", "locating system libraries for -sys crates"),
-    (
-        "libffi-dev",
-        "the host plugin calls kernels through libffi (system library)",
-    ),
-    (
-        "clang-14",
-        "compiles the OpenMP offload test programs (LLVM 14 ABI)",
-    ),
-    (
-        "clang-tools-14",
-        "clang-offload-wrapper/-bundler used by clang 14's offload link",
-    ),
-    (
-        "libomp-14-dev",
-        "LLVM 14's libomp, libomptarget and plugins: reference runtime",
-    ),
-    ("valgrind", "leak checks of the runtime and plugins"),
-    (
-        "clang-19",
-        "ABI tests: newest 32-byte-entry compiler, kernel args v3",
-    ),
-    (
-        "clang-tools-19",
-        "clang-linker-wrapper/-offload-packager for clang 19 links",
-    ),
-    ("clang-22", "ABI tests: 56-byte offload entries (LLVM 20+)"),
-    (
-        "clang-tools-22",
-        "clang-linker-wrapper/-offload-packager for clang 22 links",
-    ),
-];
+/// `.ci/apt-packages.txt`: one package per line with `# why`; .ci/run
+/// installs the same list before any Rust code can build.
+const PACKAGE_LIST: &str = include_str!("../../.ci/apt-packages.txt");
 
-/// Packages from [`PACKAGES`] that dpkg does not report as installed.
+/// (package, why it is needed), from [`PACKAGE_LIST`].
+pub fn packages() -> Vec<(&'static str, &'static str)> {
+    PACKAGE_LIST
+        .lines()
+        .filter_map(|l| {
+            let (name, why) = l.split_once('#').unwrap_or((l, ""));
+            let name = name.trim();
+            (!name.is_empty()).then_some((name, why.trim()))
+        })
+        .collect()
+}
+
+/// Packages from [`packages`] that dpkg does not report as installed.
 pub fn missing() -> Result<Vec<&'static str>> {
+    let packages = packages();
     let out = Command::new("dpkg-query")
         .args(["-W", "-f=${Package} ${db:Status-Abbrev}\\n"])
-        .args(PACKAGES.iter().map(|(p, _)| *p))
+        .args(packages.iter().map(|(p, _)| *p))
         .output()
         .context("running dpkg-query (is this Debian?)")?;
     // dpkg-query exits 1 when some package is unknown; stdout still lists
@@ -63,7 +41,7 @@ pub fn missing() -> Result<Vec<&'static str>> {
             status.starts_with("ii").then_some(name)
         })
         .collect();
-    Ok(PACKAGES
+    Ok(packages
         .iter()
         .map(|(p, _)| *p)
         .filter(|p| !installed.contains(p))
@@ -92,12 +70,13 @@ fn apt_get() -> Command {
 }
 
 pub fn deps() -> Result<()> {
+    let packages = packages();
     let todo = missing()?;
     if todo.is_empty() {
         println!(
             "deps: all {} packages installed ({})",
-            PACKAGES.len(),
-            PACKAGES
+            packages.len(),
+            packages
                 .iter()
                 .map(|(p, _)| *p)
                 .collect::<Vec<_>>()
@@ -106,7 +85,7 @@ pub fn deps() -> Result<()> {
         return Ok(());
     }
     println!("deps: installing {}", todo.join(" "));
-    for (p, why) in PACKAGES.iter().filter(|(p, _)| todo.contains(p)) {
+    for (p, why) in packages.iter().filter(|(p, _)| todo.contains(p)) {
         println!("  {p}: {why}");
     }
     cmd::run(apt_get().args(["update", "-q"]))?;
@@ -120,4 +99,14 @@ pub fn deps() -> Result<()> {
         bail!("apt-get finished but {} still missing", still.join(" "));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn package_list_parses_with_reasons() {
+        let p = super::packages();
+        assert!(p.iter().any(|(n, _)| *n == "libomp-14-dev"));
+        assert!(p.iter().all(|(n, why)| !n.contains(' ') && !why.is_empty()));
+    }
 }

@@ -64,27 +64,44 @@ fn stage_debug() -> Result<()> {
     Ok(())
 }
 
-/// `cargo test --workspace`, echoing its output and repeating the
-/// `test result:` lines (one per test binary) as a summary at the end.
+/// `cargo test --workspace`, echoing its output and repeating each test
+/// binary's `test result:` line as a summary at the end. Cargo's stderr
+/// (where it names each binary) is merged into the same pipe by the shell,
+/// so every result pairs with the right binary.
 fn cargo_test_workspace() -> Result<()> {
-    let mut cmd = cmd::cargo();
-    cmd.args(["test", "--workspace"]).stdout(Stdio::piped());
-    println!("$ {}", cmd::show(&cmd));
+    let cargo = cmd::cargo();
+    let mut cmd = std::process::Command::new("sh");
+    cmd.current_dir(stage::workspace_root())
+        .args(["-c", "exec \"$0\" test --workspace 2>&1"])
+        .arg(cargo.get_program())
+        .stdout(Stdio::piped());
+    println!("$ cargo test --workspace");
     let mut child = cmd.spawn().context("starting cargo test")?;
     let stdout = child.stdout.take().expect("piped");
-    let mut results = Vec::new();
+    let mut binary = String::from("?");
+    let mut results: Vec<(String, String)> = Vec::new();
     for line in BufReader::new(stdout).lines() {
         let line = line.context("reading cargo test output")?;
         println!("{line}");
-        if line.starts_with("test result:") {
-            results.push(line);
+        let trimmed = line.trim_start();
+        if let Some(what) = trimmed
+            .strip_prefix("Running ")
+            .or_else(|| trimmed.strip_prefix("Doc-tests "))
+        {
+            binary = if trimmed.starts_with("Doc-tests") {
+                format!("doc-tests {what}")
+            } else {
+                binary_name(what)
+            };
+        } else if trimmed.starts_with("test result:") {
+            results.push((binary.clone(), trimmed.to_string()));
         }
     }
     let status = child.wait()?;
     println!("==> cargo test summary ({} test binaries)", results.len());
     let (mut passed, mut failed, mut ignored) = (0u64, 0u64, 0u64);
-    for r in &results {
-        println!("  {r}");
+    for (bin, r) in &results {
+        println!("  {bin}: {r}");
         passed += count(r, " passed");
         failed += count(r, " failed");
         ignored += count(r, " ignored");
@@ -94,6 +111,15 @@ fn cargo_test_workspace() -> Result<()> {
         bail!("cargo test --workspace failed ({status})");
     }
     Ok(())
+}
+
+/// `unittests src/lib.rs (target/debug/deps/omptarget_abi-1a2b)` ->
+/// `omptarget_abi unittests src/lib.rs`.
+fn binary_name(running: &str) -> String {
+    let (what, path) = running.split_once(" (").unwrap_or((running, ""));
+    let file = path.trim_end_matches(')').rsplit('/').next().unwrap_or("");
+    let stem = file.rsplit_once('-').map_or(file, |(stem, _hash)| stem);
+    format!("{stem} {what}").trim().to_string()
 }
 
 /// The number before `what` in a `test result:` line (`5 passed`).
@@ -113,7 +139,19 @@ fn no_global_dtors() -> Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::count;
+    use super::{binary_name, count};
+
+    #[test]
+    fn binaries_are_named_by_crate() {
+        assert_eq!(
+            binary_name("unittests src/lib.rs (target/debug/deps/omptarget_abi-1a2b3c)"),
+            "omptarget_abi unittests src/lib.rs"
+        );
+        assert_eq!(
+            binary_name("tests/abi_layout.rs (target/debug/deps/abi_layout-ffee)"),
+            "abi_layout tests/abi_layout.rs"
+        );
+    }
 
     #[test]
     fn counts_come_from_the_summary_line() {
