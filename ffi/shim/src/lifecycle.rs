@@ -175,7 +175,7 @@ fn finish_deferred_shutdown() {
 
 /// The safety net: shut down a session still alive when the shim is
 /// finalised (no unregister removed the last library).
-extern "C" fn finalize_at_exit() {
+extern "C" fn omptarget_safety_net() {
     crate::boundary::guard("libomptarget finalizer", (), || {
         let old = {
             let _guard = lock();
@@ -189,4 +189,4 @@ extern "C" fn finalize_at_exit() {
 
 #[used]
 #[link_section = ".fini_array"]
-static FINALIZE_AT_EXIT: extern "C" fn() = finalize_at_exit;
+static SAFETY_NET: extern "C" fn() = omptarget_safety_net;
