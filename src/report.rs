@@ -260,7 +260,7 @@ impl fmt::Display for ShutdownReport {
             writeln!(f, "  {:>2}. {step}", i + 1)?;
         }
         if !self.user_leaks.is_empty() {
-            writeln!(f, "  still held by the user (freed now):")?;
+            writeln!(f, "  still held by the user at shutdown:")?;
             for leak in &self.user_leaks {
                 writeln!(
                     f,

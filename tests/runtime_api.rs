@@ -10,8 +10,15 @@ use omptarget::{
 fn host_runtime() -> (common::PluginCopy, Runtime) {
     let plugin = common::host_plugin();
     let runtime = Runtime::new(Config::default().with_plugins([&plugin.path])).expect("runtime");
-    assert!(runtime.skipped_plugins().is_empty(), "{:?}", runtime.skipped_plugins());
-    assert!(runtime.device_count() >= 2, "the host plugin offers several devices");
+    assert!(
+        runtime.skipped_plugins().is_empty(),
+        "{:?}",
+        runtime.skipped_plugins()
+    );
+    assert!(
+        runtime.device_count() >= 2,
+        "the host plugin offers several devices"
+    );
     (plugin, runtime)
 }
 
@@ -23,7 +30,11 @@ fn vec_add_runs_and_shutdown_is_clean() -> anyhow::Result<()> {
     let b: Vec<f32> = (0..n).map(|i| i as f32 * 0.25).collect();
     {
         let device = runtime.device(0)?;
-        let image = Image::load_file(device, common::build_kernel_image("vec_add.c"), &["vec_add"])?;
+        let image = Image::load_file(
+            device,
+            common::build_kernel_image("vec_add.c"),
+            &["vec_add"],
+        )?;
         let kernel = image.kernel("vec_add")?;
         let da = DeviceBuffer::from_slice(device, &a)?;
         let db = DeviceBuffer::from_slice(device, &b)?;
@@ -32,8 +43,16 @@ fn vec_add_runs_and_shutdown_is_clean() -> anyhow::Result<()> {
         // SAFETY: vec_add(const float*, const float*, float*, intptr_t).
         unsafe {
             kernel.launch(
-                &[KernelArg::buffer(&da), KernelArg::buffer(&db), KernelArg::buffer(&dc), KernelArg::scalar(n)],
-                LaunchConfig { teams: 4, threads: 8 },
+                &[
+                    KernelArg::buffer(&da),
+                    KernelArg::buffer(&db),
+                    KernelArg::buffer(&dc),
+                    KernelArg::scalar(n),
+                ],
+                LaunchConfig {
+                    teams: 4,
+                    threads: 8,
+                },
             )?;
         }
         device.synchronize()?;
@@ -64,7 +83,10 @@ fn vec_add_runs_and_shutdown_is_clean() -> anyhow::Result<()> {
         ]
     );
     // 3 buffers of 4099 floats are over the 8 KiB threshold: not cached.
-    assert!(matches!(report.steps[0], TeardownStep::DrainMemoryManager { blocks: 0, .. }));
+    assert!(matches!(
+        report.steps[0],
+        TeardownStep::DrainMemoryManager { blocks: 0, .. }
+    ));
     println!("{report}");
     Ok(())
 }
@@ -73,8 +95,15 @@ fn vec_add_runs_and_shutdown_is_clean() -> anyhow::Result<()> {
 fn image_with_two_kernels_and_scalar_arguments() -> anyhow::Result<()> {
     let (_plugin, runtime) = host_runtime();
     let device = runtime.device(1)?;
-    let image = Image::load_file(device, common::build_kernel_image("saxpy.c"), &["saxpy", "sum_i64"])?;
-    assert_eq!(image.entry_names().collect::<Vec<_>>(), ["saxpy", "sum_i64"]);
+    let image = Image::load_file(
+        device,
+        common::build_kernel_image("saxpy.c"),
+        &["saxpy", "sum_i64"],
+    )?;
+    assert_eq!(
+        image.entry_names().collect::<Vec<_>>(),
+        ["saxpy", "sum_i64"]
+    );
 
     let n = 257usize;
     let x: Vec<f32> = (0..n).map(|i| i as f32).collect();
@@ -84,7 +113,12 @@ fn image_with_two_kernels_and_scalar_arguments() -> anyhow::Result<()> {
     // SAFETY: saxpy(uintptr_t a_bits, const float*, float*, intptr_t).
     unsafe {
         image.kernel("saxpy")?.launch(
-            &[KernelArg::scalar(-1.5f32), (&dx).into(), (&dy).into(), KernelArg::scalar(n as i64)],
+            &[
+                KernelArg::scalar(-1.5f32),
+                (&dx).into(),
+                (&dy).into(),
+                KernelArg::scalar(n as i64),
+            ],
             LaunchConfig::default(),
         )?;
     }
@@ -98,9 +132,11 @@ fn image_with_two_kernels_and_scalar_arguments() -> anyhow::Result<()> {
     let dsum = DeviceBuffer::<i64>::from_slice(device, &[0])?;
     // SAFETY: sum_i64(const int64_t*, intptr_t, int64_t*).
     unsafe {
-        image
-            .kernel("sum_i64")?
-            .launch_single(&[(&dv).into(), KernelArg::scalar(values.len()), (&dsum).into()])?;
+        image.kernel("sum_i64")?.launch_single(&[
+            (&dv).into(),
+            KernelArg::scalar(values.len()),
+            (&dsum).into(),
+        ])?;
     }
     assert_eq!(dsum.to_vec()?, [values.iter().sum::<i64>()]);
     dsum.free()?;
@@ -129,7 +165,10 @@ fn missing_kernels_and_bad_images_are_clear_errors() -> anyhow::Result<()> {
 
     // A name the object does not define: the plugin refuses the image.
     let err = Image::load_file(device, &so, &["saxpy", "no_such_kernel"]).unwrap_err();
-    assert!(matches!(err, Error::ImageLoadFailed { device: 0, .. }), "{err}");
+    assert!(
+        matches!(err, Error::ImageLoadFailed { device: 0, .. }),
+        "{err}"
+    );
     // Not an ELF object at all.
     let err = Image::load(device, b"definitely not ELF", &["k"]).unwrap_err();
     assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
@@ -156,13 +195,28 @@ fn buffer_misuse_is_rejected_and_loses_nothing() -> anyhow::Result<()> {
     let mut buffer = DeviceBuffer::from_slice(device, &[1u32, 2, 3])?;
     assert!(matches!(
         buffer.copy_from_host(&[1, 2]),
-        Err(Error::LengthMismatch { device_len: 3, host_len: 2 })
+        Err(Error::LengthMismatch {
+            device_len: 3,
+            host_len: 2
+        })
     ));
-    assert!(matches!(buffer.copy_to_host(&mut [0; 4]), Err(Error::LengthMismatch { .. })));
+    assert!(matches!(
+        buffer.copy_to_host(&mut [0; 4]),
+        Err(Error::LengthMismatch { .. })
+    ));
     assert_eq!(buffer.to_vec()?, [1, 2, 3], "content unchanged");
-    assert!(matches!(DeviceBuffer::<u8>::new(device, 0), Err(Error::InvalidArgument(_))));
-    assert!(matches!(DeviceBuffer::<u64>::new(device, usize::MAX), Err(Error::InvalidArgument(_))));
-    assert!(matches!(runtime.device(999), Err(Error::InvalidDevice(999))));
+    assert!(matches!(
+        DeviceBuffer::<u8>::new(device, 0),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        DeviceBuffer::<u64>::new(device, usize::MAX),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        runtime.device(999),
+        Err(Error::InvalidDevice(999))
+    ));
 
     // A buffer of device 0 passed to a kernel on device 1.
     let image = Image::load_file(other, common::build_kernel_image("vec_add.c"), &["vec_add"])?;
@@ -170,7 +224,12 @@ fn buffer_misuse_is_rejected_and_loses_nothing() -> anyhow::Result<()> {
     // SAFETY: never reaches the kernel: the argument check fails first.
     let err = unsafe {
         image.kernel("vec_add")?.launch(
-            &[(&buffer).into(), (&buffer).into(), (&dst).into(), KernelArg::scalar(3usize)],
+            &[
+                (&buffer).into(),
+                (&buffer).into(),
+                (&dst).into(),
+                KernelArg::scalar(3usize),
+            ],
             LaunchConfig::default(),
         )
     }
@@ -180,7 +239,10 @@ fn buffer_misuse_is_rejected_and_loses_nothing() -> anyhow::Result<()> {
     // Raw frees: unknown pointers and double frees are errors, and change nothing.
     let raw = device.alloc(64, std::ptr::null_mut(), omptarget::abi::AllocKind::Device)?;
     device.free(raw)?;
-    assert!(matches!(device.free(raw), Err(Error::UnknownDevicePointer { device: 0, .. })));
+    assert!(matches!(
+        device.free(raw),
+        Err(Error::UnknownDevicePointer { device: 0, .. })
+    ));
     assert!(matches!(
         other.free(buffer.device_ptr()),
         Err(Error::UnknownDevicePointer { device: 1, .. })
@@ -201,29 +263,75 @@ fn shutdown_frees_and_reports_what_the_user_still_holds() -> anyhow::Result<()> 
     let kept = DeviceBuffer::<u8>::new(device, 100)?;
     let kept_addr = kept.device_ptr().addr();
     std::mem::forget(kept);
-    let big = device.alloc(1 << 20, std::ptr::null_mut(), omptarget::abi::AllocKind::Host)?;
+    let big = device.alloc(
+        1 << 20,
+        std::ptr::null_mut(),
+        omptarget::abi::AllocKind::Host,
+    )?;
     let cached = DeviceBuffer::<u8>::new(device, 64)?;
     drop(cached); // into the memory manager's cache
     assert_eq!(device.memory_stats().cached_blocks, 1);
-    let image = Image::load_file(device, common::build_kernel_image("vec_add.c"), &["vec_add"])?;
+    let image = Image::load_file(
+        device,
+        common::build_kernel_image("vec_add.c"),
+        &["vec_add"],
+    )?;
     std::mem::forget(image);
 
     let report = runtime.shutdown();
     assert!(!report.is_clean());
     assert_eq!(report.user_leaks.len(), 2);
-    assert_eq!(report.user_leaks.iter().map(|l| l.size).sum::<usize>(), 100 + (1 << 20));
+    assert_eq!(
+        report.user_leaks.iter().map(|l| l.size).sum::<usize>(),
+        100 + (1 << 20)
+    );
     assert!(report.user_leaks.iter().any(|l| l.address == kept_addr));
     assert!(report.user_leaks.iter().any(|l| l.address == big.addr()));
     assert!(report.not_freed.is_empty(), "{report}");
-    let steps: Vec<&TeardownStep> = report.steps.iter().filter(|s| s.device() == Some(0)).collect();
-    assert!(matches!(steps[0], TeardownStep::DrainMemoryManager { blocks: 1, bytes: 64, outcome: StepOutcome::Done, .. }));
-    assert!(matches!(steps[1], TeardownStep::FreeUserAllocations { blocks: 2, outcome: StepOutcome::Done, .. }));
-    assert!(matches!(steps[2], TeardownStep::UnloadImages { images: 1, outcome: StepOutcome::Done, .. }));
-    assert!(matches!(steps[3], TeardownStep::DeinitDevice { outcome: StepOutcome::Done, .. }));
+    let steps: Vec<&TeardownStep> = report
+        .steps
+        .iter()
+        .filter(|s| s.device() == Some(0))
+        .collect();
+    assert!(matches!(
+        steps[0],
+        TeardownStep::DrainMemoryManager {
+            blocks: 1,
+            bytes: 64,
+            outcome: StepOutcome::Done,
+            ..
+        }
+    ));
+    assert!(matches!(
+        steps[1],
+        TeardownStep::FreeUserAllocations {
+            blocks: 2,
+            outcome: StepOutcome::Done,
+            ..
+        }
+    ));
+    assert!(matches!(
+        steps[2],
+        TeardownStep::UnloadImages {
+            images: 1,
+            outcome: StepOutcome::Done,
+            ..
+        }
+    ));
+    assert!(matches!(
+        steps[3],
+        TeardownStep::DeinitDevice {
+            outcome: StepOutcome::Done,
+            ..
+        }
+    ));
     assert_eq!(report.blocks_freed, 3);
     assert_eq!(report.bytes_freed, 64 + 100 + (1 << 20));
     let text = report.to_string();
-    assert!(text.contains("still held by the user"), "{text}");
+    assert!(
+        text.contains("still held by the user at shutdown"),
+        "{text}"
+    );
     Ok(())
 }
 
@@ -247,7 +355,12 @@ fn one_runtime_shared_by_threads() -> anyhow::Result<()> {
                     // SAFETY: vec_add with n-element buffers.
                     unsafe {
                         kernel.launch(
-                            &[(&da).into(), (&da).into(), (&dc).into(), KernelArg::scalar(n)],
+                            &[
+                                (&da).into(),
+                                (&da).into(),
+                                (&dc).into(),
+                                KernelArg::scalar(n),
+                            ],
                             LaunchConfig::default(),
                         )?;
                     }

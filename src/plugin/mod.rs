@@ -89,6 +89,15 @@ impl Plugin {
         self.liveness.destroyed()
     }
 
+    /// Call the destruction callback exactly as the plugin would when it is
+    /// destroyed before `deinit_plugin`. For tests of the safety net: from
+    /// here on the runtime never calls into this plugin again.
+    #[doc(hidden)]
+    pub fn invoke_destruction_callback(&self) {
+        // SAFETY: `liveness` is alive (we hold it).
+        unsafe { liveness::on_plugin_destroyed(self.liveness.as_callback_data()) };
+    }
+
     /// A snapshot for diagnostics.
     pub fn info(&self) -> PluginInfo {
         PluginInfo {

@@ -77,7 +77,10 @@ fn copy_plugin(source: &Path) -> PluginCopy {
 
 /// A private copy of the host plugin (`libomptarget.rtl.x86_64.so`).
 pub fn host_plugin() -> PluginCopy {
-    copy_plugin(&staged_file(&staged().lib_dir, "libomptarget.rtl.x86_64.so"))
+    copy_plugin(&staged_file(
+        &staged().lib_dir,
+        "libomptarget.rtl.x86_64.so",
+    ))
 }
 
 /// A private copy of the plugin lacking required entries.
