@@ -23,6 +23,7 @@ pub fn install(debug_level: u32) {
         };
         let subscriber = tracing_subscriber::fmt()
             .with_writer(std::io::stderr)
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
             .with_max_level(max)
             .with_target(false)
             .with_thread_names(true)
