@@ -2,6 +2,7 @@
 //! API on the host plugin, and the API's error cases.
 mod common;
 
+use omptarget::image::OwnedImage;
 use omptarget::{
     Config, DeviceBuffer, Error, Image, KernelArg, LaunchConfig, Phase, Runtime, StepOutcome,
     TeardownStep,
@@ -271,12 +272,12 @@ fn shutdown_frees_and_reports_what_the_user_still_holds() -> anyhow::Result<()> 
     let cached = DeviceBuffer::<u8>::new(device, 64)?;
     drop(cached); // into the memory manager's cache
     assert_eq!(device.memory_stats().cached_blocks, 1);
-    let image = Image::load_file(
-        device,
-        common::build_kernel_image("vec_add.c"),
-        &["vec_add"],
-    )?;
-    std::mem::forget(image);
+    // An image left loaded: through the raw API, with storage that
+    // outlives the runtime (an Image handle cannot).
+    let elf = std::fs::read(common::build_kernel_image("vec_add.c"))?;
+    let storage = OwnedImage::new(&elf, &["vec_add"])?;
+    // SAFETY: `storage` is dropped only after the shutdown below.
+    unsafe { device.load_image(storage.as_device_image())? };
 
     let report = runtime.shutdown();
     assert!(!report.is_clean());
@@ -332,6 +333,7 @@ fn shutdown_frees_and_reports_what_the_user_still_holds() -> anyhow::Result<()> 
         text.contains("still held by the user at shutdown"),
         "{text}"
     );
+    drop(storage);
     Ok(())
 }
 

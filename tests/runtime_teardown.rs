@@ -6,14 +6,14 @@ mod common;
 
 use common::{first, last, TestPlugin};
 use omptarget::abi::AllocKind;
-use omptarget::{
-    Config, DeviceBuffer, Image, Phase, Runtime, ShutdownReport, StepOutcome, TeardownStep,
-};
+use omptarget::image::OwnedImage;
+use omptarget::{Config, DeviceBuffer, Phase, Runtime, ShutdownReport, StepOutcome, TeardownStep};
 
 /// Two initialised devices (of three); device 0 with a cached block, a live
 /// user allocation and a loaded image; device 1 with a cached block.
 /// Returns the addresses (cached on 0, leaked on 0, cached on 1).
-fn populate(runtime: &Runtime) -> (usize, usize, usize) {
+/// `image` must outlive the runtime (an `Image` handle cannot, by design).
+fn populate(runtime: &Runtime, image: &OwnedImage) -> (usize, usize, usize) {
     let d0 = runtime.device(0).unwrap();
     let d1 = runtime.device(1).unwrap();
     let cached0 = d0
@@ -23,9 +23,8 @@ fn populate(runtime: &Runtime) -> (usize, usize, usize) {
     let leaked = DeviceBuffer::<u64>::new(d0, 1000).unwrap(); // 8000 bytes: managed
     let leaked_addr = leaked.device_ptr().addr();
     std::mem::forget(leaked);
-    let image =
-        Image::load_file(d0, common::build_kernel_image("vec_add.c"), &["vec_add"]).unwrap();
-    std::mem::forget(image);
+    // SAFETY: the caller keeps `image` alive until after the teardown.
+    unsafe { d0.load_image(image.as_device_image()).unwrap() };
     let cached1 = DeviceBuffer::<u8>::new(d1, 200).unwrap();
     let cached1_addr = cached1.device_ptr().addr();
     drop(cached1);
@@ -79,6 +78,11 @@ fn assert_teardown_order(plugin: &TestPlugin, addrs: (usize, usize, usize)) {
         calls.len() - 1,
         "nothing after the library is closed: {calls:?}"
     );
+}
+
+fn vec_add_image() -> OwnedImage {
+    let elf = std::fs::read(common::build_kernel_image("vec_add.c")).unwrap();
+    OwnedImage::new(&elf, &["vec_add"]).unwrap()
 }
 
 fn parse_addr(s: &str) -> usize {
@@ -186,9 +190,10 @@ fn assert_report(report: &ShutdownReport, from_drop: bool) {
 #[test]
 fn shutdown_runs_the_steps_in_order() {
     let plugin = common::test_plugin("devices=3\n");
+    let image = vec_add_image();
     let runtime = Runtime::new(Config::default().with_plugins([&plugin.path])).unwrap();
     assert_eq!(runtime.device_count(), 3);
-    let addrs = populate(&runtime);
+    let addrs = populate(&runtime, &image);
     let report = runtime.shutdown();
     println!("{report}");
     assert_report(&report, false);
@@ -198,8 +203,9 @@ fn shutdown_runs_the_steps_in_order() {
 #[test]
 fn drop_without_shutdown_runs_the_same_teardown() {
     let plugin = common::test_plugin("devices=3\n");
+    let image = vec_add_image();
     let runtime = Runtime::new(Config::default().with_plugins([&plugin.path])).unwrap();
-    let addrs = populate(&runtime);
+    let addrs = populate(&runtime, &image);
     drop(runtime);
     assert_teardown_order(&plugin, addrs);
 }
@@ -207,8 +213,9 @@ fn drop_without_shutdown_runs_the_same_teardown() {
 #[test]
 fn a_destroyed_plugin_is_never_called_again_and_the_losses_are_reported() {
     let plugin = common::test_plugin("devices=3\n");
+    let image = vec_add_image();
     let runtime = Runtime::new(Config::default().with_plugins([&plugin.path])).unwrap();
-    let addrs = populate(&runtime);
+    let addrs = populate(&runtime, &image);
     let calls_before = plugin.log_calls().len();
 
     let device = runtime.device(0).unwrap();
