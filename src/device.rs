@@ -116,6 +116,17 @@ impl Device {
         }
     }
 
+    /// [`Device::ensure_initialized`], first recording the program's
+    /// `requires` flags for `init_requires`. The flags are plugin-wide (like
+    /// LLVM's global `RequiresFlags`) and only matter before the first
+    /// initialisation of each device.
+    pub fn ensure_initialized_with_requires(&self, requires_flags: i64) -> Result<()> {
+        if self.init.get().is_none() {
+            self.plugin.set_requires_flags(requires_flags);
+        }
+        self.ensure_initialized()
+    }
+
     /// True once the device was initialised successfully.
     pub fn is_initialized(&self) -> bool {
         matches!(self.init.get(), Some(Ok(())))

@@ -99,6 +99,26 @@ impl Runtime {
         self.plugins.iter().map(|p| p.info()).collect()
     }
 
+    /// The loaded plugin at `index` (load order), for the OpenMP layer's
+    /// per-plugin questions (`is_valid_binary`, `supports_empty_images`).
+    pub fn plugin(&self, index: usize) -> Option<&Plugin> {
+        self.plugins.get(index).map(|p| &**p)
+    }
+
+    /// The number of loaded plugins.
+    pub fn plugin_count(&self) -> usize {
+        self.plugins.len()
+    }
+
+    /// Device `local` (the plugin's own number) of the plugin at `index`.
+    pub fn plugin_device(&self, index: usize, local: usize) -> Option<&Device> {
+        let plugin = self.plugins.get(index)?;
+        if local >= plugin.device_count() {
+            return None;
+        }
+        self.devices.get(plugin.first_device() + local)
+    }
+
     /// The plugins that were not loaded, with the reasons.
     pub fn skipped_plugins(&self) -> &[SkippedPlugin] {
         &self.skipped

@@ -202,3 +202,42 @@ fn default_discovery_looks_next_to_the_runtime() {
     let report = runtime.shutdown();
     assert!(report.steps.is_empty() && report.is_clean());
 }
+
+#[test]
+fn per_plugin_queries_for_the_openmp_layer() {
+    let a = common::test_plugin("devices=2\n");
+    let b = common::test_plugin("devices=3\n");
+    let runtime = Runtime::new(Config::default().with_plugins([&a.path, &b.path])).unwrap();
+    assert_eq!(runtime.plugin_count(), 2);
+    let second = runtime.plugin(1).unwrap();
+    assert_eq!((second.first_device(), second.device_count()), (2, 3));
+    assert_eq!(runtime.plugin_device(1, 2).unwrap().id(), 4);
+    assert!(runtime.plugin_device(1, 3).is_none());
+    assert!(runtime.plugin(2).is_none());
+
+    let elf = std::fs::read(common::build_kernel_image("vec_add.c")).unwrap();
+    let image = omptarget::image::OwnedImage::new(&elf, &["vec_add"]).unwrap();
+    // SAFETY: `image` is a valid descriptor, alive here.
+    assert!(unsafe { second.is_valid_binary(image.as_device_image()) });
+    let mut wrong = elf.clone();
+    wrong[18] = 0xb7; // EM_AARCH64
+    let wrong = omptarget::image::OwnedImage::new(&wrong, &["vec_add"]).unwrap();
+    // SAFETY: as above.
+    assert!(!unsafe { second.is_valid_binary(wrong.as_device_image()) });
+
+    // Requires flags reach init_requires before init_device (if exported).
+    let device = runtime.plugin_device(0, 1).unwrap();
+    device
+        .ensure_initialized_with_requires(omptarget::abi::requires::UNIFIED_SHARED_MEMORY)
+        .unwrap();
+    assert_eq!(
+        runtime.plugin(0).unwrap().requires_flags(),
+        omptarget::abi::requires::UNIFIED_SHARED_MEMORY
+    );
+    let lines = a.log_lines();
+    let init = lines.iter().position(|l| l == "init_device 1").unwrap();
+    if let Some(req) = lines.iter().position(|l| l.starts_with("init_requires")) {
+        assert!(req < init, "{lines:?}");
+    }
+    assert!(runtime.shutdown().is_clean());
+}

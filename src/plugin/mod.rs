@@ -79,6 +79,33 @@ impl Plugin {
         self.device_count
     }
 
+    /// Runtime-wide number of the plugin's first device; its devices are
+    /// `first_device() .. first_device() + device_count()`.
+    pub fn first_device(&self) -> usize {
+        self.first_device
+    }
+
+    /// `__tgt_rtl_is_valid_binary`: can this plugin run `image`? False when
+    /// the plugin is gone.
+    ///
+    /// # Safety
+    /// `image` points to a valid `__tgt_device_image`.
+    pub unsafe fn is_valid_binary(&self, image: *mut crate::abi::DeviceImage) -> bool {
+        // SAFETY: per this function's contract.
+        self.call(|e| unsafe { (e.is_valid_binary)(image) } != 0)
+            .unwrap_or(false)
+    }
+
+    /// `__tgt_rtl_supports_empty_images() > 0`; false if not exported.
+    pub fn supports_empty_images(&self) -> bool {
+        self.call(|e| match e.supports_empty_images {
+            // SAFETY: no arguments.
+            Some(f) => (unsafe { f() }) > 0,
+            None => false,
+        })
+        .unwrap_or(false)
+    }
+
     /// True while the runtime may call into the plugin.
     pub fn is_alive(&self) -> bool {
         self.liveness.callable()
