@@ -381,3 +381,22 @@ fn one_runtime_shared_by_threads() -> anyhow::Result<()> {
     assert!(report.blocks_freed > 0, "the cache held the small buffers");
     Ok(())
 }
+
+#[test]
+fn device_to_device_exchange() -> anyhow::Result<()> {
+    let (_plugin, runtime) = host_runtime();
+    let (d0, d1) = (runtime.device(0)?, runtime.device(1)?);
+    assert!(
+        d0.can_exchange_with(d1),
+        "the host plugin exchanges between its devices"
+    );
+    let src = DeviceBuffer::from_slice(d0, &[1.5f64, -2.0, 3.25])?;
+    let dst = DeviceBuffer::<f64>::new(d1, 3)?;
+    // SAFETY: both are live buffers of 24 bytes on their devices.
+    unsafe { d0.exchange(src.device_ptr(), d1, dst.device_ptr(), src.size_bytes())? };
+    d1.synchronize()?;
+    assert_eq!(dst.to_vec()?, [1.5, -2.0, 3.25]);
+    drop((src, dst));
+    assert!(runtime.shutdown().is_clean());
+    Ok(())
+}
