@@ -20,11 +20,17 @@ pub trait DeviceMemory {
     fn alloc(&self, size: usize, host_ptr: usize) -> Option<usize>;
     /// Free what `alloc` returned; false on failure.
     fn free(&self, device_ptr: usize) -> bool;
-    /// Copy `size` bytes host -> device; false on failure.
+    /// Copy `size` bytes host -> device for the mapping named `name` (its
+    /// `map_var_info_t`, for INFO output); false on failure. Called without
+    /// the table's lock but under the entry's data-movement lock, so it must
+    /// not call back into the table.
     ///
     /// # Safety
     /// `host_ptr..host_ptr+size` is readable host memory.
-    unsafe fn submit(&self, device_ptr: usize, host_ptr: usize, size: usize) -> bool;
+    unsafe fn submit(&self, device_ptr: usize, host_ptr: usize, size: usize, name: usize) -> bool;
+    /// Called under the table's lock when `get_target_pointer` found or
+    /// created a mapping, before any copy (where LLVM prints its INFO line).
+    fn on_event(&self, _event: &MapEvent) {}
 }
 
 /// What a reference-count operation did, as LLVM's INFO messages say it.
@@ -189,7 +195,7 @@ impl MappingTable {
                 RefAction::UpdateSuppressed
             };
             let target = entry.translate(request.host_begin);
-            out.event = Some(MapEvent::Exists {
+            let event = MapEvent::Exists {
                 implicit: request.implicit,
                 host_begin: request.host_begin,
                 target,
@@ -198,7 +204,9 @@ impl MappingTable {
                 kind,
                 action,
                 name: request.name,
-            });
+            };
+            memory.on_event(&event);
+            out.event = Some(event);
             out.target = non_null(target);
             out.entry = Some(entry.handle());
         } else if found.extends() {
@@ -237,13 +245,15 @@ impl MappingTable {
                     out.is_new = true;
                     out.target = Some(device);
                     out.entry = Some(entry.handle());
-                    out.event = Some(MapEvent::Created {
+                    let event = MapEvent::Created {
                         host_begin: request.host_begin,
                         target: device,
                         size: request.size,
                         refs: entry.refs,
                         name: request.name,
-                    });
+                    };
+                    memory.on_event(&event);
+                    out.event = Some(event);
                     entries.insert(request.host_begin, entry);
                 }
                 _ => {
@@ -255,12 +265,13 @@ impl MappingTable {
         let copy_to_device = request.to && (out.is_new || request.always) && !out.is_host_ptr;
         match (out.target, out.entry.clone()) {
             (Some(target), Some(handle)) if copy_to_device => {
+                let entry_name = entries.get(&handle.host_begin()).map_or(0, |e| e.name);
                 let update_guard = handle.lock_update();
                 drop(entries);
                 // SAFETY: the caller's map arguments name readable host data
                 // of `size` bytes at `host_begin` (the OpenMP map contract).
                 let copied =
-                    unsafe { memory.submit(target, request.host_begin, request.size as usize) };
+                    unsafe { memory.submit(target, request.host_begin, request.size as usize, entry_name) };
                 drop(update_guard);
                 if !copied {
                     out.target = None;

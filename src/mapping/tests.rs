@@ -36,7 +36,7 @@ impl DeviceMemory for FakeMemory {
     fn free(&self, device_ptr: usize) -> bool {
         self.live.borrow_mut().remove(&device_ptr)
     }
-    unsafe fn submit(&self, device_ptr: usize, host_ptr: usize, size: usize) -> bool {
+    unsafe fn submit(&self, device_ptr: usize, host_ptr: usize, size: usize, _name: usize) -> bool {
         self.submits.borrow_mut().push((device_ptr, host_ptr, size));
         !self.fail_submit.get()
     }

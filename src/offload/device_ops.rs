@@ -1,0 +1,200 @@
+//! What the offload layer needs from devices and plugins, as traits, so that
+//! it runs over the real runtime ([`crate::device::Device`]) and over test
+//! devices alike.
+//!
+//! * [`DeviceOps`]: one device (LLVM's `DeviceTy` calls into its plugin).
+//! * [`Platform`]: the loaded plugins and their devices, in load order
+//!   (LLVM's `AllRTLs`). The [`super::Registry`] decides which plugins are
+//!   used and numbers their devices as LLVM does.
+
+use crate::abi::{AllocKind, DeviceImage, OffloadEntry};
+use crate::device::DevicePtr;
+use crate::mapping::MappingTable;
+use std::ffi::c_void;
+
+/// A device or plugin call failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct OpFailed(pub String);
+
+impl From<crate::Error> for OpFailed {
+    fn from(error: crate::Error) -> Self {
+        OpFailed(error.to_string())
+    }
+}
+
+/// One device of one plugin.
+pub trait DeviceOps: Send + Sync {
+    /// Initialise the device once (later calls return the first result):
+    /// `__tgt_rtl_init_requires(requires_flags)` if the plugin has it, then
+    /// `__tgt_rtl_init_device`.
+    fn init(&self, requires_flags: i64) -> Result<(), OpFailed>;
+    /// `__tgt_rtl_data_alloc` (through the memory manager where the core
+    /// uses one).
+    fn alloc(&self, size: usize, host_ptr: *mut c_void, kind: AllocKind)
+        -> Result<DevicePtr, OpFailed>;
+    /// `__tgt_rtl_data_delete`.
+    fn free(&self, ptr: DevicePtr) -> Result<(), OpFailed>;
+    /// `__tgt_rtl_data_submit`: host -> device.
+    ///
+    /// # Safety
+    /// `src..src+size` is readable host memory; `dst` is device memory of
+    /// this device.
+    unsafe fn submit(&self, dst: DevicePtr, src: *const c_void, size: usize)
+        -> Result<(), OpFailed>;
+    /// `__tgt_rtl_data_retrieve`: device -> host.
+    ///
+    /// # Safety
+    /// `dst..dst+size` is writable host memory; `src` is device memory of
+    /// this device.
+    unsafe fn retrieve(&self, dst: *mut c_void, src: DevicePtr, size: usize)
+        -> Result<(), OpFailed>;
+    /// `__tgt_rtl_is_data_exchangable(this, dst_local_id)`, false when the
+    /// plugin lacks it or lacks `data_exchange`. Only asked about devices of
+    /// the same plugin.
+    fn is_data_exchangable(&self, dst_local_id: i32) -> bool;
+    /// `__tgt_rtl_data_exchange(this, src, dst_local_id, dst, size)`.
+    ///
+    /// # Safety
+    /// `src` is device memory of this device, `dst` of the other one.
+    unsafe fn data_exchange(
+        &self,
+        src: DevicePtr,
+        dst_local_id: i32,
+        dst: DevicePtr,
+        size: usize,
+    ) -> Result<(), OpFailed>;
+    /// `__tgt_rtl_load_binary`: the target table's entries, in image order.
+    ///
+    /// # Safety
+    /// `image` points to a registered device image that stays valid while
+    /// it is loaded.
+    unsafe fn load_binary(&self, image: *mut DeviceImage) -> Result<Vec<OffloadEntry>, OpFailed>;
+    /// `__tgt_rtl_run_target_region`.
+    ///
+    /// # Safety
+    /// `entry` is an entry address of a loaded table; `args`/`offsets` are
+    /// what the kernel expects.
+    unsafe fn run_region(
+        &self,
+        entry: *mut c_void,
+        args: &mut [*mut c_void],
+        offsets: &mut [isize],
+    ) -> Result<(), OpFailed>;
+    /// `__tgt_rtl_run_target_team_region`.
+    ///
+    /// # Safety
+    /// As [`DeviceOps::run_region`].
+    unsafe fn run_team_region(
+        &self,
+        entry: *mut c_void,
+        args: &mut [*mut c_void],
+        offsets: &mut [isize],
+        num_teams: i32,
+        thread_limit: i32,
+        loop_tripcount: u64,
+    ) -> Result<(), OpFailed>;
+    /// `__tgt_rtl_supports_empty_images() > 0`.
+    fn supports_empty_images(&self) -> bool;
+    /// The device's host->device mapping table.
+    fn mappings(&self) -> &MappingTable;
+}
+
+/// The loaded plugins, in load order, and their devices.
+pub trait Platform: Sync {
+    /// Number of plugins that loaded (with or without devices).
+    fn plugin_count(&self) -> usize;
+    /// `__tgt_rtl_number_of_devices` of a plugin.
+    fn plugin_device_count(&self, plugin: usize) -> usize;
+    /// `__tgt_rtl_is_valid_binary`.
+    ///
+    /// # Safety
+    /// `image` points to a valid device image.
+    unsafe fn is_valid_binary(&self, plugin: usize, image: *mut DeviceImage) -> bool;
+    /// Device `local` (0-based, the plugin's own numbering) of a plugin.
+    fn device(&self, plugin: usize, local: usize) -> Option<&dyn DeviceOps>;
+}
+
+/// [`DeviceOps`] over the core's [`crate::device::Device`]. The core's API
+/// lacks some entries; those fail with a clear message until it has them
+/// (see the module report: `run_region`, `run_team_region`,
+/// `is_data_exchangable`/`data_exchange`, `supports_empty_images`, and
+/// passing the requires flags to `init_requires`).
+impl DeviceOps for crate::device::Device {
+    fn init(&self, _requires_flags: i64) -> Result<(), OpFailed> {
+        Ok(self.ensure_initialized()?)
+    }
+    fn alloc(
+        &self,
+        size: usize,
+        host_ptr: *mut c_void,
+        kind: AllocKind,
+    ) -> Result<DevicePtr, OpFailed> {
+        Ok(crate::device::Device::alloc(self, size, host_ptr, kind)?)
+    }
+    fn free(&self, ptr: DevicePtr) -> Result<(), OpFailed> {
+        Ok(crate::device::Device::free(self, ptr)?)
+    }
+    unsafe fn submit(
+        &self,
+        dst: DevicePtr,
+        src: *const c_void,
+        size: usize,
+    ) -> Result<(), OpFailed> {
+        Ok(crate::device::Device::submit(self, dst, src, size)?)
+    }
+    unsafe fn retrieve(
+        &self,
+        dst: *mut c_void,
+        src: DevicePtr,
+        size: usize,
+    ) -> Result<(), OpFailed> {
+        Ok(crate::device::Device::retrieve(self, dst, src, size)?)
+    }
+    fn is_data_exchangable(&self, _dst_local_id: i32) -> bool {
+        false
+    }
+    unsafe fn data_exchange(
+        &self,
+        _src: DevicePtr,
+        _dst_local_id: i32,
+        _dst: DevicePtr,
+        _size: usize,
+    ) -> Result<(), OpFailed> {
+        Err(OpFailed(
+            "crate::device::Device has no data_exchange yet".to_string(),
+        ))
+    }
+    unsafe fn load_binary(&self, image: *mut DeviceImage) -> Result<Vec<OffloadEntry>, OpFailed> {
+        Ok(self.load_image(image)?.entries)
+    }
+    unsafe fn run_region(
+        &self,
+        _entry: *mut c_void,
+        _args: &mut [*mut c_void],
+        _offsets: &mut [isize],
+    ) -> Result<(), OpFailed> {
+        Err(OpFailed(
+            "crate::device::Device has no run_region yet".to_string(),
+        ))
+    }
+    unsafe fn run_team_region(
+        &self,
+        _entry: *mut c_void,
+        _args: &mut [*mut c_void],
+        _offsets: &mut [isize],
+        _num_teams: i32,
+        _thread_limit: i32,
+        _loop_tripcount: u64,
+    ) -> Result<(), OpFailed> {
+        Err(OpFailed(
+            "crate::device::Device has no run_team_region yet".to_string(),
+        ))
+    }
+    fn supports_empty_images(&self) -> bool {
+        false
+    }
+    fn mappings(&self) -> &MappingTable {
+        crate::device::Device::mappings(self)
+    }
+}

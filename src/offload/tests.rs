@@ -1,0 +1,1 @@
+//! Offload layer tests over host-memory test devices.
