@@ -270,8 +270,14 @@ impl MappingTable {
                 drop(entries);
                 // SAFETY: the caller's map arguments name readable host data
                 // of `size` bytes at `host_begin` (the OpenMP map contract).
-                let copied =
-                    unsafe { memory.submit(target, request.host_begin, request.size as usize, entry_name) };
+                let copied = unsafe {
+                    memory.submit(
+                        target,
+                        request.host_begin,
+                        request.size as usize,
+                        entry_name,
+                    )
+                };
                 drop(update_guard);
                 if !copied {
                     out.target = None;

@@ -596,9 +596,7 @@ mod model {
             if c || ((b || a) && implicit) {
                 let e = &mut self.entries[idx.unwrap()];
                 let n = Self::count(e, hold);
-                if *n != u64::MAX {
-                    *n += 1;
-                }
+                *n = n.saturating_add(1);
                 true
             } else if b || a || size == 0 {
                 false

@@ -183,8 +183,11 @@ impl<'a> Offload<'a> {
         }
         let mut buffer = vec![0u8; length];
         let staging = buffer.as_mut_ptr() as usize;
-        self.retrieve(src_dev, staging, src_addr, length as i64).is_ok()
-            && self.submit(dst_dev, dst_addr, staging, length as i64).is_ok()
+        self.retrieve(src_dev, staging, src_addr, length as i64)
+            .is_ok()
+            && self
+                .submit(dst_dev, dst_addr, staging, length as i64)
+                .is_ok()
     }
 
     /// `omp_target_memcpy_rect`: with both pointers null, the number of

@@ -124,7 +124,10 @@ impl<'a> Offload<'a> {
                 continue;
             }
             if let Some(mapper) = args.mapper(i) {
-                if self.data_mapper(dev, args, i, mapper, DataOp::Begin).is_err() {
+                if self
+                    .data_mapper(dev, args, i, mapper, DataOp::Begin)
+                    .is_err()
+                {
                     return Err(self.report(OffloadError::MapperBeginFailed));
                 }
                 continue;
@@ -138,7 +141,7 @@ impl<'a> Offload<'a> {
             let present = has(t, mt::PRESENT);
             let hold = has(t, mt::OMPX_HOLD);
             // "target data" calls carry no TARGET_PARAM, so MEMBER_OF decides.
-            let mut update_ref = !has(t, mt::MEMBER_OF) && !(from_mapper && i == 0);
+            let mut update_ref = !(has(t, mt::MEMBER_OF) || (from_mapper && i == 0));
 
             let mut pointer = None;
             if has(t, mt::PTR_AND_OBJ) {
@@ -273,8 +276,8 @@ impl<'a> Offload<'a> {
 
             let (begin, size) = padded_section(args, i);
             let implicit = has(t, mt::IMPLICIT);
-            let update_ref = (!has(t, mt::MEMBER_OF) || has(t, mt::PTR_AND_OBJ))
-                && !(from_mapper && i == 0);
+            let update_ref =
+                (!has(t, mt::MEMBER_OF) || has(t, mt::PTR_AND_OBJ)) && !(from_mapper && i == 0);
             let present = has(t, mt::PRESENT);
             let hold = has(t, mt::OMPX_HOLD);
 
@@ -303,15 +306,18 @@ impl<'a> Offload<'a> {
             };
 
             // A member's mapping belongs to its parent struct.
-            let mut del_entry = tpr.is_last && !(has(t, mt::MEMBER_OF) && !has(t, mt::PTR_AND_OBJ));
+            let member_only = has(t, mt::MEMBER_OF) && !has(t, mt::PTR_AND_OBJ);
+            let mut del_entry = tpr.is_last && !member_only;
             let from = has(t, mt::FROM);
             if !(from || del_entry) {
                 continue;
             }
-            if from && (has(t, mt::ALWAYS) || tpr.is_last) && !tpr.is_host_ptr {
-                if self.retrieve(dev, begin, target, size).is_err() {
-                    return Err(self.report(OffloadError::CopyFromDeviceFailed));
-                }
+            if from
+                && (has(t, mt::ALWAYS) || tpr.is_last)
+                && !tpr.is_host_ptr
+                && self.retrieve(dev, begin, target, size).is_err()
+            {
+                return Err(self.report(OffloadError::CopyFromDeviceFailed));
             }
             if del_entry && from_mapper && i == 0 {
                 del_entry = false;

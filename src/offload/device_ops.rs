@@ -31,8 +31,12 @@ pub trait DeviceOps: Send + Sync {
     fn init(&self, requires_flags: i64) -> Result<(), OpFailed>;
     /// `__tgt_rtl_data_alloc` (through the memory manager where the core
     /// uses one).
-    fn alloc(&self, size: usize, host_ptr: *mut c_void, kind: AllocKind)
-        -> Result<DevicePtr, OpFailed>;
+    fn alloc(
+        &self,
+        size: usize,
+        host_ptr: *mut c_void,
+        kind: AllocKind,
+    ) -> Result<DevicePtr, OpFailed>;
     /// `__tgt_rtl_data_delete`.
     fn free(&self, ptr: DevicePtr) -> Result<(), OpFailed>;
     /// `__tgt_rtl_data_submit`: host -> device.
@@ -40,15 +44,23 @@ pub trait DeviceOps: Send + Sync {
     /// # Safety
     /// `src..src+size` is readable host memory; `dst` is device memory of
     /// this device.
-    unsafe fn submit(&self, dst: DevicePtr, src: *const c_void, size: usize)
-        -> Result<(), OpFailed>;
+    unsafe fn submit(
+        &self,
+        dst: DevicePtr,
+        src: *const c_void,
+        size: usize,
+    ) -> Result<(), OpFailed>;
     /// `__tgt_rtl_data_retrieve`: device -> host.
     ///
     /// # Safety
     /// `dst..dst+size` is writable host memory; `src` is device memory of
     /// this device.
-    unsafe fn retrieve(&self, dst: *mut c_void, src: DevicePtr, size: usize)
-        -> Result<(), OpFailed>;
+    unsafe fn retrieve(
+        &self,
+        dst: *mut c_void,
+        src: DevicePtr,
+        size: usize,
+    ) -> Result<(), OpFailed>;
     /// `__tgt_rtl_is_data_exchangable(this, dst_local_id)`, false when the
     /// plugin lacks it or lacks `data_exchange`. Only asked about devices of
     /// the same plugin.

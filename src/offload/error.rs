@@ -50,7 +50,10 @@ pub enum OffloadError {
     TargetDataEndFailed,
     #[error("Failed to process {}private argument {}",
         if *.first_private { "first-" } else { "" }, HexPtr(*.host_ptr))]
-    PrivateArgumentFailed { first_private: bool, host_ptr: usize },
+    PrivateArgumentFailed {
+        first_private: bool,
+        host_ptr: usize,
+    },
     /// Allocation or copy of a private argument failed (LLVM: debug only).
     #[error("Data allocation for private argument failed")]
     PrivateAllocFailed,
@@ -113,7 +116,8 @@ impl OffloadError {
     /// How LLVM prints this failure, if it prints it.
     pub fn diagnostic(&self) -> Option<Diagnostic> {
         match self {
-            OffloadError::PresentMissingOnExit { .. } | OffloadError::PresentMotionMissing { .. } => {
+            OffloadError::PresentMissingOnExit { .. }
+            | OffloadError::PresentMotionMissing { .. } => {
                 Some(Diagnostic::Message(self.to_string()))
             }
             OffloadError::MappingRefused

@@ -178,12 +178,19 @@ impl DeviceMemory for MappingMemory<'_, '_> {
     fn alloc(&self, size: usize, host_ptr: usize) -> Option<usize> {
         self.dev
             .ops
-            .alloc(size, host_ptr as *mut c_void, crate::abi::AllocKind::Default)
+            .alloc(
+                size,
+                host_ptr as *mut c_void,
+                crate::abi::AllocKind::Default,
+            )
             .ok()
             .map(|p| p.0 as usize)
     }
     fn free(&self, device_ptr: usize) -> bool {
-        self.dev.ops.free(DevicePtr(device_ptr as *mut c_void)).is_ok()
+        self.dev
+            .ops
+            .free(DevicePtr(device_ptr as *mut c_void))
+            .is_ok()
     }
     unsafe fn submit(&self, device_ptr: usize, host_ptr: usize, size: usize, name: usize) -> bool {
         self.offload

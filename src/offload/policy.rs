@@ -65,7 +65,11 @@ impl Offload<'_> {
     ///
     /// # Safety
     /// `loc` is null or a valid `ident_t`.
-    pub unsafe fn handle_target_outcome(&self, success: bool, loc: *const Ident) -> Result<(), Fatal> {
+    pub unsafe fn handle_target_outcome(
+        &self,
+        success: bool,
+        loc: *const Ident,
+    ) -> Result<(), Fatal> {
         match self.registry.policy() {
             TargetOffloadPolicy::Disabled => {
                 if success {
@@ -111,9 +115,18 @@ mod tests {
 
     #[test]
     fn policy_decoding() {
-        assert_eq!(TargetOffloadPolicy::from_kmp(0), TargetOffloadPolicy::Disabled);
-        assert_eq!(TargetOffloadPolicy::from_kmp(2), TargetOffloadPolicy::Mandatory);
-        assert_eq!(TargetOffloadPolicy::from_kmp(7), TargetOffloadPolicy::Default);
+        assert_eq!(
+            TargetOffloadPolicy::from_kmp(0),
+            TargetOffloadPolicy::Disabled
+        );
+        assert_eq!(
+            TargetOffloadPolicy::from_kmp(2),
+            TargetOffloadPolicy::Mandatory
+        );
+        assert_eq!(
+            TargetOffloadPolicy::from_kmp(7),
+            TargetOffloadPolicy::Default
+        );
         assert_eq!(
             TargetOffloadPolicy::from_env_value(Some("MANDATORY")),
             TargetOffloadPolicy::Mandatory

@@ -97,7 +97,10 @@ impl<'o, 'a> PrivateArguments<'o, 'a> {
 
     /// LLVM's `packAndTransfer`: copy the queued first-private arguments
     /// into one buffer, send it, and fill in their kernel arguments.
-    unsafe fn pack_and_transfer(&mut self, kernel_args: &mut [*mut c_void]) -> Result<(), OffloadError> {
+    unsafe fn pack_and_transfer(
+        &mut self,
+        kernel_args: &mut [*mut c_void],
+    ) -> Result<(), OffloadError> {
         if self.packed.is_empty() {
             return Ok(());
         }
@@ -114,14 +117,23 @@ impl<'o, 'a> PrivateArguments<'o, 'a> {
         let target = self
             .dev
             .ops
-            .alloc(buffer.len(), buffer.as_mut_ptr() as *mut c_void, AllocKind::Default)
+            .alloc(
+                buffer.len(),
+                buffer.as_mut_ptr() as *mut c_void,
+                AllocKind::Default,
+            )
             .map(|p| p.0 as usize)
             .ok()
             .filter(|&p| p != 0)
             .ok_or(OffloadError::PrivatePackFailed)?;
         self.buffers.push(target);
         self.offload
-            .submit(self.dev, target, buffer.as_ptr() as usize, buffer.len() as i64)
+            .submit(
+                self.dev,
+                target,
+                buffer.as_ptr() as usize,
+                buffer.len() as i64,
+            )
             .map_err(|_| OffloadError::PrivatePackFailed)?;
         let mut address = target;
         for arg in &self.packed {
@@ -313,8 +325,13 @@ impl<'a> Offload<'a> {
                 let first_private = t & mt::TO != 0;
                 let alloc_immediately =
                     i + 1 < args.len() && args.map_type(i + 1) & mt::MEMBER_OF != 0;
-                match privates.add(begin, args.size(i), first_private, kernel_args.len(), alloc_immediately)
-                {
+                match privates.add(
+                    begin,
+                    args.size(i),
+                    first_private,
+                    kernel_args.len(),
+                    alloc_immediately,
+                ) {
                     Ok(target) => (target, offset),
                     Err(_) => {
                         return Err(self.report(OffloadError::PrivateArgumentFailed {
@@ -393,7 +410,12 @@ impl<'a> Offload<'a> {
         }
         let value = pointee;
         if self
-            .submit(dev, target_begin, &value as *const usize as usize, POINTER_SIZE)
+            .submit(
+                dev,
+                target_begin,
+                &value as *const usize as usize,
+                POINTER_SIZE,
+            )
             .is_err()
         {
             return Err(self.report(OffloadError::CopyToDeviceFailed));

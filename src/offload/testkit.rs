@@ -97,7 +97,12 @@ impl DeviceOps for TestDevice {
             Ok(())
         }
     }
-    fn alloc(&self, size: usize, _host: *mut c_void, _kind: AllocKind) -> Result<DevicePtr, OpFailed> {
+    fn alloc(
+        &self,
+        size: usize,
+        _host: *mut c_void,
+        _kind: AllocKind,
+    ) -> Result<DevicePtr, OpFailed> {
         if self.fail_alloc.load(Ordering::SeqCst) || size > (1 << 30) {
             return Err(OpFailed("alloc failed".into()));
         }
@@ -109,14 +114,24 @@ impl DeviceOps for TestDevice {
             None => Err(OpFailed("unknown pointer".into())),
         }
     }
-    unsafe fn submit(&self, dst: DevicePtr, src: *const c_void, size: usize) -> Result<(), OpFailed> {
+    unsafe fn submit(
+        &self,
+        dst: DevicePtr,
+        src: *const c_void,
+        size: usize,
+    ) -> Result<(), OpFailed> {
         if self.fail_submit.load(Ordering::SeqCst) {
             return Err(OpFailed("submit failed".into()));
         }
         std::ptr::copy(src as *const u8, dst.0 as *mut u8, size);
         Ok(())
     }
-    unsafe fn retrieve(&self, dst: *mut c_void, src: DevicePtr, size: usize) -> Result<(), OpFailed> {
+    unsafe fn retrieve(
+        &self,
+        dst: *mut c_void,
+        src: DevicePtr,
+        size: usize,
+    ) -> Result<(), OpFailed> {
         std::ptr::copy(src.0 as *const u8, dst as *mut u8, size);
         Ok(())
     }
@@ -225,7 +240,8 @@ impl Platform for TestPlatform {
         let image = &*image;
         let tag = self.plugins[plugin].tag;
         let len = image.len().unwrap_or(0);
-        len >= tag.len() && std::slice::from_raw_parts(image.image_start as *const u8, tag.len()) == tag
+        len >= tag.len()
+            && std::slice::from_raw_parts(image.image_start as *const u8, tag.len()) == tag
     }
     fn device(&self, plugin: usize, local: usize) -> Option<&dyn DeviceOps> {
         self.plugins
@@ -363,7 +379,13 @@ pub struct Args {
 }
 
 impl Args {
-    pub fn push(&mut self, base: *mut c_void, begin: *mut c_void, size: i64, map_type: i64) -> &mut Self {
+    pub fn push(
+        &mut self,
+        base: *mut c_void,
+        begin: *mut c_void,
+        size: i64,
+        map_type: i64,
+    ) -> &mut Self {
         self.bases.push(base);
         self.begins.push(begin);
         self.sizes.push(size);
@@ -374,7 +396,12 @@ impl Args {
     }
     /// Map `value` (base = begin) with a type.
     pub fn map<T>(&mut self, value: *mut T, size: usize, map_type: i64) -> &mut Self {
-        self.push(value as *mut c_void, value as *mut c_void, size as i64, map_type)
+        self.push(
+            value as *mut c_void,
+            value as *mut c_void,
+            size as i64,
+            map_type,
+        )
     }
     pub fn view(&mut self) -> MapArgs {
         unsafe {

@@ -56,13 +56,22 @@ impl<'a> Offload<'a> {
                 continue;
             }
             if let Some(mapper) = args.mapper(i) {
-                if self.data_mapper(dev, args, i, mapper, DataOp::Update).is_err() {
+                if self
+                    .data_mapper(dev, args, i, mapper, DataOp::Update)
+                    .is_err()
+                {
                     return Err(self.report(OffloadError::MapperUpdateFailed));
                 }
                 continue;
             }
             if t & mt::NON_CONTIG != 0 {
-                self.update_non_contiguous(dev, args.base(i) as usize, args.begin(i), args.size(i), t)?;
+                self.update_non_contiguous(
+                    dev,
+                    args.base(i) as usize,
+                    args.begin(i),
+                    args.size(i),
+                    t,
+                )?;
             } else {
                 self.update_contiguous(dev, args.begin(i) as usize, args.size(i), t)?;
             }
@@ -83,7 +92,8 @@ impl<'a> Offload<'a> {
         if count <= 0 || descriptors.is_null() {
             return Ok(());
         }
-        let dims = std::slice::from_raw_parts(descriptors as *const TargetNonContig, count as usize);
+        let dims =
+            std::slice::from_raw_parts(descriptors as *const TargetNonContig, count as usize);
         let last = dims[dims.len() - 1];
         let size = last.count.wrapping_mul(last.stride);
         let used = dims.len() - merged_dimensions(dims);
