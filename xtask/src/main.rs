@@ -1,22 +1,88 @@
-//! Build automation: `cargo run -p xtask -- <command>`.
+//! Build automation: `cargo xtask <command>` (alias in .cargo/config.toml).
 //!
-//! `stage` builds the plugins and the shim and copies them, under the names
-//! LLVM's runtime uses, into the fixed output folder `target/omptarget/lib`
-//! (test-only plugins go to `target/omptarget/test-plugins`).
+//! * `stage [--release]`: build the plugins and the shim and copy them,
+//!   under LLVM's names, into `target/omptarget/lib` (test-only plugins into
+//!   `target/omptarget/test-plugins`).
+//! * `deps`: install the Debian packages the build and tests need.
+//! * `test`: every CI check (see `test::STEPS`).
+//! * `demo`: stage, then run the `vec_add` example (the main job).
+//! * `valgrind <test> [args]`: one integration test under valgrind.
+//! * `lint`: rustfmt check and clippy with warnings denied.
+//! * `check-dtors [lib.so...]`: the no-global-destructors check (default:
+//!   every staged library).
 
+mod cmd;
+mod deps;
+mod dtors;
 mod stage;
+mod test;
+mod valgrind;
 
 use anyhow::{bail, Result};
+use std::path::PathBuf;
+
+const USAGE: &str = "usage: cargo xtask <command>
+  stage [--release]       build plugins + shim into target/omptarget/lib
+  deps                    apt-get install what the build and tests need
+  test                    stage, cargo test --workspace, extra checks
+  demo                    stage, then cargo run --example vec_add
+  valgrind <test> [args]  run integration test <test> under valgrind
+  lint                    cargo fmt --check; cargo clippy -D warnings
+  check-dtors [lib.so..]  no global destructors (default: staged libs)";
 
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    let rest = args.get(1..).unwrap_or(&[]);
     match args.first().map(String::as_str) {
         Some("stage") => {
-            let release = args.iter().any(|a| a == "--release");
+            let release = rest.iter().any(|a| a == "--release");
             let staged = stage::stage(release)?;
             println!("{}", staged.lib_dir.display());
             Ok(())
         }
-        _ => bail!("usage: cargo run -p xtask -- stage [--release]"),
+        Some("deps") => deps::deps(),
+        Some("test") => test::test(),
+        Some("demo") => demo(),
+        Some("valgrind") => match rest.split_first() {
+            Some((name, extra)) => valgrind::valgrind(name, extra),
+            None => bail!("usage: cargo xtask valgrind <integration-test-name> [test args]"),
+        },
+        Some("lint") => lint(),
+        Some("check-dtors") => {
+            let libs: Vec<PathBuf> = if rest.is_empty() {
+                let staged = stage::stage(false)?;
+                let mut libs = dtors::shared_libraries(&staged.lib_dir)?;
+                libs.extend(dtors::shared_libraries(&staged.test_plugin_dir)?);
+                libs
+            } else {
+                rest.iter().map(PathBuf::from).collect()
+            };
+            dtors::check(&libs)
+        }
+        Some("help" | "--help" | "-h") => {
+            println!("{USAGE}");
+            Ok(())
+        }
+        _ => bail!("{USAGE}"),
     }
+}
+
+/// The main job: the staged runtime running a clang-compiled offload
+/// program (examples/vec_add.rs builds its own kernel).
+fn demo() -> Result<()> {
+    let staged = stage::stage(false)?;
+    println!("staged into {}", staged.lib_dir.display());
+    cmd::run(cmd::cargo().args(["run", "--example", "vec_add"]))
+}
+
+fn lint() -> Result<()> {
+    cmd::run(cmd::cargo().args(["fmt", "--all", "--", "--check"]))?;
+    cmd::run(cmd::cargo().args([
+        "clippy",
+        "--workspace",
+        "--all-targets",
+        "--",
+        "-D",
+        "warnings",
+    ]))
 }

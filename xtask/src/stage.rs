@@ -9,7 +9,6 @@ pub struct Staged {
     /// `target/omptarget/lib`: the shim and the shipped plugins.
     pub lib_dir: PathBuf,
     /// `target/omptarget/test-plugins`: plugins that exist for tests only.
-    #[allow(dead_code)]
     pub test_plugin_dir: PathBuf,
 }
 

@@ -2,7 +2,8 @@
 
 use core::ffi::{c_char, c_void};
 
-/// `__tgt_offload_entry` as emitted by clang up to LLVM 19 (32 bytes).
+/// `__tgt_offload_entry` as emitted by clang up to LLVM 19 (32 bytes; checked
+/// against clang 14, 16 and 19), in section `omp_offloading_entries`.
 ///
 /// This is also the layout of the target table that LLVM 14 plugins return
 /// from `__tgt_rtl_load_binary`, whatever layout the binary itself used.
@@ -22,7 +23,9 @@ pub struct OffloadEntryV1 {
     pub reserved: i32,
 }
 
-/// `__tgt_offload_entry` as emitted by clang from LLVM 20 on.
+/// `__tgt_offload_entry` as emitted by clang from LLVM 20 on (56 bytes;
+/// checked against clang 22), in section `llvm_offload_entries`. For OpenMP
+/// clang stores `version` 1, `kind` 1, and zero `data` and `aux_addr`.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct OffloadEntryV2 {
@@ -46,6 +49,14 @@ pub struct OffloadEntryV2 {
 pub type OffloadEntry = OffloadEntryV1;
 
 /// `__tgt_device_image`: one device image embedded in a host binary.
+///
+/// `image_start..image_end` is the device ELF itself (clang 19+ embed it 144
+/// bytes into an offload-binary blob, but point past the header). The entry
+/// pointers are the host entries; with clang 20+ they point at
+/// [`OffloadEntryV2`] records despite the pointer type (the first word, 0
+/// there and a non-null address in V1, tells them apart). The device image's
+/// own entry section lists no `declare target link` variables, so host and
+/// device entries must be matched by name, never by index.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct DeviceImage {
@@ -55,7 +66,9 @@ pub struct DeviceImage {
     pub entries_end: *mut OffloadEntry,
 }
 
-/// `__tgt_bin_desc`: what a host binary passes to `__tgt_register_lib`.
+/// `__tgt_bin_desc`: what a host binary passes to `__tgt_register_lib`
+/// (`host_entries_*` hold [`OffloadEntryV2`] records with clang 20+; see
+/// [`DeviceImage`]).
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct BinDesc {

@@ -2,6 +2,11 @@
 //!
 //! Every version starts with the same two words, [`KernelArgsHeader`]; read
 //! that first, then reinterpret the block as the version it names.
+//!
+//! What compilers store (checked by `tests/abi_layout.rs`): clang 14 emits no
+//! block at all (it calls the legacy `__tgt_target_*_mapper` entries);
+//! clang 16 stores version 2; clang 19 and 22 store version 3. Versions 2
+//! and 3 share one 104-byte layout.
 
 use core::ffi::c_void;
 
@@ -18,7 +23,9 @@ pub struct KernelArgsHeader {
     pub num_args: u32,
 }
 
-/// Version 1 (LLVM 16).
+/// Version 1, from LLVM 16's development. No released clang checked here
+/// emits it (clang 16 already stores 2), so only the fields up to
+/// `tripcount` are assumed; LLVM's own runtime upgrades it to version 2.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct KernelArgsV1 {
@@ -48,7 +55,7 @@ impl KernelFlags {
     }
 }
 
-/// Version 2 (LLVM 17-18).
+/// Version 2 (clang 16-18): the full layout, 104 bytes.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct KernelArgsV2 {
@@ -67,5 +74,10 @@ pub struct KernelArgsV2 {
     pub dyn_cgroup_mem: u32,
 }
 
-/// Version 3 (LLVM 19+): the layout of version 2 with more flag bits.
+/// Version 3 (clang 19+; checked: 19 and 22): the layout of version 2.
+///
+/// What changed is the kernel signature: device kernels of a version-3
+/// binary take a leading `void *dyn_ptr` parameter before the mapped
+/// arguments (version 1 and 2 kernels do not), so whoever launches them must
+/// pass it (null when no dynamic group memory is requested).
 pub type KernelArgsV3 = KernelArgsV2;

@@ -2,7 +2,7 @@
 //!
 //! Two interfaces meet here:
 //! * compiler -> runtime: what clang emits into an offload binary
-//!   ([`OffloadEntry`], [`DeviceImage`], [`BinDesc`], [`KernelArgs`]) and the
+//!   ([`OffloadEntry`], [`DeviceImage`], [`BinDesc`], [`KernelArgsV3`]) and the
 //!   map-type flags passed to `__tgt_target_*`;
 //! * runtime -> plugin: the `__tgt_rtl_*` entry points ([`plugin`]).
 //!

@@ -1,0 +1,163 @@
+//! `cargo xtask test`: everything CI checks, as a list of named steps run in
+//! order. To add a check, add a [`Step`] to [`STEPS`].
+
+use crate::{cmd, dtors, stage};
+use anyhow::{bail, Context, Result};
+use std::io::{BufRead, BufReader};
+use std::process::Stdio;
+use std::time::Instant;
+
+/// One check of `cargo xtask test`.
+pub struct Step {
+    pub name: &'static str,
+    pub run: fn() -> Result<()>,
+}
+
+/// The steps, in order; the first failure stops the run.
+pub const STEPS: &[Step] = &[
+    Step {
+        name: "stage (debug)",
+        run: stage_debug,
+    },
+    Step {
+        name: "cargo test --workspace",
+        run: cargo_test_workspace,
+    },
+    Step {
+        name: "no global destructors in staged libraries",
+        run: no_global_dtors,
+    },
+];
+
+pub fn test() -> Result<()> {
+    let started = Instant::now();
+    let mut timings = Vec::new();
+    for step in STEPS {
+        println!("==> {}", step.name);
+        let t = Instant::now();
+        let result = (step.run)();
+        timings.push((step.name, t.elapsed()));
+        if let Err(e) = result {
+            print_timings(&timings);
+            return Err(e.context(format!("step `{}` failed", step.name)));
+        }
+    }
+    print_timings(&timings);
+    println!(
+        "all {} steps passed in {:.0?}",
+        STEPS.len(),
+        started.elapsed()
+    );
+    Ok(())
+}
+
+fn print_timings(timings: &[(&str, std::time::Duration)]) {
+    println!("==> step times");
+    for (name, d) in timings {
+        println!("  {:>8.1?}  {name}", d);
+    }
+}
+
+fn stage_debug() -> Result<()> {
+    let staged = stage::stage(false)?;
+    println!("staged into {}", staged.lib_dir.display());
+    Ok(())
+}
+
+/// `cargo test --workspace`, echoing its output and repeating each test
+/// binary's `test result:` line as a summary at the end. Cargo's stderr
+/// (where it names each binary) is merged into the same pipe by the shell,
+/// so every result pairs with the right binary.
+fn cargo_test_workspace() -> Result<()> {
+    let cargo = cmd::cargo();
+    let mut cmd = std::process::Command::new("sh");
+    cmd.current_dir(stage::workspace_root())
+        .args(["-c", "exec \"$0\" test --workspace 2>&1"])
+        .arg(cargo.get_program())
+        .stdout(Stdio::piped());
+    println!("$ cargo test --workspace");
+    let mut child = cmd.spawn().context("starting cargo test")?;
+    let stdout = child.stdout.take().expect("piped");
+    let mut binary = String::from("?");
+    let mut results: Vec<(String, String)> = Vec::new();
+    for line in BufReader::new(stdout).lines() {
+        let line = line.context("reading cargo test output")?;
+        println!("{line}");
+        let trimmed = line.trim_start();
+        if let Some(what) = trimmed
+            .strip_prefix("Running ")
+            .or_else(|| trimmed.strip_prefix("Doc-tests "))
+        {
+            binary = if trimmed.starts_with("Doc-tests") {
+                format!("doc-tests {what}")
+            } else {
+                binary_name(what)
+            };
+        } else if trimmed.starts_with("test result:") {
+            results.push((binary.clone(), trimmed.to_string()));
+        }
+    }
+    let status = child.wait()?;
+    println!("==> cargo test summary ({} test binaries)", results.len());
+    let (mut passed, mut failed, mut ignored) = (0u64, 0u64, 0u64);
+    for (bin, r) in &results {
+        println!("  {bin}: {r}");
+        passed += count(r, " passed");
+        failed += count(r, " failed");
+        ignored += count(r, " ignored");
+    }
+    println!("  total: {passed} passed; {failed} failed; {ignored} ignored");
+    if !status.success() {
+        bail!("cargo test --workspace failed ({status})");
+    }
+    Ok(())
+}
+
+/// `unittests src/lib.rs (target/debug/deps/omptarget_abi-1a2b)` ->
+/// `omptarget_abi unittests src/lib.rs`.
+fn binary_name(running: &str) -> String {
+    let (what, path) = running.split_once(" (").unwrap_or((running, ""));
+    let file = path.trim_end_matches(')').rsplit('/').next().unwrap_or("");
+    let stem = file.rsplit_once('-').map_or(file, |(stem, _hash)| stem);
+    format!("{stem} {what}").trim().to_string()
+}
+
+/// The number before `what` in a `test result:` line (`5 passed`).
+fn count(line: &str, what: &str) -> u64 {
+    line.find(what)
+        .and_then(|end| line[..end].rsplit([' ', ';']).next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
+fn no_global_dtors() -> Result<()> {
+    let staged = stage::stage(false)?;
+    let mut libs = dtors::shared_libraries(&staged.lib_dir)?;
+    libs.extend(dtors::shared_libraries(&staged.test_plugin_dir)?);
+    dtors::check(&libs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{binary_name, count};
+
+    #[test]
+    fn binaries_are_named_by_crate() {
+        assert_eq!(
+            binary_name("unittests src/lib.rs (target/debug/deps/omptarget_abi-1a2b3c)"),
+            "omptarget_abi unittests src/lib.rs"
+        );
+        assert_eq!(
+            binary_name("tests/abi_layout.rs (target/debug/deps/abi_layout-ffee)"),
+            "abi_layout tests/abi_layout.rs"
+        );
+    }
+
+    #[test]
+    fn counts_come_from_the_summary_line() {
+        let l = "test result: ok. 16 passed; 2 failed; 3 ignored; 0 measured; 0 filtered out";
+        assert_eq!(count(l, " passed"), 16);
+        assert_eq!(count(l, " failed"), 2);
+        assert_eq!(count(l, " ignored"), 3);
+    }
+}
