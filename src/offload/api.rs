@@ -166,14 +166,13 @@ impl<'a> Offload<'a> {
         dst_addr: usize,
         length: usize,
     ) -> bool {
-        let dst_local = dst_dev.slot.local as i32;
         if src_dev.slot.plugin == dst_dev.slot.plugin
-            && src_dev.ops.is_data_exchangable(dst_local)
+            && src_dev.ops.is_data_exchangable(dst_dev.ops)
             && src_dev
                 .ops
                 .data_exchange(
                     DevicePtr(src_addr as *mut c_void),
-                    dst_local,
+                    dst_dev.ops,
                     DevicePtr(dst_addr as *mut c_void),
                     length,
                 )

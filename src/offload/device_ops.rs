@@ -61,18 +61,18 @@ pub trait DeviceOps: Send + Sync {
         src: DevicePtr,
         size: usize,
     ) -> Result<(), OpFailed>;
-    /// `__tgt_rtl_is_data_exchangable(this, dst_local_id)`, false when the
-    /// plugin lacks it or lacks `data_exchange`. Only asked about devices of
-    /// the same plugin.
-    fn is_data_exchangable(&self, dst_local_id: i32) -> bool;
-    /// `__tgt_rtl_data_exchange(this, src, dst_local_id, dst, size)`.
+    /// LLVM's `isDataExchangable`: `dst` is a device of the same plugin,
+    /// which exports `is_data_exchangable` (saying yes for the pair) and a
+    /// `data_exchange` entry.
+    fn is_data_exchangable(&self, dst: &dyn DeviceOps) -> bool;
+    /// `__tgt_rtl_data_exchange(this, src, dst's id, dst, size)`.
     ///
     /// # Safety
-    /// `src` is device memory of this device, `dst` of the other one.
+    /// `src` is device memory of this device, `dst` of `dst_device`.
     unsafe fn data_exchange(
         &self,
         src: DevicePtr,
-        dst_local_id: i32,
+        dst_device: &dyn DeviceOps,
         dst: DevicePtr,
         size: usize,
     ) -> Result<(), OpFailed>;
@@ -110,6 +110,9 @@ pub trait DeviceOps: Send + Sync {
     fn supports_empty_images(&self) -> bool;
     /// The device's host->device mapping table.
     fn mappings(&self) -> &MappingTable;
+    /// For implementations that need the concrete type of another device
+    /// (`data_exchange`).
+    fn as_any(&self) -> &dyn std::any::Any;
 }
 
 /// The loaded plugins, in load order, and their devices.
@@ -163,13 +166,13 @@ impl DeviceOps for crate::device::Device {
     ) -> Result<(), OpFailed> {
         Ok(crate::device::Device::retrieve(self, dst, src, size)?)
     }
-    fn is_data_exchangable(&self, _dst_local_id: i32) -> bool {
+    fn is_data_exchangable(&self, _dst: &dyn DeviceOps) -> bool {
         false
     }
     unsafe fn data_exchange(
         &self,
         _src: DevicePtr,
-        _dst_local_id: i32,
+        _dst_device: &dyn DeviceOps,
         _dst: DevicePtr,
         _size: usize,
     ) -> Result<(), OpFailed> {
@@ -208,5 +211,8 @@ impl DeviceOps for crate::device::Device {
     }
     fn mappings(&self) -> &MappingTable {
         crate::device::Device::mappings(self)
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
     }
 }

@@ -61,6 +61,10 @@ impl<'o, 'a> PrivateArguments<'o, 'a> {
         index: usize,
         alloc_immediately: bool,
     ) -> Result<usize, OffloadError> {
+        // A negative size can only be garbage; LLVM would try to allocate it.
+        if size < 0 {
+            return Err(OffloadError::PrivateAllocFailed);
+        }
         if size > FIRST_PRIVATE_PACK_THRESHOLD || !first_private || alloc_immediately {
             let target = self
                 .dev

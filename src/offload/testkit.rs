@@ -135,13 +135,13 @@ impl DeviceOps for TestDevice {
         std::ptr::copy(src.0 as *const u8, dst as *mut u8, size);
         Ok(())
     }
-    fn is_data_exchangable(&self, _dst_local_id: i32) -> bool {
-        self.exchange.load(Ordering::SeqCst)
+    fn is_data_exchangable(&self, dst: &dyn DeviceOps) -> bool {
+        self.exchange.load(Ordering::SeqCst) && dst.as_any().is::<TestDevice>()
     }
     unsafe fn data_exchange(
         &self,
         src: DevicePtr,
-        _dst_local_id: i32,
+        _dst_device: &dyn DeviceOps,
         dst: DevicePtr,
         size: usize,
     ) -> Result<(), OpFailed> {
@@ -198,6 +198,9 @@ impl DeviceOps for TestDevice {
     }
     fn mappings(&self) -> &MappingTable {
         &self.table
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
     }
 }
 
