@@ -158,7 +158,11 @@ impl DeviceOps for TestDevice {
             let addr = if e.size == 0 {
                 (e.addr as usize + ENTRY_TAG) as *mut c_void
             } else {
-                self.buffer(e.size) as *mut c_void
+                // A global starts with the image's initial value (here: the
+                // host copy's bytes at load time).
+                let device = self.buffer(e.size);
+                std::ptr::copy(e.addr as *const u8, device as *mut u8, e.size);
+                device as *mut c_void
             };
             out.push(OffloadEntry { addr, ..*e });
         }

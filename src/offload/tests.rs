@@ -1347,3 +1347,171 @@ fn concurrent_enter_exit_keeps_counts_consistent() {
     assert_eq!(a[0], 1);
     assert_eq!(w.stderr(), "");
 }
+
+// ---------------------------------------------------------------- golden output
+
+unsafe extern "C" fn member_b_mapper(
+    handle: *mut c_void,
+    base: *mut c_void,
+    begin: *mut c_void,
+    _size: i64,
+    map_type: i64,
+    name: *mut c_void,
+) {
+    // `declare mapper(pair p) map(tofrom: p.b)` for one element.
+    let b = (begin as usize + 8) as *mut c_void;
+    push_mapper_component(handle, base, b, 8, map_type & (mt::TO | mt::FROM), name);
+}
+
+/// Replace every `0x` + 16 hex digits by `ADDR`.
+fn normalize_addresses(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(at) = rest.find("0x") {
+        let candidate = &rest[at + 2..];
+        let hex_len = candidate
+            .chars()
+            .take_while(|c| c.is_ascii_hexdigit())
+            .count();
+        out.push_str(&rest[..at]);
+        if hex_len == 16 {
+            out.push_str("ADDR");
+            rest = &candidate[16..];
+        } else {
+            out.push_str("0x");
+            rest = candidate;
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The INFO output of LLVM 14's libomptarget (LIBOMPTARGET_INFO=-1) for a
+/// clang-14 program with `declare mapper(pair p) map(tofrom: p.b)`: enter
+/// data `to: p`, a target region `tofrom: p`, exit data `from: p`, and the
+/// table dump at exit. Replayed here call by call with the same arguments.
+#[test]
+fn mapper_program_info_output_matches_llvm() {
+    let (w, bin) = one_kernel_world(1);
+    w.registry.set_info_level(u32::MAX);
+    let off = w.off();
+    let mut pair = [1i64, 2i64];
+    let p = pair.as_mut_ptr();
+    let call = |map_type: i64| {
+        let mut args = Args::default();
+        args.map(p, 16, map_type);
+        args.mappers[0] = member_b_mapper as *mut c_void;
+        args
+    };
+    unsafe {
+        off.target_data_begin(null(), -1, &call(mt::TO).view())
+            .unwrap();
+        assert_eq!(off.target_is_present(p as *const c_void, 0), 0);
+        let mut region = call(mt::TO | mt::FROM | mt::TARGET_PARAM);
+        off.target(
+            null(),
+            -1,
+            bin.addrs[0] as *mut c_void,
+            &region.view(),
+            0,
+            0,
+            false,
+        )
+        .unwrap();
+        off.target_data_end(null(), -1, &call(mt::FROM).view())
+            .unwrap();
+        assert_eq!(off.target_is_present(p as *const c_void, 0), 0);
+    }
+    off.dump_mappings_at_exit();
+    let golden = include_str!("golden_mapper_info.txt");
+    assert_eq!(normalize_addresses(&w.stderr()), golden);
+}
+
+#[repr(C)]
+struct CountAndPointer {
+    n: i32,
+    p: *mut i32,
+}
+
+/// LLVM 14's INFO output for this clang-14 program, whose argument arrays
+/// were captured with an interposer on `__tgt_*`:
+///
+/// ```c
+/// typedef struct { int n; int *p; } S;
+/// #pragma omp declare target
+/// int g[4] = {1,2,3,4};
+/// #pragma omp end declare target
+/// int data[4] = {1,2,3,4}; S s = {4, data}; int fp = 5;
+/// #pragma omp target map(tofrom: s, s.p[0:4]) firstprivate(fp)
+/// { for (int i = 0; i < s.n; i++) s.p[i] *= fp; s.n = 7; g[0] += 10; }
+/// #pragma omp target update from(g)
+/// ```
+#[test]
+fn struct_pointer_program_info_output_matches_llvm() {
+    let w = World::mandatory(&[(TAG_A, 1)]);
+    let bin = TestBinary::new(
+        &[TAG_A],
+        &[HostItem::Global { size: 16 }, HostItem::Kernel { flags: 0 }],
+    );
+    let g = bin.addrs[0] as *mut i32;
+    unsafe { std::ptr::copy_nonoverlapping([1i32, 2, 3, 4].as_ptr(), g, 4) };
+    let off = w.off();
+    unsafe { off.register_lib(bin.desc()) };
+    w.registry.set_info_level(u32::MAX);
+
+    let mut data = [1i32, 2, 3, 4];
+    let mut s = CountAndPointer {
+        n: 4,
+        p: data.as_mut_ptr(),
+    };
+    let s_addr = &mut s as *mut CountAndPointer as *mut c_void;
+    let p_field = unsafe { std::ptr::addr_of_mut!((*(s_addr as *mut CountAndPointer)).p) };
+    let mut args = Args::default();
+    args.push(s_addr, s_addr, 16, 0x20);
+    args.push(s_addr, s_addr, 16, 0x1000000000003);
+    args.push(
+        p_field as *mut c_void,
+        data.as_mut_ptr() as *mut c_void,
+        16,
+        0x1000000000013,
+    );
+    args.push(5 as *mut c_void, 5 as *mut c_void, 4, 0x120);
+
+    let dev_addr = w.platform.dev(0, 0) as *const TestDevice as usize;
+    let host_g = g as usize;
+    w.platform
+        .dev(0, 0)
+        .kernel(bin.addrs[1], move |args, offsets, _| unsafe {
+            let s = (args[0] as usize).wrapping_add(offsets[0] as usize) as *mut CountAndPointer;
+            let fp = args[1] as usize as i32;
+            for i in 0..(*s).n as usize {
+                *(*s).p.add(i) *= fp;
+            }
+            (*s).n = 7;
+            let dev = &*(dev_addr as *const TestDevice);
+            let g = dev.table.translate(host_g, 4).unwrap() as *mut i32;
+            *g += 10;
+        });
+    unsafe {
+        off.target(
+            null(),
+            -1,
+            bin.addrs[1] as *mut c_void,
+            &args.view(),
+            0,
+            0,
+            false,
+        )
+        .unwrap();
+        let mut update = Args::default();
+        update.push(g as *mut c_void, g as *mut c_void, 16, 0x2);
+        off.target_data_update(null(), -1, &update.view()).unwrap();
+    }
+    assert_eq!(data, [5, 10, 15, 20]);
+    assert_eq!(s.n, 7);
+    assert_eq!(s.p, data.as_mut_ptr());
+    assert_eq!(unsafe { *g }, 11);
+    off.dump_mappings_at_exit();
+    let golden = include_str!("golden_ptr_info.txt");
+    assert_eq!(normalize_addresses(&w.stderr()), golden);
+}
