@@ -1,1 +1,41 @@
-//! placeholder
+//! The generic half of every omptarget-rs plugin, and the x86_64 host backend.
+//!
+//! A plugin is a cdylib exporting LLVM 14's `__tgt_rtl_*` C entries plus this
+//! project's lifecycle entries (`omptarget_abi::plugin`). Writing those
+//! entries by hand for each plugin would repeat the same argument checks,
+//! panic boundaries and lifecycle bookkeeping, so, like LLVM's
+//! `plugins-nextgen` GenericPlugin, the work is split:
+//!
+//! * a backend implements [`Backend`]: a safe Rust trait speaking in checked
+//!   device ids, slices and `Result`s;
+//! * the cdylib invokes [`export_plugin!`] with that type, which exports every
+//!   entry as `#[no_mangle] extern "C"` and routes it through [`entries`]:
+//!   a panic boundary, argument checks, lazy or explicit initialisation, the
+//!   per-device init state, then the backend call.
+//!
+//! Plugin state lives in a [`PluginCell`] static that has no destructor: it
+//! is created by `__tgt_rtl_init_plugin` (or lazily by the first other entry,
+//! because LLVM 14's own libomptarget never calls `init_plugin`) and dropped
+//! by `__tgt_rtl_deinit_plugin`. The only global-teardown hook is the
+//! `.fini_array` safety net described in [`safety_net`].
+//!
+//! [`host::HostBackend`] runs x86_64 ELF offload images in-process; it is
+//! shared by the shipped host plugin and the fault-injecting test plugin.
+
+pub mod backend;
+pub mod cell;
+pub mod entries;
+pub mod error;
+mod export;
+pub mod host;
+pub mod report;
+pub mod safety_net;
+#[cfg(feature = "testing")]
+pub mod testing;
+
+pub use backend::{Backend, DeviceId, EntryCall, ImageRef, InitCause, TeamConfig};
+pub use cell::PluginCell;
+pub use error::PluginError;
+/// The ABI crate, re-exported so that [`export_plugin!`] can name its types
+/// from any plugin crate.
+pub use omptarget_abi as abi;

@@ -1,1 +1,49 @@
-//! placeholder
+//! `libomptarget.rtl.test.so`: a plugin for the runtime's tests.
+//!
+//! It is the host backend ([`omptarget_plugin_kit::host::HostBackend`], so
+//! kernels really run) wrapped with call recording and fault injection,
+//! configured per copy of the library. The contract, which other tests are
+//! written against:
+//!
+//! * **Isolation.** A test copies the staged library
+//!   (`target/omptarget/test-plugins/libomptarget.rtl.test.so`) into its own
+//!   temporary directory; each copy has its own state.
+//! * **Configuration.** `<library path>.conf`, found through `dladdr`, is
+//!   read when the plugin initialises (`init_plugin`, or the first other
+//!   entry) and again at each re-initialisation. A missing file means the
+//!   defaults. Lines are `key=value`; `#` starts a comment; blank lines and
+//!   spaces around keys and values are ignored. Keys:
+//!   - `devices=N`: number of devices (default 2);
+//!   - `fail_init_device=I`: `init_device(I)` fails (may repeat);
+//!   - `fail_init_plugin=1`: initialisation fails (`init_plugin`, or the
+//!     lazy initialisation of the first entry);
+//!   - `alloc_limit_bytes=N`: `data_alloc` on a device returns null when the
+//!     bytes live on that device plus the size asked exceed N;
+//!   - `log=PATH`: the call log (default `<library path>.log`);
+//!   - `panic_in=ENTRY` (may repeat): the backend panics inside that entry
+//!     (`init_plugin`, `init_device`, `deinit_device`, `load_binary`,
+//!     `unload_binary`, `data_alloc`, `data_delete`, `data_submit`,
+//!     `data_retrieve`, `run_target_region` (also team regions),
+//!     `deinit_plugin`), to exercise the panic boundaries.
+//!
+//!   An unknown key or a bad value fails the initialisation, with a message.
+//! * **Log.** One line per entry call, appended and flushed at once; the
+//!   first token is the entry name without `__tgt_rtl_`, then its key
+//!   arguments (see [`omptarget_plugin_kit::EntryCall`]):
+//!   `init_plugin`, `number_of_devices`, `is_valid_binary`,
+//!   `init_device <id>`, `load_binary <id>`, `unload_binary <id>`,
+//!   `data_alloc <id> <size> <kind> <ptr|null>`, `data_delete <id> <ptr>`,
+//!   `data_submit <id> <size>`, `data_retrieve <id> <size>`,
+//!   `run_target_region <id>`, `run_target_team_region <id>`,
+//!   `deinit_device <id>`, `deinit_plugin`, `register_destruction_cb`; the
+//!   async variants log their own names (`data_submit_async <id> <size>` …);
+//!   pointers are `0x…` hex. `fini` is written by the `.fini_array` safety
+//!   net when the library is unloaded or the process exits.
+//!   A call is logged whether or not it succeeds (`data_alloc` after the
+//!   fact, with its result; every other entry on entry).
+
+mod backend;
+mod conf;
+mod recorder;
+
+omptarget_plugin_kit::export_plugin!(backend::TestBackend);

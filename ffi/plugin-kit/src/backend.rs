@@ -1,0 +1,414 @@
+//! The trait a plugin backend implements, and the checked values it receives.
+
+use crate::error::Result;
+use omptarget_abi::{AllocKind, DeviceImage, OffloadEntry, TargetTable};
+use std::ffi::c_void;
+use std::fmt;
+use std::ptr::NonNull;
+
+/// A device index already checked to be in `0..number_of_devices`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct DeviceId(usize);
+
+impl DeviceId {
+    /// Only the entry layer creates ids, after the range check.
+    pub(crate) fn new(index: usize) -> Self {
+        Self(index)
+    }
+
+    /// The device's index.
+    pub fn index(self) -> usize {
+        self.0
+    }
+}
+
+impl fmt::Display for DeviceId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// How a team region was requested (`run_target_team_region`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TeamConfig {
+    pub num_teams: i32,
+    pub thread_limit: i32,
+    pub loop_tripcount: u64,
+}
+
+/// Why the plugin state is being created.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InitCause {
+    /// `__tgt_rtl_init_plugin` was called.
+    Explicit,
+    /// Another entry came first (LLVM 14's runtime never calls `init_plugin`).
+    Lazy,
+}
+
+/// A device image as passed to `is_valid_binary` / `load_binary`, with its
+/// byte range and host entry table already checked for null and ordering.
+#[derive(Clone, Copy)]
+pub struct ImageRef<'a> {
+    /// The caller's descriptor; its address identifies the image for
+    /// `unload_binary`.
+    pub desc: NonNull<DeviceImage>,
+    /// `image_start..image_end`.
+    pub bytes: &'a [u8],
+    /// `entries_begin..entries_end`: the host entry table.
+    pub entries: &'a [OffloadEntry],
+}
+
+impl fmt::Debug for ImageRef<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ImageRef")
+            .field("desc", &self.desc)
+            .field("bytes", &self.bytes.len())
+            .field("entries", &self.entries.len())
+            .finish()
+    }
+}
+
+/// A plugin backend: the device-specific half of a plugin.
+///
+/// The entry layer ([`crate::entries`]) has already checked every argument
+/// when a method runs: device ids are in range, devices passed to anything
+/// but `init_device` are initialised, sizes are non-negative, pointers the
+/// ABI requires are non-null. Methods take `&self` because the runtime may
+/// call entries from several threads at once (kernels on different devices
+/// run concurrently); a backend synchronises its own state. `init` and
+/// `deinit` run under the plugin's write lock, so no other entry runs then.
+pub trait Backend: Send + Sync + Sized + 'static {
+    /// Short name used in messages (`x86_64`, `test` ...).
+    const NAME: &'static str;
+
+    /// Create the plugin state (`__tgt_rtl_init_plugin`, or lazily).
+    fn init(cause: InitCause) -> Result<Self>;
+
+    /// Release everything the plugin holds (`__tgt_rtl_deinit_plugin`),
+    /// including devices, images and memory the runtime did not release.
+    fn deinit(self) -> Result<()>;
+
+    /// Number of devices; asked once, right after `init`.
+    fn number_of_devices(&self) -> usize;
+
+    /// Whether this backend can run `image` (it must not keep it).
+    fn is_valid_binary(&self, image: &ImageRef<'_>) -> bool;
+
+    /// Set up a device.
+    fn init_device(&self, device: DeviceId) -> Result<()>;
+
+    /// Release a device: unload its images, free what is left of its memory.
+    fn deinit_device(&self, device: DeviceId) -> Result<()>;
+
+    /// Load `image` on `device` and return its target table, which the
+    /// backend owns and keeps valid until the image is unloaded.
+    fn load_binary(&self, device: DeviceId, image: &ImageRef<'_>) -> Result<NonNull<TargetTable>>;
+
+    /// Unload an image `load_binary` loaded on `device` (identified by the
+    /// descriptor's address).
+    fn unload_binary(&self, device: DeviceId, image: NonNull<DeviceImage>) -> Result<()>;
+
+    /// Allocate `size` bytes of device memory of `kind`.
+    fn data_alloc(
+        &self,
+        device: DeviceId,
+        size: usize,
+        host_ptr: *mut c_void,
+        kind: AllocKind,
+    ) -> Result<NonNull<c_void>>;
+
+    /// Free memory `data_alloc` returned for `device`.
+    fn data_delete(&self, device: DeviceId, tgt_ptr: NonNull<c_void>) -> Result<()>;
+
+    /// Copy `size` bytes host -> device.
+    ///
+    /// # Safety
+    /// `host_ptr` is readable and `tgt_ptr` writable for `size` bytes.
+    unsafe fn data_submit(
+        &self,
+        device: DeviceId,
+        tgt_ptr: NonNull<c_void>,
+        host_ptr: NonNull<c_void>,
+        size: usize,
+    ) -> Result<()>;
+
+    /// Copy `size` bytes device -> host.
+    ///
+    /// # Safety
+    /// `tgt_ptr` is readable and `host_ptr` writable for `size` bytes.
+    unsafe fn data_retrieve(
+        &self,
+        device: DeviceId,
+        host_ptr: NonNull<c_void>,
+        tgt_ptr: NonNull<c_void>,
+        size: usize,
+    ) -> Result<()>;
+
+    /// Whether `data_exchange` can copy from `src` to `dst` directly.
+    fn is_data_exchangable(&self, _src: DeviceId, _dst: DeviceId) -> bool {
+        false
+    }
+
+    /// Copy `size` bytes between two devices.
+    ///
+    /// # Safety
+    /// `src_ptr` is readable on `src` and `dst_ptr` writable on `dst` for
+    /// `size` bytes.
+    unsafe fn data_exchange(
+        &self,
+        _src: DeviceId,
+        _src_ptr: NonNull<c_void>,
+        _dst: DeviceId,
+        _dst_ptr: NonNull<c_void>,
+        _size: usize,
+    ) -> Result<()> {
+        Err(crate::PluginError::Unsupported("data_exchange"))
+    }
+
+    /// Run the kernel at `entry` with pointer-sized `args` (already
+    /// `args[i] + offsets[i]`); `teams` is `None` for a plain target region.
+    ///
+    /// # Safety
+    /// `entry` comes from a target table this backend returned for
+    /// `device`, and `args` are what that kernel expects.
+    unsafe fn run_region(
+        &self,
+        device: DeviceId,
+        entry: NonNull<c_void>,
+        args: &[*mut c_void],
+        teams: Option<TeamConfig>,
+    ) -> Result<()>;
+
+    /// Wait for everything queued on `device` (async entries of backends
+    /// that run synchronously have nothing to wait for).
+    fn synchronize(&self, _device: DeviceId) -> Result<()> {
+        Ok(())
+    }
+
+    /// `__tgt_rtl_init_requires`: the requirement flags the backend accepts.
+    fn init_requires(&self, flags: i64) -> i64 {
+        flags
+    }
+
+    /// Print a description of `device` to stdout.
+    fn print_device_info(&self, device: DeviceId);
+
+    /// Observe every entry call (for call recording); runs before the entry
+    /// does its work, except `data_alloc`, which is observed with its
+    /// result. It is an associated function because entries may run with no
+    /// plugin state (before init, after deinit).
+    fn on_entry(_call: &EntryCall) {}
+
+    /// Called by the `.fini_array` safety net when the library is unloaded
+    /// or the process exits. It must not take locks another thread may hold
+    /// or touch the plugin state.
+    fn on_unload() {}
+}
+
+/// One call of a C entry, as seen by [`Backend::on_entry`]. Its `Display`
+/// form is the entry name without `__tgt_rtl_`, then its key arguments
+/// (pointers as `0x…`, a null result as `null`), e.g. `data_alloc 0 64 3 0x5612a0`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EntryCall {
+    InitPlugin,
+    DeinitPlugin,
+    NumberOfDevices,
+    IsValidBinary,
+    InitRequires {
+        flags: i64,
+    },
+    InitDevice {
+        device: i32,
+    },
+    DeinitDevice {
+        device: i32,
+    },
+    LoadBinary {
+        device: i32,
+    },
+    UnloadBinary {
+        device: i32,
+    },
+    DataAlloc {
+        device: i32,
+        size: i64,
+        kind: i32,
+        result: *mut c_void,
+    },
+    DataDelete {
+        device: i32,
+        ptr: *mut c_void,
+    },
+    DataSubmit {
+        device: i32,
+        size: i64,
+        is_async: bool,
+    },
+    DataRetrieve {
+        device: i32,
+        size: i64,
+        is_async: bool,
+    },
+    IsDataExchangable {
+        src: i32,
+        dst: i32,
+    },
+    DataExchange {
+        src: i32,
+        dst: i32,
+        size: i64,
+        is_async: bool,
+    },
+    RunTargetRegion {
+        device: i32,
+        is_async: bool,
+    },
+    RunTargetTeamRegion {
+        device: i32,
+        is_async: bool,
+    },
+    Synchronize {
+        device: i32,
+    },
+    SetInfoFlag {
+        flags: u32,
+    },
+    PrintDeviceInfo {
+        device: i32,
+    },
+    RegisterDestructionCb,
+}
+
+struct Ptr(*mut c_void);
+
+impl fmt::Display for Ptr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.0.is_null() {
+            f.write_str("null")
+        } else {
+            write!(f, "{:#x}", self.0 as usize)
+        }
+    }
+}
+
+fn suffix(is_async: bool) -> &'static str {
+    if is_async {
+        "_async"
+    } else {
+        ""
+    }
+}
+
+impl fmt::Display for EntryCall {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use EntryCall::*;
+        match *self {
+            InitPlugin => f.write_str("init_plugin"),
+            DeinitPlugin => f.write_str("deinit_plugin"),
+            NumberOfDevices => f.write_str("number_of_devices"),
+            IsValidBinary => f.write_str("is_valid_binary"),
+            InitRequires { flags } => write!(f, "init_requires {flags:#x}"),
+            InitDevice { device } => write!(f, "init_device {device}"),
+            DeinitDevice { device } => write!(f, "deinit_device {device}"),
+            LoadBinary { device } => write!(f, "load_binary {device}"),
+            UnloadBinary { device } => write!(f, "unload_binary {device}"),
+            DataAlloc {
+                device,
+                size,
+                kind,
+                result,
+            } => write!(f, "data_alloc {device} {size} {kind} {}", Ptr(result)),
+            DataDelete { device, ptr } => write!(f, "data_delete {device} {}", Ptr(ptr)),
+            DataSubmit {
+                device,
+                size,
+                is_async,
+            } => write!(f, "data_submit{} {device} {size}", suffix(is_async)),
+            DataRetrieve {
+                device,
+                size,
+                is_async,
+            } => write!(f, "data_retrieve{} {device} {size}", suffix(is_async)),
+            IsDataExchangable { src, dst } => write!(f, "is_data_exchangable {src} {dst}"),
+            DataExchange {
+                src,
+                dst,
+                size,
+                is_async,
+            } => write!(f, "data_exchange{} {src} {dst} {size}", suffix(is_async)),
+            RunTargetRegion { device, is_async } => {
+                write!(f, "run_target_region{} {device}", suffix(is_async))
+            }
+            RunTargetTeamRegion { device, is_async } => {
+                write!(f, "run_target_team_region{} {device}", suffix(is_async))
+            }
+            Synchronize { device } => write!(f, "synchronize {device}"),
+            SetInfoFlag { flags } => write!(f, "set_info_flag {flags:#x}"),
+            PrintDeviceInfo { device } => write!(f, "print_device_info {device}"),
+            RegisterDestructionCb => f.write_str("register_destruction_cb"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::EntryCall;
+
+    #[test]
+    fn display_matches_the_log_contract() {
+        let p = 0x1234usize as *mut _;
+        let cases = [
+            (EntryCall::InitPlugin, "init_plugin"),
+            (EntryCall::InitDevice { device: 1 }, "init_device 1"),
+            (
+                EntryCall::DataAlloc {
+                    device: 0,
+                    size: 64,
+                    kind: 3,
+                    result: p,
+                },
+                "data_alloc 0 64 3 0x1234",
+            ),
+            (
+                EntryCall::DataAlloc {
+                    device: 1,
+                    size: 8,
+                    kind: 0,
+                    result: std::ptr::null_mut(),
+                },
+                "data_alloc 1 8 0 null",
+            ),
+            (
+                EntryCall::DataDelete { device: 0, ptr: p },
+                "data_delete 0 0x1234",
+            ),
+            (
+                EntryCall::DataSubmit {
+                    device: 0,
+                    size: 16,
+                    is_async: false,
+                },
+                "data_submit 0 16",
+            ),
+            (
+                EntryCall::DataRetrieve {
+                    device: 2,
+                    size: 16,
+                    is_async: true,
+                },
+                "data_retrieve_async 2 16",
+            ),
+            (
+                EntryCall::RunTargetTeamRegion {
+                    device: 0,
+                    is_async: false,
+                },
+                "run_target_team_region 0",
+            ),
+            (EntryCall::RegisterDestructionCb, "register_destruction_cb"),
+        ];
+        for (call, text) in cases {
+            assert_eq!(call.to_string(), text);
+        }
+    }
+}

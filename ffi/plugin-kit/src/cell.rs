@@ -1,0 +1,264 @@
+//! [`PluginCell`]: the plugin state behind a static, with its lifecycle.
+//!
+//! The cell is a `static` in the plugin cdylib (declared by
+//! [`crate::export_plugin!`]). Rust never runs destructors of statics, and
+//! everything the cell holds is created by `init_plugin` (or lazily) and
+//! dropped by `deinit_plugin`, so unloading the library runs no teardown code
+//! except the [`crate::safety_net`].
+
+use crate::backend::{Backend, DeviceId, InitCause};
+use crate::error::{PluginError, Result};
+use crate::report;
+use omptarget_abi::plugin::DestructionCallback;
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicUsize, Ordering};
+use std::sync::{Mutex, PoisonError, RwLock};
+
+/// Where the plugin is in its lifecycle.
+enum Lifecycle<B> {
+    /// Never initialised: the first entry initialises lazily.
+    Fresh,
+    /// Initialised.
+    Live(Live<B>),
+    /// Deinitialised, or an initialisation failed: entries fail until
+    /// `init_plugin` succeeds.
+    Down,
+}
+
+/// The state of an initialised plugin: the backend and its devices.
+pub struct Live<B> {
+    backend: B,
+    devices: Box<[DeviceSlot]>,
+}
+
+/// Per-device bookkeeping the entry layer keeps for every backend.
+struct DeviceSlot {
+    initialised: AtomicBool,
+    /// Serialises init_device / deinit_device of this device.
+    transition: Mutex<()>,
+}
+
+/// The plugin state of one cdylib. See the module docs.
+pub struct PluginCell<B> {
+    state: RwLock<Lifecycle<B>>,
+    /// Mirrors "state is Live" without the lock, for the safety net.
+    live: AtomicBool,
+    /// The registered destruction callback as an address (0: none).
+    destruction_cb: AtomicUsize,
+    destruction_data: AtomicPtr<c_void>,
+    info_flags: AtomicU32,
+}
+
+impl<B: Backend> Default for PluginCell<B> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<B: Backend> PluginCell<B> {
+    /// An uninitialised cell (usable in a `static`).
+    pub const fn new() -> Self {
+        Self {
+            state: RwLock::new(Lifecycle::Fresh),
+            live: AtomicBool::new(false),
+            destruction_cb: AtomicUsize::new(0),
+            destruction_data: AtomicPtr::new(std::ptr::null_mut()),
+            info_flags: AtomicU32::new(0),
+        }
+    }
+
+    /// Whether the plugin is initialised (lock-free; for the safety net).
+    pub fn is_live(&self) -> bool {
+        self.live.load(Ordering::Acquire)
+    }
+
+    /// `__tgt_rtl_init_plugin`: create the state; a no-op when it exists.
+    pub(crate) fn init_explicit(&self) -> Result<()> {
+        let mut state = self.state.write().unwrap_or_else(PoisonError::into_inner);
+        if matches!(*state, Lifecycle::Live(_)) {
+            report::debug(B::NAME, &"init_plugin: already initialised");
+            return Ok(());
+        }
+        match Live::create(InitCause::Explicit) {
+            Ok(live) => {
+                *state = Lifecycle::Live(live);
+                self.live.store(true, Ordering::Release);
+                Ok(())
+            }
+            Err(e) => {
+                *state = Lifecycle::Down;
+                Err(e)
+            }
+        }
+    }
+
+    /// `__tgt_rtl_deinit_plugin`: drop the state through [`Backend::deinit`].
+    pub(crate) fn deinit(&self) -> Result<()> {
+        let mut state = self.state.write().unwrap_or_else(PoisonError::into_inner);
+        match std::mem::replace(&mut *state, Lifecycle::Down) {
+            Lifecycle::Live(live) => {
+                self.live.store(false, Ordering::Release);
+                live.backend.deinit()
+            }
+            other => {
+                *state = other;
+                Err(PluginError::NotInitialised)
+            }
+        }
+    }
+
+    /// Run `f` on the live state, initialising lazily if no entry did yet.
+    pub(crate) fn with_live<R>(&self, f: impl FnOnce(&Live<B>) -> Result<R>) -> Result<R> {
+        loop {
+            {
+                let state = self.state.read().unwrap_or_else(PoisonError::into_inner);
+                match &*state {
+                    Lifecycle::Live(live) => return f(live),
+                    Lifecycle::Down => return Err(PluginError::NotInitialised),
+                    Lifecycle::Fresh => {}
+                }
+            }
+            let mut state = self.state.write().unwrap_or_else(PoisonError::into_inner);
+            if matches!(*state, Lifecycle::Fresh) {
+                report::debug(
+                    B::NAME,
+                    &"initialising lazily (no __tgt_rtl_init_plugin call)",
+                );
+                match Live::create(InitCause::Lazy) {
+                    Ok(live) => {
+                        *state = Lifecycle::Live(live);
+                        self.live.store(true, Ordering::Release);
+                    }
+                    Err(e) => {
+                        *state = Lifecycle::Down;
+                        return Err(e);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Remember the runtime's destruction callback (`None` clears it).
+    pub(crate) fn set_destruction_cb(&self, cb: Option<DestructionCallback>, data: *mut c_void) {
+        // Data first, callback last: a reader that sees the callback sees
+        // its data.
+        self.destruction_data.store(data, Ordering::Release);
+        self.destruction_cb
+            .store(cb.map_or(0, |cb| cb as usize), Ordering::Release);
+    }
+
+    /// The registered destruction callback and its data, if any.
+    pub fn destruction_cb(&self) -> Option<(DestructionCallback, *mut c_void)> {
+        let cb = self.destruction_cb.load(Ordering::Acquire);
+        if cb == 0 {
+            return None;
+        }
+        // SAFETY: a non-zero value was stored from a `DestructionCallback`
+        // in `set_destruction_cb`.
+        let cb = unsafe { std::mem::transmute::<usize, DestructionCallback>(cb) };
+        Some((cb, self.destruction_data.load(Ordering::Acquire)))
+    }
+
+    /// `__tgt_rtl_set_info_flag`.
+    pub(crate) fn set_info_flags(&self, flags: u32) {
+        self.info_flags.store(flags, Ordering::Relaxed);
+    }
+
+    /// The last flags given to `__tgt_rtl_set_info_flag`.
+    pub fn info_flags(&self) -> u32 {
+        self.info_flags.load(Ordering::Relaxed)
+    }
+}
+
+impl<B: Backend> Live<B> {
+    fn create(cause: InitCause) -> Result<Self> {
+        report::install_panic_hook::<B>();
+        let backend = B::init(cause)?;
+        let count = backend.number_of_devices();
+        if i32::try_from(count).is_err() {
+            let message = format!("backend reports {count} devices, more than an i32 holds");
+            // The backend was created: give it back its resources.
+            let _ = backend.deinit();
+            return Err(PluginError::backend(message));
+        }
+        let devices = (0..count)
+            .map(|_| DeviceSlot {
+                initialised: AtomicBool::new(false),
+                transition: Mutex::new(()),
+            })
+            .collect();
+        Ok(Self { backend, devices })
+    }
+
+    /// The backend.
+    pub fn backend(&self) -> &B {
+        &self.backend
+    }
+
+    /// Number of devices (fits an `i32`, checked at creation).
+    pub fn device_count(&self) -> usize {
+        self.devices.len()
+    }
+
+    /// Check that `id` names a device.
+    pub fn device(&self, id: i32) -> Result<DeviceId> {
+        usize::try_from(id)
+            .ok()
+            .filter(|&i| i < self.devices.len())
+            .map(DeviceId::new)
+            .ok_or(PluginError::DeviceOutOfRange {
+                id,
+                count: self.devices.len(),
+            })
+    }
+
+    /// Check that `id` names a device that is initialised.
+    pub fn initialised_device(&self, id: i32) -> Result<DeviceId> {
+        let device = self.device(id)?;
+        if self.devices[device.index()]
+            .initialised
+            .load(Ordering::Acquire)
+        {
+            Ok(device)
+        } else {
+            Err(PluginError::DeviceNotInitialised(device.index()))
+        }
+    }
+
+    /// `__tgt_rtl_init_device`; initialising twice is a no-op.
+    pub(crate) fn init_device(&self, id: i32) -> Result<()> {
+        let device = self.device(id)?;
+        let slot = &self.devices[device.index()];
+        let _transition = slot
+            .transition
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if slot.initialised.load(Ordering::Acquire) {
+            report::debug(
+                B::NAME,
+                &format_args!("device {device} already initialised"),
+            );
+            return Ok(());
+        }
+        self.backend.init_device(device)?;
+        slot.initialised.store(true, Ordering::Release);
+        Ok(())
+    }
+
+    /// `__tgt_rtl_deinit_device`; the device must be initialised. It stays
+    /// initialised if the backend fails.
+    pub(crate) fn deinit_device(&self, id: i32) -> Result<()> {
+        let device = self.initialised_device(id)?;
+        let slot = &self.devices[device.index()];
+        let _transition = slot
+            .transition
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if !slot.initialised.load(Ordering::Acquire) {
+            return Err(PluginError::DeviceNotInitialised(device.index()));
+        }
+        self.backend.deinit_device(device)?;
+        slot.initialised.store(false, Ordering::Release);
+        Ok(())
+    }
+}

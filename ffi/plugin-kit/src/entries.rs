@@ -1,0 +1,495 @@
+//! The body of every C entry, generic over the backend.
+//!
+//! [`crate::export_plugin!`] exports thin `#[no_mangle] extern "C"` wrappers
+//! around these functions. Each one:
+//! 1. reports the call to [`Backend::on_entry`];
+//! 2. runs inside a panic boundary ([`std::panic::catch_unwind`]): nothing
+//!    unwinds into C; a panic is reported and becomes a failure;
+//! 3. checks its arguments (device id range and init state, null pointers,
+//!    negative sizes, unknown allocation kinds), reporting a clear message
+//!    on stderr;
+//! 4. initialises the plugin lazily if no `init_plugin` came first;
+//! 5. calls the backend and turns the `Result` into the C return value:
+//!    `OFFLOAD_SUCCESS`/`OFFLOAD_FAIL`, a pointer/null, or a count/0.
+//!
+//! # Safety (all functions)
+//! The pointer arguments are what the `__tgt_rtl_*` ABI says they are:
+//! each non-null pointer is valid for the access the entry makes (an image
+//! descriptor and the memory it describes, `num_args` arguments and offsets,
+//! `size` bytes of host memory). Null pointers are detected and rejected.
+
+use crate::backend::{Backend, EntryCall, ImageRef, TeamConfig};
+use crate::cell::PluginCell;
+use crate::error::{PluginError, Result};
+use crate::report;
+use omptarget_abi::plugin::{names, DestructionCallback};
+use omptarget_abi::{
+    AllocKind, AsyncInfo, DeviceImage, OffloadEntry, TargetTable, OFFLOAD_FAIL, OFFLOAD_SUCCESS,
+};
+use std::any::Any;
+use std::ffi::c_void;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::ptr::{self, NonNull};
+
+/// Run `f` behind a panic boundary; report an error or panic and return
+/// `on_error` instead.
+fn guard<B: Backend, T>(entry: &str, on_error: T, f: impl FnOnce() -> Result<T>) -> T {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(value)) => value,
+        Ok(Err(error)) => {
+            report::error(B::NAME, entry, &error);
+            on_error
+        }
+        Err(payload) => {
+            report::error(
+                B::NAME,
+                entry,
+                &format_args!("panic: {}", panic_message(payload.as_ref())),
+            );
+            on_error
+        }
+    }
+}
+
+fn panic_message(payload: &(dyn Any + Send)) -> &str {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        s
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s
+    } else {
+        "(non-string panic payload)"
+    }
+}
+
+/// Map a unit result to `OFFLOAD_SUCCESS` (errors become `OFFLOAD_FAIL` in
+/// [`guard`]).
+fn status<B: Backend>(entry: &str, f: impl FnOnce() -> Result<()>) -> i32 {
+    guard::<B, i32>(entry, OFFLOAD_FAIL, || f().map(|()| OFFLOAD_SUCCESS))
+}
+
+fn observe<B: Backend>(call: EntryCall) {
+    report::debug(B::NAME, &call);
+    B::on_entry(&call);
+}
+
+/// A size argument as `usize`; negative sizes are an error.
+fn size_arg(name: &str, size: i64) -> Result<usize> {
+    usize::try_from(size)
+        .map_err(|_| PluginError::InvalidArgument(format!("`{name}` is negative ({size})")))
+}
+
+fn non_null<T>(name: &'static str, p: *mut T) -> Result<NonNull<T>> {
+    NonNull::new(p).ok_or(PluginError::NullPointer(name))
+}
+
+/// Check an image descriptor and borrow what it describes.
+///
+/// # Safety
+/// A non-null `image` points to a `__tgt_device_image` whose byte range and
+/// entry range stay valid and unmodified for `'a`.
+unsafe fn image_ref<'a>(image: *mut DeviceImage) -> Result<ImageRef<'a>> {
+    let desc = non_null("image", image)?;
+    let d = desc.as_ptr().read();
+    let start = non_null("image->ImageStart", d.image_start)?;
+    let len = d
+        .len()
+        .ok_or_else(|| PluginError::InvalidImage("ImageEnd is below ImageStart".to_string()))?;
+    let bytes = std::slice::from_raw_parts(start.as_ptr().cast::<u8>(), len);
+    let entries = match (d.entries_begin.is_null(), d.entries_end.is_null()) {
+        (true, true) => &[][..],
+        (false, false) => {
+            let span = (d.entries_end as usize)
+                .checked_sub(d.entries_begin as usize)
+                .ok_or_else(|| {
+                    PluginError::InvalidImage("EntriesEnd is below EntriesBegin".to_string())
+                })?;
+            let size = std::mem::size_of::<OffloadEntry>();
+            if span % size != 0
+                || d.entries_begin as usize % std::mem::align_of::<OffloadEntry>() != 0
+            {
+                return Err(PluginError::InvalidImage(format!(
+                    "the entry table ({span} bytes at {:p}) is not an aligned array of {size}-byte entries",
+                    d.entries_begin
+                )));
+            }
+            std::slice::from_raw_parts(d.entries_begin, span / size)
+        }
+        _ => {
+            return Err(PluginError::InvalidImage(
+                "exactly one of EntriesBegin/EntriesEnd is null".to_string(),
+            ))
+        }
+    };
+    Ok(ImageRef {
+        desc,
+        bytes,
+        entries,
+    })
+}
+
+/// `__tgt_rtl_init_plugin`.
+pub fn init_plugin<B: Backend>(cell: &PluginCell<B>) -> i32 {
+    status::<B>(names::INIT_PLUGIN, || {
+        observe::<B>(EntryCall::InitPlugin);
+        cell.init_explicit()
+    })
+}
+
+/// `__tgt_rtl_deinit_plugin`.
+pub fn deinit_plugin<B: Backend>(cell: &PluginCell<B>) -> i32 {
+    status::<B>(names::DEINIT_PLUGIN, || {
+        observe::<B>(EntryCall::DeinitPlugin);
+        cell.deinit()
+    })
+}
+
+/// `__tgt_rtl_number_of_devices`; 0 on failure.
+pub fn number_of_devices<B: Backend>(cell: &PluginCell<B>) -> i32 {
+    guard::<B, i32>(names::NUMBER_OF_DEVICES, 0, || {
+        observe::<B>(EntryCall::NumberOfDevices);
+        // The count fits an i32: checked when the state was created.
+        cell.with_live(|live| Ok(live.device_count() as i32))
+    })
+}
+
+/// `__tgt_rtl_is_valid_binary`; 0 on failure.
+///
+/// # Safety
+/// See the module docs.
+pub unsafe fn is_valid_binary<B: Backend>(cell: &PluginCell<B>, image: *mut DeviceImage) -> i32 {
+    guard::<B, i32>(names::IS_VALID_BINARY, 0, || {
+        observe::<B>(EntryCall::IsValidBinary);
+        let image = image_ref(image)?;
+        cell.with_live(|live| Ok(i32::from(live.backend().is_valid_binary(&image))))
+    })
+}
+
+/// `__tgt_rtl_init_requires`; returns the accepted flags, 0 on failure.
+pub fn init_requires<B: Backend>(cell: &PluginCell<B>, flags: i64) -> i64 {
+    guard::<B, i64>(names::INIT_REQUIRES, 0, || {
+        observe::<B>(EntryCall::InitRequires { flags });
+        cell.with_live(|live| Ok(live.backend().init_requires(flags)))
+    })
+}
+
+/// `__tgt_rtl_init_device`.
+pub fn init_device<B: Backend>(cell: &PluginCell<B>, device: i32) -> i32 {
+    status::<B>(names::INIT_DEVICE, || {
+        observe::<B>(EntryCall::InitDevice { device });
+        cell.with_live(|live| live.init_device(device))
+    })
+}
+
+/// `__tgt_rtl_deinit_device`.
+pub fn deinit_device<B: Backend>(cell: &PluginCell<B>, device: i32) -> i32 {
+    status::<B>(names::DEINIT_DEVICE, || {
+        observe::<B>(EntryCall::DeinitDevice { device });
+        cell.with_live(|live| live.deinit_device(device))
+    })
+}
+
+/// `__tgt_rtl_load_binary`; null on failure.
+///
+/// # Safety
+/// See the module docs.
+pub unsafe fn load_binary<B: Backend>(
+    cell: &PluginCell<B>,
+    device: i32,
+    image: *mut DeviceImage,
+) -> *mut TargetTable {
+    guard::<B, *mut TargetTable>(names::LOAD_BINARY, ptr::null_mut(), || {
+        observe::<B>(EntryCall::LoadBinary { device });
+        cell.with_live(|live| {
+            let device = live.initialised_device(device)?;
+            let image = image_ref(image)?;
+            live.backend()
+                .load_binary(device, &image)
+                .map(NonNull::as_ptr)
+        })
+    })
+}
+
+/// `__tgt_rtl_unload_binary`.
+///
+/// # Safety
+/// See the module docs.
+pub unsafe fn unload_binary<B: Backend>(
+    cell: &PluginCell<B>,
+    device: i32,
+    image: *mut DeviceImage,
+) -> i32 {
+    status::<B>(names::UNLOAD_BINARY, || {
+        observe::<B>(EntryCall::UnloadBinary { device });
+        cell.with_live(|live| {
+            let device = live.initialised_device(device)?;
+            live.backend()
+                .unload_binary(device, non_null("image", image)?)
+        })
+    })
+}
+
+/// `__tgt_rtl_data_alloc`; null on failure.
+pub fn data_alloc<B: Backend>(
+    cell: &PluginCell<B>,
+    device: i32,
+    size: i64,
+    host_ptr: *mut c_void,
+    kind: i32,
+) -> *mut c_void {
+    guard::<B, *mut c_void>(names::DATA_ALLOC, ptr::null_mut(), || {
+        let result = cell.with_live(|live| {
+            let device = live.initialised_device(device)?;
+            let bytes = size_arg("size", size)?;
+            let kind = AllocKind::from_raw(kind).ok_or_else(|| {
+                PluginError::InvalidArgument(format!("unknown allocation kind {kind}"))
+            })?;
+            live.backend()
+                .data_alloc(device, bytes, host_ptr, kind)
+                .map(NonNull::as_ptr)
+        });
+        observe::<B>(EntryCall::DataAlloc {
+            device,
+            size,
+            kind,
+            result: *result.as_ref().unwrap_or(&ptr::null_mut()),
+        });
+        result
+    })
+}
+
+/// `__tgt_rtl_data_delete`.
+pub fn data_delete<B: Backend>(cell: &PluginCell<B>, device: i32, tgt_ptr: *mut c_void) -> i32 {
+    status::<B>(names::DATA_DELETE, || {
+        observe::<B>(EntryCall::DataDelete {
+            device,
+            ptr: tgt_ptr,
+        });
+        cell.with_live(|live| {
+            let device = live.initialised_device(device)?;
+            live.backend()
+                .data_delete(device, non_null("tgt_ptr", tgt_ptr)?)
+        })
+    })
+}
+
+/// `__tgt_rtl_data_submit[_async]`: host -> device. A zero size succeeds
+/// without touching the pointers.
+///
+/// # Safety
+/// See the module docs.
+pub unsafe fn data_submit<B: Backend>(
+    cell: &PluginCell<B>,
+    device: i32,
+    tgt_ptr: *mut c_void,
+    host_ptr: *mut c_void,
+    size: i64,
+    is_async: bool,
+) -> i32 {
+    let entry = if is_async {
+        names::DATA_SUBMIT_ASYNC
+    } else {
+        names::DATA_SUBMIT
+    };
+    status::<B>(entry, || {
+        observe::<B>(EntryCall::DataSubmit {
+            device,
+            size,
+            is_async,
+        });
+        cell.with_live(|live| {
+            let device = live.initialised_device(device)?;
+            let size = size_arg("size", size)?;
+            if size == 0 {
+                return Ok(());
+            }
+            let tgt = non_null("tgt_ptr", tgt_ptr)?;
+            let host = non_null("host_ptr", host_ptr)?;
+            live.backend().data_submit(device, tgt, host, size)
+        })
+    })
+}
+
+/// `__tgt_rtl_data_retrieve[_async]`: device -> host. A zero size succeeds
+/// without touching the pointers.
+///
+/// # Safety
+/// See the module docs.
+pub unsafe fn data_retrieve<B: Backend>(
+    cell: &PluginCell<B>,
+    device: i32,
+    host_ptr: *mut c_void,
+    tgt_ptr: *mut c_void,
+    size: i64,
+    is_async: bool,
+) -> i32 {
+    let entry = if is_async {
+        names::DATA_RETRIEVE_ASYNC
+    } else {
+        names::DATA_RETRIEVE
+    };
+    status::<B>(entry, || {
+        observe::<B>(EntryCall::DataRetrieve {
+            device,
+            size,
+            is_async,
+        });
+        cell.with_live(|live| {
+            let device = live.initialised_device(device)?;
+            let size = size_arg("size", size)?;
+            if size == 0 {
+                return Ok(());
+            }
+            let host = non_null("host_ptr", host_ptr)?;
+            let tgt = non_null("tgt_ptr", tgt_ptr)?;
+            live.backend().data_retrieve(device, host, tgt, size)
+        })
+    })
+}
+
+/// `__tgt_rtl_is_data_exchangable`; 0 on failure.
+pub fn is_data_exchangable<B: Backend>(cell: &PluginCell<B>, src: i32, dst: i32) -> i32 {
+    guard::<B, i32>(names::IS_DATA_EXCHANGABLE, 0, || {
+        observe::<B>(EntryCall::IsDataExchangable { src, dst });
+        cell.with_live(|live| {
+            let (s, d) = (live.device(src)?, live.device(dst)?);
+            Ok(i32::from(live.backend().is_data_exchangable(s, d)))
+        })
+    })
+}
+
+/// `__tgt_rtl_data_exchange[_async]`: device -> device.
+///
+/// # Safety
+/// See the module docs.
+pub unsafe fn data_exchange<B: Backend>(
+    cell: &PluginCell<B>,
+    src: i32,
+    src_ptr: *mut c_void,
+    dst: i32,
+    dst_ptr: *mut c_void,
+    size: i64,
+    is_async: bool,
+) -> i32 {
+    let entry = if is_async {
+        names::DATA_EXCHANGE_ASYNC
+    } else {
+        names::DATA_EXCHANGE
+    };
+    status::<B>(entry, || {
+        observe::<B>(EntryCall::DataExchange {
+            src,
+            dst,
+            size,
+            is_async,
+        });
+        cell.with_live(|live| {
+            let s = live.initialised_device(src)?;
+            let d = live.initialised_device(dst)?;
+            let size = size_arg("size", size)?;
+            if size == 0 {
+                return Ok(());
+            }
+            let src_ptr = non_null("src_ptr", src_ptr)?;
+            let dst_ptr = non_null("dst_ptr", dst_ptr)?;
+            live.backend().data_exchange(s, src_ptr, d, dst_ptr, size)
+        })
+    })
+}
+
+/// `__tgt_rtl_run_target[_team]_region[_async]`: `teams` is `None` for a
+/// plain target region.
+///
+/// # Safety
+/// See the module docs; `entry` must come from a target table of `device`.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn run_region<B: Backend>(
+    cell: &PluginCell<B>,
+    device: i32,
+    entry: *mut c_void,
+    args: *mut *mut c_void,
+    offsets: *mut isize,
+    num_args: i32,
+    teams: Option<TeamConfig>,
+    is_async: bool,
+) -> i32 {
+    let name = match (teams.is_some(), is_async) {
+        (false, false) => names::RUN_TARGET_REGION,
+        (false, true) => names::RUN_TARGET_REGION_ASYNC,
+        (true, false) => names::RUN_TARGET_TEAM_REGION,
+        (true, true) => names::RUN_TARGET_TEAM_REGION_ASYNC,
+    };
+    status::<B>(name, || {
+        observe::<B>(if teams.is_some() {
+            EntryCall::RunTargetTeamRegion { device, is_async }
+        } else {
+            EntryCall::RunTargetRegion { device, is_async }
+        });
+        cell.with_live(|live| {
+            let device = live.initialised_device(device)?;
+            let entry = non_null("entry", entry)?;
+            let count = usize::try_from(num_args).map_err(|_| {
+                PluginError::InvalidArgument(format!("`num_args` is negative ({num_args})"))
+            })?;
+            let mut values = Vec::with_capacity(count);
+            if count > 0 {
+                let args = non_null("args", args)?.as_ptr();
+                let offsets = non_null("offsets", offsets)?.as_ptr();
+                for i in 0..count {
+                    values.push((*args.add(i)).wrapping_byte_offset(*offsets.add(i)));
+                }
+            }
+            live.backend().run_region(device, entry, &values, teams)
+        })
+    })
+}
+
+/// `__tgt_rtl_synchronize`. `async_info` is not used: async entries run
+/// synchronously and never set a queue.
+pub fn synchronize<B: Backend>(
+    cell: &PluginCell<B>,
+    device: i32,
+    _async_info: *mut AsyncInfo,
+) -> i32 {
+    status::<B>(names::SYNCHRONIZE, || {
+        observe::<B>(EntryCall::Synchronize { device });
+        cell.with_live(|live| {
+            let device = live.initialised_device(device)?;
+            live.backend().synchronize(device)
+        })
+    })
+}
+
+/// `__tgt_rtl_set_info_flag`.
+pub fn set_info_flag<B: Backend>(cell: &PluginCell<B>, flags: u32) {
+    guard::<B, ()>(names::SET_INFO_FLAG, (), || {
+        observe::<B>(EntryCall::SetInfoFlag { flags });
+        cell.set_info_flags(flags);
+        Ok(())
+    })
+}
+
+/// `__tgt_rtl_print_device_info`.
+pub fn print_device_info<B: Backend>(cell: &PluginCell<B>, device: i32) {
+    guard::<B, ()>(names::PRINT_DEVICE_INFO, (), || {
+        observe::<B>(EntryCall::PrintDeviceInfo { device });
+        cell.with_live(|live| {
+            let device = live.device(device)?;
+            live.backend().print_device_info(device);
+            Ok(())
+        })
+    })
+}
+
+/// `__tgt_rtl_register_destruction_cb`: remember `callback(data)` for the
+/// safety net; a null callback unregisters. Never initialises the plugin.
+pub fn register_destruction_cb<B: Backend>(
+    cell: &PluginCell<B>,
+    callback: Option<DestructionCallback>,
+    data: *mut c_void,
+) {
+    guard::<B, ()>(names::REGISTER_DESTRUCTION_CB, (), || {
+        observe::<B>(EntryCall::RegisterDestructionCb);
+        cell.set_destruction_cb(callback, data);
+        Ok(())
+    })
+}

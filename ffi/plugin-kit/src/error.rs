@@ -1,0 +1,42 @@
+//! The error type of backend calls and entry checks.
+
+/// Why an entry failed. The entry layer prints it (see [`crate::report`])
+/// and returns `OFFLOAD_FAIL`, a null pointer or 0 to the runtime.
+#[derive(Debug, thiserror::Error)]
+pub enum PluginError {
+    /// A device id outside `0..number_of_devices`.
+    #[error("device id {id} is out of range: this plugin has {count} device(s)")]
+    DeviceOutOfRange { id: i32, count: usize },
+    /// An operation on a device that `__tgt_rtl_init_device` did not set up
+    /// (or that was deinitialised since).
+    #[error("device {0} is not initialised (call __tgt_rtl_init_device first)")]
+    DeviceNotInitialised(usize),
+    /// The plugin was deinitialised, or its explicit initialisation failed.
+    #[error("the plugin is not initialised (call __tgt_rtl_init_plugin first)")]
+    NotInitialised,
+    /// A pointer argument that must not be null was null.
+    #[error("argument `{0}` is a null pointer")]
+    NullPointer(&'static str),
+    /// An argument with an invalid value (negative size, bad kind ...).
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+    /// The device image is not one this backend runs, or is malformed.
+    #[error("invalid device image: {0}")]
+    InvalidImage(String),
+    /// The backend does not implement this optional operation.
+    #[error("{0} is not supported by this plugin")]
+    Unsupported(&'static str),
+    /// Anything else the backend reports.
+    #[error("{0}")]
+    Backend(String),
+}
+
+impl PluginError {
+    /// A backend failure with a message.
+    pub fn backend(message: impl Into<String>) -> Self {
+        Self::Backend(message.into())
+    }
+}
+
+/// The result type of backend calls.
+pub type Result<T, E = PluginError> = std::result::Result<T, E>;

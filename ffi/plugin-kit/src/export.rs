@@ -1,0 +1,427 @@
+//! [`export_plugin!`]: export every C entry for a backend type.
+
+/// Export every `__tgt_rtl_*` entry of a plugin for the backend type given.
+///
+/// Invoke it once, at the root of a cdylib crate:
+/// `omptarget_plugin_kit::export_plugin!(MyBackend);`. It declares
+///
+/// * the plugin state: a `static` [`PluginCell`](crate::PluginCell) (no
+///   destructor);
+/// * the required LLVM 14 entries (`number_of_devices`, `is_valid_binary`,
+///   `init_device`, `load_binary`, `data_alloc`, `data_submit`,
+///   `data_retrieve`, `data_delete`, `run_target_region`,
+///   `run_target_team_region`);
+/// * the optional ones: `init_requires`, `is_data_exchangable`,
+///   `data_exchange`, the `_async` variants (which run synchronously),
+///   `synchronize`, `set_info_flag`, `print_device_info`;
+/// * this project's lifecycle entries: `init_plugin`, `deinit_plugin`,
+///   `deinit_device`, `unload_binary`, `register_destruction_cb`;
+/// * the [safety net](crate::safety_net): one `.fini_array` function.
+///
+/// Every entry's signature is checked at compile time against the
+/// function-pointer types of `omptarget_abi::plugin`.
+#[macro_export]
+macro_rules! export_plugin {
+    ($backend:ty) => {
+        /// The plugin state (see `omptarget_plugin_kit::PluginCell`).
+        static __OMPTARGET_PLUGIN: $crate::PluginCell<$backend> = $crate::PluginCell::new();
+
+        $crate::__export_entries!(__OMPTARGET_PLUGIN);
+
+        /// The safety net (see `omptarget_plugin_kit::safety_net`): run by
+        /// the loader on dlclose or process exit.
+        #[used]
+        #[link_section = ".fini_array"]
+        static __OMPTARGET_SAFETY_NET: extern "C" fn() = {
+            extern "C" fn omptarget_safety_net() {
+                $crate::safety_net::run(&__OMPTARGET_PLUGIN)
+            }
+            omptarget_safety_net
+        };
+    };
+}
+
+/// The entries of [`export_plugin!`]; not public API.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __export_entries {
+    ($cell:ident) => {
+        $crate::__export_required!($cell);
+        $crate::__export_optional!($cell);
+        $crate::__export_lifecycle!($cell);
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __export_required {
+    ($cell:ident) => {
+        /// `__tgt_rtl_number_of_devices`.
+        #[no_mangle]
+        pub extern "C" fn __tgt_rtl_number_of_devices() -> i32 {
+            $crate::entries::number_of_devices(&$cell)
+        }
+
+        /// `__tgt_rtl_is_valid_binary`.
+        ///
+        /// # Safety
+        /// `image` is null or a valid `__tgt_device_image`.
+        #[no_mangle]
+        pub unsafe extern "C" fn __tgt_rtl_is_valid_binary(
+            image: *mut $crate::abi::DeviceImage,
+        ) -> i32 {
+            $crate::entries::is_valid_binary(&$cell, image)
+        }
+
+        /// `__tgt_rtl_init_device`.
+        #[no_mangle]
+        pub extern "C" fn __tgt_rtl_init_device(device: i32) -> i32 {
+            $crate::entries::init_device(&$cell, device)
+        }
+
+        /// `__tgt_rtl_load_binary`: the table stays owned by the plugin,
+        /// valid until the image is unloaded or its device deinitialised.
+        ///
+        /// # Safety
+        /// `image` is null or a valid `__tgt_device_image`.
+        #[no_mangle]
+        pub unsafe extern "C" fn __tgt_rtl_load_binary(
+            device: i32,
+            image: *mut $crate::abi::DeviceImage,
+        ) -> *mut $crate::abi::TargetTable {
+            $crate::entries::load_binary(&$cell, device, image)
+        }
+
+        /// `__tgt_rtl_data_alloc`: the caller owns the memory until
+        /// `__tgt_rtl_data_delete`.
+        #[no_mangle]
+        pub extern "C" fn __tgt_rtl_data_alloc(
+            device: i32,
+            size: i64,
+            host_ptr: *mut ::core::ffi::c_void,
+            kind: i32,
+        ) -> *mut ::core::ffi::c_void {
+            $crate::entries::data_alloc(&$cell, device, size, host_ptr, kind)
+        }
+
+        /// `__tgt_rtl_data_submit`.
+        ///
+        /// # Safety
+        /// Both pointers are valid for `size` bytes.
+        #[no_mangle]
+        pub unsafe extern "C" fn __tgt_rtl_data_submit(
+            device: i32,
+            tgt_ptr: *mut ::core::ffi::c_void,
+            host_ptr: *mut ::core::ffi::c_void,
+            size: i64,
+        ) -> i32 {
+            $crate::entries::data_submit(&$cell, device, tgt_ptr, host_ptr, size, false)
+        }
+
+        /// `__tgt_rtl_data_retrieve`.
+        ///
+        /// # Safety
+        /// Both pointers are valid for `size` bytes.
+        #[no_mangle]
+        pub unsafe extern "C" fn __tgt_rtl_data_retrieve(
+            device: i32,
+            host_ptr: *mut ::core::ffi::c_void,
+            tgt_ptr: *mut ::core::ffi::c_void,
+            size: i64,
+        ) -> i32 {
+            $crate::entries::data_retrieve(&$cell, device, host_ptr, tgt_ptr, size, false)
+        }
+
+        /// `__tgt_rtl_data_delete`: `tgt_ptr` came from `data_alloc`.
+        #[no_mangle]
+        pub extern "C" fn __tgt_rtl_data_delete(
+            device: i32,
+            tgt_ptr: *mut ::core::ffi::c_void,
+        ) -> i32 {
+            $crate::entries::data_delete(&$cell, device, tgt_ptr)
+        }
+
+        /// `__tgt_rtl_run_target_region`.
+        ///
+        /// # Safety
+        /// `entry` is from this device's target table; `args` and
+        /// `offsets` hold `num_args` values each.
+        #[no_mangle]
+        pub unsafe extern "C" fn __tgt_rtl_run_target_region(
+            device: i32,
+            entry: *mut ::core::ffi::c_void,
+            args: *mut *mut ::core::ffi::c_void,
+            offsets: *mut isize,
+            num_args: i32,
+        ) -> i32 {
+            $crate::entries::run_region(&$cell, device, entry, args, offsets, num_args, None, false)
+        }
+
+        /// `__tgt_rtl_run_target_team_region`.
+        ///
+        /// # Safety
+        /// As `__tgt_rtl_run_target_region`.
+        #[no_mangle]
+        pub unsafe extern "C" fn __tgt_rtl_run_target_team_region(
+            device: i32,
+            entry: *mut ::core::ffi::c_void,
+            args: *mut *mut ::core::ffi::c_void,
+            offsets: *mut isize,
+            num_args: i32,
+            num_teams: i32,
+            thread_limit: i32,
+            loop_tripcount: u64,
+        ) -> i32 {
+            let teams = $crate::TeamConfig {
+                num_teams,
+                thread_limit,
+                loop_tripcount,
+            };
+            $crate::entries::run_region(
+                &$cell,
+                device,
+                entry,
+                args,
+                offsets,
+                num_args,
+                Some(teams),
+                false,
+            )
+        }
+
+        const _: () = {
+            use $crate::abi::plugin as p;
+            let _: p::NumberOfDevicesFn = __tgt_rtl_number_of_devices;
+            let _: p::IsValidBinaryFn = __tgt_rtl_is_valid_binary;
+            let _: p::InitDeviceFn = __tgt_rtl_init_device;
+            let _: p::LoadBinaryFn = __tgt_rtl_load_binary;
+            let _: p::DataAllocFn = __tgt_rtl_data_alloc;
+            let _: p::DataSubmitFn = __tgt_rtl_data_submit;
+            let _: p::DataRetrieveFn = __tgt_rtl_data_retrieve;
+            let _: p::DataDeleteFn = __tgt_rtl_data_delete;
+            let _: p::RunTargetRegionFn = __tgt_rtl_run_target_region;
+            let _: p::RunTargetTeamRegionFn = __tgt_rtl_run_target_team_region;
+        };
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __export_optional {
+    ($cell:ident) => {
+        /// `__tgt_rtl_init_requires`: returns the flags accepted.
+        #[no_mangle]
+        pub extern "C" fn __tgt_rtl_init_requires(flags: i64) -> i64 {
+            $crate::entries::init_requires(&$cell, flags)
+        }
+
+        /// `__tgt_rtl_is_data_exchangable`.
+        #[no_mangle]
+        pub extern "C" fn __tgt_rtl_is_data_exchangable(src: i32, dst: i32) -> i32 {
+            $crate::entries::is_data_exchangable(&$cell, src, dst)
+        }
+
+        /// `__tgt_rtl_data_exchange`.
+        ///
+        /// # Safety
+        /// Both pointers are valid on their devices for `size` bytes.
+        #[no_mangle]
+        pub unsafe extern "C" fn __tgt_rtl_data_exchange(
+            src: i32,
+            src_ptr: *mut ::core::ffi::c_void,
+            dst: i32,
+            dst_ptr: *mut ::core::ffi::c_void,
+            size: i64,
+        ) -> i32 {
+            $crate::entries::data_exchange(&$cell, src, src_ptr, dst, dst_ptr, size, false)
+        }
+
+        /// `__tgt_rtl_data_exchange_async`: runs synchronously.
+        ///
+        /// # Safety
+        /// As `__tgt_rtl_data_exchange`.
+        #[no_mangle]
+        pub unsafe extern "C" fn __tgt_rtl_data_exchange_async(
+            src: i32,
+            src_ptr: *mut ::core::ffi::c_void,
+            dst: i32,
+            dst_ptr: *mut ::core::ffi::c_void,
+            size: i64,
+            _async_info: *mut $crate::abi::AsyncInfo,
+        ) -> i32 {
+            $crate::entries::data_exchange(&$cell, src, src_ptr, dst, dst_ptr, size, true)
+        }
+
+        /// `__tgt_rtl_data_submit_async`: runs synchronously.
+        ///
+        /// # Safety
+        /// As `__tgt_rtl_data_submit`.
+        #[no_mangle]
+        pub unsafe extern "C" fn __tgt_rtl_data_submit_async(
+            device: i32,
+            tgt_ptr: *mut ::core::ffi::c_void,
+            host_ptr: *mut ::core::ffi::c_void,
+            size: i64,
+            _async_info: *mut $crate::abi::AsyncInfo,
+        ) -> i32 {
+            $crate::entries::data_submit(&$cell, device, tgt_ptr, host_ptr, size, true)
+        }
+
+        /// `__tgt_rtl_data_retrieve_async`: runs synchronously.
+        ///
+        /// # Safety
+        /// As `__tgt_rtl_data_retrieve`.
+        #[no_mangle]
+        pub unsafe extern "C" fn __tgt_rtl_data_retrieve_async(
+            device: i32,
+            host_ptr: *mut ::core::ffi::c_void,
+            tgt_ptr: *mut ::core::ffi::c_void,
+            size: i64,
+            _async_info: *mut $crate::abi::AsyncInfo,
+        ) -> i32 {
+            $crate::entries::data_retrieve(&$cell, device, host_ptr, tgt_ptr, size, true)
+        }
+
+        /// `__tgt_rtl_run_target_region_async`: runs synchronously.
+        ///
+        /// # Safety
+        /// As `__tgt_rtl_run_target_region`.
+        #[no_mangle]
+        pub unsafe extern "C" fn __tgt_rtl_run_target_region_async(
+            device: i32,
+            entry: *mut ::core::ffi::c_void,
+            args: *mut *mut ::core::ffi::c_void,
+            offsets: *mut isize,
+            num_args: i32,
+            _async_info: *mut $crate::abi::AsyncInfo,
+        ) -> i32 {
+            $crate::entries::run_region(&$cell, device, entry, args, offsets, num_args, None, true)
+        }
+
+        /// `__tgt_rtl_run_target_team_region_async`: runs synchronously.
+        ///
+        /// # Safety
+        /// As `__tgt_rtl_run_target_region`.
+        #[no_mangle]
+        pub unsafe extern "C" fn __tgt_rtl_run_target_team_region_async(
+            device: i32,
+            entry: *mut ::core::ffi::c_void,
+            args: *mut *mut ::core::ffi::c_void,
+            offsets: *mut isize,
+            num_args: i32,
+            num_teams: i32,
+            thread_limit: i32,
+            loop_tripcount: u64,
+            _async_info: *mut $crate::abi::AsyncInfo,
+        ) -> i32 {
+            let teams = $crate::TeamConfig {
+                num_teams,
+                thread_limit,
+                loop_tripcount,
+            };
+            $crate::entries::run_region(
+                &$cell,
+                device,
+                entry,
+                args,
+                offsets,
+                num_args,
+                Some(teams),
+                true,
+            )
+        }
+
+        /// `__tgt_rtl_synchronize`: nothing is ever queued.
+        #[no_mangle]
+        pub extern "C" fn __tgt_rtl_synchronize(
+            device: i32,
+            async_info: *mut $crate::abi::AsyncInfo,
+        ) -> i32 {
+            $crate::entries::synchronize(&$cell, device, async_info)
+        }
+
+        /// `__tgt_rtl_set_info_flag`.
+        #[no_mangle]
+        pub extern "C" fn __tgt_rtl_set_info_flag(flags: u32) {
+            $crate::entries::set_info_flag(&$cell, flags)
+        }
+
+        /// `__tgt_rtl_print_device_info`.
+        #[no_mangle]
+        pub extern "C" fn __tgt_rtl_print_device_info(device: i32) {
+            $crate::entries::print_device_info(&$cell, device)
+        }
+
+        const _: () = {
+            use $crate::abi::plugin as p;
+            let _: p::InitRequiresFn = __tgt_rtl_init_requires;
+            let _: p::IsDataExchangableFn = __tgt_rtl_is_data_exchangable;
+            let _: p::DataExchangeFn = __tgt_rtl_data_exchange;
+            let _: p::DataExchangeAsyncFn = __tgt_rtl_data_exchange_async;
+            let _: p::DataSubmitAsyncFn = __tgt_rtl_data_submit_async;
+            let _: p::DataRetrieveAsyncFn = __tgt_rtl_data_retrieve_async;
+            let _: p::RunTargetRegionAsyncFn = __tgt_rtl_run_target_region_async;
+            let _: p::RunTargetTeamRegionAsyncFn = __tgt_rtl_run_target_team_region_async;
+            let _: p::SynchronizeFn = __tgt_rtl_synchronize;
+            let _: p::SetInfoFlagFn = __tgt_rtl_set_info_flag;
+            let _: p::PrintDeviceInfoFn = __tgt_rtl_print_device_info;
+        };
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __export_lifecycle {
+    ($cell:ident) => {
+        /// `__tgt_rtl_init_plugin`: create the plugin state.
+        #[no_mangle]
+        pub extern "C" fn __tgt_rtl_init_plugin() -> i32 {
+            $crate::entries::init_plugin(&$cell)
+        }
+
+        /// `__tgt_rtl_deinit_plugin`: release everything the plugin holds.
+        #[no_mangle]
+        pub extern "C" fn __tgt_rtl_deinit_plugin() -> i32 {
+            $crate::entries::deinit_plugin(&$cell)
+        }
+
+        /// `__tgt_rtl_deinit_device`.
+        #[no_mangle]
+        pub extern "C" fn __tgt_rtl_deinit_device(device: i32) -> i32 {
+            $crate::entries::deinit_device(&$cell, device)
+        }
+
+        /// `__tgt_rtl_unload_binary`: the image's target table is invalid
+        /// afterwards.
+        ///
+        /// # Safety
+        /// `image` is the descriptor given to `load_binary` (only its
+        /// address is used).
+        #[no_mangle]
+        pub unsafe extern "C" fn __tgt_rtl_unload_binary(
+            device: i32,
+            image: *mut $crate::abi::DeviceImage,
+        ) -> i32 {
+            $crate::entries::unload_binary(&$cell, device, image)
+        }
+
+        /// `__tgt_rtl_register_destruction_cb`: `callback(data)` is called
+        /// by the safety net if the library goes away while initialised.
+        #[no_mangle]
+        pub extern "C" fn __tgt_rtl_register_destruction_cb(
+            callback: ::core::option::Option<$crate::abi::plugin::DestructionCallback>,
+            data: *mut ::core::ffi::c_void,
+        ) {
+            $crate::entries::register_destruction_cb(&$cell, callback, data)
+        }
+
+        const _: () = {
+            use $crate::abi::plugin as p;
+            let _: p::InitPluginFn = __tgt_rtl_init_plugin;
+            let _: p::DeinitPluginFn = __tgt_rtl_deinit_plugin;
+            let _: p::DeinitDeviceFn = __tgt_rtl_deinit_device;
+            let _: p::UnloadBinaryFn = __tgt_rtl_unload_binary;
+            let _: p::RegisterDestructionCbFn = __tgt_rtl_register_destruction_cb;
+        };
+    };
+}

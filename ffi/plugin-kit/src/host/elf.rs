@@ -1,0 +1,145 @@
+//! ELF checks for host device images.
+
+use object::elf::{FileHeader64, EM_X86_64, ET_DYN};
+use object::read::elf::{FileHeader, ProgramHeader, SectionHeader};
+use object::Endianness;
+
+/// The section where clang (up to LLVM 17) places a device image's own
+/// offload entry table (`__tgt_offload_entry` records, relocated at load).
+pub const OFFLOAD_ENTRIES_SECTION: &[u8] = b"omp_offloading_entries";
+
+/// Where an image's offload entry section lies once loaded: `addr` is
+/// relative to the load base.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EntriesSection {
+    pub addr: u64,
+    pub size: u64,
+}
+
+fn header(bytes: &[u8]) -> Result<(&FileHeader64<Endianness>, Endianness), String> {
+    let header = FileHeader64::<Endianness>::parse(bytes)
+        .map_err(|e| format!("not a 64-bit ELF file ({e})"))?;
+    let endian = header
+        .endian()
+        .map_err(|e| format!("bad ELF byte order ({e})"))?;
+    Ok((header, endian))
+}
+
+/// Check that `bytes` is an image this backend runs: ELF64, little endian,
+/// `EM_X86_64`, `ET_DYN` (a shared object dlopen can load).
+pub fn check_image(bytes: &[u8]) -> Result<(), String> {
+    let (header, endian) = header(bytes)?;
+    if endian != Endianness::Little {
+        return Err("big-endian ELF file, not x86_64".to_string());
+    }
+    let machine = header.e_machine(endian);
+    if machine != EM_X86_64 {
+        return Err(format!("ELF machine {machine}, not x86_64 ({EM_X86_64})"));
+    }
+    let kind = header.e_type(endian);
+    if kind != ET_DYN {
+        return Err(format!(
+            "ELF type {kind}, not a shared object (ET_DYN = {ET_DYN})"
+        ));
+    }
+    Ok(())
+}
+
+/// Find the image's `omp_offloading_entries` section, if it has one (plain
+/// shared objects built without `-fopenmp-targets` do not).
+pub fn entries_section(bytes: &[u8]) -> Result<Option<EntriesSection>, String> {
+    let (header, endian) = header(bytes)?;
+    let sections = header
+        .sections(endian, bytes)
+        .map_err(|e| format!("bad ELF section table ({e})"))?;
+    for section in sections.iter() {
+        let name = sections
+            .section_name(endian, section)
+            .map_err(|e| format!("bad ELF section name ({e})"))?;
+        if name == OFFLOAD_ENTRIES_SECTION {
+            let found = EntriesSection {
+                addr: section.sh_addr(endian),
+                size: section.sh_size(endian),
+            };
+            check_loaded(header, endian, bytes, found)?;
+            return Ok(Some(found));
+        }
+    }
+    Ok(None)
+}
+
+/// Check that `section` lies inside a `PT_LOAD` segment, so that reading
+/// it after dlopen reads mapped memory.
+fn check_loaded(
+    header: &FileHeader64<Endianness>,
+    endian: Endianness,
+    bytes: &[u8],
+    section: EntriesSection,
+) -> Result<(), String> {
+    let segments = header
+        .program_headers(endian, bytes)
+        .map_err(|e| format!("bad ELF program headers ({e})"))?;
+    let end = section.addr.checked_add(section.size);
+    let inside = segments.iter().any(|segment| {
+        let start = segment.p_vaddr(endian);
+        segment.p_type(endian) == object::elf::PT_LOAD
+            && section.addr >= start
+            && end.is_some_and(|end| Some(end) <= start.checked_add(segment.p_memsz(endian)))
+    });
+    if inside {
+        Ok(())
+    } else {
+        Err("section omp_offloading_entries is not inside a loaded segment".to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A minimal ELF64 header with the given class, data, type and machine.
+    fn header_bytes(class: u8, data: u8, kind: u16, machine: u16) -> Vec<u8> {
+        let mut h = vec![0u8; 64];
+        h[..4].copy_from_slice(b"\x7fELF");
+        h[4] = class;
+        h[5] = data;
+        h[6] = 1; // EI_VERSION
+        h[16..18].copy_from_slice(&kind.to_le_bytes());
+        h[18..20].copy_from_slice(&machine.to_le_bytes());
+        h[20..24].copy_from_slice(&1u32.to_le_bytes());
+        h[52..54].copy_from_slice(&64u16.to_le_bytes()); // e_ehsize
+        h
+    }
+
+    #[test]
+    fn accepts_x86_64_shared_objects() {
+        check_image(&header_bytes(2, 1, ET_DYN, EM_X86_64)).unwrap();
+    }
+
+    #[test]
+    fn rejects_other_files_with_a_reason() {
+        let cases: [(Vec<u8>, &str); 6] = [
+            (Vec::new(), "not a 64-bit ELF"),
+            (
+                b"hello world, not an ELF image at all........................".to_vec(),
+                "not a 64-bit ELF",
+            ),
+            (header_bytes(1, 1, ET_DYN, EM_X86_64), "not a 64-bit ELF"),
+            (header_bytes(2, 1, ET_DYN, 183), "not x86_64"),
+            (header_bytes(2, 1, 2, EM_X86_64), "not a shared object"),
+            (header_bytes(2, 2, ET_DYN, EM_X86_64), "big-endian"),
+        ];
+        for (bytes, reason) in cases {
+            let err = check_image(&bytes).unwrap_err();
+            assert!(err.contains(reason), "{err:?} should mention {reason:?}");
+        }
+        // Truncated header.
+        assert!(check_image(&header_bytes(2, 1, ET_DYN, EM_X86_64)[..40]).is_err());
+    }
+
+    #[test]
+    fn a_header_without_sections_has_no_entries_section() {
+        let bytes = header_bytes(2, 1, ET_DYN, EM_X86_64);
+        assert_eq!(entries_section(&bytes).unwrap(), None);
+    }
+}

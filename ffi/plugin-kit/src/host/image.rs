@@ -1,0 +1,262 @@
+//! One device image loaded on one host device: a private copy of the
+//! image file, the dlopen handle, and the target table the plugin returns.
+//!
+//! Each load writes the image to its own temporary file and dlopens that, so
+//! every device (and every load) gets its own copy of the image's globals.
+//!
+//! A file, not a memfd: glibc recognises an already-loaded library by its
+//! path before anything else, and a `/proc/self/fd/N` path is reused as soon
+//! as the fd number is, so it could hand back a stale copy. File names are
+//! unique within the process (pid, a sequence number, random letters), so
+//! the file can be removed right after dlopen: the mapping keeps its inode
+//! alive, and nothing is left on disk even if the process never unloads the
+//! image (LLVM 14's runtime never does) or dies. With `keep_file` (for
+//! debuggers and profilers that read symbols from the path) the file stays
+//! until the image is unloaded: dlclose, then remove.
+
+use super::elf::{self, EntriesSection};
+use super::image_file::ImageFile;
+use crate::backend::ImageRef;
+use crate::error::{PluginError, Result};
+use libloading::os::unix::Library;
+use omptarget_abi::{OffloadEntry, TargetTable};
+use std::collections::{HashMap, HashSet};
+use std::ffi::{c_void, CStr, CString};
+use std::path::Path;
+use std::ptr::NonNull;
+
+/// A loaded image; see the module docs. Dropping it unloads it, ignoring
+/// errors; [`LoadedImage::unload`] reports them.
+pub struct LoadedImage {
+    /// The `__tgt_device_image` address the runtime loaded it from.
+    key: usize,
+    /// Closed before `file` is removed.
+    library: Option<Library>,
+    file: Option<ImageFile>,
+    /// The table handed to the runtime; points into `entries`.
+    table: Box<TargetTable>,
+    /// Device entries; their `name`s point into `names`.
+    entries: Box<[OffloadEntry]>,
+    names: Box<[CString]>,
+    /// Addresses of the function entries (kernels).
+    kernels: HashSet<usize>,
+}
+
+// SAFETY: the raw pointers inside (`table`, `entries`) point into this
+// value's own heap blocks and into the loaded library, neither of which is
+// tied to a thread; all access goes through the owning device's mutex.
+unsafe impl Send for LoadedImage {}
+
+impl LoadedImage {
+    /// Load `image` from a new temporary file in `dir`, resolve every host
+    /// entry by name and build the target table. The file is removed once
+    /// loaded unless `keep_file`.
+    pub fn load(image: &ImageRef<'_>, dir: &Path, keep_file: bool) -> Result<Self> {
+        elf::check_image(image.bytes).map_err(PluginError::InvalidImage)?;
+        let section = elf::entries_section(image.bytes).map_err(PluginError::InvalidImage)?;
+        let names = host_entry_names(image.entries)?;
+
+        let file = ImageFile::create(dir, image.bytes)?;
+        let path = file.path().expect("a new image file has a path").to_owned();
+
+        // RTLD_LAZY like LLVM's plugin: images built by clang call into
+        // libomp (`__kmpc_*`), found through their own NEEDED/RUNPATH.
+        // SAFETY: loading runs the image's initialisers; running the
+        // offload program's code is this plugin's purpose.
+        let library = unsafe { Library::open(Some(&path), libc::RTLD_LAZY | libc::RTLD_LOCAL) }
+            .map_err(|e| PluginError::backend(format!("cannot load the device image: {e}")))?;
+        let (library, base) = load_base(library);
+
+        let mut loaded = Self {
+            key: image.desc.as_ptr() as usize,
+            library: Some(library),
+            file: Some(file),
+            table: Box::new(TargetTable {
+                entries_begin: std::ptr::null_mut(),
+                entries_end: std::ptr::null_mut(),
+            }),
+            entries: Box::new([]),
+            names: names.into_boxed_slice(),
+            kernels: HashSet::new(),
+        };
+        // On error `loaded` is dropped: dlclose, then the file is removed.
+        if !keep_file {
+            if let Some(mut file) = loaded.file.take() {
+                file.remove()?;
+            }
+        }
+        loaded.resolve(image.entries, base?, section)?;
+        Ok(loaded)
+    }
+
+    /// Fill `entries`, `kernels` and `table` from the host entries.
+    fn resolve(
+        &mut self,
+        host: &[OffloadEntry],
+        base: usize,
+        section: Option<EntriesSection>,
+    ) -> Result<()> {
+        let library = self
+            .library
+            .as_ref()
+            .expect("resolve runs on a loaded image");
+        let device_table = match section {
+            Some(section) => device_entries(base, section)?,
+            None => HashMap::new(),
+        };
+        let mut entries = Vec::with_capacity(host.len());
+        for (entry, name) in host.iter().zip(self.names.iter()) {
+            let addr = match device_table.get(name.as_c_str()) {
+                Some(&addr) => addr,
+                None => lookup_symbol(library, name)?,
+            };
+            if entry.size == 0 {
+                self.kernels.insert(addr as usize);
+            }
+            entries.push(OffloadEntry {
+                addr,
+                name: name.as_ptr().cast_mut(),
+                size: entry.size,
+                flags: entry.flags,
+                reserved: 0,
+            });
+        }
+        self.entries = entries.into_boxed_slice();
+        let range = self.entries.as_mut_ptr_range();
+        self.table.entries_begin = range.start;
+        self.table.entries_end = range.end;
+        Ok(())
+    }
+
+    /// The `__tgt_device_image` address this image was loaded from.
+    pub fn key(&self) -> usize {
+        self.key
+    }
+
+    /// The target table; valid until this image is unloaded or dropped.
+    pub fn table(&self) -> NonNull<TargetTable> {
+        NonNull::from(&*self.table)
+    }
+
+    /// Whether `addr` is one of this image's kernels.
+    pub fn has_kernel(&self, addr: *mut c_void) -> bool {
+        self.kernels.contains(&(addr as usize))
+    }
+
+    /// Path of the private image file, if it is kept while loaded.
+    pub fn file_path(&self) -> Option<&Path> {
+        self.file.as_ref().and_then(ImageFile::path)
+    }
+
+    /// dlclose the image, then remove its file.
+    pub fn unload(mut self) -> Result<()> {
+        self.release()
+    }
+
+    fn release(&mut self) -> Result<()> {
+        let closed = match self.library.take() {
+            Some(library) => library.close().map_err(|e| {
+                PluginError::backend(format!("dlclose of a device image failed: {e}"))
+            }),
+            None => Ok(()),
+        };
+        let removed = match self.file.take() {
+            Some(mut file) => file.remove(),
+            None => Ok(()),
+        };
+        closed.and(removed)
+    }
+}
+
+impl Drop for LoadedImage {
+    fn drop(&mut self) {
+        let _ = self.release();
+    }
+}
+
+/// Copy the host entries' names (they name the device symbols).
+fn host_entry_names(entries: &[OffloadEntry]) -> Result<Vec<CString>> {
+    entries
+        .iter()
+        .enumerate()
+        .map(|(i, entry)| {
+            if entry.name.is_null() {
+                return Err(PluginError::InvalidImage(format!(
+                    "host entry {i} has a null name"
+                )));
+            }
+            // SAFETY: a non-null entry name is a NUL-terminated string in
+            // the host binary (ABI of `__tgt_offload_entry`).
+            Ok(unsafe { CStr::from_ptr(entry.name) }.to_owned())
+        })
+        .collect()
+}
+
+/// The image's own offload entries, as loaded: name -> device address.
+fn device_entries(base: usize, section: EntriesSection) -> Result<HashMap<CString, *mut c_void>> {
+    let size = std::mem::size_of::<OffloadEntry>() as u64;
+    if section.size % size != 0 {
+        return Err(PluginError::InvalidImage(format!(
+            "section omp_offloading_entries is {} bytes, not a multiple of {size}",
+            section.size
+        )));
+    }
+    let first = base.wrapping_add(section.addr as usize) as *const OffloadEntry;
+    let mut table = HashMap::new();
+    for i in 0..(section.size / size) as usize {
+        // SAFETY: the section lies inside the loaded image (its address and
+        // size come from the image's section headers, relocated by the
+        // load base), and its relocations were applied by dlopen.
+        let entry = unsafe { first.add(i).read_unaligned() };
+        if entry.name.is_null() {
+            continue;
+        }
+        // SAFETY: a relocated entry name points to a string in the image.
+        let name = unsafe { CStr::from_ptr(entry.name) }.to_owned();
+        table.insert(name, entry.addr);
+    }
+    Ok(table)
+}
+
+/// Take the load base (`l_addr`) of a dlopened library.
+fn load_base(library: Library) -> (Library, Result<usize>) {
+    let handle = library.into_raw();
+    // SAFETY: `handle` came from `into_raw` just above and is turned back
+    // into the one owning `Library`.
+    let library = unsafe { Library::from_raw(handle) };
+    let mut map: *mut c_void = std::ptr::null_mut();
+    // SAFETY: `handle` is a live dlopen handle; RTLD_DI_LINKMAP stores a
+    // `struct link_map *` into `map`.
+    let rc = unsafe {
+        libc::dlinfo(
+            handle,
+            libc::RTLD_DI_LINKMAP,
+            (&mut map as *mut *mut c_void).cast(),
+        )
+    };
+    if rc != 0 || map.is_null() {
+        let error = PluginError::backend("dlinfo(RTLD_DI_LINKMAP) failed on a device image");
+        return (library, Err(error));
+    }
+    // SAFETY: `l_addr` (ElfW(Addr)) is the first field of `struct link_map`.
+    (library, Ok(unsafe { map.cast::<usize>().read() }))
+}
+
+/// Resolve `name` with dlsym.
+fn lookup_symbol(library: &Library, name: &CStr) -> Result<*mut c_void> {
+    // SAFETY: the symbol is only read as an address.
+    let symbol = unsafe { library.get::<*mut c_void>(name.to_bytes_with_nul()) }.map_err(|e| {
+        PluginError::InvalidImage(format!(
+            "entry `{}` of the host table is not defined in the device image ({e})",
+            name.to_string_lossy()
+        ))
+    })?;
+    let addr = symbol.into_raw();
+    if addr.is_null() {
+        return Err(PluginError::InvalidImage(format!(
+            "entry `{}` resolves to a null address",
+            name.to_string_lossy()
+        )));
+    }
+    Ok(addr)
+}

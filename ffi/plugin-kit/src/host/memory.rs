@@ -1,0 +1,92 @@
+//! Device memory of a host device: `malloc`ed blocks, tracked so that a
+//! bad `data_delete` is an error, not a `free` of garbage, and so that
+//! `deinit_device` can release what the runtime left.
+
+use crate::error::{PluginError, Result};
+use std::collections::HashMap;
+use std::ffi::c_void;
+use std::ptr::NonNull;
+
+/// The live blocks of one device: address -> size requested.
+#[derive(Debug, Default)]
+pub struct Allocations {
+    blocks: HashMap<usize, usize>,
+    live_bytes: usize,
+}
+
+impl Allocations {
+    /// `malloc` `size` bytes (at least 1, so every block has a unique
+    /// address); the block is owned here until [`Self::free`].
+    pub fn alloc(&mut self, size: usize) -> Result<NonNull<c_void>> {
+        // SAFETY: malloc has no preconditions.
+        let ptr = unsafe { libc::malloc(size.max(1)) };
+        let ptr = NonNull::new(ptr).ok_or_else(|| {
+            PluginError::backend(format!("out of memory allocating {size} bytes"))
+        })?;
+        self.blocks.insert(ptr.as_ptr() as usize, size);
+        self.live_bytes += size;
+        Ok(ptr)
+    }
+
+    /// Free a block [`Self::alloc`] returned; an unknown address is an
+    /// error and nothing is freed.
+    pub fn free(&mut self, ptr: NonNull<c_void>) -> Result<()> {
+        let size = self
+            .blocks
+            .remove(&(ptr.as_ptr() as usize))
+            .ok_or_else(|| {
+                PluginError::InvalidArgument(format!(
+                    "{ptr:p} was not allocated on this device, or was freed already"
+                ))
+            })?;
+        self.live_bytes -= size;
+        // SAFETY: the block came from malloc in `alloc` and was live.
+        unsafe { libc::free(ptr.as_ptr()) };
+        Ok(())
+    }
+
+    /// Free every live block; returns (blocks, bytes) freed.
+    pub fn free_all(&mut self) -> (usize, usize) {
+        let freed = (self.blocks.len(), self.live_bytes);
+        for (addr, _) in self.blocks.drain() {
+            // SAFETY: every tracked block came from malloc and is live.
+            unsafe { libc::free(addr as *mut c_void) };
+        }
+        self.live_bytes = 0;
+        freed
+    }
+
+    /// Bytes requested by live blocks.
+    pub fn live_bytes(&self) -> usize {
+        self.live_bytes
+    }
+
+    /// Number of live blocks.
+    pub fn live_blocks(&self) -> usize {
+        self.blocks.len()
+    }
+}
+
+impl Drop for Allocations {
+    fn drop(&mut self) {
+        self.free_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tracks_and_frees_blocks() {
+        let mut a = Allocations::default();
+        let p = a.alloc(100).unwrap();
+        let q = a.alloc(0).unwrap();
+        assert_ne!(p, q);
+        assert_eq!((a.live_blocks(), a.live_bytes()), (2, 100));
+        a.free(p).unwrap();
+        assert!(a.free(p).is_err(), "double free is refused");
+        assert_eq!(a.free_all(), (1, 0));
+        assert_eq!(a.live_blocks(), 0);
+    }
+}

@@ -1,0 +1,80 @@
+//! Messages to stderr: errors always, debug lines on request.
+//!
+//! A plugin is a cdylib with its own copy of every Rust crate, so a tracing
+//! subscriber installed by the runtime would never see its events; plain
+//! stderr lines are what reaches the user. Debug lines are enabled by
+//! `LIBOMPTARGET_DEBUG` (LLVM's variable, any value other than `0`) or
+//! `OMPTARGET_PLUGIN_DEBUG`. Nothing here panics: a failed write to stderr
+//! is ignored.
+
+use std::fmt::Display;
+use std::io::Write;
+use std::sync::atomic::{AtomicU8, Ordering};
+
+const UNKNOWN: u8 = 0;
+const OFF: u8 = 1;
+const ON: u8 = 2;
+
+static DEBUG: AtomicU8 = AtomicU8::new(UNKNOWN);
+
+/// Whether debug lines are enabled (the environment is read once).
+pub fn debug_enabled() -> bool {
+    match DEBUG.load(Ordering::Relaxed) {
+        OFF => false,
+        ON => true,
+        _ => {
+            let on = ["LIBOMPTARGET_DEBUG", "OMPTARGET_PLUGIN_DEBUG"]
+                .iter()
+                .any(|var| std::env::var(var).is_ok_and(|v| !v.is_empty() && v != "0"));
+            DEBUG.store(if on { ON } else { OFF }, Ordering::Relaxed);
+            on
+        }
+    }
+}
+
+/// Print `omptarget-rs plugin <plugin>: error in <entry>: <message>`.
+pub fn error(plugin: &str, entry: &str, message: &dyn Display) {
+    let line = format!("omptarget-rs plugin {plugin}: error in {entry}: {message}\n");
+    let _ = std::io::stderr().write_all(line.as_bytes());
+}
+
+/// Print `omptarget-rs plugin <plugin>: warning: <message>`.
+pub fn warning(plugin: &str, message: &dyn Display) {
+    let line = format!("omptarget-rs plugin {plugin}: warning: {message}\n");
+    let _ = std::io::stderr().write_all(line.as_bytes());
+}
+
+/// Print `omptarget-rs plugin <plugin> --> <message>` if debug is enabled.
+pub fn debug(plugin: &str, message: &dyn Display) {
+    if debug_enabled() {
+        let line = format!("omptarget-rs plugin {plugin} --> {message}\n");
+        let _ = std::io::stderr().write_all(line.as_bytes());
+    }
+}
+
+/// Replace this library's panic hook (once) with one that prints a single
+/// line and nothing else.
+///
+/// A plugin cdylib has its own copy of std, hence its own panic hook. The
+/// default one may capture and symbolise a backtrace (`RUST_BACKTRACE`),
+/// which maps the library's file into a cache that outlives `dlclose`, and
+/// looks up the current thread; neither belongs in a library that must
+/// leave nothing behind when it is closed. Panics are caught at every entry
+/// ([`crate::entries`]), which reports them too. The hook captures nothing,
+/// so its `Box` allocates nothing that unloading the library would leak.
+pub fn install_panic_hook<B: crate::Backend>() {
+    static INSTALLED: std::sync::Once = std::sync::Once::new();
+    INSTALLED.call_once(|| {
+        std::panic::set_hook(Box::new(|info| {
+            let location = info
+                .location()
+                .map(|l| format!(" at {}:{}", l.file(), l.line()))
+                .unwrap_or_default();
+            error(
+                B::NAME,
+                "a backend call",
+                &format_args!("panicked{location}"),
+            );
+        }));
+    });
+}

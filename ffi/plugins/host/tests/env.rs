@@ -1,0 +1,75 @@
+//! The host plugin's environment variables. One test in this binary, so
+//! that setting variables races with no other thread.
+
+mod common;
+
+use common::*;
+
+#[test]
+fn environment_settings() {
+    let images = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let image = kernels_image(work.path());
+    std::env::set_var("OMPTARGET_HOST_IMAGE_DIR", images.path());
+
+    // OMPTARGET_HOST_DEVICES sets the count; a bad value falls back to 4.
+    for (value, devices) in [("2", 2), ("0", 0), ("17", 17), ("lots", 4), ("-3", 4)] {
+        std::env::set_var("OMPTARGET_HOST_DEVICES", value);
+        let (_copy, p) = host_plugin();
+        assert_eq!(
+            unsafe { (p.number_of_devices)() },
+            devices,
+            "OMPTARGET_HOST_DEVICES={value}"
+        );
+    }
+    std::env::remove_var("OMPTARGET_HOST_DEVICES");
+
+    // By default an image file is removed as soon as it is loaded.
+    let (_copy, p) = host_plugin();
+    unsafe {
+        (p.init_plugin.unwrap())();
+        (p.init_device)(0);
+        let table = (p.load_binary)(0, image.desc());
+        assert_eq!(run(&p, 0, entry_addr(table, "bump"), &[]), OFFLOAD_SUCCESS);
+        assert!(image_files(images.path()).is_empty());
+        (p.deinit_plugin.unwrap())();
+    }
+
+    // OMPTARGET_HOST_KEEP_IMAGE_FILES keeps them while loaded; unload,
+    // deinit_device and deinit_plugin each remove theirs.
+    std::env::set_var("OMPTARGET_HOST_KEEP_IMAGE_FILES", "1");
+    let (_copy, p) = host_plugin();
+    unsafe {
+        (p.init_plugin.unwrap())();
+        for dev in 0..3 {
+            (p.init_device)(dev);
+            assert!(!(p.load_binary)(dev, image.desc()).is_null());
+        }
+        assert!(!(p.load_binary)(0, image.desc()).is_null());
+        assert_eq!(image_files(images.path()).len(), 4);
+        assert_eq!((p.unload_binary.unwrap())(0, image.desc()), OFFLOAD_SUCCESS);
+        assert_eq!(image_files(images.path()).len(), 3);
+        assert_eq!((p.deinit_device.unwrap())(0), OFFLOAD_SUCCESS);
+        assert_eq!(image_files(images.path()).len(), 2);
+        assert_eq!((p.deinit_plugin.unwrap())(), OFFLOAD_SUCCESS);
+        assert!(image_files(images.path()).is_empty());
+        // A failed load leaves no file either.
+        (p.init_plugin.unwrap())();
+        (p.init_device)(0);
+        let bad = ImageFixture::new(
+            std::fs::read(work.path().join("kernels.so")).unwrap(),
+            &[("missing_symbol", 0)],
+        );
+        assert!((p.load_binary)(0, bad.desc()).is_null());
+        assert!(image_files(images.path()).is_empty());
+    }
+    std::env::remove_var("OMPTARGET_HOST_KEEP_IMAGE_FILES");
+
+    // An unusable image directory makes loading fail with a clear error.
+    std::env::set_var("OMPTARGET_HOST_IMAGE_DIR", images.path().join("missing"));
+    let (_copy, p) = host_plugin();
+    unsafe {
+        (p.init_device)(0);
+        assert!((p.load_binary)(0, image.desc()).is_null());
+    }
+}

@@ -1,0 +1,192 @@
+//! [`TestBackend`]: the host backend with recording and fault injection.
+
+use crate::conf::Conf;
+use crate::recorder::{self, NAME};
+use omptarget_plugin_kit::abi::{AllocKind, DeviceImage, TargetTable};
+use omptarget_plugin_kit::host::config::HostConfig;
+use omptarget_plugin_kit::host::HostBackend;
+use omptarget_plugin_kit::{
+    Backend, DeviceId, EntryCall, ImageRef, InitCause, PluginError, TeamConfig,
+};
+use std::ffi::c_void;
+use std::ptr::NonNull;
+use std::sync::{Mutex, PoisonError};
+
+type Result<T> = std::result::Result<T, PluginError>;
+
+/// See the crate docs.
+pub struct TestBackend {
+    host: HostBackend,
+    conf: Conf,
+    /// Makes "live bytes + size <= limit" and the allocation one step.
+    alloc_gate: Mutex<()>,
+}
+
+impl TestBackend {
+    fn maybe_panic(&self, entry: &str) {
+        if self.conf.panics_in(entry) {
+            panic!("fault injected: panic_in={entry}");
+        }
+    }
+}
+
+fn injected(what: String) -> PluginError {
+    PluginError::backend(format!("fault injected: {what}"))
+}
+
+impl Backend for TestBackend {
+    const NAME: &'static str = NAME;
+
+    fn init(_cause: InitCause) -> Result<Self> {
+        let library = recorder::library_path()
+            .ok_or_else(|| PluginError::backend("dladdr cannot find this library's path"))?;
+        let conf = Conf::load(&library).map_err(PluginError::Backend)?;
+        recorder::set_log_path(conf.log.clone());
+        if conf.fail_init_plugin {
+            return Err(injected("fail_init_plugin=1".into()));
+        }
+        if conf.panics_in("init_plugin") {
+            panic!("fault injected: panic_in=init_plugin");
+        }
+        let host = HostBackend::new(
+            NAME,
+            HostConfig {
+                devices: conf.devices,
+                ..HostConfig::default()
+            },
+        );
+        Ok(Self {
+            host,
+            conf,
+            alloc_gate: Mutex::new(()),
+        })
+    }
+
+    fn deinit(self) -> Result<()> {
+        self.maybe_panic("deinit_plugin");
+        self.host.deinit()
+    }
+
+    fn number_of_devices(&self) -> usize {
+        self.host.number_of_devices()
+    }
+
+    fn is_valid_binary(&self, image: &ImageRef<'_>) -> bool {
+        self.host.is_valid_binary(image)
+    }
+
+    fn init_device(&self, device: DeviceId) -> Result<()> {
+        self.maybe_panic("init_device");
+        if self.conf.fail_init_device.contains(&device.index()) {
+            return Err(injected(format!("fail_init_device={device}")));
+        }
+        self.host.init_device(device)
+    }
+
+    fn deinit_device(&self, device: DeviceId) -> Result<()> {
+        self.maybe_panic("deinit_device");
+        self.host.deinit_device(device)
+    }
+
+    fn load_binary(&self, device: DeviceId, image: &ImageRef<'_>) -> Result<NonNull<TargetTable>> {
+        self.maybe_panic("load_binary");
+        self.host.load_binary(device, image)
+    }
+
+    fn unload_binary(&self, device: DeviceId, image: NonNull<DeviceImage>) -> Result<()> {
+        self.maybe_panic("unload_binary");
+        self.host.unload_binary(device, image)
+    }
+
+    fn data_alloc(
+        &self,
+        device: DeviceId,
+        size: usize,
+        host_ptr: *mut c_void,
+        kind: AllocKind,
+    ) -> Result<NonNull<c_void>> {
+        self.maybe_panic("data_alloc");
+        let _gate = self
+            .alloc_gate
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(limit) = self.conf.alloc_limit_bytes {
+            let live = self.host.live_bytes(device);
+            if live.saturating_add(size) > limit {
+                return Err(injected(format!(
+                    "alloc_limit_bytes={limit}: device {device} has {live} bytes live, {size} more asked"
+                )));
+            }
+        }
+        self.host.data_alloc(device, size, host_ptr, kind)
+    }
+
+    fn data_delete(&self, device: DeviceId, tgt_ptr: NonNull<c_void>) -> Result<()> {
+        self.maybe_panic("data_delete");
+        self.host.data_delete(device, tgt_ptr)
+    }
+
+    unsafe fn data_submit(
+        &self,
+        device: DeviceId,
+        tgt_ptr: NonNull<c_void>,
+        host_ptr: NonNull<c_void>,
+        size: usize,
+    ) -> Result<()> {
+        self.maybe_panic("data_submit");
+        self.host.data_submit(device, tgt_ptr, host_ptr, size)
+    }
+
+    unsafe fn data_retrieve(
+        &self,
+        device: DeviceId,
+        host_ptr: NonNull<c_void>,
+        tgt_ptr: NonNull<c_void>,
+        size: usize,
+    ) -> Result<()> {
+        self.maybe_panic("data_retrieve");
+        self.host.data_retrieve(device, host_ptr, tgt_ptr, size)
+    }
+
+    fn is_data_exchangable(&self, src: DeviceId, dst: DeviceId) -> bool {
+        self.host.is_data_exchangable(src, dst)
+    }
+
+    unsafe fn data_exchange(
+        &self,
+        src: DeviceId,
+        src_ptr: NonNull<c_void>,
+        dst: DeviceId,
+        dst_ptr: NonNull<c_void>,
+        size: usize,
+    ) -> Result<()> {
+        self.host.data_exchange(src, src_ptr, dst, dst_ptr, size)
+    }
+
+    unsafe fn run_region(
+        &self,
+        device: DeviceId,
+        entry: NonNull<c_void>,
+        args: &[*mut c_void],
+        teams: Option<TeamConfig>,
+    ) -> Result<()> {
+        self.maybe_panic("run_target_region");
+        self.host.run_region(device, entry, args, teams)
+    }
+
+    fn print_device_info(&self, device: DeviceId) {
+        self.host.print_device_info(device)
+    }
+
+    fn on_entry(call: &EntryCall) {
+        recorder::record(call);
+        if *call == EntryCall::DeinitPlugin {
+            // Re-read the conf's log path at the next initialisation.
+            recorder::forget_log_path();
+        }
+    }
+
+    fn on_unload() {
+        recorder::record_at_unload(&"fini");
+    }
+}
