@@ -48,6 +48,7 @@ impl Offload<'_> {
         let mut current = lock(&self.registry.requires);
         if *current == requires::UNDEFINED {
             *current = flags;
+            self.platform.set_requires_flags(flags);
             return Ok(());
         }
         let checks = [

@@ -292,6 +292,11 @@ fn requires_flags_must_agree_and_reach_device_init() {
         .unwrap();
     off.register_requires(requires::UNIFIED_SHARED_MEMORY | requires::DYNAMIC_ALLOCATORS)
         .unwrap();
+    assert_eq!(
+        *w.platform.requires.lock().unwrap(),
+        vec![requires::UNIFIED_SHARED_MEMORY],
+        "only the first registration sets the flags"
+    );
     let fatal = off.register_requires(requires::NONE).unwrap_err();
     assert_eq!(
         fatal.render(),
