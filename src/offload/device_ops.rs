@@ -133,6 +133,26 @@ pub trait Platform: Sync {
     fn set_requires_flags(&self, _flags: i64) {}
 }
 
+/// No plugins at all: for a process whose runtime is not built (no binary
+/// registered yet, or offloading disabled), where LLVM has no devices.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct EmptyPlatform;
+
+impl Platform for EmptyPlatform {
+    fn plugin_count(&self) -> usize {
+        0
+    }
+    fn plugin_device_count(&self, _plugin: usize) -> usize {
+        0
+    }
+    unsafe fn is_valid_binary(&self, _plugin: usize, _image: *mut DeviceImage) -> bool {
+        false
+    }
+    fn device(&self, _plugin: usize, _local: usize) -> Option<&dyn DeviceOps> {
+        None
+    }
+}
+
 /// [`DeviceOps`] over the core's [`crate::device::Device`]. The core's API
 /// lacks some entries; those fail with a clear message until it has them
 /// (see the module report: `run_region`, `run_team_region`,

@@ -21,6 +21,24 @@ pub const INFO_DATA_TRANSFER: u32 = 0x0020;
 /// Any info bit.
 pub const INFO_ALL: u32 = 0xffff_ffff;
 
+/// The info level of a `LIBOMPTARGET_INFO` value, read as LLVM reads it
+/// (`std::stoi`: a leading decimal integer, negative values as their
+/// 32-bit pattern, so `-1` is every bit). Unset or unparsable: 0 (LLVM
+/// would terminate on an unparsable value).
+pub fn info_level_from_env(value: Option<&str>) -> u32 {
+    let Some(text) = value else {
+        return 0;
+    };
+    let text = text.trim_start();
+    let digits_end = text
+        .char_indices()
+        .take_while(|&(i, c)| c.is_ascii_digit() || (i == 0 && (c == '-' || c == '+')))
+        .map(|(i, c)| i + c.len_utf8())
+        .last()
+        .unwrap_or(0);
+    text[..digits_end].parse::<i32>().map_or(0, |v| v as u32)
+}
+
 /// The location LLVM's device destructor dumps under.
 const EXIT_LOCATION: &[u8] = b";libomptarget;libomptarget;0;0;;\0";
 
@@ -321,4 +339,18 @@ fn var_name(name: usize) -> String {
     // SAFETY: names come from the compiler's map_var_info_t arrays: null or
     // NUL-terminated strings that live as long as the program.
     unsafe { name_from_mapping(name as *const c_char) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn info_env_parsing() {
+        assert_eq!(info_level_from_env(None), 0);
+        assert_eq!(info_level_from_env(Some("-1")), u32::MAX);
+        assert_eq!(info_level_from_env(Some("32")), 32);
+        assert_eq!(info_level_from_env(Some(" 6abc")), 6);
+        assert_eq!(info_level_from_env(Some("abc")), 0);
+    }
 }

@@ -36,7 +36,7 @@ mod testkit;
 mod tests;
 
 pub use args::{MapArgs, MapperFn, OwnedMapArgs};
-pub use device_ops::{DeviceOps, OpFailed, Platform};
+pub use device_ops::{DeviceOps, EmptyPlatform, OpFailed, Platform};
 pub use diag::{Diagnostic, Fatal, Ident, SourceInfo};
 pub use error::OffloadError;
 pub use mapper::{mapper_num_components, push_mapper_component, MapComponent, MapperComponents};

@@ -1520,3 +1520,20 @@ fn struct_pointer_program_info_output_matches_llvm() {
     let golden = include_str!("golden_ptr_info.txt");
     assert_eq!(normalize_addresses(&w.stderr()), golden);
 }
+
+#[test]
+fn empty_platform_has_no_devices_and_host_memory_works() {
+    let registry = Registry::new();
+    let host = TestHost::new(TargetOffloadPolicy::Default);
+    let off = Offload::new(&registry, &EmptyPlatform, &host);
+    assert_eq!(off.num_devices(), 0);
+    assert_eq!(off.initial_device(), 0);
+    let p = off.target_alloc(16, 0, AllocKind::Default);
+    assert!(!p.is_null());
+    assert_eq!(off.target_is_present(p, 0), 1);
+    assert!(off.target_alloc(16, 1, AllocKind::Default).is_null());
+    unsafe { off.target_free(p, 0) };
+    let rc = unsafe { off.target(null(), -1, 8 as *mut c_void, &MapArgs::empty(), 0, 0, false) };
+    assert_eq!(rc, Ok(crate::abi::OMP_TGT_FAIL));
+    assert_eq!(host.take_stderr(), "");
+}
