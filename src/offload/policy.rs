@@ -48,9 +48,11 @@ impl Offload<'_> {
     /// LLVM's `isOffloadDisabled`: decide a `Default` policy now (devices
     /// found: mandatory; none: disabled) and say whether offload is off.
     pub fn is_offload_disabled(&self) -> bool {
+        // Count first: registration takes the device list, then the policy.
+        let devices = self.registry.num_devices();
         let mut policy = lock(&self.registry.policy);
         if *policy == TargetOffloadPolicy::Default {
-            *policy = if self.registry.num_devices() > 0 {
+            *policy = if devices > 0 {
                 TargetOffloadPolicy::Mandatory
             } else {
                 TargetOffloadPolicy::Disabled
