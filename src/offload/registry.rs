@@ -6,6 +6,12 @@
 //! The shim holds one [`Registry`] next to the `Runtime` (it is plain data;
 //! the plugins and devices stay the runtime's). Operations on it are
 //! methods of [`super::Offload`], which pairs it with the runtime.
+//!
+//! Lock order (never the reverse): device list (`plugins`) -> `policy`;
+//! a device's `pending` -> `tables`; a mapping table's entries -> an
+//! entry's data-movement lock; shadow pointers -> entries. Plugin calls
+//! are made holding at most `pending` and `tables` (image loads, ctors), as
+//! LLVM does.
 
 use super::policy::TargetOffloadPolicy;
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};

@@ -1537,3 +1537,87 @@ fn empty_platform_has_no_devices_and_host_memory_works() {
     assert_eq!(rc, Ok(crate::abi::OMP_TGT_FAIL));
     assert_eq!(host.take_stderr(), "");
 }
+
+/// LLVM 14's INFO output for this clang-14 program (argument arrays captured
+/// with an interposer on `__tgt_*`), replayed call by call:
+///
+/// ```c
+/// int a[8] = {0,1,2,3,4,5,6,7}, b[8] = {0}; int *p = b;
+/// #pragma omp target enter data map(alloc: a[0:8])
+/// #pragma omp target enter data map(always, to: a[2:4])
+/// #pragma omp target data map(tofrom: b[0:8]) use_device_ptr(p)
+/// { }
+/// #pragma omp target update from(a[0:4])
+/// #pragma omp target exit data map(release: a[0:8])
+/// #pragma omp target exit data map(delete: a)
+/// #pragma omp target teams distribute parallel for map(tofrom: b)
+/// for (int i = 0; i < 8; i++) b[i] += i;
+/// ```
+#[test]
+fn data_directives_program_info_output_matches_llvm() {
+    let (w, bin) = one_kernel_world(1);
+    w.registry.set_info_level(u32::MAX);
+    let off = w.off();
+    let mut a = [0i32, 1, 2, 3, 4, 5, 6, 7];
+    let mut b = [0i32; 8];
+    let pa = a.as_mut_ptr() as *mut c_void;
+    let pb = b.as_mut_ptr() as *mut c_void;
+    let one = |base: *mut c_void, begin: *mut c_void, size: i64, map_type: i64| {
+        let mut args = Args::default();
+        args.push(base, begin, size, map_type);
+        args
+    };
+    let kernel_b = b.as_ptr() as usize;
+    w.platform
+        .dev(0, 0)
+        .kernel(bin.addrs[0], move |args, offsets, launch| unsafe {
+            assert_eq!(launch.teams, Some((0, 0, 8)));
+            let b = (args[0] as usize).wrapping_add(offsets[0] as usize) as *mut i32;
+            assert_ne!(b as usize, kernel_b);
+            for i in 0..8 {
+                *b.add(i) += i as i32;
+            }
+        });
+    unsafe {
+        off.target_data_begin(null(), -1, &one(pa, pa, 32, 0x0).view())
+            .unwrap();
+        let a2 = (pa as usize + 8) as *mut c_void;
+        off.target_data_begin(null(), -1, &one(pa, a2, 16, 0x5).view())
+            .unwrap();
+        let mut region = one(pb, pb, 32, 0x3);
+        region.push(pb, pb, 0, 0x40);
+        off.target_data_begin(null(), -1, &region.view()).unwrap();
+        let device_b = w
+            .platform
+            .dev(0, 0)
+            .table
+            .translate(pb as usize, 32)
+            .unwrap();
+        assert_eq!(region.bases[1] as usize, device_b, "use_device_ptr");
+        off.target_data_end(null(), -1, &region.view()).unwrap();
+        off.target_data_update(null(), -1, &one(pa, pa, 16, 0x2).view())
+            .unwrap();
+        off.target_data_end(null(), -1, &one(pa, pa, 32, 0x0).view())
+            .unwrap();
+        off.target_data_end(null(), -1, &one(pa, pa, 32, 0x8).view())
+            .unwrap();
+        off.push_target_tripcount(null(), -1, 8).unwrap();
+        let teams = one(pb, pb, 32, 0x23);
+        let mut teams = teams;
+        off.target(
+            null(),
+            -1,
+            bin.addrs[0] as *mut c_void,
+            &teams.view(),
+            0,
+            0,
+            true,
+        )
+        .unwrap();
+    }
+    assert_eq!((a[2], a[5]), (2, 5));
+    assert_eq!((b[0], b[7]), (0, 7));
+    off.dump_mappings_at_exit();
+    let golden = include_str!("golden_mix_info.txt");
+    assert_eq!(normalize_addresses(&w.stderr()), golden);
+}
