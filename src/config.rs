@@ -1,8 +1,24 @@
 //! Runtime configuration: explicit fields, or read from the environment.
+//!
+//! Environment variables (all optional):
+//! * `OMPTARGET_PLUGINS`: colon-separated plugin library paths, loaded in
+//!   that order instead of the default plugins. Empty entries are ignored;
+//!   an unset or empty variable means "the defaults".
+//! * `LIBOMPTARGET_MEMORY_MANAGER_THRESHOLD`: largest allocation (bytes) the
+//!   per-device memory manager caches; `0` disables it. Default 8 KiB.
+//! * `LIBOMPTARGET_DEBUG`: `1` or higher prints debug events to stderr.
+use crate::{Error, Result};
 use std::path::PathBuf;
 
+/// Env var naming the plugins to load.
+pub const ENV_PLUGINS: &str = "OMPTARGET_PLUGINS";
+/// Env var with the memory manager threshold.
+pub const ENV_MM_THRESHOLD: &str = "LIBOMPTARGET_MEMORY_MANAGER_THRESHOLD";
+/// Env var with the debug level.
+pub const ENV_DEBUG: &str = "LIBOMPTARGET_DEBUG";
+
 /// How a [`crate::Runtime`] is built.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
     /// Plugins to load, in order. `None`: the default plugins found next to
     /// the runtime's own library. Env: `OMPTARGET_PLUGINS` (colon-separated).
@@ -16,13 +32,165 @@ pub struct Config {
 
 impl Default for Config {
     fn default() -> Self {
-        todo!("H2")
+        Config {
+            plugins: None,
+            memory_manager_threshold: crate::memory::DEFAULT_THRESHOLD,
+            debug_level: 0,
+        }
     }
 }
 
 impl Config {
-    /// The defaults, overridden by the environment.
+    /// The defaults, overridden by the environment. A variable with an
+    /// unusable value keeps its default and logs a warning (with
+    /// `LIBOMPTARGET_DEBUG` set); use [`Config::try_from_env`] to get the
+    /// error instead.
     pub fn from_env() -> Self {
-        todo!("H2")
+        Self::from_lookup(
+            |var| std::env::var(var).ok(),
+            |err| {
+                tracing::warn!("{err}; using the default");
+            },
+        )
+    }
+
+    /// The defaults, overridden by the environment; an unusable value is an
+    /// [`Error::InvalidEnv`].
+    pub fn try_from_env() -> Result<Self> {
+        let mut first_error = None;
+        let config = Self::from_lookup(
+            |var| std::env::var(var).ok(),
+            |err| {
+                first_error.get_or_insert(err);
+            },
+        );
+        match first_error {
+            Some(err) => Err(err),
+            None => Ok(config),
+        }
+    }
+
+    /// Use exactly these plugins, in this order.
+    pub fn with_plugins<I, P>(mut self, plugins: I) -> Self
+    where
+        I: IntoIterator<Item = P>,
+        P: Into<PathBuf>,
+    {
+        self.plugins = Some(plugins.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Set the memory manager threshold (0 disables the manager).
+    pub fn with_memory_manager_threshold(mut self, bytes: usize) -> Self {
+        self.memory_manager_threshold = bytes;
+        self
+    }
+
+    /// Builds the config from a variable lookup; `on_error` hears about each
+    /// unusable value (which then keeps its default).
+    fn from_lookup(
+        lookup: impl Fn(&'static str) -> Option<String>,
+        mut on_error: impl FnMut(Error),
+    ) -> Self {
+        let mut config = Config::default();
+        if let Some(value) = lookup(ENV_DEBUG) {
+            match parse_debug_level(&value) {
+                Ok(level) => config.debug_level = level,
+                Err(err) => on_error(err),
+            }
+        }
+        // Install the debug output before anything else can warn.
+        crate::trace::install(config.debug_level);
+        if let Some(value) = lookup(ENV_PLUGINS) {
+            config.plugins = parse_plugin_list(&value);
+        }
+        if let Some(value) = lookup(ENV_MM_THRESHOLD) {
+            match value.trim().parse::<usize>() {
+                Ok(bytes) => config.memory_manager_threshold = bytes,
+                Err(e) => on_error(Error::InvalidEnv {
+                    var: ENV_MM_THRESHOLD,
+                    value,
+                    reason: format!("not a byte count ({e})"),
+                }),
+            }
+        }
+        config
+    }
+}
+
+/// `LIBOMPTARGET_DEBUG`: a non-negative integer, like LLVM's `stoi`.
+fn parse_debug_level(value: &str) -> Result<u32> {
+    value.trim().parse::<u32>().map_err(|e| Error::InvalidEnv {
+        var: ENV_DEBUG,
+        value: value.to_owned(),
+        reason: format!("not a debug level ({e})"),
+    })
+}
+
+/// `OMPTARGET_PLUGINS`: colon-separated paths; `None` if there is none.
+fn parse_plugin_list(value: &str) -> Option<Vec<PathBuf>> {
+    let paths: Vec<PathBuf> = value
+        .split(':')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(PathBuf::from)
+        .collect();
+    (!paths.is_empty()).then_some(paths)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn config_from(vars: &[(&'static str, &str)]) -> (Config, Vec<Error>) {
+        let vars: HashMap<&str, String> = vars.iter().map(|(k, v)| (*k, v.to_string())).collect();
+        let mut errors = Vec::new();
+        let config = Config::from_lookup(|k| vars.get(k).cloned(), |e| errors.push(e));
+        (config, errors)
+    }
+
+    #[test]
+    fn defaults_without_environment() {
+        let (config, errors) = config_from(&[]);
+        assert_eq!(config, Config::default());
+        assert_eq!(config.memory_manager_threshold, 8 * 1024);
+        assert!(config.plugins.is_none());
+        assert!(errors.is_empty());
+    }
+
+    #[test]
+    fn environment_overrides() {
+        let (config, errors) = config_from(&[
+            (ENV_PLUGINS, "/a/libx.so::/b/liby.so:"),
+            (ENV_MM_THRESHOLD, "0"),
+            (ENV_DEBUG, "0"),
+        ]);
+        assert!(errors.is_empty());
+        assert_eq!(
+            config.plugins,
+            Some(vec![
+                PathBuf::from("/a/libx.so"),
+                PathBuf::from("/b/liby.so")
+            ])
+        );
+        assert_eq!(config.memory_manager_threshold, 0);
+    }
+
+    #[test]
+    fn empty_plugin_list_means_defaults() {
+        let (config, _) = config_from(&[(ENV_PLUGINS, " : ")]);
+        assert!(config.plugins.is_none());
+    }
+
+    #[test]
+    fn bad_values_keep_defaults_and_are_reported() {
+        let (config, errors) = config_from(&[(ENV_MM_THRESHOLD, "lots"), (ENV_DEBUG, "-1")]);
+        assert_eq!(config.memory_manager_threshold, 8 * 1024);
+        assert_eq!(config.debug_level, 0);
+        assert_eq!(errors.len(), 2);
+        assert!(errors
+            .iter()
+            .any(|e| matches!(e, Error::InvalidEnv { var, .. } if *var == ENV_MM_THRESHOLD)));
     }
 }

@@ -1,6 +1,24 @@
 //! A device: one device of one plugin, initialised lazily on first use.
-use crate::{abi, Result};
+//!
+//! The device owns its memory manager, the table of its live allocations,
+//! the images loaded on it and its mapping table. Its raw operations
+//! (`alloc`, `submit`, `load_image`, `run_region` …) are what the Rust API
+//! and the OpenMP layer build on; each initialises the device on first use
+//! and fails cleanly once the plugin is gone.
+mod allocator;
+pub(crate) mod images;
+mod teardown;
+
+use crate::memory::{DeviceAllocator, MemoryManager, MemoryStats};
+use crate::plugin::Plugin;
+use crate::{abi, Error, Result};
+use allocator::PluginAllocator;
+use images::ImageRecord;
+use std::collections::HashMap;
 use std::ffi::c_void;
+use std::sync::{Arc, Mutex, OnceLock};
+
+pub use images::LoadedImage;
 
 /// An address in a device's memory space (opaque to the host).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -9,68 +27,356 @@ pub struct DevicePtr(pub *mut c_void);
 unsafe impl Send for DevicePtr {}
 unsafe impl Sync for DevicePtr {}
 
-/// The entries of an image as loaded on a device (its target table).
-#[derive(Debug)]
-pub struct LoadedImage {
-    /// Copied from the plugin's `__tgt_target_table`, in image order.
-    pub entries: Vec<abi::OffloadEntry>,
+impl DevicePtr {
+    /// The address as an integer.
+    pub fn addr(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// One allocation handed out by [`Device::alloc`] and not yet freed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LiveAllocation {
+    pub size: usize,
+    pub kind: abi::AllocKind,
 }
 
 /// One device. Owned by the [`crate::Runtime`]; users borrow it.
 pub struct Device {
-    _todo: (),
+    id: usize,
+    /// The plugin's own number for this device.
+    local_id: i32,
+    plugin: Arc<Plugin>,
+    /// Set once by the first use: `Err` keeps the reason init failed.
+    init: OnceLock<std::result::Result<(), String>>,
+    memory: MemoryManager<PluginAllocator>,
+    /// Every allocation handed out and not yet freed.
+    live: Mutex<HashMap<DevicePtr, LiveAllocation>>,
+    /// Images loaded on the device, in load order.
+    images: Mutex<Vec<ImageRecord>>,
+    mappings: crate::mapping::MappingTable,
+}
+
+impl std::fmt::Debug for Device {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Device")
+            .field("id", &self.id)
+            .field("plugin", &self.plugin.name())
+            .field("local_id", &self.local_id)
+            .field("initialized", &self.init.get())
+            .finish_non_exhaustive()
+    }
 }
 
 impl Device {
+    pub(crate) fn new(id: usize, plugin: Arc<Plugin>, local_id: i32, threshold: usize) -> Device {
+        let allocator = PluginAllocator::new(plugin.clone(), id, local_id);
+        Device {
+            id,
+            local_id,
+            plugin,
+            init: OnceLock::new(),
+            memory: MemoryManager::new(allocator, threshold),
+            live: Mutex::new(HashMap::new()),
+            images: Mutex::new(Vec::new()),
+            mappings: Default::default(),
+        }
+    }
+
     /// The runtime-wide device number (0-based, in plugin order).
     pub fn id(&self) -> usize {
-        todo!("H2")
+        self.id
     }
+
+    /// The plugin's own number for this device (`RTLDeviceID`).
+    pub fn local_id(&self) -> i32 {
+        self.local_id
+    }
+
     /// Name of the plugin serving this device.
     pub fn plugin_name(&self) -> &str {
-        todo!("H2")
+        self.plugin.name()
     }
-    /// Initialise the device (idempotent; thread-safe).
+
+    /// The plugin serving this device.
+    pub fn plugin(&self) -> &Plugin {
+        &self.plugin
+    }
+
+    /// Initialise the device (idempotent; thread-safe). A failure is
+    /// remembered and returned again on every later call.
     pub fn ensure_initialized(&self) -> Result<()> {
-        todo!("H2")
+        match self.init.get_or_init(|| self.initialize()) {
+            Ok(()) => Ok(()),
+            Err(reason) => Err(Error::DeviceInitFailed {
+                device: self.id,
+                plugin: self.plugin.name().to_owned(),
+                reason: reason.clone(),
+            }),
+        }
     }
+
+    /// [`Device::ensure_initialized`], first recording the program's
+    /// `requires` flags for `init_requires`. The flags are plugin-wide (like
+    /// LLVM's global `RequiresFlags`) and only matter before the first
+    /// initialisation of each device.
+    pub fn ensure_initialized_with_requires(&self, requires_flags: i64) -> Result<()> {
+        if self.init.get().is_none() {
+            self.plugin.set_requires_flags(requires_flags);
+        }
+        self.ensure_initialized()
+    }
+
+    /// True once the device was initialised successfully.
+    pub fn is_initialized(&self) -> bool {
+        matches!(self.init.get(), Some(Ok(())))
+    }
+
+    fn initialize(&self) -> std::result::Result<(), String> {
+        let requires = self.plugin.requires_flags();
+        let code = self
+            .plugin
+            .call(|e| {
+                if let Some(init_requires) = e.init_requires {
+                    // SAFETY: plain value argument; the plugin is callable.
+                    unsafe { init_requires(requires) };
+                }
+                // SAFETY: `local_id` < the plugin's device count.
+                unsafe { (e.init_device)(self.local_id) }
+            })
+            .map_err(|e| e.to_string())?;
+        if code == abi::OFFLOAD_SUCCESS {
+            tracing::debug!(plugin = %self.plugin.name(), device = self.id, "device initialised");
+            Ok(())
+        } else {
+            tracing::warn!(plugin = %self.plugin.name(), device = self.id, code, "init_device failed");
+            Err(format!("init_device returned {code}"))
+        }
+    }
+
     /// Allocate device memory, through the memory manager for
-    /// `Default`/`Device` kinds.
+    /// `Default`/`Device` kinds. Zero bytes is an error.
     pub fn alloc(
         &self,
-        _size: usize,
-        _host_ptr: *mut c_void,
-        _kind: abi::AllocKind,
+        size: usize,
+        host_ptr: *mut c_void,
+        kind: abi::AllocKind,
     ) -> Result<DevicePtr> {
-        todo!("H2")
+        self.ensure_initialized()?;
+        let ptr = match kind {
+            abi::AllocKind::Default | abi::AllocKind::Device => {
+                self.memory.allocate(size, host_ptr, kind)?
+            }
+            abi::AllocKind::Host | abi::AllocKind::Shared => {
+                if size == 0 {
+                    return Err(Error::InvalidArgument("allocation of 0 bytes".into()));
+                }
+                self.memory.allocator().allocate(size, host_ptr, kind)?
+            }
+        };
+        lock(&self.live).insert(ptr, LiveAllocation { size, kind });
+        tracing::debug!(plugin = %self.plugin.name(), device = self.id, size, ?kind, ptr = ?ptr.0, "alloc");
+        Ok(ptr)
     }
-    /// Free memory returned by [`Device::alloc`]; unknown pointers are an error.
-    pub fn free(&self, _ptr: DevicePtr) -> Result<()> {
-        todo!("H2")
+
+    /// Free memory returned by [`Device::alloc`]; unknown pointers (never
+    /// allocated here, or already freed) are an error and change nothing.
+    /// If the plugin fails to free, the allocation stays live.
+    pub fn free(&self, ptr: DevicePtr) -> Result<()> {
+        let allocation = lock(&self.live)
+            .remove(&ptr)
+            .ok_or(Error::UnknownDevicePointer {
+                device: self.id,
+                ptr: ptr.addr(),
+            })?;
+        match self.memory.free(ptr) {
+            Ok(()) => {
+                tracing::debug!(plugin = %self.plugin.name(), device = self.id, ptr = ?ptr.0, size = allocation.size, "free");
+                Ok(())
+            }
+            Err(e) => {
+                lock(&self.live).insert(ptr, allocation);
+                Err(e)
+            }
+        }
     }
+
+    /// The allocation at `ptr`, if it is live.
+    pub fn allocation(&self, ptr: DevicePtr) -> Option<LiveAllocation> {
+        lock(&self.live).get(&ptr).copied()
+    }
+
+    /// Number and total bytes of the live allocations.
+    pub fn live_allocations(&self) -> (usize, usize) {
+        let live = lock(&self.live);
+        (live.len(), live.values().map(|a| a.size).sum())
+    }
+
+    /// What the memory manager holds.
+    pub fn memory_stats(&self) -> MemoryStats {
+        self.memory.stats()
+    }
+
     /// Copy `size` bytes host -> device.
     ///
     /// # Safety
     /// `src` is readable for `size` bytes; `dst..dst+size` is device memory.
-    pub unsafe fn submit(&self, _dst: DevicePtr, _src: *const c_void, _size: usize) -> Result<()> {
-        todo!("H2")
+    pub unsafe fn submit(&self, dst: DevicePtr, src: *const c_void, size: usize) -> Result<()> {
+        self.ensure_initialized()?;
+        let size64 = to_i64(size)?;
+        let local = self.local_id;
+        let src = src as *mut c_void;
+        let code = self
+            .plugin
+            .call(|e| match (e.data_submit_async, e.synchronize) {
+                // Like LLVM: the async entry on a private queue, then wait.
+                // SAFETY: per this function's contract.
+                (Some(submit), Some(sync)) => with_queue(local, sync, |q| unsafe {
+                    submit(local, dst.0, src, size64, q)
+                }),
+                // SAFETY: per this function's contract.
+                _ => unsafe { (e.data_submit)(local, dst.0, src, size64) },
+            })?;
+        self.check("data_submit", code)
     }
+
     /// Copy `size` bytes device -> host.
     ///
     /// # Safety
     /// `dst` is writable for `size` bytes; `src..src+size` is device memory.
-    pub unsafe fn retrieve(&self, _dst: *mut c_void, _src: DevicePtr, _size: usize) -> Result<()> {
-        todo!("H2")
+    pub unsafe fn retrieve(&self, dst: *mut c_void, src: DevicePtr, size: usize) -> Result<()> {
+        self.ensure_initialized()?;
+        let size64 = to_i64(size)?;
+        let local = self.local_id;
+        let code = self
+            .plugin
+            .call(|e| match (e.data_retrieve_async, e.synchronize) {
+                // SAFETY: per this function's contract.
+                (Some(retrieve), Some(sync)) => with_queue(local, sync, |q| unsafe {
+                    retrieve(local, dst, src.0, size64, q)
+                }),
+                // SAFETY: per this function's contract.
+                _ => unsafe { (e.data_retrieve)(local, dst, src.0, size64) },
+            })?;
+        self.check("data_retrieve", code)
     }
-    /// Load an image; the device keeps it until shutdown (or unload).
+
+    /// True when this device can copy straight to `dst` (same plugin, which
+    /// exports `is_data_exchangable` and says yes, and a data_exchange entry).
+    pub fn can_exchange_with(&self, dst: &Device) -> bool {
+        if !Arc::ptr_eq(&self.plugin, &dst.plugin) {
+            return false;
+        }
+        let (src_id, dst_id) = (self.local_id, dst.local_id);
+        self.plugin
+            .call(|e| match e.is_data_exchangable {
+                // SAFETY: two valid device numbers of this plugin.
+                Some(f) => {
+                    let yes = unsafe { f(src_id, dst_id) } != 0;
+                    yes && (e.data_exchange.is_some() || e.data_exchange_async.is_some())
+                }
+                None => false,
+            })
+            .unwrap_or(false)
+    }
+
+    /// Copy `size` bytes from this device's `src` to `dst_device`'s `dst`
+    /// without going through the host.
     ///
     /// # Safety
-    /// `image` points to a valid device image that outlives the load.
-    pub unsafe fn load_image(&self, _image: *mut abi::DeviceImage) -> Result<LoadedImage> {
-        todo!("H2")
+    /// Both ranges are device memory of their devices, `size` bytes long.
+    pub unsafe fn exchange(
+        &self,
+        src: DevicePtr,
+        dst_device: &Device,
+        dst: DevicePtr,
+        size: usize,
+    ) -> Result<()> {
+        self.ensure_initialized()?;
+        dst_device.ensure_initialized()?;
+        if !self.can_exchange_with(dst_device) {
+            return Err(Error::Unsupported {
+                plugin: self.plugin.name().to_owned(),
+                what: "data exchange between these devices",
+            });
+        }
+        let size64 = to_i64(size)?;
+        let (src_id, dst_id) = (self.local_id, dst_device.local_id);
+        let code = self.plugin.call(|e| {
+            match (e.data_exchange_async, e.synchronize, e.data_exchange) {
+                // SAFETY: per this function's contract.
+                (Some(exchange), Some(sync), _) => with_queue(src_id, sync, |q| unsafe {
+                    exchange(src_id, src.0, dst_id, dst.0, size64, q)
+                }),
+                // SAFETY: per this function's contract.
+                (_, _, Some(exchange)) => unsafe { exchange(src_id, src.0, dst_id, dst.0, size64) },
+                _ => abi::OFFLOAD_FAIL,
+            }
+        })?;
+        self.check("data_exchange", code)
     }
+
+    /// Wait until every operation started on this device has completed.
+    ///
+    /// Every raw operation of the runtime is synchronous (with an
+    /// async-capable plugin it runs on a private queue and waits for it
+    /// before returning), so at this point there is nothing in flight; this
+    /// checks that the device is initialised and its plugin still alive,
+    /// and is the barrier API users write where ordering matters.
+    pub fn synchronize(&self) -> Result<()> {
+        self.ensure_initialized()?;
+        self.plugin.call(|_| ())
+    }
+
     /// The per-device host->device mapping table.
     pub fn mappings(&self) -> &crate::mapping::MappingTable {
-        todo!("H2")
+        &self.mappings
     }
+
+    /// A plugin return code as a result.
+    pub(crate) fn check(&self, entry: &'static str, code: i32) -> Result<()> {
+        if code == abi::OFFLOAD_SUCCESS {
+            Ok(())
+        } else {
+            Err(Error::PluginCallFailed {
+                plugin: self.plugin.name().to_owned(),
+                device: self.id,
+                entry,
+                code,
+            })
+        }
+    }
+}
+
+/// Run `op` on a fresh `__tgt_async_info` queue, then `synchronize` it (which
+/// also releases the queue). Returns the first failure code.
+pub(crate) fn with_queue(
+    device: i32,
+    sync: abi::plugin::SynchronizeFn,
+    op: impl FnOnce(*mut abi::AsyncInfo) -> i32,
+) -> i32 {
+    let mut queue = abi::AsyncInfo {
+        queue: std::ptr::null_mut(),
+    };
+    let code = op(&mut queue);
+    if queue.queue.is_null() {
+        return code;
+    }
+    // SAFETY: `queue` was filled in by the plugin for this device.
+    let sync_code = unsafe { sync(device, &mut queue) };
+    if code != abi::OFFLOAD_SUCCESS {
+        code
+    } else {
+        sync_code
+    }
+}
+
+/// A byte count as the plugin ABI's `int64_t`.
+pub(crate) fn to_i64(size: usize) -> Result<i64> {
+    i64::try_from(size).map_err(|_| Error::InvalidArgument(format!("size {size} exceeds i64")))
+}
+
+/// Lock, ignoring poisoning: the guarded tables stay consistent on panic.
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }

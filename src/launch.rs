@@ -1,1 +1,115 @@
-//! (H2)
+//! Running a target region on a device: `run_target_region` for a region
+//! without teams, `run_target_team_region` with teams, thread limit and loop
+//! trip count (LLVM 14's plugin ABI). Arguments are pointer-sized: device
+//! addresses for mapped data, values for scalars; each is adjusted by its
+//! offset (`args[i] + offsets[i]`) by the plugin before the call.
+use crate::device::{with_queue, Device};
+use crate::{abi, Error, Result};
+use std::ffi::c_void;
+
+/// Which region entry to use. With a plugin that exports the `_async`
+/// variant and `synchronize`, that variant runs on a private queue which is
+/// synchronised before returning, as LLVM does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RegionLaunch {
+    /// `#pragma omp target` without `teams`: one team, one thread.
+    Single,
+    /// A teams region; 0 for `num_teams`/`thread_limit` lets the plugin choose.
+    Teams {
+        num_teams: i32,
+        thread_limit: i32,
+        /// The loop's trip count, 0 if unknown.
+        loop_tripcount: u64,
+    },
+}
+
+impl Device {
+    /// Run the region at `entry` with `args` (offsets applied by the
+    /// plugin). Returns when the region has completed.
+    ///
+    /// # Safety
+    /// `entry` is the device address of a kernel from the target table of an
+    /// image loaded on this device; `args` match its parameters and every
+    /// address among them is valid device memory for what the kernel does.
+    pub unsafe fn run_region(
+        &self,
+        entry: *mut c_void,
+        args: &mut [*mut c_void],
+        offsets: &mut [isize],
+        launch: RegionLaunch,
+    ) -> Result<()> {
+        if args.len() != offsets.len() {
+            return Err(Error::InvalidArgument(format!(
+                "{} arguments but {} offsets",
+                args.len(),
+                offsets.len()
+            )));
+        }
+        let num_args = i32::try_from(args.len())
+            .map_err(|_| Error::InvalidArgument(format!("{} arguments", args.len())))?;
+        self.ensure_initialized()?;
+        let local = self.local_id();
+        let (args_ptr, offsets_ptr) = (args.as_mut_ptr(), offsets.as_mut_ptr());
+        tracing::debug!(plugin = %self.plugin_name(), device = self.id(), ?entry, num_args, ?launch, "launch");
+        let (entry_name, code) = match launch {
+            RegionLaunch::Single => (
+                "run_target_region",
+                // SAFETY: per this function's contract.
+                self.plugin()
+                    .call(|e| match (e.run_target_region_async, e.synchronize) {
+                        (Some(run), Some(sync)) => with_queue(local, sync, |q| unsafe {
+                            run(local, entry, args_ptr, offsets_ptr, num_args, q)
+                        }),
+                        _ => unsafe {
+                            (e.run_target_region)(local, entry, args_ptr, offsets_ptr, num_args)
+                        },
+                    })?,
+            ),
+            RegionLaunch::Teams {
+                num_teams,
+                thread_limit,
+                loop_tripcount,
+            } => (
+                "run_target_team_region",
+                // SAFETY: per this function's contract.
+                self.plugin()
+                    .call(|e| match (e.run_target_team_region_async, e.synchronize) {
+                        (Some(run), Some(sync)) => with_queue(local, sync, |q| unsafe {
+                            run(
+                                local,
+                                entry,
+                                args_ptr,
+                                offsets_ptr,
+                                num_args,
+                                num_teams,
+                                thread_limit,
+                                loop_tripcount,
+                                q,
+                            )
+                        }),
+                        _ => unsafe {
+                            (e.run_target_team_region)(
+                                local,
+                                entry,
+                                args_ptr,
+                                offsets_ptr,
+                                num_args,
+                                num_teams,
+                                thread_limit,
+                                loop_tripcount,
+                            )
+                        },
+                    })?,
+            ),
+        };
+        if code != abi::OFFLOAD_SUCCESS {
+            return Err(Error::PluginCallFailed {
+                plugin: self.plugin_name().to_owned(),
+                device: self.id(),
+                entry: entry_name,
+                code,
+            });
+        }
+        Ok(())
+    }
+}

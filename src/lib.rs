@@ -5,7 +5,13 @@
 //! [`Runtime::shutdown`] tears it down in one fixed order and returns a
 //! [`ShutdownReport`]. See DESIGN.md for the ownership graph and the
 //! teardown order.
+//!
+//! The typed API ([`DeviceBuffer`], [`Image`], [`Kernel`]) borrows the
+//! runtime; the raw device operations ([`Device::alloc`],
+//! [`Device::submit`], [`Device::run_region`] …) are what the OpenMP layer
+//! ([`offload`]) builds on.
 
+pub mod api;
 pub mod config;
 pub mod device;
 pub mod error;
@@ -19,10 +25,13 @@ pub mod report;
 pub mod runtime;
 pub mod trace;
 
+pub use api::{DeviceBuffer, DeviceCopy, Image, Kernel, KernelArg, LaunchConfig};
 pub use config::Config;
-pub use device::{Device, DevicePtr};
+pub use device::{Device, DevicePtr, LoadedImage};
 pub use error::{Error, Result};
-pub use report::ShutdownReport;
+pub use launch::RegionLaunch;
+pub use plugin::{PluginInfo, SkipReason, SkippedPlugin};
+pub use report::{Phase, ShutdownReport, StepOutcome, TeardownStep};
 pub use runtime::Runtime;
 
 pub use omptarget_abi as abi;

@@ -1,4 +1,299 @@
-//! (H2)
-/// What [`crate::Runtime::shutdown`] did. (H2)
-#[derive(Debug, Default)]
-pub struct ShutdownReport {}
+//! What the teardown did: every step in order, what was freed, what the user
+//! still held, and what could not be freed and why.
+use crate::mapping::MappedRange;
+use std::fmt;
+
+/// How one teardown step went.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StepOutcome {
+    /// The step ran and succeeded.
+    Done,
+    /// The plugin does not export the entry; nothing to call.
+    NotExported,
+    /// The plugin was destroyed before this step; it was not called.
+    PluginDead,
+    /// The entry (or dlclose) failed.
+    Failed(String),
+}
+
+impl StepOutcome {
+    /// Done or nothing to do.
+    pub fn is_ok(&self) -> bool {
+        matches!(self, StepOutcome::Done | StepOutcome::NotExported)
+    }
+}
+
+impl fmt::Display for StepOutcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StepOutcome::Done => f.write_str("ok"),
+            StepOutcome::NotExported => f.write_str("not exported by the plugin"),
+            StepOutcome::PluginDead => f.write_str("plugin already destroyed, not called"),
+            StepOutcome::Failed(why) => write!(f, "FAILED: {why}"),
+        }
+    }
+}
+
+/// The phases of the teardown, in the order they run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Phase {
+    DrainMemoryManagers,
+    FreeUserAllocations,
+    UnloadImages,
+    DeinitDevices,
+    DeinitPlugins,
+    ClosePlugins,
+}
+
+/// One step of the teardown.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TeardownStep {
+    /// (1) The memory manager's cached blocks returned through `data_delete`.
+    DrainMemoryManager {
+        device: usize,
+        plugin: String,
+        blocks: usize,
+        bytes: usize,
+        outcome: StepOutcome,
+    },
+    /// (2) Allocations the user never freed, freed through `data_delete`.
+    FreeUserAllocations {
+        device: usize,
+        plugin: String,
+        blocks: usize,
+        bytes: usize,
+        outcome: StepOutcome,
+    },
+    /// (3) Images unloaded through `unload_binary`.
+    UnloadImages {
+        device: usize,
+        plugin: String,
+        images: usize,
+        outcome: StepOutcome,
+    },
+    /// (4) `deinit_device` of an initialised device.
+    DeinitDevice {
+        device: usize,
+        plugin: String,
+        outcome: StepOutcome,
+    },
+    /// (5) `deinit_plugin`.
+    DeinitPlugin {
+        plugin: String,
+        outcome: StepOutcome,
+    },
+    /// (6) The library closed (dlclose).
+    ClosePlugin {
+        plugin: String,
+        outcome: StepOutcome,
+    },
+}
+
+impl TeardownStep {
+    /// The phase this step belongs to.
+    pub fn phase(&self) -> Phase {
+        match self {
+            TeardownStep::DrainMemoryManager { .. } => Phase::DrainMemoryManagers,
+            TeardownStep::FreeUserAllocations { .. } => Phase::FreeUserAllocations,
+            TeardownStep::UnloadImages { .. } => Phase::UnloadImages,
+            TeardownStep::DeinitDevice { .. } => Phase::DeinitDevices,
+            TeardownStep::DeinitPlugin { .. } => Phase::DeinitPlugins,
+            TeardownStep::ClosePlugin { .. } => Phase::ClosePlugins,
+        }
+    }
+
+    /// How the step went.
+    pub fn outcome(&self) -> &StepOutcome {
+        match self {
+            TeardownStep::DrainMemoryManager { outcome, .. }
+            | TeardownStep::FreeUserAllocations { outcome, .. }
+            | TeardownStep::UnloadImages { outcome, .. }
+            | TeardownStep::DeinitDevice { outcome, .. }
+            | TeardownStep::DeinitPlugin { outcome, .. }
+            | TeardownStep::ClosePlugin { outcome, .. } => outcome,
+        }
+    }
+
+    /// The device the step is about, if it is about one.
+    pub fn device(&self) -> Option<usize> {
+        match self {
+            TeardownStep::DrainMemoryManager { device, .. }
+            | TeardownStep::FreeUserAllocations { device, .. }
+            | TeardownStep::UnloadImages { device, .. }
+            | TeardownStep::DeinitDevice { device, .. } => Some(*device),
+            TeardownStep::DeinitPlugin { .. } | TeardownStep::ClosePlugin { .. } => None,
+        }
+    }
+}
+
+impl fmt::Display for TeardownStep {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TeardownStep::DrainMemoryManager {
+                device,
+                plugin,
+                blocks,
+                bytes,
+                outcome,
+            } => write!(
+                f,
+                "drain memory manager   device {device} ({plugin}): {blocks} blocks, {bytes} bytes: {outcome}"
+            ),
+            TeardownStep::FreeUserAllocations {
+                device,
+                plugin,
+                blocks,
+                bytes,
+                outcome,
+            } => write!(
+                f,
+                "free user allocations  device {device} ({plugin}): {blocks} blocks, {bytes} bytes: {outcome}"
+            ),
+            TeardownStep::UnloadImages {
+                device,
+                plugin,
+                images,
+                outcome,
+            } => write!(
+                f,
+                "unload images          device {device} ({plugin}): {images} images: {outcome}"
+            ),
+            TeardownStep::DeinitDevice {
+                device,
+                plugin,
+                outcome,
+            } => write!(f, "deinit device          device {device} ({plugin}): {outcome}"),
+            TeardownStep::DeinitPlugin { plugin, outcome } => {
+                write!(f, "deinit plugin          {plugin}: {outcome}")
+            }
+            TeardownStep::ClosePlugin { plugin, outcome } => {
+                write!(f, "close plugin           {plugin}: {outcome}")
+            }
+        }
+    }
+}
+
+/// An allocation the user still held at shutdown (freed by the teardown).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UserLeak {
+    pub device: usize,
+    pub address: usize,
+    pub size: usize,
+    pub kind: crate::abi::AllocKind,
+}
+
+/// A mapping-table entry still present at shutdown.
+#[derive(Debug, Clone)]
+pub struct LiveMapping {
+    pub device: usize,
+    pub range: MappedRange,
+}
+
+/// Something the teardown could not release.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotFreed {
+    pub device: Option<usize>,
+    pub plugin: String,
+    /// What it is: "cached block 0x… (64 bytes)", "image 0x…", …
+    pub what: String,
+    /// Why it was not released.
+    pub reason: String,
+}
+
+/// What [`crate::Runtime::shutdown`] did.
+#[derive(Debug, Clone, Default)]
+pub struct ShutdownReport {
+    /// Every step, in the order it ran.
+    pub steps: Vec<TeardownStep>,
+    /// Blocks freed through the plugins (cache drain plus user leaks).
+    pub blocks_freed: usize,
+    /// Bytes freed through the plugins (cache drain plus user leaks).
+    pub bytes_freed: usize,
+    /// Allocations the user still held.
+    pub user_leaks: Vec<UserLeak>,
+    /// Mapping-table entries still present.
+    pub live_mappings: Vec<LiveMapping>,
+    /// What could not be released, and why.
+    pub not_freed: Vec<NotFreed>,
+    /// The teardown ran from `Drop`, without an explicit shutdown.
+    pub from_drop: bool,
+}
+
+impl ShutdownReport {
+    /// No step failed, nothing was left unreleased, and the user held nothing.
+    pub fn is_clean(&self) -> bool {
+        self.steps.iter().all(|s| s.outcome().is_ok())
+            && self.not_freed.is_empty()
+            && self.user_leaks.is_empty()
+            && self.live_mappings.is_empty()
+    }
+
+    /// The steps of one phase.
+    pub fn steps_in(&self, phase: Phase) -> impl Iterator<Item = &TeardownStep> {
+        self.steps.iter().filter(move |s| s.phase() == phase)
+    }
+
+    pub(crate) fn push(&mut self, step: TeardownStep) {
+        match &step {
+            TeardownStep::DrainMemoryManager { blocks, bytes, .. }
+            | TeardownStep::FreeUserAllocations { blocks, bytes, .. } => {
+                self.blocks_freed += blocks;
+                self.bytes_freed += bytes;
+            }
+            _ => {}
+        }
+        self.steps.push(step);
+    }
+}
+
+impl fmt::Display for ShutdownReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "omptarget shutdown{}: {} steps, {} blocks / {} bytes freed",
+            if self.from_drop { " (from drop)" } else { "" },
+            self.steps.len(),
+            self.blocks_freed,
+            self.bytes_freed
+        )?;
+        for (i, step) in self.steps.iter().enumerate() {
+            writeln!(f, "  {:>2}. {step}", i + 1)?;
+        }
+        if !self.user_leaks.is_empty() {
+            writeln!(f, "  still held by the user at shutdown:")?;
+            for leak in &self.user_leaks {
+                writeln!(
+                    f,
+                    "    device {}: {:#x}, {} bytes ({:?})",
+                    leak.device, leak.address, leak.size, leak.kind
+                )?;
+            }
+        }
+        if !self.live_mappings.is_empty() {
+            writeln!(f, "  mappings still present:")?;
+            for m in &self.live_mappings {
+                writeln!(
+                    f,
+                    "    device {}: host {:#x}+{} -> {:#x} (refcount {}, hold {})",
+                    m.device,
+                    m.range.host_begin,
+                    m.range.size,
+                    m.range.device_begin,
+                    m.range.dynamic_refcount,
+                    m.range.hold_refcount
+                )?;
+            }
+        }
+        if !self.not_freed.is_empty() {
+            writeln!(f, "  could not be released:")?;
+            for n in &self.not_freed {
+                match n.device {
+                    Some(d) => write!(f, "    device {d} ({}): ", n.plugin)?,
+                    None => write!(f, "    {}: ", n.plugin)?,
+                }
+                writeln!(f, "{}: {}", n.what, n.reason)?;
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,3 +1,202 @@
-//! (H2)
-/// The runtime value. (H2)
-pub struct Runtime {}
+//! The runtime value: owns plugins and devices, tears them down in order.
+use crate::plugin::{discovery, loader, Plugin, PluginInfo, SkippedPlugin};
+use crate::report::{ShutdownReport, TeardownStep};
+use crate::{Config, Device, Error, Result};
+use std::sync::Arc;
+
+/// An OpenMP offload runtime: its plugins, their devices and everything the
+/// devices hold.
+///
+/// Built by [`Runtime::new`], torn down by [`Runtime::shutdown`] in one
+/// fixed order (see DESIGN.md): (1) drain every memory manager, (2) free
+/// what the user still holds, (3) unload images, (4) `deinit_device`,
+/// (5) `deinit_plugin`, (6) close the libraries. Dropping a runtime without
+/// `shutdown` runs the same teardown and logs a warning.
+///
+/// `Send + Sync`: devices are internally synchronised, so one runtime can be
+/// shared across threads (e.g. in an `Arc`).
+pub struct Runtime {
+    config: Config,
+    /// In load order; devices hold clones, the teardown closes them.
+    plugins: Vec<Arc<Plugin>>,
+    /// Global device numbers = indices, in plugin order.
+    devices: Vec<Device>,
+    skipped: Vec<SkippedPlugin>,
+    torn_down: bool,
+}
+
+// The C shim shares one runtime across threads.
+const _: () = {
+    const fn send_sync<T: Send + Sync>() {}
+    send_sync::<Runtime>();
+};
+
+impl Runtime {
+    /// Load the plugins (`config.plugins`, or the default ones next to the
+    /// runtime's library) and enumerate their devices. Plugins that fail to
+    /// load are skipped and listed in [`Runtime::skipped_plugins`]; devices
+    /// are initialised lazily, on first use.
+    pub fn new(config: Config) -> Result<Runtime> {
+        crate::trace::install(config.debug_level);
+        let paths = match &config.plugins {
+            Some(paths) => paths.clone(),
+            None => {
+                let dir = discovery::runtime_library_dir()?;
+                tracing::debug!(dir = %dir.display(), "looking for the default plugins");
+                discovery::default_plugins_in(&dir)
+            }
+        };
+        let (plugins, skipped) = loader::load_all(&paths);
+        let mut devices = Vec::new();
+        for plugin in &plugins {
+            for local in 0..plugin.device_count() {
+                let local = i32::try_from(local).expect("device count came from an i32");
+                devices.push(Device::new(
+                    devices.len(),
+                    plugin.clone(),
+                    local,
+                    config.memory_manager_threshold,
+                ));
+            }
+        }
+        tracing::debug!(
+            plugins = plugins.len(),
+            skipped = skipped.len(),
+            devices = devices.len(),
+            "runtime ready"
+        );
+        Ok(Runtime {
+            config,
+            plugins,
+            devices,
+            skipped,
+            torn_down: false,
+        })
+    }
+
+    /// The configuration it was built with.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Every device, indexed by device number.
+    pub fn devices(&self) -> &[Device] {
+        &self.devices
+    }
+
+    /// The device numbered `id`.
+    pub fn device(&self, id: usize) -> Result<&Device> {
+        self.devices.get(id).ok_or(Error::InvalidDevice(id as i64))
+    }
+
+    /// The number of devices.
+    pub fn device_count(&self) -> usize {
+        self.devices.len()
+    }
+
+    /// The loaded plugins, in load order.
+    pub fn plugins(&self) -> Vec<PluginInfo> {
+        self.plugins.iter().map(|p| p.info()).collect()
+    }
+
+    /// The loaded plugin at `index` (load order), for the OpenMP layer's
+    /// per-plugin questions (`is_valid_binary`, `supports_empty_images`).
+    pub fn plugin(&self, index: usize) -> Option<&Plugin> {
+        self.plugins.get(index).map(|p| &**p)
+    }
+
+    /// The number of loaded plugins.
+    pub fn plugin_count(&self) -> usize {
+        self.plugins.len()
+    }
+
+    /// Device `local` (the plugin's own number) of the plugin at `index`.
+    pub fn plugin_device(&self, index: usize, local: usize) -> Option<&Device> {
+        let plugin = self.plugins.get(index)?;
+        if local >= plugin.device_count() {
+            return None;
+        }
+        self.devices.get(plugin.first_device() + local)
+    }
+
+    /// The plugins that were not loaded, with the reasons.
+    pub fn skipped_plugins(&self) -> &[SkippedPlugin] {
+        &self.skipped
+    }
+
+    /// Record the program's `requires` flags (`__tgt_register_requires`);
+    /// devices pass them to `init_requires` when they initialise.
+    pub fn set_requires_flags(&self, flags: i64) {
+        for plugin in &self.plugins {
+            plugin.set_requires_flags(flags);
+        }
+    }
+
+    /// Tear everything down in the fixed order and say what happened.
+    ///
+    /// Every handle borrowing the runtime must be gone first: the compiler
+    /// enforces it (see [`crate::api`]).
+    pub fn shutdown(mut self) -> ShutdownReport {
+        self.teardown(false)
+    }
+
+    fn teardown(&mut self, from_drop: bool) -> ShutdownReport {
+        self.torn_down = true;
+        let mut report = ShutdownReport {
+            from_drop,
+            ..Default::default()
+        };
+        for device in &self.devices {
+            device.teardown_drain_memory_manager(&mut report);
+        }
+        for device in &self.devices {
+            device.teardown_free_user_allocations(&mut report);
+        }
+        for device in &self.devices {
+            device.teardown_unload_images(&mut report);
+        }
+        for device in &self.devices {
+            device.teardown_deinit(&mut report);
+        }
+        for plugin in &self.plugins {
+            report.push(TeardownStep::DeinitPlugin {
+                plugin: plugin.name().to_owned(),
+                outcome: plugin.deinit(),
+            });
+        }
+        for plugin in &self.plugins {
+            report.push(TeardownStep::ClosePlugin {
+                plugin: plugin.name().to_owned(),
+                outcome: plugin.close(),
+            });
+        }
+        // Image storage may be used by a plugin until it is closed.
+        for device in &self.devices {
+            device.release_image_storage();
+        }
+        tracing::debug!("shutdown complete:\n{report}");
+        report
+    }
+}
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        if !self.torn_down {
+            let report = self.teardown(true);
+            tracing::warn!("omptarget Runtime dropped without shutdown(); tore it down:\n{report}");
+        }
+    }
+}
+
+impl std::fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtime")
+            .field(
+                "plugins",
+                &self.plugins.iter().map(|p| p.name()).collect::<Vec<_>>(),
+            )
+            .field("devices", &self.devices.len())
+            .field("skipped", &self.skipped)
+            .finish()
+    }
+}

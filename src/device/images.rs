@@ -1,0 +1,144 @@
+//! Images on a device: validity check, load, unload, and the records the
+//! teardown unloads.
+use super::{lock, Device};
+use crate::{abi, Error, Result};
+use std::any::Any;
+use std::sync::Arc;
+
+/// The entries of an image as loaded on a device (its target table).
+#[derive(Debug)]
+pub struct LoadedImage {
+    /// Copied from the plugin's `__tgt_target_table`, in image order.
+    pub entries: Vec<abi::OffloadEntry>,
+}
+
+/// Something that must stay alive while an image is loaded (the image bytes
+/// and entry table when the runtime built them).
+pub(crate) type KeepAlive = Arc<dyn Any + Send + Sync>;
+
+/// One image loaded on a device.
+pub(crate) struct ImageRecord {
+    pub image: ImagePtr,
+    /// Released only after the plugin is closed, or once unloaded.
+    pub _keepalive: Option<KeepAlive>,
+}
+
+/// A `__tgt_device_image` address the device keeps for `unload_binary`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ImagePtr(pub *mut abi::DeviceImage);
+// SAFETY: the address is only handed back to the plugin that loaded it; the
+// loader of the image guarantees it stays valid while loaded.
+unsafe impl Send for ImagePtr {}
+
+impl Device {
+    /// Ask the plugin whether it can run `image` (`is_valid_binary`). Does
+    /// not initialise the device.
+    ///
+    /// # Safety
+    /// `image` points to a valid `__tgt_device_image`.
+    pub unsafe fn is_valid_image(&self, image: *mut abi::DeviceImage) -> Result<bool> {
+        // SAFETY: per this function's contract.
+        let valid = self
+            .plugin
+            .call(|e| unsafe { (e.is_valid_binary)(image) })?;
+        Ok(valid != 0)
+    }
+
+    /// Load an image; the device keeps it until shutdown (or unload).
+    ///
+    /// # Safety
+    /// `image` points to a valid device image that outlives the load.
+    pub unsafe fn load_image(&self, image: *mut abi::DeviceImage) -> Result<LoadedImage> {
+        // SAFETY: per this function's contract.
+        unsafe { self.load_image_kept(image, None) }
+    }
+
+    /// [`Device::load_image`], keeping `keepalive` (the storage `image`
+    /// points into) alive for as long as the plugin may use the image.
+    ///
+    /// # Safety
+    /// `image` points to a valid device image that lives at least as long as
+    /// `keepalive` (or the load, if `None`).
+    pub(crate) unsafe fn load_image_kept(
+        &self,
+        image: *mut abi::DeviceImage,
+        keepalive: Option<KeepAlive>,
+    ) -> Result<LoadedImage> {
+        self.ensure_initialized()?;
+        let local = self.local_id;
+        let table = {
+            let _serial = self.plugin.image_lock();
+            // SAFETY: per this function's contract; the device is initialised.
+            self.plugin
+                .call(|e| unsafe { (e.load_binary)(local, image) })?
+        };
+        if table.is_null() {
+            return Err(Error::ImageLoadFailed {
+                device: self.id,
+                plugin: self.plugin.name().to_owned(),
+            });
+        }
+        // The image is loaded from here on: record it before anything can
+        // fail, so that the teardown unloads it.
+        lock(&self.images).push(ImageRecord {
+            image: ImagePtr(image),
+            _keepalive: keepalive,
+        });
+        // SAFETY: a non-null table from load_binary is valid until unload.
+        let entries =
+            unsafe { copy_target_table(&*table) }.ok_or_else(|| Error::ImageLoadFailed {
+                device: self.id,
+                plugin: self.plugin.name().to_owned(),
+            })?;
+        tracing::debug!(plugin = %self.plugin.name(), device = self.id, entries = entries.len(), "image loaded");
+        Ok(LoadedImage { entries })
+    }
+
+    /// Unload `image` (`unload_binary`). `Ok(true)`: unloaded. `Ok(false)`:
+    /// the plugin cannot unload images, so it stays loaded (and its storage
+    /// alive) until shutdown. Unknown images are an error.
+    ///
+    /// # Safety
+    /// `image` was loaded on this device with [`Device::load_image`].
+    pub unsafe fn unload_image(&self, image: *mut abi::DeviceImage) -> Result<bool> {
+        let mut images = lock(&self.images);
+        let Some(index) = images.iter().position(|r| r.image.0 == image) else {
+            return Err(Error::InvalidArgument(format!(
+                "image {image:p} is not loaded on device {}",
+                self.id
+            )));
+        };
+        let Some(unload) = self.plugin.entries().unload_binary else {
+            return Ok(false);
+        };
+        let local = self.local_id;
+        let code = {
+            let _serial = self.plugin.image_lock();
+            // SAFETY: `image` is loaded on this device.
+            self.plugin.call(|_| unsafe { unload(local, image) })?
+        };
+        self.check("unload_binary", code)?;
+        images.remove(index);
+        Ok(true)
+    }
+
+    /// How many images are loaded on this device.
+    pub fn loaded_image_count(&self) -> usize {
+        lock(&self.images).len()
+    }
+}
+
+/// Copy the entries of a target table.
+///
+/// # Safety
+/// `table` is a target table returned by `load_binary` and not yet unloaded.
+unsafe fn copy_target_table(table: &abi::TargetTable) -> Option<Vec<abi::OffloadEntry>> {
+    if table.entries_begin.is_null() {
+        return table.entries_end.is_null().then(Vec::new);
+    }
+    // SAFETY: both bounds point into the same table (per the contract).
+    let len = unsafe { table.entries_end.offset_from(table.entries_begin) };
+    let len = usize::try_from(len).ok()?;
+    // SAFETY: `len` entries from `entries_begin` are the table.
+    Some(unsafe { std::slice::from_raw_parts(table.entries_begin, len) }.to_vec())
+}

@@ -1,0 +1,185 @@
+//! The device's part of the runtime's teardown (steps 1 to 4 of DESIGN.md's
+//! order). Each step records itself in the report; the runtime runs each
+//! step for every device before the next step.
+use super::{lock, Device, DevicePtr, LiveAllocation};
+use crate::report::{LiveMapping, NotFreed, ShutdownReport, StepOutcome, TeardownStep, UserLeak};
+use crate::Error;
+
+impl Device {
+    /// Step 1: return every block the memory manager caches.
+    pub(crate) fn teardown_drain_memory_manager(&self, report: &mut ShutdownReport) {
+        if !self.is_initialized() {
+            return;
+        }
+        let drained = self.memory.drain();
+        let mut errors = Vec::new();
+        for (ptr, size, err) in drained.failed {
+            report.not_freed.push(self.not_freed(
+                format!("cached block {:#x} ({size} bytes)", ptr.addr()),
+                &err,
+            ));
+            errors.push(err);
+        }
+        report.push(TeardownStep::DrainMemoryManager {
+            device: self.id,
+            plugin: self.plugin.name().to_owned(),
+            blocks: drained.blocks,
+            bytes: drained.bytes,
+            outcome: outcome_of(&errors),
+        });
+    }
+
+    /// Step 2: free what the user never freed, and report it (with the
+    /// mapping-table entries still present).
+    pub(crate) fn teardown_free_user_allocations(&self, report: &mut ShutdownReport) {
+        if !self.is_initialized() {
+            return;
+        }
+        report
+            .live_mappings
+            .extend(
+                self.mappings
+                    .live_entries()
+                    .into_iter()
+                    .map(|range| LiveMapping {
+                        device: self.id,
+                        range,
+                    }),
+            );
+        let mut leaks: Vec<(DevicePtr, LiveAllocation)> = lock(&self.live).drain().collect();
+        leaks.sort_by_key(|(ptr, _)| ptr.addr());
+        let (mut blocks, mut bytes) = (0, 0);
+        let mut errors = Vec::new();
+        for (ptr, allocation) in leaks {
+            report.user_leaks.push(UserLeak {
+                device: self.id,
+                address: ptr.addr(),
+                size: allocation.size,
+                kind: allocation.kind,
+            });
+            match self.memory.release(ptr) {
+                Ok(_) => {
+                    blocks += 1;
+                    bytes += allocation.size;
+                }
+                Err(err) => {
+                    report.not_freed.push(self.not_freed(
+                        format!(
+                            "user allocation {:#x} ({} bytes)",
+                            ptr.addr(),
+                            allocation.size
+                        ),
+                        &err,
+                    ));
+                    errors.push(err);
+                }
+            }
+        }
+        if blocks > 0 || !errors.is_empty() {
+            tracing::warn!(plugin = %self.plugin.name(), device = self.id, blocks, bytes, "freed allocations the user still held");
+        }
+        report.push(TeardownStep::FreeUserAllocations {
+            device: self.id,
+            plugin: self.plugin.name().to_owned(),
+            blocks,
+            bytes,
+            outcome: outcome_of(&errors),
+        });
+    }
+
+    /// Step 3: unload every image still loaded. Their storage is released
+    /// only after the plugin is closed ([`Device::release_image_storage`]).
+    pub(crate) fn teardown_unload_images(&self, report: &mut ShutdownReport) {
+        if !self.is_initialized() {
+            return;
+        }
+        let images = lock(&self.images);
+        let mut unloaded = 0;
+        let outcome = match self.plugin.entries().unload_binary {
+            None => StepOutcome::NotExported,
+            Some(unload) => {
+                let mut errors = Vec::new();
+                for record in images.iter() {
+                    let local = self.local_id;
+                    // SAFETY: the image was loaded on this device and its
+                    // storage is still alive (released after close).
+                    let result = self
+                        .plugin
+                        .call(|_| unsafe { unload(local, record.image.0) })
+                        .and_then(|code| self.check("unload_binary", code));
+                    match result {
+                        Ok(()) => unloaded += 1,
+                        Err(err) => {
+                            report
+                                .not_freed
+                                .push(self.not_freed(format!("image {:p}", record.image.0), &err));
+                            errors.push(err);
+                        }
+                    }
+                }
+                outcome_of(&errors)
+            }
+        };
+        report.push(TeardownStep::UnloadImages {
+            device: self.id,
+            plugin: self.plugin.name().to_owned(),
+            images: unloaded,
+            outcome,
+        });
+    }
+
+    /// Step 4: `deinit_device`, for a device that was initialised.
+    pub(crate) fn teardown_deinit(&self, report: &mut ShutdownReport) {
+        if !self.is_initialized() {
+            return;
+        }
+        let local = self.local_id;
+        let outcome = match self.plugin.entries().deinit_device {
+            None => StepOutcome::NotExported,
+            // SAFETY: an initialised device whose memory and images are gone.
+            Some(deinit) => match self.plugin.call(|_| unsafe { deinit(local) }) {
+                Err(_) => StepOutcome::PluginDead,
+                Ok(0) => StepOutcome::Done,
+                Ok(code) => StepOutcome::Failed(format!("deinit_device returned {code}")),
+            },
+        };
+        if let StepOutcome::PluginDead | StepOutcome::Failed(_) = outcome {
+            report.not_freed.push(NotFreed {
+                device: Some(self.id),
+                plugin: self.plugin.name().to_owned(),
+                what: "device state".into(),
+                reason: outcome.to_string(),
+            });
+        }
+        report.push(TeardownStep::DeinitDevice {
+            device: self.id,
+            plugin: self.plugin.name().to_owned(),
+            outcome,
+        });
+    }
+
+    /// After the plugin is closed: drop the storage of the images it had.
+    pub(crate) fn release_image_storage(&self) {
+        lock(&self.images).clear();
+    }
+
+    fn not_freed(&self, what: String, err: &Error) -> NotFreed {
+        NotFreed {
+            device: Some(self.id),
+            plugin: self.plugin.name().to_owned(),
+            what,
+            reason: err.to_string(),
+        }
+    }
+}
+
+/// The outcome of a step that did several things.
+fn outcome_of(errors: &[Error]) -> StepOutcome {
+    match errors.first() {
+        None => StepOutcome::Done,
+        Some(_) if errors.iter().all(|e| matches!(e, Error::PluginDead { .. })) => {
+            StepOutcome::PluginDead
+        }
+        Some(first) => StepOutcome::Failed(format!("{} failures, first: {first}", errors.len())),
+    }
+}

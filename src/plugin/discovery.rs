@@ -1,0 +1,93 @@
+//! Where the default plugins are: next to the runtime's own library, under
+//! LLVM 14's names, in LLVM 14's order.
+use crate::{Error, Result};
+use std::ffi::{c_void, CStr};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+/// LLVM 14's plugin names, in the order its `rtl.cpp` tries them.
+pub const DEFAULT_PLUGIN_NAMES: [&str; 7] = [
+    "libomptarget.rtl.ppc64.so",
+    "libomptarget.rtl.x86_64.so",
+    "libomptarget.rtl.cuda.so",
+    "libomptarget.rtl.aarch64.so",
+    "libomptarget.rtl.ve.so",
+    "libomptarget.rtl.amdgpu.so",
+    "libomptarget.rtl.rpc.so",
+];
+
+/// The directory of the object (shared library or executable) this code is
+/// linked into, found with `dladdr` on one of its functions.
+pub fn runtime_library_dir() -> Result<PathBuf> {
+    let mut info = std::mem::MaybeUninit::<libc::Dl_info>::zeroed();
+    let addr = runtime_library_dir as *const c_void;
+    // SAFETY: dladdr only reads `addr` and writes `info`.
+    let found = unsafe { libc::dladdr(addr, info.as_mut_ptr()) };
+    // SAFETY: zero-initialised, and filled in by dladdr when it succeeds.
+    let info = unsafe { info.assume_init() };
+    if found == 0 || info.dli_fname.is_null() {
+        return Err(Error::PluginDirectory(
+            "dladdr found no object containing the runtime".into(),
+        ));
+    }
+    // SAFETY: dladdr returns a NUL-terminated string owned by the loader.
+    let file = unsafe { CStr::from_ptr(info.dli_fname) };
+    let file = Path::new(std::ffi::OsStr::from_bytes(file.to_bytes()));
+    // For the main program the loader may report a bare or relative name.
+    let file = match file.canonicalize() {
+        Ok(path) => path,
+        Err(_) => std::env::current_exe()
+            .map_err(|e| Error::PluginDirectory(format!("{}: {e}", file.display())))?,
+    };
+    file.parent()
+        .map(Path::to_path_buf)
+        .ok_or_else(|| Error::PluginDirectory(format!("{} has no parent", file.display())))
+}
+
+/// The default plugins present in `dir`, in LLVM's order.
+pub fn default_plugins_in(dir: &Path) -> Vec<PathBuf> {
+    DEFAULT_PLUGIN_NAMES
+        .iter()
+        .map(|name| dir.join(name))
+        .filter(|path| {
+            let present = path.is_file();
+            if !present {
+                tracing::trace!(path = %path.display(), "default plugin not present");
+            }
+            present
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn own_directory_holds_this_test_binary() {
+        let dir = runtime_library_dir().unwrap();
+        let exe = std::env::current_exe().unwrap().canonicalize().unwrap();
+        assert_eq!(dir, exe.parent().unwrap());
+    }
+
+    #[test]
+    fn only_present_plugins_in_llvm_order() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in [
+            "libomptarget.rtl.cuda.so",
+            "libomptarget.rtl.x86_64.so",
+            "other.so",
+        ] {
+            std::fs::write(dir.path().join(name), b"").unwrap();
+        }
+        let found = default_plugins_in(dir.path());
+        let names: Vec<_> = found
+            .iter()
+            .map(|p| p.file_name().unwrap().to_str().unwrap())
+            .collect();
+        assert_eq!(
+            names,
+            ["libomptarget.rtl.x86_64.so", "libomptarget.rtl.cuda.so"]
+        );
+    }
+}

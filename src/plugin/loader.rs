@@ -1,0 +1,262 @@
+//! Opening plugin libraries: dlopen, register the destruction callback,
+//! resolve entries, `init_plugin`, count devices. A plugin that fails any
+//! step is skipped with its reason, after undoing what it set up
+//! (`deinit_plugin` if `init_plugin` succeeded, then close).
+use super::entries::Entries;
+use super::liveness::{on_plugin_destroyed, Liveness};
+use super::Plugin;
+use crate::report::StepOutcome;
+use libloading::Library;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicI64};
+use std::sync::{Arc, Mutex};
+
+/// Why a plugin was not used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SkipReason {
+    /// `dlopen` failed (missing file, unresolved symbols, wrong ELF class).
+    OpenFailed(String),
+    /// The library lacks required `__tgt_rtl_*` entries.
+    MissingEntries(Vec<&'static str>),
+    /// `__tgt_rtl_init_plugin` returned this failure code.
+    InitPluginFailed(i32),
+    /// `__tgt_rtl_number_of_devices` returned this (0 or less).
+    NoDevices(i32),
+    /// The plugin called its destruction callback while being loaded.
+    DestroyedDuringLoad,
+}
+
+impl fmt::Display for SkipReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SkipReason::OpenFailed(e) => write!(f, "cannot open: {e}"),
+            SkipReason::MissingEntries(names) => {
+                write!(f, "missing required entries: {}", names.join(", "))
+            }
+            SkipReason::InitPluginFailed(code) => write!(f, "init_plugin failed with {code}"),
+            SkipReason::NoDevices(n) => write!(f, "reports {n} devices"),
+            SkipReason::DestroyedDuringLoad => write!(f, "destroyed itself while loading"),
+        }
+    }
+}
+
+/// A plugin that was not used, and how its partial setup was undone.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SkippedPlugin {
+    pub path: PathBuf,
+    pub reason: SkipReason,
+    /// The undo steps that ran, in order: `("deinit_plugin", outcome)`,
+    /// `("close", outcome)`.
+    pub undone: Vec<(&'static str, StepOutcome)>,
+}
+
+impl fmt::Display for SkippedPlugin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.path.display(), self.reason)?;
+        for (step, outcome) in &self.undone {
+            write!(f, "; {step}: {outcome}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Load every plugin in `paths`, in order; the loaded ones get consecutive
+/// device numbers starting at 0.
+pub fn load_all(paths: &[PathBuf]) -> (Vec<Arc<Plugin>>, Vec<SkippedPlugin>) {
+    let mut loaded = Vec::new();
+    let mut skipped = Vec::new();
+    let mut next_device = 0;
+    for path in paths {
+        match load(path, next_device) {
+            Ok(plugin) => {
+                tracing::debug!(
+                    plugin = %plugin.name,
+                    devices = plugin.device_count,
+                    first_device = next_device,
+                    "loaded plugin"
+                );
+                next_device += plugin.device_count;
+                loaded.push(Arc::new(plugin));
+            }
+            Err(skip) => {
+                tracing::warn!(plugin = %path.display(), "skipping plugin: {}", skip);
+                skipped.push(skip);
+            }
+        }
+    }
+    (loaded, skipped)
+}
+
+/// What has been set up so far; undone in reverse unless disarmed.
+struct Partial {
+    path: PathBuf,
+    library: Option<Library>,
+    liveness: Arc<Liveness>,
+    callback_registered: bool,
+    /// Set once `init_plugin` succeeded: undo calls `deinit_plugin`.
+    deinit: Option<crate::abi::plugin::DeinitPluginFn>,
+}
+
+impl Partial {
+    /// Undo: `deinit_plugin` if `init_plugin` succeeded, then close.
+    fn undo(mut self, reason: SkipReason) -> SkippedPlugin {
+        let mut undone = Vec::new();
+        if let Some(deinit) = self.deinit.take() {
+            let outcome = if self.liveness.callable() {
+                // SAFETY: the library is open and the plugin alive.
+                match unsafe { deinit() } {
+                    0 => StepOutcome::Done,
+                    code => StepOutcome::Failed(format!("returned {code}")),
+                }
+            } else {
+                StepOutcome::PluginDead
+            };
+            undone.push(("deinit_plugin", outcome));
+        }
+        if let Some(library) = self.library.take() {
+            self.liveness.mark_closed();
+            let outcome = match library.close() {
+                Ok(()) => StepOutcome::Done,
+                Err(e) => StepOutcome::Failed(e.to_string()),
+            };
+            undone.push(("close", outcome));
+            // `deinit_plugin` success means the plugin forgot the callback.
+            let deinit_ok = matches!(undone.first(), Some(("deinit_plugin", StepOutcome::Done)));
+            super::keep_callback_data_if_needed(
+                &self.liveness,
+                &self.path,
+                self.callback_registered && !deinit_ok,
+            );
+        }
+        SkippedPlugin {
+            path: self.path.clone(),
+            reason,
+            undone,
+        }
+    }
+}
+
+/// Load one plugin; its devices will be numbered from `first_device`.
+fn load(path: &Path, first_device: usize) -> Result<Plugin, SkippedPlugin> {
+    let skip_unopened = |reason| SkippedPlugin {
+        path: path.to_path_buf(),
+        reason,
+        undone: Vec::new(),
+    };
+    // SAFETY: opening a library runs its constructors; plugins are trusted
+    // code by definition (like LLVM's runtime, which does the same).
+    let library: Library = unsafe {
+        libloading::os::unix::Library::open(Some(path), libc::RTLD_NOW | libc::RTLD_LOCAL)
+    }
+    .map_err(|e| skip_unopened(SkipReason::OpenFailed(e.to_string())))?
+    .into();
+
+    let mut partial = Partial {
+        path: path.to_path_buf(),
+        library: Some(library),
+        liveness: Arc::new(Liveness::default()),
+        callback_registered: false,
+        deinit: None,
+    };
+    let library = partial.library.as_ref().expect("just set");
+
+    // Register the safety net first, before any other entry runs.
+    // SAFETY: the symbol has the ABI's type; the library is open.
+    let register = unsafe {
+        library
+            .get::<crate::abi::plugin::RegisterDestructionCbFn>(
+                crate::abi::plugin::names::REGISTER_DESTRUCTION_CB.as_bytes(),
+            )
+            .ok()
+            .map(|s| *s)
+    };
+    if let Some(register) = register {
+        // SAFETY: `data` stays valid while the plugin can call back (see
+        // `liveness`); the callback only stores an atomic.
+        unsafe {
+            register(
+                Some(on_plugin_destroyed),
+                partial.liveness.as_callback_data(),
+            )
+        };
+        partial.callback_registered = true;
+    }
+
+    // SAFETY: the library is a plugin; the table lives in the Plugin, next
+    // to the library, and is not used after close.
+    let entries = match unsafe { Entries::resolve(library) } {
+        Ok(entries) => entries,
+        Err(missing) => return Err(partial.undo(SkipReason::MissingEntries(missing))),
+    };
+
+    if let Some(init) = entries.init_plugin {
+        if !partial.liveness.callable() {
+            return Err(partial.undo(SkipReason::DestroyedDuringLoad));
+        }
+        // SAFETY: first plugin entry called after registration; no args.
+        let code = unsafe { init() };
+        if code != 0 {
+            return Err(partial.undo(SkipReason::InitPluginFailed(code)));
+        }
+        partial.deinit = entries.deinit_plugin;
+    }
+
+    if !partial.liveness.callable() {
+        return Err(partial.undo(SkipReason::DestroyedDuringLoad));
+    }
+    // SAFETY: no arguments; the plugin is initialised.
+    let devices = unsafe { (entries.number_of_devices)() };
+    if devices <= 0 {
+        return Err(partial.undo(SkipReason::NoDevices(devices)));
+    }
+
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| path.display().to_string());
+    let library = partial.library.take();
+    Ok(Plugin {
+        name,
+        path: path.to_path_buf(),
+        entries,
+        device_count: devices as usize,
+        first_device,
+        callback_registered: partial.callback_registered,
+        deinit_succeeded: AtomicBool::new(false),
+        requires: AtomicI64::new(crate::abi::requires::UNDEFINED),
+        image_lock: Mutex::new(()),
+        library: Mutex::new(library),
+        liveness: partial.liveness,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn missing_file_is_skipped_with_the_loader_message() {
+        let (loaded, skipped) = load_all(&[PathBuf::from("/nonexistent/libomptarget.rtl.x.so")]);
+        assert!(loaded.is_empty());
+        assert_eq!(skipped.len(), 1);
+        let SkipReason::OpenFailed(msg) = &skipped[0].reason else {
+            panic!("{:?}", skipped[0]);
+        };
+        assert!(msg.contains("No such file"), "{msg}");
+        assert!(skipped[0].undone.is_empty());
+    }
+
+    #[test]
+    fn library_without_entries_is_skipped_and_closed() {
+        // libc is a shared library without any __tgt_rtl_ entry.
+        let (loaded, skipped) = load_all(&[PathBuf::from("libc.so.6")]);
+        assert!(loaded.is_empty());
+        let SkipReason::MissingEntries(missing) = &skipped[0].reason else {
+            panic!("{:?}", skipped[0]);
+        };
+        assert_eq!(missing.len(), crate::abi::plugin::names::REQUIRED.len());
+        assert_eq!(skipped[0].undone, vec![("close", StepOutcome::Done)]);
+    }
+}

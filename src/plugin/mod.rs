@@ -1,0 +1,262 @@
+//! Plugins: the `libomptarget.rtl.*.so` libraries that drive devices.
+//!
+//! A [`Plugin`] is one opened library with its entries resolved once into a
+//! table of fn pointers. It is loaded by [`loader`], shared (`Arc`) by its
+//! devices, and closed by the runtime's teardown after `deinit_plugin`. The
+//! plugin may be destroyed behind the runtime's back; its destruction
+//! callback then flips [`liveness::Liveness`], and from that moment every
+//! call into it fails with [`crate::Error::PluginDead`] instead of jumping
+//! into unmapped code.
+pub mod discovery;
+pub(crate) mod entries;
+pub(crate) mod liveness;
+pub mod loader;
+
+use crate::report::StepOutcome;
+use crate::{Error, Result};
+use entries::Entries;
+use libloading::Library;
+use liveness::Liveness;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::{Arc, Mutex};
+
+pub use discovery::DEFAULT_PLUGIN_NAMES;
+pub use loader::{SkipReason, SkippedPlugin};
+
+/// One loaded plugin library. Owned by the runtime (shared with its
+/// devices); closed only by the runtime's teardown.
+pub struct Plugin {
+    name: String,
+    path: PathBuf,
+    entries: Entries,
+    device_count: usize,
+    first_device: usize,
+    /// The plugin holds `liveness`'s address as callback data.
+    callback_registered: bool,
+    /// `deinit_plugin` returned success: the plugin forgot the callback.
+    deinit_succeeded: AtomicBool,
+    /// The `requires` flags passed to `init_requires` before `init_device`.
+    requires: AtomicI64,
+    /// Serialises `load_binary`/`unload_binary`, like LLVM's `RTL->Mtx`:
+    /// plugins need not make image loading thread-safe.
+    image_lock: Mutex<()>,
+    /// `None` once closed. Declared before `liveness`: dropped (closed) first.
+    library: Mutex<Option<Library>>,
+    liveness: Arc<Liveness>,
+}
+
+/// A snapshot of one plugin, for [`crate::Runtime::plugins`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PluginInfo {
+    /// The library's file name (e.g. `libomptarget.rtl.x86_64.so`).
+    pub name: String,
+    /// The path it was opened from.
+    pub path: PathBuf,
+    /// How many devices it reported.
+    pub device_count: usize,
+    /// Runtime-wide number of its first device.
+    pub first_device: usize,
+    /// False once it was destroyed (destruction callback) or closed.
+    pub alive: bool,
+    /// The optional `__tgt_rtl_*` entries it exports.
+    pub optional_entries: Vec<&'static str>,
+}
+
+impl Plugin {
+    /// The library's file name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The path the library was opened from.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// How many devices the plugin reported.
+    pub fn device_count(&self) -> usize {
+        self.device_count
+    }
+
+    /// Runtime-wide number of the plugin's first device; its devices are
+    /// `first_device() .. first_device() + device_count()`.
+    pub fn first_device(&self) -> usize {
+        self.first_device
+    }
+
+    /// `__tgt_rtl_is_valid_binary`: can this plugin run `image`? False when
+    /// the plugin is gone.
+    ///
+    /// # Safety
+    /// `image` points to a valid `__tgt_device_image`.
+    pub unsafe fn is_valid_binary(&self, image: *mut crate::abi::DeviceImage) -> bool {
+        // SAFETY: per this function's contract.
+        self.call(|e| unsafe { (e.is_valid_binary)(image) } != 0)
+            .unwrap_or(false)
+    }
+
+    /// `__tgt_rtl_supports_empty_images() > 0`; false if not exported.
+    pub fn supports_empty_images(&self) -> bool {
+        self.call(|e| match e.supports_empty_images {
+            // SAFETY: no arguments.
+            Some(f) => (unsafe { f() }) > 0,
+            None => false,
+        })
+        .unwrap_or(false)
+    }
+
+    /// True while the runtime may call into the plugin.
+    pub fn is_alive(&self) -> bool {
+        self.liveness.callable()
+    }
+
+    /// True once the plugin reported its own destruction.
+    pub fn was_destroyed(&self) -> bool {
+        self.liveness.destroyed()
+    }
+
+    /// Call the destruction callback exactly as the plugin would when it is
+    /// destroyed before `deinit_plugin`. For tests of the safety net: from
+    /// here on the runtime never calls into this plugin again.
+    #[doc(hidden)]
+    pub fn invoke_destruction_callback(&self) {
+        // SAFETY: `liveness` is alive (we hold it).
+        unsafe { liveness::on_plugin_destroyed(self.liveness.as_callback_data()) };
+    }
+
+    /// A snapshot for diagnostics.
+    pub fn info(&self) -> PluginInfo {
+        PluginInfo {
+            name: self.name.clone(),
+            path: self.path.clone(),
+            device_count: self.device_count,
+            first_device: self.first_device,
+            alive: self.is_alive(),
+            optional_entries: self.entries.optional_exported(),
+        }
+    }
+
+    /// The `requires` flags devices pass to `init_requires` when they
+    /// initialise.
+    pub fn requires_flags(&self) -> i64 {
+        self.requires.load(Ordering::Acquire)
+    }
+
+    /// Record the program's `requires` flags (`__tgt_register_requires`).
+    pub(crate) fn set_requires_flags(&self, flags: i64) {
+        self.requires.store(flags, Ordering::Release);
+    }
+
+    /// Held around `load_binary`/`unload_binary`.
+    pub(crate) fn image_lock(&self) -> std::sync::MutexGuard<'_, ()> {
+        self.image_lock.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The entry table, to check which optional entries exist. Calling one
+    /// must go through [`Plugin::call`].
+    pub(crate) fn entries(&self) -> &Entries {
+        &self.entries
+    }
+
+    /// Run `f` with the entry table if the plugin may still be called.
+    ///
+    /// The check and the call are not atomic with respect to the plugin
+    /// destroying itself on another thread; the destruction callback is a
+    /// safety net for teardown order, not a lock.
+    #[inline]
+    pub(crate) fn call<R>(&self, f: impl FnOnce(&Entries) -> R) -> Result<R> {
+        if self.liveness.callable() {
+            Ok(f(&self.entries))
+        } else {
+            Err(Error::PluginDead {
+                plugin: self.name.clone(),
+            })
+        }
+    }
+
+    /// Teardown step 4: `__tgt_rtl_deinit_plugin`, if exported.
+    pub(crate) fn deinit(&self) -> StepOutcome {
+        let Some(deinit) = self.entries.deinit_plugin else {
+            return StepOutcome::NotExported;
+        };
+        // SAFETY: the entry is valid while the plugin is callable, which
+        // `call` checks; it takes no arguments.
+        match self.call(|_| unsafe { deinit() }) {
+            Err(_) => StepOutcome::PluginDead,
+            Ok(0) => {
+                self.deinit_succeeded.store(true, Ordering::Release);
+                StepOutcome::Done
+            }
+            Ok(code) => StepOutcome::Failed(format!("deinit_plugin returned {code}")),
+        }
+    }
+
+    /// Teardown step 5: close the library (dlclose). Safe to call twice.
+    pub(crate) fn close(&self) -> StepOutcome {
+        let library = self
+            .library
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        let Some(library) = library else {
+            return StepOutcome::Failed("already closed".into());
+        };
+        self.liveness.mark_closed();
+        let outcome = match library.close() {
+            Ok(()) => StepOutcome::Done,
+            Err(e) => StepOutcome::Failed(e.to_string()),
+        };
+        keep_callback_data_if_needed(
+            &self.liveness,
+            &self.path,
+            self.callback_registered && !self.deinit_succeeded.load(Ordering::Acquire),
+        );
+        outcome
+    }
+}
+
+impl Drop for Plugin {
+    fn drop(&mut self) {
+        // Normally closed by the teardown already; this covers a runtime
+        // that failed half-way through construction.
+        if self.library.get_mut().map(|l| l.is_some()).unwrap_or(true) {
+            let _ = self.close();
+        }
+    }
+}
+
+/// After `dlclose`: if the plugin still holds `liveness`'s address as its
+/// callback data (it registered the callback and `deinit_plugin` did not
+/// succeed) and the library is still mapped (another handle keeps it), it
+/// may still call back, so `liveness` must never be freed: leak one
+/// reference on purpose.
+fn keep_callback_data_if_needed(liveness: &Arc<Liveness>, path: &Path, may_call_back: bool) {
+    if may_call_back && library_still_mapped(path) {
+        tracing::warn!(
+            plugin = %path.display(),
+            "plugin is still mapped after close and may call its destruction \
+             callback; keeping the callback data alive for the process"
+        );
+        std::mem::forget(Arc::clone(liveness));
+    }
+}
+
+/// True if the loader still has the library at `path` mapped.
+fn library_still_mapped(path: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(cpath) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: RTLD_NOLOAD never loads anything (no constructors run); a
+    // non-null handle is a new reference we release at once.
+    unsafe {
+        let handle = libc::dlopen(cpath.as_ptr(), libc::RTLD_NOLOAD | libc::RTLD_LAZY);
+        if handle.is_null() {
+            false
+        } else {
+            libc::dlclose(handle);
+            true
+        }
+    }
+}

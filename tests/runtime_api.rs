@@ -1,0 +1,402 @@
+//! Real kernels (tests/kernels/*.c, compiled by clang-14) through the Rust
+//! API on the host plugin, and the API's error cases.
+mod common;
+
+use omptarget::image::OwnedImage;
+use omptarget::{
+    Config, DeviceBuffer, Error, Image, KernelArg, LaunchConfig, Phase, Runtime, StepOutcome,
+    TeardownStep,
+};
+
+fn host_runtime() -> (common::PluginCopy, Runtime) {
+    let plugin = common::host_plugin();
+    let runtime = Runtime::new(Config::default().with_plugins([&plugin.path])).expect("runtime");
+    assert!(
+        runtime.skipped_plugins().is_empty(),
+        "{:?}",
+        runtime.skipped_plugins()
+    );
+    assert!(
+        runtime.device_count() >= 2,
+        "the host plugin offers several devices"
+    );
+    (plugin, runtime)
+}
+
+#[test]
+fn vec_add_runs_and_shutdown_is_clean() -> anyhow::Result<()> {
+    let (_plugin, runtime) = host_runtime();
+    let n = 4099usize; // not a multiple of anything convenient
+    let a: Vec<f32> = (0..n).map(|i| (i as f32).sin()).collect();
+    let b: Vec<f32> = (0..n).map(|i| i as f32 * 0.25).collect();
+    {
+        let device = runtime.device(0)?;
+        let image = Image::load_file(
+            device,
+            common::build_kernel_image("vec_add.c"),
+            &["vec_add"],
+        )?;
+        let kernel = image.kernel("vec_add")?;
+        let da = DeviceBuffer::from_slice(device, &a)?;
+        let db = DeviceBuffer::from_slice(device, &b)?;
+        let mut dc = DeviceBuffer::<f32>::new(device, n)?;
+        dc.copy_from_host(&vec![-1.0; n])?;
+        // SAFETY: vec_add(const float*, const float*, float*, intptr_t).
+        unsafe {
+            kernel.launch(
+                &[
+                    KernelArg::buffer(&da),
+                    KernelArg::buffer(&db),
+                    KernelArg::buffer(&dc),
+                    KernelArg::scalar(n),
+                ],
+                LaunchConfig {
+                    teams: 4,
+                    threads: 8,
+                },
+            )?;
+        }
+        device.synchronize()?;
+        let mut c = vec![0.0f32; n];
+        dc.copy_to_host(&mut c)?;
+        for i in 0..n {
+            assert_eq!(c[i], a[i] + b[i], "element {i}");
+        }
+        assert_eq!(device.live_allocations().0, 3);
+    }
+    let device0 = runtime.device(0)?;
+    assert_eq!(device0.live_allocations(), (0, 0), "buffers freed on drop");
+    assert_eq!(device0.loaded_image_count(), 0, "image unloaded on drop");
+    let report = runtime.shutdown();
+    assert!(report.is_clean(), "{report}");
+    assert!(report.user_leaks.is_empty());
+    // Device 0 only was used: one step of each device phase, in order.
+    let phases: Vec<Phase> = report.steps.iter().map(|s| s.phase()).collect();
+    assert_eq!(
+        phases,
+        [
+            Phase::DrainMemoryManagers,
+            Phase::FreeUserAllocations,
+            Phase::UnloadImages,
+            Phase::DeinitDevices,
+            Phase::DeinitPlugins,
+            Phase::ClosePlugins
+        ]
+    );
+    // 3 buffers of 4099 floats are over the 8 KiB threshold: not cached.
+    assert!(matches!(
+        report.steps[0],
+        TeardownStep::DrainMemoryManager { blocks: 0, .. }
+    ));
+    println!("{report}");
+    Ok(())
+}
+
+#[test]
+fn image_with_two_kernels_and_scalar_arguments() -> anyhow::Result<()> {
+    let (_plugin, runtime) = host_runtime();
+    let device = runtime.device(1)?;
+    let image = Image::load_file(
+        device,
+        common::build_kernel_image("saxpy.c"),
+        &["saxpy", "sum_i64"],
+    )?;
+    assert_eq!(
+        image.entry_names().collect::<Vec<_>>(),
+        ["saxpy", "sum_i64"]
+    );
+
+    let n = 257usize;
+    let x: Vec<f32> = (0..n).map(|i| i as f32).collect();
+    let y0: Vec<f32> = (0..n).map(|i| 2.0 * i as f32 + 1.0).collect();
+    let dx = DeviceBuffer::from_slice(device, &x)?;
+    let dy = DeviceBuffer::from_slice(device, &y0)?;
+    // SAFETY: saxpy(uintptr_t a_bits, const float*, float*, intptr_t).
+    unsafe {
+        image.kernel("saxpy")?.launch(
+            &[
+                KernelArg::scalar(-1.5f32),
+                (&dx).into(),
+                (&dy).into(),
+                KernelArg::scalar(n as i64),
+            ],
+            LaunchConfig::default(),
+        )?;
+    }
+    let y = dy.to_vec()?;
+    for i in 0..n {
+        assert_eq!(y[i], -1.5 * x[i] + y0[i], "element {i}");
+    }
+
+    let values: Vec<i64> = (0..1000).map(|i| i * i - 500).collect();
+    let dv = DeviceBuffer::from_slice(device, &values)?;
+    let dsum = DeviceBuffer::<i64>::from_slice(device, &[0])?;
+    // SAFETY: sum_i64(const int64_t*, intptr_t, int64_t*).
+    unsafe {
+        image.kernel("sum_i64")?.launch_single(&[
+            (&dv).into(),
+            KernelArg::scalar(values.len()),
+            (&dsum).into(),
+        ])?;
+    }
+    assert_eq!(dsum.to_vec()?, [values.iter().sum::<i64>()]);
+    dsum.free()?;
+    drop((dx, dy, dv));
+    assert!(image.unload()?, "the host plugin unloads images");
+    let report = runtime.shutdown();
+    assert!(report.is_clean(), "{report}");
+    Ok(())
+}
+
+#[test]
+fn missing_kernels_and_bad_images_are_clear_errors() -> anyhow::Result<()> {
+    let (_plugin, runtime) = host_runtime();
+    let device = runtime.device(0)?;
+    let so = common::build_kernel_image("saxpy.c");
+
+    let image = Image::load_file(device, &so, &["saxpy", "sum_i64"])?;
+    match image.kernel("daxpy") {
+        Err(Error::KernelNotFound { name, available }) => {
+            assert_eq!(name, "daxpy");
+            assert_eq!(available, ["saxpy", "sum_i64"]);
+        }
+        other => panic!("{other:?}"),
+    }
+    drop(image);
+
+    // A name the object does not define: the plugin refuses the image.
+    let err = Image::load_file(device, &so, &["saxpy", "no_such_kernel"]).unwrap_err();
+    assert!(
+        matches!(err, Error::ImageLoadFailed { device: 0, .. }),
+        "{err}"
+    );
+    // Not an ELF object at all.
+    let err = Image::load(device, b"definitely not ELF", &["k"]).unwrap_err();
+    assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
+    // An ELF object for the wrong machine is rejected by is_valid_binary.
+    let mut elf = std::fs::read(&so)?;
+    elf[18] = 0xb7; // e_machine = EM_AARCH64
+    let err = Image::load(device, &elf, &["saxpy"]).unwrap_err();
+    assert!(matches!(err, Error::InvalidImage { .. }), "{err}");
+    // A missing file.
+    let err = Image::load_file(device, "/nonexistent/kernel.so", &["k"]).unwrap_err();
+    assert!(matches!(err, Error::Io { .. }), "{err}");
+
+    assert_eq!(device.loaded_image_count(), 0, "nothing stays loaded");
+    let report = runtime.shutdown();
+    assert!(report.is_clean(), "{report}");
+    Ok(())
+}
+
+#[test]
+fn buffer_misuse_is_rejected_and_loses_nothing() -> anyhow::Result<()> {
+    let (_plugin, runtime) = host_runtime();
+    let device = runtime.device(0)?;
+    let other = runtime.device(1)?;
+    let mut buffer = DeviceBuffer::from_slice(device, &[1u32, 2, 3])?;
+    assert!(matches!(
+        buffer.copy_from_host(&[1, 2]),
+        Err(Error::LengthMismatch {
+            device_len: 3,
+            host_len: 2
+        })
+    ));
+    assert!(matches!(
+        buffer.copy_to_host(&mut [0; 4]),
+        Err(Error::LengthMismatch { .. })
+    ));
+    assert_eq!(buffer.to_vec()?, [1, 2, 3], "content unchanged");
+    assert!(matches!(
+        DeviceBuffer::<u8>::new(device, 0),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        DeviceBuffer::<u64>::new(device, usize::MAX),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        runtime.device(999),
+        Err(Error::InvalidDevice(999))
+    ));
+
+    // A buffer of device 0 passed to a kernel on device 1.
+    let image = Image::load_file(other, common::build_kernel_image("vec_add.c"), &["vec_add"])?;
+    let dst = DeviceBuffer::<u32>::new(other, 3)?;
+    // SAFETY: never reaches the kernel: the argument check fails first.
+    let err = unsafe {
+        image.kernel("vec_add")?.launch(
+            &[
+                (&buffer).into(),
+                (&buffer).into(),
+                (&dst).into(),
+                KernelArg::scalar(3usize),
+            ],
+            LaunchConfig::default(),
+        )
+    }
+    .unwrap_err();
+    assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
+
+    // Raw frees: unknown pointers and double frees are errors, and change nothing.
+    let raw = device.alloc(64, std::ptr::null_mut(), omptarget::abi::AllocKind::Device)?;
+    device.free(raw)?;
+    assert!(matches!(
+        device.free(raw),
+        Err(Error::UnknownDevicePointer { device: 0, .. })
+    ));
+    assert!(matches!(
+        other.free(buffer.device_ptr()),
+        Err(Error::UnknownDevicePointer { device: 1, .. })
+    ));
+    assert_eq!(buffer.to_vec()?, [1, 2, 3]);
+    buffer.copy_from_host(&[7, 8, 9])?;
+    assert_eq!(buffer.to_vec()?, [7, 8, 9]);
+    drop((buffer, dst, image));
+    let report = runtime.shutdown();
+    assert!(report.is_clean(), "{report}");
+    Ok(())
+}
+
+#[test]
+fn shutdown_frees_and_reports_what_the_user_still_holds() -> anyhow::Result<()> {
+    let (_plugin, runtime) = host_runtime();
+    let device = runtime.device(0)?;
+    let kept = DeviceBuffer::<u8>::new(device, 100)?;
+    let kept_addr = kept.device_ptr().addr();
+    std::mem::forget(kept);
+    let big = device.alloc(
+        1 << 20,
+        std::ptr::null_mut(),
+        omptarget::abi::AllocKind::Host,
+    )?;
+    let cached = DeviceBuffer::<u8>::new(device, 64)?;
+    drop(cached); // into the memory manager's cache
+    assert_eq!(device.memory_stats().cached_blocks, 1);
+    // An image left loaded: through the raw API, with storage that
+    // outlives the runtime (an Image handle cannot).
+    let elf = std::fs::read(common::build_kernel_image("vec_add.c"))?;
+    let storage = OwnedImage::new(&elf, &["vec_add"])?;
+    // SAFETY: `storage` is dropped only after the shutdown below.
+    unsafe { device.load_image(storage.as_device_image())? };
+
+    let report = runtime.shutdown();
+    assert!(!report.is_clean());
+    assert_eq!(report.user_leaks.len(), 2);
+    assert_eq!(
+        report.user_leaks.iter().map(|l| l.size).sum::<usize>(),
+        100 + (1 << 20)
+    );
+    assert!(report.user_leaks.iter().any(|l| l.address == kept_addr));
+    assert!(report.user_leaks.iter().any(|l| l.address == big.addr()));
+    assert!(report.not_freed.is_empty(), "{report}");
+    let steps: Vec<&TeardownStep> = report
+        .steps
+        .iter()
+        .filter(|s| s.device() == Some(0))
+        .collect();
+    assert!(matches!(
+        steps[0],
+        TeardownStep::DrainMemoryManager {
+            blocks: 1,
+            bytes: 64,
+            outcome: StepOutcome::Done,
+            ..
+        }
+    ));
+    assert!(matches!(
+        steps[1],
+        TeardownStep::FreeUserAllocations {
+            blocks: 2,
+            outcome: StepOutcome::Done,
+            ..
+        }
+    ));
+    assert!(matches!(
+        steps[2],
+        TeardownStep::UnloadImages {
+            images: 1,
+            outcome: StepOutcome::Done,
+            ..
+        }
+    ));
+    assert!(matches!(
+        steps[3],
+        TeardownStep::DeinitDevice {
+            outcome: StepOutcome::Done,
+            ..
+        }
+    ));
+    assert_eq!(report.blocks_freed, 3);
+    assert_eq!(report.bytes_freed, 64 + 100 + (1 << 20));
+    let text = report.to_string();
+    assert!(
+        text.contains("still held by the user at shutdown"),
+        "{text}"
+    );
+    drop(storage);
+    Ok(())
+}
+
+#[test]
+fn one_runtime_shared_by_threads() -> anyhow::Result<()> {
+    let (_plugin, runtime) = host_runtime();
+    let so = common::build_kernel_image("vec_add.c");
+    std::thread::scope(|scope| {
+        for t in 0..4usize {
+            let runtime = &runtime;
+            let so = &so;
+            scope.spawn(move || -> anyhow::Result<()> {
+                let device = runtime.device(t % 2)?;
+                let image = Image::load_file(device, so, &["vec_add"])?;
+                let kernel = image.kernel("vec_add")?;
+                for round in 0..20usize {
+                    let n = 16 + round;
+                    let a: Vec<f32> = (0..n).map(|i| (i * t) as f32).collect();
+                    let da = DeviceBuffer::from_slice(device, &a)?;
+                    let dc = DeviceBuffer::<f32>::new(device, n)?;
+                    // SAFETY: vec_add with n-element buffers.
+                    unsafe {
+                        kernel.launch(
+                            &[
+                                (&da).into(),
+                                (&da).into(),
+                                (&dc).into(),
+                                KernelArg::scalar(n),
+                            ],
+                            LaunchConfig::default(),
+                        )?;
+                    }
+                    let c = dc.to_vec()?;
+                    assert!(c.iter().zip(&a).all(|(c, a)| *c == 2.0 * a));
+                }
+                Ok(())
+            });
+        }
+    });
+    for device in runtime.devices() {
+        assert_eq!(device.live_allocations(), (0, 0));
+    }
+    let report = runtime.shutdown();
+    assert!(report.is_clean(), "{report}");
+    assert!(report.blocks_freed > 0, "the cache held the small buffers");
+    Ok(())
+}
+
+#[test]
+fn device_to_device_exchange() -> anyhow::Result<()> {
+    let (_plugin, runtime) = host_runtime();
+    let (d0, d1) = (runtime.device(0)?, runtime.device(1)?);
+    assert!(
+        d0.can_exchange_with(d1),
+        "the host plugin exchanges between its devices"
+    );
+    let src = DeviceBuffer::from_slice(d0, &[1.5f64, -2.0, 3.25])?;
+    let dst = DeviceBuffer::<f64>::new(d1, 3)?;
+    // SAFETY: both are live buffers of 24 bytes on their devices.
+    unsafe { d0.exchange(src.device_ptr(), d1, dst.device_ptr(), src.size_bytes())? };
+    d1.synchronize()?;
+    assert_eq!(dst.to_vec()?, [1.5, -2.0, 3.25]);
+    drop((src, dst));
+    assert!(runtime.shutdown().is_clean());
+    Ok(())
+}

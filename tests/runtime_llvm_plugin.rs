@@ -1,0 +1,106 @@
+//! The runtime drives LLVM 14's own x86_64 plugin (from libomp-14-dev):
+//! proof that plugin loading, images and launches follow LLVM's ABI and not
+//! only our plugins' reading of it.
+mod common;
+
+use omptarget::{
+    Config, DeviceBuffer, Image, KernelArg, LaunchConfig, Runtime, StepOutcome, TeardownStep,
+};
+use std::path::Path;
+
+const LLVM_PLUGIN: &str = "/usr/lib/llvm-14/lib/libomptarget.rtl.x86_64.so";
+
+#[test]
+fn vec_add_on_llvm_x86_64_plugin() -> anyhow::Result<()> {
+    assert!(
+        Path::new(LLVM_PLUGIN).is_file(),
+        "libomp-14-dev is not installed"
+    );
+    let runtime = Runtime::new(Config::default().with_plugins([LLVM_PLUGIN]))?;
+    assert!(
+        runtime.skipped_plugins().is_empty(),
+        "{:?}",
+        runtime.skipped_plugins()
+    );
+    let plugins = runtime.plugins();
+    assert_eq!(plugins.len(), 1);
+    assert_eq!(plugins[0].device_count, 4, "LLVM's plugin has 4 devices");
+    assert!(
+        plugins[0].optional_entries.is_empty(),
+        "{:?}",
+        plugins[0].optional_entries
+    );
+
+    let n = 1000usize;
+    let a: Vec<f32> = (0..n).map(|i| i as f32 * 0.5).collect();
+    let b: Vec<f32> = (0..n).map(|i| 1000.0 - i as f32).collect();
+    {
+        let device = runtime.device(2)?;
+        let image = Image::load_file(
+            device,
+            common::build_kernel_image("vec_add.c"),
+            &["vec_add"],
+        )?;
+        let kernel = image.kernel("vec_add")?;
+        let da = DeviceBuffer::from_slice(device, &a)?;
+        let db = DeviceBuffer::from_slice(device, &b)?;
+        let dc = DeviceBuffer::<f32>::new(device, n)?;
+        // SAFETY: vec_add(const float*, const float*, float*, intptr_t n)
+        // with three buffers of n floats.
+        unsafe {
+            kernel.launch(
+                &[
+                    (&da).into(),
+                    (&db).into(),
+                    (&dc).into(),
+                    KernelArg::scalar(n),
+                ],
+                LaunchConfig {
+                    teams: 1,
+                    threads: 1,
+                },
+            )?
+        };
+        let c = dc.to_vec()?;
+        for i in 0..n {
+            assert_eq!(c[i], a[i] + b[i], "element {i}");
+        }
+    }
+    let report = runtime.shutdown();
+    assert!(report.is_clean(), "{report}");
+    // LLVM's plugin has none of the lifecycle entries.
+    assert!(report.steps.iter().any(|s| matches!(
+        s,
+        TeardownStep::UnloadImages {
+            device: 2,
+            outcome: StepOutcome::NotExported,
+            ..
+        }
+    )));
+    assert!(report.steps.iter().any(|s| matches!(
+        s,
+        TeardownStep::DeinitPlugin {
+            outcome: StepOutcome::NotExported,
+            ..
+        }
+    )));
+    assert!(matches!(
+        report.steps.last(),
+        Some(TeardownStep::ClosePlugin {
+            outcome: StepOutcome::Done,
+            ..
+        })
+    ));
+    // The cache held the three 4000-byte buffers; drained first.
+    match &report.steps[0] {
+        TeardownStep::DrainMemoryManager {
+            device: 2,
+            blocks: 3,
+            bytes: 12000,
+            outcome: StepOutcome::Done,
+            ..
+        } => {}
+        other => panic!("first step: {other}"),
+    }
+    Ok(())
+}

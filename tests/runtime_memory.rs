@@ -1,0 +1,137 @@
+//! The memory manager in front of a real plugin: reuse, threshold, and the
+//! free-the-cache-and-retry path when the device runs out of memory
+//! (`alloc_limit_bytes` of the test plugin).
+mod common;
+
+use omptarget::abi::AllocKind;
+use omptarget::{Config, Error, Runtime};
+use std::ptr::null_mut;
+
+fn runtime_with(conf: &str, threshold: usize) -> (common::TestPlugin, Runtime) {
+    let plugin = common::test_plugin(conf);
+    let config = Config::default()
+        .with_plugins([&plugin.path])
+        .with_memory_manager_threshold(threshold);
+    let runtime = Runtime::new(config).unwrap();
+    (plugin, runtime)
+}
+
+fn count(plugin: &common::TestPlugin, call: &str) -> usize {
+    plugin.log_calls().iter().filter(|c| *c == call).count()
+}
+
+#[test]
+fn small_blocks_are_reused_without_calling_the_plugin() {
+    let (plugin, runtime) = runtime_with("devices=1\n", 8192);
+    let device = runtime.device(0).unwrap();
+    let a = device.alloc(100, null_mut(), AllocKind::Default).unwrap();
+    device.free(a).unwrap();
+    let b = device.alloc(100, null_mut(), AllocKind::Default).unwrap();
+    assert_eq!(a, b);
+    let big = device.alloc(8193, null_mut(), AllocKind::Default).unwrap();
+    device.free(big).unwrap();
+    // Host/shared kinds bypass the manager.
+    let host = device.alloc(16, null_mut(), AllocKind::Host).unwrap();
+    device.free(host).unwrap();
+    assert_eq!(count(&plugin, "data_alloc"), 3);
+    assert_eq!(
+        count(&plugin, "data_delete"),
+        2,
+        "the big and the host block"
+    );
+    device.free(b).unwrap();
+    let stats = device.memory_stats();
+    assert_eq!(
+        (stats.cached_blocks, stats.cached_bytes, stats.live_blocks),
+        (1, 100, 0)
+    );
+    let report = runtime.shutdown();
+    assert_eq!((report.blocks_freed, report.bytes_freed), (1, 100));
+    assert_eq!(count(&plugin, "data_delete"), 3);
+}
+
+#[test]
+fn threshold_decides_what_is_cached() {
+    let (plugin, runtime) = runtime_with("devices=1\n", 64);
+    let device = runtime.device(0).unwrap();
+    for size in [64, 65] {
+        let p = device.alloc(size, null_mut(), AllocKind::Device).unwrap();
+        device.free(p).unwrap();
+    }
+    assert_eq!(
+        count(&plugin, "data_delete"),
+        1,
+        "65 > threshold is freed at once"
+    );
+    assert_eq!(device.memory_stats().cached_bytes, 64);
+    drop(runtime);
+}
+
+#[test]
+fn threshold_zero_disables_the_manager() {
+    let (plugin, runtime) = runtime_with("devices=1\n", 0);
+    let device = runtime.device(0).unwrap();
+    for _ in 0..3 {
+        let p = device.alloc(32, null_mut(), AllocKind::Default).unwrap();
+        device.free(p).unwrap();
+    }
+    assert_eq!(count(&plugin, "data_alloc"), 3);
+    assert_eq!(count(&plugin, "data_delete"), 3);
+    let report = runtime.shutdown();
+    assert_eq!(report.blocks_freed, 0);
+    assert!(report.is_clean(), "{report}");
+}
+
+#[test]
+fn out_of_memory_frees_the_cache_and_retries_once() {
+    let (plugin, runtime) = runtime_with("devices=1\nalloc_limit_bytes=4096\n", 8192);
+    let device = runtime.device(0).unwrap();
+    let blocks: Vec<_> = (0..3)
+        .map(|_| device.alloc(1000, null_mut(), AllocKind::Default).unwrap())
+        .collect();
+    for b in blocks {
+        device.free(b).unwrap();
+    }
+    assert_eq!(device.memory_stats().cached_bytes, 3000);
+    // 3000 cached + 2000 > 4096: the first try fails, the cache is
+    // returned, the retry succeeds.
+    let p = device.alloc(2000, null_mut(), AllocKind::Default).unwrap();
+    let lines = plugin.log_lines();
+    let tail: Vec<&str> = lines[lines.len() - 5..]
+        .iter()
+        .map(|l| l.as_str())
+        .collect();
+    assert!(
+        tail[0].starts_with("data_alloc 0 2000") && tail[0].ends_with("null"),
+        "{tail:?}"
+    );
+    assert!(
+        tail[1..4].iter().all(|l| l.starts_with("data_delete 0")),
+        "{tail:?}"
+    );
+    assert!(
+        tail[4].starts_with("data_alloc 0 2000") && !tail[4].ends_with("null"),
+        "{tail:?}"
+    );
+    assert_eq!(device.memory_stats().cached_blocks, 0);
+
+    // Too big even with an empty cache: a clean error, nothing lost.
+    let err = device
+        .alloc(3000, null_mut(), AllocKind::Default)
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::OutOfMemory {
+                device: 0,
+                size: 3000,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert_eq!(device.live_allocations(), (1, 2000));
+    device.free(p).unwrap();
+    let report = runtime.shutdown();
+    assert!(report.is_clean(), "{report}");
+}

@@ -1,0 +1,243 @@
+//! Plugin loading: failures are skipped and reported, what they set up is
+//! undone, the other plugins keep working, device numbers follow plugin
+//! order.
+mod common;
+
+use omptarget::abi::AllocKind;
+use omptarget::{Config, Error, Runtime, SkipReason, StepOutcome, TeardownStep};
+use std::ptr::null_mut;
+
+#[test]
+fn devices_are_numbered_in_plugin_order() {
+    let a = common::test_plugin("devices=2\n");
+    let b = common::test_plugin("devices=3\n");
+    let runtime = Runtime::new(Config::default().with_plugins([&a.path, &b.path])).unwrap();
+    assert_eq!(runtime.device_count(), 5);
+    let plugins = runtime.plugins();
+    assert_eq!(plugins.len(), 2);
+    assert_eq!((plugins[0].first_device, plugins[0].device_count), (0, 2));
+    assert_eq!((plugins[1].first_device, plugins[1].device_count), (2, 3));
+    assert_eq!(plugins[1].path, b.path);
+    assert!(plugins.iter().all(|p| p.alive));
+    for (id, device) in runtime.devices().iter().enumerate() {
+        assert_eq!(device.id(), id);
+        assert_eq!(device.local_id() as usize, if id < 2 { id } else { id - 2 });
+    }
+    // Device 3 is plugin b's device 1.
+    let p = runtime
+        .device(3)
+        .unwrap()
+        .alloc(8, null_mut(), AllocKind::Default)
+        .unwrap();
+    assert!(b.log_lines().iter().any(|l| l == "init_device 1"));
+    assert!(!a.log_lines().iter().any(|l| l.starts_with("init_device")));
+    runtime.device(3).unwrap().free(p).unwrap();
+    let report = runtime.shutdown();
+    assert!(report.is_clean(), "{report}");
+    for plugin in [&a, &b] {
+        let calls = plugin.log_calls();
+        assert_eq!(
+            calls.first().map(String::as_str),
+            Some("register_destruction_cb"),
+            "{calls:?}"
+        );
+        assert_eq!(calls.last().map(String::as_str), Some("fini"), "{calls:?}");
+    }
+}
+
+#[test]
+fn a_device_failing_init_is_reported_on_every_use_and_others_work() {
+    let plugin = common::test_plugin("devices=3\nfail_init_device=1\n");
+    let runtime = Runtime::new(Config::default().with_plugins([&plugin.path])).unwrap();
+    assert_eq!(runtime.device_count(), 3);
+    let bad = runtime.device(1).unwrap();
+    for _ in 0..2 {
+        match bad.alloc(8, null_mut(), AllocKind::Default) {
+            Err(Error::DeviceInitFailed {
+                device: 1, reason, ..
+            }) => {
+                assert!(reason.contains("init_device"), "{reason}")
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    assert!(bad.ensure_initialized().is_err());
+    assert!(!bad.is_initialized());
+    for id in [0, 2] {
+        let device = runtime.device(id).unwrap();
+        let p = device.alloc(8, null_mut(), AllocKind::Default).unwrap();
+        device.free(p).unwrap();
+    }
+    let lines = plugin.log_lines();
+    assert_eq!(
+        lines.iter().filter(|l| *l == "init_device 1").count(),
+        1,
+        "tried once"
+    );
+    let report = runtime.shutdown();
+    assert!(
+        report.steps.iter().all(|s| s.device() != Some(1)),
+        "{report}"
+    );
+    let deinits: Vec<String> = plugin
+        .log_lines()
+        .into_iter()
+        .filter(|l| l.starts_with("deinit_device"))
+        .collect();
+    assert_eq!(deinits, ["deinit_device 0", "deinit_device 2"]);
+    assert!(report.is_clean(), "{report}");
+}
+
+#[test]
+fn failed_plugins_are_skipped_cleanly_and_the_rest_still_work() {
+    let failing_init = common::test_plugin("fail_init_plugin=1\n");
+    let no_devices = common::test_plugin("devices=0\n");
+    let incomplete = common::incomplete_plugin();
+    let good = common::test_plugin("devices=1\n");
+    let missing = std::path::PathBuf::from("/nonexistent/libomptarget.rtl.none.so");
+    let paths = [
+        &failing_init.path,
+        &incomplete.path,
+        &missing,
+        &no_devices.path,
+        &good.path,
+    ];
+    let runtime = Runtime::new(Config::default().with_plugins(paths)).unwrap();
+
+    let skipped = runtime.skipped_plugins();
+    assert_eq!(skipped.len(), 4, "{skipped:?}");
+    assert_eq!(skipped[0].path, failing_init.path);
+    assert!(
+        matches!(skipped[0].reason, SkipReason::InitPluginFailed(_)),
+        "{}",
+        skipped[0]
+    );
+    // init_plugin failed: nothing to deinit, only close.
+    assert_eq!(skipped[0].undone, [("close", StepOutcome::Done)]);
+    assert_eq!(
+        failing_init.log_calls(),
+        ["register_destruction_cb", "init_plugin", "fini"]
+    );
+
+    match &skipped[1].reason {
+        SkipReason::MissingEntries(names) => {
+            assert!(!names.is_empty());
+            assert!(names
+                .iter()
+                .all(|n| omptarget::abi::plugin::names::REQUIRED.contains(n)));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(skipped[1].undone, [("close", StepOutcome::Done)]);
+
+    assert!(
+        matches!(&skipped[2].reason, SkipReason::OpenFailed(msg) if msg.contains("nonexistent"))
+    );
+    assert!(skipped[2].undone.is_empty());
+
+    assert_eq!(skipped[3].reason, SkipReason::NoDevices(0));
+    assert_eq!(
+        skipped[3].undone,
+        [
+            ("deinit_plugin", StepOutcome::Done),
+            ("close", StepOutcome::Done)
+        ]
+    );
+    assert_eq!(
+        no_devices.log_calls(),
+        [
+            "register_destruction_cb",
+            "init_plugin",
+            "number_of_devices",
+            "deinit_plugin",
+            "fini"
+        ]
+    );
+    assert!(skipped.iter().all(|s| !s.to_string().is_empty()));
+
+    // The good plugin got device 0 and works.
+    assert_eq!(runtime.device_count(), 1);
+    assert_eq!(runtime.plugins()[0].path, good.path);
+    let device = runtime.device(0).unwrap();
+    let p = device.alloc(8, null_mut(), AllocKind::Default).unwrap();
+    device.free(p).unwrap();
+    let report = runtime.shutdown();
+    assert!(report.is_clean(), "{report}");
+    assert!(matches!(
+        report.steps.last(),
+        Some(TeardownStep::ClosePlugin { .. })
+    ));
+}
+
+#[test]
+fn plugins_from_the_environment() {
+    let a = common::test_plugin("devices=1\n");
+    let b = common::test_plugin("devices=2\n");
+    let list = format!("{}:{}", a.path.display(), b.path.display());
+    // Only this test of this binary reads the environment.
+    std::env::set_var(omptarget::config::ENV_PLUGINS, &list);
+    std::env::set_var(omptarget::config::ENV_MM_THRESHOLD, "0");
+    let config = Config::from_env();
+    std::env::remove_var(omptarget::config::ENV_PLUGINS);
+    std::env::remove_var(omptarget::config::ENV_MM_THRESHOLD);
+    assert_eq!(
+        config.plugins.as_deref(),
+        Some(&[a.path.clone(), b.path.clone()][..])
+    );
+    assert_eq!(config.memory_manager_threshold, 0);
+    let runtime = Runtime::new(config).unwrap();
+    assert_eq!(runtime.device_count(), 3);
+    assert!(runtime.shutdown().is_clean());
+}
+
+#[test]
+fn default_discovery_looks_next_to_the_runtime() {
+    // The runtime is linked into this test executable, whose directory has
+    // no plugins: no devices, nothing skipped (absent defaults are not
+    // failures).
+    let runtime = Runtime::new(Config::default()).unwrap();
+    assert_eq!(runtime.device_count(), 0);
+    assert!(runtime.skipped_plugins().is_empty());
+    assert!(matches!(runtime.device(0), Err(Error::InvalidDevice(0))));
+    let report = runtime.shutdown();
+    assert!(report.steps.is_empty() && report.is_clean());
+}
+
+#[test]
+fn per_plugin_queries_for_the_openmp_layer() {
+    let a = common::test_plugin("devices=2\n");
+    let b = common::test_plugin("devices=3\n");
+    let runtime = Runtime::new(Config::default().with_plugins([&a.path, &b.path])).unwrap();
+    assert_eq!(runtime.plugin_count(), 2);
+    let second = runtime.plugin(1).unwrap();
+    assert_eq!((second.first_device(), second.device_count()), (2, 3));
+    assert_eq!(runtime.plugin_device(1, 2).unwrap().id(), 4);
+    assert!(runtime.plugin_device(1, 3).is_none());
+    assert!(runtime.plugin(2).is_none());
+
+    let elf = std::fs::read(common::build_kernel_image("vec_add.c")).unwrap();
+    let image = omptarget::image::OwnedImage::new(&elf, &["vec_add"]).unwrap();
+    // SAFETY: `image` is a valid descriptor, alive here.
+    assert!(unsafe { second.is_valid_binary(image.as_device_image()) });
+    let mut wrong = elf.clone();
+    wrong[18] = 0xb7; // EM_AARCH64
+    let wrong = omptarget::image::OwnedImage::new(&wrong, &["vec_add"]).unwrap();
+    // SAFETY: as above.
+    assert!(!unsafe { second.is_valid_binary(wrong.as_device_image()) });
+
+    // Requires flags reach init_requires before init_device (if exported).
+    let device = runtime.plugin_device(0, 1).unwrap();
+    device
+        .ensure_initialized_with_requires(omptarget::abi::requires::UNIFIED_SHARED_MEMORY)
+        .unwrap();
+    assert_eq!(
+        runtime.plugin(0).unwrap().requires_flags(),
+        omptarget::abi::requires::UNIFIED_SHARED_MEMORY
+    );
+    let lines = a.log_lines();
+    let init = lines.iter().position(|l| l == "init_device 1").unwrap();
+    if let Some(req) = lines.iter().position(|l| l.starts_with("init_requires")) {
+        assert!(req < init, "{lines:?}");
+    }
+    assert!(runtime.shutdown().is_clean());
+}
