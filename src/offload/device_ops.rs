@@ -153,14 +153,12 @@ impl Platform for EmptyPlatform {
     }
 }
 
-/// [`DeviceOps`] over the core's [`crate::device::Device`]. The core's API
-/// lacks some entries; those fail with a clear message until it has them
-/// (see the module report: `run_region`, `run_team_region`,
-/// `is_data_exchangable`/`data_exchange`, `supports_empty_images`, and
-/// passing the requires flags to `init_requires`).
+/// [`DeviceOps`] over the core's [`crate::device::Device`]: every call goes
+/// through the device's own API (memory manager, liveness checks, the
+/// plugin's async entries on a private queue, then a wait).
 impl DeviceOps for crate::device::Device {
-    fn init(&self, _requires_flags: i64) -> Result<(), OpFailed> {
-        Ok(self.ensure_initialized()?)
+    fn init(&self, requires_flags: i64) -> Result<(), OpFailed> {
+        Ok(self.ensure_initialized_with_requires(requires_flags)?)
     }
     fn alloc(
         &self,
@@ -189,53 +187,87 @@ impl DeviceOps for crate::device::Device {
     ) -> Result<(), OpFailed> {
         Ok(crate::device::Device::retrieve(self, dst, src, size)?)
     }
-    fn is_data_exchangable(&self, _dst: &dyn DeviceOps) -> bool {
-        false
+    fn is_data_exchangable(&self, dst: &dyn DeviceOps) -> bool {
+        dst.as_any()
+            .downcast_ref::<crate::device::Device>()
+            .is_some_and(|dst| self.can_exchange_with(dst))
     }
     unsafe fn data_exchange(
         &self,
-        _src: DevicePtr,
-        _dst_device: &dyn DeviceOps,
-        _dst: DevicePtr,
-        _size: usize,
+        src: DevicePtr,
+        dst_device: &dyn DeviceOps,
+        dst: DevicePtr,
+        size: usize,
     ) -> Result<(), OpFailed> {
-        Err(OpFailed(
-            "crate::device::Device has no data_exchange yet".to_string(),
-        ))
+        let Some(dst_device) = dst_device.as_any().downcast_ref::<crate::device::Device>() else {
+            return Err(OpFailed("data exchange with a foreign device".to_string()));
+        };
+        Ok(self.exchange(src, dst_device, dst, size)?)
     }
     unsafe fn load_binary(&self, image: *mut DeviceImage) -> Result<Vec<OffloadEntry>, OpFailed> {
         Ok(self.load_image(image)?.entries)
     }
     unsafe fn run_region(
         &self,
-        _entry: *mut c_void,
-        _args: &mut [*mut c_void],
-        _offsets: &mut [isize],
+        entry: *mut c_void,
+        args: &mut [*mut c_void],
+        offsets: &mut [isize],
     ) -> Result<(), OpFailed> {
-        Err(OpFailed(
-            "crate::device::Device has no run_region yet".to_string(),
-        ))
+        Ok(crate::device::Device::run_region(
+            self,
+            entry,
+            args,
+            offsets,
+            crate::RegionLaunch::Single,
+        )?)
     }
     unsafe fn run_team_region(
         &self,
-        _entry: *mut c_void,
-        _args: &mut [*mut c_void],
-        _offsets: &mut [isize],
-        _num_teams: i32,
-        _thread_limit: i32,
-        _loop_tripcount: u64,
+        entry: *mut c_void,
+        args: &mut [*mut c_void],
+        offsets: &mut [isize],
+        num_teams: i32,
+        thread_limit: i32,
+        loop_tripcount: u64,
     ) -> Result<(), OpFailed> {
-        Err(OpFailed(
-            "crate::device::Device has no run_team_region yet".to_string(),
-        ))
+        Ok(crate::device::Device::run_region(
+            self,
+            entry,
+            args,
+            offsets,
+            crate::RegionLaunch::Teams {
+                num_teams,
+                thread_limit,
+                loop_tripcount,
+            },
+        )?)
     }
     fn supports_empty_images(&self) -> bool {
-        false
+        self.plugin().supports_empty_images()
     }
     fn mappings(&self) -> &MappingTable {
         crate::device::Device::mappings(self)
     }
     fn as_any(&self) -> &dyn std::any::Any {
         self
+    }
+}
+
+/// The runtime's plugins in load order (LLVM's `AllRTLs` once those without
+/// devices are left out, which the registry does) and their devices.
+impl Platform for crate::Runtime {
+    fn plugin_count(&self) -> usize {
+        crate::Runtime::plugin_count(self)
+    }
+    fn plugin_device_count(&self, plugin: usize) -> usize {
+        self.plugin(plugin).map_or(0, |p| p.device_count())
+    }
+    unsafe fn is_valid_binary(&self, plugin: usize, image: *mut DeviceImage) -> bool {
+        self.plugin(plugin)
+            .is_some_and(|p| p.is_valid_binary(image))
+    }
+    fn device(&self, plugin: usize, local: usize) -> Option<&dyn DeviceOps> {
+        self.plugin_device(plugin, local)
+            .map(|d| d as &dyn DeviceOps)
     }
 }
