@@ -162,6 +162,35 @@ fn target_regions_and_data(runtime: Runtime) {
                 .is_empty());
         }
 
+        // First-private inputs: small ones packed into one buffer, large
+        // ones in their own; none stay allocated.
+        for n in [16usize, 600] {
+            let a: Vec<f32> = (0..n).map(|i| i as f32).collect();
+            let b: Vec<f32> = (0..n).map(|i| 0.5 * i as f32).collect();
+            let mut c = vec![0f32; n];
+            let bytes = (n * 4) as i64;
+            let mut args = Args::default();
+            args.push(
+                a.as_ptr() as *mut c_void,
+                bytes,
+                mt::PRIVATE | mt::TO | mt::TARGET_PARAM,
+            )
+            .push(
+                b.as_ptr() as *mut c_void,
+                bytes,
+                mt::PRIVATE | mt::TO | mt::TARGET_PARAM,
+            )
+            .push(
+                c.as_mut_ptr() as *mut c_void,
+                bytes,
+                mt::FROM | mt::TARGET_PARAM,
+            )
+            .push(n as *mut c_void, 8, mt::LITERAL | mt::TARGET_PARAM);
+            unsafe { off.target(null(), 0, binary.entry(0), &args.view(), 0, 0, false) }.unwrap();
+            assert!(c.iter().enumerate().all(|(i, &v)| v == 1.5 * i as f32));
+        }
+        assert_eq!(runtime.device(0).unwrap().live_allocations().0, 0);
+
         // A data environment around two regions, then an update.
         let mut env = Args::default();
         env.push(c.as_mut_ptr() as *mut c_void, bytes, mt::TO | mt::FROM);
