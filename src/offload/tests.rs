@@ -1621,3 +1621,99 @@ fn data_directives_program_info_output_matches_llvm() {
     let golden = include_str!("golden_mix_info.txt");
     assert_eq!(normalize_addresses(&w.stderr()), golden);
 }
+
+/// LLVM 14's INFO output and results for a strided `target update` (clang
+/// passes three dimension descriptors; LLVM 14 merges the middle one and,
+/// as replayed here, copies one element per row):
+///
+/// ```c
+/// int m[3][6] = {0}; int v[10] = {0};
+/// #pragma omp target enter data map(to: m, v)
+/// #pragma omp target
+/// { m[i][j] = i * 10 + j for all i, j; v[i] = i + 1 for all i; }
+/// #pragma omp target update from(m[0:2][1:3:2], v[1:4:2])
+/// #pragma omp target exit data map(delete: m, v)
+/// ```
+#[test]
+fn strided_update_program_matches_llvm() {
+    let (w, bin) = one_kernel_world(1);
+    w.registry.set_info_level(u32::MAX);
+    let off = w.off();
+    // The C program's stack layout: v below m (the table dump is in address
+    // order).
+    #[repr(C)]
+    struct Frame {
+        v: [i32; 10],
+        pad: [i32; 2],
+        m: [[i32; 6]; 3],
+    }
+    let mut frame = Frame {
+        v: [0; 10],
+        pad: [0; 2],
+        m: [[0; 6]; 3],
+    };
+    let pm = frame.m.as_mut_ptr() as *mut c_void;
+    let pv = frame.v.as_mut_ptr() as *mut c_void;
+    w.platform
+        .dev(0, 0)
+        .kernel(bin.addrs[0], |args, offsets, _| unsafe {
+            let m = (args[0] as usize).wrapping_add(offsets[0] as usize) as *mut i32;
+            let v = (args[1] as usize).wrapping_add(offsets[1] as usize) as *mut i32;
+            for i in 0..3 {
+                for j in 0..6 {
+                    *m.add(i * 6 + j) = (i * 10 + j) as i32;
+                }
+            }
+            for i in 0..10 {
+                *v.add(i) = i as i32 + 1;
+            }
+        });
+    let mut dims = [
+        TargetNonContig {
+            offset: 0,
+            count: 2,
+            stride: 24,
+        },
+        TargetNonContig {
+            offset: 1,
+            count: 3,
+            stride: 8,
+        },
+        TargetNonContig {
+            offset: 0,
+            count: 1,
+            stride: 4,
+        },
+    ];
+    unsafe {
+        let mut enter = Args::default();
+        enter.push(pm, pm, 72, 0x1).push(pv, pv, 40, 0x1);
+        off.target_data_begin(null(), -1, &enter.view()).unwrap();
+        let mut region = Args::default();
+        region.push(pm, pm, 72, 0x223).push(pv, pv, 40, 0x223);
+        off.target(
+            null(),
+            -1,
+            bin.addrs[0] as *mut c_void,
+            &region.view(),
+            0,
+            0,
+            false,
+        )
+        .unwrap();
+        let mut update = Args::default();
+        update
+            .push(pm, dims.as_mut_ptr() as *mut c_void, 3, 0x100000000002)
+            .push(pv, (pv as usize + 4) as *mut c_void, 16, 0x2);
+        off.target_data_update(null(), -1, &update.view()).unwrap();
+        let mut exit = Args::default();
+        exit.push(pm, pm, 72, 0x8).push(pv, pv, 40, 0x8);
+        off.target_data_end(null(), -1, &exit.view()).unwrap();
+    }
+    assert_eq!(frame.m, [[0, 0, 2, 0, 0, 0], [0, 0, 12, 0, 0, 0], [0; 6]]);
+    assert_eq!(frame.v, [0, 2, 3, 4, 5, 0, 0, 0, 0, 0]);
+    assert_eq!(frame.pad, [0; 2]);
+    off.dump_mappings_at_exit();
+    let golden = include_str!("golden_noncontig_info.txt");
+    assert_eq!(normalize_addresses(&w.stderr()), golden);
+}
