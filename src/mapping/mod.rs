@@ -5,13 +5,13 @@
 //!   `BTreeMap`, so every lookup examines two neighbours found by range
 //!   probes: O(log n) whatever the number of mappings (no linear scans).
 //! * Each mapping has a dynamic and an `ompx_hold` reference count
-//!   ([`refcount`]); `omp_target_associate_ptr` and `declare target`
+//!   ([`RefCounts`]); `omp_target_associate_ptr` and `declare target`
 //!   globals use an infinite dynamic count.
 //! * The device-touching operations (LLVM's `getTargetPointer`,
-//!   `getTgtPtrBegin`, `deallocTgtPtr`) are in [`ops`]; they take the device
+//!   `getTgtPtrBegin`, `deallocTgtPtr`) are [`MappingTable`] methods; they take the device
 //!   memory as a [`DeviceMemory`] so that the table knows nothing of plugins.
 //! * Shadow pointers of PTR_AND_OBJ attachments live next to the mappings
-//!   ([`shadow`]).
+//!   ([`ShadowPtr`]).
 //!
 //! The table is internally synchronised: one lock for the mappings, one for
 //! the shadow pointers (LLVM's `DataMapMtx` and `ShadowMtx`), and a

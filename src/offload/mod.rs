@@ -9,6 +9,35 @@
 //! Printing goes through [`HostEnv::emit`]; fatal errors come back as
 //! [`Fatal`] for the shim to print and abort with.
 //!
+//! # For the shim
+//!
+//! Keep one [`Registry`] next to the `Runtime` (not inside it: the registry
+//! exists before the runtime is built, at the first `__tgt_register_lib`,
+//! and outlives nothing but its registrations). Per call build
+//! `Offload::new(&registry, &runtime, &host_env)` (or with
+//! [`EmptyPlatform`] while no runtime exists) and call:
+//!
+//! | export | method |
+//! |---|---|
+//! | `__tgt_register_requires` | [`Offload::register_requires`] |
+//! | `__tgt_register_lib` / `__tgt_unregister_lib` | [`Offload::register_lib`] / [`Offload::unregister_lib`]; shut down when [`Registry::registered_libs`] is 0, after [`Offload::dump_mappings_at_exit`] |
+//! | `__tgt_init_all_rtls` | [`Offload::init_all_plugins`] |
+//! | `__tgt_target_data_{begin,end,update}[_nowait][_mapper]` | [`Offload::target_data_begin`], [`Offload::target_data_end`], [`Offload::target_data_update`] with [`MapArgs::from_raw`] |
+//! | `__tgt_target[_nowait][_mapper]` | [`Offload::target`] (`teams = false`) |
+//! | `__tgt_target_teams[_nowait][_mapper]` | [`Offload::target`] (`teams = true`) |
+//! | `__tgt_mapper_num_components` / `__tgt_push_mapper_component` | [`mapper_num_components`] / [`push_mapper_component`] |
+//! | `__kmpc_push_target_tripcount[_mapper]` | [`Offload::push_target_tripcount`] |
+//! | `__tgt_set_info_flag` | [`Registry::set_info_level`] (and the plugins') |
+//! | `omp_get_num_devices` / `omp_get_initial_device` | [`Offload::num_devices`] / [`Offload::initial_device`] |
+//! | `omp_target_alloc`, `llvm_omp_target_alloc_{device,host,shared}` | [`Offload::target_alloc`] |
+//! | `omp_target_free` / `omp_target_is_present` | [`Offload::target_free`] / [`Offload::target_is_present`] |
+//! | `omp_target_memcpy` / `omp_target_memcpy_rect` | [`Offload::target_memcpy`] / [`Offload::target_memcpy_rect`] |
+//! | `omp_target_{associate,disassociate}_ptr` | [`Offload::target_associate_ptr`] / [`Offload::target_disassociate_ptr`] |
+//!
+//! A `Result<_, Fatal>` that is `Err` must be ended with [`Fatal::abort`].
+//! `LIBOMPTARGET_INFO`: [`info::info_level_from_env`]; `OMP_TARGET_OFFLOAD`:
+//! libomp's `__kmpc_get_target_offload` via [`TargetOffloadPolicy::from_kmp`].
+//!
 //! Module map: [`registry`] (state), [`registration`] (register/unregister
 //! libraries, requires), [`init`] (device readiness, image loading,
 //! ctors), [`data`] (begin/end), [`update`], [`region`] (target regions),
