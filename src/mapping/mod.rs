@@ -1,9 +1,49 @@
 //! The per-device table of host ranges mapped to device memory, with
-//! OpenMP 5.1 reference counting as LLVM 14 implements it. (H4)
+//! OpenMP 5.1 reference counting as LLVM 14 implements it.
+//!
+//! * [`MappingTable`] holds the mappings ordered by host begin address in a
+//!   `BTreeMap`, so every lookup examines two neighbours found by range
+//!   probes: O(log n) whatever the number of mappings (no linear scans).
+//! * Each mapping has a dynamic and an `ompx_hold` reference count
+//!   ([`RefCounts`]); `omp_target_associate_ptr` and `declare target`
+//!   globals use an infinite dynamic count.
+//! * The device-touching operations (LLVM's `getTargetPointer`,
+//!   `getTgtPtrBegin`, `deallocTgtPtr`) are [`MappingTable`] methods; they take the device
+//!   memory as a [`DeviceMemory`] so that the table knows nothing of plugins.
+//! * Shadow pointers of PTR_AND_OBJ attachments live next to the mappings
+//!   ([`ShadowPtr`]).
+//!
+//! The table is internally synchronised: one lock for the mappings, one for
+//! the shadow pointers (LLVM's `DataMapMtx` and `ShadowMtx`), and a
+//! per-mapping data-movement lock (LLVM's `UpdateMtx`).
+
+mod entry;
+mod error;
+mod lookup;
+mod ops;
+mod refcount;
+mod shadow;
+
+pub use entry::{EntryHandle, MappedEntry};
+pub use error::{present_missing_text, HexPtr, MapFailure, MappingError};
+pub use lookup::LookupResult;
+pub use ops::{
+    DeviceMemory, MapEvent, MapRequest, RefAction, TargetPointer, TgtPtrBegin, UnmapRequest,
+};
+pub use refcount::{RefCountDisplay, RefCounts, RefKind, INF_REF_COUNT};
+pub use shadow::{ShadowPtr, ShadowVisit};
+
+use entry::MapEntry;
+use shadow::ShadowMap;
+use std::collections::BTreeMap;
+use std::sync::{Mutex, MutexGuard};
 
 /// Host -> device mappings of one device. Internally synchronised.
-#[derive(Default)]
-pub struct MappingTable {}
+#[derive(Debug, Default)]
+pub struct MappingTable {
+    entries: Mutex<BTreeMap<usize, MapEntry>>,
+    shadows: Mutex<ShadowMap>,
+}
 
 /// One mapping still present, for the shutdown report.
 #[derive(Debug, Clone)]
@@ -16,9 +56,159 @@ pub struct MappedRange {
 }
 
 impl MappingTable {
+    /// An empty table.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn lock_entries(&self) -> MutexGuard<'_, BTreeMap<usize, MapEntry>> {
+        // A panic while the lock was held cannot leave the map half-updated
+        // (every update is one insert/remove/field store), so keep going.
+        self.entries
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn lock_shadows(&self) -> MutexGuard<'_, ShadowMap> {
+        self.shadows
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
     /// Mappings still present whose device memory was allocated by the
-    /// runtime (not `associate_ptr` or globals), for the shutdown report.
+    /// runtime (not `associate_ptr` or globals, whose dynamic count is
+    /// infinite), for the shutdown report.
     pub fn live_entries(&self) -> Vec<MappedRange> {
-        Vec::new()
+        self.lock_entries()
+            .values()
+            .filter(|e| !e.refs.is_dynamic_infinite())
+            .map(|e| MappedRange {
+                host_begin: e.host_begin,
+                size: e.host_end.wrapping_sub(e.host_begin),
+                device_begin: e.device_begin,
+                dynamic_refcount: e.refs.dynamic,
+                hold_refcount: e.refs.hold,
+            })
+            .collect()
+    }
+
+    /// Every mapping, in host address order (LLVM's table dump).
+    pub fn entries(&self) -> Vec<MappedEntry> {
+        self.lock_entries()
+            .values()
+            .map(MapEntry::snapshot)
+            .collect()
+    }
+
+    /// Number of mappings.
+    pub fn len(&self) -> usize {
+        self.lock_entries().len()
+    }
+
+    /// True when nothing is mapped.
+    pub fn is_empty(&self) -> bool {
+        self.lock_entries().is_empty()
+    }
+
+    /// LLVM's `lookupMapping`: where `[begin, begin+size)` falls, and a copy
+    /// of the entry the flags describe.
+    pub fn lookup(&self, begin: usize, size: i64) -> (LookupResult, Option<MappedEntry>) {
+        let entries = self.lock_entries();
+        let result = lookup::lookup(&entries, begin, size);
+        let entry = result
+            .key
+            .and_then(|k| entries.get(&k))
+            .map(MapEntry::snapshot);
+        (result, entry)
+    }
+
+    /// Device address of `begin` if `[begin, begin+size)` overlaps a mapping
+    /// at all (LLVM's two-argument `getTgtPtrBegin`, used for globals).
+    pub fn translate(&self, begin: usize, size: i64) -> Option<usize> {
+        let entries = self.lock_entries();
+        let result = lookup::lookup(&entries, begin, size);
+        if !result.overlaps() {
+            return None;
+        }
+        let entry = entries.get(&result.key?)?;
+        Some(entry.translate(begin))
+    }
+
+    /// Map a `declare target` global with an infinite count, unless its
+    /// range already overlaps a mapping (LLVM tolerates several weak
+    /// definitions of one symbol). Returns true when a mapping was added.
+    pub fn insert_global(&self, host_addr: usize, size: usize, device_addr: usize) -> bool {
+        let mut entries = self.lock_entries();
+        let result = lookup::lookup(&entries, host_addr, size as i64);
+        if result.overlaps() {
+            return false;
+        }
+        let refs = RefCounts::new(RefKind::Dynamic, true);
+        entries.insert(
+            host_addr,
+            MapEntry::new(
+                host_addr,
+                host_addr,
+                host_addr.wrapping_add(size),
+                device_addr,
+                0,
+                refs,
+            ),
+        );
+        true
+    }
+
+    /// Remove the mapping of a global that [`MappingTable::insert_global`]
+    /// added, when its library goes away. Only an infinite-count mapping
+    /// with exactly this host and device address is removed.
+    pub fn remove_global(&self, host_addr: usize, device_addr: usize) -> bool {
+        let mut entries = self.lock_entries();
+        let matches = entries.get(&host_addr).is_some_and(|e| {
+            e.device_begin == device_addr && e.refs.is_dynamic_infinite() && e.refs.hold == 0
+        });
+        if matches {
+            entries.remove(&host_addr);
+        }
+        matches
+    }
+
+    /// Record (or refresh) the shadow of the host pointer at
+    /// `host_ptr_addr`. True when the device pointer must be written.
+    pub fn upsert_shadow(&self, host_ptr_addr: usize, shadow: ShadowPtr) -> bool {
+        self.lock_shadows().upsert(host_ptr_addr, shadow)
+    }
+
+    /// The shadow of the host pointer at `host_ptr_addr`, if any.
+    pub fn shadow(&self, host_ptr_addr: usize) -> Option<ShadowPtr> {
+        self.lock_shadows().get(host_ptr_addr)
+    }
+
+    /// Number of shadow pointers.
+    pub fn shadow_count(&self) -> usize {
+        self.lock_shadows().len()
+    }
+
+    /// LLVM's `applyToShadowMapEntries`: visit the shadow pointers inside
+    /// `[begin, begin+size)` of the object whose mapping is `entry`, under
+    /// the shadow lock. Nothing is visited when the object cannot hold a
+    /// pointer or its mapping never had a pointer attached.
+    pub fn visit_shadows(
+        &self,
+        entry: Option<&EntryHandle>,
+        begin: usize,
+        size: i64,
+        visit: impl FnMut(usize, &ShadowPtr) -> ShadowVisit,
+    ) {
+        if size < std::mem::size_of::<*const ()>() as i64 {
+            return;
+        }
+        match entry {
+            Some(handle) if handle.may_contain_attached_pointers() => {}
+            _ => return,
+        }
+        self.lock_shadows().visit_range(begin, size as usize, visit);
     }
 }
+
+#[cfg(test)]
+mod tests;

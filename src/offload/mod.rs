@@ -1,4 +1,239 @@
-//! LLVM libomptarget's semantics over a [`crate::Runtime`]: registration of
-//! host binaries, data mapping (`target data`, `enter/exit data`, `update`),
+//! LLVM libomptarget's semantics over a runtime: registration of host
+//! binaries, data mapping (`target data`, `enter/exit data`, `update`),
 //! target regions, and the `omp_target_*` calls. The C shim is a thin layer
-//! over this module. (H4)
+//! over this module: each `__tgt_*` / `omp_target_*` export builds an
+//! [`Offload`] (three references) and calls the method of the same name.
+//!
+//! Behaviour, return values and stderr text follow LLVM 14's release build
+//! (`REPORT` prints `Libomptarget error: ...`, debug prints are off).
+//! Printing goes through [`HostEnv::emit`]; fatal errors come back as
+//! [`Fatal`] for the shim to print and abort with.
+//!
+//! # For the shim
+//!
+//! Keep one [`Registry`] next to the `Runtime` (not inside it: the registry
+//! exists before the runtime is built, at the first `__tgt_register_lib`,
+//! and outlives nothing but its registrations). Per call build
+//! `Offload::new(&registry, &runtime, &host_env)` (or with
+//! [`EmptyPlatform`] while no runtime exists) and call:
+//!
+//! | export | method |
+//! |---|---|
+//! | `__tgt_register_requires` | [`Offload::register_requires`] |
+//! | `__tgt_register_lib` / `__tgt_unregister_lib` | [`Offload::register_lib`] / [`Offload::unregister_lib`]; shut down when [`Registry::registered_libs`] is 0, after [`Offload::dump_mappings_at_exit`] |
+//! | `__tgt_init_all_rtls` | [`Offload::init_all_plugins`] |
+//! | `__tgt_target_data_{begin,end,update}[_nowait][_mapper]` | [`Offload::target_data_begin`], [`Offload::target_data_end`], [`Offload::target_data_update`] with [`MapArgs::from_raw`] |
+//! | `__tgt_target[_nowait][_mapper]` | [`Offload::target`] (`teams = false`) |
+//! | `__tgt_target_teams[_nowait][_mapper]` | [`Offload::target`] (`teams = true`) |
+//! | `__tgt_mapper_num_components` / `__tgt_push_mapper_component` | [`mapper_num_components`] / [`push_mapper_component`] |
+//! | `__kmpc_push_target_tripcount[_mapper]` | [`Offload::push_target_tripcount`] |
+//! | `__tgt_set_info_flag` | [`Registry::set_info_level`] (and the plugins') |
+//! | `omp_get_num_devices` / `omp_get_initial_device` | [`Offload::num_devices`] / [`Offload::initial_device`] |
+//! | `omp_target_alloc`, `llvm_omp_target_alloc_{device,host,shared}` | [`Offload::target_alloc`] |
+//! | `omp_target_free` / `omp_target_is_present` | [`Offload::target_free`] / [`Offload::target_is_present`] |
+//! | `omp_target_memcpy` / `omp_target_memcpy_rect` | [`Offload::target_memcpy`] / [`Offload::target_memcpy_rect`] |
+//! | `omp_target_{associate,disassociate}_ptr` | [`Offload::target_associate_ptr`] / [`Offload::target_disassociate_ptr`] |
+//!
+//! A `Result<_, Fatal>` that is `Err` must be ended with [`Fatal::abort`].
+//! `LIBOMPTARGET_INFO`: [`info::info_level_from_env`]; `OMP_TARGET_OFFLOAD`:
+//! libomp's `__kmpc_get_target_offload` via [`TargetOffloadPolicy::from_kmp`].
+//!
+//! Module map: [`registry`] (state), [`registration`] (register/unregister
+//! libraries, requires), [`init`] (device readiness, image loading,
+//! ctors), [`data`] (begin/end), [`update`], [`region`] (target regions),
+//! [`api`] (`omp_target_*`), [`mapper`], [`args`], [`diag`], [`error`],
+//! [`info`] (`LIBOMPTARGET_INFO` output), [`policy`].
+
+pub mod api;
+pub mod args;
+pub mod data;
+pub mod device_ops;
+pub mod diag;
+pub mod error;
+pub mod info;
+pub mod init;
+pub mod mapper;
+pub mod policy;
+pub mod region;
+pub mod registration;
+pub mod registry;
+pub mod update;
+
+#[cfg(test)]
+mod testkit;
+#[cfg(test)]
+mod tests;
+
+pub use args::{MapArgs, MapperFn, OwnedMapArgs};
+pub use device_ops::{DeviceOps, EmptyPlatform, OpFailed, Platform};
+pub use diag::{Diagnostic, Fatal, Ident, SourceInfo};
+pub use error::OffloadError;
+pub use mapper::{mapper_num_components, push_mapper_component, MapComponent, MapperComponents};
+pub use policy::TargetOffloadPolicy;
+pub use registry::Registry;
+
+use crate::device::DevicePtr;
+use crate::mapping::{DeviceMemory, MapEvent};
+use registry::DeviceSlot;
+use std::ffi::c_void;
+use std::sync::Arc;
+
+/// What the offload layer needs from the host OpenMP runtime (libomp) and
+/// the process.
+pub trait HostEnv: Sync {
+    /// `omp_get_default_device()`.
+    fn default_device(&self) -> i32;
+    /// `__kmpc_global_thread_num(NULL)`.
+    fn global_thread_num(&self) -> i32;
+    /// `__kmpc_get_target_offload()` (read once, at the first registration).
+    fn target_offload_policy(&self) -> TargetOffloadPolicy;
+    /// Print one diagnostic on stderr ([`Diagnostic::write_to_stderr`]).
+    fn emit(&self, diagnostic: &Diagnostic);
+}
+
+/// The offload layer for one call: the registry, the plugins and devices,
+/// and the host environment. Cheap to build per call.
+#[derive(Clone, Copy)]
+pub struct Offload<'a> {
+    pub registry: &'a Registry,
+    pub platform: &'a dyn Platform,
+    pub host: &'a dyn HostEnv,
+}
+
+/// A device resolved from an OpenMP device number.
+pub(crate) struct DeviceCtx<'a> {
+    pub id: i32,
+    pub slot: Arc<DeviceSlot>,
+    pub ops: &'a dyn DeviceOps,
+}
+
+impl<'a> Offload<'a> {
+    /// Pair a registry with a platform and a host environment.
+    pub fn new(registry: &'a Registry, platform: &'a dyn Platform, host: &'a dyn HostEnv) -> Self {
+        Offload {
+            registry,
+            platform,
+            host,
+        }
+    }
+
+    pub(crate) fn emit(&self, diagnostic: Diagnostic) {
+        self.host.emit(&diagnostic);
+    }
+
+    /// Print `error` as LLVM prints it (if it does) and hand it back.
+    pub(crate) fn report(&self, error: OffloadError) -> OffloadError {
+        if let Some(diagnostic) = error.diagnostic() {
+            self.host.emit(&diagnostic);
+        }
+        error
+    }
+
+    /// The device with OpenMP number `device`, if it exists (initialised or
+    /// not).
+    pub(crate) fn device(&self, device: i64) -> Option<DeviceCtx<'a>> {
+        let slot = self.registry.slot(device)?;
+        let ops = self.platform.device(slot.plugin, slot.local)?;
+        Some(DeviceCtx {
+            id: slot.id,
+            slot,
+            ops,
+        })
+    }
+
+    /// `omp_get_num_devices()`.
+    pub fn num_devices(&self) -> i32 {
+        self.registry.num_devices()
+    }
+
+    /// `omp_get_initial_device()`.
+    pub fn initial_device(&self) -> i32 {
+        self.registry.initial_device()
+    }
+
+    /// Copy host -> device, with LLVM's DATA_TRANSFER info line.
+    ///
+    /// # Safety
+    /// `host..host+size` is readable; `target` is device memory of `dev`.
+    pub(crate) unsafe fn submit(
+        &self,
+        dev: &DeviceCtx<'_>,
+        target: usize,
+        host: usize,
+        size: i64,
+    ) -> Result<(), OpFailed> {
+        let name = self.transfer_name(dev, host, size);
+        self.info_transfer(dev, true, host, target, size, name);
+        dev.ops.submit(
+            DevicePtr(target as *mut c_void),
+            host as *const c_void,
+            size as usize,
+        )
+    }
+
+    /// Copy device -> host, with LLVM's DATA_TRANSFER info line.
+    ///
+    /// # Safety
+    /// `host..host+size` is writable; `target` is device memory of `dev`.
+    pub(crate) unsafe fn retrieve(
+        &self,
+        dev: &DeviceCtx<'_>,
+        host: usize,
+        target: usize,
+        size: i64,
+    ) -> Result<(), OpFailed> {
+        let name = self.transfer_name(dev, host, size);
+        self.info_transfer(dev, false, host, target, size, name);
+        dev.ops.retrieve(
+            host as *mut c_void,
+            DevicePtr(target as *mut c_void),
+            size as usize,
+        )
+    }
+
+    /// The device memory of `dev` as the mapping table sees it.
+    pub(crate) fn memory<'b>(&'b self, dev: &'b DeviceCtx<'a>) -> MappingMemory<'a, 'b> {
+        MappingMemory { offload: self, dev }
+    }
+}
+
+/// [`DeviceMemory`] over a device, printing INFO lines as LLVM does.
+pub(crate) struct MappingMemory<'a, 'b> {
+    offload: &'b Offload<'a>,
+    dev: &'b DeviceCtx<'a>,
+}
+
+impl DeviceMemory for MappingMemory<'_, '_> {
+    fn alloc(&self, size: usize, host_ptr: usize) -> Option<usize> {
+        self.dev
+            .ops
+            .alloc(
+                size,
+                host_ptr as *mut c_void,
+                crate::abi::AllocKind::Default,
+            )
+            .ok()
+            .map(|p| p.0 as usize)
+    }
+    fn free(&self, device_ptr: usize) -> bool {
+        self.dev
+            .ops
+            .free(DevicePtr(device_ptr as *mut c_void))
+            .is_ok()
+    }
+    unsafe fn submit(&self, device_ptr: usize, host_ptr: usize, size: usize, name: usize) -> bool {
+        self.offload
+            .info_transfer(self.dev, true, host_ptr, device_ptr, size as i64, name);
+        self.dev
+            .ops
+            .submit(
+                DevicePtr(device_ptr as *mut c_void),
+                host_ptr as *const c_void,
+                size,
+            )
+            .is_ok()
+    }
+    fn on_event(&self, event: &MapEvent) {
+        self.offload.info_map_event(self.dev.id, event);
+    }
+}

@@ -1,0 +1,146 @@
+//! One mapping: a host range, its device address and reference counts.
+
+use super::lookup::HostRange;
+use super::refcount::{RefCountDisplay, RefCounts};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// A mapping as stored in the table (the table's lock protects it).
+#[derive(Debug)]
+pub(crate) struct MapEntry {
+    pub host_base: usize,
+    pub host_begin: usize,
+    pub host_end: usize,
+    /// The compiler's `map_var_info_t` (";name;file;line;col;;"), or 0.
+    pub name: usize,
+    pub device_begin: usize,
+    pub refs: RefCounts,
+    pub shared: Arc<EntryShared>,
+}
+
+impl MapEntry {
+    pub fn new(
+        host_base: usize,
+        host_begin: usize,
+        host_end: usize,
+        device_begin: usize,
+        name: usize,
+        refs: RefCounts,
+    ) -> Self {
+        MapEntry {
+            host_base,
+            host_begin,
+            host_end,
+            name,
+            device_begin,
+            refs,
+            shared: Arc::new(EntryShared::default()),
+        }
+    }
+
+    pub fn snapshot(&self) -> MappedEntry {
+        MappedEntry {
+            host_base: self.host_base,
+            host_begin: self.host_begin,
+            host_end: self.host_end,
+            device_begin: self.device_begin,
+            name: self.name,
+            refs: self.refs,
+        }
+    }
+
+    pub fn handle(&self) -> EntryHandle {
+        EntryHandle {
+            host_begin: self.host_begin,
+            shared: Arc::clone(&self.shared),
+        }
+    }
+
+    /// Device address of `host` (which lies in or near this entry).
+    pub fn translate(&self, host: usize) -> usize {
+        self.device_begin
+            .wrapping_add(host.wrapping_sub(self.host_begin))
+    }
+}
+
+impl HostRange for MapEntry {
+    fn host_begin(&self) -> usize {
+        self.host_begin
+    }
+    fn host_end(&self) -> usize {
+        self.host_end
+    }
+}
+
+/// State of an entry that lives outside the table's lock.
+#[derive(Debug, Default)]
+pub(crate) struct EntryShared {
+    /// Held while data moves for this entry, taken before the table's lock
+    /// is released, so that a thread finding the entry afterwards waits
+    /// until the copy that made it valid is done (LLVM's `UpdateMtx`).
+    update: Mutex<()>,
+    /// Some sub-object may be a pointer attached through PTR_AND_OBJ.
+    may_contain_attached_pointers: AtomicBool,
+}
+
+/// A reference to an entry that outlives the table's lock (LLVM passes an
+/// iterator around). It stays valid after the entry is removed; it then
+/// refers to the removed entry's state only.
+#[derive(Debug, Clone)]
+pub struct EntryHandle {
+    host_begin: usize,
+    shared: Arc<EntryShared>,
+}
+
+impl EntryHandle {
+    /// Host begin address of the entry.
+    pub fn host_begin(&self) -> usize {
+        self.host_begin
+    }
+
+    /// Mark that a pointer inside this entry was attached (a shadow pointer
+    /// exists for it).
+    pub fn set_may_contain_attached_pointers(&self) {
+        self.shared
+            .may_contain_attached_pointers
+            .store(true, Ordering::Release);
+    }
+
+    /// Was a pointer inside this entry ever attached?
+    pub fn may_contain_attached_pointers(&self) -> bool {
+        self.shared
+            .may_contain_attached_pointers
+            .load(Ordering::Acquire)
+    }
+
+    /// Hold the entry's data-movement lock.
+    pub fn lock_update(&self) -> MutexGuard<'_, ()> {
+        self.shared
+            .update
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// A copy of one mapping's fields, for results and reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MappedEntry {
+    pub host_base: usize,
+    pub host_begin: usize,
+    pub host_end: usize,
+    pub device_begin: usize,
+    pub name: usize,
+    pub refs: RefCounts,
+}
+
+impl MappedEntry {
+    pub fn size(&self) -> usize {
+        self.host_end.wrapping_sub(self.host_begin)
+    }
+    pub fn dynamic_display(&self) -> RefCountDisplay {
+        RefCountDisplay(self.refs.dynamic)
+    }
+    pub fn hold_display(&self) -> RefCountDisplay {
+        RefCountDisplay(self.refs.hold)
+    }
+}

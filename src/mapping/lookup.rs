@@ -1,0 +1,144 @@
+//! Where a host section `[begin, begin+size)` falls relative to the mapped
+//! ranges (LLVM's `lookupMapping`): inside one, overlapping the start of the
+//! next one, or running past the end of one.
+//!
+//! Only the two neighbours of `begin` in the ordered map are examined (the
+//! last range starting at or before `begin`, and the first starting after
+//! it), so a lookup costs two `BTreeMap` range probes: O(log n).
+
+use std::collections::BTreeMap;
+use std::ops::Bound;
+
+/// What a lookup found. `key` names the entry the flags describe (the left
+/// neighbour, or the right one when the left one neither contains nor is
+/// extended by the section); it is set even when no flag is.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LookupResult {
+    /// The section lies inside the entry.
+    pub contained: bool,
+    /// The section starts before the entry and runs into it.
+    pub extends_before: bool,
+    /// The section starts inside (or before) the entry and runs past its end.
+    pub extends_after: bool,
+    /// Host begin address of the entry examined last.
+    pub key: Option<usize>,
+}
+
+impl LookupResult {
+    /// Does the section overlap the entry at all?
+    pub fn overlaps(&self) -> bool {
+        self.contained || self.extends_before || self.extends_after
+    }
+
+    /// Does the section overlap the entry without being contained in it?
+    pub fn extends(&self) -> bool {
+        self.extends_before || self.extends_after
+    }
+}
+
+/// The half-open host range of something stored in the map.
+pub trait HostRange {
+    fn host_begin(&self) -> usize;
+    fn host_end(&self) -> usize;
+}
+
+/// LLVM's lookupMapping over a map keyed by host begin address. Address
+/// arithmetic wraps as `uintptr_t` arithmetic does in C.
+pub fn lookup<E: HostRange>(entries: &BTreeMap<usize, E>, begin: usize, size: i64) -> LookupResult {
+    let end = begin.wrapping_add(size as usize);
+    let mut result = LookupResult::default();
+
+    if let Some((&key, entry)) = entries.range(..=begin).next_back() {
+        result.key = Some(key);
+        result.contained =
+            begin >= entry.host_begin() && begin < entry.host_end() && end <= entry.host_end();
+        result.extends_after = begin < entry.host_end() && end > entry.host_end();
+    }
+
+    if !(result.contained || result.extends_after) {
+        let right = entries
+            .range((Bound::Excluded(begin), Bound::Unbounded))
+            .next();
+        if let Some((&key, entry)) = right {
+            result.key = Some(key);
+            result.extends_before = begin < entry.host_begin() && end > entry.host_begin();
+            result.extends_after = begin < entry.host_end() && end > entry.host_end();
+        }
+    }
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct R(usize, usize);
+    impl HostRange for R {
+        fn host_begin(&self) -> usize {
+            self.0
+        }
+        fn host_end(&self) -> usize {
+            self.1
+        }
+    }
+
+    fn map(ranges: &[(usize, usize)]) -> BTreeMap<usize, R> {
+        ranges.iter().map(|&(b, e)| (b, R(b, e))).collect()
+    }
+
+    #[test]
+    fn empty_map_finds_nothing() {
+        let m = map(&[]);
+        assert_eq!(lookup(&m, 100, 8), LookupResult::default());
+    }
+
+    #[test]
+    fn contained_sections() {
+        let m = map(&[(100, 200)]);
+        let r = lookup(&m, 100, 100);
+        assert!(r.contained && !r.extends());
+        assert_eq!(r.key, Some(100));
+        assert!(lookup(&m, 150, 10).contained);
+        // Zero length inside is contained; at the end it is not.
+        assert!(lookup(&m, 199, 0).contained);
+        let at_end = lookup(&m, 200, 0);
+        assert!(!at_end.overlaps());
+    }
+
+    #[test]
+    fn extends_after_end() {
+        let m = map(&[(100, 200)]);
+        let r = lookup(&m, 150, 100);
+        assert!(!r.contained && r.extends_after && !r.extends_before);
+        assert_eq!(r.key, Some(100));
+    }
+
+    #[test]
+    fn extends_before_begin() {
+        let m = map(&[(100, 200)]);
+        let r = lookup(&m, 50, 60);
+        assert!(r.extends_before && !r.extends_after && !r.contained);
+        assert_eq!(r.key, Some(100));
+        // Covering the whole entry sets both flags.
+        let r = lookup(&m, 50, 200);
+        assert!(r.extends_before && r.extends_after);
+    }
+
+    #[test]
+    fn disjoint_section_reports_the_right_neighbour_without_flags() {
+        let m = map(&[(100, 200), (300, 400)]);
+        let r = lookup(&m, 250, 10);
+        assert!(!r.overlaps());
+        assert_eq!(r.key, Some(300));
+        let r = lookup(&m, 500, 10);
+        assert!(!r.overlaps());
+        assert_eq!(r.key, Some(300));
+    }
+
+    #[test]
+    fn section_ending_exactly_at_next_begin_does_not_overlap() {
+        let m = map(&[(100, 200)]);
+        assert!(!lookup(&m, 90, 10).overlaps());
+        assert!(lookup(&m, 90, 11).extends_before);
+    }
+}

@@ -1,0 +1,429 @@
+//! The mapping operations that may allocate, copy or free device memory:
+//! LLVM 14's `getTargetPointer` (map on entry), `getTgtPtrBegin` (find and
+//! release on exit), `deallocTgtPtr`, `associatePtr` and `disassociatePtr`.
+//!
+//! Callers decide the map-type semantics (to/always/close/present/hold,
+//! whether to update the count) exactly as LLVM's callers do and pass them
+//! in a request; the table applies them atomically under its lock.
+
+use super::entry::{EntryHandle, MapEntry};
+use super::error::{MapFailure, MappingError};
+use super::lookup::lookup;
+use super::refcount::{RefCounts, RefKind};
+use super::MappingTable;
+
+/// The device memory operations the table needs. Addresses are numbers:
+/// the table never dereferences device addresses.
+pub trait DeviceMemory {
+    /// Allocate `size` bytes for the host data at `host_ptr`; `None` on
+    /// failure.
+    fn alloc(&self, size: usize, host_ptr: usize) -> Option<usize>;
+    /// Free what `alloc` returned; false on failure.
+    fn free(&self, device_ptr: usize) -> bool;
+    /// Copy `size` bytes host -> device for the mapping named `name` (its
+    /// `map_var_info_t`, for INFO output); false on failure. Called without
+    /// the table's lock but under the entry's data-movement lock, so it must
+    /// not call back into the table.
+    ///
+    /// # Safety
+    /// `host_ptr..host_ptr+size` is readable host memory.
+    unsafe fn submit(&self, device_ptr: usize, host_ptr: usize, size: usize, name: usize) -> bool;
+    /// Called under the table's lock when `get_target_pointer` found or
+    /// created a mapping, before any copy (where LLVM prints its INFO line).
+    fn on_event(&self, _event: &MapEvent) {}
+}
+
+/// What a reference-count operation did, as LLVM's INFO messages say it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RefAction {
+    Incremented,
+    UpdateSuppressed,
+    Decremented,
+    Reset,
+    DeferredFinalDecrement,
+    ResetDeferredFinalDecrement,
+}
+
+impl RefAction {
+    /// The text LLVM appends after the count, with its leading space.
+    pub fn text(self) -> &'static str {
+        match self {
+            RefAction::Incremented => " (incremented)",
+            RefAction::UpdateSuppressed => " (update suppressed)",
+            RefAction::Decremented => " (decremented)",
+            RefAction::Reset => " (reset)",
+            RefAction::DeferredFinalDecrement => " (deferred final decrement)",
+            RefAction::ResetDeferredFinalDecrement => " (reset, deferred final decrement)",
+        }
+    }
+}
+
+/// A change of the table worth an INFO message (`LIBOMPTARGET_INFO`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MapEvent {
+    /// `getTargetPointer` found the data mapped ("Mapping exists...").
+    Exists {
+        implicit: bool,
+        host_begin: usize,
+        target: usize,
+        size: i64,
+        refs: RefCounts,
+        kind: RefKind,
+        action: RefAction,
+        name: usize,
+    },
+    /// `getTgtPtrBegin` found the data mapped ("Mapping exists with...").
+    Found {
+        host_begin: usize,
+        target: usize,
+        size: i64,
+        refs: RefCounts,
+        kind: RefKind,
+        action: RefAction,
+    },
+    /// A mapping was created ("Creating new map entry with...").
+    Created {
+        host_begin: usize,
+        target: usize,
+        size: i64,
+        refs: RefCounts,
+        name: usize,
+    },
+    /// A mapping was removed ("Removing map entry with...").
+    Removed {
+        host_begin: usize,
+        target: usize,
+        size: i64,
+        name: usize,
+    },
+}
+
+/// The arguments of LLVM's `getTargetPointer`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct MapRequest {
+    pub host_begin: usize,
+    pub host_base: usize,
+    pub size: i64,
+    /// `map_var_info_t` of the variable, or 0.
+    pub name: usize,
+    /// Copy host -> device when the mapping is new (or `always`).
+    pub to: bool,
+    pub always: bool,
+    pub implicit: bool,
+    /// Increment the count of an existing mapping.
+    pub update_refcount: bool,
+    pub close: bool,
+    pub present: bool,
+    pub hold: bool,
+    /// `requires unified_shared_memory` is in effect.
+    pub unified_shared_memory: bool,
+}
+
+/// What `get_target_pointer` returns.
+#[derive(Debug, Clone, Default)]
+pub struct TargetPointer {
+    /// The device address of `host_begin`; `None` is LLVM's nullptr.
+    pub target: Option<usize>,
+    /// The mapping was created now (or, without a count update, its total
+    /// count is 1: it was allocated with its parent struct just now).
+    pub is_new: bool,
+    /// Unified shared memory: `target` is the host address itself.
+    pub is_host_ptr: bool,
+    /// The mapping found or created.
+    pub entry: Option<EntryHandle>,
+    /// Why `target` is `None`, when LLVM prints something for it.
+    pub failure: Option<MapFailure>,
+    /// What changed, for INFO output.
+    pub event: Option<MapEvent>,
+}
+
+/// The arguments of LLVM's `getTgtPtrBegin` (with count update).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct UnmapRequest {
+    pub host_begin: usize,
+    pub size: i64,
+    /// Decrement (or reset, with `force_delete`) the count.
+    pub update_refcount: bool,
+    /// Act on the hold count instead of the dynamic one.
+    pub hold: bool,
+    /// Only a section inside a mapping counts as found.
+    pub must_contain: bool,
+    /// `delete` map type: reset the count to one before the decrement.
+    pub force_delete: bool,
+    pub unified_shared_memory: bool,
+}
+
+/// What `get_tgt_ptr_begin` returns.
+#[derive(Debug, Clone, Default)]
+pub struct TgtPtrBegin {
+    pub target: Option<usize>,
+    /// The final decrement is deferred to `dealloc_tgt_ptr`: the mapping
+    /// goes away then.
+    pub is_last: bool,
+    pub is_host_ptr: bool,
+    pub entry: Option<EntryHandle>,
+    pub event: Option<MapEvent>,
+}
+
+fn non_null(address: usize) -> Option<usize> {
+    (address != 0).then_some(address)
+}
+
+impl MappingTable {
+    /// LLVM's `getTargetPointer`: find or create the mapping of
+    /// `[host_begin, host_begin+size)` and, for a new mapping with `to` (or
+    /// with `always`), copy the data to the device. The copy runs under the
+    /// entry's data-movement lock taken before the table's lock is released.
+    pub fn get_target_pointer(
+        &self,
+        request: &MapRequest,
+        memory: &dyn DeviceMemory,
+    ) -> TargetPointer {
+        let mut entries = self.lock_entries();
+        let found = lookup(&entries, request.host_begin, request.size);
+        let kind = RefKind::from_hold(request.hold);
+        let mut out = TargetPointer::default();
+
+        if found.contained || (found.extends() && request.implicit) {
+            let key = found.key.expect("an overlapping lookup names its entry");
+            let entry = entries.get_mut(&key).expect("lookup keys exist");
+            let action = if request.update_refcount {
+                entry.refs.increment(kind);
+                RefAction::Incremented
+            } else {
+                out.is_new = entry.refs.total() == 1;
+                RefAction::UpdateSuppressed
+            };
+            let target = entry.translate(request.host_begin);
+            let event = MapEvent::Exists {
+                implicit: request.implicit,
+                host_begin: request.host_begin,
+                target,
+                size: request.size,
+                refs: entry.refs,
+                kind,
+                action,
+                name: request.name,
+            };
+            memory.on_event(&event);
+            out.event = Some(event);
+            out.target = non_null(target);
+            out.entry = Some(entry.handle());
+        } else if found.extends() {
+            let key = found.key.expect("an overlapping lookup names its entry");
+            let entry = &entries[&key];
+            out.failure = Some(MapFailure::ExplicitExtension {
+                host_begin: request.host_begin,
+                size: request.size,
+                mapped_begin: entry.host_begin,
+                mapped_size: entry.host_end.wrapping_sub(entry.host_begin) as i64,
+                present: request.present,
+            });
+        } else if request.unified_shared_memory && !request.close {
+            if request.size != 0 {
+                out.is_host_ptr = true;
+                out.target = non_null(request.host_begin);
+            }
+        } else if request.present {
+            out.failure = Some(MapFailure::PresentMissing {
+                host_begin: request.host_begin,
+                size: request.size,
+            });
+        } else if request.size != 0 {
+            // LLVM inserts the entry even when the allocation failed; an
+            // entry with a null device address helps nobody, so we don't.
+            match memory.alloc(request.size as usize, request.host_begin) {
+                Some(device) if device != 0 => {
+                    let entry = MapEntry::new(
+                        request.host_base,
+                        request.host_begin,
+                        request.host_begin.wrapping_add(request.size as usize),
+                        device,
+                        request.name,
+                        RefCounts::new(kind, false),
+                    );
+                    out.is_new = true;
+                    out.target = Some(device);
+                    out.entry = Some(entry.handle());
+                    let event = MapEvent::Created {
+                        host_begin: request.host_begin,
+                        target: device,
+                        size: request.size,
+                        refs: entry.refs,
+                        name: request.name,
+                    };
+                    memory.on_event(&event);
+                    out.event = Some(event);
+                    entries.insert(request.host_begin, entry);
+                }
+                _ => {
+                    out.failure = Some(MapFailure::AllocFailed { size: request.size });
+                }
+            }
+        }
+
+        let copy_to_device = request.to && (out.is_new || request.always) && !out.is_host_ptr;
+        match (out.target, out.entry.clone()) {
+            (Some(target), Some(handle)) if copy_to_device => {
+                let entry_name = entries.get(&handle.host_begin()).map_or(0, |e| e.name);
+                let update_guard = handle.lock_update();
+                drop(entries);
+                // SAFETY: the caller's map arguments name readable host data
+                // of `size` bytes at `host_begin` (the OpenMP map contract).
+                let copied = unsafe {
+                    memory.submit(
+                        target,
+                        request.host_begin,
+                        request.size as usize,
+                        entry_name,
+                    )
+                };
+                drop(update_guard);
+                if !copied {
+                    out.target = None;
+                    out.failure = Some(MapFailure::SubmitFailed);
+                }
+            }
+            (_, Some(handle)) if !out.is_host_ptr && !request.present => {
+                drop(entries);
+                // Wait until a copy another thread issued for this entry is done.
+                drop(handle.lock_update());
+            }
+            _ => drop(entries),
+        }
+        out
+    }
+
+    /// LLVM's `getTgtPtrBegin` with count update: find the mapping of
+    /// `[host_begin, host_begin+size)` and decrement (or reset) its count,
+    /// deferring the final decrement (`is_last`) to
+    /// [`MappingTable::dealloc_tgt_ptr`], which removes the entry
+    /// atomically. Without `update_refcount` this is a plain query.
+    pub fn get_tgt_ptr_begin(&self, request: &UnmapRequest) -> TgtPtrBegin {
+        let mut entries = self.lock_entries();
+        let found = lookup(&entries, request.host_begin, request.size);
+        let kind = RefKind::from_hold(request.hold);
+        let mut out = TgtPtrBegin::default();
+
+        if found.contained || (!request.must_contain && found.extends()) {
+            let key = found.key.expect("an overlapping lookup names its entry");
+            let entry = entries.get_mut(&key).expect("lookup keys exist");
+            out.is_last = entry.refs.decrement_removes(kind, request.force_delete);
+            let action = if !request.update_refcount {
+                RefAction::UpdateSuppressed
+            } else if request.force_delete {
+                entry.refs.reset(kind);
+                if out.is_last {
+                    RefAction::ResetDeferredFinalDecrement
+                } else {
+                    entry.refs.decrement(kind);
+                    RefAction::Reset
+                }
+            } else if out.is_last {
+                RefAction::DeferredFinalDecrement
+            } else {
+                entry.refs.decrement(kind);
+                RefAction::Decremented
+            };
+            let target = entry.translate(request.host_begin);
+            out.event = Some(MapEvent::Found {
+                host_begin: request.host_begin,
+                target,
+                size: request.size,
+                refs: entry.refs,
+                kind,
+                action,
+            });
+            out.target = non_null(target);
+            out.entry = Some(entry.handle());
+        } else if request.unified_shared_memory {
+            out.is_host_ptr = true;
+            out.target = non_null(request.host_begin);
+        }
+        out
+    }
+
+    /// LLVM's `deallocTgtPtr`: decrement the count selected by `hold` of the
+    /// mapping overlapping `[host_begin, host_begin+size)`; at a total of
+    /// zero, free its device memory and remove it. Returns the removal
+    /// event, if the mapping went away.
+    pub fn dealloc_tgt_ptr(
+        &self,
+        host_begin: usize,
+        size: i64,
+        hold: bool,
+        memory: &dyn DeviceMemory,
+    ) -> Result<Option<MapEvent>, MappingError> {
+        let mut entries = self.lock_entries();
+        let found = lookup(&entries, host_begin, size);
+        if !found.overlaps() {
+            return Err(MappingError::SectionNotFound { host_begin });
+        }
+        let key = found.key.expect("an overlapping lookup names its entry");
+        let entry = entries.get_mut(&key).expect("lookup keys exist");
+        if entry.refs.decrement(RefKind::from_hold(hold)) != 0 {
+            return Ok(None);
+        }
+        // LLVM ignores the result of the device free here.
+        memory.free(entry.device_begin);
+        let event = MapEvent::Removed {
+            host_begin: entry.host_begin,
+            target: entry.device_begin,
+            size,
+            name: entry.name,
+        };
+        entries.remove(&key);
+        Ok(Some(event))
+    }
+
+    /// LLVM's `associatePtr`: map `[host_begin, host_begin+size)` to
+    /// `device_begin` with an infinite count. Re-associating the same range
+    /// with the same device address is a no-op; anything else at the same
+    /// host begin is an error. (Like LLVM, overlaps with other mappings are
+    /// not checked.)
+    pub fn associate(
+        &self,
+        host_begin: usize,
+        device_begin: usize,
+        size: usize,
+    ) -> Result<(), MappingError> {
+        let mut entries = self.lock_entries();
+        let host_end = host_begin.wrapping_add(size);
+        if let Some(existing) = entries.get(&host_begin) {
+            return if existing.host_end == host_end && existing.device_begin == device_begin {
+                Ok(())
+            } else {
+                Err(MappingError::ReassociateDifferent)
+            };
+        }
+        entries.insert(
+            host_begin,
+            MapEntry::new(
+                host_begin,
+                host_begin,
+                host_end,
+                device_begin,
+                0,
+                RefCounts::new(RefKind::Dynamic, true),
+            ),
+        );
+        Ok(())
+    }
+
+    /// LLVM's `disassociatePtr`: remove the infinite-count mapping that
+    /// starts exactly at `host_begin`.
+    pub fn disassociate(&self, host_begin: usize) -> Result<(), MappingError> {
+        let mut entries = self.lock_entries();
+        let Some(existing) = entries.get(&host_begin) else {
+            return Err(MappingError::AssociationNotFound);
+        };
+        if existing.refs.hold != 0 {
+            Err(MappingError::DisassociateHeld)
+        } else if existing.refs.is_dynamic_infinite() {
+            entries.remove(&host_begin);
+            Ok(())
+        } else {
+            Err(MappingError::DisassociateNotAssociated)
+        }
+    }
+}

@@ -1,0 +1,246 @@
+//! The map arguments of a `__tgt_target*` / `__tgt_target_data_*` call: six
+//! parallel C arrays (base pointers, begin pointers, sizes, map types,
+//! names, mappers), viewed without copying.
+
+use crate::abi::map_type;
+use std::ffi::c_void;
+
+/// A user-defined mapper function as clang emits it:
+/// `void mapper(void *rt_mapper_handle, void *base, void *begin,
+/// int64_t size, int64_t type, void *name)`.
+pub type MapperFn = unsafe extern "C" fn(
+    handle: *mut c_void,
+    base: *mut c_void,
+    begin: *mut c_void,
+    size: i64,
+    map_type: i64,
+    name: *mut c_void,
+);
+
+/// A view of the argument arrays of one call. `bases` is written through
+/// for RETURN_PARAM arguments, as LLVM does.
+#[derive(Debug, Clone, Copy)]
+pub struct MapArgs {
+    len: usize,
+    bases: *mut *mut c_void,
+    begins: *const *mut c_void,
+    sizes: *const i64,
+    types: *const i64,
+    names: *const *mut c_void,
+    mappers: *const *mut c_void,
+}
+
+impl MapArgs {
+    /// No arguments.
+    pub const fn empty() -> Self {
+        MapArgs {
+            len: 0,
+            bases: std::ptr::null_mut(),
+            begins: std::ptr::null(),
+            sizes: std::ptr::null(),
+            types: std::ptr::null(),
+            names: std::ptr::null(),
+            mappers: std::ptr::null(),
+        }
+    }
+
+    /// View the arrays of a call with `count` arguments. A negative count
+    /// is no arguments. `names` and `mappers` may be null. When `count > 0`
+    /// and one of the four required arrays is null, there is nothing
+    /// sensible to map: `None` (LLVM would crash).
+    ///
+    /// # Safety
+    /// Each non-null array holds `count` elements and stays valid (and
+    /// `bases` writable, and not aliased by the other arrays) while the
+    /// returned view is used.
+    pub unsafe fn from_raw(
+        count: i32,
+        bases: *mut *mut c_void,
+        begins: *mut *mut c_void,
+        sizes: *const i64,
+        types: *const i64,
+        names: *const *mut c_void,
+        mappers: *const *mut c_void,
+    ) -> Option<Self> {
+        let len = usize::try_from(count).unwrap_or(0);
+        if len > 0 && (bases.is_null() || begins.is_null() || sizes.is_null() || types.is_null()) {
+            return None;
+        }
+        Some(MapArgs {
+            len,
+            bases,
+            begins,
+            sizes,
+            types,
+            names,
+            mappers,
+        })
+    }
+
+    /// Number of arguments.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True when there are no arguments.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    fn check(&self, i: usize) {
+        assert!(i < self.len, "map argument index {i} out of range");
+    }
+
+    /// Base pointer of argument `i`.
+    pub fn base(&self, i: usize) -> *mut c_void {
+        self.check(i);
+        // SAFETY: from_raw's contract: `len` valid elements.
+        unsafe { *self.bases.add(i) }
+    }
+
+    /// Overwrite the base pointer of argument `i` (RETURN_PARAM).
+    pub fn set_base(&self, i: usize, value: *mut c_void) {
+        self.check(i);
+        // SAFETY: from_raw's contract: `bases` is writable.
+        unsafe { *self.bases.add(i) = value }
+    }
+
+    /// Begin pointer of argument `i`.
+    pub fn begin(&self, i: usize) -> *mut c_void {
+        self.check(i);
+        // SAFETY: from_raw's contract.
+        unsafe { *self.begins.add(i) }
+    }
+
+    /// Size in bytes of argument `i`.
+    pub fn size(&self, i: usize) -> i64 {
+        self.check(i);
+        // SAFETY: from_raw's contract.
+        unsafe { *self.sizes.add(i) }
+    }
+
+    /// Map type of argument `i`.
+    pub fn map_type(&self, i: usize) -> i64 {
+        self.check(i);
+        // SAFETY: from_raw's contract.
+        unsafe { *self.types.add(i) }
+    }
+
+    /// `map_var_info_t` of argument `i`, or null.
+    pub fn name(&self, i: usize) -> *mut c_void {
+        self.check(i);
+        if self.names.is_null() {
+            return std::ptr::null_mut();
+        }
+        // SAFETY: from_raw's contract.
+        unsafe { *self.names.add(i) }
+    }
+
+    /// The user-defined mapper of argument `i`, if any.
+    pub fn mapper(&self, i: usize) -> Option<MapperFn> {
+        self.check(i);
+        if self.mappers.is_null() {
+            return None;
+        }
+        // SAFETY: from_raw's contract; a non-null entry is a mapper function
+        // emitted by the compiler.
+        unsafe {
+            let raw = *self.mappers.add(i);
+            if raw.is_null() {
+                None
+            } else {
+                Some(std::mem::transmute::<*mut c_void, MapperFn>(raw))
+            }
+        }
+    }
+}
+
+/// The parent index of a MEMBER_OF map type, as LLVM's `getParentIndex`
+/// (-1 when not a member).
+pub fn parent_index(map_type: i64) -> i64 {
+    (((map_type as u64) & (map_type::MEMBER_OF as u64)) >> 48) as i64 - 1
+}
+
+/// Arrays owned by the runtime, for the components a mapper produced.
+#[derive(Debug, Default)]
+pub struct OwnedMapArgs {
+    pub bases: Vec<*mut c_void>,
+    pub begins: Vec<*mut c_void>,
+    pub sizes: Vec<i64>,
+    pub types: Vec<i64>,
+    pub names: Vec<*mut c_void>,
+}
+
+impl OwnedMapArgs {
+    /// A view of these arrays (no mappers). Valid while `self` is neither
+    /// moved nor changed.
+    pub fn view(&mut self) -> MapArgs {
+        MapArgs {
+            len: self.types.len(),
+            bases: self.bases.as_mut_ptr(),
+            begins: self.begins.as_ptr(),
+            sizes: self.sizes.as_ptr(),
+            types: self.types.as_ptr(),
+            names: self.names.as_ptr(),
+            mappers: std::ptr::null(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parent_index_decodes_member_of() {
+        assert_eq!(parent_index(map_type::TO), -1);
+        assert_eq!(parent_index((1i64 << 48) | map_type::TO), 0);
+        assert_eq!(parent_index((3i64 << 48) | map_type::PTR_AND_OBJ), 2);
+        assert_eq!(parent_index(map_type::MEMBER_OF), 0xfffe);
+    }
+
+    #[test]
+    fn null_required_arrays_are_refused() {
+        let r = unsafe {
+            MapArgs::from_raw(
+                1,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                std::ptr::null(),
+                std::ptr::null(),
+                std::ptr::null(),
+                std::ptr::null(),
+            )
+        };
+        assert!(r.is_none());
+        let empty = unsafe {
+            MapArgs::from_raw(
+                0,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                std::ptr::null(),
+                std::ptr::null(),
+                std::ptr::null(),
+                std::ptr::null(),
+            )
+        }
+        .unwrap();
+        assert!(empty.is_empty());
+    }
+
+    #[test]
+    fn owned_view_reads_and_writes() {
+        let mut owned = OwnedMapArgs::default();
+        owned.bases.push(8 as *mut c_void);
+        owned.begins.push(16 as *mut c_void);
+        owned.sizes.push(4);
+        owned.types.push(map_type::FROM);
+        owned.names.push(std::ptr::null_mut());
+        let v = owned.view();
+        assert_eq!(v.len(), 1);
+        assert_eq!(v.size(0), 4);
+        v.set_base(0, 24 as *mut c_void);
+        assert_eq!(owned.bases[0] as usize, 24);
+        assert!(v.mapper(0).is_none());
+    }
+}

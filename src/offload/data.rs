@@ -1,0 +1,359 @@
+//! Mapping data on entry to and exit from a data environment (LLVM's
+//! `targetDataBegin`, `targetDataEnd`, `targetDataMapper`) and the
+//! `__tgt_target_data_begin/end` entry points.
+
+use super::args::{parent_index, MapArgs};
+use super::diag::{Diagnostic, Fatal, Ident};
+use super::error::OffloadError;
+use super::mapper::run_mapper;
+use super::{DeviceCtx, Offload};
+use crate::abi::map_type as mt;
+use crate::device::DevicePtr;
+use crate::mapping::{MapRequest, ShadowPtr, ShadowVisit, UnmapRequest};
+use std::ffi::c_void;
+
+/// Struct sections mapped from a member onward are padded down to this
+/// alignment so that members keep their alignment on the device.
+const ALIGNMENT: i64 = 8;
+const POINTER_SIZE: i64 = std::mem::size_of::<*mut c_void>() as i64;
+
+/// Which data operation a mapper's components feed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum DataOp {
+    Begin,
+    End,
+    Update,
+}
+
+/// The begin address and size of argument `i`, padded when it is the
+/// combined entry of a struct whose next argument is its member.
+fn padded_section(args: &MapArgs, i: usize) -> (usize, i64) {
+    let mut begin = args.begin(i) as usize;
+    let mut size = args.size(i);
+    let next = i + 1;
+    if parent_index(args.map_type(i)) < 0
+        && next < args.len()
+        && parent_index(args.map_type(next)) == i as i64
+    {
+        let padding = (begin as i64) % ALIGNMENT;
+        if padding != 0 {
+            begin = begin.wrapping_sub(padding as usize);
+            size = size.wrapping_add(padding);
+        }
+    }
+    (begin, size)
+}
+
+fn has(map_type: i64, flag: i64) -> bool {
+    map_type & flag != 0
+}
+
+impl<'a> Offload<'a> {
+    /// `__tgt_target_data_begin_mapper`: map on entry to `target data` /
+    /// `target enter data`.
+    ///
+    /// # Safety
+    /// `loc` is null or a valid `ident_t`; `args` is a valid view of the
+    /// call's arrays, whose pointers name host memory as the map types say.
+    pub unsafe fn target_data_begin(
+        &self,
+        loc: *const Ident,
+        device_id: i64,
+        args: &MapArgs,
+    ) -> Result<(), Fatal> {
+        let Some(dev) = self.check_device_and_ctors(device_id, loc)? else {
+            return Ok(());
+        };
+        self.info_kernel_arguments(loc, dev.id.into(), args, "Entering OpenMP data region");
+        let ok = self.data_begin(&dev, args, false).is_ok();
+        self.handle_target_outcome(ok, loc)
+    }
+
+    /// `__tgt_target_data_end_mapper`: unmap on exit from `target data` /
+    /// `target exit data`.
+    ///
+    /// # Safety
+    /// As [`Offload::target_data_begin`].
+    pub unsafe fn target_data_end(
+        &self,
+        loc: *const Ident,
+        device_id: i64,
+        args: &MapArgs,
+    ) -> Result<(), Fatal> {
+        let Some(dev) = self.check_device_and_ctors(device_id, loc)? else {
+            return Ok(());
+        };
+        self.info_kernel_arguments(loc, dev.id.into(), args, "Exiting OpenMP data region");
+        let ok = self.data_end(&dev, args, false).is_ok();
+        self.handle_target_outcome(ok, loc)
+    }
+
+    /// LLVM's `targetDataMapper`: run the user-defined mapper of argument
+    /// `i` and apply `op` to the components it produced.
+    pub(crate) unsafe fn data_mapper(
+        &self,
+        dev: &DeviceCtx<'a>,
+        args: &MapArgs,
+        i: usize,
+        mapper: super::MapperFn,
+        op: DataOp,
+    ) -> Result<(), OffloadError> {
+        let components = run_mapper(args, i, mapper);
+        let mut owned = components.to_args();
+        let view = owned.view();
+        match op {
+            DataOp::Begin => self.data_begin(dev, &view, true),
+            DataOp::End => self.data_end(dev, &view, true),
+            DataOp::Update => self.data_update(dev, &view, true),
+        }
+    }
+
+    /// LLVM's `targetDataBegin`.
+    pub(crate) unsafe fn data_begin(
+        &self,
+        dev: &DeviceCtx<'a>,
+        args: &MapArgs,
+        from_mapper: bool,
+    ) -> Result<(), OffloadError> {
+        let usm = self.registry.unified_shared_memory();
+        let table = dev.ops.mappings();
+        let memory = self.memory(dev);
+        for i in 0..args.len() {
+            let t = args.map_type(i);
+            if has(t, mt::LITERAL) || has(t, mt::PRIVATE) {
+                continue;
+            }
+            if let Some(mapper) = args.mapper(i) {
+                if self
+                    .data_mapper(dev, args, i, mapper, DataOp::Begin)
+                    .is_err()
+                {
+                    return Err(self.report(OffloadError::MapperBeginFailed));
+                }
+                continue;
+            }
+
+            let (begin, size) = padded_section(args, i);
+            let mut base = args.base(i) as usize;
+            let name = args.name(i) as usize;
+            let implicit = has(t, mt::IMPLICIT);
+            let close = has(t, mt::CLOSE);
+            let present = has(t, mt::PRESENT);
+            let hold = has(t, mt::OMPX_HOLD);
+            // "target data" calls carry no TARGET_PARAM, so MEMBER_OF decides.
+            let mut update_ref = !(has(t, mt::MEMBER_OF) || (from_mapper && i == 0));
+
+            let mut pointer = None;
+            if has(t, mt::PTR_AND_OBJ) {
+                let pointer_tpr = table.get_target_pointer(
+                    &MapRequest {
+                        host_begin: base,
+                        host_base: base,
+                        size: POINTER_SIZE,
+                        name: 0,
+                        to: false,
+                        always: false,
+                        implicit,
+                        update_refcount: update_ref,
+                        close,
+                        present,
+                        hold,
+                        unified_shared_memory: usm,
+                    },
+                    &memory,
+                );
+                self.emit_map_failure(&pointer_tpr.failure);
+                let Some(pointer_target) = pointer_tpr.target else {
+                    return Err(self.report(OffloadError::NullTargetPointer { present }));
+                };
+                pointer = Some((base, pointer_target, pointer_tpr.entry));
+                // The pointee's base is the pointer's value.
+                base = *(base as *const usize);
+                update_ref = !from_mapper || i != 0;
+            }
+
+            let tpr = table.get_target_pointer(
+                &MapRequest {
+                    host_begin: begin,
+                    host_base: base,
+                    size,
+                    name,
+                    to: has(t, mt::TO),
+                    always: has(t, mt::ALWAYS),
+                    implicit,
+                    update_refcount: update_ref,
+                    close,
+                    present,
+                    hold,
+                    unified_shared_memory: usm,
+                },
+                &memory,
+            );
+            self.emit_map_failure(&tpr.failure);
+            // A zero-length section may point at nothing mapped (or NULL).
+            if tpr.target.is_none() && (size != 0 || present) {
+                return Err(self.report(OffloadError::NullTargetPointer { present }));
+            }
+            let target = tpr.target.unwrap_or(0);
+
+            if has(t, mt::RETURN_PARAM) {
+                let delta = begin.wrapping_sub(base);
+                args.set_base(i, target.wrapping_sub(delta) as *mut c_void);
+            }
+
+            if let Some((pointer_host, pointer_target, pointer_entry)) = pointer {
+                if tpr.is_host_ptr {
+                    continue;
+                }
+                let expected = target.wrapping_sub(begin.wrapping_sub(base));
+                let shadow = ShadowPtr {
+                    host_ptr_value: base,
+                    target_ptr_addr: pointer_target,
+                    target_ptr_value: expected,
+                };
+                if table.upsert_shadow(pointer_host, shadow) {
+                    let value = expected;
+                    let value_addr = &value as *const usize as usize;
+                    // INFO's name lookup needs the table: before the lock.
+                    let name = self.transfer_name(dev, value_addr, POINTER_SIZE);
+                    self.info_transfer(dev, true, value_addr, pointer_target, POINTER_SIZE, name);
+                    let _update = pointer_entry.as_ref().map(|e| {
+                        e.set_may_contain_attached_pointers();
+                        e.lock_update()
+                    });
+                    let copied = dev.ops.submit(
+                        DevicePtr(pointer_target as *mut c_void),
+                        value_addr as *const c_void,
+                        POINTER_SIZE as usize,
+                    );
+                    if copied.is_err() {
+                        return Err(self.report(OffloadError::CopyToDeviceFailed));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Print what LLVM prints when `getTargetPointer` refuses a mapping.
+    pub(crate) fn emit_map_failure(&self, failure: &Option<crate::mapping::MapFailure>) {
+        let Some(failure) = failure else {
+            return;
+        };
+        for line in failure.messages() {
+            self.emit(Diagnostic::Message(line));
+        }
+        if let Some(report) = failure.report() {
+            self.emit(Diagnostic::Error(report.to_string()));
+        }
+    }
+
+    /// LLVM's `targetDataEnd`: arguments in reverse order; copy back `from`
+    /// data of the last reference (or `always`), restore shadowed host
+    /// pointers, then free what went away.
+    pub(crate) unsafe fn data_end(
+        &self,
+        dev: &DeviceCtx<'a>,
+        args: &MapArgs,
+        from_mapper: bool,
+    ) -> Result<(), OffloadError> {
+        let usm = self.registry.unified_shared_memory();
+        let table = dev.ops.mappings();
+        let mut deallocs: Vec<(usize, i64, bool)> = Vec::new();
+        let mut from_mapper_base: Option<usize> = None;
+
+        for i in (0..args.len()).rev() {
+            let t = args.map_type(i);
+            if has(t, mt::LITERAL) || has(t, mt::PRIVATE) {
+                continue;
+            }
+            if let Some(mapper) = args.mapper(i) {
+                if self.data_mapper(dev, args, i, mapper, DataOp::End).is_err() {
+                    return Err(self.report(OffloadError::MapperEndFailed));
+                }
+                continue;
+            }
+
+            let (begin, size) = padded_section(args, i);
+            let implicit = has(t, mt::IMPLICIT);
+            let update_ref =
+                (!has(t, mt::MEMBER_OF) || has(t, mt::PTR_AND_OBJ)) && !(from_mapper && i == 0);
+            let present = has(t, mt::PRESENT);
+            let hold = has(t, mt::OMPX_HOLD);
+
+            let tpr = table.get_tgt_ptr_begin(&UnmapRequest {
+                host_begin: begin,
+                size,
+                update_refcount: update_ref,
+                hold,
+                must_contain: !implicit,
+                force_delete: has(t, mt::DELETE),
+                unified_shared_memory: usm,
+            });
+            if let Some(event) = &tpr.event {
+                self.info_map_event(dev.id, event);
+            }
+            let Some(target) = tpr.target else {
+                if present {
+                    // Only possible on "target exit data": the data must be
+                    // there on entry to the construct.
+                    return Err(self.report(OffloadError::PresentMissingOnExit {
+                        host_begin: begin,
+                        size,
+                    }));
+                }
+                continue;
+            };
+
+            // A member's mapping belongs to its parent struct.
+            let member_only = has(t, mt::MEMBER_OF) && !has(t, mt::PTR_AND_OBJ);
+            let mut del_entry = tpr.is_last && !member_only;
+            let from = has(t, mt::FROM);
+            if !(from || del_entry) {
+                continue;
+            }
+            if from
+                && (has(t, mt::ALWAYS) || tpr.is_last)
+                && !tpr.is_host_ptr
+                && self.retrieve(dev, begin, target, size).is_err()
+            {
+                return Err(self.report(OffloadError::CopyFromDeviceFailed));
+            }
+            if del_entry && from_mapper && i == 0 {
+                del_entry = false;
+                from_mapper_base = Some(begin);
+            }
+            // Restore host pointers the copy-back overwrote with device
+            // addresses; forget them when the struct goes away.
+            table.visit_shadows(tpr.entry.as_ref(), begin, size, |host_ptr_addr, shadow| {
+                if from {
+                    *(host_ptr_addr as *mut usize) = shadow.host_ptr_value;
+                }
+                if del_entry {
+                    ShadowVisit::Remove
+                } else {
+                    ShadowVisit::Keep
+                }
+            });
+            if del_entry && !tpr.is_host_ptr {
+                deallocs.push((begin, size, hold));
+            }
+        }
+
+        let memory = self.memory(dev);
+        for (begin, size, hold) in deallocs {
+            if from_mapper_base == Some(begin) && begin != 0 {
+                continue;
+            }
+            match table.dealloc_tgt_ptr(begin, size, hold, &memory) {
+                Ok(Some(event)) => self.info_map_event(dev.id, &event),
+                Ok(None) => {}
+                Err(error) => {
+                    self.report(OffloadError::Mapping(error));
+                    return Err(self.report(OffloadError::DeallocFailed));
+                }
+            }
+        }
+        Ok(())
+    }
+}

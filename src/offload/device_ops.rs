@@ -1,0 +1,273 @@
+//! What the offload layer needs from devices and plugins, as traits, so that
+//! it runs over the real runtime ([`crate::device::Device`]) and over test
+//! devices alike.
+//!
+//! * [`DeviceOps`]: one device (LLVM's `DeviceTy` calls into its plugin).
+//! * [`Platform`]: the loaded plugins and their devices, in load order
+//!   (LLVM's `AllRTLs`). The [`super::Registry`] decides which plugins are
+//!   used and numbers their devices as LLVM does.
+
+use crate::abi::{AllocKind, DeviceImage, OffloadEntry};
+use crate::device::DevicePtr;
+use crate::mapping::MappingTable;
+use std::ffi::c_void;
+
+/// A device or plugin call failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct OpFailed(pub String);
+
+impl From<crate::Error> for OpFailed {
+    fn from(error: crate::Error) -> Self {
+        OpFailed(error.to_string())
+    }
+}
+
+/// One device of one plugin.
+pub trait DeviceOps: Send + Sync {
+    /// Initialise the device once (later calls return the first result):
+    /// `__tgt_rtl_init_requires(requires_flags)` if the plugin has it, then
+    /// `__tgt_rtl_init_device`.
+    fn init(&self, requires_flags: i64) -> Result<(), OpFailed>;
+    /// `__tgt_rtl_data_alloc` (through the memory manager where the core
+    /// uses one).
+    fn alloc(
+        &self,
+        size: usize,
+        host_ptr: *mut c_void,
+        kind: AllocKind,
+    ) -> Result<DevicePtr, OpFailed>;
+    /// `__tgt_rtl_data_delete`.
+    fn free(&self, ptr: DevicePtr) -> Result<(), OpFailed>;
+    /// `__tgt_rtl_data_submit`: host -> device.
+    ///
+    /// # Safety
+    /// `src..src+size` is readable host memory; `dst` is device memory of
+    /// this device.
+    unsafe fn submit(
+        &self,
+        dst: DevicePtr,
+        src: *const c_void,
+        size: usize,
+    ) -> Result<(), OpFailed>;
+    /// `__tgt_rtl_data_retrieve`: device -> host.
+    ///
+    /// # Safety
+    /// `dst..dst+size` is writable host memory; `src` is device memory of
+    /// this device.
+    unsafe fn retrieve(
+        &self,
+        dst: *mut c_void,
+        src: DevicePtr,
+        size: usize,
+    ) -> Result<(), OpFailed>;
+    /// LLVM's `isDataExchangable`: `dst` is a device of the same plugin,
+    /// which exports `is_data_exchangable` (saying yes for the pair) and a
+    /// `data_exchange` entry.
+    fn is_data_exchangable(&self, dst: &dyn DeviceOps) -> bool;
+    /// `__tgt_rtl_data_exchange(this, src, dst's id, dst, size)`.
+    ///
+    /// # Safety
+    /// `src` is device memory of this device, `dst` of `dst_device`.
+    unsafe fn data_exchange(
+        &self,
+        src: DevicePtr,
+        dst_device: &dyn DeviceOps,
+        dst: DevicePtr,
+        size: usize,
+    ) -> Result<(), OpFailed>;
+    /// `__tgt_rtl_load_binary`: the target table's entries, in image order.
+    ///
+    /// # Safety
+    /// `image` points to a registered device image that stays valid while
+    /// it is loaded.
+    unsafe fn load_binary(&self, image: *mut DeviceImage) -> Result<Vec<OffloadEntry>, OpFailed>;
+    /// `__tgt_rtl_run_target_region`.
+    ///
+    /// # Safety
+    /// `entry` is an entry address of a loaded table; `args`/`offsets` are
+    /// what the kernel expects.
+    unsafe fn run_region(
+        &self,
+        entry: *mut c_void,
+        args: &mut [*mut c_void],
+        offsets: &mut [isize],
+    ) -> Result<(), OpFailed>;
+    /// `__tgt_rtl_run_target_team_region`.
+    ///
+    /// # Safety
+    /// As [`DeviceOps::run_region`].
+    unsafe fn run_team_region(
+        &self,
+        entry: *mut c_void,
+        args: &mut [*mut c_void],
+        offsets: &mut [isize],
+        num_teams: i32,
+        thread_limit: i32,
+        loop_tripcount: u64,
+    ) -> Result<(), OpFailed>;
+    /// `__tgt_rtl_supports_empty_images() > 0`.
+    fn supports_empty_images(&self) -> bool;
+    /// The device's host->device mapping table.
+    fn mappings(&self) -> &MappingTable;
+    /// For implementations that need the concrete type of another device
+    /// (`data_exchange`).
+    fn as_any(&self) -> &dyn std::any::Any;
+}
+
+/// The loaded plugins, in load order, and their devices.
+pub trait Platform: Sync {
+    /// Number of plugins that loaded (with or without devices).
+    fn plugin_count(&self) -> usize;
+    /// `__tgt_rtl_number_of_devices` of a plugin.
+    fn plugin_device_count(&self, plugin: usize) -> usize;
+    /// `__tgt_rtl_is_valid_binary`.
+    ///
+    /// # Safety
+    /// `image` points to a valid device image.
+    unsafe fn is_valid_binary(&self, plugin: usize, image: *mut DeviceImage) -> bool;
+    /// Device `local` (0-based, the plugin's own numbering) of a plugin.
+    fn device(&self, plugin: usize, local: usize) -> Option<&dyn DeviceOps>;
+    /// The program's requires flags, registered for the first time: devices
+    /// initialised from now on pass them to `__tgt_rtl_init_requires`.
+    fn set_requires_flags(&self, _flags: i64) {}
+}
+
+/// No plugins at all: for a process whose runtime is not built (no binary
+/// registered yet, or offloading disabled), where LLVM has no devices.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct EmptyPlatform;
+
+impl Platform for EmptyPlatform {
+    fn plugin_count(&self) -> usize {
+        0
+    }
+    fn plugin_device_count(&self, _plugin: usize) -> usize {
+        0
+    }
+    unsafe fn is_valid_binary(&self, _plugin: usize, _image: *mut DeviceImage) -> bool {
+        false
+    }
+    fn device(&self, _plugin: usize, _local: usize) -> Option<&dyn DeviceOps> {
+        None
+    }
+}
+
+/// [`DeviceOps`] over the core's [`crate::device::Device`]: every call goes
+/// through the device's own API (memory manager, liveness checks, the
+/// plugin's async entries on a private queue, then a wait).
+impl DeviceOps for crate::device::Device {
+    fn init(&self, requires_flags: i64) -> Result<(), OpFailed> {
+        Ok(self.ensure_initialized_with_requires(requires_flags)?)
+    }
+    fn alloc(
+        &self,
+        size: usize,
+        host_ptr: *mut c_void,
+        kind: AllocKind,
+    ) -> Result<DevicePtr, OpFailed> {
+        Ok(crate::device::Device::alloc(self, size, host_ptr, kind)?)
+    }
+    fn free(&self, ptr: DevicePtr) -> Result<(), OpFailed> {
+        Ok(crate::device::Device::free(self, ptr)?)
+    }
+    unsafe fn submit(
+        &self,
+        dst: DevicePtr,
+        src: *const c_void,
+        size: usize,
+    ) -> Result<(), OpFailed> {
+        Ok(crate::device::Device::submit(self, dst, src, size)?)
+    }
+    unsafe fn retrieve(
+        &self,
+        dst: *mut c_void,
+        src: DevicePtr,
+        size: usize,
+    ) -> Result<(), OpFailed> {
+        Ok(crate::device::Device::retrieve(self, dst, src, size)?)
+    }
+    fn is_data_exchangable(&self, dst: &dyn DeviceOps) -> bool {
+        dst.as_any()
+            .downcast_ref::<crate::device::Device>()
+            .is_some_and(|dst| self.can_exchange_with(dst))
+    }
+    unsafe fn data_exchange(
+        &self,
+        src: DevicePtr,
+        dst_device: &dyn DeviceOps,
+        dst: DevicePtr,
+        size: usize,
+    ) -> Result<(), OpFailed> {
+        let Some(dst_device) = dst_device.as_any().downcast_ref::<crate::device::Device>() else {
+            return Err(OpFailed("data exchange with a foreign device".to_string()));
+        };
+        Ok(self.exchange(src, dst_device, dst, size)?)
+    }
+    unsafe fn load_binary(&self, image: *mut DeviceImage) -> Result<Vec<OffloadEntry>, OpFailed> {
+        Ok(self.load_image(image)?.entries)
+    }
+    unsafe fn run_region(
+        &self,
+        entry: *mut c_void,
+        args: &mut [*mut c_void],
+        offsets: &mut [isize],
+    ) -> Result<(), OpFailed> {
+        Ok(crate::device::Device::run_region(
+            self,
+            entry,
+            args,
+            offsets,
+            crate::RegionLaunch::Single,
+        )?)
+    }
+    unsafe fn run_team_region(
+        &self,
+        entry: *mut c_void,
+        args: &mut [*mut c_void],
+        offsets: &mut [isize],
+        num_teams: i32,
+        thread_limit: i32,
+        loop_tripcount: u64,
+    ) -> Result<(), OpFailed> {
+        Ok(crate::device::Device::run_region(
+            self,
+            entry,
+            args,
+            offsets,
+            crate::RegionLaunch::Teams {
+                num_teams,
+                thread_limit,
+                loop_tripcount,
+            },
+        )?)
+    }
+    fn supports_empty_images(&self) -> bool {
+        self.plugin().supports_empty_images()
+    }
+    fn mappings(&self) -> &MappingTable {
+        crate::device::Device::mappings(self)
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+/// The runtime's plugins in load order (LLVM's `AllRTLs` once those without
+/// devices are left out, which the registry does) and their devices.
+impl Platform for crate::Runtime {
+    fn plugin_count(&self) -> usize {
+        crate::Runtime::plugin_count(self)
+    }
+    fn plugin_device_count(&self, plugin: usize) -> usize {
+        self.plugin(plugin).map_or(0, |p| p.device_count())
+    }
+    unsafe fn is_valid_binary(&self, plugin: usize, image: *mut DeviceImage) -> bool {
+        self.plugin(plugin)
+            .is_some_and(|p| p.is_valid_binary(image))
+    }
+    fn device(&self, plugin: usize, local: usize) -> Option<&dyn DeviceOps> {
+        self.plugin_device(plugin, local)
+            .map(|d| d as &dyn DeviceOps)
+    }
+}

@@ -1,0 +1,249 @@
+//! What the runtime prints on stderr, byte for byte as LLVM 14's
+//! libomptarget prints it (release build: `REPORT` always prints, `DP`
+//! never does), and the source locations the compiler passes.
+
+use std::ffi::{c_char, CStr};
+use std::fmt;
+use std::io::Write;
+
+/// One line (or fragment) LLVM's runtime prints on stderr.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Diagnostic {
+    /// `MESSAGE`: `Libomptarget message: <text>\n`.
+    Message(String),
+    /// `REPORT` / `FAILURE_MESSAGE`: `Libomptarget error: <text>\n`.
+    Error(String),
+    /// `INFO`: `Libomptarget device <n> info: <text>` (text ends in `\n`).
+    Info { device: i32, text: String },
+    /// Text printed as is (the `file:line:col: ` before a fatal error).
+    Raw(String),
+}
+
+impl Diagnostic {
+    /// The exact bytes LLVM writes for this diagnostic.
+    pub fn render(&self) -> String {
+        match self {
+            Diagnostic::Message(text) => format!("Libomptarget message: {text}\n"),
+            Diagnostic::Error(text) => format!("Libomptarget error: {text}\n"),
+            Diagnostic::Info { device, text } => {
+                format!("Libomptarget device {device} info: {text}")
+            }
+            Diagnostic::Raw(text) => text.clone(),
+        }
+    }
+
+    /// Write the rendered diagnostic to stderr in one call (stderr is
+    /// unbuffered in both C and Rust, so lines interleave with the program's
+    /// own `fprintf(stderr, ...)` in call order).
+    pub fn write_to_stderr(&self) {
+        let _ = std::io::stderr().write_all(self.render().as_bytes());
+    }
+}
+
+/// LLVM's `FATAL_MESSAGE0`: print `Libomptarget fatal error <code>: <text>`
+/// and `abort()`. Returned (not performed) by the library so that the shim
+/// aborts and tests can look at it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("Libomptarget fatal error {code}: {text}")]
+pub struct Fatal {
+    pub code: i32,
+    pub text: String,
+}
+
+impl Fatal {
+    pub(crate) fn new(code: i32, text: impl Into<String>) -> Self {
+        Fatal {
+            code,
+            text: text.into(),
+        }
+    }
+
+    /// The exact bytes LLVM writes before aborting.
+    pub fn render(&self) -> String {
+        format!("{self}\n")
+    }
+
+    /// Print the message and abort the process, as LLVM does.
+    pub fn abort(&self) -> ! {
+        let _ = std::io::stderr().write_all(self.render().as_bytes());
+        std::process::abort()
+    }
+}
+
+/// `ident_t`: the source location clang passes to `__tgt_*_mapper` calls.
+/// `psource` is `";file;function;line;column;;"`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct Ident {
+    pub reserved_1: i32,
+    pub flags: i32,
+    pub reserved_2: i32,
+    pub reserved_3: i32,
+    pub psource: *const c_char,
+}
+
+const UNKNOWN_LOCATION: &str = ";unknown;unknown;0;0;;";
+
+/// LLVM's `SourceInfo`: fields of a `;`-separated location string.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceInfo {
+    pub name: String,
+    pub filename: String,
+    pub line: i32,
+    pub column: i32,
+}
+
+impl SourceInfo {
+    /// Parse a kernel/region location (`";file;function;line;col;;"`).
+    ///
+    /// # Safety
+    /// `loc` is null or points to an `ident_t` whose `psource` is null or a
+    /// NUL-terminated string.
+    pub unsafe fn from_ident(loc: *const Ident) -> Self {
+        let source = if loc.is_null() {
+            UNKNOWN_LOCATION.to_string()
+        } else {
+            c_string_or((*loc).psource, UNKNOWN_LOCATION)
+        };
+        let field = |n| nth_field(&source, n);
+        SourceInfo {
+            filename: remove_path(&field(0)),
+            name: field(1),
+            line: parse_int(&field(2)),
+            column: parse_int(&field(3)),
+        }
+    }
+
+    /// Parse a variable's `map_var_info_t` (`";name;file;line;col;;"`).
+    ///
+    /// # Safety
+    /// `name` is null or a NUL-terminated string.
+    pub unsafe fn from_var_name(name: *const c_char) -> Self {
+        let source = c_string_or(name, UNKNOWN_LOCATION);
+        let field = |n| nth_field(&source, n);
+        SourceInfo {
+            name: field(0),
+            filename: remove_path(&field(1)),
+            line: parse_int(&field(2)),
+            column: parse_int(&field(3)),
+        }
+    }
+
+    /// LLVM's `isAvailible`: a line or column is known.
+    pub fn is_available(&self) -> bool {
+        self.line != 0 || self.column != 0
+    }
+}
+
+/// LLVM's `getNameFromMapping`: the variable name of a `map_var_info_t`,
+/// or `unknown`.
+///
+/// # Safety
+/// `name` is null or a NUL-terminated string.
+pub unsafe fn name_from_mapping(name: *const c_char) -> String {
+    if name.is_null() {
+        return "unknown".to_string();
+    }
+    nth_field(&c_string_or(name, ""), 0)
+}
+
+unsafe fn c_string_or(ptr: *const c_char, default: &str) -> String {
+    if ptr.is_null() {
+        default.to_string()
+    } else {
+        CStr::from_ptr(ptr).to_string_lossy().into_owned()
+    }
+}
+
+/// The text between the (n+1)-th and (n+2)-th `;` (LLVM's `getSubstring`).
+fn nth_field(source: &str, n: usize) -> String {
+    source.split(';').nth(n + 1).unwrap_or("").to_string()
+}
+
+fn remove_path(path: &str) -> String {
+    path.rsplit('/').next().unwrap_or(path).to_string()
+}
+
+/// `std::stoi` on a leading integer; 0 where LLVM would throw.
+fn parse_int(text: &str) -> i32 {
+    let trimmed = text.trim_start();
+    let end = trimmed
+        .char_indices()
+        .take_while(|&(i, c)| c.is_ascii_digit() || (i == 0 && (c == '-' || c == '+')))
+        .map(|(i, c)| i + c.len_utf8())
+        .last()
+        .unwrap_or(0);
+    trimmed[..end].parse().unwrap_or(0)
+}
+
+impl fmt::Display for SourceInfo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}:{}", self.filename, self.line, self.column)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::CString;
+
+    #[test]
+    fn render_prefixes() {
+        assert_eq!(
+            Diagnostic::Message("x".into()).render(),
+            "Libomptarget message: x\n"
+        );
+        assert_eq!(
+            Diagnostic::Error("y".into()).render(),
+            "Libomptarget error: y\n"
+        );
+        assert_eq!(
+            Diagnostic::Info {
+                device: 2,
+                text: "z\n".into()
+            }
+            .render(),
+            "Libomptarget device 2 info: z\n"
+        );
+        assert_eq!(
+            Fatal::new(1, "failure").render(),
+            "Libomptarget fatal error 1: failure\n"
+        );
+    }
+
+    #[test]
+    fn ident_parsing() {
+        let s = CString::new(";/tmp/dir/test.c;main;12;5;;").unwrap();
+        let loc = Ident {
+            reserved_1: 0,
+            flags: 0,
+            reserved_2: 0,
+            reserved_3: 0,
+            psource: s.as_ptr(),
+        };
+        let info = unsafe { SourceInfo::from_ident(&loc) };
+        assert_eq!(info.filename, "test.c");
+        assert_eq!(info.name, "main");
+        assert_eq!((info.line, info.column), (12, 5));
+        assert!(info.is_available());
+        let none = unsafe { SourceInfo::from_ident(std::ptr::null()) };
+        assert_eq!(none.filename, "unknown");
+        assert!(!none.is_available());
+    }
+
+    #[test]
+    fn var_names() {
+        let s = CString::new(";arr[0:n];/x/t.c;7;3;;").unwrap();
+        assert_eq!(unsafe { name_from_mapping(s.as_ptr()) }, "arr[0:n]");
+        assert_eq!(unsafe { name_from_mapping(std::ptr::null()) }, "unknown");
+        let info = unsafe { SourceInfo::from_var_name(s.as_ptr()) };
+        assert_eq!(info.to_string(), "t.c:7:3");
+    }
+
+    #[test]
+    fn stoi_like_parsing() {
+        assert_eq!(parse_int("42"), 42);
+        assert_eq!(parse_int("  -3x"), -3);
+        assert_eq!(parse_int("abc"), 0);
+    }
+}

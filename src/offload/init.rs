@@ -1,0 +1,156 @@
+//! Getting a device ready for an offload: initialise it once, load the
+//! registered images on it, map their `declare target` globals and run
+//! their constructors (LLVM's `device_is_ready`, `checkDeviceAndCtors`,
+//! `InitLibrary`).
+
+use super::diag::{Fatal, Ident};
+use super::error::OffloadError;
+use super::registry::TargetEntry;
+use super::{DeviceCtx, MapArgs, Offload};
+use crate::abi::{DeviceImage, OFFLOAD_DEVICE_DEFAULT};
+use std::ffi::c_void;
+use std::sync::Arc;
+
+impl<'a> Offload<'a> {
+    /// LLVM's `device_is_ready`: the device exists and its one
+    /// initialisation attempt succeeded (made now if not made yet).
+    pub(crate) fn ready_device(&self, device: i64) -> Option<DeviceCtx<'a>> {
+        let dev = self.device(device)?;
+        let requires = self.registry.requires_flags();
+        let ready = *dev.slot.init.get_or_init(|| dev.ops.init(requires).is_ok());
+        ready.then_some(dev)
+    }
+
+    /// `device_is_ready(device)`.
+    pub fn device_is_ready(&self, device: i64) -> bool {
+        self.ready_device(device).is_some()
+    }
+
+    /// LLVM's `checkDeviceAndCtors`: `Ok(None)` means "do not offload"
+    /// (offload disabled, the host device, or a failure already reported
+    /// and tolerated by the policy); `Err` is a fatal error.
+    ///
+    /// # Safety
+    /// `loc` is null or a valid `ident_t`.
+    pub(crate) unsafe fn check_device_and_ctors(
+        &self,
+        device_id: i64,
+        loc: *const Ident,
+    ) -> Result<Option<DeviceCtx<'a>>, Fatal> {
+        if self.is_offload_disabled() {
+            return Ok(None);
+        }
+        let device_id = if device_id == OFFLOAD_DEVICE_DEFAULT {
+            i64::from(self.host.default_device())
+        } else {
+            device_id
+        };
+        if self.registry.num_devices() == 0 {
+            self.handle_target_outcome(false, loc)?;
+            return Ok(None);
+        }
+        if device_id == i64::from(self.registry.initial_device()) {
+            return Ok(None);
+        }
+        let Some(dev) = self.ready_device(device_id) else {
+            self.report(OffloadError::DeviceNotReady { device: device_id });
+            self.handle_target_outcome(false, loc)?;
+            return Ok(None);
+        };
+        let has_pending = dev.slot.lock_pending().has_pending;
+        if has_pending && self.init_library(&dev).is_err() {
+            self.report(OffloadError::InitGlobalsFailed { device: device_id });
+            self.handle_target_outcome(false, loc)?;
+            return Ok(None);
+        }
+        Ok(Some(dev))
+    }
+
+    /// LLVM's `InitLibrary`: load every registered image not yet loaded on
+    /// the device, map the globals of each, then run pending constructors.
+    pub(crate) fn init_library(&self, dev: &DeviceCtx<'a>) -> Result<(), OffloadError> {
+        let mut pending = dev.slot.lock_pending();
+        self.load_images(dev)?;
+        for lists in pending.libs.values_mut() {
+            for &ctor in &lists.ctors {
+                // SAFETY: a ctor address is a host entry of a registered
+                // binary; a kernel without arguments.
+                let ran = unsafe {
+                    self.run_target(dev, ctor as *mut c_void, &MapArgs::empty(), 1, 1, true)
+                };
+                if ran.is_err() {
+                    return Err(self.report(OffloadError::CtorFailed { ctor }));
+                }
+            }
+            lists.ctors.clear();
+        }
+        pending.has_pending = false;
+        Ok(())
+    }
+
+    fn load_images(&self, dev: &DeviceCtx<'a>) -> Result<(), OffloadError> {
+        let device = dev.id as usize;
+        let supports_empty = dev.ops.supports_empty_images();
+        let mut tables = self.registry.lock_tables();
+        let order = tables.registration_order.clone();
+        for entries_begin in order {
+            let Some(table) = tables.by_entries_begin.get_mut(&entries_begin) else {
+                continue;
+            };
+            if table.host_entries.is_empty() && !supports_empty {
+                continue;
+            }
+            if table.target(device).is_some() {
+                continue;
+            }
+            let image = table.image(device);
+            if image == 0 {
+                return Err(self.report(OffloadError::NoImageLoaded { device: dev.id }));
+            }
+            table.ensure_devices(device + 1);
+            // SAFETY: registered images stay valid until unregistration.
+            let loaded = unsafe { dev.ops.load_binary(image as *mut DeviceImage) };
+            let Ok(loaded) = loaded else {
+                table.images[device] = 0;
+                return Err(self.report(OffloadError::NoEntriesTable { device: dev.id }));
+            };
+            if loaded.len() != table.host_entries.len() {
+                table.images[device] = 0;
+                table.targets[device] = None;
+                return Err(self.report(OffloadError::TablesMismatch {
+                    device: dev.id,
+                    host: table.host_entries.len(),
+                    target: loaded.len(),
+                }));
+            }
+            let targets: Vec<TargetEntry> = loaded
+                .iter()
+                .map(|e| TargetEntry {
+                    addr: e.addr as usize,
+                    size: e.size,
+                })
+                .collect();
+            let mappings = dev.ops.mappings();
+            for (host, target) in table.host_entries.iter().zip(&targets) {
+                if target.size != 0 && mappings.insert_global(host.addr, host.size, target.addr) {
+                    table.globals.push((dev.id, host.addr, target.addr));
+                }
+            }
+            table.targets[device] = Some(Arc::new(targets));
+        }
+        Ok(())
+    }
+
+    /// Is the host entry `host_ptr` loaded on `dev` (a target table exists
+    /// for its binary)?
+    pub(crate) fn entry_loaded(&self, dev: &DeviceCtx<'_>, host_ptr: usize) -> bool {
+        let mut tables = self.registry.lock_tables();
+        let Some((entries_begin, _)) = tables.resolve_host_ptr(host_ptr) else {
+            return false;
+        };
+        tables
+            .by_entries_begin
+            .get(&entries_begin)
+            .is_some_and(|t| t.target(dev.id as usize).is_some())
+    }
+}

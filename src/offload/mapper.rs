@@ -1,0 +1,157 @@
+//! User-defined mappers: the runtime calls the compiler's mapper function
+//! with a handle; the mapper calls back `__tgt_push_mapper_component` and
+//! `__tgt_mapper_num_components` with that handle. The handle is a pointer
+//! to a [`MapperComponents`] that lives on the runtime's stack for the call.
+
+use super::args::{MapArgs, MapperFn, OwnedMapArgs};
+use std::ffi::c_void;
+
+/// One component a mapper pushed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MapComponent {
+    pub base: *mut c_void,
+    pub begin: *mut c_void,
+    pub size: i64,
+    pub map_type: i64,
+    pub name: *mut c_void,
+}
+
+/// The components of one mapper call (LLVM's `MapperComponentsTy`).
+#[derive(Debug, Default)]
+pub struct MapperComponents {
+    pub components: Vec<MapComponent>,
+}
+
+impl MapperComponents {
+    /// Run `mapper` for one argument and collect what it pushes.
+    ///
+    /// # Safety
+    /// `mapper` is a compiler-emitted mapper function; the pointers are the
+    /// argument's, passed through unchanged. The mapper may only use the
+    /// handle through [`push_mapper_component`] and [`mapper_num_components`]
+    /// during this call.
+    pub unsafe fn collect(
+        mapper: MapperFn,
+        base: *mut c_void,
+        begin: *mut c_void,
+        size: i64,
+        map_type: i64,
+        name: *mut c_void,
+    ) -> Self {
+        let mut components = MapperComponents::default();
+        let handle = &mut components as *mut MapperComponents as *mut c_void;
+        mapper(handle, base, begin, size, map_type, name);
+        components
+    }
+
+    /// The components as argument arrays for targetDataBegin/End/Update.
+    pub fn to_args(&self) -> OwnedMapArgs {
+        let mut args = OwnedMapArgs::default();
+        for c in &self.components {
+            args.bases.push(c.base);
+            args.begins.push(c.begin);
+            args.sizes.push(c.size);
+            args.types.push(c.map_type);
+            args.names.push(c.name);
+        }
+        args
+    }
+}
+
+/// `__tgt_mapper_num_components(handle)`: how many components were pushed.
+///
+/// # Safety
+/// `handle` is null or the handle the runtime passed to the running mapper.
+pub unsafe fn mapper_num_components(handle: *mut c_void) -> i64 {
+    match (handle as *const MapperComponents).as_ref() {
+        Some(components) => components.components.len() as i64,
+        None => 0,
+    }
+}
+
+/// `__tgt_push_mapper_component(handle, base, begin, size, type, name)`.
+/// A null handle is ignored.
+///
+/// # Safety
+/// `handle` is null or the handle the runtime passed to the running mapper,
+/// not used concurrently from another thread.
+pub unsafe fn push_mapper_component(
+    handle: *mut c_void,
+    base: *mut c_void,
+    begin: *mut c_void,
+    size: i64,
+    map_type: i64,
+    name: *mut c_void,
+) {
+    if let Some(components) = (handle as *mut MapperComponents).as_mut() {
+        components.components.push(MapComponent {
+            base,
+            begin,
+            size,
+            map_type,
+            name,
+        });
+    }
+}
+
+/// Run the mapper of argument `i` of `args`.
+///
+/// # Safety
+/// As [`MapperComponents::collect`]; `args` is a valid view.
+pub(crate) unsafe fn run_mapper(args: &MapArgs, i: usize, mapper: MapperFn) -> MapperComponents {
+    MapperComponents::collect(
+        mapper,
+        args.base(i),
+        args.begin(i),
+        args.size(i),
+        args.map_type(i),
+        args.name(i),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    unsafe extern "C" fn two_component_mapper(
+        handle: *mut c_void,
+        base: *mut c_void,
+        begin: *mut c_void,
+        size: i64,
+        map_type: i64,
+        name: *mut c_void,
+    ) {
+        let before = mapper_num_components(handle);
+        push_mapper_component(handle, base, begin, size, map_type, name);
+        push_mapper_component(
+            handle,
+            begin,
+            (begin as usize + 8) as *mut c_void,
+            before + 4,
+            map_type | 0x10,
+            name,
+        );
+    }
+
+    #[test]
+    fn mapper_pushes_components_through_the_handle() {
+        let c = unsafe {
+            MapperComponents::collect(
+                two_component_mapper,
+                16 as *mut c_void,
+                32 as *mut c_void,
+                24,
+                3,
+                std::ptr::null_mut(),
+            )
+        };
+        assert_eq!(c.components.len(), 2);
+        assert_eq!(c.components[1].size, 4);
+        assert_eq!(c.components[1].map_type, 0x13);
+        let mut owned = c.to_args();
+        let view = owned.view();
+        assert_eq!(view.len(), 2);
+        assert_eq!(view.begin(1) as usize, 40);
+        assert_eq!(unsafe { mapper_num_components(std::ptr::null_mut()) }, 0);
+    }
+}

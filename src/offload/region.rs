@@ -1,0 +1,445 @@
+//! Target regions: translate the arguments (mapped data, literals,
+//! (first-)private buffers, lambda captures), launch the kernel, then unmap
+//! (LLVM's `target`, `processDataBefore`, `processDataAfter`,
+//! `PrivateArgumentManagerTy`), plus the `__tgt_target*` entry points and
+//! loop trip counts.
+
+use super::args::{parent_index, MapArgs};
+use super::diag::{Fatal, Ident};
+use super::error::OffloadError;
+use super::{DeviceCtx, Offload};
+use crate::abi::{map_type as mt, AllocKind, OMP_TGT_FAIL, OMP_TGT_SUCCESS};
+use crate::device::DevicePtr;
+use crate::mapping::UnmapRequest;
+use std::ffi::c_void;
+
+const ALIGNMENT: i64 = 8;
+const POINTER_SIZE: i64 = std::mem::size_of::<*mut c_void>() as i64;
+/// First-private arguments up to this size are packed into one buffer.
+const FIRST_PRIVATE_PACK_THRESHOLD: i64 = 1024;
+const LAMBDA_MAPPING: i64 = mt::PTR_AND_OBJ | mt::LITERAL | mt::IMPLICIT;
+
+/// A first-private argument waiting to be packed.
+struct PackedArg {
+    /// Its position in the kernel argument array.
+    index: usize,
+    host_begin: usize,
+    size: i64,
+    /// LLVM pads each packed argument to `size + size % 8` (sic).
+    aligned_size: i64,
+}
+
+/// Device buffers of (first-)private arguments of one target region.
+struct PrivateArguments<'o, 'a> {
+    offload: &'o Offload<'a>,
+    dev: &'o DeviceCtx<'a>,
+    /// Device buffers to free after the region.
+    buffers: Vec<usize>,
+    packed: Vec<PackedArg>,
+    packed_size: i64,
+}
+
+impl<'o, 'a> PrivateArguments<'o, 'a> {
+    fn new(offload: &'o Offload<'a>, dev: &'o DeviceCtx<'a>) -> Self {
+        PrivateArguments {
+            offload,
+            dev,
+            buffers: Vec::new(),
+            packed: Vec::new(),
+            packed_size: 0,
+        }
+    }
+
+    /// LLVM's `addArg`: allocate (and for first-private, fill) a device
+    /// buffer now, or queue a small first-private argument for packing.
+    /// Returns the device address, or 0 as a placeholder for packed ones.
+    unsafe fn add(
+        &mut self,
+        host_begin: usize,
+        size: i64,
+        first_private: bool,
+        index: usize,
+        alloc_immediately: bool,
+    ) -> Result<usize, OffloadError> {
+        // A negative size can only be garbage; LLVM would try to allocate it.
+        if size < 0 {
+            return Err(OffloadError::PrivateAllocFailed);
+        }
+        if size > FIRST_PRIVATE_PACK_THRESHOLD || !first_private || alloc_immediately {
+            let target = self
+                .dev
+                .ops
+                .alloc(size as usize, host_begin as *mut c_void, AllocKind::Default)
+                .map(|p| p.0 as usize)
+                .ok()
+                .filter(|&p| p != 0)
+                .ok_or(OffloadError::PrivateAllocFailed)?;
+            if first_private
+                && self
+                    .offload
+                    .submit(self.dev, target, host_begin, size)
+                    .is_err()
+            {
+                // LLVM leaks this buffer; we free it with the others.
+                self.buffers.push(target);
+                return Err(OffloadError::PrivateAllocFailed);
+            }
+            self.buffers.push(target);
+            Ok(target)
+        } else {
+            let aligned_size = size + size % ALIGNMENT;
+            self.packed.push(PackedArg {
+                index,
+                host_begin,
+                size,
+                aligned_size,
+            });
+            self.packed_size += aligned_size;
+            Ok(0)
+        }
+    }
+
+    /// LLVM's `packAndTransfer`: copy the queued first-private arguments
+    /// into one buffer, send it, and fill in their kernel arguments.
+    unsafe fn pack_and_transfer(
+        &mut self,
+        kernel_args: &mut [*mut c_void],
+    ) -> Result<(), OffloadError> {
+        if self.packed.is_empty() {
+            return Ok(());
+        }
+        let mut buffer = vec![0u8; self.packed_size as usize];
+        let mut at = 0usize;
+        for arg in &self.packed {
+            std::ptr::copy_nonoverlapping(
+                arg.host_begin as *const u8,
+                buffer.as_mut_ptr().add(at),
+                arg.size as usize,
+            );
+            at += arg.aligned_size as usize;
+        }
+        let target = self
+            .dev
+            .ops
+            .alloc(
+                buffer.len(),
+                buffer.as_mut_ptr() as *mut c_void,
+                AllocKind::Default,
+            )
+            .map(|p| p.0 as usize)
+            .ok()
+            .filter(|&p| p != 0)
+            .ok_or(OffloadError::PrivatePackFailed)?;
+        self.buffers.push(target);
+        self.offload
+            .submit(
+                self.dev,
+                target,
+                buffer.as_ptr() as usize,
+                buffer.len() as i64,
+            )
+            .map_err(|_| OffloadError::PrivatePackFailed)?;
+        let mut address = target;
+        for arg in &self.packed {
+            kernel_args[arg.index] = address as *mut c_void;
+            address += arg.aligned_size as usize;
+        }
+        Ok(())
+    }
+
+    /// LLVM's `free`: release every buffer.
+    fn free(&mut self) -> Result<(), OffloadError> {
+        for buffer in std::mem::take(&mut self.buffers) {
+            if self.dev.ops.free(DevicePtr(buffer as *mut c_void)).is_err() {
+                return Err(OffloadError::PrivateFreeFailed);
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Drop for PrivateArguments<'_, '_> {
+    /// On failure paths LLVM leaks the buffers; we give them back.
+    fn drop(&mut self) {
+        for buffer in std::mem::take(&mut self.buffers) {
+            let _ = self.dev.ops.free(DevicePtr(buffer as *mut c_void));
+        }
+    }
+}
+
+impl<'a> Offload<'a> {
+    /// `__tgt_target_mapper` (`teams == false`) and
+    /// `__tgt_target_teams_mapper` (`teams == true`): run a target region.
+    /// Returns `OMP_TGT_FAIL` when the host must run the region instead
+    /// (offload disabled, host device, or a tolerated failure), otherwise
+    /// `OMP_TGT_SUCCESS`; `Err` is a fatal error to print and abort with.
+    ///
+    /// # Safety
+    /// `loc` is null or a valid `ident_t`; `host_ptr` is the region's host
+    /// entry address; `args` is a valid view of the call's arrays.
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn target(
+        &self,
+        loc: *const Ident,
+        device_id: i64,
+        host_ptr: *mut c_void,
+        args: &MapArgs,
+        num_teams: i32,
+        thread_limit: i32,
+        teams: bool,
+    ) -> Result<i32, Fatal> {
+        let Some(dev) = self.check_device_and_ctors(device_id, loc)? else {
+            return Ok(OMP_TGT_FAIL);
+        };
+        self.info_kernel_arguments(loc, dev.id.into(), args, "Entering OpenMP kernel");
+        let ok = self
+            .run_target(&dev, host_ptr, args, num_teams, thread_limit, teams)
+            .is_ok();
+        self.handle_target_outcome(ok, loc)?;
+        Ok(OMP_TGT_SUCCESS)
+    }
+
+    /// `__kmpc_push_target_tripcount_mapper`: remember the trip count of the
+    /// next teams region this host thread launches on the device.
+    ///
+    /// # Safety
+    /// `loc` is null or a valid `ident_t`.
+    pub unsafe fn push_target_tripcount(
+        &self,
+        loc: *const Ident,
+        device_id: i64,
+        loop_tripcount: u64,
+    ) -> Result<(), Fatal> {
+        let Some(dev) = self.check_device_and_ctors(device_id, loc)? else {
+            return Ok(());
+        };
+        let thread = self.host.global_thread_num();
+        super::registry::lock(&dev.slot.tripcounts)
+            .entry(thread)
+            .or_insert(loop_tripcount);
+        Ok(())
+    }
+
+    /// LLVM's `getLoopTripCount`: take this thread's trip count (0 if none).
+    fn take_tripcount(&self, dev: &DeviceCtx<'a>) -> u64 {
+        let thread = self.host.global_thread_num();
+        super::registry::lock(&dev.slot.tripcounts)
+            .remove(&thread)
+            .unwrap_or(0)
+    }
+
+    /// LLVM's `target`: everything after the device checks.
+    pub(crate) unsafe fn run_target(
+        &self,
+        dev: &DeviceCtx<'a>,
+        host_ptr: *mut c_void,
+        args: &MapArgs,
+        num_teams: i32,
+        thread_limit: i32,
+        teams: bool,
+    ) -> Result<(), OffloadError> {
+        let (entries_begin, index) = {
+            let mut tables = self.registry.lock_tables();
+            match tables.resolve_host_ptr(host_ptr as usize) {
+                Some(found) => found,
+                None => {
+                    drop(tables);
+                    return Err(self.report(OffloadError::NoMatchingTargetPointer {
+                        host_ptr: host_ptr as usize,
+                    }));
+                }
+            }
+        };
+        let target_table = self
+            .registry
+            .lock_tables()
+            .by_entries_begin
+            .get(&entries_begin)
+            .and_then(|t| t.target(dev.id as usize));
+        let Some(entry) = target_table.and_then(|t| t.get(index as usize).copied()) else {
+            return Err(self.report(OffloadError::TargetTableMissing { device: dev.id }));
+        };
+
+        let mut kernel_args: Vec<*mut c_void> = Vec::new();
+        let mut offsets: Vec<isize> = Vec::new();
+        let mut privates = PrivateArguments::new(self, dev);
+
+        if !args.is_empty()
+            && self
+                .process_data_before(dev, args, &mut kernel_args, &mut offsets, &mut privates)
+                .is_err()
+        {
+            return Err(self.report(OffloadError::ProcessDataBeforeFailed));
+        }
+
+        let launched = if teams {
+            let tripcount = self.take_tripcount(dev);
+            dev.ops.run_team_region(
+                entry.addr as *mut c_void,
+                &mut kernel_args,
+                &mut offsets,
+                num_teams,
+                thread_limit,
+                tripcount,
+            )
+        } else {
+            dev.ops
+                .run_region(entry.addr as *mut c_void, &mut kernel_args, &mut offsets)
+        };
+        if launched.is_err() {
+            return Err(self.report(OffloadError::ExecutionFailed));
+        }
+
+        if !args.is_empty() && self.process_data_after(dev, args, &mut privates).is_err() {
+            return Err(self.report(OffloadError::ProcessDataAfterFailed));
+        }
+        Ok(())
+    }
+
+    /// LLVM's `processDataBefore`.
+    unsafe fn process_data_before(
+        &self,
+        dev: &DeviceCtx<'a>,
+        args: &MapArgs,
+        kernel_args: &mut Vec<*mut c_void>,
+        offsets: &mut Vec<isize>,
+        privates: &mut PrivateArguments<'_, 'a>,
+    ) -> Result<(), OffloadError> {
+        if self.data_begin(dev, args, false).is_err() {
+            return Err(self.report(OffloadError::TargetDataBeginFailed));
+        }
+        let usm = self.registry.unified_shared_memory();
+        let table = dev.ops.mappings();
+        let mut positions: Vec<Option<usize>> = vec![None; args.len()];
+
+        for i in 0..args.len() {
+            let t = args.map_type(i);
+            if t & mt::TARGET_PARAM == 0 {
+                if t & LAMBDA_MAPPING == LAMBDA_MAPPING {
+                    self.attach_lambda_capture(dev, args, i, kernel_args, offsets, &positions)?;
+                }
+                continue;
+            }
+            let begin = args.begin(i) as usize;
+            let mut base = args.base(i) as usize;
+            let (target, offset) = if t & mt::LITERAL != 0 {
+                (base, 0isize)
+            } else if t & mt::PRIVATE != 0 {
+                let offset = base.wrapping_sub(begin) as isize;
+                let first_private = t & mt::TO != 0;
+                let alloc_immediately =
+                    i + 1 < args.len() && args.map_type(i + 1) & mt::MEMBER_OF != 0;
+                match privates.add(
+                    begin,
+                    args.size(i),
+                    first_private,
+                    kernel_args.len(),
+                    alloc_immediately,
+                ) {
+                    Ok(target) => (target, offset),
+                    Err(_) => {
+                        return Err(self.report(OffloadError::PrivateArgumentFailed {
+                            first_private,
+                            host_ptr: begin,
+                        }))
+                    }
+                }
+            } else {
+                if t & mt::PTR_AND_OBJ != 0 {
+                    base = *(base as *const usize);
+                }
+                let tpr = table.get_tgt_ptr_begin(&UnmapRequest {
+                    host_begin: begin,
+                    size: args.size(i),
+                    update_refcount: false,
+                    hold: false,
+                    must_contain: false,
+                    force_delete: false,
+                    unified_shared_memory: usm,
+                });
+                if let Some(event) = &tpr.event {
+                    self.info_map_event(dev.id, event);
+                }
+                (tpr.target.unwrap_or(0), base.wrapping_sub(begin) as isize)
+            };
+            positions[i] = Some(kernel_args.len());
+            kernel_args.push(target as *mut c_void);
+            offsets.push(offset);
+        }
+
+        privates.pack_and_transfer(kernel_args)
+    }
+
+    /// A lambda's captured pointer (PTR_AND_OBJ | LITERAL | IMPLICIT member
+    /// of the lambda argument): make the device copy of the lambda point at
+    /// the device copy of the captured data.
+    unsafe fn attach_lambda_capture(
+        &self,
+        dev: &DeviceCtx<'a>,
+        args: &MapArgs,
+        i: usize,
+        kernel_args: &[*mut c_void],
+        offsets: &[isize],
+        positions: &[Option<usize>],
+    ) -> Result<(), OffloadError> {
+        // LLVM asserts these; a malformed call is ignored here.
+        let Ok(parent) = usize::try_from(parent_index(args.map_type(i))) else {
+            return Ok(());
+        };
+        let Some(&Some(position)) = positions.get(parent) else {
+            return Ok(());
+        };
+        let host_value = args.begin(i) as usize;
+        let host_begin = args.base(i) as usize;
+        let host_base = args.begin(parent) as usize;
+        let target_base = (kernel_args[position] as usize).wrapping_add(offsets[position] as usize);
+        let target_begin = target_base.wrapping_add(host_begin.wrapping_sub(host_base));
+        let tpr = dev.ops.mappings().get_tgt_ptr_begin(&UnmapRequest {
+            host_begin: host_value,
+            size: args.size(i),
+            update_refcount: false,
+            hold: false,
+            must_contain: false,
+            force_delete: false,
+            unified_shared_memory: self.registry.unified_shared_memory(),
+        });
+        if let Some(event) = &tpr.event {
+            self.info_map_event(dev.id, event);
+        }
+        let Some(pointee) = tpr.target else {
+            return Ok(());
+        };
+        if tpr.is_host_ptr {
+            return Ok(());
+        }
+        let value = pointee;
+        if self
+            .submit(
+                dev,
+                target_begin,
+                &value as *const usize as usize,
+                POINTER_SIZE,
+            )
+            .is_err()
+        {
+            return Err(self.report(OffloadError::CopyToDeviceFailed));
+        }
+        Ok(())
+    }
+
+    /// LLVM's `processDataAfter`.
+    unsafe fn process_data_after(
+        &self,
+        dev: &DeviceCtx<'a>,
+        args: &MapArgs,
+        privates: &mut PrivateArguments<'_, 'a>,
+    ) -> Result<(), OffloadError> {
+        if self.data_end(dev, args, false).is_err() {
+            return Err(self.report(OffloadError::TargetDataEndFailed));
+        }
+        if privates.free().is_err() {
+            return Err(self.report(OffloadError::PrivateFreeFailed));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,316 @@
+//! Registration of host binaries and requires flags (LLVM's `RegisterLib`,
+//! `UnregisterLib`, `RegisterRequires`, `initRTLonce`).
+//!
+//! A plugin becomes "used" when it is the first (in load order) to accept
+//! one of a binary's images; its devices then get the next OpenMP device
+//! numbers. Each image is recorded for every device of its plugin and
+//! loaded lazily on the device's first use ([`super::init`]).
+
+use super::diag::Fatal;
+use super::registry::{lock, DeviceSlot, HostEntry, Plugins, TranslationTable, UsedPlugin};
+use super::Offload;
+use crate::abi::{declare_target, requires, BinDesc, DeviceImage, OffloadEntry};
+use std::sync::Arc;
+
+/// The entries `[begin, end)` of a table, or nothing when the bounds are
+/// null or reversed.
+///
+/// # Safety
+/// A non-empty range is a valid array of entries.
+pub(crate) unsafe fn entries<'e>(
+    begin: *const OffloadEntry,
+    end: *const OffloadEntry,
+) -> &'e [OffloadEntry] {
+    if begin.is_null() || end.is_null() || end <= begin {
+        return &[];
+    }
+    let count = (end as usize - begin as usize) / std::mem::size_of::<OffloadEntry>();
+    std::slice::from_raw_parts(begin, count)
+}
+
+/// The device images of a descriptor.
+///
+/// # Safety
+/// `desc` is a valid descriptor.
+unsafe fn images<'e>(desc: &BinDesc) -> &'e mut [DeviceImage] {
+    let count = usize::try_from(desc.num_device_images).unwrap_or(0);
+    if count == 0 || desc.device_images.is_null() {
+        return &mut [];
+    }
+    std::slice::from_raw_parts_mut(desc.device_images, count)
+}
+
+impl Offload<'_> {
+    /// `__tgt_register_requires(flags)`: the first call sets the flags;
+    /// later ones must agree on reverse_offload, unified_address and
+    /// unified_shared_memory, or the program dies as under LLVM.
+    pub fn register_requires(&self, flags: i64) -> Result<(), Fatal> {
+        let mut current = lock(&self.registry.requires);
+        if *current == requires::UNDEFINED {
+            *current = flags;
+            self.platform.set_requires_flags(flags);
+            return Ok(());
+        }
+        let checks = [
+            (
+                requires::REVERSE_OFFLOAD,
+                "'#pragma omp requires reverse_offload' not used consistently!",
+            ),
+            (
+                requires::UNIFIED_ADDRESS,
+                "'#pragma omp requires unified_address' not used consistently!",
+            ),
+            (
+                requires::UNIFIED_SHARED_MEMORY,
+                "'#pragma omp requires unified_shared_memory' not used consistently!",
+            ),
+        ];
+        for (bit, text) in checks {
+            if (*current & bit) != (flags & bit) {
+                return Err(Fatal::new(1, text));
+            }
+        }
+        Ok(())
+    }
+
+    /// LLVM's `LoadRTLs`, once: read the offload policy; unless offloading
+    /// is disabled, every plugin with devices becomes available.
+    fn load_plugins_once(&self, plugins: &mut Plugins) {
+        if plugins.loaded {
+            return;
+        }
+        plugins.loaded = true;
+        let policy = self.host.target_offload_policy();
+        *lock(&self.registry.policy) = policy;
+        if policy == super::TargetOffloadPolicy::Disabled {
+            return;
+        }
+        plugins.available = (0..self.platform.plugin_count())
+            .filter(|&p| self.platform.plugin_device_count(p) > 0)
+            .collect();
+    }
+
+    /// LLVM's `initRTLonce`: give a plugin's devices the next numbers.
+    fn use_plugin(&self, plugins: &mut Plugins, plugin: usize) -> UsedPlugin {
+        if let Some(used) = plugins.used.iter().find(|u| u.plugin == plugin) {
+            return *used;
+        }
+        let first_device = plugins.devices.len();
+        let device_count = self.platform.plugin_device_count(plugin);
+        for local in 0..device_count {
+            let id = (first_device + local) as i32;
+            plugins
+                .devices
+                .push(Arc::new(DeviceSlot::new(id, plugin, local)));
+        }
+        let used = UsedPlugin {
+            plugin,
+            first_device,
+            device_count,
+        };
+        plugins.used.push(used);
+        used
+    }
+
+    /// `__tgt_init_all_rtls()`: use every available plugin.
+    pub fn init_all_plugins(&self) {
+        let mut plugins = self.registry.write_plugins();
+        for plugin in plugins.available.clone() {
+            self.use_plugin(&mut plugins, plugin);
+        }
+    }
+
+    /// `__tgt_register_lib(desc)`: offer each device image to the available
+    /// plugins in load order; the first that accepts it takes it for all its
+    /// devices, and its ctors/dtors become pending on those devices.
+    ///
+    /// # Safety
+    /// `desc` is null or a valid descriptor whose arrays stay valid until
+    /// `unregister_lib(desc)`.
+    pub unsafe fn register_lib(&self, desc: *mut BinDesc) {
+        let Some(desc_ref) = desc.as_ref() else {
+            return;
+        };
+        let desc_key = desc as usize;
+        let entries_begin = desc_ref.host_entries_begin as usize;
+        self.registry
+            .lock_tables()
+            .registered_descs
+            .insert(desc_key);
+
+        // LLVM loads the plugins on the first registration, whatever it holds.
+        self.load_plugins_once(&mut self.registry.write_plugins());
+        for image in images(desc_ref) {
+            let image_ptr = image as *mut DeviceImage;
+            // Hold the device list only while choosing the plugin; the
+            // table and pending-ctor locks are taken after it is released.
+            let (used, slots) = {
+                let mut plugins = self.registry.write_plugins();
+                let Some(plugin) = plugins
+                    .available
+                    .iter()
+                    .copied()
+                    .find(|&p| self.platform.is_valid_binary(p, image_ptr))
+                else {
+                    continue;
+                };
+                let used = self.use_plugin(&mut plugins, plugin);
+                let slots: Vec<Arc<DeviceSlot>> = plugins.devices
+                    [used.first_device..used.first_device + used.device_count]
+                    .to_vec();
+                (used, slots)
+            };
+            self.register_image(desc_ref, entries_begin, used, image_ptr);
+            register_ctors_dtors(desc_key, image, &slots);
+        }
+    }
+
+    /// LLVM's `RegisterImageIntoTranslationTable`.
+    unsafe fn register_image(
+        &self,
+        desc: &BinDesc,
+        entries_begin: usize,
+        used: UsedPlugin,
+        image: *mut DeviceImage,
+    ) {
+        let mut tables = self.registry.lock_tables();
+        if !tables.by_entries_begin.contains_key(&entries_begin) {
+            let host_entries: Vec<HostEntry> =
+                entries(desc.host_entries_begin, desc.host_entries_end)
+                    .iter()
+                    .map(|e| HostEntry {
+                        addr: e.addr as usize,
+                        size: e.size,
+                    })
+                    .collect();
+            for (index, entry) in host_entries.iter().enumerate() {
+                tables
+                    .host_index
+                    .entry(entry.addr)
+                    .or_default()
+                    .insert(entries_begin, index as u32);
+            }
+            tables.registration_order.push(entries_begin);
+            tables.by_entries_begin.insert(
+                entries_begin,
+                TranslationTable {
+                    host_entries,
+                    ..Default::default()
+                },
+            );
+        }
+        let table = tables
+            .by_entries_begin
+            .get_mut(&entries_begin)
+            .expect("inserted above");
+        table.ensure_devices(used.first_device + used.device_count);
+        for device in used.first_device..used.first_device + used.device_count {
+            if table.images[device] != image as usize {
+                table.images[device] = image as usize;
+                table.targets[device] = None;
+            }
+        }
+    }
+
+    /// `__tgt_unregister_lib(desc)`: run the destructors of the binary on
+    /// every device that ran its constructors, forget its translation table,
+    /// and (beyond LLVM 14, whose images stay loaded) remove the mappings of
+    /// its globals.
+    ///
+    /// # Safety
+    /// `desc` is null or the descriptor passed to `register_lib`, still
+    /// valid.
+    pub unsafe fn unregister_lib(&self, desc: *mut BinDesc) {
+        let Some(desc_ref) = desc.as_ref() else {
+            return;
+        };
+        let desc_key = desc as usize;
+        let used: Vec<UsedPlugin> = self.registry.read_plugins().used.clone();
+        for image in images(desc_ref) {
+            let image_ptr = image as *mut DeviceImage;
+            let Some(plugin) = used
+                .iter()
+                .find(|u| self.platform.is_valid_binary(u.plugin, image_ptr))
+            else {
+                continue;
+            };
+            for device in plugin.first_device..plugin.first_device + plugin.device_count {
+                self.run_dtors(device as i64, desc_key);
+            }
+        }
+
+        let entries_begin = desc_ref.host_entries_begin as usize;
+        let removed = {
+            let mut tables = self.registry.lock_tables();
+            for entry in entries(desc_ref.host_entries_begin, desc_ref.host_entries_end) {
+                let addr = entry.addr as usize;
+                tables.host_cache.remove(&addr);
+                if let Some(owners) = tables.host_index.get_mut(&addr) {
+                    owners.remove(&entries_begin);
+                    if owners.is_empty() {
+                        tables.host_index.remove(&addr);
+                    }
+                }
+            }
+            tables.registered_descs.remove(&desc_key);
+            tables.by_entries_begin.remove(&entries_begin)
+        };
+        if let Some(table) = removed {
+            for (device, host, target) in table.globals {
+                if let Some(dev) = self.device(device as i64) {
+                    dev.ops.mappings().remove_global(host, target);
+                }
+            }
+        }
+    }
+
+    /// Run a binary's destructors on one device if its constructors ran
+    /// there (LLVM: the pending ctor list is empty), then forget its lists.
+    unsafe fn run_dtors(&self, device: i64, desc_key: usize) {
+        let Some(dev) = self.device(device) else {
+            return;
+        };
+        let mut pending = dev.slot.lock_pending();
+        let lists = pending.libs.entry(desc_key).or_default();
+        if lists.ctors.is_empty() {
+            let dtors: Vec<usize> = lists.dtors.iter().copied().collect();
+            for dtor in dtors {
+                // LLVM would run the destructor of a device that never
+                // loaded the image (and crash); skip it instead.
+                if !self.entry_loaded(&dev, dtor) {
+                    continue;
+                }
+                // Failures are debug output only in LLVM.
+                let _ = self.run_target(
+                    &dev,
+                    dtor as *mut std::ffi::c_void,
+                    &super::MapArgs::empty(),
+                    1,
+                    1,
+                    true,
+                );
+            }
+            pending.libs.remove(&desc_key);
+        }
+    }
+}
+
+/// LLVM's `RegisterGlobalCtorsDtorsForImage`.
+///
+/// # Safety
+/// `image`'s entry range is valid.
+unsafe fn register_ctors_dtors(desc_key: usize, image: &DeviceImage, slots: &[Arc<DeviceSlot>]) {
+    let image_entries = entries(image.entries_begin, image.entries_end);
+    for slot in slots {
+        let mut pending = slot.lock_pending();
+        pending.has_pending = true;
+        let lists = pending.libs.entry(desc_key).or_default();
+        for entry in image_entries {
+            if entry.flags & declare_target::CTOR != 0 {
+                lists.ctors.push(entry.addr as usize);
+            } else if entry.flags & declare_target::DTOR != 0 {
+                lists.dtors.push_front(entry.addr as usize);
+            }
+        }
+    }
+}
