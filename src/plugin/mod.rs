@@ -137,6 +137,63 @@ impl Plugin {
         }
     }
 
+    /// `__tgt_rtl_set_info_flag(flags)`, if exported (`__tgt_set_info_flag`
+    /// forwards the program's `LIBOMPTARGET_INFO` bits to every plugin).
+    pub fn set_info_flag(&self, flags: u32) {
+        let _ = self.call(|e| {
+            if let Some(f) = e.set_info_flag {
+                // SAFETY: plain integer argument.
+                unsafe { f(flags) }
+            }
+        });
+    }
+
+    /// `__tgt_rtl_print_device_info(local_device)`; false if not exported
+    /// or the plugin is dead.
+    pub fn print_device_info(&self, local_device: i32) -> bool {
+        self.call(|e| match e.print_device_info {
+            Some(f) => {
+                // SAFETY: plain integer argument; the plugin checks the range.
+                unsafe { f(local_device) };
+                true
+            }
+            None => false,
+        })
+        .unwrap_or(false)
+    }
+
+    /// `__tgt_rtl_init_device_info` (and, with `async_info`,
+    /// `__tgt_rtl_init_async_info`) for OpenMP interop objects. `None` if
+    /// the plugin does not export them; `Some(false)` if one failed.
+    ///
+    /// # Safety
+    /// `info` and `err` are writable; `async_info`, if given, is writable.
+    pub unsafe fn init_interop_info(
+        &self,
+        local_device: i32,
+        info: *mut crate::abi::DeviceInfo,
+        err: *mut *const std::ffi::c_char,
+        async_info: Option<*mut *mut crate::abi::AsyncInfo>,
+    ) -> Option<bool> {
+        self.call(|e| {
+            let init_info = e.init_device_info?;
+            // SAFETY: per this function's contract.
+            if unsafe { init_info(local_device, info, err) } != 0 {
+                return Some(false);
+            }
+            if let Some(out) = async_info {
+                let init_async = e.init_async_info?;
+                // SAFETY: per this function's contract.
+                if unsafe { init_async(local_device, out) } != 0 {
+                    return Some(false);
+                }
+            }
+            Some(true)
+        })
+        .ok()
+        .flatten()
+    }
+
     /// The `requires` flags devices pass to `init_requires` when they
     /// initialise.
     pub fn requires_flags(&self) -> i64 {

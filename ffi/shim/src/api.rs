@@ -11,16 +11,22 @@ use std::ffi::{c_int, c_void};
 use std::ptr::null_mut;
 
 extern "C" fn omp_get_num_devices() -> c_int {
-    guard("omp_get_num_devices", 0, || with_session(|s| s.num_devices()).unwrap_or(0))
+    guard("omp_get_num_devices", 0, || {
+        with_session(|s| s.num_devices()).unwrap_or(0)
+    })
 }
 
 extern "C" fn omp_get_initial_device() -> c_int {
     // The host's device number is the number of devices (OpenMP 5.1).
-    guard("omp_get_initial_device", 0, || with_session(|s| s.num_devices()).unwrap_or(0))
+    guard("omp_get_initial_device", 0, || {
+        with_session(|s| s.initial_device()).unwrap_or(0)
+    })
 }
 
 fn alloc(entry: &'static str, size: usize, device_num: c_int, kind: AllocKind) -> *mut c_void {
-    guard(entry, null_mut(), || with_session(|s| s.target_alloc(size, device_num, kind)).unwrap_or(null_mut()))
+    guard(entry, null_mut(), || {
+        with_session(|s| s.target_alloc(size, device_num, kind)).unwrap_or(null_mut())
+    })
 }
 
 extern "C" fn omp_target_alloc(size: usize, device_num: c_int) -> *mut c_void {
@@ -28,15 +34,30 @@ extern "C" fn omp_target_alloc(size: usize, device_num: c_int) -> *mut c_void {
 }
 
 extern "C" fn llvm_omp_target_alloc_device(size: usize, device_num: c_int) -> *mut c_void {
-    alloc("llvm_omp_target_alloc_device", size, device_num, AllocKind::Device)
+    alloc(
+        "llvm_omp_target_alloc_device",
+        size,
+        device_num,
+        AllocKind::Device,
+    )
 }
 
 extern "C" fn llvm_omp_target_alloc_host(size: usize, device_num: c_int) -> *mut c_void {
-    alloc("llvm_omp_target_alloc_host", size, device_num, AllocKind::Host)
+    alloc(
+        "llvm_omp_target_alloc_host",
+        size,
+        device_num,
+        AllocKind::Host,
+    )
 }
 
 extern "C" fn llvm_omp_target_alloc_shared(size: usize, device_num: c_int) -> *mut c_void {
-    alloc("llvm_omp_target_alloc_shared", size, device_num, AllocKind::Shared)
+    alloc(
+        "llvm_omp_target_alloc_shared",
+        size,
+        device_num,
+        AllocKind::Shared,
+    )
 }
 
 /// Dynamic shared memory exists only inside device kernels; on the host
@@ -47,22 +68,37 @@ extern "C" fn llvm_omp_get_dynamic_shared() -> *mut c_void {
 
 /// Ownership: `device_ptr` came from `omp_target_alloc` (or a sibling) on
 /// `device_num`; after the call it is invalid.
-extern "C" fn omp_target_free(device_ptr: *mut c_void, device_num: c_int) {
+unsafe extern "C" fn omp_target_free(device_ptr: *mut c_void, device_num: c_int) {
     guard("omp_target_free", (), || {
         with_session(|s| s.target_free(device_ptr, device_num));
     })
 }
 
 extern "C" fn omp_target_is_present(ptr: *const c_void, device_num: c_int) -> c_int {
-    guard("omp_target_is_present", 0, || with_session(|s| s.target_is_present(ptr, device_num)).unwrap_or(0))
+    guard("omp_target_is_present", 0, || {
+        with_session(|s| s.target_is_present(ptr, device_num)).unwrap_or(0)
+    })
 }
 
 /// # Safety
 /// As OpenMP requires: each pointer, plus its offset, addresses `length`
 /// bytes on its device.
-unsafe extern "C" fn omp_target_memcpy(dst: *mut c_void, src: *const c_void, length: usize, dst_offset: usize, src_offset: usize, dst_device: c_int, src_device: c_int) -> c_int {
+unsafe extern "C" fn omp_target_memcpy(
+    dst: *mut c_void,
+    src: *const c_void,
+    length: usize,
+    dst_offset: usize,
+    src_offset: usize,
+    dst_device: c_int,
+    src_device: c_int,
+) -> c_int {
     guard("omp_target_memcpy", OFFLOAD_FAIL, || {
-        with_session(|s| s.target_memcpy(dst, src, length, dst_offset, src_offset, dst_device, src_device)).unwrap_or(OFFLOAD_FAIL)
+        with_session(|s| {
+            s.target_memcpy(
+                dst, src, length, dst_offset, src_offset, dst_device, src_device,
+            )
+        })
+        .unwrap_or(OFFLOAD_FAIL)
     })
 }
 
@@ -85,15 +121,36 @@ unsafe extern "C" fn omp_target_memcpy_rect(
 ) -> c_int {
     guard("omp_target_memcpy_rect", OFFLOAD_FAIL, || {
         with_session(|s| {
-            s.target_memcpy_rect(dst, src, element_size, num_dims, volume, dst_offsets, src_offsets, dst_dimensions, src_dimensions, dst_device, src_device)
+            s.target_memcpy_rect(
+                dst,
+                src,
+                element_size,
+                num_dims,
+                volume,
+                dst_offsets,
+                src_offsets,
+                dst_dimensions,
+                src_dimensions,
+                dst_device,
+                src_device,
+            )
         })
         .unwrap_or(OFFLOAD_FAIL)
     })
 }
 
-extern "C" fn omp_target_associate_ptr(host_ptr: *const c_void, device_ptr: *const c_void, size: usize, device_offset: usize, device_num: c_int) -> c_int {
+extern "C" fn omp_target_associate_ptr(
+    host_ptr: *const c_void,
+    device_ptr: *const c_void,
+    size: usize,
+    device_offset: usize,
+    device_num: c_int,
+) -> c_int {
     guard("omp_target_associate_ptr", OFFLOAD_FAIL, || {
-        with_session(|s| s.target_associate_ptr(host_ptr, device_ptr, size, device_offset, device_num)).unwrap_or(OFFLOAD_FAIL)
+        with_session(|s| {
+            s.target_associate_ptr(host_ptr, device_ptr, size, device_offset, device_num)
+        })
+        .unwrap_or(OFFLOAD_FAIL)
     })
 }
 

@@ -2,11 +2,11 @@
 //! variants. LLVM 14 runs the `_nowait` variants synchronously (the compiler
 //! wraps them in a task that carries the `depend` clauses), and so do we.
 
-use crate::args::MapArgs;
 use crate::boundary::guard;
 use crate::export::export_c;
 use crate::lifecycle::with_session;
 use crate::session::DataOp;
+use omptarget::offload::MapArgs;
 use std::ffi::c_void;
 
 /// Decode and run one data operation; the common body of all variants.
@@ -27,19 +27,42 @@ unsafe fn run(
     names: *mut *mut c_void,
     mappers: *mut *mut c_void,
 ) {
-    guard(entry, (), || match MapArgs::from_raw(arg_num, base, begin, sizes, types, names, mappers) {
-        Ok(args) => {
-            with_session(|s| s.target_data(op, loc, device_id, &args));
+    guard(entry, (), || {
+        match MapArgs::from_raw(arg_num, base, begin, sizes, types, names, mappers) {
+            Some(args) => {
+                with_session(|s| s.target_data(op, loc, device_id, &args));
+            }
+            None => eprintln!(
+                "Libomptarget error: {entry}: null argument array with {arg_num} arguments"
+            ),
         }
-        Err(err) => eprintln!("Libomptarget error: {entry}: {err}"),
     })
 }
 
 macro_rules! data_entries {
     ($op:expr, $plain:ident, $nowait:ident, $mapper:ident, $nowait_mapper:ident) => {
         /// LLVM 14 `__tgt_target_data_*`: no source location, no mappers.
-        unsafe extern "C" fn $plain(device_id: i64, arg_num: i32, base: *mut *mut c_void, begin: *mut *mut c_void, sizes: *mut i64, types: *mut i64) {
-            run(stringify!($plain), $op, std::ptr::null_mut(), device_id, arg_num, base, begin, sizes, types, std::ptr::null_mut(), std::ptr::null_mut())
+        unsafe extern "C" fn $plain(
+            device_id: i64,
+            arg_num: i32,
+            base: *mut *mut c_void,
+            begin: *mut *mut c_void,
+            sizes: *mut i64,
+            types: *mut i64,
+        ) {
+            run(
+                stringify!($plain),
+                $op,
+                std::ptr::null_mut(),
+                device_id,
+                arg_num,
+                base,
+                begin,
+                sizes,
+                types,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+            )
         }
 
         /// The `_nowait` variant; dependences were resolved by the caller's task.
@@ -56,7 +79,19 @@ macro_rules! data_entries {
             _noalias_dep_num: i32,
             _noalias_dep_list: *mut c_void,
         ) {
-            run(stringify!($nowait), $op, std::ptr::null_mut(), device_id, arg_num, base, begin, sizes, types, std::ptr::null_mut(), std::ptr::null_mut())
+            run(
+                stringify!($nowait),
+                $op,
+                std::ptr::null_mut(),
+                device_id,
+                arg_num,
+                base,
+                begin,
+                sizes,
+                types,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+            )
         }
 
         /// The `_mapper` variant: source location, names and user mappers.
@@ -72,7 +107,19 @@ macro_rules! data_entries {
             names: *mut *mut c_void,
             mappers: *mut *mut c_void,
         ) {
-            run(stringify!($mapper), $op, loc, device_id, arg_num, base, begin, sizes, types, names, mappers)
+            run(
+                stringify!($mapper),
+                $op,
+                loc,
+                device_id,
+                arg_num,
+                base,
+                begin,
+                sizes,
+                types,
+                names,
+                mappers,
+            )
         }
 
         /// The `_nowait_mapper` variant.
@@ -92,7 +139,19 @@ macro_rules! data_entries {
             _noalias_dep_num: i32,
             _noalias_dep_list: *mut c_void,
         ) {
-            run(stringify!($nowait_mapper), $op, loc, device_id, arg_num, base, begin, sizes, types, names, mappers)
+            run(
+                stringify!($nowait_mapper),
+                $op,
+                loc,
+                device_id,
+                arg_num,
+                base,
+                begin,
+                sizes,
+                types,
+                names,
+                mappers,
+            )
         }
 
         export_c!($plain, $nowait, $mapper, $nowait_mapper);

@@ -7,8 +7,8 @@
 
 use crate::boundary::guard;
 use crate::export::export_c;
-use crate::lifecycle::with_session;
 use crate::libomp;
+use crate::lifecycle::with_session;
 use omptarget_abi::{AsyncInfo, DeviceInfo};
 use std::ffi::{c_char, c_int, c_void};
 use std::ptr::null_mut;
@@ -49,7 +49,11 @@ pub(crate) struct InteropVal {
 
 /// The property check LLVM 14 makes before answering, without its null
 /// dereference.
-fn check(interop: *const InteropVal, property: c_int, err: *mut c_int) -> Option<&'static InteropVal> {
+fn check(
+    interop: *const InteropVal,
+    property: c_int,
+    err: *mut c_int,
+) -> Option<&'static InteropVal> {
     let set = |code: c_int| {
         if !err.is_null() {
             // Safety: a non-null `err` is the caller's out-parameter.
@@ -67,51 +71,73 @@ fn check(interop: *const InteropVal, property: c_int, err: *mut c_int) -> Option
         return None;
     };
     let tasksync = val.interop_type == INTEROP_TYPE_TASKSYNC;
-    if (property == IPR_TARGETSYNC && !tasksync) || ((property == IPR_DEVICE || property == IPR_DEVICE_CONTEXT) && tasksync) {
+    if (property == IPR_TARGETSYNC && !tasksync)
+        || ((property == IPR_DEVICE || property == IPR_DEVICE_CONTEXT) && tasksync)
+    {
         set(IRC_OTHER);
         return None;
     }
     Some(val)
 }
 
-extern "C" fn omp_get_interop_int(interop: *const InteropVal, property: c_int, err: *mut c_int) -> isize {
-    guard("omp_get_interop_int", 0, || match check(interop, property, err) {
-        Some(val) => match property {
-            IPR_FR_ID => val.backend_type_id,
-            IPR_VENDOR => val.vendor_id as isize,
-            IPR_DEVICE_NUM => val.device_id,
-            _ => type_mismatch(err, 0),
-        },
-        None => 0,
+extern "C" fn omp_get_interop_int(
+    interop: *const InteropVal,
+    property: c_int,
+    err: *mut c_int,
+) -> isize {
+    guard("omp_get_interop_int", 0, || {
+        match check(interop, property, err) {
+            Some(val) => match property {
+                IPR_FR_ID => val.backend_type_id,
+                IPR_VENDOR => val.vendor_id as isize,
+                IPR_DEVICE_NUM => val.device_id,
+                _ => type_mismatch(err, 0),
+            },
+            None => 0,
+        }
     })
 }
 
-extern "C" fn omp_get_interop_ptr(interop: *const InteropVal, property: c_int, err: *mut c_int) -> *mut c_void {
-    guard("omp_get_interop_ptr", null_mut(), || match check(interop, property, err) {
-        Some(val) => match property {
-            IPR_DEVICE if !val.device_info.device.is_null() => val.device_info.device,
-            IPR_DEVICE => {
-                set_err(err, IRC_NO_VALUE);
-                val.err_str as *mut c_void
-            }
-            IPR_DEVICE_CONTEXT => val.device_info.context,
-            // Safety: `async_info` is null or set by the plugin at init.
-            IPR_TARGETSYNC => unsafe { val.async_info.as_ref() }.map_or(null_mut(), |a| a.queue),
-            _ => type_mismatch(err, null_mut()),
-        },
-        None => null_mut(),
+extern "C" fn omp_get_interop_ptr(
+    interop: *const InteropVal,
+    property: c_int,
+    err: *mut c_int,
+) -> *mut c_void {
+    guard("omp_get_interop_ptr", null_mut(), || {
+        match check(interop, property, err) {
+            Some(val) => match property {
+                IPR_DEVICE if !val.device_info.device.is_null() => val.device_info.device,
+                IPR_DEVICE => {
+                    set_err(err, IRC_NO_VALUE);
+                    val.err_str as *mut c_void
+                }
+                IPR_DEVICE_CONTEXT => val.device_info.context,
+                // Safety: `async_info` is null or set by the plugin at init.
+                IPR_TARGETSYNC => {
+                    unsafe { val.async_info.as_ref() }.map_or(null_mut(), |a| a.queue)
+                }
+                _ => type_mismatch(err, null_mut()),
+            },
+            None => null_mut(),
+        }
     })
 }
 
-extern "C" fn omp_get_interop_str(interop: *const InteropVal, property: c_int, err: *mut c_int) -> *const c_char {
-    guard("omp_get_interop_str", std::ptr::null(), || match check(interop, property, err) {
-        Some(val) => match property {
-            IPR_FR_ID if val.interop_type == INTEROP_TYPE_TASKSYNC => c"tasksync".as_ptr(),
-            IPR_FR_ID => c"device+context".as_ptr(),
-            IPR_VENDOR_NAME => c"cuda".as_ptr(),
-            _ => type_mismatch(err, std::ptr::null()),
-        },
-        None => std::ptr::null(),
+extern "C" fn omp_get_interop_str(
+    interop: *const InteropVal,
+    property: c_int,
+    err: *mut c_int,
+) -> *const c_char {
+    guard("omp_get_interop_str", std::ptr::null(), || {
+        match check(interop, property, err) {
+            Some(val) => match property {
+                IPR_FR_ID if val.interop_type == INTEROP_TYPE_TASKSYNC => c"tasksync".as_ptr(),
+                IPR_FR_ID => c"device+context".as_ptr(),
+                IPR_VENDOR_NAME => c"cuda".as_ptr(),
+                _ => type_mismatch(err, std::ptr::null()),
+            },
+            None => std::ptr::null(),
+        }
     })
 }
 
@@ -124,7 +150,10 @@ extern "C" fn omp_get_interop_name(interop: *const InteropVal, property: c_int) 
     })
 }
 
-extern "C" fn omp_get_interop_type_desc(interop: *const InteropVal, property: c_int) -> *const c_char {
+extern "C" fn omp_get_interop_type_desc(
+    interop: *const InteropVal,
+    property: c_int,
+) -> *const c_char {
     omp_get_interop_name(interop, property)
 }
 
@@ -160,20 +189,35 @@ unsafe extern "C" fn __tgt_interop_init(
             eprintln!("Libomptarget error: __tgt_interop_init called with a null interop pointer");
             return;
         }
-        let device_id = if device_id == -1 { libomp::default_device() } else { device_id };
+        let device_id = if device_id == -1 {
+            libomp::default_device()
+        } else {
+            device_id
+        };
         if interop_type == INTEROP_TYPE_TASKSYNC {
             libomp::wait_deps(loc, gtid, ndeps as i32, dep_list);
         }
         let mut val = Box::new(InteropVal {
             err_str: std::ptr::null(),
             async_info: null_mut(),
-            device_info: DeviceInfo { context: null_mut(), device: null_mut() },
+            device_info: DeviceInfo {
+                context: null_mut(),
+                device: null_mut(),
+            },
             interop_type,
             device_id: device_id as isize,
             vendor_id: VENDOR_CUDA,
             backend_type_id: BACKEND_CUDA_1,
         });
-        let ready = with_session(|s| s.interop_device_info(device_id, &mut val.device_info, &mut val.err_str, interop_type == INTEROP_TYPE_TASKSYNC, &mut val.async_info));
+        let ready = with_session(|s| {
+            s.interop_device_info(
+                device_id,
+                &mut val.device_info,
+                &mut val.err_str,
+                interop_type == INTEROP_TYPE_TASKSYNC,
+                &mut val.async_info,
+            )
+        });
         *interop_ptr = match ready {
             Some(crate::session::InteropInit::NotReady) => {
                 val.err_str = c"Device not ready!".as_ptr();
@@ -188,10 +232,19 @@ unsafe extern "C" fn __tgt_interop_init(
 /// # Safety
 /// As for `__tgt_interop_init`; `*interop_ptr` came from it.
 #[allow(clippy::too_many_arguments)]
-unsafe extern "C" fn __tgt_interop_use(loc: *mut c_void, gtid: i32, interop_ptr: *mut *mut InteropVal, _device_id: i32, ndeps: i32, dep_list: *mut c_void, _have_nowait: i32) {
+unsafe extern "C" fn __tgt_interop_use(
+    loc: *mut c_void,
+    gtid: i32,
+    interop_ptr: *mut *mut InteropVal,
+    _device_id: i32,
+    ndeps: i32,
+    dep_list: *mut c_void,
+    _have_nowait: i32,
+) {
     guard("__tgt_interop_use", (), || {
         // Safety: the caller passes its interop variable.
-        let Some(val) = (unsafe { interop_ptr.as_ref() }).and_then(|p| unsafe { p.as_ref() }) else {
+        let Some(val) = (unsafe { interop_ptr.as_ref() }).and_then(|p| unsafe { p.as_ref() })
+        else {
             eprintln!("Libomptarget error: __tgt_interop_use called without an interop object");
             return;
         };
@@ -205,7 +258,15 @@ unsafe extern "C" fn __tgt_interop_use(loc: *mut c_void, gtid: i32, interop_ptr:
 /// As for `__tgt_interop_use`. Ownership: the object is freed and the
 /// variable set to `omp_interop_none`.
 #[allow(clippy::too_many_arguments)]
-unsafe extern "C" fn __tgt_interop_destroy(loc: *mut c_void, gtid: i32, interop_ptr: *mut *mut InteropVal, _device_id: i32, ndeps: i32, dep_list: *mut c_void, _have_nowait: i32) {
+unsafe extern "C" fn __tgt_interop_destroy(
+    loc: *mut c_void,
+    gtid: i32,
+    interop_ptr: *mut *mut InteropVal,
+    _device_id: i32,
+    ndeps: i32,
+    dep_list: *mut c_void,
+    _have_nowait: i32,
+) {
     guard("__tgt_interop_destroy", (), || {
         if interop_ptr.is_null() || (*interop_ptr).is_null() {
             return;

@@ -4,14 +4,14 @@
 //! exported function (see `exports.map`) decodes its C arguments, passes
 //! them through one panic boundary ([`boundary::guard`]) and calls the
 //! process-wide [`session::Session`], whose lifecycle [`lifecycle`] makes
-//! explicit. Safe Rust begins past `args` and `session`; nothing here
+//! explicit. Safe Rust begins past `session` (and the offload layer's `MapArgs`); nothing here
 //! unwinds into C.
 
 mod api;
-mod args;
 mod boundary;
 mod data;
 mod export;
+mod host_env;
 mod info;
 mod interop;
 mod libomp;

@@ -27,8 +27,8 @@ use std::sync::Mutex;
 static SESSION: AtomicPtr<Session> = AtomicPtr::new(ptr::null_mut());
 /// Calls currently between announcing themselves and leaving.
 static IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
-/// Serialises creation, registration counting and shutdown (cold paths).
-static LIFECYCLE: Mutex<Lifecycle> = Mutex::new(Lifecycle { registered: 0 });
+/// Serialises creation, registration and shutdown (cold paths).
+static LIFECYCLE: Mutex<()> = Mutex::new(());
 /// A session whose shutdown was asked for from inside an in-flight call on
 /// the asking thread; the outermost call on that thread finishes it.
 static DEFERRED: AtomicPtr<Session> = AtomicPtr::new(ptr::null_mut());
@@ -38,13 +38,10 @@ thread_local! {
     static DEPTH: Cell<usize> = const { Cell::new(0) };
 }
 
-struct Lifecycle {
-    /// Libraries registered with the live session.
-    registered: usize,
-}
-
-fn lock() -> std::sync::MutexGuard<'static, Lifecycle> {
-    LIFECYCLE.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+fn lock() -> std::sync::MutexGuard<'static, ()> {
+    LIFECYCLE
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// A token proving the holder may dereference the session it loaded.
@@ -90,64 +87,64 @@ pub(crate) fn with_session<T>(f: impl FnOnce(&Session) -> T) -> Option<T> {
     }
 }
 
-/// Run `f` with the session if one exists; never creates one.
-pub(crate) fn with_existing_session<T>(f: impl FnOnce(Option<&Session>) -> T) -> T {
-    let _token = InFlight::enter();
-    let p = SESSION.load(SeqCst);
-    // Safety: as in `with_session`.
-    f(unsafe { p.as_ref() })
-}
-
 fn create_if_missing() -> bool {
     let _guard = lock();
-    if !SESSION.load(SeqCst).is_null() {
-        return true;
+    ensure_session_locked().is_some()
+}
+
+/// The live session, created if there is none. Call with the lock held.
+fn ensure_session_locked() -> Option<*mut Session> {
+    let p = SESSION.load(SeqCst);
+    if !p.is_null() {
+        return Some(p);
     }
     match Session::new() {
         Ok(session) => {
-            SESSION.store(Box::into_raw(Box::new(session)), SeqCst);
-            true
+            let p = Box::into_raw(Box::new(session));
+            SESSION.store(p, SeqCst);
+            Some(p)
         }
         Err(err) => {
             eprintln!("Libomptarget error: cannot start the offload runtime: {err}");
-            false
+            None
         }
     }
 }
 
-/// Count a registered library (creating the session if needed) and run
-/// `register` with it.
+/// Run `register` with the session (creating it if needed), under the
+/// lifecycle lock so that no shutdown can take the session meanwhile.
 pub(crate) fn register_library(register: impl FnOnce(&Session)) {
-    {
-        let mut guard = lock();
-        guard.registered += 1;
-    }
-    if with_session(register).is_none() {
-        lock().registered -= 1;
-    }
+    let _guard = lock();
+    let p = match ensure_session_locked() {
+        Some(p) => p,
+        None => return,
+    };
+    // Safety: non-null, and shutdown needs the lock we hold.
+    register(unsafe { &*p });
 }
 
-/// Run `unregister` and, if it removed the last registered library, shut
-/// the session down.
-pub(crate) fn unregister_library(unregister: impl FnOnce(&Session) -> bool) {
-    let removed = with_existing_session(|s| s.map(unregister).unwrap_or(false));
-    if !removed {
+/// Run `unregister` with the live session, if any; if no library remains
+/// registered afterwards, shut the session down in the fixed order.
+pub(crate) fn unregister_library(unregister: impl FnOnce(&Session)) {
+    let guard = lock();
+    let p = SESSION.load(SeqCst);
+    if p.is_null() {
         return;
     }
-    let mut guard = lock();
-    guard.registered = guard.registered.saturating_sub(1);
-    if guard.registered == 0 {
-        let old = SESSION.swap(ptr::null_mut(), SeqCst);
-        if !old.is_null() {
-            if DEPTH.with(Cell::get) > 0 {
-                // Called from inside an offload call on this thread: the
-                // session is in use up our own stack. Finish it on the way out.
-                DEFERRED.store(old, SeqCst);
-            } else {
-                drop(guard);
-                shut_down(old);
-            }
-        }
+    // Safety: non-null, and shutdown needs the lock we hold.
+    let session = unsafe { &*p };
+    unregister(session);
+    if session.registered_libs() > 0 {
+        return;
+    }
+    let old = SESSION.swap(ptr::null_mut(), SeqCst);
+    if DEPTH.with(Cell::get) > 0 {
+        // Called from inside an offload call on this thread: the session is
+        // in use up our own stack. The outermost call finishes the shutdown.
+        DEFERRED.store(old, SeqCst);
+    } else {
+        drop(guard);
+        shut_down(old);
     }
 }
 

@@ -4,24 +4,29 @@
 
 use crate::boundary::guard;
 use crate::export::export_c;
-use crate::session::MapperComponents;
+use omptarget::offload::{mapper_num_components, push_mapper_component};
 use std::ffi::c_void;
 
 /// # Safety
 /// `handle` is the handle the runtime passed to the running mapper.
 unsafe extern "C" fn __tgt_mapper_num_components(handle: *mut c_void) -> i64 {
-    guard("__tgt_mapper_num_components", 0, || match MapperComponents::from_handle(handle) {
-        Some(components) => components.len() as i64,
-        None => 0,
+    guard("__tgt_mapper_num_components", 0, || {
+        mapper_num_components(handle)
     })
 }
 
 /// # Safety
 /// `handle` is the handle the runtime passed to the running mapper.
-unsafe extern "C" fn __tgt_push_mapper_component(handle: *mut c_void, base: *mut c_void, begin: *mut c_void, size: i64, map_type: i64, name: *mut c_void) {
-    guard("__tgt_push_mapper_component", (), || match MapperComponents::from_handle(handle) {
-        Some(components) => components.push(base, begin, size, map_type, name),
-        None => eprintln!("Libomptarget error: __tgt_push_mapper_component called with a null handle"),
+unsafe extern "C" fn __tgt_push_mapper_component(
+    handle: *mut c_void,
+    base: *mut c_void,
+    begin: *mut c_void,
+    size: i64,
+    map_type: i64,
+    name: *mut c_void,
+) {
+    guard("__tgt_push_mapper_component", (), || {
+        push_mapper_component(handle, base, begin, size, map_type, name)
     })
 }
 

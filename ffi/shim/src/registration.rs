@@ -49,4 +49,9 @@ extern "C" fn __tgt_init_all_rtls() {
     })
 }
 
-export_c!(__tgt_register_requires, __tgt_register_lib, __tgt_unregister_lib, __tgt_init_all_rtls);
+export_c!(
+    __tgt_register_requires,
+    __tgt_register_lib,
+    __tgt_unregister_lib,
+    __tgt_init_all_rtls
+);

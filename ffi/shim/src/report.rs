@@ -7,12 +7,17 @@
 use omptarget::ShutdownReport;
 
 pub(crate) fn emit(report: &ShutdownReport) {
-    tracing::debug!(target: "omptarget::shutdown", "{report:?}");
-    let Some(dest) = std::env::var_os("OMPTARGET_SHUTDOWN_REPORT") else { return };
-    let text = format!("{report:?}\n");
+    tracing::debug!(target: "omptarget::shutdown", "{report}");
+    let Some(dest) = std::env::var_os("OMPTARGET_SHUTDOWN_REPORT") else {
+        return;
+    };
+    let text = format!("{report}\n");
     if dest == "1" || dest == "stderr" {
         eprint!("{text}");
     } else if let Err(err) = std::fs::write(&dest, text) {
-        eprintln!("Libomptarget error: cannot write the shutdown report to {}: {err}", dest.to_string_lossy());
+        eprintln!(
+            "Libomptarget error: cannot write the shutdown report to {}: {err}",
+            dest.to_string_lossy()
+        );
     }
 }

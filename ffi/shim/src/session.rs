@@ -1,9 +1,13 @@
-//! The session: one `omptarget::Runtime` plus the offload state LLVM keeps
-//! beside it. Every C entry point reaches the runtime through here.
-//! (Adapter over the core's offload layer; filled in as that lands.)
+//! The session: one `omptarget::Runtime` plus the offload layer's
+//! [`Registry`] of registered binaries. Every C entry point reaches the
+//! runtime through a `&Session`; each method builds an [`Offload`] view
+//! (three references, no allocation) and calls the method of the same name.
+//! A `Fatal` from the offload layer ends the process as LLVM 14 does.
 
+use crate::host_env::{self, Libomp};
+use omptarget::offload::{Fatal, Ident, MapArgs, Offload, Registry, TargetOffloadPolicy};
 use omptarget::{Config, Runtime};
-use omptarget_abi::{AllocKind, AsyncInfo, BinDesc, DeviceInfo, OFFLOAD_FAIL};
+use omptarget_abi::{AllocKind, AsyncInfo, BinDesc, DeviceInfo};
 use std::ffi::{c_char, c_int, c_void};
 
 /// Which data operation a `__tgt_target_data_*` call asks for.
@@ -29,84 +33,252 @@ pub(crate) enum InteropInit {
 }
 
 pub(crate) struct Session {
+    registry: Registry,
     runtime: Runtime,
+}
+
+/// End the process for a fatal offload error, as LLVM's FATAL_MESSAGE does.
+fn or_abort<T>(result: Result<T, Fatal>) -> T {
+    match result {
+        Ok(value) => value,
+        Err(fatal) => fatal.abort(),
+    }
 }
 
 impl Session {
     pub fn new() -> omptarget::Result<Self> {
-        Ok(Session { runtime: Runtime::new(Config::from_env())? })
+        let mut config = Config::from_env();
+        if host_env::target_offload_policy() == TargetOffloadPolicy::Disabled {
+            // LLVM 14 loads no plugin at all when offloading is disabled.
+            config.plugins = Some(Vec::new());
+        }
+        Ok(Session {
+            registry: Registry::new(),
+            runtime: Runtime::new(config)?,
+        })
     }
 
+    fn offload(&self) -> Offload<'_> {
+        Offload::new(&self.registry, &self.runtime, &Libomp)
+    }
+
+    /// Tear down in the fixed order and emit the report.
     pub fn shutdown(self) {
+        self.offload().dump_mappings_at_exit();
         let report = self.runtime.shutdown();
         crate::report::emit(&report);
     }
 
-    pub fn register_requires(&self, _flags: i64) {}
-    pub fn register_lib(&self, _desc: *mut BinDesc) {}
-    pub fn unregister_lib(&self, _desc: *mut BinDesc) -> bool {
-        true
+    pub fn registered_libs(&self) -> usize {
+        self.registry.registered_libs()
     }
-    pub fn init_all_rtls(&self) {}
-    pub fn target_data(&self, _op: DataOp, _loc: *mut c_void, _device_id: i64, _args: &crate::args::MapArgs<'_>) {}
-    pub fn target(&self, _loc: *mut c_void, _device_id: i64, _host_ptr: *mut c_void, _args: &crate::args::MapArgs<'_>, _teams: Option<Teams>) -> i32 {
-        OFFLOAD_FAIL
+
+    pub fn register_requires(&self, flags: i64) {
+        or_abort(self.offload().register_requires(flags))
     }
-    pub fn push_tripcount(&self, _device_id: i64, _count: u64) {}
+
+    /// # Safety
+    /// `desc` is valid until its `unregister_lib`.
+    pub unsafe fn register_lib(&self, desc: *mut BinDesc) {
+        self.offload().register_lib(desc)
+    }
+
+    /// # Safety
+    /// `desc` was registered, or is unknown to the registry.
+    pub unsafe fn unregister_lib(&self, desc: *mut BinDesc) {
+        self.offload().unregister_lib(desc)
+    }
+
+    pub fn init_all_rtls(&self) {
+        self.offload().init_all_plugins()
+    }
+
+    /// # Safety
+    /// `loc` is null or a valid `ident_t`; `args` views the call's arrays.
+    pub unsafe fn target_data(&self, op: DataOp, loc: *mut c_void, device_id: i64, args: &MapArgs) {
+        let loc = loc as *const Ident;
+        let offload = self.offload();
+        or_abort(match op {
+            DataOp::Begin => offload.target_data_begin(loc, device_id, args),
+            DataOp::End => offload.target_data_end(loc, device_id, args),
+            DataOp::Update => offload.target_data_update(loc, device_id, args),
+        })
+    }
+
+    /// # Safety
+    /// As [`Session::target_data`]; `host_ptr` is the region's host entry.
+    pub unsafe fn target(
+        &self,
+        loc: *mut c_void,
+        device_id: i64,
+        host_ptr: *mut c_void,
+        args: &MapArgs,
+        teams: Option<Teams>,
+    ) -> i32 {
+        let (num_teams, thread_limit) = teams.map_or((0, 0), |t| (t.num_teams, t.thread_limit));
+        or_abort(self.offload().target(
+            loc as *const Ident,
+            device_id,
+            host_ptr,
+            args,
+            num_teams,
+            thread_limit,
+            teams.is_some(),
+        ))
+    }
+
+    /// # Safety
+    /// `loc` is null or a valid `ident_t`.
+    pub unsafe fn push_tripcount(&self, loc: *mut c_void, device_id: i64, count: u64) {
+        or_abort(
+            self.offload()
+                .push_target_tripcount(loc as *const Ident, device_id, count),
+        )
+    }
+
     pub fn num_devices(&self) -> c_int {
-        0
+        self.offload().num_devices()
     }
-    pub fn target_alloc(&self, _size: usize, _device_num: c_int, _kind: AllocKind) -> *mut c_void {
-        std::ptr::null_mut()
+
+    pub fn initial_device(&self) -> c_int {
+        self.offload().initial_device()
     }
-    pub fn target_free(&self, _ptr: *mut c_void, _device_num: c_int) {}
-    pub fn target_is_present(&self, _ptr: *const c_void, _device_num: c_int) -> c_int {
-        0
+
+    pub fn target_alloc(&self, size: usize, device_num: c_int, kind: AllocKind) -> *mut c_void {
+        self.offload().target_alloc(size, device_num, kind)
     }
+
+    /// # Safety
+    /// `ptr` came from `target_alloc` on `device_num` (checked by the runtime).
+    pub unsafe fn target_free(&self, ptr: *mut c_void, device_num: c_int) {
+        self.offload().target_free(ptr, device_num)
+    }
+
+    pub fn target_is_present(&self, ptr: *const c_void, device_num: c_int) -> c_int {
+        self.offload().target_is_present(ptr, device_num)
+    }
+
+    /// # Safety
+    /// As `omp_target_memcpy` requires.
     #[allow(clippy::too_many_arguments)]
-    pub unsafe fn target_memcpy(&self, _dst: *mut c_void, _src: *const c_void, _length: usize, _dst_offset: usize, _src_offset: usize, _dst_device: c_int, _src_device: c_int) -> c_int {
-        OFFLOAD_FAIL
+    pub unsafe fn target_memcpy(
+        &self,
+        dst: *mut c_void,
+        src: *const c_void,
+        length: usize,
+        dst_offset: usize,
+        src_offset: usize,
+        dst_device: c_int,
+        src_device: c_int,
+    ) -> c_int {
+        self.offload().target_memcpy(
+            dst, src, length, dst_offset, src_offset, dst_device, src_device,
+        )
     }
+
+    /// # Safety
+    /// As `omp_target_memcpy_rect` requires.
     #[allow(clippy::too_many_arguments)]
     pub unsafe fn target_memcpy_rect(
         &self,
-        _dst: *mut c_void,
-        _src: *const c_void,
-        _element_size: usize,
-        _num_dims: c_int,
-        _volume: *const usize,
-        _dst_offsets: *const usize,
-        _src_offsets: *const usize,
-        _dst_dimensions: *const usize,
-        _src_dimensions: *const usize,
-        _dst_device: c_int,
-        _src_device: c_int,
+        dst: *mut c_void,
+        src: *const c_void,
+        element_size: usize,
+        num_dims: c_int,
+        volume: *const usize,
+        dst_offsets: *const usize,
+        src_offsets: *const usize,
+        dst_dimensions: *const usize,
+        src_dimensions: *const usize,
+        dst_device: c_int,
+        src_device: c_int,
     ) -> c_int {
-        OFFLOAD_FAIL
+        self.offload().target_memcpy_rect(
+            dst,
+            src,
+            element_size,
+            num_dims,
+            volume,
+            dst_offsets,
+            src_offsets,
+            dst_dimensions,
+            src_dimensions,
+            dst_device,
+            src_device,
+        )
     }
-    pub fn target_associate_ptr(&self, _host_ptr: *const c_void, _device_ptr: *const c_void, _size: usize, _device_offset: usize, _device_num: c_int) -> c_int {
-        OFFLOAD_FAIL
-    }
-    pub fn target_disassociate_ptr(&self, _host_ptr: *const c_void, _device_num: c_int) -> c_int {
-        OFFLOAD_FAIL
-    }
-    pub fn set_info_flag(&self, _flags: u32) {}
-    pub fn print_device_info(&self, _device_id: i64) -> bool {
-        false
-    }
-    pub fn interop_device_info(&self, _device_id: i32, _info: &mut DeviceInfo, _err: &mut *const c_char, _tasksync: bool, _async_info: &mut *mut AsyncInfo) -> InteropInit {
-        InteropInit::Unsupported
-    }
-}
 
-/// Placeholder for the offload layer's mapper component collector.
-pub(crate) struct MapperComponents;
-impl MapperComponents {
-    pub unsafe fn from_handle(_h: *mut c_void) -> Option<&'static MapperComponents> {
-        None
+    pub fn target_associate_ptr(
+        &self,
+        host_ptr: *const c_void,
+        device_ptr: *const c_void,
+        size: usize,
+        device_offset: usize,
+        device_num: c_int,
+    ) -> c_int {
+        self.offload()
+            .target_associate_ptr(host_ptr, device_ptr, size, device_offset, device_num)
     }
-    pub fn len(&self) -> usize {
-        0
+
+    pub fn target_disassociate_ptr(&self, host_ptr: *const c_void, device_num: c_int) -> c_int {
+        self.offload().target_disassociate_ptr(host_ptr, device_num)
     }
-    pub fn push(&self, _base: *mut c_void, _begin: *mut c_void, _size: i64, _ty: i64, _name: *mut c_void) {}
+
+    /// `__tgt_set_info_flag`: the runtime's info level and every plugin's.
+    pub fn set_info_flag(&self, flags: u32) {
+        self.registry.set_info_level(flags);
+        for plugin in 0..self.runtime.plugin_count() {
+            if let Some(p) = self.runtime.plugin(plugin) {
+                p.set_info_flag(flags);
+            }
+        }
+    }
+
+    /// `__tgt_print_device_info`: true if the device's plugin printed it.
+    pub fn print_device_info(&self, device_id: i64) -> bool {
+        let offload = self.offload();
+        if !offload.device_is_ready(device_id) {
+            return false;
+        }
+        match self.device(device_id) {
+            Some(dev) => dev.plugin().print_device_info(dev.local_id()),
+            None => false,
+        }
+    }
+
+    /// The runtime device behind an OpenMP device number.
+    fn device(&self, device_id: i64) -> Option<&omptarget::Device> {
+        let (plugin, local) = *self
+            .registry
+            .device_map()
+            .get(usize::try_from(device_id).ok()?)?;
+        self.runtime.plugin_device(plugin, local)
+    }
+
+    /// Prepare an interop object's device (and, for `targetsync`, queue)
+    /// information through the plugin, as LLVM 14's `__tgt_interop_init`.
+    pub fn interop_device_info(
+        &self,
+        device_id: i32,
+        info: &mut DeviceInfo,
+        err: &mut *const c_char,
+        tasksync: bool,
+        async_info: &mut *mut AsyncInfo,
+    ) -> InteropInit {
+        if !self.offload().device_is_ready(device_id as i64) {
+            return InteropInit::NotReady;
+        }
+        let Some(dev) = self.device(device_id as i64) else {
+            return InteropInit::NotReady;
+        };
+        let async_out = tasksync.then_some(async_info as *mut *mut AsyncInfo);
+        // Safety: all out-pointers are exclusive borrows.
+        match unsafe {
+            dev.plugin()
+                .init_interop_info(dev.local_id(), info, err, async_out)
+        } {
+            Some(true) => InteropInit::Ready,
+            _ => InteropInit::Unsupported,
+        }
+    }
 }

@@ -1,11 +1,11 @@
 //! `__tgt_target` / `__tgt_target_teams` in all variants, and the loop trip
 //! count the compiler pushes before a teams launch.
 
-use crate::args::MapArgs;
 use crate::boundary::guard;
 use crate::export::export_c;
 use crate::lifecycle::with_session;
 use crate::session::Teams;
+use omptarget::offload::MapArgs;
 use omptarget_abi::OMP_TGT_FAIL;
 use std::ffi::c_void;
 
@@ -29,17 +29,43 @@ unsafe fn run(
     mappers: *mut *mut c_void,
     teams: Option<Teams>,
 ) -> i32 {
-    guard(entry, OMP_TGT_FAIL, || match MapArgs::from_raw(arg_num, base, begin, sizes, types, names, mappers) {
-        Ok(args) => with_session(|s| s.target(loc, device_id, host_ptr, &args, teams)).unwrap_or(OMP_TGT_FAIL),
-        Err(err) => {
-            eprintln!("Libomptarget error: {entry}: {err}");
-            OMP_TGT_FAIL
+    guard(entry, OMP_TGT_FAIL, || {
+        match MapArgs::from_raw(arg_num, base, begin, sizes, types, names, mappers) {
+            Some(args) => with_session(|s| s.target(loc, device_id, host_ptr, &args, teams))
+                .unwrap_or(OMP_TGT_FAIL),
+            None => {
+                eprintln!(
+                    "Libomptarget error: {entry}: null argument array with {arg_num} arguments"
+                );
+                OMP_TGT_FAIL
+            }
         }
     })
 }
 
-unsafe extern "C" fn __tgt_target(device_id: i64, host_ptr: *mut c_void, arg_num: i32, base: *mut *mut c_void, begin: *mut *mut c_void, sizes: *mut i64, types: *mut i64) -> i32 {
-    run("__tgt_target", std::ptr::null_mut(), device_id, host_ptr, arg_num, base, begin, sizes, types, std::ptr::null_mut(), std::ptr::null_mut(), None)
+unsafe extern "C" fn __tgt_target(
+    device_id: i64,
+    host_ptr: *mut c_void,
+    arg_num: i32,
+    base: *mut *mut c_void,
+    begin: *mut *mut c_void,
+    sizes: *mut i64,
+    types: *mut i64,
+) -> i32 {
+    run(
+        "__tgt_target",
+        std::ptr::null_mut(),
+        device_id,
+        host_ptr,
+        arg_num,
+        base,
+        begin,
+        sizes,
+        types,
+        std::ptr::null_mut(),
+        std::ptr::null_mut(),
+        None,
+    )
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -56,7 +82,20 @@ unsafe extern "C" fn __tgt_target_nowait(
     _noalias_dep_num: i32,
     _noalias_dep_list: *mut c_void,
 ) -> i32 {
-    run("__tgt_target_nowait", std::ptr::null_mut(), device_id, host_ptr, arg_num, base, begin, sizes, types, std::ptr::null_mut(), std::ptr::null_mut(), None)
+    run(
+        "__tgt_target_nowait",
+        std::ptr::null_mut(),
+        device_id,
+        host_ptr,
+        arg_num,
+        base,
+        begin,
+        sizes,
+        types,
+        std::ptr::null_mut(),
+        std::ptr::null_mut(),
+        None,
+    )
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -72,7 +111,20 @@ unsafe extern "C" fn __tgt_target_mapper(
     names: *mut *mut c_void,
     mappers: *mut *mut c_void,
 ) -> i32 {
-    run("__tgt_target_mapper", loc, device_id, host_ptr, arg_num, base, begin, sizes, types, names, mappers, None)
+    run(
+        "__tgt_target_mapper",
+        loc,
+        device_id,
+        host_ptr,
+        arg_num,
+        base,
+        begin,
+        sizes,
+        types,
+        names,
+        mappers,
+        None,
+    )
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -92,7 +144,20 @@ unsafe extern "C" fn __tgt_target_nowait_mapper(
     _noalias_dep_num: i32,
     _noalias_dep_list: *mut c_void,
 ) -> i32 {
-    run("__tgt_target_nowait_mapper", loc, device_id, host_ptr, arg_num, base, begin, sizes, types, names, mappers, None)
+    run(
+        "__tgt_target_nowait_mapper",
+        loc,
+        device_id,
+        host_ptr,
+        arg_num,
+        base,
+        begin,
+        sizes,
+        types,
+        names,
+        mappers,
+        None,
+    )
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -107,8 +172,24 @@ unsafe extern "C" fn __tgt_target_teams(
     num_teams: i32,
     thread_limit: i32,
 ) -> i32 {
-    let teams = Some(Teams { num_teams, thread_limit });
-    run("__tgt_target_teams", std::ptr::null_mut(), device_id, host_ptr, arg_num, base, begin, sizes, types, std::ptr::null_mut(), std::ptr::null_mut(), teams)
+    let teams = Some(Teams {
+        num_teams,
+        thread_limit,
+    });
+    run(
+        "__tgt_target_teams",
+        std::ptr::null_mut(),
+        device_id,
+        host_ptr,
+        arg_num,
+        base,
+        begin,
+        sizes,
+        types,
+        std::ptr::null_mut(),
+        std::ptr::null_mut(),
+        teams,
+    )
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -127,8 +208,24 @@ unsafe extern "C" fn __tgt_target_teams_nowait(
     _noalias_dep_num: i32,
     _noalias_dep_list: *mut c_void,
 ) -> i32 {
-    let teams = Some(Teams { num_teams, thread_limit });
-    run("__tgt_target_teams_nowait", std::ptr::null_mut(), device_id, host_ptr, arg_num, base, begin, sizes, types, std::ptr::null_mut(), std::ptr::null_mut(), teams)
+    let teams = Some(Teams {
+        num_teams,
+        thread_limit,
+    });
+    run(
+        "__tgt_target_teams_nowait",
+        std::ptr::null_mut(),
+        device_id,
+        host_ptr,
+        arg_num,
+        base,
+        begin,
+        sizes,
+        types,
+        std::ptr::null_mut(),
+        std::ptr::null_mut(),
+        teams,
+    )
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -146,8 +243,24 @@ unsafe extern "C" fn __tgt_target_teams_mapper(
     num_teams: i32,
     thread_limit: i32,
 ) -> i32 {
-    let teams = Some(Teams { num_teams, thread_limit });
-    run("__tgt_target_teams_mapper", loc, device_id, host_ptr, arg_num, base, begin, sizes, types, names, mappers, teams)
+    let teams = Some(Teams {
+        num_teams,
+        thread_limit,
+    });
+    run(
+        "__tgt_target_teams_mapper",
+        loc,
+        device_id,
+        host_ptr,
+        arg_num,
+        base,
+        begin,
+        sizes,
+        types,
+        names,
+        mappers,
+        teams,
+    )
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -169,19 +282,42 @@ unsafe extern "C" fn __tgt_target_teams_nowait_mapper(
     _noalias_dep_num: i32,
     _noalias_dep_list: *mut c_void,
 ) -> i32 {
-    let teams = Some(Teams { num_teams, thread_limit });
-    run("__tgt_target_teams_nowait_mapper", loc, device_id, host_ptr, arg_num, base, begin, sizes, types, names, mappers, teams)
+    let teams = Some(Teams {
+        num_teams,
+        thread_limit,
+    });
+    run(
+        "__tgt_target_teams_nowait_mapper",
+        loc,
+        device_id,
+        host_ptr,
+        arg_num,
+        base,
+        begin,
+        sizes,
+        types,
+        names,
+        mappers,
+        teams,
+    )
 }
 
 /// Record the trip count of the next teams loop launched by this thread.
 extern "C" fn __kmpc_push_target_tripcount(device_id: i64, loop_tripcount: u64) {
-    guard("__kmpc_push_target_tripcount", (), || {
-        with_session(|s| s.push_tripcount(device_id, loop_tripcount));
-    })
+    // Safety: a null location.
+    unsafe { __kmpc_push_target_tripcount_mapper(std::ptr::null_mut(), device_id, loop_tripcount) }
 }
 
-extern "C" fn __kmpc_push_target_tripcount_mapper(_loc: *mut c_void, device_id: i64, loop_tripcount: u64) {
-    __kmpc_push_target_tripcount(device_id, loop_tripcount)
+/// # Safety
+/// `loc` is null or a valid `ident_t`.
+unsafe extern "C" fn __kmpc_push_target_tripcount_mapper(
+    loc: *mut c_void,
+    device_id: i64,
+    loop_tripcount: u64,
+) {
+    guard("__kmpc_push_target_tripcount_mapper", (), || {
+        with_session(|s| s.push_tripcount(loc, device_id, loop_tripcount));
+    })
 }
 
 export_c!(

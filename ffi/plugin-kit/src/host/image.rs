@@ -20,7 +20,9 @@ use crate::backend::ImageRef;
 use crate::error::{PluginError, Result};
 use libloading::os::unix::Library;
 use omptarget_abi::{OffloadEntry, TargetTable};
-use std::collections::{HashMap, HashSet};
+// B-tree collections, not hash ones: see `host::memory` (no thread-locals
+// in a plugin).
+use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::{c_void, CStr, CString};
 use std::path::Path;
 use std::ptr::NonNull;
@@ -39,7 +41,7 @@ pub struct LoadedImage {
     entries: Box<[OffloadEntry]>,
     names: Box<[CString]>,
     /// Addresses of the function entries (kernels).
-    kernels: HashSet<usize>,
+    kernels: BTreeSet<usize>,
 }
 
 // SAFETY: the raw pointers inside (`table`, `entries`) point into this
@@ -77,7 +79,7 @@ impl LoadedImage {
             }),
             entries: Box::new([]),
             names: names.into_boxed_slice(),
-            kernels: HashSet::new(),
+            kernels: BTreeSet::new(),
         };
         // On error `loaded` is dropped: dlclose, then the file is removed.
         if !keep_file {
@@ -102,7 +104,7 @@ impl LoadedImage {
             .expect("resolve runs on a loaded image");
         let device_table = match section {
             Some(section) => device_entries(base, section)?,
-            None => HashMap::new(),
+            None => BTreeMap::new(),
         };
         let mut entries = Vec::with_capacity(host.len());
         for (entry, name) in host.iter().zip(self.names.iter()) {
@@ -193,7 +195,7 @@ fn host_entry_names(entries: &[OffloadEntry]) -> Result<Vec<CString>> {
 }
 
 /// The image's own offload entries, as loaded: name -> device address.
-fn device_entries(base: usize, section: EntriesSection) -> Result<HashMap<CString, *mut c_void>> {
+fn device_entries(base: usize, section: EntriesSection) -> Result<BTreeMap<CString, *mut c_void>> {
     let size = std::mem::size_of::<OffloadEntry>() as u64;
     if section.size % size != 0 {
         return Err(PluginError::InvalidImage(format!(
@@ -202,7 +204,7 @@ fn device_entries(base: usize, section: EntriesSection) -> Result<HashMap<CStrin
         )));
     }
     let first = base.wrapping_add(section.addr as usize) as *const OffloadEntry;
-    let mut table = HashMap::new();
+    let mut table = BTreeMap::new();
     for i in 0..(section.size / size) as usize {
         // SAFETY: the section lies inside the loaded image (its address and
         // size come from the image's section headers, relocated by the

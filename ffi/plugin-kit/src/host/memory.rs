@@ -3,14 +3,17 @@
 //! `deinit_device` can release what the runtime left.
 
 use crate::error::{PluginError, Result};
-use std::collections::HashMap;
+// BTreeMap, not HashMap: std's RandomState keeps its keys in a thread-local,
+// and a thread-local of a dlopen'd library costs a glibc DTV block that stays
+// reachable after dlclose (valgrind shows it with our stack).
+use std::collections::BTreeMap;
 use std::ffi::c_void;
 use std::ptr::NonNull;
 
 /// The live blocks of one device: address -> size requested.
 #[derive(Debug, Default)]
 pub struct Allocations {
-    blocks: HashMap<usize, usize>,
+    blocks: BTreeMap<usize, usize>,
     live_bytes: usize,
 }
 
@@ -48,7 +51,7 @@ impl Allocations {
     /// Free every live block; returns (blocks, bytes) freed.
     pub fn free_all(&mut self) -> (usize, usize) {
         let freed = (self.blocks.len(), self.live_bytes);
-        for (addr, _) in self.blocks.drain() {
+        for (addr, _) in std::mem::take(&mut self.blocks) {
             // SAFETY: every tracked block came from malloc and is live.
             unsafe { libc::free(addr as *mut c_void) };
         }

@@ -1,0 +1,36 @@
+//! What the offload layer needs from the host OpenMP runtime (libomp),
+//! looked up in the process at run time.
+
+use crate::libomp;
+use omptarget::offload::{Diagnostic, HostEnv, TargetOffloadPolicy};
+
+/// libomp as the program linked it (or sensible answers without it).
+pub(crate) struct Libomp;
+
+impl HostEnv for Libomp {
+    fn default_device(&self) -> i32 {
+        libomp::default_device()
+    }
+
+    fn global_thread_num(&self) -> i32 {
+        libomp::global_thread_num()
+    }
+
+    fn target_offload_policy(&self) -> TargetOffloadPolicy {
+        target_offload_policy()
+    }
+
+    fn emit(&self, diagnostic: &Diagnostic) {
+        diagnostic.write_to_stderr();
+    }
+}
+
+/// `OMP_TARGET_OFFLOAD` as libomp parsed it, or as we parse it without libomp.
+pub(crate) fn target_offload_policy() -> TargetOffloadPolicy {
+    match libomp::target_offload() {
+        Some(raw) => TargetOffloadPolicy::from_kmp(raw),
+        None => {
+            TargetOffloadPolicy::from_env_value(std::env::var("OMP_TARGET_OFFLOAD").ok().as_deref())
+        }
+    }
+}
