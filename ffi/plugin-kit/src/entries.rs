@@ -36,6 +36,14 @@ use std::ptr::{self, NonNull};
 fn guard<B: Backend, T>(entry: &str, on_error: T, f: impl FnOnce() -> Result<T>) -> T {
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(Ok(value)) => value,
+        // An image the backend cannot load is reported by the runtime
+        // ("Unable to generate entries table ..."), as with LLVM's plugins;
+        // the backend's reason is debug detail. Every other failure is
+        // printed: the runtime sees only the failure code.
+        Ok(Err(error @ crate::error::PluginError::InvalidImage(_))) => {
+            report::debug(B::NAME, &format_args!("error in {entry}: {error}"));
+            on_error
+        }
         Ok(Err(error)) => {
             report::error(B::NAME, entry, &error);
             on_error
