@@ -5,7 +5,8 @@
 //!   `target/omptarget/test-plugins`).
 //! * `deps`: install the Debian packages the build and tests need.
 //! * `test`: every CI check (see `test::STEPS`).
-//! * `demo`: stage, then run the `vec_add` example (the main job).
+//! * `demo`: the main job: a clang-14 offload program on the staged
+//!   runtime, with its shutdown report; then the Rust API example.
 //! * `valgrind <test> [args]`: one integration test under valgrind.
 //! * `lint`: rustfmt check and clippy with warnings denied.
 //! * `check-dtors [lib.so...]`: the no-global-destructors check (default:
@@ -25,7 +26,7 @@ const USAGE: &str = "usage: cargo xtask <command>
   stage [--release]       build plugins + shim into target/omptarget/lib
   deps                    apt-get install what the build and tests need
   test                    stage, cargo test --workspace, extra checks
-  demo                    stage, then cargo run --example vec_add
+  demo                    a clang-14 offload program on the staged runtime, then the Rust example
   valgrind <test> [args]  run integration test <test> under valgrind
   lint                    cargo fmt --check; cargo clippy -D warnings
   check-dtors [lib.so..]  no global destructors (default: staged libs)";
@@ -67,11 +68,37 @@ fn main() -> Result<()> {
     }
 }
 
-/// The main job: the staged runtime running a clang-compiled offload
-/// program (examples/vec_add.rs builds its own kernel).
+/// The main job: a clang-14 OpenMP offload program (examples/c) run end to
+/// end on the staged `libomptarget.so` and host plugin, printing its result
+/// and the runtime's shutdown report; then the same work through the Rust
+/// API (`examples/vec_add.rs`).
 fn demo() -> Result<()> {
     let staged = stage::stage(false)?;
     println!("staged into {}", staged.lib_dir.display());
+    let root = stage::workspace_root();
+    let out = staged
+        .lib_dir
+        .parent()
+        .expect("lib dir has a parent")
+        .join("demo");
+    std::fs::create_dir_all(&out)?;
+    let exe = out.join("saxpy_offload");
+    cmd::run(
+        std::process::Command::new("clang-14")
+            .args(["-fopenmp", "-fopenmp-targets=x86_64-pc-linux-gnu", "-O2"])
+            .arg(root.join("examples/c/saxpy_offload.c"))
+            .arg("-o")
+            .arg(&exe),
+    )?;
+    println!(
+        "(LD_LIBRARY_PATH={} OMPTARGET_SHUTDOWN_REPORT=1)",
+        staged.lib_dir.display()
+    );
+    cmd::run(
+        std::process::Command::new(&exe)
+            .env("LD_LIBRARY_PATH", &staged.lib_dir)
+            .env("OMPTARGET_SHUTDOWN_REPORT", "1"),
+    )?;
     cmd::run(cmd::cargo().args(["run", "--example", "vec_add"]))
 }
 

@@ -1,7 +1,7 @@
 //! `cargo xtask test`: everything CI checks, as a list of named steps run in
 //! order. To add a check, add a [`Step`] to [`STEPS`].
 
-use crate::{cmd, dtors, stage};
+use crate::{cmd, dtors, stage, valgrind};
 use anyhow::{bail, Context, Result};
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;
@@ -26,6 +26,10 @@ pub const STEPS: &[Step] = &[
     Step {
         name: "no global destructors in staged libraries",
         run: no_global_dtors,
+    },
+    Step {
+        name: "valgrind: the Rust API test binary",
+        run: valgrind_rust_api,
     },
 ];
 
@@ -160,4 +164,10 @@ mod tests {
         assert_eq!(count(l, " failed"), 2);
         assert_eq!(count(l, " ignored"), 3);
     }
+}
+
+/// The Rust API's integration tests under valgrind: no definite or indirect
+/// leak, no memory error.
+fn valgrind_rust_api() -> Result<()> {
+    valgrind::valgrind("runtime_api", &[])
 }
