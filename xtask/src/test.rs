@@ -141,6 +141,12 @@ fn no_global_dtors() -> Result<()> {
     dtors::check(&libs)
 }
 
+/// The Rust API's integration tests under valgrind: no definite or indirect
+/// leak, no memory error.
+fn valgrind_rust_api() -> Result<()> {
+    valgrind::valgrind("runtime_api", &[])
+}
+
 #[cfg(test)]
 mod tests {
     use super::{binary_name, count};
@@ -164,10 +170,4 @@ mod tests {
         assert_eq!(count(l, " failed"), 2);
         assert_eq!(count(l, " ignored"), 3);
     }
-}
-
-/// The Rust API's integration tests under valgrind: no definite or indirect
-/// leak, no memory error.
-fn valgrind_rust_api() -> Result<()> {
-    valgrind::valgrind("runtime_api", &[])
 }
