@@ -1,4 +1,4 @@
-// EXTRA-BUILD: {cc} {offload} -g -fPIC -shared lib/dlopen_kernels.c -o {out}/libdlopen_kernels.so
+// EXTRA-BUILD: {cc} {offload} {debug} -fPIC -shared lib/dlopen_kernels.c -o {out}/libdlopen_kernels.so
 // LDFLAGS: -ldl
 // ARGS: {out}/libdlopen_kernels.so 20
 // dlopen / use / dlclose an offload shared library N times (argv[2]). This

@@ -1,4 +1,5 @@
 // CHECK-STDERR
+// EXIT: SIGABRT
 // CFLAGS: -fopenmp-version=51
 // target exit data with map(present, release:) on unmapped data is an error
 // at the end of the data region (abort).

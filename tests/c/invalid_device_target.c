@@ -1,4 +1,5 @@
 // CHECK-STDERR
+// EXIT: SIGABRT
 // A target region on a device number that does not exist: libomptarget prints
 // "Device 99 is not ready." and, offloading being mandatory once devices
 // exist, aborts.

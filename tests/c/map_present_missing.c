@@ -1,4 +1,5 @@
 // CHECK-STDERR
+// EXIT: SIGABRT
 // CFLAGS: -fopenmp-version=51
 // map(present, ...) of data that is not mapped is a runtime error: libomptarget
 // prints "device mapping required by 'present' map type modifier does not

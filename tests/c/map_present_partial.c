@@ -1,4 +1,5 @@
 // CHECK-STDERR
+// EXIT: SIGABRT
 // CFLAGS: -fopenmp-version=51
 // present with a section larger than what is mapped: the data is only partly
 // present, which the present modifier also reports as missing (abort).

@@ -1,5 +1,6 @@
 // ENV: OMP_TARGET_OFFLOAD=MANDATORY
 // CHECK-STDERR
+// EXIT: SIGABRT
 // OMP_TARGET_OFFLOAD=MANDATORY and a target data region on a device that does
 // not exist: fatal error, abort.
 #include <stdio.h>

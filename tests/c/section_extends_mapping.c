@@ -1,4 +1,5 @@
 // CHECK-STDERR
+// EXIT: SIGABRT
 // Mapping a section that starts inside an existing mapping but extends past
 // its end is an error ("explicit extension not allowed"); the data region
 // fails and libomptarget aborts.

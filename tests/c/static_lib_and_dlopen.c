@@ -1,6 +1,6 @@
-// EXTRA-BUILD: {cc} -g -c lib/host_helpers.c -o {out}/host_helpers.o
+// EXTRA-BUILD: {cc} {debug} -c lib/host_helpers.c -o {out}/host_helpers.o
 // EXTRA-BUILD: ar rcs {out}/libhost_helpers.a {out}/host_helpers.o
-// EXTRA-BUILD: {cc} {offload} -g -fPIC -shared lib/dlopen_kernels.c -o {out}/libdlopen_kernels.so
+// EXTRA-BUILD: {cc} {offload} {debug} -fPIC -shared lib/dlopen_kernels.c -o {out}/libdlopen_kernels.so
 // LDFLAGS: -L{out} -lhost_helpers -ldl
 // ARGS: {out}/libdlopen_kernels.so
 // A program with its own target regions that links a static library (host

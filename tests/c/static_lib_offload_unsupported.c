@@ -1,5 +1,6 @@
 // CHECK-STDERR
-// EXTRA-BUILD: {cc} {offload} -g -c lib/offload_in_archive.c -o {out}/offload_in_archive.o
+// EXIT: SIGABRT
+// EXTRA-BUILD: {cc} {offload} {debug} -c lib/offload_in_archive.c -o {out}/offload_in_archive.o
 // EXTRA-BUILD: ar rcs {out}/liboffload_in_archive.a {out}/offload_in_archive.o
 // LDFLAGS: -L{out} -loffload_in_archive
 // A target region that lives in a static archive: clang 14 links the host

@@ -1,4 +1,5 @@
 // CHECK-STDERR
+// EXIT: SIGABRT
 // clang 14 quirk: for map(p.x, p.hits[1:2]) the combined struct entry it
 // emits runs from p.x to &p.hits[0] + 8 bytes (the section's start index is
 // dropped), so the hits[1:2] member entry extends past it. libomptarget 14

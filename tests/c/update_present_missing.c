@@ -1,4 +1,5 @@
 // CHECK-STDERR
+// EXIT: SIGABRT
 // CFLAGS: -fopenmp-version=51
 // target update with the present motion modifier on unmapped data: libomptarget
 // prints "device mapping required by 'present' motion modifier does not exist"
