@@ -26,6 +26,12 @@ pub struct Error {
     /// The first stack: where the error happened, or where a leaked block was
     /// allocated (innermost frame first).
     pub stack: Vec<Frame>,
+    /// The `<auxwhat>` notes in order, each with the stack that follows it
+    /// (empty if none): e.g. "Address 0x.. is 8 bytes inside a block of size
+    /// 15 alloc'd" with the allocation stack, or (with `--track-origins=yes`)
+    /// "Uninitialised value was created by a stack allocation" with the stack
+    /// of the function whose frame it was.
+    pub aux: Vec<(String, Vec<Frame>)>,
 }
 
 impl Error {
@@ -33,20 +39,37 @@ impl Error {
         self.kind.starts_with("Leak_")
     }
 
-    /// Stack as readable text, one frame a line.
+    /// Stacks as readable text, one frame a line.
     pub fn stack_text(&self) -> String {
-        self.stack
-            .iter()
-            .map(|f| {
-                let loc = if f.file.is_empty() {
-                    String::new()
-                } else {
-                    format!(" ({}:{})", f.file, f.line)
-                };
-                format!("    {} in {}{}\n", f.func_or_unknown(), f.obj, loc)
-            })
-            .collect()
+        let mut text = frames_text(&self.stack);
+        for (note, frames) in &self.aux {
+            text.push_str(&format!("  {note}\n"));
+            text.push_str(&frames_text(frames));
+        }
+        text
     }
+
+    /// The origin of an uninitialised value, if valgrind tracked it: its
+    /// description and stack.
+    pub fn origin(&self) -> Option<&(String, Vec<Frame>)> {
+        self.aux
+            .iter()
+            .find(|(note, _)| note.starts_with("Uninitialised value was created"))
+    }
+}
+
+fn frames_text(frames: &[Frame]) -> String {
+    frames
+        .iter()
+        .map(|f| {
+            let loc = if f.file.is_empty() {
+                String::new()
+            } else {
+                format!(" ({}:{})", f.file, f.line)
+            };
+            format!("    {} in {}{}\n", f.func_or_unknown(), f.obj, loc)
+        })
+        .collect()
 }
 
 impl Frame {
@@ -102,6 +125,39 @@ fn all<'a>(s: &'a str, tag: &str) -> Vec<&'a str> {
     out
 }
 
+fn parse_frames(stack: &str) -> Vec<Frame> {
+    all(stack, "frame")
+        .into_iter()
+        .map(|fr| Frame {
+            obj: unescape(first(fr, "obj").unwrap_or_default()),
+            func: unescape(first(fr, "fn").unwrap_or_default()),
+            file: unescape(first(fr, "file").unwrap_or_default()),
+            line: first(fr, "line").unwrap_or_default().to_string(),
+        })
+        .collect()
+}
+
+/// Pairs each `<auxwhat>` with the `<stack>` right after it, if any.
+fn aux_notes(body: &str) -> Vec<(String, Vec<Frame>)> {
+    let open = "<auxwhat>";
+    let mut notes = Vec::new();
+    let mut rest = body;
+    while let Some(pos) = rest.find(open) {
+        rest = &rest[pos..];
+        let note = first(rest, "auxwhat").unwrap_or_default();
+        rest = &rest[open.len()..];
+        let next_note = rest.find(open).unwrap_or(rest.len());
+        let frames = match rest.find("<stack>") {
+            Some(st) if st < next_note => first(&rest[st..], "stack")
+                .map(parse_frames)
+                .unwrap_or_default(),
+            _ => Vec::new(),
+        };
+        notes.push((unescape(note), frames));
+    }
+    notes
+}
+
 /// Parses the whole XML file text.
 pub fn parse(xml: &str) -> Report {
     let mut report = Report {
@@ -124,25 +180,14 @@ pub fn parse(xml: &str) -> Report {
             ),
             None => (first(body, "what").unwrap_or_default(), 0, 0),
         };
-        let stack = first(body, "stack")
-            .map(|st| {
-                all(st, "frame")
-                    .into_iter()
-                    .map(|fr| Frame {
-                        obj: unescape(first(fr, "obj").unwrap_or_default()),
-                        func: unescape(first(fr, "fn").unwrap_or_default()),
-                        file: unescape(first(fr, "file").unwrap_or_default()),
-                        line: first(fr, "line").unwrap_or_default().to_string(),
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
+        let stack = first(body, "stack").map(parse_frames).unwrap_or_default();
         report.errors.push(Error {
             kind,
             what: unescape(what),
             leaked_bytes,
             leaked_blocks,
             stack,
+            aux: aux_notes(body),
         });
     }
     report
@@ -156,8 +201,12 @@ mod tests {
     fn parses_leak_and_error_records() {
         let xml = r#"<valgrindoutput>
 <status><state>RUNNING</state></status>
-<error><unique>0x1</unique><kind>InvalidRead</kind><what>Invalid read of size 8</what>
-<stack><frame><ip>0x1</ip><obj>/lib/ld.so</obj><fn>strncmp</fn></frame></stack></error>
+<error><unique>0x1</unique><kind>UninitCondition</kind><what>Conditional jump</what>
+<stack><frame><ip>0x1</ip><obj>/bin/prog</obj><fn>main</fn></frame></stack>
+<auxwhat>Address 0x1 is 1 bytes inside a block of size 8 alloc'd</auxwhat>
+<stack><frame><ip>0x3</ip><obj>/lib/libc.so.6</obj><fn>malloc</fn></frame></stack>
+<auxwhat>Uninitialised value was created by a stack allocation</auxwhat>
+<stack><frame><ip>0x2</ip><obj>/bin/prog</obj><fn>kernel</fn></frame></stack></error>
 <error><unique>0x2</unique><kind>Leak_StillReachable</kind>
 <xwhat><text>16 bytes in 1 blocks are still reachable</text><leakedbytes>16</leakedbytes><leakedblocks>1</leakedblocks></xwhat>
 <stack><frame><obj>/v/vgpreload.so</obj><fn>malloc</fn></frame><frame><obj>/t/libomptarget.so</obj><fn>f&lt;T&gt;</fn><file>a.rs</file><line>3</line></frame></stack></error>
@@ -166,8 +215,13 @@ mod tests {
         let r = parse(xml);
         assert!(r.finished);
         assert_eq!(r.errors.len(), 2);
-        assert_eq!(r.errors[0].kind, "InvalidRead");
+        assert_eq!(r.errors[0].kind, "UninitCondition");
         assert!(!r.errors[0].is_leak());
+        assert_eq!(r.errors[0].stack[0].func, "main");
+        let (note, origin) = r.errors[0].origin().expect("origin parsed");
+        assert!(note.contains("stack allocation"));
+        assert_eq!(origin[0].func, "kernel");
+        assert!(r.errors[1].aux.is_empty());
         assert_eq!(r.errors[1].leaked_bytes, 16);
         assert_eq!(r.errors[1].stack[1].func, "f<T>");
         assert_eq!(r.errors[1].stack[1].obj, "/t/libomptarget.so");
