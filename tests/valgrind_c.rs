@@ -138,7 +138,7 @@ impl Subject {
             || (e.kind == "SyscallParam" && e.what.contains("uninitialised"));
         // An error in plumbing alone (e.g. exit_group of an undefined exit
         // status) happened in nobody's code in particular.
-        let error_not_ours = owner(&e.stack).map_or(true, |o| !self.is_ours(o));
+        let error_not_ours = owner(&e.stack).is_none_or(|o| !self.is_ours(o));
         let origin_not_ours = e.origin().is_some_and(|(note, frames)| {
             note.contains("created by a stack allocation")
                 && owner(frames).is_some_and(|o| !self.is_ours(o))

@@ -193,7 +193,7 @@ pub fn discover(dir: &Path, filter: Option<&str>) -> Result<Vec<Program>, String
     let mut programs = Vec::new();
     for source in sources {
         let program = Program::parse(&source)?;
-        if filter.map_or(true, |f| program.name.contains(f)) {
+        if filter.is_none_or(|f| program.name.contains(f)) {
             programs.push(program);
         }
     }
