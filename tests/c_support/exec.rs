@@ -1,0 +1,128 @@
+//! Running a built program under one runtime, with a clean environment, a
+//! wall-clock timeout, and its output captured.
+
+use crate::c_support::spec::Exit;
+use std::io::Read;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Environment prefixes removed from inherited environments: they change how
+/// libomp / libomptarget behave or what they print, and the ENV directive is
+/// the only way a program sets them.
+const SCRUBBED_ENV_PREFIXES: &[&str] = &["LIBOMPTARGET_", "OMP_", "KMP_", "LD_"];
+
+/// What one run produced.
+#[derive(Clone, Debug)]
+pub struct RunOutput {
+    /// How it ended; `None` if it was killed at the timeout.
+    pub exit: Option<Exit>,
+    pub stdout: String,
+    pub stderr: String,
+    pub elapsed: Duration,
+}
+
+impl RunOutput {
+    /// "exit code 0", "signal 6 (SIGABRT)" or "timed out".
+    pub fn exit_text(&self) -> String {
+        match self.exit {
+            Some(e) => e.to_string(),
+            None => format!("timed out after {:.0?}", self.elapsed),
+        }
+    }
+}
+
+/// Prepares `program` (a path) with `args`, the scrubbed environment, `env`
+/// and `LD_LIBRARY_PATH=lib_dir`.
+pub fn command(
+    program: &Path,
+    args: &[String],
+    env: &[(String, String)],
+    lib_dir: &Path,
+) -> Command {
+    let mut cmd = Command::new(program);
+    cmd.args(args);
+    for (key, _) in std::env::vars_os() {
+        let key_text = key.to_string_lossy();
+        if SCRUBBED_ENV_PREFIXES
+            .iter()
+            .any(|p| key_text.starts_with(p))
+        {
+            cmd.env_remove(&key);
+        }
+    }
+    cmd.envs(env.iter().map(|(k, v)| (k, v)));
+    cmd.env("LD_LIBRARY_PATH", lib_dir);
+    cmd
+}
+
+/// Runs `cmd` to completion or until `timeout`, then kills its whole process
+/// group. stdin is empty; stdout and stderr are captured (lossy UTF-8).
+pub fn run(mut cmd: Command, timeout: Duration) -> std::io::Result<RunOutput> {
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    // SAFETY: the closure runs in the forked child before exec and only makes
+    // async-signal-safe calls (setpgid, setrlimit); it touches no Rust state.
+    unsafe {
+        cmd.pre_exec(|| {
+            // Own process group, so a timeout can kill helpers it started.
+            if libc::setpgid(0, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // Expected aborts must not litter the tree with core files.
+            let no_core = libc::rlimit {
+                rlim_cur: 0,
+                rlim_max: 0,
+            };
+            libc::setrlimit(libc::RLIMIT_CORE, &no_core);
+            Ok(())
+        });
+    }
+    let start = Instant::now();
+    let mut child = cmd.spawn()?;
+    let mut stdout_pipe = child.stdout.take().expect("stdout is piped");
+    let mut stderr_pipe = child.stderr.take().expect("stderr is piped");
+    let stdout_reader = std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        let _ = stdout_pipe.read_to_end(&mut buf);
+        buf
+    });
+    let stderr_reader = std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        let _ = stderr_pipe.read_to_end(&mut buf);
+        buf
+    });
+    let pid = child.id() as libc::pid_t;
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break Some(status);
+        }
+        if start.elapsed() >= timeout {
+            // SAFETY: plain syscall on the process group created above; the
+            // child is not reaped yet, so the id still names that group.
+            unsafe { libc::kill(-pid, libc::SIGKILL) };
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let elapsed = start.elapsed();
+    // The group is killed only while the child is unreaped (its id cannot be
+    // reused then); the programs start no background processes, so the pipes
+    // close when the child exits.
+    let stdout = stdout_reader.join().unwrap_or_default();
+    let stderr = stderr_reader.join().unwrap_or_default();
+    let exit = status.map(|s| match (s.code(), s.signal()) {
+        (Some(code), _) => Exit::Code(code),
+        (None, Some(sig)) => Exit::Signal(sig),
+        (None, None) => Exit::Code(-1),
+    });
+    Ok(RunOutput {
+        exit,
+        stdout: String::from_utf8_lossy(&stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&stderr).into_owned(),
+        elapsed,
+    })
+}
