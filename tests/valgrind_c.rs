@@ -41,8 +41,16 @@
 //! libstdc++, libgcc_s, libm); the first other object is the owner. So a
 //! block libomp allocates while we call into it (e.g. its lazy runtime
 //! initialisation from `__kmpc_get_target_offload` or `omp_get_default_device`)
-//! belongs to libomp, while a block glibc's dlopen allocates because our code
-//! called dlopen belongs to us.
+//! belongs to libomp, and a block glibc allocates because our code asked
+//! for it (a `strdup`, say) belongs to us. One exception: the dynamic
+//! loader's own records of an object still mapped at exit (allocated in
+//! ld.so itself, under our dlopen). The runtime dlcloses its plugins at the
+//! last `__tgt_unregister_lib`, which clang-14 binaries call from the
+//! executable's `.fini_array`; glibc's `_dl_fini` pins every object while
+//! finalizers run, so that dlclose cannot unmap and ld.so keeps its records
+//! until the process is gone (LLVM's runtime leaves the same ones). They are
+//! accepted only if the run's shutdown report (`OMPTARGET_SHUTDOWN_REPORT`)
+//! shows every plugin closed and nothing left unreleased.
 //!
 //! What LLVM 14 itself leaves at exit (measured on map_tofrom_array.c with
 //! /usr/lib/llvm-14/lib; see tests/c/README.md): about 180 KB still reachable
@@ -114,6 +122,15 @@ struct Subject {
 }
 
 impl Subject {
+    /// True when the library under test is ours (it writes shutdown reports).
+    fn is_ours_runtime(&self) -> bool {
+        !self.our_objects.is_empty()
+            && self
+                .our_objects
+                .iter()
+                .all(|o| !o.starts_with("/usr/lib/llvm-14"))
+    }
+
     fn new(lib_dir: PathBuf) -> Subject {
         let our_objects = OUR_LIBS
             .iter()
@@ -218,12 +235,14 @@ fn run_under_valgrind(
     vg_args.push(built.binary.to_string_lossy().into_owned());
     vg_args.extend(args.iter().cloned());
     let _ = std::fs::remove_file(xml);
-    let cmd = exec::command(
-        Path::new("valgrind"),
-        &vg_args,
-        &program.env,
-        &subject.lib_dir,
-    );
+    let report_file = shutdown_report_path(xml);
+    let _ = std::fs::remove_file(&report_file);
+    let mut env = program.env.clone();
+    env.push((
+        "OMPTARGET_SHUTDOWN_REPORT".into(),
+        report_file.to_string_lossy().into_owned(),
+    ));
+    let cmd = exec::command(Path::new("valgrind"), &vg_args, &env, &subject.lib_dir);
     let out = exec::run(cmd, timeout()).map_err(|e| format!("cannot run valgrind: {e}"))?;
     let text = std::fs::read_to_string(xml).map_err(|e| {
         format!(
@@ -278,12 +297,14 @@ fn check_program(program: &Program, tc: &Toolchain, subject: &Subject) -> Vec<St
     for e in &memory_errors {
         problems.push(format!("memory error:\n{}", describe(e)));
     }
+    let mut loader_records = 0;
     if !dies_by_signal {
         for leak in report.errors.iter().filter(|e| e.is_leak()) {
             match leak.kind.as_str() {
                 "Leak_DefinitelyLost" | "Leak_IndirectlyLost" => {
                     problems.push(format!("leak:\n{}", describe(leak)));
                 }
+                _ if loader_record(&leak.stack) => loader_records += 1,
                 _ => {
                     if let Some(owner) = owner(&leak.stack).filter(|o| subject.is_ours(o)) {
                         problems.push(format!(
@@ -294,6 +315,58 @@ fn check_program(program: &Program, tc: &Toolchain, subject: &Subject) -> Vec<St
                 }
             }
         }
+        if loader_records > 0 && subject.is_ours_runtime() {
+            problems.extend(check_libraries_closed(&shutdown_report_path(&xml)));
+        }
+    }
+    problems
+}
+
+/// Where a run's shutdown report goes (next to its valgrind XML).
+fn shutdown_report_path(xml: &Path) -> PathBuf {
+    xml.with_extension("shutdown-report.txt")
+}
+
+/// Is this block one of the dynamic loader's own records (a link map, a
+/// search-path string, a version table) of an object still mapped at exit?
+/// Its allocation stack starts in ld.so itself. Such records remain for
+/// the libraries our runtime dlcloses during exit: clang-14 binaries call
+/// `__tgt_unregister_lib` from the executable's `.fini_array`, and glibc's
+/// `_dl_fini` pins every loaded object while finalizers run, so a dlclose
+/// there cannot unmap anything. LLVM's runtime leaves the same records.
+/// They count as the loader's only if the runtime did close every library
+/// it opened: [`check_libraries_closed`] reads that from the shutdown
+/// report.
+fn loader_record(frames: &[valgrind_xml::Frame]) -> bool {
+    frames
+        .iter()
+        .map(|f| f.obj.rsplit('/').next().unwrap_or(&f.obj))
+        .find(|file| !file.starts_with("vgpreload_"))
+        .is_some_and(|file| file.starts_with("ld-linux"))
+}
+
+/// The runtime's shutdown report must exist and show every plugin library
+/// closed and nothing left unreleased.
+fn check_libraries_closed(report: &Path) -> Vec<String> {
+    let text = match std::fs::read_to_string(report) {
+        Ok(text) => text,
+        Err(e) => {
+            return vec![format!(
+                "ld.so records of mapped objects remain at exit, and the runtime wrote no shutdown report ({}: {e})",
+                report.display()
+            )]
+        }
+    };
+    let mut problems = Vec::new();
+    for line in text.lines().filter(|l| l.contains("close plugin")) {
+        if !line.trim_end().ends_with(": ok") {
+            problems.push(format!("the runtime did not close a plugin: {line}"));
+        }
+    }
+    if text.contains("could not be released") {
+        problems.push(format!(
+            "the shutdown report lists unreleased resources:\n{text}"
+        ));
     }
     problems
 }

@@ -82,6 +82,14 @@ pub trait DeviceOps: Send + Sync {
     /// `image` points to a registered device image that stays valid while
     /// it is loaded.
     unsafe fn load_binary(&self, image: *mut DeviceImage) -> Result<Vec<OffloadEntry>, OpFailed>;
+    /// `__tgt_rtl_unload_binary`: unload an image `load_binary` loaded, when
+    /// its binary is unregistered. `Ok(false)`: the plugin cannot unload
+    /// images (LLVM's plugins), so it stays loaded until shutdown.
+    ///
+    /// # Safety
+    /// `image` was loaded on this device by [`DeviceOps::load_binary`] and
+    /// is still valid.
+    unsafe fn unload_binary(&self, image: *mut DeviceImage) -> Result<bool, OpFailed>;
     /// `__tgt_rtl_run_target_region`.
     ///
     /// # Safety
@@ -206,6 +214,9 @@ impl DeviceOps for crate::device::Device {
     }
     unsafe fn load_binary(&self, image: *mut DeviceImage) -> Result<Vec<OffloadEntry>, OpFailed> {
         Ok(self.load_image(image)?.entries)
+    }
+    unsafe fn unload_binary(&self, image: *mut DeviceImage) -> Result<bool, OpFailed> {
+        Ok(self.unload_image(image)?)
     }
     unsafe fn run_region(
         &self,

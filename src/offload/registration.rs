@@ -256,9 +256,24 @@ impl Offload<'_> {
             tables.by_entries_begin.remove(&entries_begin)
         };
         if let Some(table) = removed {
-            for (device, host, target) in table.globals {
+            for &(device, host, target) in &table.globals {
                 if let Some(dev) = self.device(device as i64) {
                     dev.ops.mappings().remove_global(host, target);
+                }
+            }
+            // Beyond LLVM 14 (which keeps them until exit): unload the
+            // binary's images now. A program that dlopens and dlcloses an
+            // offload library in a loop would otherwise pile up one loaded
+            // copy per cycle, and the runtime would keep pointers into the
+            // unmapped library.
+            for (device, &image) in table.images.iter().enumerate() {
+                if image == 0 || table.target(device).is_none() {
+                    continue;
+                }
+                if let Some(dev) = self.device(device as i64) {
+                    if let Err(err) = dev.ops.unload_binary(image as *mut DeviceImage) {
+                        tracing::debug!(device, error = %err.0, "unloading an unregistered image failed");
+                    }
                 }
             }
         }

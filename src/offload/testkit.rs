@@ -36,6 +36,7 @@ pub struct TestDevice {
     pub fail_submit: AtomicBool,
     pub fail_run: AtomicBool,
     pub loads: AtomicUsize,
+    pub unloads: AtomicUsize,
     /// Entry count the device reports beyond the image's (table mismatch).
     pub extra_entries: AtomicUsize,
     pub exchange: AtomicBool,
@@ -148,6 +149,10 @@ impl DeviceOps for TestDevice {
         self.exchanges.fetch_add(1, Ordering::SeqCst);
         std::ptr::copy(src.0 as *const u8, dst.0 as *mut u8, size);
         Ok(())
+    }
+    unsafe fn unload_binary(&self, _image: *mut DeviceImage) -> Result<bool, OpFailed> {
+        self.unloads.fetch_add(1, Ordering::SeqCst);
+        Ok(true)
     }
     unsafe fn load_binary(&self, image: *mut DeviceImage) -> Result<Vec<OffloadEntry>, OpFailed> {
         self.loads.fetch_add(1, Ordering::SeqCst);

@@ -390,6 +390,15 @@ fn first_use_loads_images_maps_globals_and_runs_ctors() {
     assert_eq!(launched.last(), Some(&bin.addrs[1]));
     assert!(w.platform.dev(0, 1).launches.lock().unwrap().is_empty());
     assert!(dev0.table.is_empty(), "globals of the library are unmapped");
+    // Its image is unloaded where it was loaded, after the dtor ran.
+    assert_eq!(dev0.unloads.load(std::sync::atomic::Ordering::SeqCst), 1);
+    assert_eq!(
+        w.platform
+            .dev(0, 1)
+            .unloads
+            .load(std::sync::atomic::Ordering::SeqCst),
+        0
+    );
     assert_eq!(w.stderr(), "");
 }
 
