@@ -262,10 +262,16 @@ impl Offload<'_> {
                 }
             }
             // Beyond LLVM 14 (which keeps them until exit): unload the
-            // binary's images now. A program that dlopens and dlcloses an
-            // offload library in a loop would otherwise pile up one loaded
-            // copy per cycle, and the runtime would keep pointers into the
-            // unmapped library.
+            // binary's images now if other binaries stay registered. A
+            // program that dlopens and dlcloses an offload library in a loop
+            // would otherwise pile up one loaded copy per cycle, and the
+            // runtime would keep pointers into the unmapped library. After
+            // the last binary the runtime shuts down, and its teardown
+            // unloads the images in the fixed order (after draining the
+            // memory managers).
+            if self.registry.registered_libs() == 0 {
+                return;
+            }
             for (device, &image) in table.images.iter().enumerate() {
                 if image == 0 || table.target(device).is_none() {
                     continue;

@@ -390,15 +390,43 @@ fn first_use_loads_images_maps_globals_and_runs_ctors() {
     assert_eq!(launched.last(), Some(&bin.addrs[1]));
     assert!(w.platform.dev(0, 1).launches.lock().unwrap().is_empty());
     assert!(dev0.table.is_empty(), "globals of the library are unmapped");
-    // Its image is unloaded where it was loaded, after the dtor ran.
+    // The last binary: its image stays for the runtime's ordered teardown.
+    assert_eq!(dev0.unloads.load(std::sync::atomic::Ordering::SeqCst), 0);
+    assert_eq!(w.stderr(), "");
+}
+
+#[test]
+fn unregistering_one_of_two_binaries_unloads_its_images_where_loaded() {
+    let w = World::mandatory(&[(TAG_A, 2)]);
+    let keep = TestBinary::new(&[TAG_A], &[HostItem::Kernel { flags: 0 }]);
+    let cycle = TestBinary::new(&[TAG_A], &[HostItem::Kernel { flags: 0 }]);
+    let off = w.off();
+    unsafe { off.register_lib(keep.desc()) };
+    unsafe { off.register_lib(cycle.desc()) };
+    unsafe {
+        off.target(
+            null(),
+            0,
+            cycle.addrs[0] as *mut c_void,
+            &MapArgs::empty(),
+            0,
+            0,
+            false,
+        )
+    }
+    .unwrap();
+    let dev0 = w.platform.dev(0, 0);
+    let loads = dev0.loads.load(std::sync::atomic::Ordering::SeqCst);
+    assert_eq!(loads, 2, "both binaries load on first use of the device");
+    unsafe { off.unregister_lib(cycle.desc()) };
     assert_eq!(dev0.unloads.load(std::sync::atomic::Ordering::SeqCst), 1);
+    let dev1 = w.platform.dev(0, 1);
     assert_eq!(
-        w.platform
-            .dev(0, 1)
-            .unloads
-            .load(std::sync::atomic::Ordering::SeqCst),
-        0
+        dev1.unloads.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "never loaded there"
     );
+    assert_eq!(off.registry.registered_libs(), 1);
     assert_eq!(w.stderr(), "");
 }
 
