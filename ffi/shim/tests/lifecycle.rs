@@ -54,7 +54,11 @@ fn teardown_at_exit_frees_everything_before_unloading_in_the_fixed_order() {
     assert_eq!(log.lines[unload], "unload_binary 0", "{log}");
     let deinit_plugin = only(&log, "deinit_plugin");
     let fini = only(&log, "fini");
-    assert_eq!(fini, log.lines.len() - 1, "fini must be the last call\n{log}");
+    assert_eq!(
+        fini,
+        log.lines.len() - 1,
+        "fini must be the last call\n{log}"
+    );
     all_before(&log, "data_delete", "unload_binary");
     all_before(&log, "unload_binary", "deinit_device");
     all_before(&log, "deinit_device", "deinit_plugin");
@@ -186,7 +190,9 @@ fn each_last_unregister_shuts_down_and_the_next_registration_gets_a_fresh_runtim
         "one report per shutdown:\n{report}"
     );
     assert_eq!(
-        report.matches("deinit plugin          libomptarget.rtl.test.so: ok").count(),
+        report
+            .matches("deinit plugin          libomptarget.rtl.test.so: ok")
+            .count(),
         CYCLES,
         "{report}"
     );
@@ -195,9 +201,10 @@ fn each_last_unregister_shuts_down_and_the_next_registration_gets_a_fresh_runtim
     assert!(!report.contains("mappings still present"), "{report}");
 }
 
-#[test]
-fn the_finalizer_shuts_down_a_runtime_no_unregister_ended() {
-    let scratch = Scratch::new("safety-net");
+/// Build `api_only.c`, run it (with `args`) on a fresh test plugin, and
+/// check that one runtime lived from the first API call to the finalizer.
+fn api_only_runtime_ends_in_the_finalizer(label: &str, args: &[&str]) {
+    let scratch = Scratch::new(label);
     let program = scratch.join("api_only");
     let mut libs = link_shim();
     libs.push("-fopenmp".to_owned());
@@ -208,10 +215,13 @@ fn the_finalizer_shuts_down_a_runtime_no_unregister_ended() {
     assert!(has_dynamic_symbol(&program, "omp_target_alloc"));
 
     let plugin = TestPlugin::new(&scratch, "plugin", &["devices=2"]);
-    let out = Run::new(&scratch, &program)
+    let mut run = Run::new(&scratch, &program)
         .plugin(&plugin)
-        .env("OMPTARGET_SHUTDOWN_REPORT", "1")
-        .run();
+        .env("OMPTARGET_SHUTDOWN_REPORT", "1");
+    for arg in args {
+        run = run.arg(arg);
+    }
+    let out = run.run();
     out.assert_success();
     // LLVM 14: devices exist only for registered images; the initial
     // device (the host) is then number 0.
@@ -230,12 +240,12 @@ fn the_finalizer_shuts_down_a_runtime_no_unregister_ended() {
             "deinit_plugin",
             "fini"
         ],
-        "the plugin was loaded by the first call and deinitialised by the safety net\n{log}"
+        "one runtime: loaded by the first call, deinitialised by the safety net\n{log}"
     );
     assert_eq!(
         out.stderr.matches("omptarget shutdown:").count(),
         1,
-        "the safety net emits the report:\n{out}"
+        "the safety net emits the report, once:\n{out}"
     );
     assert!(
         out.stderr
@@ -245,12 +255,27 @@ fn the_finalizer_shuts_down_a_runtime_no_unregister_ended() {
 }
 
 #[test]
+fn the_finalizer_shuts_down_a_runtime_no_unregister_ended() {
+    api_only_runtime_ends_in_the_finalizer("safety-net", &[]);
+}
+
+#[test]
+fn unregistering_a_descriptor_never_registered_does_not_shut_down() {
+    api_only_runtime_ends_in_the_finalizer("unknown-unregister", &["unregister_unknown"]);
+}
+
+#[test]
 fn loading_the_library_creates_no_runtime() {
     let scratch = Scratch::new("lazy");
     let program = scratch.join("links_only");
     let libs = link_shim();
     let libs: Vec<&str> = libs.iter().map(String::as_str).collect();
-    clang(&["links_only.c"], &program, &[], &[&libs[..], &["-ldl"]].concat());
+    clang(
+        &["links_only.c"],
+        &program,
+        &[],
+        &[&libs[..], &["-ldl"]].concat(),
+    );
 
     let plugin = TestPlugin::new(&scratch, "plugin", &[]);
     let out = Run::new(&scratch, &program)

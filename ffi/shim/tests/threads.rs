@@ -15,7 +15,12 @@ const TIMEOUT: Duration = Duration::from_secs(60);
 fn assert_each_device_once(log: &CallLog, regions: usize) {
     log.assert_every_alloc_freed_once();
     for device in 0..DEVICES {
-        for call in ["init_device", "load_binary", "unload_binary", "deinit_device"] {
+        for call in [
+            "init_device",
+            "load_binary",
+            "unload_binary",
+            "deinit_device",
+        ] {
             let line = format!("{call} {device}");
             let n = log.lines.iter().filter(|l| **l == line).count();
             assert_eq!(n, 1, "{line:?} {n} times\n{log}");
