@@ -300,9 +300,8 @@ fn loading_the_library_creates_no_runtime() {
 /// live until exit, so the free goes to device 0).
 ///
 /// Crashes today (glibc "free(): double free detected", or SIGSEGV): the
-/// dlclose's
-/// unregister is the last one, so the runtime shuts down and frees the
-/// block as a user leftover; the next call builds a fresh runtime without
+/// dlclose's unregister is the last one, so the runtime shuts down and
+/// frees the block as a user leftover; the next call builds a fresh runtime without
 /// devices, where device 0 is the initial device (the host), so
 /// `omp_target_free(block, 0)` hands the freed device pointer to libc's
 /// `free`. A design question for the lifecycle (see the report).
