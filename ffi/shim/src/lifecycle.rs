@@ -123,8 +123,12 @@ pub(crate) fn register_library(register: impl FnOnce(&Session)) {
     register(unsafe { &*p });
 }
 
-/// Run `unregister` with the live session, if any; if no library remains
-/// registered afterwards, shut the session down in the fixed order.
+/// Run `unregister` with the live session, if any; if it removed the last
+/// registered library, shut the session down in the fixed order.
+///
+/// An unregister that removed nothing (a descriptor never registered) does
+/// not shut down: a session that only API calls created, with no library
+/// registered, lives until the safety net.
 pub(crate) fn unregister_library(unregister: impl FnOnce(&Session)) {
     let guard = lock();
     let p = SESSION.load(SeqCst);
@@ -133,8 +137,10 @@ pub(crate) fn unregister_library(unregister: impl FnOnce(&Session)) {
     }
     // Safety: non-null, and shutdown needs the lock we hold.
     let session = unsafe { &*p };
+    let before = session.registered_libs();
     unregister(session);
-    if session.registered_libs() > 0 {
+    let after = session.registered_libs();
+    if after > 0 || after == before {
         return;
     }
     let old = SESSION.swap(ptr::null_mut(), SeqCst);

@@ -1,0 +1,86 @@
+//! Plugin faults during the shim's lifecycle, injected through the test
+//! plugin's conf: the program still ends normally and the teardown still
+//! closes the library.
+
+mod common;
+
+use common::{clang, Run, Scratch, TestPlugin, OFFLOAD};
+
+/// A plugin whose initialisation fails is closed at once; LLVM 14 then
+/// has no device and runs the region on the host. Each dlopen cycle tries
+/// again with a fresh runtime.
+#[test]
+fn a_plugin_that_fails_to_initialise_is_closed_and_regions_fall_back_to_the_host() {
+    let scratch = Scratch::new("fail-init-plugin");
+    let lib = scratch.join("liboffload_sum.so");
+    let mut lib_flags = OFFLOAD.to_vec();
+    lib_flags.extend(["-shared", "-fPIC"]);
+    clang(&["offload_sum_lib.c"], &lib, &lib_flags, &[]);
+    let program = scratch.join("dlopen_cycles");
+    clang(&["dlopen_cycles.c"], &program, &[], &["-ldl"]);
+    let plugin = TestPlugin::new(&scratch, "plugin", &["fail_init_plugin=1"]);
+    let out = Run::new(&scratch, &program)
+        .arg(&lib)
+        .arg("2")
+        .plugin(&plugin)
+        .run();
+    out.assert_success();
+    assert_eq!(out.value("cycle0"), "5050", "{out}");
+    assert_eq!(out.value("cycle1"), "5151", "{out}");
+    let log = plugin.log();
+    assert_eq!(
+        log.lines,
+        [
+            "register_destruction_cb",
+            "init_plugin",
+            "fini",
+            "register_destruction_cb",
+            "init_plugin",
+            "fini"
+        ],
+        "{log}"
+    );
+    // The plugin says why; the runtime adds nothing (as LLVM 14).
+    assert_eq!(
+        out.stderr.lines().collect::<Vec<_>>(),
+        [
+            "omptarget-rs plugin test: error in __tgt_rtl_init_plugin: fault injected: fail_init_plugin=1";
+            2
+        ],
+        "{out}"
+    );
+}
+
+/// `deinit_plugin` panicking inside the plugin at exit: the report says the
+/// step failed, the library is still closed, the process exits 0.
+#[test]
+fn a_plugin_panicking_in_deinit_plugin_at_exit_is_reported_and_still_closed() {
+    let scratch = Scratch::new("panic-deinit-plugin");
+    let program = scratch.join("teardown_order");
+    clang(&["teardown_order.c"], &program, OFFLOAD, &[]);
+    let plugin = TestPlugin::new(&scratch, "plugin", &["devices=2", "panic_in=deinit_plugin"]);
+    let report_path = scratch.join("report.txt");
+    let out = Run::new(&scratch, &program)
+        .plugin(&plugin)
+        .env("OMPTARGET_SHUTDOWN_REPORT", &report_path)
+        .run();
+    out.assert_success();
+    assert_eq!(out.value("sum"), "136", "{out}");
+    let log = plugin.log();
+    log.assert_every_alloc_freed_once();
+    let tail: Vec<&str> = log.lines.iter().rev().take(2).map(String::as_str).collect();
+    assert_eq!(tail, ["fini", "deinit_plugin"], "{log}");
+    let report = std::fs::read_to_string(&report_path).expect("the report file");
+    assert!(
+        report.contains("deinit plugin          libomptarget.rtl.test.so: FAILED"),
+        "{report}"
+    );
+    assert!(
+        report.contains("close plugin           libomptarget.rtl.test.so: ok"),
+        "{report}"
+    );
+    assert!(
+        out.stderr.contains("panic_in=deinit_plugin"),
+        "the plugin reports its panic:\n{out}"
+    );
+}
