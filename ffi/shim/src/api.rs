@@ -12,20 +12,20 @@ use std::ptr::null_mut;
 
 extern "C" fn omp_get_num_devices() -> c_int {
     guard("omp_get_num_devices", 0, || {
-        with_session(|s| s.num_devices()).unwrap_or(0)
+        with_session(|s| s.num_devices())
     })
 }
 
 extern "C" fn omp_get_initial_device() -> c_int {
     // The host's device number is the number of devices (OpenMP 5.1).
     guard("omp_get_initial_device", 0, || {
-        with_session(|s| s.initial_device()).unwrap_or(0)
+        with_session(|s| s.initial_device())
     })
 }
 
 fn alloc(entry: &'static str, size: usize, device_num: c_int, kind: AllocKind) -> *mut c_void {
     guard(entry, null_mut(), || {
-        with_session(|s| s.target_alloc(size, device_num, kind)).unwrap_or(null_mut())
+        with_session(|s| s.target_alloc(size, device_num, kind))
     })
 }
 
@@ -76,7 +76,7 @@ unsafe extern "C" fn omp_target_free(device_ptr: *mut c_void, device_num: c_int)
 
 extern "C" fn omp_target_is_present(ptr: *const c_void, device_num: c_int) -> c_int {
     guard("omp_target_is_present", 0, || {
-        with_session(|s| s.target_is_present(ptr, device_num)).unwrap_or(0)
+        with_session(|s| s.target_is_present(ptr, device_num))
     })
 }
 
@@ -98,7 +98,6 @@ unsafe extern "C" fn omp_target_memcpy(
                 dst, src, length, dst_offset, src_offset, dst_device, src_device,
             )
         })
-        .unwrap_or(OFFLOAD_FAIL)
     })
 }
 
@@ -135,7 +134,6 @@ unsafe extern "C" fn omp_target_memcpy_rect(
                 src_device,
             )
         })
-        .unwrap_or(OFFLOAD_FAIL)
     })
 }
 
@@ -150,13 +148,12 @@ extern "C" fn omp_target_associate_ptr(
         with_session(|s| {
             s.target_associate_ptr(host_ptr, device_ptr, size, device_offset, device_num)
         })
-        .unwrap_or(OFFLOAD_FAIL)
     })
 }
 
 extern "C" fn omp_target_disassociate_ptr(host_ptr: *const c_void, device_num: c_int) -> c_int {
     guard("omp_target_disassociate_ptr", OFFLOAD_FAIL, || {
-        with_session(|s| s.target_disassociate_ptr(host_ptr, device_num)).unwrap_or(OFFLOAD_FAIL)
+        with_session(|s| s.target_disassociate_ptr(host_ptr, device_num))
     })
 }
 

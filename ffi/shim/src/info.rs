@@ -13,7 +13,7 @@ extern "C" fn __tgt_set_info_flag(flags: u32) {
 /// Returns true (1) if the device's plugin printed its information.
 extern "C" fn __tgt_print_device_info(device_id: i64) -> i32 {
     guard("__tgt_print_device_info", 0, || {
-        with_session(|s| s.print_device_info(device_id) as i32).unwrap_or(0)
+        with_session(|s| s.print_device_info(device_id) as i32)
     })
 }
 

@@ -219,12 +219,12 @@ unsafe extern "C" fn __tgt_interop_init(
             )
         });
         *interop_ptr = match ready {
-            Some(crate::session::InteropInit::NotReady) => {
+            crate::session::InteropInit::NotReady => {
                 val.err_str = c"Device not ready!".as_ptr();
                 Box::into_raw(val)
             }
-            Some(crate::session::InteropInit::Ready) => Box::into_raw(val),
-            Some(crate::session::InteropInit::Unsupported) | None => null_mut(),
+            crate::session::InteropInit::Ready => Box::into_raw(val),
+            crate::session::InteropInit::Unsupported => null_mut(),
         };
     })
 }

@@ -69,78 +69,101 @@ impl Drop for InFlight {
 }
 
 /// Run `f` with the session, creating it if there is none.
-/// Returns `None` only if the session could not be created.
-pub(crate) fn with_session<T>(f: impl FnOnce(&Session) -> T) -> Option<T> {
+pub(crate) fn with_session<T>(f: impl FnOnce(&Session) -> T) -> T {
     loop {
         let token = InFlight::enter();
         let p = SESSION.load(SeqCst);
         if !p.is_null() {
             // Safety: non-null and we are in flight, so shutdown waits for us.
-            return Some(f(unsafe { &*p }));
+            return f(unsafe { &*p });
         }
-        // Create outside the token: shutdown may hold the lock while it
-        // waits for in-flight calls to leave.
+        // Create outside the token: a shutdown waits for in-flight calls.
         drop(token);
-        if !create_if_missing() {
-            return None;
-        }
+        ensure_session();
     }
 }
 
-fn create_if_missing() -> bool {
-    let _guard = lock();
-    ensure_session_locked().is_some()
-}
-
-/// The live session, created if there is none. Call with the lock held.
-fn ensure_session_locked() -> Option<*mut Session> {
+/// The live session, created and published if there is none.
+///
+/// Creation takes no lock: a thread running a library constructor holds
+/// the dynamic loader's lock while it registers, so no thread may wait for
+/// anything of ours while it needs that lock. A new session is empty (the
+/// plugins load at the first registration), so two threads may both create
+/// one: the first to publish wins, the other drops its own, unused.
+fn ensure_session() -> *mut Session {
     let p = SESSION.load(SeqCst);
     if !p.is_null() {
-        return Some(p);
+        return p;
     }
-    match Session::new() {
-        Ok(session) => {
-            let p = Box::into_raw(Box::new(session));
-            SESSION.store(p, SeqCst);
-            Some(p)
-        }
-        Err(err) => {
-            eprintln!("Libomptarget error: cannot start the offload runtime: {err}");
-            None
+    let fresh = Box::into_raw(Box::new(Session::new()));
+    match SESSION.compare_exchange(ptr::null_mut(), fresh, SeqCst, SeqCst) {
+        Ok(_) => fresh,
+        Err(winner) => {
+            // Safety: `fresh` was never published: we own it alone.
+            unsafe { Box::from_raw(fresh) }.discard();
+            winner
         }
     }
 }
 
 /// Run `register` with the session (creating it if needed), under the
 /// lifecycle lock so that no shutdown can take the session meanwhile.
+/// The first registration loads the plugins (dlopen) under this lock; clang
+/// calls `__tgt_register_lib` from library constructors, which already hold
+/// the dynamic loader's lock, so the order is always loader, then ours.
 pub(crate) fn register_library(register: impl FnOnce(&Session)) {
-    let _guard = lock();
-    let p = match ensure_session_locked() {
-        Some(p) => p,
-        None => return,
-    };
-    // Safety: non-null, and shutdown needs the lock we hold.
-    register(unsafe { &*p });
+    loop {
+        let p = ensure_session();
+        let _guard = lock();
+        if SESSION.load(SeqCst) != p {
+            // Shut down (or replaced) since we looked: try again.
+            continue;
+        }
+        // Safety: published, and shutdown needs the lock we hold.
+        register(unsafe { &*p });
+        return;
+    }
 }
 
 /// Run `unregister` with the live session, if any; if it removed the last
 /// registered library, shut the session down in the fixed order.
 ///
-/// An unregister that removed nothing (a descriptor never registered) does
-/// not shut down: a session that only API calls created, with no library
-/// registered, lives until the safety net.
+/// `unregister` runs in flight, not under the lifecycle lock: it may unload
+/// images (dlclose), which takes the dynamic loader's lock. Only the
+/// decision to shut down takes the lifecycle lock, and re-checks under it.
+///
+/// No shutdown when:
+/// * the unregister removed nothing (a descriptor never registered): a
+///   session that only API calls created lives until the safety net;
+/// * another library registered meanwhile;
+/// * the program still holds device memory of this runtime (an
+///   `omp_target_alloc` block, mapped data): it may still use or free it
+///   after its last offload library is gone, as it may with LLVM's runtime.
+///   The session then lives on (a later library joins it) until an
+///   unregister finds no memory held, or until the safety net at exit.
 pub(crate) fn unregister_library(unregister: impl FnOnce(&Session)) {
+    let p = {
+        let _token = InFlight::enter();
+        let p = SESSION.load(SeqCst);
+        // Safety: non-null and we are in flight, so shutdown waits for us.
+        let Some(session) = (unsafe { p.as_ref() }) else {
+            return;
+        };
+        let before = session.registered_libs();
+        unregister(session);
+        let after = session.registered_libs();
+        if after > 0 || after == before {
+            return;
+        }
+        p
+    };
     let guard = lock();
-    let p = SESSION.load(SeqCst);
-    if p.is_null() {
+    if SESSION.load(SeqCst) != p {
         return;
     }
-    // Safety: non-null, and shutdown needs the lock we hold.
+    // Safety: published, and shutdown needs the lock we hold.
     let session = unsafe { &*p };
-    let before = session.registered_libs();
-    unregister(session);
-    let after = session.registered_libs();
-    if after > 0 || after == before {
+    if session.registered_libs() > 0 || session.holds_user_memory() {
         return;
     }
     let old = SESSION.swap(ptr::null_mut(), SeqCst);

@@ -5,10 +5,14 @@
 //! A `Fatal` from the offload layer ends the process as LLVM 14 does.
 
 use crate::host_env::{self, Libomp};
-use omptarget::offload::{Fatal, Ident, MapArgs, Offload, Registry, TargetOffloadPolicy};
+use omptarget::offload::{
+    EmptyPlatform, Fatal, Ident, MapArgs, Offload, Platform, Registry, TargetOffloadPolicy,
+};
 use omptarget::{Config, Runtime};
+use omptarget_abi::requires;
 use omptarget_abi::{AllocKind, AsyncInfo, BinDesc, DeviceInfo};
 use std::ffi::{c_char, c_int, c_void};
+use std::sync::OnceLock;
 
 /// Which data operation a `__tgt_target_data_*` call asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,9 +36,14 @@ pub(crate) enum InteropInit {
     Unsupported,
 }
 
+/// The offload registry, and the runtime with its plugins once a binary
+/// registered. Plugins are loaded at the first registration, as LLVM 14
+/// loads them (`LoadRTLs`): a program that never registers an offload
+/// binary has no devices, and its session opens no library at all (so
+/// creating it takes no lock of the dynamic loader's).
 pub(crate) struct Session {
     registry: Registry,
-    runtime: Runtime,
+    runtime: OnceLock<Runtime>,
 }
 
 /// End the process for a fatal offload error, as LLVM's FATAL_MESSAGE does.
@@ -46,27 +55,76 @@ fn or_abort<T>(result: Result<T, Fatal>) -> T {
 }
 
 impl Session {
-    pub fn new() -> omptarget::Result<Self> {
-        let mut config = Config::from_env();
-        if host_env::target_offload_policy() == TargetOffloadPolicy::Disabled {
-            // LLVM 14 loads no plugin at all when offloading is disabled.
-            config.plugins = Some(Vec::new());
-        }
-        Ok(Session {
+    /// An empty session: no plugin loaded yet.
+    pub fn new() -> Self {
+        Session {
             registry: Registry::new(),
-            runtime: Runtime::new(config)?,
+            runtime: OnceLock::new(),
+        }
+    }
+
+    /// The runtime, loading the plugins on first use. Called at the first
+    /// registration (from a library constructor, which already holds the
+    /// dynamic loader's lock that dlopen takes).
+    fn runtime(&self) -> &Runtime {
+        self.runtime.get_or_init(|| {
+            let mut config = Config::from_env();
+            if host_env::target_offload_policy() == TargetOffloadPolicy::Disabled {
+                // LLVM 14 loads no plugin at all when offloading is disabled.
+                config.plugins = Some(Vec::new());
+            }
+            let runtime = Runtime::new(config).unwrap_or_else(|err| {
+                eprintln!("Libomptarget error: cannot load the offload plugins: {err}");
+                Runtime::new(Config {
+                    plugins: Some(Vec::new()),
+                    ..Config::from_env()
+                })
+                .expect("a runtime without plugins always builds")
+            });
+            // `__tgt_register_requires` comes before the first registration.
+            let flags = self.registry.requires_flags();
+            if flags != requires::UNDEFINED {
+                runtime.set_requires_flags(flags);
+            }
+            runtime
         })
     }
 
-    fn offload(&self) -> Offload<'_> {
-        Offload::new(&self.registry, &self.runtime, &Libomp)
+    fn platform(&self) -> &dyn Platform {
+        match self.runtime.get() {
+            Some(runtime) => runtime,
+            None => &EmptyPlatform,
+        }
     }
 
-    /// Tear down in the fixed order and emit the report.
+    fn offload(&self) -> Offload<'_> {
+        Offload::new(&self.registry, self.platform(), &Libomp)
+    }
+
+    /// Tear down in the fixed order and emit the report (if plugins were
+    /// ever loaded: otherwise there is nothing to tear down).
     pub fn shutdown(self) {
         self.offload().dump_mappings_at_exit();
-        let report = self.runtime.shutdown();
-        crate::report::emit(&report);
+        if let Some(runtime) = self.runtime.into_inner() {
+            crate::report::emit(&runtime.shutdown());
+        }
+    }
+
+    /// Drop a session that lost the race to be published: it was never
+    /// used and loaded nothing.
+    pub fn discard(self) {
+        if let Some(runtime) = self.runtime.into_inner() {
+            let _ = runtime.shutdown();
+        }
+    }
+
+    /// Does the program still hold device memory of this runtime
+    /// (`omp_target_alloc` blocks, mapped data)? Then a shutdown would free
+    /// memory the program may still use or free itself later.
+    pub fn holds_user_memory(&self) -> bool {
+        self.runtime
+            .get()
+            .is_some_and(|rt| rt.devices().iter().any(|d| d.live_allocations().0 > 0))
     }
 
     pub fn registered_libs(&self) -> usize {
@@ -80,6 +138,7 @@ impl Session {
     /// # Safety
     /// `desc` is valid until its `unregister_lib`.
     pub unsafe fn register_lib(&self, desc: *mut BinDesc) {
+        self.runtime();
         self.offload().register_lib(desc)
     }
 
@@ -90,6 +149,7 @@ impl Session {
     }
 
     pub fn init_all_rtls(&self) {
+        self.runtime();
         self.offload().init_all_plugins()
     }
 
@@ -227,8 +287,11 @@ impl Session {
     /// `__tgt_set_info_flag`: the runtime's info level and every plugin's.
     pub fn set_info_flag(&self, flags: u32) {
         self.registry.set_info_level(flags);
-        for plugin in 0..self.runtime.plugin_count() {
-            if let Some(p) = self.runtime.plugin(plugin) {
+        let Some(runtime) = self.runtime.get() else {
+            return;
+        };
+        for plugin in 0..runtime.plugin_count() {
+            if let Some(p) = runtime.plugin(plugin) {
                 p.set_info_flag(flags);
             }
         }
@@ -252,7 +315,7 @@ impl Session {
             .registry
             .device_map()
             .get(usize::try_from(device_id).ok()?)?;
-        self.runtime.plugin_device(plugin, local)
+        self.runtime.get()?.plugin_device(plugin, local)
     }
 
     /// Prepare an interop object's device (and, for `targetsync`, queue)

@@ -31,8 +31,7 @@ unsafe fn run(
 ) -> i32 {
     guard(entry, OMP_TGT_FAIL, || {
         match MapArgs::from_raw(arg_num, base, begin, sizes, types, names, mappers) {
-            Some(args) => with_session(|s| s.target(loc, device_id, host_ptr, &args, teams))
-                .unwrap_or(OMP_TGT_FAIL),
+            Some(args) => with_session(|s| s.target(loc, device_id, host_ptr, &args, teams)),
             None => {
                 eprintln!(
                     "Libomptarget error: {entry}: null argument array with {arg_num} arguments"

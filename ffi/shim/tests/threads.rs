@@ -109,7 +109,6 @@ fn pthreads_offload_concurrently_on_the_discovered_host_plugin() {
 /// lock and runs the library's constructor, whose `__tgt_register_requires`
 /// / `__tgt_register_lib` wait for the lifecycle lock.
 #[test]
-#[ignore = "deadlock in ffi/shim/src/lifecycle.rs: lifecycle lock vs the loader lock (see the doc comment)"]
 fn api_calls_during_dlopen_and_dlclose_do_not_deadlock() {
     let scratch = Scratch::new("api-during-dlopen");
     let lib = scratch.join("liboffload_sum.so");
