@@ -5,7 +5,14 @@
 //
 // Build: clang-14 -O2 -fopenmp -fopenmp-targets=x86_64-pc-linux-gnu \
 //          bench/offload_overhead.c -o offload_overhead
-// Run:   ./offload_overhead [iterations]   (default 20000)
+// Run:   ./offload_overhead [iterations [op]]   (default 20000, every op;
+//        naming one op times only that one, for profiling)
+//        OO_MULTITHREADED=1: start and join one thread first. glibc skips
+//        the atomic instructions of pthread mutexes and malloc while a
+//        process has never had a second thread; any program that ran an
+//        `omp parallel` has, so this is the realistic setting for a runtime
+//        built on pthread mutexes (LLVM's). Rust's std locks always use
+//        atomics.
 //
 // Output: "runtime <path of the libomptarget.so in use>", one line per
 // operation "<op> <ns per op>", then "peak_rss_kb <getrusage ru_maxrss>". Every operation is checked once for
@@ -14,6 +21,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <omp.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +41,8 @@ static int *const many[16] = {m0, m1, m2, m3, m4, m5, m6, m7,
 
 // Exported by every libomptarget.so; the program links against it.
 extern void __tgt_register_requires(int64_t flags);
+
+static void *no_op_thread(void *arg) { return arg; }
 
 static uint64_t now_ns(void) {
   struct timespec ts;
@@ -147,8 +157,12 @@ static void check_all(int dev) {
     fail("omp_target_alloc memory not usable in a region");
 }
 
+static const char *only; // time only this op, when set
+
 #define TIME(name, iters, body)                                                                   \
   do {                                                                                            \
+    if (only && strcmp(only, name) != 0)                                                          \
+      break;                                                                                      \
     for (long w_ = 0; w_ < WARMUP; w_++) {                                                        \
       body;                                                                                       \
     }                                                                                             \
@@ -161,10 +175,19 @@ static void check_all(int dev) {
 
 int main(int argc, char **argv) {
   long iters = argc > 1 ? atol(argv[1]) : 20000;
-  if (iters <= 0) {
-    fprintf(stderr, "usage: %s [iterations > 0]\n", argv[0]);
+  only = argc > 2 ? argv[2] : NULL;
+  if (iters <= 0 || argc > 3) {
+    fprintf(stderr, "usage: %s [iterations > 0 [op]]\n", argv[0]);
     return 2;
   }
+  const char *mt = getenv("OO_MULTITHREADED");
+  if (mt && strcmp(mt, "1") == 0) {
+    pthread_t thread;
+    if (pthread_create(&thread, NULL, no_op_thread, NULL) != 0 || pthread_join(thread, NULL) != 0)
+      fail("pthread_create/join");
+    printf("multithreaded 1\n");
+  }
+
   Dl_info info;
   if (dladdr((void *)&__tgt_register_requires, &info) && info.dli_fname)
     printf("runtime %s\n", info.dli_fname);
