@@ -19,6 +19,9 @@ import subprocess
 import sys
 import tempfile
 
+# Allocation entry points whose callers are listed (substring match).
+ALLOCATORS = ("__rust_alloc", "__rust_realloc", "malloc", "operator new")
+
 # Functions whose call counts are worth reporting (prefix match on names).
 WATCHED = ("malloc", "free", "calloc", "realloc", "cfree", "dlsym",
            "_dl_lookup_symbol_x", "pthread_mutex_lock", "__tls_get_addr")
@@ -35,10 +38,12 @@ def profile(binary, libdir, op, iters, outdir):
 
 
 def parse(path):
-    """Exclusive Ir per function and call counts per callee."""
+    """Exclusive Ir per function, call counts per callee, and call counts
+    per (caller, callee) edge."""
     names = {}
     self_ir = collections.Counter()
     calls = collections.Counter()
+    edges = collections.Counter()
     fn = None
     pending_call = None  # callee of the next cost line (a call cost)
     name_re = re.compile(r"^\((\d+)\)(?: (.*))?$")
@@ -59,7 +64,9 @@ def parse(path):
             elif line.startswith("cfn="):
                 pending_call = resolve(line[4:])
             elif line.startswith("calls="):
-                calls[pending_call] += int(line[6:].split()[0])
+                count = int(line[6:].split()[0])
+                calls[pending_call] += count
+                edges[(fn, pending_call)] += count
                 pending_call = ("inclusive", pending_call)
             elif line and (line[0].isdigit() or line[0] in "+-*"):
                 parts = line.split()
@@ -70,7 +77,14 @@ def parse(path):
                     self_ir[fn] += cost
             elif line.startswith(("cfi=", "cfl=", "cob=")):
                 pass
-    return self_ir, calls
+    return self_ir, calls, edges
+
+
+def is_allocator(name):
+    # The callgrind name of a function may carry a "'2" recursion suffix
+    # and a library in brackets; match on the name itself.
+    bare = name.split("'")[0]
+    return any(a in bare for a in ALLOCATORS) and "rdl" not in bare
 
 
 def main():
@@ -79,8 +93,8 @@ def main():
     binary, libdir, op = sys.argv[1:4]
     low, high = (int(sys.argv[4]), int(sys.argv[5])) if len(sys.argv) == 6 else (500, 2500)
     with tempfile.TemporaryDirectory() as tmp:
-        ir_lo, calls_lo = profile(binary, libdir, op, low, tmp)
-        ir_hi, calls_hi = profile(binary, libdir, op, high, tmp)
+        ir_lo, calls_lo, edges_lo = profile(binary, libdir, op, low, tmp)
+        ir_hi, calls_hi, edges_hi = profile(binary, libdir, op, high, tmp)
     n = high - low
     per_op = {k: (ir_hi[k] - ir_lo.get(k, 0)) / n for k in ir_hi}
     total = sum(per_op.values())
@@ -97,6 +111,17 @@ def main():
             c = (calls_hi[name] - calls_lo.get(name, 0)) / n
             if c >= 0.01:
                 print(f"  {c:7.2f}  {name[:120]}")
+
+    print("allocation calls per op, by caller:")
+    rows = []
+    for (caller, callee), count in edges_hi.items():
+        if not is_allocator(callee) or is_allocator(caller or ""):
+            continue
+        c = (count - edges_lo.get((caller, callee), 0)) / n
+        if c >= 0.01:
+            rows.append((c, caller, callee))
+    for c, caller, callee in sorted(rows, key=lambda r: -r[0])[:15]:
+        print(f"  {c:7.2f}  {callee.split(' ')[0][:30]:30} <- {str(caller)[:110]}")
 
 
 if __name__ == "__main__":

@@ -5,7 +5,11 @@
 //! few tens of nanoseconds more (cache misses of a deeper tree), not 100x.
 //!
 //! Addresses are visited in a scrambled order so that neither the branch
-//! predictor nor the cache sees a sequential walk.
+//! predictor nor the cache sees a sequential walk; at 100k mappings the
+//! table (~10 MB with its nodes) no longer fits in cache, so part of the
+//! growth is cache misses on the tree path. `lookup_present_in_order`
+//! walks the same 1000 consecutive mappings in address order at every size
+//! (their tree paths stay cached) to show the cost of the search alone.
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use omptarget::mapping::{DeviceMemory, MapRequest, MappingTable};
 use std::cell::Cell;
@@ -22,6 +26,9 @@ const MAPPED: usize = 64;
 const STRIDE: usize = 128;
 /// Number of precomputed probe addresses (cycled through).
 const PROBES: usize = 4096;
+/// Mappings in the cache-resident hot set of `lookup_present_in_order`
+/// (the smallest table size, so every size probes the same set).
+const HOT: usize = 1_000;
 
 /// Device memory that is only numbers: the table never dereferences device
 /// addresses, and no data is copied (`to` is never set), so the benchmark
@@ -109,6 +116,24 @@ fn mapping_table(c: &mut Criterion) {
                 black_box(table.lookup(black_box(present[k]), 32))
             })
         });
+
+        // The first `HOT` mappings in address order, at every size: a hot
+        // set that stays in cache, so what grows with `n` is the search
+        // alone (the tree's depth), without cache misses.
+        let in_order: Vec<usize> = (0..PROBES)
+            .map(|k| BASE + (k % HOT) * STRIDE + 16)
+            .collect();
+        group.bench_with_input(
+            BenchmarkId::new("lookup_present_in_order", n),
+            &n,
+            |b, _| {
+                let mut k = 0;
+                b.iter(|| {
+                    k = (k + 1) % PROBES;
+                    black_box(table.lookup(black_box(in_order[k]), 32))
+                })
+            },
+        );
 
         // A section in the gap after a mapping (first map of new data).
         let absent: Vec<usize> = indices.iter().map(|i| BASE + i * STRIDE + MAPPED).collect();
