@@ -51,6 +51,15 @@ impl Offload<'_> {
 
     /// The INFO line of a mapping-table event.
     pub(crate) fn info_map_event(&self, device: i32, event: &MapEvent) {
+        // Decide before formatting: this runs for every map event, usually
+        // with the info bits off (as LLVM's INFO macro tests first).
+        let kind = match event {
+            MapEvent::Exists { .. } | MapEvent::Found { .. } => INFO_MAPPING_EXISTS,
+            MapEvent::Created { .. } | MapEvent::Removed { .. } => INFO_MAPPING_CHANGED,
+        };
+        if !self.registry.info_enabled(kind) {
+            return;
+        }
         let (kind, text) = match *event {
             MapEvent::Exists {
                 implicit,
