@@ -58,6 +58,11 @@ int main(void) {
   printf("memcpy_negative_src_device=%d\n", omp_target_memcpy(&x, d, 4, 0, 0, host, -7));
   printf("memcpy_huge_to_device=%d\n", omp_target_memcpy(d, &x, SIZE_MAX, 0, 0, 0, host));
   printf("memcpy_huge_from_device=%d\n", omp_target_memcpy(&x, d, SIZE_MAX, 0, 0, host, 0));
+  /* offsets that wrap around: (size_t)-8 from d+16 is not d+8 */
+  printf("memcpy_wrapping_dst_offset=%d\n",
+         omp_target_memcpy((char *)d + 16, &x, 4, (size_t)-8, 0, 0, host));
+  printf("memcpy_wrapping_src_offset=%d\n",
+         omp_target_memcpy(&x, (char *)d + 16, 4, 0, (size_t)-8, host, 0));
   printf("memcpy_zero_length=%d\n", omp_target_memcpy(NULL, NULL, 0, 0, 0, 0, host));
 
   /* omp_target_memcpy_rect */
