@@ -10,13 +10,17 @@
 //!   arithmetic, so an offset of `(size_t)-8` writes before the block):
 //!   LLVM's "invalid arguments" error, `OFFLOAD_FAIL`;
 //! * `omp_target_memcpy_rect` whose offset and size products wrap: the
-//!   same, checked for the whole copy before anything is copied.
+//!   same, checked for the whole copy before anything is copied;
+//! * `omp_target_free` of a pointer the device did not allocate (or freed
+//!   already): LLVM passes it to the plugin's free (undefined behaviour);
+//!   we free nothing and print a `Libomptarget error:` line of our own.
 
+use super::diag::Diagnostic;
 use super::error::OffloadError;
 use super::{DeviceCtx, Offload};
 use crate::abi::{AllocKind, OFFLOAD_FAIL, OFFLOAD_SUCCESS};
 use crate::device::DevicePtr;
-use crate::mapping::UnmapRequest;
+use crate::mapping::{HexPtr, UnmapRequest};
 use std::ffi::c_void;
 
 impl<'a> Offload<'a> {
@@ -45,7 +49,9 @@ impl<'a> Offload<'a> {
     }
 
     /// `omp_target_free`: nothing for null or a device that is not ready;
-    /// `free` for the initial device.
+    /// `free` for the initial device. A pointer the device refuses to free
+    /// (not a live allocation of it, or the plugin failed) is left alone
+    /// and reported on one `Libomptarget error:` line.
     ///
     /// # Safety
     /// For the initial device, `device_ptr` came from `malloc`.
@@ -60,8 +66,16 @@ impl<'a> Offload<'a> {
         let Some(dev) = self.ready_device(device_num.into()) else {
             return;
         };
-        // LLVM ignores the plugin's result.
-        let _ = dev.ops.free(DevicePtr(device_ptr));
+        if let Err(error) = dev.ops.free(DevicePtr(device_ptr)) {
+            // The device's reason numbers devices its own way; the line
+            // uses the program's device number, the detail goes to debug.
+            tracing::debug!(device = device_num, %error, "omp_target_free refused");
+            self.host.emit(&Diagnostic::Error(format!(
+                "omp_target_free: device {device_num} did not free {} \
+                 (not allocated there, already freed, or the plugin refused)",
+                HexPtr(device_ptr as usize)
+            )));
+        }
     }
 
     /// `omp_target_is_present`: 1 if `ptr` is mapped on the device (always

@@ -1287,6 +1287,39 @@ fn memcpy_rect_copies_a_sub_matrix() {
     );
 }
 
+/// `omp_target_free` of what the device did not allocate frees nothing and
+/// says so (LLVM 14 hands it to the plugin's free); a null pointer or a
+/// device that does not exist stays silent, as in LLVM.
+#[test]
+fn target_free_of_a_pointer_the_device_did_not_allocate_is_reported() {
+    let (w, _bin) = one_kernel_world(2);
+    let off = w.off();
+    let d0 = off.target_alloc(16, 0, AllocKind::Default);
+    let mut stack = [0u8; 8];
+    let s = stack.as_mut_ptr() as *mut c_void;
+    unsafe {
+        off.target_free(s, 0);
+        off.target_free(d0, 1); // allocated on device 0
+        assert_eq!(w.platform.dev(0, 0).live_buffers(), 1);
+        off.target_free(d0, 0);
+        assert_eq!(w.platform.dev(0, 0).live_buffers(), 0);
+        off.target_free(d0, 0); // twice
+        off.target_free(std::ptr::null_mut(), 0);
+        off.target_free(d0, 7); // no such device
+    }
+    let refused = |p: *mut c_void, device: i32| {
+        format!(
+            "Libomptarget error: omp_target_free: device {device} did not free {} \
+             (not allocated there, already freed, or the plugin refused)\n",
+            hex(p)
+        )
+    };
+    assert_eq!(
+        w.stderr(),
+        [refused(s, 0), refused(d0, 1), refused(d0, 0)].concat()
+    );
+}
+
 const MEMCPY_INVALID: &str =
     "Libomptarget error: Call to omp_target_memcpy with invalid arguments\n";
 const RECT_INVALID: &str =

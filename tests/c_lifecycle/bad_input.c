@@ -31,10 +31,12 @@ int main(void) {
   printf("devices=%d\n", omp_get_num_devices());
 
   /* omp_target_free: garbage, wrong device, twice, null. None may reach
-   * the plugin; a valid block must survive the bad frees. */
+   * the plugin; a valid block must survive the bad frees. Each one a
+   * device refuses is reported with its address (printed here). */
   int stack_array[4];
   void *block = omp_target_alloc(64, 0);
   printf("block=%s\n", block ? "allocated" : "null");
+  printf("stack_array_at=%p\nblock_at=%p\n", (void *)stack_array, block);
   omp_target_free(stack_array, 0);
   omp_target_free((void *)0x10, 0);
   omp_target_free(block, 1);   /* allocated on device 0, not 1 */
