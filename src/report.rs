@@ -1,6 +1,8 @@
 //! What the teardown did: every step in order, what was freed, what the user
-//! still held, and what could not be freed and why.
+//! still held, and what could not be freed and why; and the plugins that
+//! were skipped at load, which have no teardown steps of their own.
 use crate::mapping::MappedRange;
+use crate::plugin::SkippedPlugin;
 use std::fmt;
 
 /// How one teardown step went.
@@ -215,14 +217,25 @@ pub struct ShutdownReport {
     pub live_mappings: Vec<LiveMapping>,
     /// What could not be released, and why.
     pub not_freed: Vec<NotFreed>,
+    /// The plugins skipped when the runtime was built: each one's path, why
+    /// it was skipped and what was undone then (`deinit_plugin`, close).
+    /// They have no steps above.
+    pub skipped_plugins: Vec<SkippedPlugin>,
     /// The teardown ran from `Drop`, without an explicit shutdown.
     pub from_drop: bool,
 }
 
 impl ShutdownReport {
-    /// No step failed, nothing was left unreleased, and the user held nothing.
+    /// No step failed (nor an undo step of a skipped plugin), nothing was
+    /// left unreleased, and the user held nothing. A plugin skipped and
+    /// undone without failure does not make the report unclean.
     pub fn is_clean(&self) -> bool {
         self.steps.iter().all(|s| s.outcome().is_ok())
+            && self
+                .skipped_plugins
+                .iter()
+                .flat_map(|p| &p.undone)
+                .all(|(_, outcome)| outcome.is_ok())
             && self.not_freed.is_empty()
             && self.user_leaks.is_empty()
             && self.live_mappings.is_empty()
@@ -248,7 +261,7 @@ impl ShutdownReport {
 
 impl fmt::Display for ShutdownReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(
+        write!(
             f,
             "omptarget shutdown{}: {} steps, {} blocks / {} bytes freed",
             if self.from_drop { " (from drop)" } else { "" },
@@ -256,8 +269,19 @@ impl fmt::Display for ShutdownReport {
             self.blocks_freed,
             self.bytes_freed
         )?;
+        match self.skipped_plugins.len() {
+            0 => writeln!(f)?,
+            1 => writeln!(f, ", 1 plugin skipped at load")?,
+            n => writeln!(f, ", {n} plugins skipped at load")?,
+        }
         for (i, step) in self.steps.iter().enumerate() {
             writeln!(f, "  {:>2}. {step}", i + 1)?;
+        }
+        if !self.skipped_plugins.is_empty() {
+            writeln!(f, "  skipped at load (why; what was undone then):")?;
+            for skipped in &self.skipped_plugins {
+                writeln!(f, "    {skipped}")?;
+            }
         }
         if !self.user_leaks.is_empty() {
             writeln!(f, "  still held by the user at shutdown:")?;
@@ -295,5 +319,67 @@ impl fmt::Display for ShutdownReport {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plugin::SkipReason;
+
+    fn skipped(undone: Vec<(&'static str, StepOutcome)>) -> SkippedPlugin {
+        SkippedPlugin {
+            path: "/opt/lib/libomptarget.rtl.x.so".into(),
+            reason: SkipReason::NoDevices(0),
+            undone,
+        }
+    }
+
+    #[test]
+    fn skipped_plugins_are_shown_after_the_steps() {
+        let report = ShutdownReport {
+            steps: vec![TeardownStep::ClosePlugin {
+                plugin: "libomptarget.rtl.y.so".into(),
+                outcome: StepOutcome::Done,
+            }],
+            skipped_plugins: vec![skipped(vec![
+                ("deinit_plugin", StepOutcome::Done),
+                ("close", StepOutcome::Done),
+            ])],
+            ..Default::default()
+        };
+        assert!(report.is_clean());
+        assert_eq!(
+            report.to_string(),
+            "omptarget shutdown: 1 steps, 0 blocks / 0 bytes freed, 1 plugin skipped at load\n\
+             \x20  1. close plugin           libomptarget.rtl.y.so: ok\n\
+             \x20 skipped at load (why; what was undone then):\n\
+             \x20   /opt/lib/libomptarget.rtl.x.so: reports 0 devices; deinit_plugin: ok; close: ok\n"
+        );
+    }
+
+    #[test]
+    fn a_failed_undo_of_a_skipped_plugin_is_not_clean() {
+        let report = ShutdownReport {
+            skipped_plugins: vec![skipped(vec![
+                ("deinit_plugin", StepOutcome::Failed("returned 1".into())),
+                ("close", StepOutcome::Done),
+            ])],
+            ..Default::default()
+        };
+        assert!(!report.is_clean());
+        assert!(report
+            .to_string()
+            .contains("deinit_plugin: FAILED: returned 1; close: ok\n"));
+    }
+
+    #[test]
+    fn without_skipped_plugins_the_header_says_nothing_of_them() {
+        let report = ShutdownReport::default();
+        assert_eq!(
+            report.to_string(),
+            "omptarget shutdown: 0 steps, 0 blocks / 0 bytes freed\n"
+        );
+        assert!(report.is_clean());
     }
 }

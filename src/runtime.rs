@@ -144,6 +144,7 @@ impl Runtime {
         self.torn_down = true;
         let mut report = ShutdownReport {
             from_drop,
+            skipped_plugins: self.skipped.clone(),
             ..Default::default()
         };
         for device in &self.devices {
@@ -198,5 +199,54 @@ impl std::fmt::Debug for Runtime {
             .field("devices", &self.devices.len())
             .field("skipped", &self.skipped)
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plugin::SkipReason;
+    use std::path::PathBuf;
+
+    /// Plugins skipped at load have no teardown steps; the report still
+    /// names each one, why it was skipped and what was undone.
+    #[test]
+    fn the_shutdown_report_lists_the_skipped_plugins() {
+        let missing = PathBuf::from("/nonexistent/libomptarget.rtl.none.so");
+        // A shared library without any __tgt_rtl_ entry: opened, closed.
+        let no_entries = PathBuf::from("libc.so.6");
+        let config = Config {
+            plugins: Some(vec![missing.clone(), no_entries.clone()]),
+            ..Config::default()
+        };
+        let runtime = Runtime::new(config).unwrap();
+        let report = runtime.shutdown();
+        assert!(report.steps.is_empty(), "{report}");
+        let skipped = &report.skipped_plugins;
+        assert_eq!(skipped.len(), 2, "{report}");
+        assert_eq!(skipped[0].path, missing);
+        assert!(matches!(skipped[0].reason, SkipReason::OpenFailed(_)));
+        assert_eq!(skipped[1].path, no_entries);
+        assert!(matches!(skipped[1].reason, SkipReason::MissingEntries(_)));
+        assert_eq!(
+            skipped[1].undone,
+            [("close", crate::report::StepOutcome::Done)]
+        );
+        assert!(report.is_clean(), "{report}");
+
+        let text = report.to_string();
+        assert!(
+            text.starts_with("omptarget shutdown: 0 steps, 0 blocks / 0 bytes freed, 2 plugins skipped at load\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("/nonexistent/libomptarget.rtl.none.so: cannot open: "),
+            "{text}"
+        );
+        assert!(
+            text.contains("libc.so.6: missing required entries: __tgt_rtl_"),
+            "{text}"
+        );
+        assert!(text.contains("; close: ok\n"), "{text}");
     }
 }

@@ -2,12 +2,25 @@
 //! extensions, with LLVM 14's return values and messages for bad input
 //! (they never crash on it: invalid devices, null pointers and zero sizes
 //! are refused).
+//!
+//! Where LLVM 14 goes on with bad input and crashes or corrupts memory, we
+//! refuse it instead:
+//! * `omp_target_memcpy` whose `ptr + offset`, or the `length` bytes from
+//!   there, wrap around the address space (LLVM adds with wrapping
+//!   arithmetic, so an offset of `(size_t)-8` writes before the block):
+//!   LLVM's "invalid arguments" error, `OFFLOAD_FAIL`;
+//! * `omp_target_memcpy_rect` whose offset and size products wrap: the
+//!   same, checked for the whole copy before anything is copied;
+//! * `omp_target_free` of a pointer the device did not allocate (or freed
+//!   already): LLVM passes it to the plugin's free (undefined behaviour);
+//!   we free nothing and print a `Libomptarget error:` line of our own.
 
+use super::diag::Diagnostic;
 use super::error::OffloadError;
 use super::{DeviceCtx, Offload};
 use crate::abi::{AllocKind, OFFLOAD_FAIL, OFFLOAD_SUCCESS};
 use crate::device::DevicePtr;
-use crate::mapping::UnmapRequest;
+use crate::mapping::{HexPtr, UnmapRequest};
 use std::ffi::c_void;
 
 impl<'a> Offload<'a> {
@@ -36,7 +49,9 @@ impl<'a> Offload<'a> {
     }
 
     /// `omp_target_free`: nothing for null or a device that is not ready;
-    /// `free` for the initial device.
+    /// `free` for the initial device. A pointer the device refuses to free
+    /// (not a live allocation of it, or the plugin failed) is left alone
+    /// and reported on one `Libomptarget error:` line.
     ///
     /// # Safety
     /// For the initial device, `device_ptr` came from `malloc`.
@@ -51,8 +66,16 @@ impl<'a> Offload<'a> {
         let Some(dev) = self.ready_device(device_num.into()) else {
             return;
         };
-        // LLVM ignores the plugin's result.
-        let _ = dev.ops.free(DevicePtr(device_ptr));
+        if let Err(error) = dev.ops.free(DevicePtr(device_ptr)) {
+            // The device's reason numbers devices its own way; the line
+            // uses the program's device number, the detail goes to debug.
+            tracing::debug!(device = device_num, %error, "omp_target_free refused");
+            self.host.emit(&Diagnostic::Error(format!(
+                "omp_target_free: device {device_num} did not free {} \
+                 (not allocated there, already freed, or the plugin refused)",
+                HexPtr(device_ptr as usize)
+            )));
+        }
     }
 
     /// `omp_target_is_present`: 1 if `ptr` is mapped on the device (always
@@ -91,6 +114,8 @@ impl<'a> Offload<'a> {
     }
 
     /// `omp_target_memcpy`: 0 on success, `OFFLOAD_FAIL` (-1) otherwise.
+    /// An address range that wraps around the address space is invalid
+    /// (checked after the devices, so a bad device gets LLVM's message).
     ///
     /// # Safety
     /// `dst + dst_offset` and `src + src_offset` name `length` bytes of
@@ -135,8 +160,13 @@ impl<'a> Offload<'a> {
                 }
             }
         };
-        let src_addr = (src as usize).wrapping_add(src_offset);
-        let dst_addr = (dst as usize).wrapping_add(dst_offset);
+        let (Some(src_addr), Some(dst_addr)) = (
+            checked_range(src as usize, src_offset, length),
+            checked_range(dst as usize, dst_offset, length),
+        ) else {
+            self.report(OffloadError::MemcpyInvalidArguments);
+            return OFFLOAD_FAIL;
+        };
         let size = length as i64;
         let ok = match (src_dev, dst_dev) {
             (None, None) => {
@@ -190,7 +220,9 @@ impl<'a> Offload<'a> {
     }
 
     /// `omp_target_memcpy_rect`: with both pointers null, the number of
-    /// dimensions supported (`INT_MAX`); else 0 or a failure code.
+    /// dimensions supported (`INT_MAX`); else 0 or a failure code. Offsets
+    /// and sizes whose products or sums wrap around the address space are
+    /// invalid arguments, refused before anything is copied.
     ///
     /// # Safety
     /// The arrays hold `num_dims` elements and describe memory of the
@@ -226,50 +258,81 @@ impl<'a> Offload<'a> {
             self.report(OffloadError::MemcpyRectInvalidArguments);
             return OFFLOAD_FAIL;
         }
-        if num_dims == 1 {
+        let dims = num_dims as usize;
+        // SAFETY: non-null (checked above), `num_dims` elements each (the
+        // caller's promise), read only while this call runs.
+        let array = |p: *const usize| std::slice::from_raw_parts(p, dims);
+        let volume = array(volume);
+        // An empty block copies nothing (LLVM: zero iterations, or
+        // zero-length copies).
+        if volume.contains(&0) {
+            return OFFLOAD_SUCCESS;
+        }
+        let side = |base: usize, offsets, dimensions, device| {
+            RectSide::new(base, element_size, volume, offsets, dimensions, device)
+        };
+        let (Some(dst), Some(src)) = (
+            side(
+                dst as usize,
+                array(dst_offsets),
+                array(dst_dimensions),
+                dst_device,
+            ),
+            side(
+                src as usize,
+                array(src_offsets),
+                array(src_dimensions),
+                src_device,
+            ),
+        ) else {
+            self.report(OffloadError::MemcpyRectInvalidArguments);
+            return OFFLOAD_FAIL;
+        };
+        self.copy_rect(volume, 0, &dst, dst.base, &src, src.base)
+    }
+
+    /// Copy dimensions `dim..` of the block whose dimension `dim` starts at
+    /// `dst_at` / `src_at` (LLVM's recursion: one `omp_target_memcpy` per
+    /// innermost row). Stops at the first failure.
+    ///
+    /// # Safety
+    /// As [`Offload::target_memcpy_rect`]; both sides were checked by
+    /// [`RectSide::new`] for this `volume`, so no address below overflows.
+    unsafe fn copy_rect(
+        &self,
+        volume: &[usize],
+        dim: usize,
+        dst: &RectSide<'_>,
+        dst_at: usize,
+        src: &RectSide<'_>,
+        src_at: usize,
+    ) -> i32 {
+        if dim + 1 == volume.len() {
+            // The innermost stride is the element size.
             return self.target_memcpy(
+                dst_at as *mut c_void,
+                src_at as *const c_void,
+                volume[dim] * dst.strides[dim],
+                dst.offsets[dim] * dst.strides[dim],
+                src.offsets[dim] * src.strides[dim],
+                dst.device,
+                src.device,
+            );
+        }
+        for i in 0..volume[dim] {
+            let rc = self.copy_rect(
+                volume,
+                dim + 1,
                 dst,
+                dst_at + (dst.offsets[dim] + i) * dst.strides[dim],
                 src,
-                element_size.wrapping_mul(*volume),
-                element_size.wrapping_mul(*dst_offsets),
-                element_size.wrapping_mul(*src_offsets),
-                dst_device,
-                src_device,
+                src_at + (src.offsets[dim] + i) * src.strides[dim],
             );
-        }
-        let mut dst_slice = element_size;
-        let mut src_slice = element_size;
-        for i in 1..num_dims as usize {
-            dst_slice = dst_slice.wrapping_mul(*dst_dimensions.add(i));
-            src_slice = src_slice.wrapping_mul(*src_dimensions.add(i));
-        }
-        let dst_off = (*dst_offsets).wrapping_mul(dst_slice);
-        let src_off = (*src_offsets).wrapping_mul(src_slice);
-        // LLVM leaves the result uninitialised when volume[0] is 0.
-        let mut rc = OFFLOAD_SUCCESS;
-        for i in 0..*volume {
-            rc = self.target_memcpy_rect(
-                (dst as usize)
-                    .wrapping_add(dst_off)
-                    .wrapping_add(dst_slice.wrapping_mul(i)) as *mut c_void,
-                (src as usize)
-                    .wrapping_add(src_off)
-                    .wrapping_add(src_slice.wrapping_mul(i)) as *const c_void,
-                element_size,
-                num_dims - 1,
-                volume.add(1),
-                dst_offsets.add(1),
-                src_offsets.add(1),
-                dst_dimensions.add(1),
-                src_dimensions.add(1),
-                dst_device,
-                src_device,
-            );
-            if rc != 0 {
+            if rc != OFFLOAD_SUCCESS {
                 return rc;
             }
         }
-        rc
+        OFFLOAD_SUCCESS
     }
 
     /// `omp_target_associate_ptr`: map `[host_ptr, host_ptr+size)` to
@@ -329,5 +392,87 @@ impl<'a> Offload<'a> {
                 OFFLOAD_FAIL
             }
         }
+    }
+}
+
+/// `base + offset` if neither it nor the `length` bytes from it wrap around
+/// the address space.
+fn checked_range(base: usize, offset: usize, length: usize) -> Option<usize> {
+    let start = base.checked_add(offset)?;
+    start.checked_add(length)?;
+    Some(start)
+}
+
+/// One side (destination or source) of `omp_target_memcpy_rect`, with the
+/// byte stride of each dimension, checked so that no address of the copy
+/// wraps around the address space.
+struct RectSide<'s> {
+    base: usize,
+    offsets: &'s [usize],
+    /// `strides[d]`: bytes from one index of dimension `d` to the next
+    /// (`element_size` times the sizes of the dimensions inside it).
+    strides: Vec<usize>,
+    device: i32,
+}
+
+impl<'s> RectSide<'s> {
+    /// `None` if a stride, an offset or the end of the copied block
+    /// (`volume` elements from `offsets`, none of them 0) overflows.
+    /// `dimensions[0]` is not used, as in LLVM.
+    fn new(
+        base: usize,
+        element_size: usize,
+        volume: &[usize],
+        offsets: &'s [usize],
+        dimensions: &[usize],
+        device: i32,
+    ) -> Option<Self> {
+        let mut strides = vec![0; volume.len()];
+        let mut stride = element_size;
+        // One past the last byte copied, from `base`; every address the
+        // copy computes lies between `base` and `base + end`.
+        let mut end = element_size;
+        for d in (0..volume.len()).rev() {
+            strides[d] = stride;
+            let last_index = offsets[d].checked_add(volume[d] - 1)?;
+            end = end.checked_add(last_index.checked_mul(stride)?)?;
+            if d > 0 {
+                stride = stride.checked_mul(dimensions[d])?;
+            }
+        }
+        base.checked_add(end)?;
+        Some(RectSide {
+            base,
+            offsets,
+            strides,
+            device,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_that_wrap_around_are_refused() {
+        assert_eq!(checked_range(0x1000, 0x10, 0x20), Some(0x1010));
+        assert_eq!(checked_range(0x1000, 8usize.wrapping_neg(), 4), None);
+        assert_eq!(checked_range(0x1000, 0, usize::MAX), None);
+        assert_eq!(checked_range(usize::MAX - 8, 4, 4), Some(usize::MAX - 4));
+        assert_eq!(checked_range(usize::MAX - 8, 4, 5), None);
+    }
+
+    #[test]
+    fn rect_strides_and_extent() {
+        let volume = [2, 3];
+        let side = RectSide::new(0x1000, 4, &volume, &[1, 2], &[99, 6], 0).unwrap();
+        assert_eq!(side.strides, [24, 4]);
+        // Last element: row 2, column 4: 2 * 24 + 4 * 4, plus its 4 bytes.
+        let end = 2 * 24 + 4 * 4 + 4;
+        assert!(RectSide::new(usize::MAX - end, 4, &volume, &[1, 2], &[99, 6], 0).is_some());
+        assert!(RectSide::new(usize::MAX - end + 1, 4, &volume, &[1, 2], &[99, 6], 0).is_none());
+        assert!(RectSide::new(0, 4, &volume, &[usize::MAX, 0], &[1, 6], 0).is_none());
+        assert!(RectSide::new(0, 4, &volume, &[0, 0], &[1, usize::MAX], 0).is_none());
     }
 }

@@ -1287,6 +1287,225 @@ fn memcpy_rect_copies_a_sub_matrix() {
     );
 }
 
+/// `omp_target_free` of what the device did not allocate frees nothing and
+/// says so (LLVM 14 hands it to the plugin's free); a null pointer or a
+/// device that does not exist stays silent, as in LLVM.
+#[test]
+fn target_free_of_a_pointer_the_device_did_not_allocate_is_reported() {
+    let (w, _bin) = one_kernel_world(2);
+    let off = w.off();
+    let d0 = off.target_alloc(16, 0, AllocKind::Default);
+    let mut stack = [0u8; 8];
+    let s = stack.as_mut_ptr() as *mut c_void;
+    unsafe {
+        off.target_free(s, 0);
+        off.target_free(d0, 1); // allocated on device 0
+        assert_eq!(w.platform.dev(0, 0).live_buffers(), 1);
+        off.target_free(d0, 0);
+        assert_eq!(w.platform.dev(0, 0).live_buffers(), 0);
+        off.target_free(d0, 0); // twice
+        off.target_free(std::ptr::null_mut(), 0);
+        off.target_free(d0, 7); // no such device
+    }
+    let refused = |p: *mut c_void, device: i32| {
+        format!(
+            "Libomptarget error: omp_target_free: device {device} did not free {} \
+             (not allocated there, already freed, or the plugin refused)\n",
+            hex(p)
+        )
+    };
+    assert_eq!(
+        w.stderr(),
+        [refused(s, 0), refused(d0, 1), refused(d0, 0)].concat()
+    );
+}
+
+const MEMCPY_INVALID: &str =
+    "Libomptarget error: Call to omp_target_memcpy with invalid arguments\n";
+const RECT_INVALID: &str =
+    "Libomptarget error: Call to omp_target_memcpy_rect with invalid arguments\n";
+
+/// `(size_t)-8`: an offset that, added with wrapping arithmetic, lands 8
+/// bytes before the pointer.
+const MINUS_8: usize = 8usize.wrapping_neg();
+
+#[test]
+fn memcpy_offsets_that_wrap_around_are_invalid_arguments() {
+    let (w, _bin) = one_kernel_world(1);
+    let off = w.off();
+    let host = off.initial_device();
+    let d = off.target_alloc(32, 0, AllocKind::Default);
+    let src = [9u8; 8];
+    let mut buf = [0u8; 32];
+    let b = buf.as_mut_ptr() as *mut c_void;
+    // Each pointer is 16 bytes into its block, so a wrapped offset of -8
+    // would copy inside the block (observable, nothing corrupted).
+    unsafe {
+        let d16 = (d as *mut u8).add(16) as *mut c_void;
+        let b16 = (b as *mut u8).add(16) as *mut c_void;
+        let s = src.as_ptr() as *const c_void;
+        // host -> device, device -> host, host -> host
+        assert_eq!(off.target_memcpy(d16, s, 8, MINUS_8, 0, 0, host), -1);
+        assert_eq!(off.target_memcpy(b16, d16, 8, 0, MINUS_8, host, 0), -1);
+        assert_eq!(off.target_memcpy(b16, s, 8, MINUS_8, 0, host, host), -1);
+        assert_eq!(std::slice::from_raw_parts(d as *const u8, 32), &[0u8; 32]);
+        assert_eq!(buf, [0u8; 32]);
+        // The copied range itself may not run past the end of the address
+        // space either (LLVM 14 hands such a length to the plugin, which
+        // crashes).
+        assert_eq!(off.target_memcpy(d, s, usize::MAX, 0, 0, 0, host), -1);
+        assert_eq!(
+            off.target_memcpy(b, s, usize::MAX - 8, 8, 0, host, host),
+            -1
+        );
+        // The largest copy that fits still goes through the checks.
+        assert_eq!(off.target_memcpy(d16, s, 8, 8, 0, 0, host), 0);
+        assert_eq!(*(d as *const u8).add(24), 9);
+        off.target_free(d, 0);
+    }
+    assert_eq!(w.stderr(), MEMCPY_INVALID.repeat(5));
+}
+
+#[test]
+fn memcpy_rect_products_that_wrap_around_are_invalid_arguments() {
+    let (w, _bin) = one_kernel_world(1);
+    let off = w.off();
+    let host = off.initial_device();
+    let d = off.target_alloc(64, 0, AllocKind::Default);
+    let src = [5u32; 16];
+    let zeros = [0usize; 2];
+    let dims = [4usize, 4];
+    unsafe {
+        let d8 = (d as *mut u8).add(8) as *mut c_void;
+        let s = src.as_ptr() as *const c_void;
+        // 1 dimension: 4 * (2^63 - 1) wraps to -4.
+        let half = [usize::MAX / 2];
+        let one = [1usize];
+        let dim = [16usize];
+        let rc = off.target_memcpy_rect(
+            d8,
+            s,
+            4,
+            1,
+            one.as_ptr(),
+            half.as_ptr(),
+            zeros.as_ptr(),
+            dim.as_ptr(),
+            dim.as_ptr(),
+            0,
+            host,
+        );
+        assert_eq!(rc, -1);
+        // 2 dimensions: row offset 2^60 times a 16-byte row wraps to 0.
+        let rows = [1usize << 60, 0];
+        let volume = [1usize, 2];
+        let rc = off.target_memcpy_rect(
+            d,
+            s,
+            4,
+            2,
+            volume.as_ptr(),
+            rows.as_ptr(),
+            zeros.as_ptr(),
+            dims.as_ptr(),
+            dims.as_ptr(),
+            0,
+            host,
+        );
+        assert_eq!(rc, -1);
+        // The row size itself wraps: 4 * 2^62 bytes.
+        let huge_dims = [1usize, 1 << 62];
+        let rc = off.target_memcpy_rect(
+            d,
+            s,
+            4,
+            2,
+            volume.as_ptr(),
+            zeros.as_ptr(),
+            zeros.as_ptr(),
+            huge_dims.as_ptr(),
+            dims.as_ptr(),
+            0,
+            host,
+        );
+        assert_eq!(rc, -1);
+        assert_eq!(std::slice::from_raw_parts(d as *const u8, 64), &[0u8; 64]);
+        off.target_free(d, 0);
+    }
+    assert_eq!(w.stderr(), RECT_INVALID.repeat(3));
+}
+
+/// A 3-dimensional sub-block, checked element by element against the
+/// obvious loop nest; a zero volume copies nothing and succeeds.
+#[test]
+fn memcpy_rect_copies_a_3d_sub_block() {
+    let (w, _bin) = one_kernel_world(1);
+    let off = w.off();
+    let host = off.initial_device();
+    let src_dims = [3usize, 4, 5];
+    let dst_dims = [4usize, 3, 6];
+    let src: Vec<u32> = (0..60).collect();
+    let d = off.target_alloc(4 * 72, 0, AllocKind::Default);
+    let volume = [2usize, 2, 3];
+    let src_offsets = [1usize, 1, 2];
+    let dst_offsets = [2usize, 0, 1];
+    let mut back = vec![u32::MAX; 72];
+    let zeros = [0usize; 3];
+    unsafe {
+        let zero = vec![0u32; 72];
+        assert_eq!(
+            off.target_memcpy(d, zero.as_ptr() as *const c_void, 4 * 72, 0, 0, 0, host),
+            0
+        );
+        let rc = off.target_memcpy_rect(
+            d,
+            src.as_ptr() as *const c_void,
+            4,
+            3,
+            volume.as_ptr(),
+            dst_offsets.as_ptr(),
+            src_offsets.as_ptr(),
+            dst_dims.as_ptr(),
+            src_dims.as_ptr(),
+            0,
+            host,
+        );
+        assert_eq!(rc, 0);
+        let empty = [2usize, 0, 3];
+        let rc = off.target_memcpy_rect(
+            d,
+            src.as_ptr() as *const c_void,
+            4,
+            3,
+            empty.as_ptr(),
+            zeros.as_ptr(),
+            zeros.as_ptr(),
+            dst_dims.as_ptr(),
+            src_dims.as_ptr(),
+            0,
+            host,
+        );
+        assert_eq!(rc, 0);
+        assert_eq!(
+            off.target_memcpy(back.as_mut_ptr() as *mut c_void, d, 4 * 72, 0, 0, host, 0),
+            0
+        );
+        off.target_free(d, 0);
+    }
+    let mut want = vec![0u32; 72];
+    for i in 0..volume[0] {
+        for j in 0..volume[1] {
+            for k in 0..volume[2] {
+                let s = ((src_offsets[0] + i) * 4 + src_offsets[1] + j) * 5 + src_offsets[2] + k;
+                let t = ((dst_offsets[0] + i) * 3 + dst_offsets[1] + j) * 6 + dst_offsets[2] + k;
+                want[t] = src[s];
+            }
+        }
+    }
+    assert_eq!(back, want);
+    assert_eq!(w.stderr(), "");
+}
+
 #[test]
 fn associate_and_disassociate() {
     let (w, _bin) = one_kernel_world(1);

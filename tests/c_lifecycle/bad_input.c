@@ -31,10 +31,12 @@ int main(void) {
   printf("devices=%d\n", omp_get_num_devices());
 
   /* omp_target_free: garbage, wrong device, twice, null. None may reach
-   * the plugin; a valid block must survive the bad frees. */
+   * the plugin; a valid block must survive the bad frees. Each one a
+   * device refuses is reported with its address (printed here). */
   int stack_array[4];
   void *block = omp_target_alloc(64, 0);
   printf("block=%s\n", block ? "allocated" : "null");
+  printf("stack_array_at=%p\nblock_at=%p\n", (void *)stack_array, block);
   omp_target_free(stack_array, 0);
   omp_target_free((void *)0x10, 0);
   omp_target_free(block, 1);   /* allocated on device 0, not 1 */
@@ -58,6 +60,11 @@ int main(void) {
   printf("memcpy_negative_src_device=%d\n", omp_target_memcpy(&x, d, 4, 0, 0, host, -7));
   printf("memcpy_huge_to_device=%d\n", omp_target_memcpy(d, &x, SIZE_MAX, 0, 0, 0, host));
   printf("memcpy_huge_from_device=%d\n", omp_target_memcpy(&x, d, SIZE_MAX, 0, 0, host, 0));
+  /* offsets that wrap around: (size_t)-8 from d+16 is not d+8 */
+  printf("memcpy_wrapping_dst_offset=%d\n",
+         omp_target_memcpy((char *)d + 16, &x, 4, (size_t)-8, 0, 0, host));
+  printf("memcpy_wrapping_src_offset=%d\n",
+         omp_target_memcpy(&x, (char *)d + 16, 4, 0, (size_t)-8, host, 0));
   printf("memcpy_zero_length=%d\n", omp_target_memcpy(NULL, NULL, 0, 0, 0, 0, host));
 
   /* omp_target_memcpy_rect */

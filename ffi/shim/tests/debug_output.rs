@@ -81,15 +81,14 @@ fn a_successful_run_prints_nothing_without_debug() {
 /// unregister in the program's `.fini_array`, after the main thread's
 /// thread-local destructors ran) must not break the teardown.
 ///
-/// Fails today: the stderr subscriber that `src/trace.rs` installs
-/// (`tracing_subscriber::fmt`) formats each event in a thread-local buffer;
-/// at exit that buffer is already destroyed, so the first event of the
-/// teardown panics ("cannot access a Thread Local Storage value during or
-/// after destruction"). The shim's boundary catches it, but the teardown
-/// stops half way (no deinit_plugin); with leaks to report the `Drop` of
-/// the runtime logs again while unwinding and the process aborts.
+/// Regression test: the stderr subscriber used to be
+/// `tracing_subscriber::fmt`, which formats each event in a thread-local
+/// buffer; at exit that buffer was already destroyed, so the first event
+/// of the teardown panicked ("cannot access a Thread Local Storage value
+/// during or after destruction"), the teardown stopped half way (no
+/// deinit_plugin) and, with leaks to report, the process aborted. The
+/// runtime's own subscriber (`src/trace/stderr.rs`) uses no thread-locals.
 #[test]
-#[ignore = "bug in src/trace.rs: the debug subscriber panics at exit (see the doc comment)"]
 fn debug_output_survives_the_shutdown_at_exit() {
     let scratch = Scratch::new("debug-at-exit");
     let program = scratch.join("teardown_order");
