@@ -102,7 +102,7 @@ fn demo() -> Result<()> {
     cmd::run(cmd::cargo().args(["run", "--example", "vec_add"]))
 }
 
-fn lint() -> Result<()> {
+pub(crate) fn lint() -> Result<()> {
     cmd::run(cmd::cargo().args(["fmt", "--all", "--", "--check"]))?;
     cmd::run(cmd::cargo().args([
         "clippy",

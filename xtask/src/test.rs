@@ -16,6 +16,10 @@ pub struct Step {
 /// The steps, in order; the first failure stops the run.
 pub const STEPS: &[Step] = &[
     Step {
+        name: "lint: cargo fmt --check, cargo clippy -D warnings",
+        run: crate::lint,
+    },
+    Step {
         name: "stage (debug)",
         run: stage_debug,
     },
