@@ -42,264 +42,115 @@ unsafe fn run(
     })
 }
 
-unsafe extern "C" fn __tgt_target(
-    device_id: i64,
-    host_ptr: *mut c_void,
-    arg_num: i32,
-    base: *mut *mut c_void,
-    begin: *mut *mut c_void,
-    sizes: *mut i64,
-    types: *mut i64,
-) -> i32 {
-    run(
-        "__tgt_target",
-        std::ptr::null_mut(),
-        device_id,
-        host_ptr,
-        arg_num,
-        base,
-        begin,
-        sizes,
-        types,
-        std::ptr::null_mut(),
-        std::ptr::null_mut(),
-        None,
-    )
+/// `Some(Teams)` for the teams variants (which take `num_teams` and
+/// `thread_limit` after the map arrays), `None` for the others.
+macro_rules! teams {
+    () => {
+        None
+    };
+    ($num_teams:ident, $thread_limit:ident) => {
+        Some(Teams {
+            num_teams: $num_teams,
+            thread_limit: $thread_limit,
+        })
+    };
 }
 
-#[allow(clippy::too_many_arguments)]
-unsafe extern "C" fn __tgt_target_nowait(
-    device_id: i64,
-    host_ptr: *mut c_void,
-    arg_num: i32,
-    base: *mut *mut c_void,
-    begin: *mut *mut c_void,
-    sizes: *mut i64,
-    types: *mut i64,
-    _dep_num: i32,
-    _dep_list: *mut c_void,
-    _noalias_dep_num: i32,
-    _noalias_dep_list: *mut c_void,
-) -> i32 {
-    run(
-        "__tgt_target_nowait",
-        std::ptr::null_mut(),
-        device_id,
-        host_ptr,
-        arg_num,
-        base,
-        begin,
-        sizes,
-        types,
-        std::ptr::null_mut(),
-        std::ptr::null_mut(),
-        None,
-    )
+/// The four variants of one launch entry: plain, `_nowait` (the compiler's
+/// task already resolved its `depend` clauses, so it runs synchronously as
+/// in LLVM 14), `_mapper` (source location, names, user mappers) and
+/// `_nowait_mapper`. The teams entries add `num_teams` and `thread_limit`.
+macro_rules! target_entries {
+    ($plain:ident, $nowait:ident, $mapper:ident, $nowait_mapper:ident $(, teams($nt:ident, $tl:ident))?) => {
+        #[allow(clippy::too_many_arguments)]
+        unsafe extern "C" fn $plain(
+            device_id: i64,
+            host_ptr: *mut c_void,
+            arg_num: i32,
+            base: *mut *mut c_void,
+            begin: *mut *mut c_void,
+            sizes: *mut i64,
+            types: *mut i64,
+            $($nt: i32, $tl: i32,)?
+        ) -> i32 {
+            let (loc, none) = (std::ptr::null_mut(), std::ptr::null_mut());
+            run(stringify!($plain), loc, device_id, host_ptr, arg_num, base, begin, sizes, types, none, none, teams!($($nt, $tl)?))
+        }
+
+        #[allow(clippy::too_many_arguments)]
+        unsafe extern "C" fn $nowait(
+            device_id: i64,
+            host_ptr: *mut c_void,
+            arg_num: i32,
+            base: *mut *mut c_void,
+            begin: *mut *mut c_void,
+            sizes: *mut i64,
+            types: *mut i64,
+            $($nt: i32, $tl: i32,)?
+            _dep_num: i32,
+            _dep_list: *mut c_void,
+            _noalias_dep_num: i32,
+            _noalias_dep_list: *mut c_void,
+        ) -> i32 {
+            let (loc, none) = (std::ptr::null_mut(), std::ptr::null_mut());
+            run(stringify!($nowait), loc, device_id, host_ptr, arg_num, base, begin, sizes, types, none, none, teams!($($nt, $tl)?))
+        }
+
+        #[allow(clippy::too_many_arguments)]
+        unsafe extern "C" fn $mapper(
+            loc: *mut c_void,
+            device_id: i64,
+            host_ptr: *mut c_void,
+            arg_num: i32,
+            base: *mut *mut c_void,
+            begin: *mut *mut c_void,
+            sizes: *mut i64,
+            types: *mut i64,
+            names: *mut *mut c_void,
+            mappers: *mut *mut c_void,
+            $($nt: i32, $tl: i32,)?
+        ) -> i32 {
+            run(stringify!($mapper), loc, device_id, host_ptr, arg_num, base, begin, sizes, types, names, mappers, teams!($($nt, $tl)?))
+        }
+
+        #[allow(clippy::too_many_arguments)]
+        unsafe extern "C" fn $nowait_mapper(
+            loc: *mut c_void,
+            device_id: i64,
+            host_ptr: *mut c_void,
+            arg_num: i32,
+            base: *mut *mut c_void,
+            begin: *mut *mut c_void,
+            sizes: *mut i64,
+            types: *mut i64,
+            names: *mut *mut c_void,
+            mappers: *mut *mut c_void,
+            $($nt: i32, $tl: i32,)?
+            _dep_num: i32,
+            _dep_list: *mut c_void,
+            _noalias_dep_num: i32,
+            _noalias_dep_list: *mut c_void,
+        ) -> i32 {
+            run(stringify!($nowait_mapper), loc, device_id, host_ptr, arg_num, base, begin, sizes, types, names, mappers, teams!($($nt, $tl)?))
+        }
+
+        export_c!($plain, $nowait, $mapper, $nowait_mapper);
+    };
 }
 
-#[allow(clippy::too_many_arguments)]
-unsafe extern "C" fn __tgt_target_mapper(
-    loc: *mut c_void,
-    device_id: i64,
-    host_ptr: *mut c_void,
-    arg_num: i32,
-    base: *mut *mut c_void,
-    begin: *mut *mut c_void,
-    sizes: *mut i64,
-    types: *mut i64,
-    names: *mut *mut c_void,
-    mappers: *mut *mut c_void,
-) -> i32 {
-    run(
-        "__tgt_target_mapper",
-        loc,
-        device_id,
-        host_ptr,
-        arg_num,
-        base,
-        begin,
-        sizes,
-        types,
-        names,
-        mappers,
-        None,
-    )
-}
-
-#[allow(clippy::too_many_arguments)]
-unsafe extern "C" fn __tgt_target_nowait_mapper(
-    loc: *mut c_void,
-    device_id: i64,
-    host_ptr: *mut c_void,
-    arg_num: i32,
-    base: *mut *mut c_void,
-    begin: *mut *mut c_void,
-    sizes: *mut i64,
-    types: *mut i64,
-    names: *mut *mut c_void,
-    mappers: *mut *mut c_void,
-    _dep_num: i32,
-    _dep_list: *mut c_void,
-    _noalias_dep_num: i32,
-    _noalias_dep_list: *mut c_void,
-) -> i32 {
-    run(
-        "__tgt_target_nowait_mapper",
-        loc,
-        device_id,
-        host_ptr,
-        arg_num,
-        base,
-        begin,
-        sizes,
-        types,
-        names,
-        mappers,
-        None,
-    )
-}
-
-#[allow(clippy::too_many_arguments)]
-unsafe extern "C" fn __tgt_target_teams(
-    device_id: i64,
-    host_ptr: *mut c_void,
-    arg_num: i32,
-    base: *mut *mut c_void,
-    begin: *mut *mut c_void,
-    sizes: *mut i64,
-    types: *mut i64,
-    num_teams: i32,
-    thread_limit: i32,
-) -> i32 {
-    let teams = Some(Teams {
-        num_teams,
-        thread_limit,
-    });
-    run(
-        "__tgt_target_teams",
-        std::ptr::null_mut(),
-        device_id,
-        host_ptr,
-        arg_num,
-        base,
-        begin,
-        sizes,
-        types,
-        std::ptr::null_mut(),
-        std::ptr::null_mut(),
-        teams,
-    )
-}
-
-#[allow(clippy::too_many_arguments)]
-unsafe extern "C" fn __tgt_target_teams_nowait(
-    device_id: i64,
-    host_ptr: *mut c_void,
-    arg_num: i32,
-    base: *mut *mut c_void,
-    begin: *mut *mut c_void,
-    sizes: *mut i64,
-    types: *mut i64,
-    num_teams: i32,
-    thread_limit: i32,
-    _dep_num: i32,
-    _dep_list: *mut c_void,
-    _noalias_dep_num: i32,
-    _noalias_dep_list: *mut c_void,
-) -> i32 {
-    let teams = Some(Teams {
-        num_teams,
-        thread_limit,
-    });
-    run(
-        "__tgt_target_teams_nowait",
-        std::ptr::null_mut(),
-        device_id,
-        host_ptr,
-        arg_num,
-        base,
-        begin,
-        sizes,
-        types,
-        std::ptr::null_mut(),
-        std::ptr::null_mut(),
-        teams,
-    )
-}
-
-#[allow(clippy::too_many_arguments)]
-unsafe extern "C" fn __tgt_target_teams_mapper(
-    loc: *mut c_void,
-    device_id: i64,
-    host_ptr: *mut c_void,
-    arg_num: i32,
-    base: *mut *mut c_void,
-    begin: *mut *mut c_void,
-    sizes: *mut i64,
-    types: *mut i64,
-    names: *mut *mut c_void,
-    mappers: *mut *mut c_void,
-    num_teams: i32,
-    thread_limit: i32,
-) -> i32 {
-    let teams = Some(Teams {
-        num_teams,
-        thread_limit,
-    });
-    run(
-        "__tgt_target_teams_mapper",
-        loc,
-        device_id,
-        host_ptr,
-        arg_num,
-        base,
-        begin,
-        sizes,
-        types,
-        names,
-        mappers,
-        teams,
-    )
-}
-
-#[allow(clippy::too_many_arguments)]
-unsafe extern "C" fn __tgt_target_teams_nowait_mapper(
-    loc: *mut c_void,
-    device_id: i64,
-    host_ptr: *mut c_void,
-    arg_num: i32,
-    base: *mut *mut c_void,
-    begin: *mut *mut c_void,
-    sizes: *mut i64,
-    types: *mut i64,
-    names: *mut *mut c_void,
-    mappers: *mut *mut c_void,
-    num_teams: i32,
-    thread_limit: i32,
-    _dep_num: i32,
-    _dep_list: *mut c_void,
-    _noalias_dep_num: i32,
-    _noalias_dep_list: *mut c_void,
-) -> i32 {
-    let teams = Some(Teams {
-        num_teams,
-        thread_limit,
-    });
-    run(
-        "__tgt_target_teams_nowait_mapper",
-        loc,
-        device_id,
-        host_ptr,
-        arg_num,
-        base,
-        begin,
-        sizes,
-        types,
-        names,
-        mappers,
-        teams,
-    )
-}
+target_entries!(
+    __tgt_target,
+    __tgt_target_nowait,
+    __tgt_target_mapper,
+    __tgt_target_nowait_mapper
+);
+target_entries!(
+    __tgt_target_teams,
+    __tgt_target_teams_nowait,
+    __tgt_target_teams_mapper,
+    __tgt_target_teams_nowait_mapper,
+    teams(num_teams, thread_limit)
+);
 
 /// Record the trip count of the next teams loop launched by this thread.
 extern "C" fn __kmpc_push_target_tripcount(device_id: i64, loop_tripcount: u64) {
@@ -320,14 +171,6 @@ unsafe extern "C" fn __kmpc_push_target_tripcount_mapper(
 }
 
 export_c!(
-    __tgt_target,
-    __tgt_target_nowait,
-    __tgt_target_mapper,
-    __tgt_target_nowait_mapper,
-    __tgt_target_teams,
-    __tgt_target_teams_nowait,
-    __tgt_target_teams_mapper,
-    __tgt_target_teams_nowait_mapper,
     __kmpc_push_target_tripcount,
-    __kmpc_push_target_tripcount_mapper,
+    __kmpc_push_target_tripcount_mapper
 );
