@@ -5,7 +5,11 @@ use crate::{cmd, dtors, stage, valgrind};
 use anyhow::{bail, Context, Result};
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
+
+/// Passed, failed and ignored tests of `cargo test --workspace`.
+static TOTALS: [AtomicU64; 3] = [const { AtomicU64::new(0) }; 3];
 
 /// One check of `cargo xtask test`.
 pub struct Step {
@@ -56,6 +60,9 @@ pub fn test() -> Result<()> {
         STEPS.len(),
         started.elapsed()
     );
+    // The closing line, in the plain form CI reads: the workspace's tests.
+    let [passed, failed, ignored] = TOTALS.each_ref().map(|t| t.load(Ordering::Relaxed));
+    println!("tests: {passed} passed, {failed} failed, {ignored} skipped");
     Ok(())
 }
 
@@ -115,6 +122,9 @@ fn cargo_test_workspace() -> Result<()> {
         ignored += count(r, " ignored");
     }
     println!("  total: {passed} passed; {failed} failed; {ignored} ignored");
+    TOTALS[0].store(passed, Ordering::Relaxed);
+    TOTALS[1].store(failed, Ordering::Relaxed);
+    TOTALS[2].store(ignored, Ordering::Relaxed);
     if !status.success() {
         bail!("cargo test --workspace failed ({status})");
     }
