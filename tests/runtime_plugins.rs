@@ -241,3 +241,46 @@ fn per_plugin_queries_for_the_openmp_layer() {
     }
     assert!(runtime.shutdown().is_clean());
 }
+
+/// A plugin keeps process-wide state, so two live runtimes cannot share one
+/// loaded library: the second skips it with a clear reason and never calls
+/// into it; once the first shuts down, a new runtime can load it again.
+#[test]
+fn a_library_used_by_a_live_runtime_is_skipped_by_another() {
+    let plugin = common::test_plugin("devices=1\n");
+    let first = Runtime::new(Config::default().with_plugins([&plugin.path])).unwrap();
+    assert_eq!(first.device_count(), 1);
+    let calls_before = plugin.log_calls().len();
+
+    let second = Runtime::new(Config::default().with_plugins([&plugin.path])).unwrap();
+    assert_eq!(second.device_count(), 0);
+    let skipped = second.skipped_plugins();
+    assert_eq!(skipped.len(), 1);
+    assert_eq!(skipped[0].reason, SkipReason::InUseByAnotherRuntime);
+    assert_eq!(skipped[0].undone, vec![("close", StepOutcome::Done)]);
+    assert!(
+        skipped[0].to_string().contains("another runtime"),
+        "{}",
+        skipped[0]
+    );
+    assert_eq!(
+        plugin.log_calls().len(),
+        calls_before,
+        "the second runtime called into the first one's plugin: {:?}",
+        plugin.log_calls()
+    );
+    let second_report = second.shutdown();
+    // The first runtime still works.
+    let device = first.device(0).unwrap();
+    let p = device.alloc(16, null_mut(), AllocKind::Default).unwrap();
+    device.free(p).unwrap();
+    assert!(first.shutdown().is_clean());
+    assert!(
+        second_report.to_string().contains("another runtime"),
+        "{second_report}"
+    );
+
+    let third = Runtime::new(Config::default().with_plugins([&plugin.path])).unwrap();
+    assert_eq!(third.device_count(), 1, "{:?}", third.skipped_plugins());
+    assert!(third.shutdown().is_clean());
+}

@@ -2,6 +2,7 @@
 //! resolve entries, `init_plugin`, count devices. A plugin that fails any
 //! step is skipped with its reason, after undoing what it set up
 //! (`deinit_plugin` if `init_plugin` succeeded, then close).
+use super::claim::Claim;
 use super::entries::Entries;
 use super::liveness::{on_plugin_destroyed, Liveness};
 use super::Plugin;
@@ -26,6 +27,9 @@ pub enum SkipReason {
     NoDevices(i32),
     /// The plugin called its destruction callback while being loaded.
     DestroyedDuringLoad,
+    /// Another live `Runtime` in this process already uses this library
+    /// (plugin state is per loaded library, see `plugin::claim`).
+    InUseByAnotherRuntime,
 }
 
 impl fmt::Display for SkipReason {
@@ -38,6 +42,10 @@ impl fmt::Display for SkipReason {
             SkipReason::InitPluginFailed(code) => write!(f, "init_plugin failed with {code}"),
             SkipReason::NoDevices(n) => write!(f, "reports {n} devices"),
             SkipReason::DestroyedDuringLoad => write!(f, "destroyed itself while loading"),
+            SkipReason::InUseByAnotherRuntime => write!(
+                f,
+                "already used by another runtime in this process (plugins keep process-wide state; load a copy of the file to use it twice)"
+            ),
         }
     }
 }
@@ -97,6 +105,8 @@ struct Partial {
     callback_registered: bool,
     /// Set once `init_plugin` succeeded: undo calls `deinit_plugin`.
     deinit: Option<crate::abi::plugin::DeinitPluginFn>,
+    /// Released when this is dropped, after the undo closed the library.
+    claim: Option<Claim>,
 }
 
 impl Partial {
@@ -147,11 +157,14 @@ fn load(path: &Path, first_device: usize) -> Result<Plugin, SkippedPlugin> {
     };
     // SAFETY: opening a library runs its constructors; plugins are trusted
     // code by definition (like LLVM's runtime, which does the same).
-    let library: Library = unsafe {
+    let library = unsafe {
         libloading::os::unix::Library::open(Some(path), libc::RTLD_NOW | libc::RTLD_LOCAL)
     }
-    .map_err(|e| skip_unopened(SkipReason::OpenFailed(e.to_string())))?
-    .into();
+    .map_err(|e| skip_unopened(SkipReason::OpenFailed(e.to_string())))?;
+    // The handle identifies the loaded object (the same for every dlopen of it).
+    let handle = library.into_raw();
+    // SAFETY: a handle `into_raw` just returned.
+    let library: Library = unsafe { libloading::os::unix::Library::from_raw(handle) }.into();
 
     let mut partial = Partial {
         path: path.to_path_buf(),
@@ -159,8 +172,24 @@ fn load(path: &Path, first_device: usize) -> Result<Plugin, SkippedPlugin> {
         liveness: Arc::new(Liveness::default()),
         callback_registered: false,
         deinit: None,
+        claim: None,
     };
     let library = partial.library.as_ref().expect("just set");
+
+    // Resolving runs no plugin code; a library without the entries is no
+    // plugin, so it is not claimed either.
+    // SAFETY: the library is a plugin; the table lives in the Plugin, next
+    // to the library, and is not used after close.
+    let entries = match unsafe { Entries::resolve(library) } {
+        Ok(entries) => entries,
+        Err(missing) => return Err(partial.undo(SkipReason::MissingEntries(missing))),
+    };
+    // Before the first plugin entry runs: the library may be another live
+    // runtime's, whose callback registration and state we must not touch.
+    match Claim::take(handle as usize) {
+        Some(claim) => partial.claim = Some(claim),
+        None => return Err(partial.undo(SkipReason::InUseByAnotherRuntime)),
+    }
 
     // Register the safety net first, before any other entry runs.
     // SAFETY: the symbol has the ABI's type; the library is open.
@@ -183,13 +212,6 @@ fn load(path: &Path, first_device: usize) -> Result<Plugin, SkippedPlugin> {
         };
         partial.callback_registered = true;
     }
-
-    // SAFETY: the library is a plugin; the table lives in the Plugin, next
-    // to the library, and is not used after close.
-    let entries = match unsafe { Entries::resolve(library) } {
-        Ok(entries) => entries,
-        Err(missing) => return Err(partial.undo(SkipReason::MissingEntries(missing))),
-    };
 
     if let Some(init) = entries.init_plugin {
         if !partial.liveness.callable() {
@@ -228,6 +250,7 @@ fn load(path: &Path, first_device: usize) -> Result<Plugin, SkippedPlugin> {
         requires: AtomicI64::new(crate::abi::requires::UNDEFINED),
         image_lock: Mutex::new(()),
         library: Mutex::new(library),
+        claim: Mutex::new(partial.claim.take()),
         liveness: partial.liveness,
     })
 }

@@ -7,6 +7,7 @@
 //! callback then flips [`liveness::Liveness`], and from that moment every
 //! call into it fails with [`crate::Error::PluginDead`] instead of jumping
 //! into unmapped code.
+mod claim;
 pub mod discovery;
 pub(crate) mod entries;
 pub(crate) mod liveness;
@@ -43,6 +44,8 @@ pub struct Plugin {
     image_lock: Mutex<()>,
     /// `None` once closed. Declared before `liveness`: dropped (closed) first.
     library: Mutex<Option<Library>>,
+    /// This runtime's claim on the library; released once it is closed.
+    claim: Mutex<Option<claim::Claim>>,
     liveness: Arc<Liveness>,
 }
 
@@ -269,6 +272,7 @@ impl Plugin {
             &self.path,
             self.callback_registered && !self.deinit_succeeded.load(Ordering::Acquire),
         );
+        drop(self.claim.lock().unwrap_or_else(|e| e.into_inner()).take());
         outcome
     }
 }
