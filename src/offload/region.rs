@@ -7,6 +7,7 @@
 use super::args::{parent_index, MapArgs};
 use super::diag::{Fatal, Ident};
 use super::error::OffloadError;
+use super::registry::MissingEntry;
 use super::{DeviceCtx, Offload};
 use crate::abi::{map_type as mt, AllocKind, OMP_TGT_FAIL, OMP_TGT_SUCCESS};
 use crate::device::DevicePtr;
@@ -214,18 +215,14 @@ impl<'a> Offload<'a> {
             return Ok(());
         };
         let thread = self.host.global_thread_num();
-        super::registry::lock(&dev.slot.tripcounts)
-            .entry(thread)
-            .or_insert(loop_tripcount);
+        dev.slot.push_tripcount(thread, loop_tripcount);
         Ok(())
     }
 
     /// LLVM's `getLoopTripCount`: take this thread's trip count (0 if none).
     fn take_tripcount(&self, dev: &DeviceCtx<'a>) -> u64 {
         let thread = self.host.global_thread_num();
-        super::registry::lock(&dev.slot.tripcounts)
-            .remove(&thread)
-            .unwrap_or(0)
+        dev.slot.take_tripcount(thread)
     }
 
     /// LLVM's `target`: everything after the device checks.
@@ -238,26 +235,20 @@ impl<'a> Offload<'a> {
         thread_limit: i32,
         teams: bool,
     ) -> Result<(), OffloadError> {
-        let (entries_begin, index) = {
-            let mut tables = self.registry.lock_tables();
-            match tables.resolve_host_ptr(host_ptr as usize) {
-                Some(found) => found,
-                None => {
-                    drop(tables);
-                    return Err(self.report(OffloadError::NoMatchingTargetPointer {
-                        host_ptr: host_ptr as usize,
-                    }));
-                }
-            }
-        };
-        let target_table = self
+        let entry = self
             .registry
             .lock_tables()
-            .by_entries_begin
-            .get(&entries_begin)
-            .and_then(|t| t.target(dev.id as usize));
-        let Some(entry) = target_table.and_then(|t| t.get(index as usize).copied()) else {
-            return Err(self.report(OffloadError::TargetTableMissing { device: dev.id }));
+            .target_entry(host_ptr as usize, dev.id as usize);
+        let entry = match entry {
+            Ok(entry) => entry,
+            Err(MissingEntry::NoHostEntry) => {
+                return Err(self.report(OffloadError::NoMatchingTargetPointer {
+                    host_ptr: host_ptr as usize,
+                }))
+            }
+            Err(MissingEntry::NoTargetTable) => {
+                return Err(self.report(OffloadError::TargetTableMissing { device: dev.id }))
+            }
         };
 
         let mut kernel_args: Vec<*mut c_void> = Vec::new();
