@@ -251,8 +251,10 @@ impl<'a> Offload<'a> {
             }
         };
 
-        let mut kernel_args: Vec<*mut c_void> = Vec::new();
-        let mut offsets: Vec<isize> = Vec::new();
+        // One kernel argument per TARGET_PARAM map entry, so at most
+        // `args.len()`: no regrowth while filling them.
+        let mut kernel_args: Vec<*mut c_void> = Vec::with_capacity(args.len());
+        let mut offsets: Vec<isize> = Vec::with_capacity(args.len());
         let mut privates = PrivateArguments::new(self, dev);
 
         if !args.is_empty()
@@ -301,7 +303,17 @@ impl<'a> Offload<'a> {
         }
         let usm = self.registry.unified_shared_memory();
         let table = dev.ops.mappings();
-        let mut positions: Vec<Option<usize>> = vec![None; args.len()];
+        // Kernel argument position of each map entry, for lambda captures
+        // to find their parent's; most regions have none, so no buffer.
+        let has_lambda_captures = (0..args.len()).any(|i| {
+            let t = args.map_type(i);
+            t & mt::TARGET_PARAM == 0 && t & LAMBDA_MAPPING == LAMBDA_MAPPING
+        });
+        let mut positions: Vec<Option<usize>> = if has_lambda_captures {
+            vec![None; args.len()]
+        } else {
+            Vec::new()
+        };
 
         for i in 0..args.len() {
             let t = args.map_type(i);
@@ -353,7 +365,9 @@ impl<'a> Offload<'a> {
                 }
                 (tpr.target.unwrap_or(0), base.wrapping_sub(begin) as isize)
             };
-            positions[i] = Some(kernel_args.len());
+            if let Some(position) = positions.get_mut(i) {
+                *position = Some(kernel_args.len());
+            }
             kernel_args.push(target as *mut c_void);
             offsets.push(offset);
         }
