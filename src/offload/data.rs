@@ -236,10 +236,16 @@ impl<'a> Offload<'a> {
     }
 
     /// Print what LLVM prints when `getTargetPointer` refuses a mapping.
+    #[inline]
     pub(crate) fn emit_map_failure(&self, failure: &Option<crate::mapping::MapFailure>) {
-        let Some(failure) = failure else {
-            return;
-        };
+        if let Some(failure) = failure {
+            self.print_map_failure(failure);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn print_map_failure(&self, failure: &crate::mapping::MapFailure) {
         for line in failure.messages() {
             self.emit(Diagnostic::Message(line));
         }

@@ -50,16 +50,24 @@ impl Offload<'_> {
     }
 
     /// The INFO line of a mapping-table event.
+    #[inline]
     pub(crate) fn info_map_event(&self, device: i32, event: &MapEvent) {
         // Decide before formatting: this runs for every map event, usually
-        // with the info bits off (as LLVM's INFO macro tests first).
+        // with the info bits off (as LLVM's INFO macro tests first); the
+        // check is inlined into the callers, the formatting is not.
         let kind = match event {
             MapEvent::Exists { .. } | MapEvent::Found { .. } => INFO_MAPPING_EXISTS,
             MapEvent::Created { .. } | MapEvent::Removed { .. } => INFO_MAPPING_CHANGED,
         };
-        if !self.registry.info_enabled(kind) {
-            return;
+        if self.registry.info_enabled(kind) {
+            self.print_map_event(device, event);
         }
+    }
+
+    /// The INFO line of a map event (its kind is enabled).
+    #[cold]
+    #[inline(never)]
+    fn print_map_event(&self, device: i32, event: &MapEvent) {
         let (kind, text) = match *event {
             MapEvent::Exists {
                 implicit,
@@ -161,7 +169,9 @@ impl Offload<'_> {
         entry.map_or(0, |e| e.name)
     }
 
-    /// The INFO line of a data transfer.
+    /// The INFO line of a data transfer (the check inlined, the
+    /// formatting out of line).
+    #[inline]
     pub(crate) fn info_transfer(
         &self,
         dev: &DeviceCtx<'_>,
@@ -171,9 +181,22 @@ impl Offload<'_> {
         size: i64,
         name: usize,
     ) {
-        if !self.registry.info_enabled(INFO_DATA_TRANSFER) {
-            return;
+        if self.registry.info_enabled(INFO_DATA_TRANSFER) {
+            self.print_transfer(dev, to_device, host, target, size, name);
         }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn print_transfer(
+        &self,
+        dev: &DeviceCtx<'_>,
+        to_device: bool,
+        host: usize,
+        target: usize,
+        size: i64,
+        name: usize,
+    ) {
         let name = var_name(name);
         let text = if to_device {
             format!(

@@ -57,8 +57,7 @@ impl<'a> Offload<'a> {
             self.handle_target_outcome(false, loc)?;
             return Ok(None);
         };
-        let has_pending = dev.slot.lock_pending().has_pending;
-        if has_pending && self.init_library(&dev).is_err() {
+        if dev.slot.has_pending() && self.init_library(&dev).is_err() {
             self.report(OffloadError::InitGlobalsFailed { device: device_id });
             self.handle_target_outcome(false, loc)?;
             return Ok(None);
@@ -84,7 +83,10 @@ impl<'a> Offload<'a> {
             }
             lists.ctors.clear();
         }
-        pending.has_pending = false;
+        dev.slot
+            .has_pending
+            .store(false, std::sync::atomic::Ordering::Release);
+        drop(pending);
         Ok(())
     }
 

@@ -48,12 +48,14 @@ pub mod api;
 pub mod args;
 pub mod data;
 pub mod device_ops;
+mod device_table;
 pub mod diag;
 pub mod error;
 pub mod info;
 pub mod init;
 pub mod mapper;
 pub mod policy;
+mod ptr_hash;
 pub mod region;
 pub mod registration;
 pub mod registry;
@@ -76,7 +78,6 @@ use crate::device::DevicePtr;
 use crate::mapping::{DeviceMemory, MapEvent};
 use registry::DeviceSlot;
 use std::ffi::c_void;
-use std::sync::Arc;
 
 /// What the offload layer needs from the host OpenMP runtime (libomp) and
 /// the process.
@@ -103,7 +104,7 @@ pub struct Offload<'a> {
 /// A device resolved from an OpenMP device number.
 pub(crate) struct DeviceCtx<'a> {
     pub id: i32,
-    pub slot: Arc<DeviceSlot>,
+    pub slot: &'a DeviceSlot,
     pub ops: &'a dyn DeviceOps,
 }
 

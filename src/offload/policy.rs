@@ -4,7 +4,6 @@
 
 use super::diag::{Diagnostic, Fatal, Ident, SourceInfo};
 use super::info::INFO_DUMP_TABLE;
-use super::registry::lock;
 use super::Offload;
 
 /// `kmp_target_offload_kind`: the value of `OMP_TARGET_OFFLOAD`.
@@ -48,17 +47,16 @@ impl Offload<'_> {
     /// LLVM's `isOffloadDisabled`: decide a `Default` policy now (devices
     /// found: mandatory; none: disabled) and say whether offload is off.
     pub fn is_offload_disabled(&self) -> bool {
-        // Count first: registration takes the device list, then the policy.
-        let devices = self.registry.num_devices();
-        let mut policy = lock(&self.registry.policy);
-        if *policy == TargetOffloadPolicy::Default {
-            *policy = if devices > 0 {
+        let mut policy = self.registry.policy();
+        if policy == TargetOffloadPolicy::Default {
+            let decided = if self.registry.num_devices() > 0 {
                 TargetOffloadPolicy::Mandatory
             } else {
                 TargetOffloadPolicy::Disabled
             };
+            policy = self.registry.decide_default_policy(decided);
         }
-        *policy == TargetOffloadPolicy::Disabled
+        policy == TargetOffloadPolicy::Disabled
     }
 
     /// LLVM's `handleTargetOutcome`: after a target construct (or data

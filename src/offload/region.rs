@@ -7,6 +7,7 @@
 use super::args::{parent_index, MapArgs};
 use super::diag::{Fatal, Ident};
 use super::error::OffloadError;
+use super::registry::MissingEntry;
 use super::{DeviceCtx, Offload};
 use crate::abi::{map_type as mt, AllocKind, OMP_TGT_FAIL, OMP_TGT_SUCCESS};
 use crate::device::DevicePtr;
@@ -214,18 +215,14 @@ impl<'a> Offload<'a> {
             return Ok(());
         };
         let thread = self.host.global_thread_num();
-        super::registry::lock(&dev.slot.tripcounts)
-            .entry(thread)
-            .or_insert(loop_tripcount);
+        dev.slot.push_tripcount(thread, loop_tripcount);
         Ok(())
     }
 
     /// LLVM's `getLoopTripCount`: take this thread's trip count (0 if none).
     fn take_tripcount(&self, dev: &DeviceCtx<'a>) -> u64 {
         let thread = self.host.global_thread_num();
-        super::registry::lock(&dev.slot.tripcounts)
-            .remove(&thread)
-            .unwrap_or(0)
+        dev.slot.take_tripcount(thread)
     }
 
     /// LLVM's `target`: everything after the device checks.
@@ -238,30 +235,26 @@ impl<'a> Offload<'a> {
         thread_limit: i32,
         teams: bool,
     ) -> Result<(), OffloadError> {
-        let (entries_begin, index) = {
-            let mut tables = self.registry.lock_tables();
-            match tables.resolve_host_ptr(host_ptr as usize) {
-                Some(found) => found,
-                None => {
-                    drop(tables);
-                    return Err(self.report(OffloadError::NoMatchingTargetPointer {
-                        host_ptr: host_ptr as usize,
-                    }));
-                }
-            }
-        };
-        let target_table = self
+        let entry = self
             .registry
             .lock_tables()
-            .by_entries_begin
-            .get(&entries_begin)
-            .and_then(|t| t.target(dev.id as usize));
-        let Some(entry) = target_table.and_then(|t| t.get(index as usize).copied()) else {
-            return Err(self.report(OffloadError::TargetTableMissing { device: dev.id }));
+            .target_entry(host_ptr as usize, dev.id as usize);
+        let entry = match entry {
+            Ok(entry) => entry,
+            Err(MissingEntry::NoHostEntry) => {
+                return Err(self.report(OffloadError::NoMatchingTargetPointer {
+                    host_ptr: host_ptr as usize,
+                }))
+            }
+            Err(MissingEntry::NoTargetTable) => {
+                return Err(self.report(OffloadError::TargetTableMissing { device: dev.id }))
+            }
         };
 
-        let mut kernel_args: Vec<*mut c_void> = Vec::new();
-        let mut offsets: Vec<isize> = Vec::new();
+        // One kernel argument per TARGET_PARAM map entry, so at most
+        // `args.len()`: no regrowth while filling them.
+        let mut kernel_args: Vec<*mut c_void> = Vec::with_capacity(args.len());
+        let mut offsets: Vec<isize> = Vec::with_capacity(args.len());
         let mut privates = PrivateArguments::new(self, dev);
 
         if !args.is_empty()
@@ -310,7 +303,17 @@ impl<'a> Offload<'a> {
         }
         let usm = self.registry.unified_shared_memory();
         let table = dev.ops.mappings();
-        let mut positions: Vec<Option<usize>> = vec![None; args.len()];
+        // Kernel argument position of each map entry, for lambda captures
+        // to find their parent's; most regions have none, so no buffer.
+        let has_lambda_captures = (0..args.len()).any(|i| {
+            let t = args.map_type(i);
+            t & mt::TARGET_PARAM == 0 && t & LAMBDA_MAPPING == LAMBDA_MAPPING
+        });
+        let mut positions: Vec<Option<usize>> = if has_lambda_captures {
+            vec![None; args.len()]
+        } else {
+            Vec::new()
+        };
 
         for i in 0..args.len() {
             let t = args.map_type(i);
@@ -362,7 +365,9 @@ impl<'a> Offload<'a> {
                 }
                 (tpr.target.unwrap_or(0), base.wrapping_sub(begin) as isize)
             };
-            positions[i] = Some(kernel_args.len());
+            if let Some(position) = positions.get_mut(i) {
+                *position = Some(kernel_args.len());
+            }
             kernel_args.push(target as *mut c_void);
             offsets.push(offset);
         }

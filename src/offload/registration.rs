@@ -7,9 +7,10 @@
 //! loaded lazily on the device's first use ([`super::init`]).
 
 use super::diag::Fatal;
-use super::registry::{lock, DeviceSlot, HostEntry, Plugins, TranslationTable, UsedPlugin};
+use super::registry::{DeviceSlot, HostEntry, Plugins, TranslationTable, UsedPlugin};
 use super::Offload;
 use crate::abi::{declare_target, requires, BinDesc, DeviceImage, OffloadEntry};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// The entries `[begin, end)` of a table, or nothing when the bounds are
@@ -45,12 +46,20 @@ impl Offload<'_> {
     /// later ones must agree on reverse_offload, unified_address and
     /// unified_shared_memory, or the program dies as under LLVM.
     pub fn register_requires(&self, flags: i64) -> Result<(), Fatal> {
-        let mut current = lock(&self.registry.requires);
-        if *current == requires::UNDEFINED {
-            *current = flags;
-            self.platform.set_requires_flags(flags);
-            return Ok(());
-        }
+        // The first registration wins the exchange; later ones (or a
+        // racing one) compare against the flags it set.
+        let current = match self.registry.requires.compare_exchange(
+            requires::UNDEFINED,
+            flags,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        ) {
+            Ok(_) => {
+                self.platform.set_requires_flags(flags);
+                return Ok(());
+            }
+            Err(current) => current,
+        };
         let checks = [
             (
                 requires::REVERSE_OFFLOAD,
@@ -66,7 +75,7 @@ impl Offload<'_> {
             ),
         ];
         for (bit, text) in checks {
-            if (*current & bit) != (flags & bit) {
+            if (current & bit) != (flags & bit) {
                 return Err(Fatal::new(1, text));
             }
         }
@@ -81,7 +90,7 @@ impl Offload<'_> {
         }
         plugins.loaded = true;
         let policy = self.host.target_offload_policy();
-        *lock(&self.registry.policy) = policy;
+        self.registry.set_policy(policy);
         if policy == super::TargetOffloadPolicy::Disabled {
             return;
         }
@@ -95,14 +104,12 @@ impl Offload<'_> {
         if let Some(used) = plugins.used.iter().find(|u| u.plugin == plugin) {
             return *used;
         }
-        let first_device = plugins.devices.len();
+        // Only holders of the `plugins` write lock add devices, so the
+        // table cannot grow between these two steps.
         let device_count = self.platform.plugin_device_count(plugin);
-        for local in 0..device_count {
-            let id = (first_device + local) as i32;
-            plugins
-                .devices
-                .push(Arc::new(DeviceSlot::new(id, plugin, local)));
-        }
+        let first_device = self.registry.devices.extend(device_count, |index, local| {
+            DeviceSlot::new(index as i32, plugin, local)
+        });
         let used = UsedPlugin {
             plugin,
             first_device,
@@ -144,7 +151,7 @@ impl Offload<'_> {
             let image_ptr = image as *mut DeviceImage;
             // Hold the device list only while choosing the plugin; the
             // table and pending-ctor locks are taken after it is released.
-            let (used, slots) = {
+            let used = {
                 let mut plugins = self.registry.write_plugins();
                 let Some(plugin) = plugins
                     .available
@@ -154,14 +161,12 @@ impl Offload<'_> {
                 else {
                     continue;
                 };
-                let used = self.use_plugin(&mut plugins, plugin);
-                let slots: Vec<Arc<DeviceSlot>> = plugins.devices
-                    [used.first_device..used.first_device + used.device_count]
-                    .to_vec();
-                (used, slots)
+                self.use_plugin(&mut plugins, plugin)
             };
+            let slots = &self.registry.devices.all()
+                [used.first_device..used.first_device + used.device_count];
             self.register_image(desc_ref, entries_begin, used, image_ptr);
-            register_ctors_dtors(desc_key, image, &slots);
+            register_ctors_dtors(desc_key, image, slots);
         }
     }
 
@@ -324,7 +329,7 @@ unsafe fn register_ctors_dtors(desc_key: usize, image: &DeviceImage, slots: &[Ar
     let image_entries = entries(image.entries_begin, image.entries_end);
     for slot in slots {
         let mut pending = slot.lock_pending();
-        pending.has_pending = true;
+        slot.has_pending.store(true, Ordering::Release);
         let lists = pending.libs.entry(desc_key).or_default();
         for entry in image_entries {
             if entry.flags & declare_target::CTOR != 0 {

@@ -7,23 +7,35 @@
 //! the plugins and devices stay the runtime's). Operations on it are
 //! methods of [`super::Offload`], which pairs it with the runtime.
 //!
-//! Lock order (never the reverse): device list (`plugins`) -> `policy`;
-//! a device's `pending` -> `tables`; a mapping table's entries -> an
+//! The per-call path takes no lock of the registry but `tables` (once, to
+//! resolve a region's entry): requires flags and policy are atomics, device
+//! slots a [`DeviceTable`] read without a lock, and a device's pending
+//! ctors are checked with an atomic flag before `pending` is locked.
+//!
+//! Lock order (never the reverse): plugin list (`plugins`) -> device table
+//! snapshots; a device's `pending` -> `tables`; a mapping table's entries -> an
 //! entry's data-movement lock; shadow pointers -> entries. Plugin calls
 //! are made holding at most `pending` and `tables` (image loads, ctors), as
 //! LLVM does.
 
+use super::device_table::DeviceTable;
 use super::policy::TargetOffloadPolicy;
-use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
-use std::sync::atomic::{AtomicU32, Ordering};
+use super::ptr_hash::PtrMap;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 /// Registration state of one runtime. Internally synchronised.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Registry {
-    pub(crate) requires: Mutex<i64>,
-    pub(crate) policy: Mutex<TargetOffloadPolicy>,
+    /// `__tgt_register_requires` flags (0: undefined); set once.
+    pub(crate) requires: AtomicI64,
+    /// A `TargetOffloadPolicy` as `i32`; see [`Registry::policy`].
+    policy: AtomicI32,
+    /// Cold: which plugins are loaded and used (registration only).
     pub(crate) plugins: RwLock<Plugins>,
+    /// Devices of the used plugins: OpenMP device number = index.
+    pub(crate) devices: DeviceTable,
     pub(crate) tables: Mutex<Tables>,
     info_level: AtomicU32,
     debug_level: AtomicU32,
@@ -37,10 +49,9 @@ pub(crate) struct Plugins {
     /// Plugins with at least one device (LLVM's `AllRTLs`); empty when
     /// offloading is disabled.
     pub available: Vec<usize>,
-    /// Plugins that took an image, in that order (LLVM's `UsedRTLs`).
+    /// Plugins that took an image, in that order (LLVM's `UsedRTLs`); their
+    /// devices are in [`Registry::devices`].
     pub used: Vec<UsedPlugin>,
-    /// Devices of the used plugins: OpenMP device number = index.
-    pub devices: Vec<Arc<DeviceSlot>>,
 }
 
 /// A used plugin and the device numbers it owns.
@@ -60,9 +71,15 @@ pub(crate) struct DeviceSlot {
     pub local: usize,
     /// Result of the one initialisation attempt (LLVM's `initOnce`).
     pub init: OnceLock<bool>,
+    /// Images to load or ctors to run (LLVM's `HasPendingGlobals`): set
+    /// and cleared holding `pending`, read without it first.
+    pub has_pending: AtomicBool,
     pub pending: Mutex<PendingGlobals>,
     /// Loop trip counts pushed per host thread (`__kmpc_push_target_tripcount`).
-    pub tripcounts: Mutex<HashMap<i32, u64>>,
+    pub tripcounts: Mutex<PtrMap<i32, u64>>,
+    /// `tripcounts.len()`, stored holding `tripcounts`: a launch with no
+    /// trip count pushed on any thread skips the lock.
+    pub tripcount_entries: AtomicUsize,
 }
 
 impl DeviceSlot {
@@ -72,20 +89,49 @@ impl DeviceSlot {
             plugin,
             local,
             init: OnceLock::new(),
+            has_pending: AtomicBool::new(false),
             pending: Mutex::new(PendingGlobals::default()),
-            tripcounts: Mutex::new(HashMap::new()),
+            tripcounts: Mutex::new(PtrMap::default()),
+            tripcount_entries: AtomicUsize::new(0),
         }
     }
 
     pub fn lock_pending(&self) -> MutexGuard<'_, PendingGlobals> {
         lock(&self.pending)
     }
+
+    /// Does the device have images to load or ctors to run? (No lock.)
+    pub fn has_pending(&self) -> bool {
+        self.has_pending.load(Ordering::Acquire)
+    }
+
+    /// Record this thread's trip count for its next launch (the first push
+    /// wins until taken, as LLVM's `insert`).
+    pub fn push_tripcount(&self, thread: i32, count: u64) {
+        let mut counts = lock(&self.tripcounts);
+        counts.entry(thread).or_insert(count);
+        self.tripcount_entries
+            .store(counts.len(), Ordering::Release);
+    }
+
+    /// Take this thread's trip count (0 if none). A thread always sees its
+    /// own push: it stored a count >= 1 before, and any later store was
+    /// made holding the lock after that push, so counted it.
+    pub fn take_tripcount(&self, thread: i32) -> u64 {
+        if self.tripcount_entries.load(Ordering::Acquire) == 0 {
+            return 0;
+        }
+        let mut counts = lock(&self.tripcounts);
+        let count = counts.remove(&thread).unwrap_or(0);
+        self.tripcount_entries
+            .store(counts.len(), Ordering::Release);
+        count
+    }
 }
 
 /// Images not yet loaded on a device and its pending ctors/dtors.
 #[derive(Debug, Default)]
 pub(crate) struct PendingGlobals {
-    pub has_pending: bool,
     /// By `__tgt_bin_desc` address (LLVM's `std::map` order).
     pub libs: BTreeMap<usize, CtorsDtors>,
 }
@@ -147,9 +193,9 @@ pub(crate) struct Tables {
     pub registration_order: Vec<usize>,
     /// Host entry address -> (entries begin, index), for every table;
     /// several tables may hold one address (LLVM takes the lowest key).
-    pub host_index: HashMap<usize, BTreeMap<usize, u32>>,
+    pub host_index: PtrMap<usize, BTreeMap<usize, u32>>,
     /// Host entry address -> resolution made (LLVM's `HostPtrToTableMap`).
-    pub host_cache: HashMap<usize, (usize, u32)>,
+    pub host_cache: PtrMap<usize, (usize, u32)>,
     /// Descriptors registered and not yet unregistered.
     pub registered_descs: BTreeSet<usize>,
 }
@@ -164,6 +210,38 @@ impl Tables {
         self.host_cache.insert(host_ptr, (begin, index));
         Some((begin, index))
     }
+
+    /// The device entry of host entry `host_ptr` on `device` (LLVM's
+    /// `getTableMap`, then the target table): one lock of the tables per
+    /// launch.
+    pub fn target_entry(
+        &mut self,
+        host_ptr: usize,
+        device: usize,
+    ) -> Result<TargetEntry, MissingEntry> {
+        let (entries_begin, index) = self
+            .resolve_host_ptr(host_ptr)
+            .ok_or(MissingEntry::NoHostEntry)?;
+        self.by_entries_begin
+            .get(&entries_begin)
+            .and_then(|t| {
+                t.targets
+                    .get(device)?
+                    .as_ref()?
+                    .get(index as usize)
+                    .copied()
+            })
+            .ok_or(MissingEntry::NoTargetTable)
+    }
+}
+
+/// Why [`Tables::target_entry`] found no device entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum MissingEntry {
+    /// No registered binary has this host entry.
+    NoHostEntry,
+    /// Its binary has no target table on the device (or it is too short).
+    NoTargetTable,
 }
 
 pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -178,7 +256,15 @@ impl Registry {
     /// An empty registry: nothing registered, requires flags undefined,
     /// policy `Default` until the first registration reads it.
     pub fn new() -> Self {
-        Self::default()
+        Registry {
+            requires: AtomicI64::new(crate::abi::requires::UNDEFINED),
+            policy: AtomicI32::new(TargetOffloadPolicy::Default as i32),
+            plugins: RwLock::default(),
+            devices: DeviceTable::default(),
+            tables: Mutex::default(),
+            info_level: AtomicU32::new(0),
+            debug_level: AtomicU32::new(0),
+        }
     }
 
     pub(crate) fn read_plugins(&self) -> RwLockReadGuard<'_, Plugins> {
@@ -199,7 +285,7 @@ impl Registry {
 
     /// `omp_get_num_devices()`: devices of the plugins in use.
     pub fn num_devices(&self) -> i32 {
-        self.read_plugins().devices.len() as i32
+        self.devices.len() as i32
     }
 
     /// `omp_get_initial_device()`: the host's device number.
@@ -209,7 +295,7 @@ impl Registry {
 
     /// The requires flags registered so far (0: undefined).
     pub fn requires_flags(&self) -> i64 {
-        *lock(&self.requires)
+        self.requires.load(Ordering::Acquire)
     }
 
     /// `requires unified_shared_memory` is in effect.
@@ -219,7 +305,30 @@ impl Registry {
 
     /// The offload policy now (it changes from `Default` once decided).
     pub fn policy(&self) -> TargetOffloadPolicy {
-        *lock(&self.policy)
+        TargetOffloadPolicy::from_kmp(self.policy.load(Ordering::Acquire))
+    }
+
+    /// Set the policy (LLVM's `LoadRTLs` reads `OMP_TARGET_OFFLOAD`).
+    pub(crate) fn set_policy(&self, policy: TargetOffloadPolicy) {
+        self.policy.store(policy as i32, Ordering::Release);
+    }
+
+    /// Turn a `Default` policy into `decided`, once (LLVM's
+    /// `isOffloadDisabled`); returns the policy in effect afterwards,
+    /// whichever thread decided it.
+    pub(crate) fn decide_default_policy(
+        &self,
+        decided: TargetOffloadPolicy,
+    ) -> TargetOffloadPolicy {
+        match self.policy.compare_exchange(
+            TargetOffloadPolicy::Default as i32,
+            decided as i32,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        ) {
+            Ok(_) => decided,
+            Err(current) => TargetOffloadPolicy::from_kmp(current),
+        }
     }
 
     /// `LIBOMPTARGET_INFO` / `__tgt_set_info_flag`.
@@ -251,16 +360,22 @@ impl Registry {
 
     /// (plugin, local device) of each OpenMP device number, in order.
     pub fn device_map(&self) -> Vec<(usize, usize)> {
-        self.read_plugins()
-            .devices
+        self.devices
+            .all()
             .iter()
             .map(|d| (d.plugin, d.local))
             .collect()
     }
 
     /// The slot of an OpenMP device number.
-    pub(crate) fn slot(&self, device: i64) -> Option<Arc<DeviceSlot>> {
+    pub(crate) fn slot(&self, device: i64) -> Option<&DeviceSlot> {
         let index = usize::try_from(device).ok()?;
-        self.read_plugins().devices.get(index).cloned()
+        self.devices.get(index)
+    }
+}
+
+impl Default for Registry {
+    fn default() -> Self {
+        Self::new()
     }
 }
