@@ -375,7 +375,7 @@ impl<A: DeviceAllocator> MemoryManager<A> {
         let allocation = shard
             .blocks
             .remove(&ptr)
-            .ok_or(Error::UnknownDevicePointer {
+            .ok_or_else(|| Error::UnknownDevicePointer {
                 device: self.allocator.device_number(),
                 ptr: ptr.addr(),
             })?;
