@@ -1,6 +1,8 @@
 //! The memory manager's hot path: a cached small block taken and returned,
 //! against an allocator that costs what `malloc`/`free` cost (the host
 //! plugin's device memory), and the same requests with caching disabled.
+//! Both include the manager's live-allocation bookkeeping, which is also
+//! the device's (a `Device` adds no table of its own).
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 use omptarget::abi::AllocKind;
 use omptarget::memory::{DeviceAllocator, MemoryManager, DEFAULT_THRESHOLD};

@@ -9,15 +9,15 @@ mod allocator;
 pub(crate) mod images;
 mod teardown;
 
-use crate::memory::{DeviceAllocator, MemoryManager, MemoryStats};
+use crate::memory::{MemoryManager, MemoryStats};
 use crate::plugin::Plugin;
 use crate::{abi, Error, Result};
 use allocator::PluginAllocator;
 use images::ImageRecord;
-use std::collections::HashMap;
 use std::ffi::c_void;
 use std::sync::{Arc, Mutex, OnceLock};
 
+pub use crate::memory::LiveAllocation;
 pub use images::LoadedImage;
 
 /// An address in a device's memory space (opaque to the host).
@@ -34,13 +34,6 @@ impl DevicePtr {
     }
 }
 
-/// One allocation handed out by [`Device::alloc`] and not yet freed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LiveAllocation {
-    pub size: usize,
-    pub kind: abi::AllocKind,
-}
-
 /// One device. Owned by the [`crate::Runtime`]; users borrow it.
 pub struct Device {
     id: usize,
@@ -49,9 +42,9 @@ pub struct Device {
     plugin: Arc<Plugin>,
     /// Set once by the first use: `Err` keeps the reason init failed.
     init: OnceLock<std::result::Result<(), String>>,
+    /// The caching allocator, which is also the table of every allocation
+    /// handed out and not yet freed.
     memory: MemoryManager<PluginAllocator>,
-    /// Every allocation handed out and not yet freed.
-    live: Mutex<HashMap<DevicePtr, LiveAllocation>>,
     /// Images loaded on the device, in load order.
     images: Mutex<Vec<ImageRecord>>,
     mappings: crate::mapping::MappingTable,
@@ -77,7 +70,6 @@ impl Device {
             plugin,
             init: OnceLock::new(),
             memory: MemoryManager::new(allocator, threshold),
-            live: Mutex::new(HashMap::new()),
             images: Mutex::new(Vec::new()),
             mappings: Default::default(),
         }
@@ -154,8 +146,8 @@ impl Device {
         }
     }
 
-    /// Allocate device memory, through the memory manager for
-    /// `Default`/`Device` kinds. Zero bytes is an error.
+    /// Allocate device memory, through the memory manager (which caches
+    /// small `Default`/`Device` blocks). Zero bytes is an error.
     pub fn alloc(
         &self,
         size: usize,
@@ -163,18 +155,7 @@ impl Device {
         kind: abi::AllocKind,
     ) -> Result<DevicePtr> {
         self.ensure_initialized()?;
-        let ptr = match kind {
-            abi::AllocKind::Default | abi::AllocKind::Device => {
-                self.memory.allocate(size, host_ptr, kind)?
-            }
-            abi::AllocKind::Host | abi::AllocKind::Shared => {
-                if size == 0 {
-                    return Err(Error::InvalidArgument("allocation of 0 bytes".into()));
-                }
-                self.memory.allocator().allocate(size, host_ptr, kind)?
-            }
-        };
-        lock(&self.live).insert(ptr, LiveAllocation { size, kind });
+        let ptr = self.memory.allocate(size, host_ptr, kind)?;
         tracing::debug!(plugin = %self.plugin.name(), device = self.id, size, ?kind, ptr = ?ptr.0, "alloc");
         Ok(ptr)
     }
@@ -183,33 +164,19 @@ impl Device {
     /// allocated here, or already freed) are an error and change nothing.
     /// If the plugin fails to free, the allocation stays live.
     pub fn free(&self, ptr: DevicePtr) -> Result<()> {
-        let allocation = lock(&self.live)
-            .remove(&ptr)
-            .ok_or(Error::UnknownDevicePointer {
-                device: self.id,
-                ptr: ptr.addr(),
-            })?;
-        match self.memory.free(ptr) {
-            Ok(()) => {
-                tracing::debug!(plugin = %self.plugin.name(), device = self.id, ptr = ?ptr.0, size = allocation.size, "free");
-                Ok(())
-            }
-            Err(e) => {
-                lock(&self.live).insert(ptr, allocation);
-                Err(e)
-            }
-        }
+        let allocation = self.memory.free(ptr)?;
+        tracing::debug!(plugin = %self.plugin.name(), device = self.id, ptr = ?ptr.0, size = allocation.size, "free");
+        Ok(())
     }
 
     /// The allocation at `ptr`, if it is live.
     pub fn allocation(&self, ptr: DevicePtr) -> Option<LiveAllocation> {
-        lock(&self.live).get(&ptr).copied()
+        self.memory.allocation(ptr)
     }
 
     /// Number and total bytes of the live allocations.
     pub fn live_allocations(&self) -> (usize, usize) {
-        let live = lock(&self.live);
-        (live.len(), live.values().map(|a| a.size).sum())
+        self.memory.live_allocations()
     }
 
     /// What the memory manager holds.

@@ -2,42 +2,40 @@
 //! `data_alloc`/`data_delete`, with the semantics of LLVM 14's
 //! `MemoryManager.h`:
 //!
-//! * requests of at most `threshold` bytes are *managed*: freeing one puts it
-//!   on a free list (bucketed by the power of two below its size) instead of
-//!   returning it to the device, and a later request of exactly the same
-//!   size takes it back;
-//! * larger requests go straight to the device;
+//! * requests of `Default`/`Device` kind of at most `threshold` bytes are
+//!   *managed*: freeing one puts it on a free list (bucketed by the power of
+//!   two below its size) instead of returning it to the device, and a later
+//!   request of exactly the same size takes it back;
+//! * larger requests, and `Host`/`Shared` ones, go straight to the device;
 //! * when the device fails an allocation, every cached block is returned to
 //!   it and the allocation is retried once;
 //! * a threshold of 0 disables caching (everything goes straight through).
+//!
+//! Unlike LLVM's, the manager is also the device's table of live
+//! allocations: every block it handed out (managed or not) is recorded until
+//! freed, so a double free or an unknown pointer is an error that changes
+//! nothing, and shutdown can list what the user never freed. One table for
+//! both jobs keeps an alloc+free to two uncontended locks: the table shard
+//! of the pointer and the free list of the size, each with its own counters
+//! (no shared atomics).
 //!
 //! The manager is generic over [`DeviceAllocator`] so it can be tested
 //! without a plugin; a device uses its plugin's entries.
 use crate::{abi::AllocKind, DevicePtr, Error, Result};
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Mutex;
 
 /// Default threshold (bytes), as LLVM's: 8 KiB.
 pub const DEFAULT_THRESHOLD: usize = 1 << 13;
 
-/// Upper bounds of the buckets: 0, then powers of two from 4 to 8 KiB.
-const BUCKET_SIZES: [usize; 13] = [
-    0,
-    1 << 2,
-    1 << 3,
-    1 << 4,
-    1 << 5,
-    1 << 6,
-    1 << 7,
-    1 << 8,
-    1 << 9,
-    1 << 10,
-    1 << 11,
-    1 << 12,
-    1 << 13,
-];
+/// Number of size buckets: 0, then powers of two from 4 to 8 KiB (a bucket
+/// holds sizes from its bound up to the next one; the last holds the rest).
+const BUCKETS: usize = 13;
+
+/// Number of shards of the live-block table (a power of two).
+const SHARDS: usize = 16;
 
 /// Where the manager gets memory from and returns it to.
 pub trait DeviceAllocator {
@@ -50,6 +48,13 @@ pub trait DeviceAllocator {
     fn device_number(&self) -> usize {
         0
     }
+}
+
+/// One allocation handed out and not yet freed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LiveAllocation {
+    pub size: usize,
+    pub kind: AllocKind,
 }
 
 /// What the manager holds right now.
@@ -79,34 +84,76 @@ pub struct DrainOutcome {
     pub failed: Vec<(DevicePtr, usize, Error)>,
 }
 
-/// One block the manager owns.
-#[derive(Debug, Clone, Copy)]
-struct Node {
-    size: usize,
-    cached: bool,
+/// Hashes a device address (the only key the manager hashes) with one
+/// multiplication: addresses are already spread out, and SipHash cost more
+/// than the rest of an alloc+free. The fold brings the well-mixed high bits
+/// of the product down to the low bits that pick a hash-table slot.
+#[derive(Default, Clone, Copy)]
+struct AddressHasher(u64);
+
+impl Hasher for AddressHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        // Not used for pointers (they hash through `write_usize`); kept
+        // correct for any other key.
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
+    }
+    fn finish(&self) -> u64 {
+        self.0 ^ (self.0 >> 32)
+    }
 }
 
-/// The free blocks of one bucket, by exact size.
-#[derive(Debug, Default)]
+type AddressMap<V> = HashMap<DevicePtr, V, BuildHasherDefault<AddressHasher>>;
+
+/// The shard of the live table that records `ptr`.
+fn shard_of(ptr: DevicePtr) -> usize {
+    let h = (ptr.addr() as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    (h >> (64 - SHARDS.trailing_zeros())) as usize
+}
+
+/// One shard of the live table: blocks handed out, with the counts of the
+/// managed ones among them (for [`MemoryStats`]).
+#[derive(Default)]
+struct LiveShard {
+    blocks: AddressMap<LiveAllocation>,
+    managed_blocks: usize,
+    managed_bytes: usize,
+}
+
+/// The free blocks of one bucket, by exact size, with their counts. A size
+/// keeps its (possibly empty) list once used, so the steady alloc/free of
+/// one size allocates nothing; drain empties the map.
+#[derive(Default)]
 struct FreeList {
     by_size: BTreeMap<usize, Vec<DevicePtr>>,
+    blocks: usize,
+    bytes: usize,
 }
 
 impl FreeList {
     fn take(&mut self, size: usize) -> Option<DevicePtr> {
-        let blocks = self.by_size.get_mut(&size)?;
-        let ptr = blocks.pop();
-        if blocks.is_empty() {
-            self.by_size.remove(&size);
-        }
-        ptr
+        let ptr = self.by_size.get_mut(&size)?.pop()?;
+        self.blocks -= 1;
+        self.bytes -= size;
+        Some(ptr)
     }
 
     fn put(&mut self, size: usize, ptr: DevicePtr) {
         self.by_size.entry(size).or_default().push(ptr);
+        self.blocks += 1;
+        self.bytes += size;
     }
 
     fn take_all(&mut self) -> Vec<(DevicePtr, usize)> {
+        self.blocks = 0;
+        self.bytes = 0;
         std::mem::take(&mut self.by_size)
             .into_iter()
             .flat_map(|(size, ptrs)| ptrs.into_iter().map(move |p| (p, size)))
@@ -114,18 +161,21 @@ impl FreeList {
     }
 }
 
-/// The caching allocator of one device. Thread-safe: one lock per bucket and
-/// one for the block table, never held together nor across a device call.
+/// A value on its own cache line, so that two threads working on
+/// neighbouring shards or buckets do not share one.
+#[derive(Default)]
+#[repr(align(64))]
+struct Padded<T>(T);
+
+/// The caching allocator and live-allocation table of one device.
+/// Thread-safe: one lock per free-list bucket and one per table shard; at
+/// most one is held at a time, never across a device call.
 pub struct MemoryManager<A> {
     allocator: A,
     threshold: usize,
-    free_lists: [Mutex<FreeList>; BUCKET_SIZES.len()],
-    /// Every block the manager owns (cached or handed out) -> its state.
-    nodes: Mutex<HashMap<DevicePtr, Node>>,
-    cached_blocks: AtomicUsize,
-    cached_bytes: AtomicUsize,
-    live_blocks: AtomicUsize,
-    live_bytes: AtomicUsize,
+    free_lists: [Padded<Mutex<FreeList>>; BUCKETS],
+    /// Every block handed out and not yet freed, sharded by address.
+    live: [Padded<Mutex<LiveShard>>; SHARDS],
 }
 
 impl<A: DeviceAllocator> MemoryManager<A> {
@@ -135,11 +185,7 @@ impl<A: DeviceAllocator> MemoryManager<A> {
             allocator,
             threshold,
             free_lists: Default::default(),
-            nodes: Mutex::new(HashMap::new()),
-            cached_blocks: AtomicUsize::new(0),
-            cached_bytes: AtomicUsize::new(0),
-            live_blocks: AtomicUsize::new(0),
-            live_bytes: AtomicUsize::new(0),
+            live: Default::default(),
         }
     }
 
@@ -158,20 +204,36 @@ impl<A: DeviceAllocator> MemoryManager<A> {
         self.threshold
     }
 
-    /// What the manager holds.
+    /// What the manager holds (a snapshot: each shard and bucket is read
+    /// under its own lock, not all at once).
     pub fn stats(&self) -> MemoryStats {
-        MemoryStats {
+        let mut stats = MemoryStats {
             threshold: self.threshold,
-            cached_blocks: self.cached_blocks.load(Ordering::Relaxed),
-            cached_bytes: self.cached_bytes.load(Ordering::Relaxed),
-            live_blocks: self.live_blocks.load(Ordering::Relaxed),
-            live_bytes: self.live_bytes.load(Ordering::Relaxed),
+            ..Default::default()
+        };
+        for list in &self.free_lists {
+            let list = lock(&list.0);
+            stats.cached_blocks += list.blocks;
+            stats.cached_bytes += list.bytes;
         }
+        for shard in &self.live {
+            let shard = lock(&shard.0);
+            stats.live_blocks += shard.managed_blocks;
+            stats.live_bytes += shard.managed_bytes;
+        }
+        stats
     }
 
-    /// Allocate `size` (> 0) bytes: from the cache if a block of exactly
-    /// this size is free, else from the device (freeing the cache and
-    /// retrying once if the device is out of memory).
+    /// True for the blocks that are cached when freed.
+    fn is_managed(&self, size: usize, kind: AllocKind) -> bool {
+        matches!(kind, AllocKind::Default | AllocKind::Device) && size <= self.threshold
+    }
+
+    /// Allocate `size` (> 0) bytes. A managed request takes a cached block
+    /// of exactly this size if there is one; otherwise, and for larger
+    /// `Default`/`Device` requests, the device allocates (after freeing the
+    /// cache and retrying once if it is out of memory). `Host`/`Shared`
+    /// requests go to the device as they are. The block is recorded live.
     pub fn allocate(
         &self,
         size: usize,
@@ -181,102 +243,102 @@ impl<A: DeviceAllocator> MemoryManager<A> {
         if size == 0 {
             return Err(Error::InvalidArgument("allocation of 0 bytes".into()));
         }
-        if size > self.threshold {
-            tracing::trace!(size, threshold = self.threshold, "unmanaged allocation");
-            return self.allocate_or_free_and_retry(size, host_ptr, kind);
-        }
-        let reused = lock(&self.free_lists[bucket_of(size)]).take(size);
-        let ptr = match reused {
-            Some(ptr) => {
-                self.cached_blocks.fetch_sub(1, Ordering::Relaxed);
-                self.cached_bytes.fetch_sub(size, Ordering::Relaxed);
-                if let Some(node) = lock(&self.nodes).get_mut(&ptr) {
-                    node.cached = false;
+        let managed = self.is_managed(size, kind);
+        let ptr = if managed {
+            // The bucket's lock is released before any device call.
+            let reused = lock(&self.free_lists[bucket_of(size)].0).take(size);
+            match reused {
+                Some(ptr) => {
+                    tracing::trace!(size, ptr = ?ptr.0, "reused a cached block");
+                    ptr
                 }
-                tracing::trace!(size, ptr = ?ptr.0, "reused a cached block");
-                ptr
+                None => self.allocate_or_free_and_retry(size, host_ptr, kind)?,
             }
-            None => {
-                let ptr = self.allocate_or_free_and_retry(size, host_ptr, kind)?;
-                lock(&self.nodes).insert(
-                    ptr,
-                    Node {
-                        size,
-                        cached: false,
-                    },
-                );
-                ptr
-            }
+        } else if let AllocKind::Default | AllocKind::Device = kind {
+            tracing::trace!(size, threshold = self.threshold, "unmanaged allocation");
+            self.allocate_or_free_and_retry(size, host_ptr, kind)?
+        } else {
+            self.allocator.allocate(size, host_ptr, kind)?
         };
-        self.live_blocks.fetch_add(1, Ordering::Relaxed);
-        self.live_bytes.fetch_add(size, Ordering::Relaxed);
+        self.record(ptr, LiveAllocation { size, kind });
         Ok(ptr)
     }
 
     /// Free `ptr`: a managed block goes back on its free list, anything else
-    /// straight to the device. Freeing a block that is already cached is an
-    /// [`Error::UnknownDevicePointer`] and changes nothing.
-    pub fn free(&self, ptr: DevicePtr) -> Result<()> {
-        let size = {
-            let mut nodes = lock(&self.nodes);
-            match nodes.get_mut(&ptr) {
-                None => None,
-                Some(node) if node.cached => {
-                    return Err(Error::UnknownDevicePointer {
-                        device: self.allocator.device_number(),
-                        ptr: ptr.0 as usize,
-                    })
-                }
-                Some(node) => {
-                    node.cached = true;
-                    Some(node.size)
-                }
+    /// straight to the device. A pointer that is not live (never handed
+    /// out, or already freed) is an [`Error::UnknownDevicePointer`] and
+    /// changes nothing; if the device fails to free, the block stays live.
+    /// Returns what was freed.
+    pub fn free(&self, ptr: DevicePtr) -> Result<LiveAllocation> {
+        let allocation = self.unrecord(ptr)?;
+        if self.is_managed(allocation.size, allocation.kind) {
+            lock(&self.free_lists[bucket_of(allocation.size)].0).put(allocation.size, ptr);
+            tracing::trace!(size = allocation.size, ptr = ?ptr.0, "cached a freed block");
+            return Ok(allocation);
+        }
+        match self.allocator.free(ptr) {
+            Ok(()) => Ok(allocation),
+            Err(e) => {
+                self.record(ptr, allocation);
+                Err(e)
             }
-        };
-        let Some(size) = size else {
-            return self.allocator.free(ptr);
-        };
-        self.live_blocks.fetch_sub(1, Ordering::Relaxed);
-        self.live_bytes.fetch_sub(size, Ordering::Relaxed);
-        lock(&self.free_lists[bucket_of(size)]).put(size, ptr);
-        self.cached_blocks.fetch_add(1, Ordering::Relaxed);
-        self.cached_bytes.fetch_add(size, Ordering::Relaxed);
-        tracing::trace!(size, ptr = ?ptr.0, "cached a freed block");
-        Ok(())
+        }
     }
 
-    /// Free `ptr` on the device now, bypassing the cache (shutdown frees the
-    /// blocks the user still holds this way). Returns whether it was a
-    /// managed block.
+    /// Free the live block `ptr` on the device now, bypassing the cache
+    /// (shutdown frees the blocks the user still holds this way). Returns
+    /// whether it was a managed block. A pointer that is not live is an
+    /// [`Error::UnknownDevicePointer`]; if the device fails, the block
+    /// stays live. Either way nothing else changes.
     pub fn release(&self, ptr: DevicePtr) -> Result<bool> {
-        let node = lock(&self.nodes).remove(&ptr);
-        match node {
-            Some(node) if node.cached => {
-                // Was not handed out: put the bookkeeping back, refuse.
-                lock(&self.nodes).insert(ptr, node);
-                Err(Error::UnknownDevicePointer {
-                    device: self.allocator.device_number(),
-                    ptr: ptr.0 as usize,
-                })
+        let allocation = self.unrecord(ptr)?;
+        match self.allocator.free(ptr) {
+            Ok(()) => Ok(self.is_managed(allocation.size, allocation.kind)),
+            Err(e) => {
+                self.record(ptr, allocation);
+                Err(e)
             }
-            Some(node) => {
-                self.live_blocks.fetch_sub(1, Ordering::Relaxed);
-                self.live_bytes.fetch_sub(node.size, Ordering::Relaxed);
-                self.allocator.free(ptr).map(|()| true)
-            }
-            None => self.allocator.free(ptr).map(|()| false),
         }
+    }
+
+    /// The live allocation at `ptr`, if any.
+    pub fn allocation(&self, ptr: DevicePtr) -> Option<LiveAllocation> {
+        lock(&self.live[shard_of(ptr)].0).blocks.get(&ptr).copied()
+    }
+
+    /// Number and total bytes of the live allocations, managed or not.
+    pub fn live_allocations(&self) -> (usize, usize) {
+        self.live.iter().fold((0, 0), |(count, bytes), shard| {
+            let shard = lock(&shard.0);
+            let shard_bytes: usize = shard.blocks.values().map(|a| a.size).sum();
+            (count + shard.blocks.len(), bytes + shard_bytes)
+        })
+    }
+
+    /// Every live allocation, by address.
+    pub fn live(&self) -> Vec<(DevicePtr, LiveAllocation)> {
+        let mut all: Vec<_> = self
+            .live
+            .iter()
+            .flat_map(|shard| {
+                let shard = lock(&shard.0);
+                shard
+                    .blocks
+                    .iter()
+                    .map(|(p, a)| (*p, *a))
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        all.sort_by_key(|(ptr, _)| ptr.addr());
+        all
     }
 
     /// Return every cached block to the device.
     pub fn drain(&self) -> DrainOutcome {
         let mut outcome = DrainOutcome::default();
-        let mut released = Vec::new();
         for list in &self.free_lists {
-            let blocks = lock(list).take_all();
+            let blocks = lock(&list.0).take_all();
             for (ptr, size) in blocks {
-                self.cached_blocks.fetch_sub(1, Ordering::Relaxed);
-                self.cached_bytes.fetch_sub(size, Ordering::Relaxed);
                 match self.allocator.free(ptr) {
                     Ok(()) => {
                         outcome.blocks += 1;
@@ -284,16 +346,44 @@ impl<A: DeviceAllocator> MemoryManager<A> {
                     }
                     Err(e) => outcome.failed.push((ptr, size, e)),
                 }
-                released.push(ptr);
-            }
-        }
-        if !released.is_empty() {
-            let mut nodes = lock(&self.nodes);
-            for ptr in released {
-                nodes.remove(&ptr);
             }
         }
         outcome
+    }
+
+    /// Record `ptr` as handed out.
+    fn record(&self, ptr: DevicePtr, allocation: LiveAllocation) {
+        let mut shard = lock(&self.live[shard_of(ptr)].0);
+        if self.is_managed(allocation.size, allocation.kind) {
+            shard.managed_blocks += 1;
+            shard.managed_bytes += allocation.size;
+        }
+        if let Some(old) = shard.blocks.insert(ptr, allocation) {
+            // The device handed out an address that is still live: keep the
+            // counts right and say so.
+            if self.is_managed(old.size, old.kind) {
+                shard.managed_blocks -= 1;
+                shard.managed_bytes -= old.size;
+            }
+            tracing::warn!(ptr = ?ptr.0, "the device returned an address that is already live");
+        }
+    }
+
+    /// Forget the live block `ptr`, or say it is not live.
+    fn unrecord(&self, ptr: DevicePtr) -> Result<LiveAllocation> {
+        let mut shard = lock(&self.live[shard_of(ptr)].0);
+        let allocation = shard
+            .blocks
+            .remove(&ptr)
+            .ok_or_else(|| Error::UnknownDevicePointer {
+                device: self.allocator.device_number(),
+                ptr: ptr.addr(),
+            })?;
+        if self.is_managed(allocation.size, allocation.kind) {
+            shard.managed_blocks -= 1;
+            shard.managed_bytes -= allocation.size;
+        }
+        Ok(allocation)
     }
 
     fn allocate_or_free_and_retry(
@@ -318,12 +408,14 @@ impl<A: DeviceAllocator> MemoryManager<A> {
     }
 }
 
-/// The bucket of a managed size: the largest bucket bound <= size.
+/// The bucket of a managed size: 0 below 4 bytes, else the power of two
+/// at or below it (4 -> 1, 8 -> 2, ...), at most the last bucket.
 fn bucket_of(size: usize) -> usize {
-    BUCKET_SIZES
-        .iter()
-        .rposition(|&bound| bound <= size)
-        .unwrap_or(0)
+    if size < 4 {
+        0
+    } else {
+        (size.ilog2() as usize - 1).min(BUCKETS - 1)
+    }
 }
 
 /// Lock, ignoring poisoning: every critical section leaves the data
@@ -342,6 +434,8 @@ mod tests {
     #[derive(Default)]
     struct FakeDevice {
         limit: Option<usize>,
+        /// When set, every free fails (and frees nothing).
+        fail_frees: std::sync::atomic::AtomicBool,
         state: Mutex<FakeState>,
     }
 
@@ -389,6 +483,9 @@ mod tests {
             Ok(DevicePtr(addr as *mut c_void))
         }
         fn free(&self, ptr: DevicePtr) -> Result<()> {
+            if self.fail_frees.load(std::sync::atomic::Ordering::Relaxed) {
+                return Err(Error::InvalidArgument("injected free failure".into()));
+            }
             let mut s = self.state.lock().unwrap();
             s.live
                 .remove(&(ptr.0 as usize))
@@ -514,6 +611,91 @@ mod tests {
         ));
         assert!(mm.release(a).is_err());
         assert_eq!(mm.stats().cached_blocks, 1, "nothing changed");
+    }
+
+    #[test]
+    fn unknown_pointer_is_an_error_and_changes_nothing() {
+        let mm = MemoryManager::new(FakeDevice::default(), DEFAULT_THRESHOLD);
+        let a = alloc(&mm, 16);
+        let big = alloc(&mm, 1 << 20);
+        let stranger = DevicePtr(0xdead_0000 as *mut c_void);
+        assert!(matches!(
+            mm.free(stranger),
+            Err(Error::UnknownDevicePointer {
+                ptr: 0xdead_0000,
+                ..
+            })
+        ));
+        assert!(mm.release(stranger).is_err());
+        mm.free(big).unwrap();
+        assert!(mm.free(big).is_err(), "double free of an unmanaged block");
+        assert_eq!(mm.allocator().frees(), 1);
+        assert_eq!(mm.live_allocations(), (1, 16));
+        assert_eq!(
+            mm.allocation(a),
+            Some(LiveAllocation {
+                size: 16,
+                kind: AllocKind::Default
+            })
+        );
+        assert_eq!(mm.allocation(big), None);
+    }
+
+    #[test]
+    fn failed_device_free_keeps_the_block_live() {
+        let mm = MemoryManager::new(FakeDevice::default(), 64);
+        let big = alloc(&mm, 65);
+        let small = alloc(&mm, 64);
+        mm.allocator()
+            .fail_frees
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        assert!(mm.free(big).is_err());
+        assert!(mm.release(small).is_err());
+        assert_eq!(mm.live_allocations(), (2, 129));
+        assert_eq!(mm.stats().live_blocks, 1);
+        mm.allocator()
+            .fail_frees
+            .store(false, std::sync::atomic::Ordering::Relaxed);
+        mm.free(big).unwrap();
+        assert!(mm.release(small).unwrap());
+        assert_eq!(mm.live_allocations(), (0, 0));
+        assert_eq!(mm.allocator().live_bytes(), 0);
+    }
+
+    #[test]
+    fn host_and_shared_blocks_are_tracked_but_never_cached() {
+        let mm = MemoryManager::new(FakeDevice::default(), DEFAULT_THRESHOLD);
+        let h = mm
+            .allocate(32, std::ptr::null_mut(), AllocKind::Host)
+            .unwrap();
+        let s = mm
+            .allocate(32, std::ptr::null_mut(), AllocKind::Shared)
+            .unwrap();
+        assert_eq!(mm.live_allocations(), (2, 64));
+        assert_eq!(mm.stats().live_blocks, 0, "not managed");
+        assert_eq!(mm.free(h).unwrap().kind, AllocKind::Host);
+        mm.free(s).unwrap();
+        assert_eq!(mm.allocator().frees(), 2);
+        assert_eq!(mm.stats().cached_blocks, 0);
+    }
+
+    #[test]
+    fn live_lists_every_block_by_address() {
+        let mm = MemoryManager::new(FakeDevice::default(), DEFAULT_THRESHOLD);
+        let ptrs: Vec<_> = (1..=40).map(|i| alloc(&mm, i * 100)).collect();
+        let live = mm.live();
+        assert_eq!(live.len(), 40);
+        assert!(live.windows(2).all(|w| w[0].0.addr() < w[1].0.addr()));
+        assert_eq!(live.iter().map(|(p, _)| *p).collect::<Vec<_>>(), ptrs);
+    }
+
+    #[test]
+    fn aligned_addresses_spread_over_the_shards() {
+        let mut used = [0usize; SHARDS];
+        for i in 0..1024usize {
+            used[shard_of(DevicePtr((0x7f00_0000_0000 + i * 64) as *mut c_void))] += 1;
+        }
+        assert!(used.iter().all(|&n| n > 1024 / SHARDS / 2), "{used:?}");
     }
 
     #[test]

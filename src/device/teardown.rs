@@ -1,7 +1,7 @@
 //! The device's part of the runtime's teardown (steps 1 to 4 of DESIGN.md's
 //! order). Each step records itself in the report; the runtime runs each
 //! step for every device before the next step.
-use super::{lock, Device, DevicePtr, LiveAllocation};
+use super::{lock, Device};
 use crate::report::{LiveMapping, NotFreed, ShutdownReport, StepOutcome, TeardownStep, UserLeak};
 use crate::Error;
 
@@ -46,8 +46,7 @@ impl Device {
                         range,
                     }),
             );
-        let mut leaks: Vec<(DevicePtr, LiveAllocation)> = lock(&self.live).drain().collect();
-        leaks.sort_by_key(|(ptr, _)| ptr.addr());
+        let leaks = self.memory.live();
         let (mut blocks, mut bytes) = (0, 0);
         let mut errors = Vec::new();
         for (ptr, allocation) in leaks {
