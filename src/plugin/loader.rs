@@ -8,6 +8,7 @@ use super::liveness::{on_plugin_destroyed, Liveness};
 use super::Plugin;
 use crate::report::StepOutcome;
 use libloading::Library;
+use scopeguard::ScopeGuard;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI64};
@@ -30,6 +31,9 @@ pub enum SkipReason {
     /// Another live `Runtime` in this process already uses this library
     /// (plugin state is per loaded library, see `plugin::claim`).
     InUseByAnotherRuntime,
+    /// Loading unwound part-way (a panic in the runtime); what was set up
+    /// was undone on the way out.
+    Interrupted,
 }
 
 impl fmt::Display for SkipReason {
@@ -42,6 +46,7 @@ impl fmt::Display for SkipReason {
             SkipReason::InitPluginFailed(code) => write!(f, "init_plugin failed with {code}"),
             SkipReason::NoDevices(n) => write!(f, "reports {n} devices"),
             SkipReason::DestroyedDuringLoad => write!(f, "destroyed itself while loading"),
+            SkipReason::Interrupted => write!(f, "loading was interrupted"),
             SkipReason::InUseByAnotherRuntime => write!(
                 f,
                 "already used by another runtime in this process (plugins keep process-wide state; load a copy of the file to use it twice)"
@@ -166,14 +171,22 @@ fn load(path: &Path, first_device: usize) -> Result<Plugin, SkippedPlugin> {
     // SAFETY: a handle `into_raw` just returned.
     let library: Library = unsafe { libloading::os::unix::Library::from_raw(handle) }.into();
 
-    let mut partial = Partial {
-        path: path.to_path_buf(),
-        library: Some(library),
-        liveness: Arc::new(Liveness::default()),
-        callback_registered: false,
-        deinit: None,
-        claim: None,
-    };
+    // Undo on every way out: the error paths below undo explicitly (to
+    // record the reason); the guard covers an unwind in between.
+    let mut partial = scopeguard::guard(
+        Partial {
+            path: path.to_path_buf(),
+            library: Some(library),
+            liveness: Arc::new(Liveness::default()),
+            callback_registered: false,
+            deinit: None,
+            claim: None,
+        },
+        |interrupted| {
+            let skipped = interrupted.undo(SkipReason::Interrupted);
+            tracing::warn!(plugin = %skipped.path.display(), "{skipped}");
+        },
+    );
     let library = partial.library.as_ref().expect("just set");
 
     // Resolving runs no plugin code; a library without the entries is no
@@ -182,16 +195,10 @@ fn load(path: &Path, first_device: usize) -> Result<Plugin, SkippedPlugin> {
     // to the library, and is not used after close.
     let entries = match unsafe { Entries::resolve(library) } {
         Ok(entries) => entries,
-        Err(missing) => return Err(partial.undo(SkipReason::MissingEntries(missing))),
+        Err(missing) => {
+            return Err(ScopeGuard::into_inner(partial).undo(SkipReason::MissingEntries(missing)))
+        }
     };
-    // Before the first plugin entry runs: the library may be another live
-    // runtime's, whose callback registration and state we must not touch.
-    match Claim::take(handle as usize) {
-        Some(claim) => partial.claim = Some(claim),
-        None => return Err(partial.undo(SkipReason::InUseByAnotherRuntime)),
-    }
-
-    // Register the safety net first, before any other entry runs.
     // SAFETY: the symbol has the ABI's type; the library is open.
     let register = unsafe {
         library
@@ -201,6 +208,14 @@ fn load(path: &Path, first_device: usize) -> Result<Plugin, SkippedPlugin> {
             .ok()
             .map(|s| *s)
     };
+    // Before the first plugin entry runs: the library may be another live
+    // runtime's, whose callback registration and state we must not touch.
+    match Claim::take(handle as usize) {
+        Some(claim) => partial.claim = Some(claim),
+        None => return Err(ScopeGuard::into_inner(partial).undo(SkipReason::InUseByAnotherRuntime)),
+    }
+
+    // Register the safety net first, before any other entry runs.
     if let Some(register) = register {
         // SAFETY: `data` stays valid while the plugin can call back (see
         // `liveness`); the callback only stores an atomic.
@@ -215,29 +230,30 @@ fn load(path: &Path, first_device: usize) -> Result<Plugin, SkippedPlugin> {
 
     if let Some(init) = entries.init_plugin {
         if !partial.liveness.callable() {
-            return Err(partial.undo(SkipReason::DestroyedDuringLoad));
+            return Err(ScopeGuard::into_inner(partial).undo(SkipReason::DestroyedDuringLoad));
         }
         // SAFETY: first plugin entry called after registration; no args.
         let code = unsafe { init() };
         if code != 0 {
-            return Err(partial.undo(SkipReason::InitPluginFailed(code)));
+            return Err(ScopeGuard::into_inner(partial).undo(SkipReason::InitPluginFailed(code)));
         }
         partial.deinit = entries.deinit_plugin;
     }
 
     if !partial.liveness.callable() {
-        return Err(partial.undo(SkipReason::DestroyedDuringLoad));
+        return Err(ScopeGuard::into_inner(partial).undo(SkipReason::DestroyedDuringLoad));
     }
     // SAFETY: no arguments; the plugin is initialised.
     let devices = unsafe { (entries.number_of_devices)() };
     if devices <= 0 {
-        return Err(partial.undo(SkipReason::NoDevices(devices)));
+        return Err(ScopeGuard::into_inner(partial).undo(SkipReason::NoDevices(devices)));
     }
 
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| path.display().to_string());
+    let mut partial = ScopeGuard::into_inner(partial);
     let library = partial.library.take();
     Ok(Plugin {
         name,
