@@ -148,8 +148,11 @@ impl Session {
         self.offload().unregister_lib(desc)
     }
 
+    /// `__tgt_init_all_rtls`: use every loaded plugin. Like LLVM 14's, it
+    /// loads none: before the first registration there are none to use.
+    /// (Loading here, outside a library constructor, could also deadlock
+    /// with a constructor that holds the dynamic loader's lock.)
     pub fn init_all_rtls(&self) {
-        self.runtime();
         self.offload().init_all_plugins()
     }
 
