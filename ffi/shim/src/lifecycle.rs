@@ -27,16 +27,32 @@ use std::sync::Mutex;
 static SESSION: AtomicPtr<Session> = AtomicPtr::new(ptr::null_mut());
 /// Calls currently between announcing themselves and leaving.
 static IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
-/// Serialises creation, registration and shutdown (cold paths).
+/// Serialises registration and the shutdown decision (cold paths).
 static LIFECYCLE: Mutex<()> = Mutex::new(());
-/// A session whose shutdown was asked for from inside an in-flight call on
-/// the asking thread; the outermost call on that thread finishes it.
-static DEFERRED: AtomicPtr<Session> = AtomicPtr::new(ptr::null_mut());
+/// Sessions taken out of the slot whose shutdown had to be called off (see
+/// [`shut_down`]) while a newer session was already published: the safety
+/// net shuts them down at exit.
+static PARKED: Mutex<Vec<SessionPtr>> = Mutex::new(Vec::new());
+/// How long the safety net waits, at exit, for calls still in flight on
+/// other threads (a thread blocked in a kernel) before it gives up.
+const EXIT_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 thread_local! {
     /// How many in-flight calls this thread is nested in (no destructor).
     static DEPTH: Cell<usize> = const { Cell::new(0) };
+    /// Sessions whose shutdown this thread asked for from inside one of its
+    /// own in-flight calls, chained through `Session::next_deferred`; its
+    /// outermost call finishes them. Per thread: another thread's calls
+    /// must not pick them up (they may be running inside a library
+    /// constructor, under the dynamic loader's lock).
+    static DEFERRED: Cell<*mut Session> = const { Cell::new(ptr::null_mut()) };
 }
+
+/// A session pointer owned by [`PARKED`].
+struct SessionPtr(*mut Session);
+// Safety: a parked session is owned by the list alone; only the safety net
+// takes it out, under the list's lock.
+unsafe impl Send for SessionPtr {}
 
 fn lock() -> std::sync::MutexGuard<'static, ()> {
     LIFECYCLE
@@ -170,45 +186,94 @@ pub(crate) fn unregister_library(unregister: impl FnOnce(&Session)) {
     if DEPTH.with(Cell::get) > 0 {
         // Called from inside an offload call on this thread: the session is
         // in use up our own stack. The outermost call finishes the shutdown.
-        DEFERRED.store(old, SeqCst);
+        DEFERRED.with(|head| {
+            // Safety: `old` is ours (swapped out); chain it to this thread's list.
+            unsafe { (*old).next_deferred.store(head.get(), SeqCst) };
+            head.set(old);
+        });
     } else {
         drop(guard);
         shut_down(old);
     }
 }
 
-/// Tear the session down once no call can still see it.
-fn shut_down(old: *mut Session) {
+/// Wait until no call but this thread's own may still see a session taken
+/// out of the slot, for at most `limit`; false if calls were still in
+/// flight then.
+fn wait_for_readers(limit: Option<std::time::Duration>) -> bool {
     let own = DEPTH.with(Cell::get);
+    let started = std::time::Instant::now();
     while IN_FLIGHT.load(SeqCst) > own {
+        if limit.is_some_and(|limit| started.elapsed() > limit) {
+            return false;
+        }
         std::thread::yield_now();
     }
-    // Safety: swapped out of the slot, and no reader remains: we own it.
-    let session = unsafe { Box::from_raw(old) };
-    session.shutdown();
+    true
+}
+
+/// Tear down a session taken out of the slot, once no call can still see
+/// it, unless a call that was in flight when it was taken out registered a
+/// library or took device memory: then the session lives on (put back in
+/// the slot, or parked for the safety net if a newer one was published).
+fn shut_down(old: *mut Session) {
+    wait_for_readers(None);
+    // Safety: out of the slot and no reader remains: we own it.
+    let session = unsafe { &*old };
+    if session.registered_libs() > 0 || session.holds_user_memory() {
+        if SESSION
+            .compare_exchange(ptr::null_mut(), old, SeqCst, SeqCst)
+            .is_err()
+        {
+            PARKED
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(SessionPtr(old));
+        }
+        return;
+    }
+    // Safety: as above.
+    unsafe { Box::from_raw(old) }.shutdown();
 }
 
 fn finish_deferred_shutdown() {
-    // A plain load first: this runs at the end of every outermost call.
-    if DEFERRED.load(SeqCst).is_null() {
-        return;
-    }
-    let pending = DEFERRED.swap(ptr::null_mut(), SeqCst);
-    if !pending.is_null() {
-        shut_down(pending);
+    // A thread-local read first: this runs at the end of every outermost call.
+    let mut next = DEFERRED.with(|head| head.replace(ptr::null_mut()));
+    while !next.is_null() {
+        let old = next;
+        // Safety: a deferred session is owned by this thread's list.
+        next = unsafe { (*old).next_deferred.swap(ptr::null_mut(), SeqCst) };
+        shut_down(old);
     }
 }
 
-/// The safety net: shut down a session still alive when the shim is
-/// finalised (no unregister removed the last library).
+/// The safety net: at exit, shut down the session still alive (no
+/// unregister removed the last library, or the program held device memory
+/// then) and any parked one. Calls still in flight on other threads (a
+/// thread blocked in a kernel while the process exits) are waited for only
+/// so long: then the sessions are left alone, and we say so.
 extern "C" fn omptarget_safety_net() {
     crate::boundary::guard("libomptarget finalizer", (), || {
-        let old = {
+        let live = {
             let _guard = lock();
             SESSION.swap(ptr::null_mut(), SeqCst)
         };
-        if !old.is_null() {
-            shut_down(old);
+        let mut sessions = std::mem::take(&mut *PARKED.lock().unwrap_or_else(|e| e.into_inner()));
+        if !live.is_null() {
+            sessions.push(SessionPtr(live));
+        }
+        if sessions.is_empty() {
+            return;
+        }
+        if !wait_for_readers(Some(EXIT_WAIT)) {
+            eprintln!(
+                "Libomptarget error: offload calls still running on other threads at exit; the runtime is not shut down"
+            );
+            return;
+        }
+        for SessionPtr(old) in sessions {
+            // Safety: out of the slot (or parked) and no reader remains.
+            unsafe { Box::from_raw(old) }.shutdown();
         }
     });
 }

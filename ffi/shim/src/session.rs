@@ -12,6 +12,7 @@ use omptarget::{Config, Runtime};
 use omptarget_abi::requires;
 use omptarget_abi::{AllocKind, AsyncInfo, BinDesc, DeviceInfo};
 use std::ffi::{c_char, c_int, c_void};
+use std::sync::atomic::AtomicPtr;
 use std::sync::OnceLock;
 
 /// Which data operation a `__tgt_target_data_*` call asks for.
@@ -44,6 +45,9 @@ pub(crate) enum InteropInit {
 pub(crate) struct Session {
     registry: Registry,
     runtime: OnceLock<Runtime>,
+    /// The next session in a thread's list of deferred shutdowns
+    /// (`lifecycle`); null otherwise.
+    pub(crate) next_deferred: AtomicPtr<Session>,
 }
 
 /// End the process for a fatal offload error, as LLVM's FATAL_MESSAGE does.
@@ -60,6 +64,7 @@ impl Session {
         Session {
             registry: Registry::new(),
             runtime: OnceLock::new(),
+            next_deferred: AtomicPtr::new(std::ptr::null_mut()),
         }
     }
 
@@ -67,7 +72,7 @@ impl Session {
     /// registration (from a library constructor, which already holds the
     /// dynamic loader's lock that dlopen takes).
     fn runtime(&self) -> &Runtime {
-        self.runtime.get_or_init(|| {
+        let runtime = self.runtime.get_or_init(|| {
             let mut config = Config::from_env();
             if host_env::target_offload_policy() == TargetOffloadPolicy::Disabled {
                 // LLVM 14 loads no plugin at all when offloading is disabled.
@@ -81,13 +86,17 @@ impl Session {
                 })
                 .expect("a runtime without plugins always builds")
             });
-            // `__tgt_register_requires` comes before the first registration.
-            let flags = self.registry.requires_flags();
-            if flags != requires::UNDEFINED {
-                runtime.set_requires_flags(flags);
-            }
             runtime
-        })
+        });
+        // `__tgt_register_requires` comes before the first registration,
+        // while no runtime exists (its flags then reach no plugin), and may
+        // race with this load on another thread: pass the recorded flags on
+        // at every registration (they are set once, so this is idempotent).
+        let flags = self.registry.requires_flags();
+        if flags != requires::UNDEFINED {
+            runtime.set_requires_flags(flags);
+        }
+        runtime
     }
 
     fn platform(&self) -> &dyn Platform {

@@ -135,3 +135,37 @@ fn api_calls_during_dlopen_and_dlclose_do_not_deadlock() {
     assert_eq!(out.value("wrong"), "0", "{out}");
     plugin.log().assert_every_alloc_freed_once();
 }
+
+/// The same cycles while another thread allocates and frees device memory
+/// on device 0: a block taken while the last dlclose decides to shut down
+/// must not be freed by that shutdown (the program frees it), so no block
+/// is ever deleted twice and nothing crashes.
+#[test]
+fn allocations_during_dlopen_and_dlclose_are_never_freed_twice() {
+    let scratch = Scratch::new("alloc-during-dlopen");
+    let lib = scratch.join("liboffload_sum.so");
+    let mut lib_flags = OFFLOAD.to_vec();
+    lib_flags.extend(["-shared", "-fPIC"]);
+    clang(&["offload_sum_lib.c"], &lib, &lib_flags, &[]);
+    let program = scratch.join("api_during_dlopen");
+    let mut libs = common::link_shim();
+    libs.extend(["-fopenmp".to_owned(), "-ldl".to_owned()]);
+    let libs: Vec<&str> = libs.iter().map(String::as_str).collect();
+    clang(
+        &["api_during_dlopen.c"],
+        &program,
+        &["-fopenmp", "-pthread"],
+        &libs,
+    );
+    let plugin = TestPlugin::new(&scratch, "plugin", &["devices=1"]);
+    let out = Run::new(&scratch, &program)
+        .arg(&lib)
+        .arg("alloc")
+        .plugin(&plugin)
+        .timeout(Duration::from_secs(30))
+        .run();
+    out.assert_success();
+    assert_eq!(out.value("wrong"), "0", "{out}");
+    assert_eq!(out.value("allocated_some"), "yes", "{out}");
+    plugin.log().assert_every_alloc_freed_once();
+}
