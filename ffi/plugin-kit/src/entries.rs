@@ -438,15 +438,24 @@ pub unsafe fn run_region<B: Backend>(
             let count = usize::try_from(num_args).map_err(|_| {
                 PluginError::InvalidArgument(format!("`num_args` is negative ({num_args})"))
             })?;
-            let mut values = Vec::with_capacity(count);
+            // The argument values, on the stack for common kernels: a launch
+            // allocates nothing here.
+            let mut inline = [ptr::null_mut::<c_void>(); crate::host::launch::INLINE_ARGS];
+            let mut heap = Vec::new();
+            let values: &mut [*mut c_void] = if count <= inline.len() {
+                &mut inline[..count]
+            } else {
+                heap.resize(count, ptr::null_mut());
+                &mut heap
+            };
             if count > 0 {
                 let args = non_null("args", args)?.as_ptr();
                 let offsets = non_null("offsets", offsets)?.as_ptr();
-                for i in 0..count {
-                    values.push((*args.add(i)).wrapping_byte_offset(*offsets.add(i)));
+                for (i, value) in values.iter_mut().enumerate() {
+                    *value = (*args.add(i)).wrapping_byte_offset(*offsets.add(i));
                 }
             }
-            live.backend().run_region(device, entry, &values, teams)
+            live.backend().run_region(device, entry, values, teams)
         })
     })
 }
