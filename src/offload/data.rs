@@ -61,12 +61,9 @@ impl<'a> Offload<'a> {
         device_id: i64,
         args: &MapArgs,
     ) -> Result<(), Fatal> {
-        let Some(dev) = self.check_device_and_ctors(device_id, loc)? else {
-            return Ok(());
-        };
-        self.info_kernel_arguments(loc, dev.id.into(), args, "Entering OpenMP data region");
-        let ok = self.data_begin(&dev, args, false).is_ok();
-        self.handle_target_outcome(ok, loc)
+        self.data_entry(loc, device_id, args, "Entering OpenMP data region", |dev| {
+            self.data_begin(dev, args, false)
+        })
     }
 
     /// `__tgt_target_data_end_mapper`: unmap on exit from `target data` /
@@ -80,11 +77,31 @@ impl<'a> Offload<'a> {
         device_id: i64,
         args: &MapArgs,
     ) -> Result<(), Fatal> {
+        self.data_entry(loc, device_id, args, "Exiting OpenMP data region", |dev| {
+            self.data_end(dev, args, false)
+        })
+    }
+
+    /// The common frame of the three `__tgt_target_data_*` entries, as
+    /// LLVM's interface.cpp has it: resolve the device (running pending
+    /// constructors), print the INFO argument list, run `op`, and turn its
+    /// outcome into LLVM's behaviour under the offload policy.
+    ///
+    /// # Safety
+    /// As [`Offload::target_data_begin`].
+    pub(crate) unsafe fn data_entry(
+        &self,
+        loc: *const Ident,
+        device_id: i64,
+        args: &MapArgs,
+        info_what: &str,
+        op: impl FnOnce(&DeviceCtx<'a>) -> Result<(), OffloadError>,
+    ) -> Result<(), Fatal> {
         let Some(dev) = self.check_device_and_ctors(device_id, loc)? else {
             return Ok(());
         };
-        self.info_kernel_arguments(loc, dev.id.into(), args, "Exiting OpenMP data region");
-        let ok = self.data_end(&dev, args, false).is_ok();
+        self.info_kernel_arguments(loc, dev.id.into(), args, info_what);
+        let ok = op(&dev).is_ok();
         self.handle_target_outcome(ok, loc)
     }
 

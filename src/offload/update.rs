@@ -35,12 +35,9 @@ impl<'a> Offload<'a> {
         device_id: i64,
         args: &MapArgs,
     ) -> Result<(), Fatal> {
-        let Some(dev) = self.check_device_and_ctors(device_id, loc)? else {
-            return Ok(());
-        };
-        self.info_kernel_arguments(loc, dev.id.into(), args, "Updating OpenMP data");
-        let ok = self.data_update(&dev, args, false).is_ok();
-        self.handle_target_outcome(ok, loc)
+        self.data_entry(loc, device_id, args, "Updating OpenMP data", |dev| {
+            self.data_update(dev, args, false)
+        })
     }
 
     /// LLVM's `targetDataUpdate`.
