@@ -97,20 +97,10 @@ fn pthreads_offload_concurrently_on_the_discovered_host_plugin() {
     assert!(!out.stderr.contains("FAILED"), "{out}");
 }
 
-/// One thread calls `omp_get_num_devices()` in a loop while the main
-/// thread dlopens, uses and dlcloses an offload library 50 times. LLVM 14
-/// runs it in well under a second.
-///
-/// Deadlocks today (lock-order inversion between the shim's lifecycle
-/// lock and the dynamic loader's lock): after a dlclose shut the runtime
-/// down, the querying thread creates the next one holding the lifecycle
-/// lock, and `Session::new` calls `dlsym`/`dlopen`, which wait for the
-/// loader lock; meanwhile the main thread's next `dlopen` holds the loader
-/// lock and runs the library's constructor, whose `__tgt_register_requires`
-/// / `__tgt_register_lib` wait for the lifecycle lock.
-#[test]
-fn api_calls_during_dlopen_and_dlclose_do_not_deadlock() {
-    let scratch = Scratch::new("api-during-dlopen");
+/// Build `api_during_dlopen.c` and the offload library it cycles, and run
+/// it (`mode` is its optional second argument) on a one-device test plugin.
+fn run_api_during_dlopen(label: &str, mode: Option<&str>) -> (common::Outcome, TestPlugin) {
+    let scratch = Scratch::new(label);
     let lib = scratch.join("liboffload_sum.so");
     let mut lib_flags = OFFLOAD.to_vec();
     lib_flags.extend(["-shared", "-fPIC"]);
@@ -126,11 +116,26 @@ fn api_calls_during_dlopen_and_dlclose_do_not_deadlock() {
         &libs,
     );
     let plugin = TestPlugin::new(&scratch, "plugin", &["devices=1"]);
-    let out = Run::new(&scratch, &program)
-        .arg(&lib)
-        .plugin(&plugin)
-        .timeout(Duration::from_secs(30))
-        .run();
+    let mut run = Run::new(&scratch, &program).arg(&lib);
+    if let Some(mode) = mode {
+        run = run.arg(mode);
+    }
+    let out = run.plugin(&plugin).timeout(Duration::from_secs(30)).run();
+    (out, plugin)
+}
+
+/// One thread calls `omp_get_num_devices()` in a loop while the main
+/// thread dlopens, uses and dlcloses an offload library 50 times. LLVM 14
+/// runs it in well under a second.
+///
+/// This deadlocked once (lock-order inversion between the shim's
+/// lifecycle lock and the dynamic loader's lock): the querying thread
+/// created the next runtime holding the lifecycle lock and dlopen'd the
+/// plugins, while the main thread's next `dlopen` held the loader lock and
+/// ran the library's constructor, which waited for the lifecycle lock.
+#[test]
+fn api_calls_during_dlopen_and_dlclose_do_not_deadlock() {
+    let (out, plugin) = run_api_during_dlopen("api-during-dlopen", None);
     out.assert_success();
     assert_eq!(out.value("wrong"), "0", "{out}");
     plugin.log().assert_every_alloc_freed_once();
@@ -142,28 +147,7 @@ fn api_calls_during_dlopen_and_dlclose_do_not_deadlock() {
 /// is ever deleted twice and nothing crashes.
 #[test]
 fn allocations_during_dlopen_and_dlclose_are_never_freed_twice() {
-    let scratch = Scratch::new("alloc-during-dlopen");
-    let lib = scratch.join("liboffload_sum.so");
-    let mut lib_flags = OFFLOAD.to_vec();
-    lib_flags.extend(["-shared", "-fPIC"]);
-    clang(&["offload_sum_lib.c"], &lib, &lib_flags, &[]);
-    let program = scratch.join("api_during_dlopen");
-    let mut libs = common::link_shim();
-    libs.extend(["-fopenmp".to_owned(), "-ldl".to_owned()]);
-    let libs: Vec<&str> = libs.iter().map(String::as_str).collect();
-    clang(
-        &["api_during_dlopen.c"],
-        &program,
-        &["-fopenmp", "-pthread"],
-        &libs,
-    );
-    let plugin = TestPlugin::new(&scratch, "plugin", &["devices=1"]);
-    let out = Run::new(&scratch, &program)
-        .arg(&lib)
-        .arg("alloc")
-        .plugin(&plugin)
-        .timeout(Duration::from_secs(30))
-        .run();
+    let (out, plugin) = run_api_during_dlopen("alloc-during-dlopen", Some("alloc"));
     out.assert_success();
     assert_eq!(out.value("wrong"), "0", "{out}");
     assert_eq!(out.value("allocated_some"), "yes", "{out}");
