@@ -1,0 +1,348 @@
+//! The process-wide lifecycle of the C shim's session, as one explicit
+//! state machine.
+//!
+//! # States
+//!
+//! ```text
+//!            first call              close (process exit)
+//!   Empty ───────────────▶ Live(S) ───────────────────────▶ Closed
+//!     ▲  (session created,          │ no reader left: S is handed back
+//!     │   published once)           │   for a full teardown (Idle)
+//!     │                             │ readers left: S stays in the slot,
+//!     │                             │   and handed out for a partial
+//!     │                             │   teardown (InUse); finish_left
+//!     │                             │   hands it back once none remains
+//!     └── (never: a closed lifecycle stays closed)
+//! ```
+//!
+//! # Events and who may wait
+//!
+//! | event | what happens | waits? |
+//! |---|---|---|
+//! | a call (API, register, unregister) | [`Lifecycle::enter`]: count a reader, check the closed bit, use the published session (create and publish one if none) | never |
+//! | a call returns (or is unwound) | the [`Reader`] is dropped: one reader less | never |
+//! | process exit, from any thread, inside a kernel or not | [`Lifecycle::close`]: set the closed bit and read the readers in the same atomic step; no reader: the session for a full teardown; readers: a partial one, the rest left to the OS | spins at most [`CLOSE_SPINS`] yields for callers that are only backing out; never for a call |
+//! | fork, in the child | [`Lifecycle::after_fork_in_child`]: readers of other parent threads become phantoms (they never leave; the child's teardown leaves what they may hold) | never |
+//! | a call after close | [`Entered::Closed`]: the shim parks other threads (the process is ending) and serves the closing thread without a session | the caller decides |
+//!
+//! Plugin death (a plugin finalized before the runtime) is not a state here:
+//! the runtime's `Plugin` refuses calls into a dead plugin (DESIGN.md).
+//!
+//! # Invariants (checked by the loom model in `tests/loom.rs`)
+//!
+//! * A session is handed out for a full teardown at most once, and only
+//!   when no reader holds it; so nothing of it is freed twice and no call
+//!   reaches its plugins after their deinit.
+//! * A reader's session stays valid until the reader is dropped.
+//! * `close` never waits for a reader: a reader that never leaves (a
+//!   thread blocked in a kernel, or the closing thread's own call that
+//!   called `exit`) makes the teardown partial, not late.
+//! * No session created is lost: each is published, discarded unused, or
+//!   handed back (full teardown) or left (partial) at close.
+
+#![deny(unsafe_op_in_unsafe_fn)]
+
+mod sync;
+
+use std::ptr;
+use std::sync::atomic::Ordering::SeqCst;
+use sync::{yield_now, AtomicPtr, AtomicUsize};
+
+/// The top bit of the state word: closed. The other bits count readers.
+const CLOSED: usize = 1 << (usize::BITS - 1);
+const READERS: usize = !CLOSED;
+
+/// How many times [`Lifecycle::close`] yields for callers that counted
+/// themselves just before the close and are backing out (a few
+/// microseconds; never a wait for a call in progress).
+#[cfg(not(loom))]
+pub const CLOSE_SPINS: usize = 64;
+/// Fewer under the model: each yield multiplies the interleavings.
+#[cfg(loom)]
+pub const CLOSE_SPINS: usize = 2;
+
+/// The state machine. One `static` of it in the shim.
+pub struct Lifecycle<S> {
+    /// [`CLOSED`] | number of readers.
+    state: AtomicUsize,
+    /// The live session, or null. Owned by the lifecycle (a `Box<S>`).
+    slot: AtomicPtr<S>,
+    /// Readers inherited by a fork child from the parent's other threads:
+    /// they never leave, and may hold any lock they held at the fork.
+    phantoms: AtomicUsize,
+    /// The id of the thread that closed the lifecycle (0: open).
+    closer: AtomicUsize,
+}
+
+// SAFETY: the session is shared between threads by design (`S: Sync`) and
+// handed to exactly one owner for its teardown (`S: Send`).
+unsafe impl<S: Send + Sync> Sync for Lifecycle<S> {}
+unsafe impl<S: Send + Sync> Send for Lifecycle<S> {}
+
+/// A call in progress: the session it may use until dropped.
+pub struct Reader<'a, S> {
+    lifecycle: &'a Lifecycle<S>,
+    session: &'a S,
+}
+
+impl<S> std::ops::Deref for Reader<'_, S> {
+    type Target = S;
+    fn deref(&self) -> &S {
+        self.session
+    }
+}
+
+impl<S> Drop for Reader<'_, S> {
+    fn drop(&mut self) {
+        self.lifecycle.state.fetch_sub(1, SeqCst);
+    }
+}
+
+/// What [`Lifecycle::enter`] found.
+pub enum Entered<'a, S> {
+    Open(Reader<'a, S>),
+    /// Closed at exit. `by_this_thread`: the caller is the thread that
+    /// closed it (it runs the rest of the process's finalizers).
+    Closed {
+        by_this_thread: bool,
+    },
+}
+
+/// What [`Lifecycle::close`] decided.
+pub enum Closing<'a, S> {
+    /// Closed before, by this or another thread.
+    AlreadyClosed,
+    /// Closed; there was no session.
+    Empty,
+    /// Closed with no reader left: the caller owns the session and tears it
+    /// down completely.
+    Idle(Box<S>),
+    /// Closed while calls were in flight (`readers`, this thread's own
+    /// included) or phantoms of a fork remained: the caller may release
+    /// what no call can be using, and must leave the rest. The session
+    /// stays allocated (left for [`Lifecycle::finish_left`]); `None` if a
+    /// reader is still creating it.
+    InUse {
+        session: Option<&'a S>,
+        readers: usize,
+        own: usize,
+        phantoms: usize,
+    },
+}
+
+impl<S> Lifecycle<S> {
+    /// An open lifecycle without a session.
+    #[cfg(not(loom))]
+    pub const fn new() -> Self {
+        Lifecycle {
+            state: AtomicUsize::new(0),
+            slot: AtomicPtr::new(ptr::null_mut()),
+            phantoms: AtomicUsize::new(0),
+            closer: AtomicUsize::new(0),
+        }
+    }
+
+    /// An open lifecycle without a session.
+    #[cfg(loom)]
+    pub fn new() -> Self {
+        Lifecycle {
+            state: AtomicUsize::new(0),
+            slot: AtomicPtr::new(ptr::null_mut()),
+            phantoms: AtomicUsize::new(0),
+            closer: AtomicUsize::new(0),
+        }
+    }
+
+    /// Start a call: count a reader, then (if still open) use the live
+    /// session, creating it with `create` if there is none. Two threads may
+    /// both create one; the first to publish wins, and the other's is
+    /// dropped unused (`create` must therefore be cheap and load nothing).
+    /// `me` identifies the calling thread (non-zero).
+    pub fn enter(&self, me: usize, create: impl Fn() -> Box<S>) -> Entered<'_, S> {
+        let before = self.state.fetch_add(1, SeqCst);
+        if before & CLOSED != 0 {
+            self.state.fetch_sub(1, SeqCst);
+            return Entered::Closed {
+                by_this_thread: self.closer.load(SeqCst) == me,
+            };
+        }
+        let mut p = self.slot.load(SeqCst);
+        if p.is_null() {
+            let fresh = Box::into_raw(create());
+            p = match self
+                .slot
+                .compare_exchange(ptr::null_mut(), fresh, SeqCst, SeqCst)
+            {
+                Ok(_) => fresh,
+                Err(winner) => {
+                    // SAFETY: `fresh` was never published: ours alone.
+                    drop(unsafe { Box::from_raw(fresh) });
+                    winner
+                }
+            };
+        }
+        // SAFETY: we are a reader of an open lifecycle: `close` neither
+        // frees nor hands out a session while a reader is counted, and a
+        // session leaves the slot only by `close`.
+        Entered::Open(Reader {
+            lifecycle: self,
+            session: unsafe { &*p },
+        })
+    }
+
+    /// Close at process exit (or when the shim itself is unloaded), from
+    /// the thread `me`, which has `own` calls of its own in flight (an
+    /// `exit` inside a kernel). Never waits for a call.
+    pub fn close(&self, me: usize, own: usize) -> Closing<'_, S> {
+        let before = self.state.fetch_or(CLOSED, SeqCst);
+        if before & CLOSED != 0 {
+            return Closing::AlreadyClosed;
+        }
+        self.closer.store(me, SeqCst);
+        // No reader can enter from here on: readers only go. A reader that
+        // entered before the close may still publish a session it created,
+        // so the slot is read only once no reader is left, or else left to
+        // `finish_left`.
+        let mut readers = self.state.load(SeqCst) & READERS;
+        for _ in 0..CLOSE_SPINS {
+            if readers <= own {
+                break;
+            }
+            yield_now();
+            readers = self.state.load(SeqCst) & READERS;
+        }
+        let phantoms = self.phantoms.load(SeqCst);
+        if readers == 0 && phantoms == 0 {
+            let p = self.slot.swap(ptr::null_mut(), SeqCst);
+            if p.is_null() {
+                return Closing::Empty;
+            }
+            // SAFETY: closed and no reader: nobody can reach it but us.
+            return Closing::Idle(unsafe { Box::from_raw(p) });
+        }
+        // SAFETY: a published session stays allocated until finish_left,
+        // which needs no reader left.
+        Closing::InUse {
+            session: unsafe { self.slot.load(SeqCst).as_ref() },
+            readers,
+            own,
+            phantoms,
+        }
+    }
+
+    /// The session closed in use, once no reader (nor phantom) remains: the
+    /// caller owns it and finishes its teardown. `None` if there is none or
+    /// it is still in use.
+    pub fn finish_left(&self) -> Option<Box<S>> {
+        if self.state.load(SeqCst) & CLOSED == 0
+            || self.state.load(SeqCst) & READERS != 0
+            || self.phantoms.load(SeqCst) != 0
+        {
+            return None;
+        }
+        let p = self.slot.swap(ptr::null_mut(), SeqCst);
+        // SAFETY: closed (nobody enters) and no reader: ours alone.
+        (!p.is_null()).then(|| unsafe { Box::from_raw(p) })
+    }
+
+    /// In a fork child, from the forking thread with `own` calls in flight:
+    /// the parent's other readers are gone and will never leave; count
+    /// them as phantoms. Nothing ever waits for them.
+    pub fn after_fork_in_child(&self, own: usize) {
+        let readers = self.state.load(SeqCst) & READERS;
+        let gone = readers.saturating_sub(own);
+        self.phantoms.fetch_add(gone, SeqCst);
+        self.state.fetch_sub(gone, SeqCst);
+    }
+
+    /// Readers counted now (a snapshot, for reports).
+    pub fn readers(&self) -> usize {
+        self.state.load(SeqCst) & READERS
+    }
+
+    /// Phantom readers inherited at a fork.
+    pub fn phantoms(&self) -> usize {
+        self.phantoms.load(SeqCst)
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.state.load(SeqCst) & CLOSED != 0
+    }
+}
+
+#[cfg(not(loom))]
+impl<S> Default for Lifecycle<S> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reader_keeps_the_session_and_close_leaves_it_in_use() {
+        let lc: Lifecycle<u32> = Lifecycle::new();
+        let Entered::Open(reader) = lc.enter(1, || Box::new(7)) else {
+            panic!("open")
+        };
+        assert_eq!(*reader, 7);
+        match lc.close(2, 0) {
+            Closing::InUse {
+                session, readers, ..
+            } => {
+                assert_eq!(session.copied(), Some(7));
+                assert_eq!(readers, 1);
+            }
+            _ => panic!("in use"),
+        }
+        assert!(lc.finish_left().is_none());
+        drop(reader);
+        assert_eq!(lc.finish_left().as_deref(), Some(&7));
+        assert!(lc.finish_left().is_none());
+        assert!(matches!(lc.close(2, 0), Closing::AlreadyClosed));
+        assert!(matches!(
+            lc.enter(2, || Box::new(0)),
+            Entered::Closed {
+                by_this_thread: true
+            }
+        ));
+        assert!(matches!(
+            lc.enter(3, || Box::new(0)),
+            Entered::Closed {
+                by_this_thread: false
+            }
+        ));
+    }
+
+    #[test]
+    fn an_idle_session_is_handed_back_once() {
+        let lc: Lifecycle<u32> = Lifecycle::new();
+        drop(lc.enter(1, || Box::new(5)));
+        let Closing::Idle(s) = lc.close(1, 0) else {
+            panic!("idle")
+        };
+        assert_eq!(*s, 5);
+        assert!(lc.finish_left().is_none());
+    }
+
+    #[test]
+    fn a_fork_child_counts_the_other_threads_as_phantoms() {
+        let lc: Lifecycle<u32> = Lifecycle::new();
+        let mine = lc.enter(1, || Box::new(1));
+        let theirs = lc.enter(2, || Box::new(1));
+        std::mem::forget(theirs); // the thread does not exist in the child
+        lc.after_fork_in_child(1);
+        assert_eq!((lc.readers(), lc.phantoms()), (1, 1));
+        drop(mine);
+        assert!(matches!(lc.close(1, 0), Closing::InUse { phantoms: 1, .. }));
+        assert!(lc.finish_left().is_none());
+    }
+
+    #[test]
+    fn closing_without_a_session_is_empty() {
+        let lc: Lifecycle<u32> = Lifecycle::new();
+        assert!(matches!(lc.close(1, 0), Closing::Empty));
+    }
+}

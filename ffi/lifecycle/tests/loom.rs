@@ -1,0 +1,202 @@
+//! The loom model of the shim's lifecycle (`RUSTFLAGS="--cfg loom" cargo
+//! test -p omptarget-lifecycle --test loom --release`; a step of `cargo
+//! xtask test`). Every interleaving of the threads below is explored.
+//!
+//! The session is a model of what the shim's session guards: a plugin that
+//! is deinitialised by a full teardown, and a count of its frees. Checked:
+//! * nothing is freed twice (a session is torn down at most once, and the
+//!   drop count equals the creation count at the end);
+//! * no call reaches a plugin after its deinit (a reader never sees it);
+//! * exit never waits for a thread that cannot finish (a reader that never
+//!   leaves, as a thread blocked in a kernel: `close` still returns).
+#![cfg(loom)]
+
+use loom::sync::atomic::{AtomicBool, AtomicUsize};
+use loom::thread;
+use omptarget_lifecycle::{Closing, Entered, Lifecycle};
+use std::sync::atomic::Ordering::SeqCst;
+use std::sync::Arc;
+
+/// Every interleaving with up to 3 preemptions (loom's advice for models
+/// of this size: the bugs it finds need few).
+fn model(f: impl Fn() + Sync + Send + 'static) {
+    let mut builder = loom::model::Builder::new();
+    builder.preemption_bound = Some(3);
+    builder.check(f);
+}
+
+/// Counts of sessions created and dropped across a model run.
+#[derive(Default)]
+struct Counts {
+    created: AtomicUsize,
+    dropped: AtomicUsize,
+    torn_down: AtomicUsize,
+}
+
+struct Session {
+    counts: Arc<Counts>,
+    plugin_deinit: AtomicBool,
+}
+
+impl Session {
+    fn new(counts: &Arc<Counts>) -> Box<Session> {
+        counts.created.fetch_add(1, SeqCst);
+        Box::new(Session {
+            counts: counts.clone(),
+            plugin_deinit: AtomicBool::new(false),
+        })
+    }
+
+    /// A call into the plugin: must never happen after its deinit.
+    fn call_plugin(&self) {
+        assert!(
+            !self.plugin_deinit.load(SeqCst),
+            "a call reached a deinitialised plugin"
+        );
+    }
+
+    fn full_teardown(self: Box<Self>) {
+        assert!(!self.plugin_deinit.swap(true, SeqCst), "torn down twice");
+        self.counts.torn_down.fetch_add(1, SeqCst);
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        self.counts.dropped.fetch_add(1, SeqCst);
+    }
+}
+
+/// Close as the shim does at exit: a full teardown when idle; when in use,
+/// a partial one (no deinit) now and the rest once the readers are gone.
+fn close(lc: &Lifecycle<Session>, me: usize, own: usize) {
+    match lc.close(me, own) {
+        Closing::Idle(s) => s.full_teardown(),
+        Closing::InUse { session, .. } => session.into_iter().for_each(Session::call_plugin), // drain caches only
+        Closing::AlreadyClosed | Closing::Empty => {}
+    }
+}
+
+fn finish(lc: &Lifecycle<Session>, counts: &Counts) {
+    if let Some(s) = lc.finish_left() {
+        s.full_teardown();
+    }
+    // Everything created was torn down exactly once or dropped unused.
+    assert_eq!(counts.created.load(SeqCst), counts.dropped.load(SeqCst));
+    assert!(counts.torn_down.load(SeqCst) <= 1);
+}
+
+/// API calls racing each other's session creation and an exit on a third
+/// thread.
+#[test]
+fn calls_racing_creation_and_exit() {
+    model(|| {
+        let counts = Arc::new(Counts::default());
+        let lc = Arc::new(Lifecycle::<Session>::new());
+        let callers: Vec<_> = (1..=2)
+            .map(|me| {
+                let (lc, counts) = (lc.clone(), counts.clone());
+                thread::spawn(move || {
+                    if let Entered::Open(reader) = lc.enter(me, || Session::new(&counts)) {
+                        reader.call_plugin();
+                    }
+                })
+            })
+            .collect();
+        close(&lc, 3, 0);
+        for c in callers {
+            c.join().unwrap();
+        }
+        finish(&lc, &counts);
+    });
+}
+
+/// Registrations and unregistrations are calls like any other (they enter
+/// as readers): two of them in sequence on one thread, racing an exit and
+/// an allocation-and-free on another.
+#[test]
+fn registrations_and_frees_racing_exit() {
+    model(|| {
+        let counts = Arc::new(Counts::default());
+        let lc = Arc::new(Lifecycle::<Session>::new());
+        let registrar = {
+            let (lc, counts) = (lc.clone(), counts.clone());
+            thread::spawn(move || {
+                for _ in 0..2 {
+                    if let Entered::Open(r) = lc.enter(1, || Session::new(&counts)) {
+                        r.call_plugin();
+                    }
+                }
+            })
+        };
+        let freer = {
+            let (lc, counts) = (lc.clone(), counts.clone());
+            thread::spawn(move || {
+                if let Entered::Open(r) = lc.enter(2, || Session::new(&counts)) {
+                    r.call_plugin(); // alloc
+                    r.call_plugin(); // free
+                }
+            })
+        };
+        close(&lc, 3, 0);
+        registrar.join().unwrap();
+        freer.join().unwrap();
+        finish(&lc, &counts);
+    });
+}
+
+/// A thread that never leaves its call (blocked in a kernel) while another
+/// exits: `close` returns (partial teardown), and the session is never torn
+/// down under the blocked call.
+#[test]
+fn exit_never_waits_for_a_call_that_cannot_finish() {
+    model(|| {
+        let counts = Arc::new(Counts::default());
+        let lc = Arc::new(Lifecycle::<Session>::new());
+        let entered = Arc::new(AtomicBool::new(false));
+        let kernel = {
+            let (lc, counts, entered) = (lc.clone(), counts.clone(), entered.clone());
+            thread::spawn(move || {
+                if let Entered::Open(r) = lc.enter(1, || Session::new(&counts)) {
+                    entered.store(true, SeqCst);
+                    r.call_plugin();
+                    std::mem::forget(r); // never returns from the kernel
+                }
+            })
+        };
+        kernel.join().unwrap();
+        let was_in = entered.load(SeqCst);
+        let closed_in_use = matches!(lc.close(2, 0), Closing::InUse { .. });
+        assert_eq!(was_in, closed_in_use);
+        assert!(lc.finish_left().is_none() || !was_in);
+    });
+}
+
+/// `exit` called from inside a kernel: the closing thread's own call is in
+/// flight, so the teardown is partial (its plugin is in use up its own
+/// stack) while another thread's call races.
+#[test]
+fn exit_from_inside_a_call() {
+    model(|| {
+        let counts = Arc::new(Counts::default());
+        let lc = Arc::new(Lifecycle::<Session>::new());
+        let other = {
+            let (lc, counts) = (lc.clone(), counts.clone());
+            thread::spawn(move || {
+                if let Entered::Open(r) = lc.enter(2, || Session::new(&counts)) {
+                    r.call_plugin();
+                }
+            })
+        };
+        if let Entered::Open(r) = lc.enter(1, || Session::new(&counts)) {
+            match lc.close(1, 1) {
+                Closing::InUse { own, .. } => assert_eq!(own, 1),
+                _ => panic!("our own call is in flight"),
+            }
+            r.call_plugin();
+            std::mem::forget(r); // exit() does not return
+        }
+        other.join().unwrap();
+        assert!(lc.finish_left().is_none(), "our own call never left");
+    });
+}
