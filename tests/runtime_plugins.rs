@@ -284,3 +284,57 @@ fn a_library_used_by_a_live_runtime_is_skipped_by_another() {
     assert_eq!(third.device_count(), 1, "{:?}", third.skipped_plugins());
     assert!(third.shutdown().is_clean());
 }
+
+/// A plugin claiming 2^30 devices is skipped with the reason before any
+/// per-device state exists (LLVM 14 aborts allocating for them); the
+/// plugins around it still load and number their devices from 0.
+#[test]
+fn a_plugin_claiming_two_to_the_thirty_devices_is_skipped_with_the_reason() {
+    let before = common::test_plugin("devices=1\n");
+    let huge = common::test_plugin("devices=1\nclaimed_devices=1073741824\n");
+    let after = common::test_plugin("devices=2\n");
+    let paths = [&before.path, &huge.path, &after.path];
+    let runtime = Runtime::new(Config::default().with_plugins(paths)).unwrap();
+
+    let skipped = runtime.skipped_plugins();
+    assert_eq!(skipped.len(), 1, "{skipped:?}");
+    assert_eq!(skipped[0].path, huge.path);
+    assert_eq!(
+        skipped[0].reason,
+        SkipReason::TooManyDevices {
+            reported: 1 << 30,
+            // One device is numbered already.
+            room: omptarget::plugin::MAX_DEVICES - 1,
+        }
+    );
+    let text = skipped[0].to_string();
+    assert!(text.contains("reports 1073741824 devices"), "{text}");
+    assert_eq!(
+        skipped[0].undone,
+        [
+            ("deinit_plugin", StepOutcome::Done),
+            ("close", StepOutcome::Done)
+        ]
+    );
+    assert_eq!(
+        huge.log_calls(),
+        [
+            "register_destruction_cb",
+            "init_plugin",
+            "number_of_devices",
+            "deinit_plugin",
+            "fini"
+        ]
+    );
+    assert_eq!(runtime.device_count(), 3);
+    let plugins = runtime.plugins();
+    assert_eq!(plugins[0].path, before.path);
+    assert_eq!(plugins[1].path, after.path);
+    for id in 0..3 {
+        let device = runtime.device(id).unwrap();
+        let p = device.alloc(8, null_mut(), AllocKind::Default).unwrap();
+        device.free(p).unwrap();
+    }
+    let report = runtime.shutdown();
+    assert!(report.is_clean(), "{report}");
+}

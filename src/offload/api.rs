@@ -9,8 +9,11 @@
 //!   there, wrap around the address space (LLVM adds with wrapping
 //!   arithmetic, so an offset of `(size_t)-8` writes before the block):
 //!   LLVM's "invalid arguments" error, `OFFLOAD_FAIL`;
-//! * `omp_target_memcpy_rect` whose offset and size products wrap: the
-//!   same, checked for the whole copy before anything is copied;
+//! * `omp_target_memcpy_rect` whose offset and size products wrap, or
+//!   whose block runs past the array in some dimension (`offsets[d] +
+//!   volume[d] > dimensions[d]`, on either side: LLVM 14 copies outside
+//!   the arrays and typically crashes): the same, checked for the whole
+//!   copy before anything is copied;
 //! * `omp_target_free` of a pointer the device did not allocate (or freed
 //!   already): LLVM passes it to the plugin's free (undefined behaviour);
 //!   we free nothing and print a `Libomptarget error:` line of our own.
@@ -220,9 +223,11 @@ impl<'a> Offload<'a> {
     }
 
     /// `omp_target_memcpy_rect`: with both pointers null, the number of
-    /// dimensions supported (`INT_MAX`); else 0 or a failure code. Offsets
-    /// and sizes whose products or sums wrap around the address space are
-    /// invalid arguments, refused before anything is copied.
+    /// dimensions supported (`INT_MAX`); else 0 or a failure code. A block
+    /// that does not fit in either array (`offsets[d] + volume[d] >
+    /// dimensions[d]` for some `d`), and offsets and sizes whose products
+    /// or sums wrap around the address space, are invalid arguments,
+    /// refused before anything is copied.
     ///
     /// # Safety
     /// The arrays hold `num_dims` elements and describe memory of the
@@ -416,9 +421,11 @@ struct RectSide<'s> {
 }
 
 impl<'s> RectSide<'s> {
-    /// `None` if a stride, an offset or the end of the copied block
-    /// (`volume` elements from `offsets`, none of them 0) overflows.
-    /// `dimensions[0]` is not used, as in LLVM.
+    /// `None` if the copied block (`volume` elements from `offsets`, none
+    /// of them 0) does not fit in `dimensions` in some dimension, or a
+    /// stride, an offset or the block's end overflows. LLVM 14 checks
+    /// neither and copies outside the array; `dimensions[0]` only bounds
+    /// the block (it is no stride factor, as in LLVM).
     fn new(
         base: usize,
         element_size: usize,
@@ -434,6 +441,11 @@ impl<'s> RectSide<'s> {
         let mut end = element_size;
         for d in (0..volume.len()).rev() {
             strides[d] = stride;
+            // Outside the array: one row would spill into the next (or
+            // past the end), so the caller's rectangle is not what it said.
+            if offsets[d].checked_add(volume[d])? > dimensions[d] {
+                return None;
+            }
             let last_index = offsets[d].checked_add(volume[d] - 1)?;
             end = end.checked_add(last_index.checked_mul(stride)?)?;
             if d > 0 {
@@ -474,5 +486,20 @@ mod tests {
         assert!(RectSide::new(usize::MAX - end + 1, 4, &volume, &[1, 2], &[99, 6], 0).is_none());
         assert!(RectSide::new(0, 4, &volume, &[usize::MAX, 0], &[1, 6], 0).is_none());
         assert!(RectSide::new(0, 4, &volume, &[0, 0], &[1, usize::MAX], 0).is_none());
+    }
+
+    #[test]
+    fn rect_blocks_outside_the_array_are_refused() {
+        let volume = [2, 3];
+        // Exactly fits: rows 1..3 of 3, columns 3..6 of 6.
+        assert!(RectSide::new(0x1000, 4, &volume, &[1, 3], &[3, 6], 0).is_some());
+        // One column too far (would spill into the next row).
+        assert!(RectSide::new(0x1000, 4, &volume, &[1, 4], &[3, 6], 0).is_none());
+        // One row too far (past the end of the array).
+        assert!(RectSide::new(0x1000, 4, &volume, &[2, 3], &[3, 6], 0).is_none());
+        // The volume alone is larger than a dimension.
+        assert!(RectSide::new(0x1000, 4, &[1, 7], &[0, 0], &[3, 6], 0).is_none());
+        // offset + volume wraps around.
+        assert!(RectSide::new(0x1000, 4, &volume, &[0, usize::MAX], &[3, 6], 0).is_none());
     }
 }

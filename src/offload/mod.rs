@@ -9,6 +9,13 @@
 //! Printing goes through [`HostEnv::emit`]; fatal errors come back as
 //! [`Fatal`] for the shim to print and abort with.
 //!
+//! Deliberate differences: where LLVM 14 goes on with bad input and
+//! crashes or corrupts memory (wrapping `omp_target_memcpy` offsets,
+//! `omp_target_memcpy_rect` blocks larger than their arrays, frees of
+//! foreign pointers, null argument arrays), we refuse it with an error and
+//! copy nothing; each is listed where it is handled (`api`'s module docs
+//! for the `omp_target_*` calls) and in `tests/c/README.md`.
+//!
 //! # For the shim
 //!
 //! Keep one [`Registry`] next to the `Runtime` (not inside it: the registry

@@ -1435,6 +1435,63 @@ fn memcpy_rect_products_that_wrap_around_are_invalid_arguments() {
     assert_eq!(w.stderr(), RECT_INVALID.repeat(3));
 }
 
+/// A block that does not fit in the array it is copied to or from
+/// (`offsets[d] + volume[d] > dimensions[d]`) is refused before anything
+/// is copied, even where its first rows would fit (LLVM 14 copies them,
+/// then runs off the array).
+#[test]
+fn memcpy_rect_blocks_larger_than_the_arrays_are_invalid_arguments() {
+    let (w, _bin) = one_kernel_world(1);
+    let off = w.off();
+    let host = off.initial_device();
+    let d = off.target_alloc(64, 0, AllocKind::Default); // 4x4 ints
+    let src = [5u32; 16];
+    let mut back = [0u32; 16];
+    let dims = [4usize, 4];
+    let zeros = [0usize; 2];
+    let rect = |dst: *mut c_void,
+                src: *const c_void,
+                volume: [usize; 2],
+                dst_off: [usize; 2],
+                src_off: [usize; 2],
+                dst_dev: i32,
+                src_dev: i32| unsafe {
+        off.target_memcpy_rect(
+            dst,
+            src,
+            4,
+            2,
+            volume.as_ptr(),
+            dst_off.as_ptr(),
+            src_off.as_ptr(),
+            dims.as_ptr(),
+            dims.as_ptr(),
+            dst_dev,
+            src_dev,
+        )
+    };
+    let s = src.as_ptr() as *const c_void;
+    let b = back.as_mut_ptr() as *mut c_void;
+    // Destination: rows 2..5 of 4; columns 1..5 of 4; volume > dimension.
+    assert_eq!(rect(d, s, [3, 2], [2, 0], [0, 0], 0, host), -1);
+    assert_eq!(rect(d, s, [2, 4], [0, 1], [0, 0], 0, host), -1);
+    assert_eq!(rect(d, s, [5, 1], zeros, zeros, 0, host), -1);
+    // Source: the same on the device side of a copy back.
+    assert_eq!(rect(b, d, [3, 2], [0, 0], [2, 0], host, 0), -1);
+    assert_eq!(rect(b, d, [1, 5], zeros, zeros, host, 0), -1);
+    unsafe {
+        assert_eq!(std::slice::from_raw_parts(d as *const u8, 64), &[0u8; 64]);
+    }
+    assert_eq!(back, [0u32; 16]);
+    // The largest block that fits still copies.
+    assert_eq!(rect(d, s, [2, 2], [2, 2], [0, 0], 0, host), 0);
+    unsafe {
+        assert_eq!(*(d as *const u32).add(15), 5);
+        off.target_free(d, 0);
+    }
+    assert_eq!(w.stderr(), RECT_INVALID.repeat(5));
+}
+
 /// A 3-dimensional sub-block, checked element by element against the
 /// obvious loop nest; a zero volume copies nothing and succeeds.
 #[test]

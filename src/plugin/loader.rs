@@ -14,6 +14,15 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI64};
 use std::sync::{Arc, Mutex};
 
+/// Most devices one plugin may have. Far above any real machine, far
+/// below what would make per-device bookkeeping (a few hundred bytes per
+/// device, allocated at load) a problem; a plugin reporting more is
+/// broken or hostile, and is skipped rather than trusted.
+pub const MAX_DEVICES_PER_PLUGIN: usize = 1 << 16;
+/// Most devices of one runtime, all plugins together (device numbers are C
+/// `int`s; this keeps them far inside).
+pub const MAX_DEVICES: usize = 1 << 16;
+
 /// Why a plugin was not used.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -26,6 +35,10 @@ pub enum SkipReason {
     InitPluginFailed(i32),
     /// `__tgt_rtl_number_of_devices` returned this (0 or less).
     NoDevices(i32),
+    /// `__tgt_rtl_number_of_devices` returned more than a plugin may have
+    /// ([`MAX_DEVICES_PER_PLUGIN`]), or more than the runtime has room
+    /// left for ([`MAX_DEVICES`] in all): `reported` devices, `room` left.
+    TooManyDevices { reported: i32, room: usize },
     /// The plugin called its destruction callback while being loaded.
     DestroyedDuringLoad,
     /// Another live `Runtime` in this process already uses this library
@@ -45,6 +58,10 @@ impl fmt::Display for SkipReason {
             }
             SkipReason::InitPluginFailed(code) => write!(f, "init_plugin failed with {code}"),
             SkipReason::NoDevices(n) => write!(f, "reports {n} devices"),
+            SkipReason::TooManyDevices { reported, room } => write!(
+                f,
+                "reports {reported} devices, more than the {room} this runtime can still number (at most {MAX_DEVICES_PER_PLUGIN} per plugin, {MAX_DEVICES} in all)"
+            ),
             SkipReason::DestroyedDuringLoad => write!(f, "destroyed itself while loading"),
             SkipReason::Interrupted => write!(f, "loading was interrupted"),
             SkipReason::InUseByAnotherRuntime => write!(
@@ -82,7 +99,7 @@ pub fn load_all(paths: &[PathBuf]) -> (Vec<Arc<Plugin>>, Vec<SkippedPlugin>) {
     let mut skipped = Vec::new();
     let mut next_device = 0;
     for path in paths {
-        match load(path, next_device) {
+        match load(path, next_device, device_room(next_device)) {
             Ok(plugin) => {
                 tracing::debug!(
                     plugin = %plugin.name,
@@ -95,11 +112,25 @@ pub fn load_all(paths: &[PathBuf]) -> (Vec<Arc<Plugin>>, Vec<SkippedPlugin>) {
             }
             Err(skip) => {
                 tracing::warn!(plugin = %path.display(), "skipping plugin: {}", skip);
+                if matches!(skip.reason, SkipReason::TooManyDevices { .. }) {
+                    // A broken plugin the user should hear of even without
+                    // debug output: LLVM 14 would abort on it.
+                    use std::io::Write;
+                    let _ = writeln!(
+                        std::io::stderr(),
+                        "Libomptarget warning: skipping plugin {skip}"
+                    );
+                }
                 skipped.push(skip);
             }
         }
     }
     (loaded, skipped)
+}
+
+/// How many devices the next plugin may have when `used` are numbered.
+fn device_room(used: usize) -> usize {
+    MAX_DEVICES_PER_PLUGIN.min(MAX_DEVICES.saturating_sub(used))
 }
 
 /// What has been set up so far; undone in reverse unless disarmed.
@@ -153,8 +184,9 @@ impl Partial {
     }
 }
 
-/// Load one plugin; its devices will be numbered from `first_device`.
-fn load(path: &Path, first_device: usize) -> Result<Plugin, SkippedPlugin> {
+/// Load one plugin; its devices will be numbered from `first_device`, and
+/// it may have at most `room` of them.
+fn load(path: &Path, first_device: usize, room: usize) -> Result<Plugin, SkippedPlugin> {
     let skip_unopened = |reason| SkippedPlugin {
         path: path.to_path_buf(),
         reason,
@@ -247,6 +279,15 @@ fn load(path: &Path, first_device: usize) -> Result<Plugin, SkippedPlugin> {
     let devices = unsafe { (entries.number_of_devices)() };
     if devices <= 0 {
         return Err(ScopeGuard::into_inner(partial).undo(SkipReason::NoDevices(devices)));
+    }
+    // Before anything is allocated per device (LLVM 14 resizes its device
+    // table to the count and aborts on 2^30).
+    if devices as usize > room {
+        let reason = SkipReason::TooManyDevices {
+            reported: devices,
+            room,
+        };
+        return Err(ScopeGuard::into_inner(partial).undo(reason));
     }
 
     let name = path

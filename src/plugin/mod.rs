@@ -23,7 +23,7 @@ use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 
 pub use discovery::DEFAULT_PLUGIN_NAMES;
-pub use loader::{SkipReason, SkippedPlugin};
+pub use loader::{SkipReason, SkippedPlugin, MAX_DEVICES, MAX_DEVICES_PER_PLUGIN};
 
 /// One loaded plugin library. Owned by the runtime (shared with its
 /// devices); closed only by the runtime's teardown.

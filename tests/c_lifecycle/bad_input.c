@@ -81,6 +81,29 @@ int main(void) {
          omp_target_memcpy_rect(d, grid, 4, 2, NULL, offsets, offsets, dims, dims, 0, host));
   printf("rect_bad_device=%d\n",
          omp_target_memcpy_rect(d, grid, 4, 2, volume, offsets, offsets, dims, dims, 55, host));
+  /* Blocks that do not fit in their 4x4 arrays (offset + volume >
+   * dimension): refused whole, nothing copied (LLVM 14 copies the rows
+   * that fit, then runs off the array; the last case reaches 64 MiB past
+   * it). The device block is zeroed first and read back after. */
+  int ones[16], rect_back[16];
+  for (int i = 0; i < 16; i++) ones[i] = 1, rect_back[i] = 7;
+  omp_target_memcpy(d, grid, sizeof grid, 0, 0, 0, host);
+  size_t rows_past[2] = {2, 0}, cols_past[2] = {0, 3}, vol_3x2[2] = {3, 2}, vol_2x2[2] = {2, 2};
+  size_t vol_huge[2] = {(size_t)1 << 22, 4};
+  printf("rect_dst_rows_past_the_array=%d\n",
+         omp_target_memcpy_rect(d, ones, 4, 2, vol_3x2, rows_past, offsets, dims, dims, 0, host));
+  printf("rect_dst_cols_past_the_array=%d\n",
+         omp_target_memcpy_rect(d, ones, 4, 2, vol_2x2, cols_past, offsets, dims, dims, 0, host));
+  printf("rect_src_rows_past_the_array=%d\n",
+         omp_target_memcpy_rect(rect_back, d, 4, 2, vol_3x2, offsets, rows_past, dims, dims, host, 0));
+  printf("rect_volume_far_past_the_array=%d\n",
+         omp_target_memcpy_rect(d, ones, 4, 2, vol_huge, offsets, offsets, dims, dims, 0, host));
+  int dev_copy[16];
+  memset(dev_copy, 1, sizeof dev_copy);
+  omp_target_memcpy(dev_copy, d, sizeof dev_copy, 0, 0, host, 0);
+  int untouched = 1;
+  for (int i = 0; i < 16; i++) untouched &= dev_copy[i] == 0 && rect_back[i] == 7;
+  printf("rect_past_the_array_copied_nothing=%s\n", untouched ? "yes" : "no");
   omp_target_free(d, 0);
 
   /* omp_target_alloc */

@@ -91,6 +91,15 @@ pub trait Backend: Send + Sync + Sized + 'static {
     /// Number of devices; asked once, right after `init`.
     fn number_of_devices(&self) -> usize;
 
+    /// What `__tgt_rtl_number_of_devices` reports (clamped to `i32::MAX`);
+    /// by default [`Backend::number_of_devices`]. Only a test backend
+    /// claims more devices than it serves, to exercise a runtime's limits
+    /// without allocating for them: entries on the devices it does not
+    /// serve fail as out of range.
+    fn reported_device_count(&self) -> usize {
+        self.number_of_devices()
+    }
+
     /// Whether this backend can run `image` (it must not keep it).
     fn is_valid_binary(&self, image: &ImageRef<'_>) -> bool;
 

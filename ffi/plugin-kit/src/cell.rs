@@ -200,6 +200,12 @@ impl<B: Backend> Live<B> {
         self.devices.len()
     }
 
+    /// The count `__tgt_rtl_number_of_devices` reports (see
+    /// [`Backend::reported_device_count`]).
+    pub fn reported_device_count(&self) -> i32 {
+        i32::try_from(self.backend.reported_device_count()).unwrap_or(i32::MAX)
+    }
+
     /// Check that `id` names a device.
     pub fn device(&self, id: i32) -> Result<DeviceId> {
         usize::try_from(id)

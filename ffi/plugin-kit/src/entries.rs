@@ -155,8 +155,7 @@ pub fn deinit_plugin<B: Backend>(cell: &PluginCell<B>) -> i32 {
 pub fn number_of_devices<B: Backend>(cell: &PluginCell<B>) -> i32 {
     guard::<B, i32>(names::NUMBER_OF_DEVICES, 0, || {
         observe::<B>(EntryCall::NumberOfDevices);
-        // The count fits an i32: checked when the state was created.
-        cell.with_live(|live| Ok(live.device_count() as i32))
+        cell.with_live(|live| Ok(live.reported_device_count()))
     })
 }
 

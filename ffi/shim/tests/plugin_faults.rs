@@ -84,3 +84,42 @@ fn a_plugin_panicking_in_deinit_plugin_at_exit_is_reported_and_still_closed() {
         "the plugin reports its panic:\n{out}"
     );
 }
+
+/// A plugin that claims 2^30 devices is skipped with a message before
+/// anything is allocated for them (LLVM 14 aborts on the allocation); the
+/// next plugin is used, and the process stays far below 1 GB of address
+/// space (run under `ulimit -v`, so an allocation for the devices fails).
+#[test]
+fn a_plugin_claiming_two_to_the_thirty_devices_is_skipped() {
+    let scratch = Scratch::new("huge-device-count");
+    let program = scratch.join("huge_device_count");
+    clang(&["huge_device_count.c"], &program, OFFLOAD, &[]);
+    let huge = TestPlugin::new(
+        &scratch,
+        "huge",
+        &["devices=1", "claimed_devices=1073741824"],
+    );
+    let good = TestPlugin::new(&scratch, "good", &["devices=1"]);
+    let plugins = format!("{}:{}", huge.path.display(), good.path.display());
+    let limited = format!("ulimit -v 1000000 && exec {}", program.display());
+    let out = Run::new(&scratch, std::path::Path::new("/bin/sh"))
+        .env("OMPTARGET_PLUGINS", plugins)
+        .arg("-c")
+        .arg(limited)
+        .run();
+    out.assert_success();
+    assert_eq!(out.value("devices"), "1", "{out}");
+    assert_eq!(out.value("x"), "42", "{out}");
+    assert_eq!(out.value("on_host"), "0", "ran on the good plugin\n{out}");
+    let peak: u64 = out.value("vm_peak_kb").parse().unwrap();
+    assert!(peak < 1_000_000, "VmPeak {peak} kB\n{out}");
+    let message = format!(
+        "Libomptarget warning: skipping plugin {}: reports 1073741824 devices, more than the 65536 this runtime can still number (at most 65536 per plugin, 65536 in all); deinit_plugin: ok; close: ok",
+        huge.path.display()
+    );
+    assert_eq!(out.stderr.lines().collect::<Vec<_>>(), [message], "{out}");
+    // Only its load-time entries ran: no device was touched.
+    let log = huge.log();
+    assert_eq!(log.count("init_device"), 0, "{log}");
+    assert_eq!(log.count("number_of_devices"), 1, "{log}");
+}

@@ -2,11 +2,15 @@
 //!
 //! * `OMPTARGET_HOST_DEVICES=N`: number of devices (default 4, like LLVM
 //!   14's generic-elf-64bit plugin; 0 to [`MAX_DEVICES`]).
-//! * `OMPTARGET_HOST_IMAGE_DIR=DIR`: where the private copies of loaded
-//!   images are written (default: the system temp dir, `$TMPDIR` or `/tmp`).
-//! * `OMPTARGET_HOST_KEEP_IMAGE_FILES=1`: keep each image's file until the
-//!   image is unloaded, so debuggers and profilers find its symbols; by
-//!   default the file is removed as soon as it is loaded.
+//! * `OMPTARGET_HOST_IMAGE_DIR=DIR`: load images from files in `DIR`
+//!   instead of from memory. By default each load's private copy is an
+//!   anonymous memfd (no directory needed, see [`super::image_memfd`]);
+//!   only where that fails is a file written, in the system temp dir
+//!   (`$TMPDIR` or `/tmp`).
+//! * `OMPTARGET_HOST_KEEP_IMAGE_FILES=1`: load images from files (in
+//!   `OMPTARGET_HOST_IMAGE_DIR` or the temp dir) and keep each file until
+//!   its image is unloaded, so debuggers and profilers find its symbols by
+//!   path; otherwise a file is removed as soon as it is loaded.
 //!
 //! An unusable value is reported on stderr and the default is used.
 
@@ -31,8 +35,11 @@ pub struct HostConfig {
     pub devices: usize,
     /// Directory for the images' temporary files.
     pub image_dir: PathBuf,
-    /// Keep each image's file until it is unloaded.
+    /// Keep each image's file until it is unloaded (implies files).
     pub keep_image_files: bool,
+    /// Load images from memory (memfd) first; files are then only the
+    /// fallback. Off when the environment asks for files.
+    pub memfd_images: bool,
 }
 
 impl Default for HostConfig {
@@ -41,6 +48,7 @@ impl Default for HostConfig {
             devices: DEFAULT_DEVICES,
             image_dir: std::env::temp_dir(),
             keep_image_files: false,
+            memfd_images: true,
         }
     }
 }
@@ -60,10 +68,13 @@ impl HostConfig {
         }
         if let Some(dir) = std::env::var_os(IMAGE_DIR_VAR).filter(|d| !d.is_empty()) {
             config.image_dir = PathBuf::from(dir);
+            config.memfd_images = false;
         }
         if let Some(value) = std::env::var_os(KEEP_FILES_VAR) {
             config.keep_image_files = !value.is_empty() && value != "0";
         }
+        // A kept file is for tools that read it by path: a memfd has none.
+        config.memfd_images &= !config.keep_image_files;
         config
     }
 }

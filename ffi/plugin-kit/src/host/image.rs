@@ -1,18 +1,19 @@
 //! One device image loaded on one host device: a private copy of the
-//! image file, the dlopen handle, and the target table the plugin returns.
+//! image, the dlopen handle, and the target table the plugin returns.
 //!
-//! Each load writes the image to its own temporary file and dlopens that, so
-//! every device (and every load) gets its own copy of the image's globals.
-//!
-//! A file, not a memfd: glibc recognises an already-loaded library by its
-//! path before anything else, and a `/proc/self/fd/N` path is reused as soon
-//! as the fd number is, so it could hand back a stale copy. File names are
-//! unique within the process (pid, a sequence number, random letters), so
-//! the file can be removed right after dlopen: the mapping keeps its inode
-//! alive, and nothing is left on disk even if the process never unloads the
-//! image (LLVM 14's runtime never does) or dies. With `keep_file` (for
-//! debuggers and profilers that read symbols from the path) the file stays
-//! until the image is unloaded: dlclose, then remove.
+//! Each load dlopens its own copy of the image, so every device (and every
+//! load) gets its own copy of the image's globals. The copy is an anonymous
+//! memfd by default ([`super::image_memfd`]: no directory needed, nothing
+//! on disk). Where that fails, or where the settings ask for files
+//! (`OMPTARGET_HOST_IMAGE_DIR`, `OMPTARGET_HOST_KEEP_IMAGE_FILES`), it is a
+//! file ([`super::image_file`]): names are unique within the process (pid,
+//! a sequence number, random letters; glibc recognises an already-loaded
+//! library by its path first), so the file can be removed right after
+//! dlopen: the mapping keeps its inode alive, and nothing is left on disk
+//! even if the process never unloads the image (LLVM 14's runtime never
+//! does) or dies. With `keep_file` (for debuggers and profilers that read
+//! symbols from the path) the file stays until the image is unloaded:
+//! dlclose, then remove.
 
 use super::elf::{self, EntriesSection};
 use super::image_file::ImageFile;
@@ -25,6 +26,21 @@ use omptarget_abi::{OffloadEntry, TargetTable};
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::{c_void, CStr, CString};
 use std::path::Path;
+
+/// Where a load's private copy of the image lives; see the module docs.
+#[derive(Debug, Clone, Copy)]
+pub struct ImageStorage<'a> {
+    /// Try a memfd first.
+    pub memfd: bool,
+    /// Directory for files (the fallback, or the only way without `memfd`).
+    pub dir: &'a Path,
+    /// Keep a file until the image is unloaded.
+    pub keep_file: bool,
+}
+
+/// RTLD_LAZY like LLVM's plugin: images built by clang call into libomp
+/// (`__kmpc_*`), found through their own NEEDED/RUNPATH.
+const DLOPEN_FLAGS: i32 = libc::RTLD_LAZY | libc::RTLD_LOCAL;
 use std::ptr::NonNull;
 
 /// A loaded image; see the module docs. Dropping it unloads it, ignoring
@@ -34,6 +50,8 @@ pub struct LoadedImage {
     key: usize,
     /// Closed before `file` is removed.
     library: Option<Library>,
+    /// Loaded from a memfd (no file ever existed).
+    from_memory: bool,
     file: Option<ImageFile>,
     /// The table handed to the runtime; points into `entries`.
     table: Box<TargetTable>,
@@ -50,29 +68,22 @@ pub struct LoadedImage {
 unsafe impl Send for LoadedImage {}
 
 impl LoadedImage {
-    /// Load `image` from a new temporary file in `dir`, resolve every host
-    /// entry by name and build the target table. The file is removed once
-    /// loaded unless `keep_file`.
-    pub fn load(image: &ImageRef<'_>, dir: &Path, keep_file: bool) -> Result<Self> {
+    /// Load a private copy of `image` (see [`ImageStorage`]), resolve
+    /// every host entry by name and build the target table. A file is
+    /// removed once loaded unless `storage.keep_file`.
+    pub fn load(image: &ImageRef<'_>, storage: ImageStorage<'_>) -> Result<Self> {
         elf::check_image(image.bytes).map_err(PluginError::InvalidImage)?;
         let section = elf::entries_section(image.bytes).map_err(PluginError::InvalidImage)?;
         let names = host_entry_names(image.entries)?;
 
-        let file = ImageFile::create(dir, image.bytes)?;
-        let path = file.path().expect("a new image file has a path").to_owned();
-
-        // RTLD_LAZY like LLVM's plugin: images built by clang call into
-        // libomp (`__kmpc_*`), found through their own NEEDED/RUNPATH.
-        // SAFETY: loading runs the image's initialisers; running the
-        // offload program's code is this plugin's purpose.
-        let library = unsafe { Library::open(Some(&path), libc::RTLD_LAZY | libc::RTLD_LOCAL) }
-            .map_err(|e| PluginError::backend(format!("cannot load the device image: {e}")))?;
+        let (library, file) = open_copy(image.bytes, storage)?;
         let (library, base) = load_base(library);
 
         let mut loaded = Self {
             key: image.desc.as_ptr() as usize,
             library: Some(library),
-            file: Some(file),
+            from_memory: file.is_none(),
+            file,
             table: Box::new(TargetTable {
                 entries_begin: std::ptr::null_mut(),
                 entries_end: std::ptr::null_mut(),
@@ -82,7 +93,7 @@ impl LoadedImage {
             kernels: BTreeSet::new(),
         };
         // On error `loaded` is dropped: dlclose, then the file is removed.
-        if !keep_file {
+        if !storage.keep_file {
             if let Some(mut file) = loaded.file.take() {
                 file.remove()?;
             }
@@ -145,12 +156,17 @@ impl LoadedImage {
         self.kernels.contains(&(addr as usize))
     }
 
+    /// Whether the image was loaded from a memfd rather than a file.
+    pub fn from_memory(&self) -> bool {
+        self.from_memory
+    }
+
     /// Path of the private image file, if it is kept while loaded.
     pub fn file_path(&self) -> Option<&Path> {
         self.file.as_ref().and_then(ImageFile::path)
     }
 
-    /// dlclose the image, then remove its file.
+    /// dlclose the image, then remove its file (if it has one).
     pub fn unload(mut self) -> Result<()> {
         self.release()
     }
@@ -174,6 +190,40 @@ impl Drop for LoadedImage {
     fn drop(&mut self) {
         let _ = self.release();
     }
+}
+
+/// dlopen a private copy of `bytes`: from a memfd if `storage` allows and
+/// that works, else from a new file in `storage.dir` (returned, still on
+/// disk). The error names every way that failed.
+fn open_copy(bytes: &[u8], storage: ImageStorage<'_>) -> Result<(Library, Option<ImageFile>)> {
+    let memfd_error = if storage.memfd {
+        match super::image_memfd::load(bytes, DLOPEN_FLAGS) {
+            Ok(library) => return Ok((library, None)),
+            Err(e) => Some(e),
+        }
+    } else {
+        None
+    };
+    match open_file_copy(bytes, storage.dir) {
+        Ok((library, file)) => Ok((library, Some(file))),
+        Err(file_error) => Err(PluginError::backend(match memfd_error {
+            Some(memfd_error) => format!(
+                "cannot load the device image from memory ({memfd_error}) nor from a file ({file_error})"
+            ),
+            None => format!("cannot load the device image: {file_error}"),
+        })),
+    }
+}
+
+/// dlopen a copy of `bytes` written to a new file in `dir`.
+fn open_file_copy(bytes: &[u8], dir: &Path) -> std::result::Result<(Library, ImageFile), String> {
+    let file = ImageFile::create(dir, bytes).map_err(|e| e.to_string())?;
+    let path = file.path().expect("a new image file has a path");
+    // SAFETY: loading runs the image's initialisers; running the offload
+    // program's code is this plugin's purpose.
+    let library = unsafe { Library::open(Some(path), DLOPEN_FLAGS) }
+        .map_err(|e| format!("dlopen of {} failed: {e}", path.display()))?;
+    Ok((library, file))
 }
 
 /// Copy the host entries' names (they name the device symbols).
@@ -261,4 +311,39 @@ fn lookup_symbol(library: &Library, name: &CStr) -> Result<*mut c_void> {
         )));
     }
     Ok(addr)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Where both ways fail, the error names both causes; with files
+    /// forced, only the file's.
+    #[test]
+    fn a_copy_that_cannot_be_loaded_names_every_cause() {
+        let dir = Path::new("/nonexistent/omptarget-images");
+        let both = ImageStorage {
+            memfd: true,
+            dir,
+            keep_file: false,
+        };
+        let err = open_copy(b"not an ELF file", both).unwrap_err().to_string();
+        assert!(
+            err.contains("from memory (dlopen of /proc/self/fd/"),
+            "{err}"
+        );
+        assert!(
+            err.contains(
+                "nor from a file (cannot create an image file in /nonexistent/omptarget-images"
+            ),
+            "{err}"
+        );
+        let files_only = ImageStorage {
+            memfd: false,
+            ..both
+        };
+        let err = open_copy(b"x", files_only).unwrap_err().to_string();
+        assert!(!err.contains("memory"), "{err}");
+        assert!(err.contains("/nonexistent/omptarget-images"), "{err}");
+    }
 }

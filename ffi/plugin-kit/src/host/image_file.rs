@@ -1,4 +1,5 @@
-//! The private file an image is dlopened from.
+//! The private file an image is dlopened from, where it is not loaded from
+//! memory (see [`super::image`]: the fallback, or forced by the settings).
 //!
 //! Created with `mkstemps` rather than a temp-file crate: those seed their
 //! random names from `std::thread::current()`, which registers a

@@ -25,6 +25,7 @@ pub mod config;
 pub mod elf;
 pub mod image;
 pub mod image_file;
+pub mod image_memfd;
 pub mod launch;
 pub mod memory;
 
@@ -32,7 +33,7 @@ use crate::backend::{Backend, DeviceId, ImageRef, InitCause, TeamConfig};
 use crate::error::{PluginError, Result};
 use crate::report;
 use config::HostConfig;
-use image::LoadedImage;
+use image::{ImageStorage, LoadedImage};
 use memory::Allocations;
 use omptarget_abi::{AllocKind, DeviceImage, TargetTable};
 use std::ffi::c_void;
@@ -46,6 +47,7 @@ pub struct HostBackend {
     devices: Box<[HostDevice]>,
     image_dir: PathBuf,
     keep_image_files: bool,
+    memfd_images: bool,
 }
 
 /// One device: its loaded images (in load order) and its memory.
@@ -53,6 +55,15 @@ pub struct HostBackend {
 struct HostDevice {
     images: Mutex<Vec<LoadedImage>>,
     memory: Mutex<Allocations>,
+}
+
+/// Where a loaded image came from, for the debug line.
+fn image_origin(loaded: &LoadedImage) -> String {
+    match loaded.file_path() {
+        _ if loaded.from_memory() => "memory (memfd)".into(),
+        Some(path) => path.display().to_string(),
+        None => "a file, removed".into(),
+    }
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -91,6 +102,7 @@ impl HostBackend {
             devices: (0..config.devices).map(|_| HostDevice::default()).collect(),
             image_dir: config.image_dir,
             keep_image_files: config.keep_image_files,
+            memfd_images: config.memfd_images,
         }
     }
 
@@ -155,7 +167,12 @@ impl Backend for HostBackend {
     }
 
     fn load_binary(&self, device: DeviceId, image: &ImageRef<'_>) -> Result<NonNull<TargetTable>> {
-        let loaded = LoadedImage::load(image, &self.image_dir, self.keep_image_files)?;
+        let storage = ImageStorage {
+            memfd: self.memfd_images,
+            dir: &self.image_dir,
+            keep_file: self.keep_image_files,
+        };
+        let loaded = LoadedImage::load(image, storage)?;
         let table = loaded.table();
         report::debug(
             self.name,
@@ -164,9 +181,7 @@ impl Backend for HostBackend {
                 image.desc,
                 image.bytes.len(),
                 image.entries.len(),
-                loaded
-                    .file_path()
-                    .map_or("a removed file".into(), |p| p.display().to_string())
+                image_origin(&loaded)
             ),
         );
         lock(&self.device(device).images).push(loaded);

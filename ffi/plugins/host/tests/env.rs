@@ -10,6 +10,32 @@ fn environment_settings() {
     let images = tempfile::tempdir().unwrap();
     let work = tempfile::tempdir().unwrap();
     let image = kernels_image(work.path());
+
+    // By default images are loaded from memfds: a temp dir that does not
+    // exist does not matter, and no file is written anywhere.
+    std::env::remove_var("OMPTARGET_HOST_IMAGE_DIR");
+    let (_copy, p) = host_plugin();
+    // After copying the plugin (which uses the temp dir); read at init.
+    std::env::set_var("TMPDIR", images.path().join("no-such-tmpdir"));
+    unsafe {
+        (p.init_plugin.unwrap())();
+        for dev in 0..2 {
+            (p.init_device)(dev);
+            let table = (p.load_binary)(dev, image.desc());
+            assert!(!table.is_null(), "load on device {dev} with TMPDIR missing");
+            assert_eq!(
+                run(&p, dev, entry_addr(table, "bump"), &[]),
+                OFFLOAD_SUCCESS
+            );
+        }
+        let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+        assert!(maps.contains("/memfd:omptarget-host-image"), "{maps}");
+        assert!(image_files(images.path()).is_empty());
+        (p.deinit_plugin.unwrap())();
+    }
+    std::env::remove_var("TMPDIR");
+
+    // OMPTARGET_HOST_IMAGE_DIR forces files, written there.
     std::env::set_var("OMPTARGET_HOST_IMAGE_DIR", images.path());
 
     // OMPTARGET_HOST_DEVICES sets the count; a bad value falls back to 4.
@@ -32,6 +58,10 @@ fn environment_settings() {
         let table = (p.load_binary)(0, image.desc());
         assert_eq!(run(&p, 0, entry_addr(table, "bump"), &[]), OFFLOAD_SUCCESS);
         assert!(image_files(images.path()).is_empty());
+        // Loaded from a (removed) file in that directory.
+        let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+        let file_prefix = format!("{}/omptarget-host-image-", images.path().display());
+        assert!(maps.contains(&file_prefix), "{maps}");
         (p.deinit_plugin.unwrap())();
     }
 
@@ -65,7 +95,8 @@ fn environment_settings() {
     }
     std::env::remove_var("OMPTARGET_HOST_KEEP_IMAGE_FILES");
 
-    // An unusable image directory makes loading fail with a clear error.
+    // An unusable image directory makes loading fail with a clear error
+    // (set explicitly, it is not bypassed through a memfd).
     std::env::set_var("OMPTARGET_HOST_IMAGE_DIR", images.path().join("missing"));
     let (_copy, p) = host_plugin();
     unsafe {

@@ -71,6 +71,12 @@ impl Backend for TestBackend {
         self.host.number_of_devices()
     }
 
+    fn reported_device_count(&self) -> usize {
+        self.conf
+            .claimed_devices
+            .unwrap_or_else(|| self.host.number_of_devices())
+    }
+
     fn is_valid_binary(&self, image: &ImageRef<'_>) -> bool {
         self.host.is_valid_binary(image)
     }

@@ -24,6 +24,9 @@ pub const PANIC_ENTRIES: &[&str] = &[
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Conf {
     pub devices: usize,
+    /// Devices `number_of_devices` reports instead of `devices` (only
+    /// `devices` are served, nothing is allocated for the rest).
+    pub claimed_devices: Option<usize>,
     pub fail_init_device: Vec<usize>,
     pub fail_init_plugin: bool,
     pub alloc_limit_bytes: Option<usize>,
@@ -36,6 +39,7 @@ impl Conf {
     pub fn defaults(library: &Path) -> Self {
         Self {
             devices: DEFAULT_DEVICES,
+            claimed_devices: None,
             fail_init_device: Vec::new(),
             fail_init_plugin: false,
             alloc_limit_bytes: None,
@@ -69,6 +73,9 @@ impl Conf {
                 .ok_or_else(|| at(format!("`{line}` is not key=value")))?;
             match key {
                 "devices" => conf.devices = number_value(key, value).map_err(at)?,
+                "claimed_devices" => {
+                    conf.claimed_devices = Some(number_value(key, value).map_err(at)?)
+                }
                 "fail_init_device" => conf
                     .fail_init_device
                     .push(number_value(key, value).map_err(at)?),
@@ -135,12 +142,13 @@ mod tests {
     #[test]
     fn every_key() {
         let text = "# a comment\n\n devices = 5 \nfail_init_device=1\nfail_init_device=3 # trailing\n\
-                    fail_init_plugin=1\nalloc_limit_bytes=4096\nlog=/x/y.log\npanic_in=data_submit\n";
+                    fail_init_plugin=1\nalloc_limit_bytes=4096\nlog=/x/y.log\npanic_in=data_submit\nclaimed_devices=1073741824\n";
         let conf = Conf::parse(text, lib()).unwrap();
         assert_eq!(
             conf,
             Conf {
                 devices: 5,
+                claimed_devices: Some(1 << 30),
                 fail_init_device: vec![1, 3],
                 fail_init_plugin: true,
                 alloc_limit_bytes: Some(4096),

@@ -14,6 +14,9 @@
 //!   defaults. Lines are `key=value`; `#` starts a comment; blank lines and
 //!   spaces around keys and values are ignored. Keys:
 //!   - `devices=N`: number of devices (default 2);
+//!   - `claimed_devices=N`: `number_of_devices` reports N (up to
+//!     `i32::MAX`) while only `devices` are served: a plugin claiming
+//!     absurdly many devices, without allocating for them;
 //!   - `fail_init_device=I`: `init_device(I)` fails (may repeat);
 //!   - `fail_init_plugin=1`: initialisation fails (`init_plugin`, or the
 //!     lazy initialisation of the first entry);
