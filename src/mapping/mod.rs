@@ -160,16 +160,16 @@ impl MappingTable {
 
     /// Remove the mapping of a global that [`MappingTable::insert_global`]
     /// added, when its library goes away. Only an infinite-count mapping
-    /// with exactly this host and device address is removed.
-    pub fn remove_global(&self, host_addr: usize, device_addr: usize) -> bool {
+    /// with exactly this host and device address is removed; returns it.
+    pub fn remove_global(&self, host_addr: usize, device_addr: usize) -> Option<MappedEntry> {
         let mut entries = self.lock_entries();
         let matches = entries.get(&host_addr).is_some_and(|e| {
             e.device_begin == device_addr && e.refs.is_dynamic_infinite() && e.refs.hold == 0
         });
-        if matches {
-            entries.remove(&host_addr);
+        if !matches {
+            return None;
         }
-        matches
+        entries.remove(&host_addr).map(|e| e.snapshot())
     }
 
     /// Record (or refresh) the shadow of the host pointer at

@@ -465,8 +465,9 @@ fn globals_are_infinite_and_skip_overlaps() {
     assert!(!t.insert_global(0x1004, 8, 0xb000));
     assert_eq!(t.translate(0x1004, 4), Some(0xa004));
     assert_eq!(refs_of(&t, 0x1000).dynamic, INF_REF_COUNT);
-    assert!(!t.remove_global(0x1000, 0xb000));
-    assert!(t.remove_global(0x1000, 0xa000));
+    assert!(t.remove_global(0x1000, 0xb000).is_none());
+    let removed = t.remove_global(0x1000, 0xa000).expect("removed");
+    assert_eq!((removed.host_begin, removed.device_begin), (0x1000, 0xa000));
     assert!(t.is_empty());
 }
 

@@ -23,20 +23,13 @@ pub const INFO_ALL: u32 = 0xffff_ffff;
 
 /// The info level of a `LIBOMPTARGET_INFO` value, read as LLVM reads it
 /// (`std::stoi`: a leading decimal integer, negative values as their
-/// 32-bit pattern, so `-1` is every bit). Unset or unparsable: 0 (LLVM
+/// 32-bit pattern, so `-1` is every bit; see
+/// [`crate::abi::info_type::parse_level`]). Unset or unparsable: 0 (LLVM
 /// would terminate on an unparsable value).
 pub fn info_level_from_env(value: Option<&str>) -> u32 {
-    let Some(text) = value else {
-        return 0;
-    };
-    let text = text.trim_start();
-    let digits_end = text
-        .char_indices()
-        .take_while(|&(i, c)| c.is_ascii_digit() || (i == 0 && (c == '-' || c == '+')))
-        .map(|(i, c)| i + c.len_utf8())
-        .last()
-        .unwrap_or(0);
-    text[..digits_end].parse::<i32>().map_or(0, |v| v as u32)
+    value.map_or(0, |text| {
+        crate::abi::info_type::parse_level(text.as_bytes())
+    })
 }
 
 /// The location LLVM's device destructor dumps under.
@@ -317,7 +310,15 @@ impl Offload<'_> {
         let Some(dev) = self.device(device as i64) else {
             return;
         };
-        let entries = dev.ops.mappings().entries();
+        let mut entries = dev.ops.mappings().entries();
+        // LLVM's table still holds the globals of unregistered binaries
+        // (a live mapping at the same address stands for them, as LLVM
+        // would have found the old one there).
+        for stale in self.registry.unloaded_globals(device) {
+            if let Err(at) = entries.binary_search_by_key(&stale.host_begin, |e| e.host_begin) {
+                entries.insert(at, stale);
+            }
+        }
         if entries.is_empty() {
             return;
         }
@@ -384,5 +385,29 @@ mod tests {
         assert_eq!(info_level_from_env(Some("32")), 32);
         assert_eq!(info_level_from_env(Some(" 6abc")), 6);
         assert_eq!(info_level_from_env(Some("abc")), 0);
+        // What std::stoi accepts: C whitespace, a sign, trailing junk.
+        assert_eq!(info_level_from_env(Some("\t\x0b\n+8")), 8);
+        assert_eq!(info_level_from_env(Some("1abc")), 1);
+        assert_eq!(info_level_from_env(Some("0x10")), 0);
+        assert_eq!(info_level_from_env(Some("-0")), 0);
+        assert_eq!(info_level_from_env(Some("0004")), 4);
+        assert_eq!(info_level_from_env(Some("2147483647")), 0x7fff_ffff);
+        assert_eq!(info_level_from_env(Some("-2147483648")), 0x8000_0000);
+        // Where stoi throws (LLVM terminates): off, no panic.
+        for junk in [
+            "",
+            " ",
+            "-",
+            "+",
+            "+-1",
+            "\u{a0}1",
+            "2147483648",
+            "4294967295",
+            "-2147483649",
+            "99999999999999999999999",
+            "١٢",
+        ] {
+            assert_eq!(info_level_from_env(Some(junk)), 0, "{junk:?}");
+        }
     }
 }

@@ -7,6 +7,7 @@
 //! loaded lazily on the device's first use ([`super::init`]).
 
 use super::diag::Fatal;
+use super::info::INFO_DUMP_TABLE;
 use super::registry::{DeviceSlot, HostEntry, Plugins, TranslationTable, UsedPlugin};
 use super::Offload;
 use crate::abi::{declare_target, requires, BinDesc, DeviceImage, OffloadEntry};
@@ -261,9 +262,13 @@ impl Offload<'_> {
             tables.by_entries_begin.remove(&entries_begin)
         };
         if let Some(table) = removed {
+            let keep_for_dumps = self.registry.info_enabled(INFO_DUMP_TABLE);
             for &(device, host, target) in &table.globals {
                 if let Some(dev) = self.device(device as i64) {
-                    dev.ops.mappings().remove_global(host, target);
+                    let removed = dev.ops.mappings().remove_global(host, target);
+                    if let (Some(entry), true) = (removed, keep_for_dumps) {
+                        self.registry.record_unloaded_global(device, entry);
+                    }
                 }
             }
             // Beyond LLVM 14 (which keeps them until exit): unload the

@@ -21,6 +21,7 @@
 use super::device_table::DeviceTable;
 use super::policy::TargetOffloadPolicy;
 use super::ptr_hash::PtrMap;
+use crate::mapping::MappedEntry;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -39,6 +40,12 @@ pub struct Registry {
     pub(crate) tables: Mutex<Tables>,
     info_level: AtomicU32,
     debug_level: AtomicU32,
+    /// Mappings of globals of unregistered binaries, by device: LLVM 14
+    /// never removes them, so its table dumps (`LIBOMPTARGET_INFO` bit 4,
+    /// after each region and at exit) still list them; ours removes them at
+    /// unregistration (a later library may reuse the addresses). Kept only
+    /// while the dump-table bit is on, for the dumps alone.
+    unloaded_globals: Mutex<Vec<(i32, MappedEntry)>>,
 }
 
 /// Which plugins are loaded and used, and the devices of the used ones.
@@ -264,6 +271,7 @@ impl Registry {
             tables: Mutex::default(),
             info_level: AtomicU32::new(0),
             debug_level: AtomicU32::new(0),
+            unloaded_globals: Mutex::default(),
         }
     }
 
@@ -345,6 +353,21 @@ impl Registry {
     /// none of its INFO lines either when this is non-zero.
     pub fn set_debug_level(&self, level: u32) {
         self.debug_level.store(level, Ordering::Relaxed);
+    }
+
+    /// Remember the mapping of an unregistered binary's global for the
+    /// table dumps (see `unloaded_globals`).
+    pub(crate) fn record_unloaded_global(&self, device: i32, entry: MappedEntry) {
+        lock(&self.unloaded_globals).push((device, entry));
+    }
+
+    /// The unloaded globals' mappings on `device`.
+    pub(crate) fn unloaded_globals(&self, device: i32) -> Vec<MappedEntry> {
+        lock(&self.unloaded_globals)
+            .iter()
+            .filter(|(d, _)| *d == device)
+            .map(|(_, e)| *e)
+            .collect()
     }
 
     /// Is INFO output of this kind on?

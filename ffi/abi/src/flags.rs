@@ -1,4 +1,5 @@
-//! Map-type flags, requires flags, declare-target flags and allocation kinds.
+//! Map-type flags, requires flags, declare-target flags, allocation kinds
+//! and the `LIBOMPTARGET_INFO` bits.
 
 /// `tgt_map_type`: flags on each argument of a `__tgt_target_*` call.
 pub mod map_type {
@@ -82,5 +83,66 @@ impl AllocKind {
             3 => Some(Self::Default),
             _ => None,
         }
+    }
+}
+
+/// `OpenMPInfoType`: the bits of `LIBOMPTARGET_INFO` / `__tgt_set_info_flag`.
+pub mod info_type {
+    /// Kernel and data-region arguments on entry.
+    pub const KERNEL_ARGS: u32 = 0x0001;
+    /// A mapping already exists.
+    pub const MAPPING_EXISTS: u32 = 0x0002;
+    /// Dump the mapping tables after each region, on failure and at exit.
+    pub const DUMP_TABLE: u32 = 0x0004;
+    /// A mapping is created or removed.
+    pub const MAPPING_CHANGED: u32 = 0x0008;
+    /// Kernel information from a plugin.
+    pub const PLUGIN_KERNEL: u32 = 0x0010;
+    /// Data transfers.
+    pub const DATA_TRANSFER: u32 = 0x0020;
+    /// Every bit (`LIBOMPTARGET_INFO=-1`).
+    pub const ALL: u32 = 0xffff_ffff;
+
+    /// The bits a `LIBOMPTARGET_INFO` value stands for. The runtime and each
+    /// plugin read the variable on their own (as LLVM's do), so the parse
+    /// lives here, once, for all of them to agree.
+    ///
+    /// LLVM parses it with `std::stoi` and keeps the `int`'s bit pattern:
+    /// leading C whitespace, an optional sign, decimal digits, anything
+    /// after them ignored (`"6abc"` is 6, `"0x10"` is 0, `"-1"` every bit).
+    /// Where `stoi` throws (no digits, or outside `int`) LLVM's process
+    /// terminates; here such a value means 0, no info output.
+    pub fn parse_level(value: &[u8]) -> u32 {
+        let start = value
+            .iter()
+            .position(|b| !matches!(b, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r'))
+            .unwrap_or(value.len());
+        let rest = &value[start..];
+        let (negative, digits) = match rest.first() {
+            Some(b'-') => (true, &rest[1..]),
+            Some(b'+') => (false, &rest[1..]),
+            _ => (false, rest),
+        };
+        let count = digits.iter().take_while(|b| b.is_ascii_digit()).count();
+        if count == 0 {
+            return 0;
+        }
+        // Accumulate as a negative number so that i32::MIN fits.
+        let mut acc: i32 = 0;
+        for &digit in &digits[..count] {
+            let Some(next) = acc
+                .checked_mul(10)
+                .and_then(|v| v.checked_sub(i32::from(digit - b'0')))
+            else {
+                return 0;
+            };
+            acc = next;
+        }
+        let value = if negative {
+            Some(acc)
+        } else {
+            acc.checked_neg()
+        };
+        value.map_or(0, |v| v as u32)
     }
 }

@@ -6,7 +6,8 @@
 //!   map-type flags passed to `__tgt_target_*`;
 //! * runtime -> plugin: the `__tgt_rtl_*` entry points ([`plugin`]).
 //!
-//! This crate holds data layouts and constants only; no behaviour. It is
+//! This crate holds data layouts and constants only (plus the parse of
+//! `LIBOMPTARGET_INFO`, which runtime and plugins must agree on). It is
 //! shared by the runtime core, the plugins and the libomptarget shim so that
 //! all of them agree on one definition.
 

@@ -9,10 +9,11 @@
 use crate::backend::{Backend, DeviceId, InitCause};
 use crate::error::{PluginError, Result};
 use crate::report;
+use omptarget_abi::info_type;
 use omptarget_abi::plugin::DestructionCallback;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicUsize, Ordering};
-use std::sync::{Mutex, PoisonError, RwLock};
+use std::sync::{Mutex, Once, PoisonError, RwLock};
 
 /// Where the plugin is in its lifecycle.
 enum Lifecycle<B> {
@@ -46,7 +47,11 @@ pub struct PluginCell<B> {
     /// The registered destruction callback as an address (0: none).
     destruction_cb: AtomicUsize,
     destruction_data: AtomicPtr<c_void>,
+    /// The plugin's own info level, as an LLVM 14 plugin keeps one: read
+    /// from `LIBOMPTARGET_INFO` at first use (`info_env`), then replaced by
+    /// `__tgt_rtl_set_info_flag`.
     info_flags: AtomicU32,
+    info_env: Once,
 }
 
 impl<B: Backend> Default for PluginCell<B> {
@@ -64,6 +69,7 @@ impl<B: Backend> PluginCell<B> {
             destruction_cb: AtomicUsize::new(0),
             destruction_data: AtomicPtr::new(std::ptr::null_mut()),
             info_flags: AtomicU32::new(0),
+            info_env: Once::new(),
         }
     }
 
@@ -159,13 +165,29 @@ impl<B: Backend> PluginCell<B> {
         Some((cb, self.destruction_data.load(Ordering::Acquire)))
     }
 
+    /// Read `LIBOMPTARGET_INFO` once. Also before a store by
+    /// `__tgt_rtl_set_info_flag`, so that the environment never overrides
+    /// it later. The closure cannot panic (junk parses as 0), so `info_env`
+    /// is never poisoned.
+    fn read_info_env(&self) {
+        self.info_env.call_once(|| {
+            if let Some(value) = std::env::var_os("LIBOMPTARGET_INFO") {
+                let level = info_type::parse_level(value.to_string_lossy().as_bytes());
+                self.info_flags.store(level, Ordering::Relaxed);
+            }
+        });
+    }
+
     /// `__tgt_rtl_set_info_flag`.
     pub(crate) fn set_info_flags(&self, flags: u32) {
+        self.read_info_env();
         self.info_flags.store(flags, Ordering::Relaxed);
     }
 
-    /// The last flags given to `__tgt_rtl_set_info_flag`.
+    /// The info level: `LIBOMPTARGET_INFO`, or the last flags given to
+    /// `__tgt_rtl_set_info_flag`.
     pub fn info_flags(&self) -> u32 {
+        self.read_info_env();
         self.info_flags.load(Ordering::Relaxed)
     }
 }

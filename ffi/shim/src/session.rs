@@ -61,8 +61,10 @@ fn or_abort<T>(result: Result<T, Fatal>) -> T {
 impl Session {
     /// An empty session: no plugin loaded yet.
     pub fn new() -> Self {
+        let registry = Registry::new();
+        crate::info::configure(&registry);
         Session {
-            registry: Registry::new(),
+            registry,
             runtime: OnceLock::new(),
             next_deferred: AtomicPtr::new(std::ptr::null_mut()),
         }
