@@ -30,6 +30,13 @@ pub enum Error {
     #[error("plugin {plugin} was destroyed; it cannot be called any more")]
     PluginDead { plugin: String },
 
+    /// The kernel ended its thread (`pthread_exit`, or a cancellation acted
+    /// upon inside it). The exit is pending
+    /// ([`omptarget_thread_exit::take_pending`]): the caller returns
+    /// without printing anything, and the outermost frame resumes it.
+    #[error("the kernel ended its thread (pthread_exit or cancellation)")]
+    ThreadExiting,
+
     /// A plugin entry returned a failure code.
     #[error("{entry} failed on device {device} ({plugin}) with code {code}")]
     PluginCallFailed {

@@ -51,7 +51,7 @@ impl Device {
         let local = self.local_id();
         let (args_ptr, offsets_ptr) = (args.as_mut_ptr(), offsets.as_mut_ptr());
         tracing::debug!(plugin = %self.plugin_name(), device = self.id(), ?entry, num_args, ?launch, "launch");
-        let (entry_name, code) = match launch {
+        let launched = || match launch {
             RegionLaunch::Single => (
                 "run_target_region",
                 // SAFETY: per this function's contract.
@@ -63,7 +63,7 @@ impl Device {
                         _ => unsafe {
                             (e.run_target_region)(local, entry, args_ptr, offsets_ptr, num_args)
                         },
-                    })?,
+                    }),
             ),
             RegionLaunch::Teams {
                 num_teams,
@@ -99,9 +99,23 @@ impl Device {
                                 loop_tripcount,
                             )
                         },
-                    })?,
+                    }),
             ),
         };
+        // A kernel may end its thread: intercept that before any frame of
+        // ours (a panic boundary up the stack would abort on it), return
+        // normally, and leave the exit pending for the outermost frame.
+        let mut outcome = None;
+        if let Err(exit) =
+            omptarget_thread_exit::call_intercepting_exit(|| outcome = Some(launched()))
+        {
+            omptarget_thread_exit::set_pending(exit);
+            return Err(Error::ThreadExiting);
+        }
+        let Some((entry_name, code)) = outcome else {
+            return Err(Error::ThreadExiting);
+        };
+        let code = code?;
         if code != abi::OFFLOAD_SUCCESS {
             return Err(Error::PluginCallFailed {
                 plugin: self.plugin_name().to_owned(),

@@ -223,6 +223,10 @@ pub struct ShutdownReport {
     pub skipped_plugins: Vec<SkippedPlugin>,
     /// The teardown ran from `Drop`, without an explicit shutdown.
     pub from_drop: bool,
+    /// A partial teardown at process exit: calls were still in flight
+    /// (why), so only cached blocks were freed and the rest was left to the
+    /// OS ([`crate::Runtime::release_unused_at_exit`]).
+    pub left_to_os: Option<String>,
 }
 
 impl ShutdownReport {
@@ -239,6 +243,7 @@ impl ShutdownReport {
             && self.not_freed.is_empty()
             && self.user_leaks.is_empty()
             && self.live_mappings.is_empty()
+            && self.left_to_os.is_none()
     }
 
     /// The steps of one phase.
@@ -273,6 +278,12 @@ impl fmt::Display for ShutdownReport {
             0 => writeln!(f)?,
             1 => writeln!(f, ", 1 plugin skipped at load")?,
             n => writeln!(f, ", {n} plugins skipped at load")?,
+        }
+        if let Some(why) = &self.left_to_os {
+            writeln!(
+                f,
+                "  partial teardown at exit, the rest left to the OS: {why}"
+            )?;
         }
         for (i, step) in self.steps.iter().enumerate() {
             writeln!(f, "  {:>2}. {step}", i + 1)?;

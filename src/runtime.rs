@@ -140,6 +140,35 @@ impl Runtime {
         self.teardown(false)
     }
 
+    /// The teardown at process exit while calls are still in flight (`why`
+    /// says which): only what no call can be using is released, the cached
+    /// blocks of the memory managers (step 1). Everything else stays as it
+    /// is and is reported as left to the OS: a running kernel may use its
+    /// memory, images and plugin, and a thread that left a call by `exit`
+    /// or `longjmp` may hold the locks its teardown would need. The runtime
+    /// stays usable; a later [`Runtime::shutdown`] finishes the teardown.
+    pub fn release_unused_at_exit(&self, why: &str) -> ShutdownReport {
+        let mut report = ShutdownReport::default();
+        for device in &self.devices {
+            device.teardown_drain_memory_manager(&mut report);
+        }
+        for device in &self.devices {
+            device.teardown_list_in_use(&mut report);
+        }
+        for plugin in &self.plugins {
+            report.not_freed.push(crate::report::NotFreed {
+                device: None,
+                plugin: plugin.name().to_owned(),
+                what: "the plugin, its devices and images (not deinitialised, not closed)"
+                    .to_owned(),
+                reason: format!("in use at exit: {why}"),
+            });
+        }
+        report.left_to_os = Some(why.to_owned());
+        tracing::debug!("partial teardown at exit:\n{report}");
+        report
+    }
+
     fn teardown(&mut self, from_drop: bool) -> ShutdownReport {
         self.torn_down = true;
         let mut report = ShutdownReport {

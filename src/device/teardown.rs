@@ -29,6 +29,34 @@ impl Device {
         });
     }
 
+    /// At exit with calls still in flight: list what the user still holds
+    /// and what is still mapped, freeing none of it (a running kernel may
+    /// be using it).
+    pub(crate) fn teardown_list_in_use(&self, report: &mut ShutdownReport) {
+        if !self.is_initialized() {
+            return;
+        }
+        report
+            .live_mappings
+            .extend(
+                self.mappings
+                    .live_entries()
+                    .into_iter()
+                    .map(|range| LiveMapping {
+                        device: self.id,
+                        range,
+                    }),
+            );
+        for (ptr, allocation) in self.memory.live() {
+            report.user_leaks.push(UserLeak {
+                device: self.id,
+                address: ptr.addr(),
+                size: allocation.size,
+                kind: allocation.kind,
+            });
+        }
+    }
+
     /// Step 2: free what the user never freed, and report it (with the
     /// mapping-table entries still present).
     pub(crate) fn teardown_free_user_allocations(&self, report: &mut ShutdownReport) {

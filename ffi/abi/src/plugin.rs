@@ -30,14 +30,14 @@ pub type DataRetrieveFn = unsafe extern "C" fn(
     size: i64,
 ) -> i32;
 pub type DataDeleteFn = unsafe extern "C" fn(device: i32, tgt_ptr: *mut c_void) -> i32;
-pub type RunTargetRegionFn = unsafe extern "C" fn(
+pub type RunTargetRegionFn = unsafe extern "C-unwind" fn(
     device: i32,
     entry: *mut c_void,
     args: *mut *mut c_void,
     offsets: *mut isize,
     num_args: i32,
 ) -> i32;
-pub type RunTargetTeamRegionFn = unsafe extern "C" fn(
+pub type RunTargetTeamRegionFn = unsafe extern "C-unwind" fn(
     device: i32,
     entry: *mut c_void,
     args: *mut *mut c_void,
@@ -81,7 +81,7 @@ pub type DataExchangeAsyncFn = unsafe extern "C" fn(
     size: i64,
     async_info: *mut AsyncInfo,
 ) -> i32;
-pub type RunTargetRegionAsyncFn = unsafe extern "C" fn(
+pub type RunTargetRegionAsyncFn = unsafe extern "C-unwind" fn(
     device: i32,
     entry: *mut c_void,
     args: *mut *mut c_void,
@@ -89,7 +89,7 @@ pub type RunTargetRegionAsyncFn = unsafe extern "C" fn(
     num_args: i32,
     async_info: *mut AsyncInfo,
 ) -> i32;
-pub type RunTargetTeamRegionAsyncFn = unsafe extern "C" fn(
+pub type RunTargetTeamRegionAsyncFn = unsafe extern "C-unwind" fn(
     device: i32,
     entry: *mut c_void,
     args: *mut *mut c_void,

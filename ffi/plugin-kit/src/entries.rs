@@ -425,7 +425,7 @@ pub unsafe fn run_region<B: Backend>(
         (true, false) => names::RUN_TARGET_TEAM_REGION,
         (true, true) => names::RUN_TARGET_TEAM_REGION_ASYNC,
     };
-    status::<B>(name, || {
+    let code = status::<B>(name, || {
         observe::<B>(if teams.is_some() {
             EntryCall::RunTargetTeamRegion { device, is_async }
         } else {
@@ -456,7 +456,12 @@ pub unsafe fn run_region<B: Backend>(
             }
             live.backend().run_region(device, entry, values, teams)
         })
-    })
+    });
+    // A kernel that ended its thread: everything of ours below has
+    // returned (locks released); continue the exit from the entry's frame,
+    // past the panic boundary, which must not meet the forced unwind.
+    omptarget_thread_exit::resume_pending();
+    code
 }
 
 /// `__tgt_rtl_synchronize`. `async_info` is not used: async entries run

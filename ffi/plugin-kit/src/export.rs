@@ -147,7 +147,7 @@ macro_rules! __export_required {
         /// `entry` is from this device's target table; `args` and
         /// `offsets` hold `num_args` values each.
         #[no_mangle]
-        pub unsafe extern "C" fn __tgt_rtl_run_target_region(
+        pub unsafe extern "C-unwind" fn __tgt_rtl_run_target_region(
             device: i32,
             entry: *mut ::core::ffi::c_void,
             args: *mut *mut ::core::ffi::c_void,
@@ -162,7 +162,7 @@ macro_rules! __export_required {
         /// # Safety
         /// As `__tgt_rtl_run_target_region`.
         #[no_mangle]
-        pub unsafe extern "C" fn __tgt_rtl_run_target_team_region(
+        pub unsafe extern "C-unwind" fn __tgt_rtl_run_target_team_region(
             device: i32,
             entry: *mut ::core::ffi::c_void,
             args: *mut *mut ::core::ffi::c_void,
@@ -287,7 +287,7 @@ macro_rules! __export_optional {
         /// # Safety
         /// As `__tgt_rtl_run_target_region`.
         #[no_mangle]
-        pub unsafe extern "C" fn __tgt_rtl_run_target_region_async(
+        pub unsafe extern "C-unwind" fn __tgt_rtl_run_target_region_async(
             device: i32,
             entry: *mut ::core::ffi::c_void,
             args: *mut *mut ::core::ffi::c_void,
@@ -303,7 +303,7 @@ macro_rules! __export_optional {
         /// # Safety
         /// As `__tgt_rtl_run_target_region`.
         #[no_mangle]
-        pub unsafe extern "C" fn __tgt_rtl_run_target_team_region_async(
+        pub unsafe extern "C-unwind" fn __tgt_rtl_run_target_team_region_async(
             device: i32,
             entry: *mut ::core::ffi::c_void,
             args: *mut *mut ::core::ffi::c_void,

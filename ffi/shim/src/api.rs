@@ -10,13 +10,13 @@ use omptarget_abi::{AllocKind, OFFLOAD_FAIL};
 use std::ffi::{c_int, c_void};
 use std::ptr::null_mut;
 
-extern "C" fn omp_get_num_devices() -> c_int {
+extern "C-unwind" fn omp_get_num_devices() -> c_int {
     guard("omp_get_num_devices", 0, || {
         with_session(|s| s.num_devices())
     })
 }
 
-extern "C" fn omp_get_initial_device() -> c_int {
+extern "C-unwind" fn omp_get_initial_device() -> c_int {
     // The host's device number is the number of devices (OpenMP 5.1).
     guard("omp_get_initial_device", 0, || {
         with_session(|s| s.initial_device())
@@ -29,11 +29,11 @@ fn alloc(entry: &'static str, size: usize, device_num: c_int, kind: AllocKind) -
     })
 }
 
-extern "C" fn omp_target_alloc(size: usize, device_num: c_int) -> *mut c_void {
+extern "C-unwind" fn omp_target_alloc(size: usize, device_num: c_int) -> *mut c_void {
     alloc("omp_target_alloc", size, device_num, AllocKind::Default)
 }
 
-extern "C" fn llvm_omp_target_alloc_device(size: usize, device_num: c_int) -> *mut c_void {
+extern "C-unwind" fn llvm_omp_target_alloc_device(size: usize, device_num: c_int) -> *mut c_void {
     alloc(
         "llvm_omp_target_alloc_device",
         size,
@@ -42,7 +42,7 @@ extern "C" fn llvm_omp_target_alloc_device(size: usize, device_num: c_int) -> *m
     )
 }
 
-extern "C" fn llvm_omp_target_alloc_host(size: usize, device_num: c_int) -> *mut c_void {
+extern "C-unwind" fn llvm_omp_target_alloc_host(size: usize, device_num: c_int) -> *mut c_void {
     alloc(
         "llvm_omp_target_alloc_host",
         size,
@@ -51,7 +51,7 @@ extern "C" fn llvm_omp_target_alloc_host(size: usize, device_num: c_int) -> *mut
     )
 }
 
-extern "C" fn llvm_omp_target_alloc_shared(size: usize, device_num: c_int) -> *mut c_void {
+extern "C-unwind" fn llvm_omp_target_alloc_shared(size: usize, device_num: c_int) -> *mut c_void {
     alloc(
         "llvm_omp_target_alloc_shared",
         size,
@@ -62,19 +62,19 @@ extern "C" fn llvm_omp_target_alloc_shared(size: usize, device_num: c_int) -> *m
 
 /// Dynamic shared memory exists only inside device kernels; on the host
 /// LLVM 14 answers null, and so do we.
-extern "C" fn llvm_omp_get_dynamic_shared() -> *mut c_void {
+extern "C-unwind" fn llvm_omp_get_dynamic_shared() -> *mut c_void {
     null_mut()
 }
 
 /// Ownership: `device_ptr` came from `omp_target_alloc` (or a sibling) on
 /// `device_num`; after the call it is invalid.
-unsafe extern "C" fn omp_target_free(device_ptr: *mut c_void, device_num: c_int) {
+unsafe extern "C-unwind" fn omp_target_free(device_ptr: *mut c_void, device_num: c_int) {
     guard("omp_target_free", (), || {
         with_session(|s| s.target_free(device_ptr, device_num));
     })
 }
 
-extern "C" fn omp_target_is_present(ptr: *const c_void, device_num: c_int) -> c_int {
+extern "C-unwind" fn omp_target_is_present(ptr: *const c_void, device_num: c_int) -> c_int {
     guard("omp_target_is_present", 0, || {
         with_session(|s| s.target_is_present(ptr, device_num))
     })
@@ -83,7 +83,7 @@ extern "C" fn omp_target_is_present(ptr: *const c_void, device_num: c_int) -> c_
 /// # Safety
 /// As OpenMP requires: each pointer, plus its offset, addresses `length`
 /// bytes on its device.
-unsafe extern "C" fn omp_target_memcpy(
+unsafe extern "C-unwind" fn omp_target_memcpy(
     dst: *mut c_void,
     src: *const c_void,
     length: usize,
@@ -105,7 +105,7 @@ unsafe extern "C" fn omp_target_memcpy(
 /// As OpenMP requires: the five arrays hold `num_dims` elements each and
 /// describe sub-volumes inside both buffers.
 #[allow(clippy::too_many_arguments)]
-unsafe extern "C" fn omp_target_memcpy_rect(
+unsafe extern "C-unwind" fn omp_target_memcpy_rect(
     dst: *mut c_void,
     src: *const c_void,
     element_size: usize,
@@ -137,7 +137,7 @@ unsafe extern "C" fn omp_target_memcpy_rect(
     })
 }
 
-extern "C" fn omp_target_associate_ptr(
+extern "C-unwind" fn omp_target_associate_ptr(
     host_ptr: *const c_void,
     device_ptr: *const c_void,
     size: usize,
@@ -151,7 +151,10 @@ extern "C" fn omp_target_associate_ptr(
     })
 }
 
-extern "C" fn omp_target_disassociate_ptr(host_ptr: *const c_void, device_num: c_int) -> c_int {
+extern "C-unwind" fn omp_target_disassociate_ptr(
+    host_ptr: *const c_void,
+    device_num: c_int,
+) -> c_int {
     guard("omp_target_disassociate_ptr", OFFLOAD_FAIL, || {
         with_session(|s| s.target_disassociate_ptr(host_ptr, device_num))
     })

@@ -42,7 +42,7 @@ unsafe fn run(
 macro_rules! data_entries {
     ($op:expr, $plain:ident, $nowait:ident, $mapper:ident, $nowait_mapper:ident) => {
         /// LLVM 14 `__tgt_target_data_*`: no source location, no mappers.
-        unsafe extern "C" fn $plain(
+        unsafe extern "C-unwind" fn $plain(
             device_id: i64,
             arg_num: i32,
             base: *mut *mut c_void,
@@ -67,7 +67,7 @@ macro_rules! data_entries {
 
         /// The `_nowait` variant; dependences were resolved by the caller's task.
         #[allow(clippy::too_many_arguments)]
-        unsafe extern "C" fn $nowait(
+        unsafe extern "C-unwind" fn $nowait(
             device_id: i64,
             arg_num: i32,
             base: *mut *mut c_void,
@@ -96,7 +96,7 @@ macro_rules! data_entries {
 
         /// The `_mapper` variant: source location, names and user mappers.
         #[allow(clippy::too_many_arguments)]
-        unsafe extern "C" fn $mapper(
+        unsafe extern "C-unwind" fn $mapper(
             loc: *mut c_void,
             device_id: i64,
             arg_num: i32,
@@ -124,7 +124,7 @@ macro_rules! data_entries {
 
         /// The `_nowait_mapper` variant.
         #[allow(clippy::too_many_arguments)]
-        unsafe extern "C" fn $nowait_mapper(
+        unsafe extern "C-unwind" fn $nowait_mapper(
             loc: *mut c_void,
             device_id: i64,
             arg_num: i32,

@@ -21,6 +21,10 @@ impl HostEnv for Libomp {
     }
 
     fn emit(&self, diagnostic: &Diagnostic) {
+        // A launch whose kernel ended the thread did not fail: say nothing.
+        if omptarget_thread_exit::is_pending() {
+            return;
+        }
         diagnostic.write_to_stderr();
     }
 }

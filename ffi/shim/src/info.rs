@@ -42,7 +42,7 @@ pub(crate) fn configure(registry: &Registry) {
     registry.set_debug_level(DEBUG_LEVEL.load(Ordering::Relaxed));
 }
 
-extern "C" fn __tgt_set_info_flag(flags: u32) {
+extern "C-unwind" fn __tgt_set_info_flag(flags: u32) {
     guard("__tgt_set_info_flag", (), || {
         // Read the environment first, so that it cannot override the flag
         // later (LLVM's call_once runs before its store, too).
@@ -53,7 +53,7 @@ extern "C" fn __tgt_set_info_flag(flags: u32) {
 }
 
 /// Returns true (1) if the device's plugin printed its information.
-extern "C" fn __tgt_print_device_info(device_id: i64) -> i32 {
+extern "C-unwind" fn __tgt_print_device_info(device_id: i64) -> i32 {
     guard("__tgt_print_device_info", 0, || {
         with_session(|s| s.print_device_info(device_id) as i32)
     })

@@ -80,7 +80,7 @@ fn check(
     Some(val)
 }
 
-extern "C" fn omp_get_interop_int(
+extern "C-unwind" fn omp_get_interop_int(
     interop: *const InteropVal,
     property: c_int,
     err: *mut c_int,
@@ -98,7 +98,7 @@ extern "C" fn omp_get_interop_int(
     })
 }
 
-extern "C" fn omp_get_interop_ptr(
+extern "C-unwind" fn omp_get_interop_ptr(
     interop: *const InteropVal,
     property: c_int,
     err: *mut c_int,
@@ -123,7 +123,7 @@ extern "C" fn omp_get_interop_ptr(
     })
 }
 
-extern "C" fn omp_get_interop_str(
+extern "C-unwind" fn omp_get_interop_str(
     interop: *const InteropVal,
     property: c_int,
     err: *mut c_int,
@@ -142,7 +142,10 @@ extern "C" fn omp_get_interop_str(
 }
 
 /// LLVM 14 answers null for names and descriptions after its checks.
-extern "C" fn omp_get_interop_name(interop: *const InteropVal, property: c_int) -> *const c_char {
+extern "C-unwind" fn omp_get_interop_name(
+    interop: *const InteropVal,
+    property: c_int,
+) -> *const c_char {
     guard("omp_get_interop_name", std::ptr::null(), || {
         let mut err = 0;
         let _ = check(interop, property, &mut err);
@@ -150,7 +153,7 @@ extern "C" fn omp_get_interop_name(interop: *const InteropVal, property: c_int) 
     })
 }
 
-extern "C" fn omp_get_interop_type_desc(
+extern "C-unwind" fn omp_get_interop_type_desc(
     interop: *const InteropVal,
     property: c_int,
 ) -> *const c_char {
@@ -174,7 +177,7 @@ fn type_mismatch<T>(err: *mut c_int, value: T) -> T {
 /// `interop_ptr` points to the user's `omp_interop_t` variable; `dep_list`
 /// holds `ndeps` libomp dependence records.
 #[allow(clippy::too_many_arguments)]
-unsafe extern "C" fn __tgt_interop_init(
+unsafe extern "C-unwind" fn __tgt_interop_init(
     loc: *mut c_void,
     gtid: i32,
     interop_ptr: *mut *mut InteropVal,
@@ -232,7 +235,7 @@ unsafe extern "C" fn __tgt_interop_init(
 /// # Safety
 /// As for `__tgt_interop_init`; `*interop_ptr` came from it.
 #[allow(clippy::too_many_arguments)]
-unsafe extern "C" fn __tgt_interop_use(
+unsafe extern "C-unwind" fn __tgt_interop_use(
     loc: *mut c_void,
     gtid: i32,
     interop_ptr: *mut *mut InteropVal,
@@ -258,7 +261,7 @@ unsafe extern "C" fn __tgt_interop_use(
 /// As for `__tgt_interop_use`. Ownership: the object is freed and the
 /// variable set to `omp_interop_none`.
 #[allow(clippy::too_many_arguments)]
-unsafe extern "C" fn __tgt_interop_destroy(
+unsafe extern "C-unwind" fn __tgt_interop_destroy(
     loc: *mut c_void,
     gtid: i32,
     interop_ptr: *mut *mut InteropVal,

@@ -1,279 +1,217 @@
-//! The process-wide runtime and its explicit lifecycle.
+//! The process-wide session and its explicit lifecycle: the shim's side of
+//! the state machine in `omptarget-lifecycle` (its docs list the states,
+//! the events and who may wait; its loom model checks the invariants).
 //!
-//! * Created lazily by the first registration or API call (never in a global
-//!   constructor).
-//! * Each `__tgt_register_lib` counts a library; the `__tgt_unregister_lib`
-//!   that removes the last one shuts the runtime down in the fixed order.
-//!   A library registered after that gets a fresh runtime.
-//! * Hot paths read the runtime without a lock: a reader announces itself in
-//!   [`IN_FLIGHT`], then loads [`SESSION`]. Shutdown swaps [`SESSION`] to null
-//!   and waits until every reader that may have seen the old pointer has left;
-//!   only then does it own the session and tear it down. (arc-swap does the
-//!   same job but keeps per-thread debt nodes that are never freed, which
-//!   valgrind shows as blocks of ours still reachable at exit.)
-//! * The safety net: if the process ends with a runtime that no unregister
-//!   shut down (a program that only called `omp_target_alloc`, say), the
-//!   shim's one `.fini_array` entry shuts it down. The dynamic loader runs it
-//!   before the finalizers of the plugins we dlopen'd, so they still work.
+//! * A session is created lazily by the first call (never in a global
+//!   constructor); the plugins load at the first registration.
+//! * Every call is a reader of the session ([`with_session`]): nothing in
+//!   the shim waits for a reader, ever.
+//! * Unregistering a library unloads its images; the runtime stays, as
+//!   LLVM's does: the program may go on using `omp_*` calls and the device
+//!   memory it holds after its last offload library is gone.
+//! * The runtime is shut down when the process exits: from the
+//!   `__tgt_unregister_lib` of the main program's own descriptor (clang's
+//!   binaries call it from their finalizer, so only at exit), or else from
+//!   the shim's one `.fini_array` function. Closing never waits: with no
+//!   call in flight the teardown is complete; with calls in flight (a
+//!   thread inside a kernel, or `exit` called from inside one) only what no
+//!   call can be using is released (cached blocks), and the report says what
+//!   was left to the OS. The shim's finalizer completes it if those calls
+//!   have left by then.
+//! * After the close, other threads that call in are parked for good (the
+//!   process is ending: they must not fail, and an error could abort the
+//!   process with another status); the closing thread's own late calls (a
+//!   library finalizer that offloads) run without plugins, on the host.
+//! * In a fork child, calls that other parent threads had in flight become
+//!   phantoms: never waited for; the child's teardown leaves what they may
+//!   hold to the OS.
 
 use crate::session::Session;
+use omptarget_lifecycle::{Closing, Entered, Lifecycle};
 use std::cell::Cell;
-use std::ptr;
-use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering::SeqCst};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 
-/// The live session, or null. Owned by this slot: a `Box<Session>` turned
-/// into a raw pointer, turned back only by the shutdown path.
-static SESSION: AtomicPtr<Session> = AtomicPtr::new(ptr::null_mut());
-/// Calls currently between announcing themselves and leaving.
-static IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
-/// Serialises registration and the shutdown decision (cold paths).
-static LIFECYCLE: Mutex<()> = Mutex::new(());
-/// Sessions taken out of the slot whose shutdown had to be called off (see
-/// [`shut_down`]) while a newer session was already published: the safety
-/// net shuts them down at exit.
-static PARKED: Mutex<Vec<SessionPtr>> = Mutex::new(Vec::new());
-/// How long the safety net waits, at exit, for calls still in flight on
-/// other threads (a thread blocked in a kernel) before it gives up.
-const EXIT_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+static LIFECYCLE: Lifecycle<Session> = Lifecycle::new();
 
 thread_local! {
-    /// How many in-flight calls this thread is nested in (no destructor).
+    /// How many calls this thread is inside (no destructor).
     static DEPTH: Cell<usize> = const { Cell::new(0) };
-    /// Sessions whose shutdown this thread asked for from inside one of its
-    /// own in-flight calls, chained through `Session::next_deferred`; its
-    /// outermost call finishes them. Per thread: another thread's calls
-    /// must not pick them up (they may be running inside a library
-    /// constructor, under the dynamic loader's lock).
-    static DEFERRED: Cell<*mut Session> = const { Cell::new(ptr::null_mut()) };
 }
 
-/// A session pointer owned by [`PARKED`].
-struct SessionPtr(*mut Session);
-// Safety: a parked session is owned by the list alone; only the safety net
-// takes it out, under the list's lock.
-unsafe impl Send for SessionPtr {}
-
-fn lock() -> std::sync::MutexGuard<'static, ()> {
-    LIFECYCLE
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
+/// This thread's id for the state machine (`pthread_self`, never 0).
+fn me() -> usize {
+    // SAFETY: always callable.
+    unsafe { libc::pthread_self() as usize }
 }
 
-/// A token proving the holder may dereference the session it loaded.
-struct InFlight;
+/// Counts this thread's nesting while a call is inside the session.
+struct Depth;
 
-impl InFlight {
-    fn enter() -> Self {
-        IN_FLIGHT.fetch_add(1, SeqCst);
+impl Depth {
+    fn enter() -> Depth {
         DEPTH.with(|d| d.set(d.get() + 1));
-        InFlight
+        Depth
     }
 }
 
-impl Drop for InFlight {
+impl Drop for Depth {
     fn drop(&mut self) {
-        let depth = DEPTH.with(|d| {
-            d.set(d.get() - 1);
-            d.get()
-        });
-        IN_FLIGHT.fetch_sub(1, SeqCst);
-        if depth == 0 {
-            finish_deferred_shutdown();
-        }
+        DEPTH.with(|d| d.set(d.get() - 1));
     }
 }
 
 /// Run `f` with the session, creating it if there is none.
 pub(crate) fn with_session<T>(f: impl FnOnce(&Session) -> T) -> T {
+    match LIFECYCLE.enter(me(), new_session) {
+        Entered::Open(reader) => {
+            let _depth = Depth::enter();
+            f(&reader)
+        }
+        Entered::Closed {
+            by_this_thread: true,
+        } => f(&Session::closed()),
+        Entered::Closed {
+            by_this_thread: false,
+        } => park_until_exit(),
+    }
+}
+
+fn new_session() -> Box<Session> {
+    register_fork_handler();
+    Box::new(Session::new())
+}
+
+/// The process is exiting and its runtime is closed: a call from another
+/// thread than the exiting one must neither fail nor touch the runtime, so
+/// the thread sleeps until the process is gone.
+fn park_until_exit() -> ! {
     loop {
-        let token = InFlight::enter();
-        let p = SESSION.load(SeqCst);
-        if !p.is_null() {
-            // Safety: non-null and we are in flight, so shutdown waits for us.
-            return f(unsafe { &*p });
-        }
-        // Create outside the token: a shutdown waits for in-flight calls.
-        drop(token);
-        ensure_session();
+        // SAFETY: pause only waits for a signal.
+        unsafe { libc::pause() };
     }
 }
 
-/// The live session, created and published if there is none.
-///
-/// Creation takes no lock: a thread running a library constructor holds
-/// the dynamic loader's lock while it registers, so no thread may wait for
-/// anything of ours while it needs that lock. A new session is empty (the
-/// plugins load at the first registration), so two threads may both create
-/// one: the first to publish wins, the other drops its own, unused.
-fn ensure_session() -> *mut Session {
-    let p = SESSION.load(SeqCst);
-    if !p.is_null() {
-        return p;
-    }
-    let fresh = Box::into_raw(Box::new(Session::new()));
-    match SESSION.compare_exchange(ptr::null_mut(), fresh, SeqCst, SeqCst) {
-        Ok(_) => fresh,
-        Err(winner) => {
-            // Safety: `fresh` was never published: we own it alone.
-            unsafe { Box::from_raw(fresh) }.discard();
-            winner
-        }
-    }
-}
-
-/// Run `register` with the session (creating it if needed), under the
-/// lifecycle lock so that no shutdown can take the session meanwhile.
-/// The first registration loads the plugins (dlopen) under this lock; clang
-/// calls `__tgt_register_lib` from library constructors, which already hold
-/// the dynamic loader's lock, so the order is always loader, then ours.
+/// Run `register` with the session. The first registration loads the
+/// plugins; clang calls `__tgt_register_lib` from library constructors,
+/// which hold the dynamic loader's lock, and no lock of ours is held
+/// across plugin loading, so registration never waits for a thread that
+/// needs the loader's lock. After the close, registrations are ignored.
 pub(crate) fn register_library(register: impl FnOnce(&Session)) {
-    loop {
-        let p = ensure_session();
-        let _guard = lock();
-        if SESSION.load(SeqCst) != p {
-            // Shut down (or replaced) since we looked: try again.
-            continue;
+    match LIFECYCLE.enter(me(), new_session) {
+        Entered::Open(reader) => {
+            let _depth = Depth::enter();
+            register(&reader)
         }
-        // Safety: published, and shutdown needs the lock we hold.
-        register(unsafe { &*p });
-        return;
+        Entered::Closed {
+            by_this_thread: true,
+        } => {}
+        Entered::Closed {
+            by_this_thread: false,
+        } => park_until_exit(),
     }
 }
 
-/// Run `unregister` with the live session, if any; if it removed the last
-/// registered library, shut the session down in the fixed order.
-///
-/// `unregister` runs in flight, not under the lifecycle lock: it may unload
-/// images (dlclose), which takes the dynamic loader's lock. Only the
-/// decision to shut down takes the lifecycle lock, and re-checks under it.
-///
-/// No shutdown when:
-/// * the unregister removed nothing (a descriptor never registered): a
-///   session that only API calls created lives until the safety net;
-/// * another library registered meanwhile;
-/// * the program still holds device memory of this runtime (an
-///   `omp_target_alloc` block, mapped data): it may still use or free it
-///   after its last offload library is gone, as it may with LLVM's runtime.
-///   The session then lives on (a later library joins it) until an
-///   unregister finds no memory held, or until the safety net at exit.
-pub(crate) fn unregister_library(unregister: impl FnOnce(&Session)) {
-    let p = {
-        let _token = InFlight::enter();
-        let p = SESSION.load(SeqCst);
-        // Safety: non-null and we are in flight, so shutdown waits for us.
-        let Some(session) = (unsafe { p.as_ref() }) else {
-            return;
-        };
-        let before = session.registered_libs();
-        unregister(session);
-        let after = session.registered_libs();
-        if after > 0 || after == before {
-            return;
-        }
-        p
+/// Run `unregister` with the session; if it removed the main program's
+/// own descriptor, the process is exiting: close and shut down.
+pub(crate) fn unregister_library(desc: *const std::ffi::c_void, unregister: impl FnOnce(&Session)) {
+    let Entered::Open(reader) = LIFECYCLE.enter(me(), new_session) else {
+        return;
     };
-    let guard = lock();
-    if SESSION.load(SeqCst) != p {
-        return;
-    }
-    // Safety: published, and shutdown needs the lock we hold.
-    let session = unsafe { &*p };
-    if session.registered_libs() > 0 || session.holds_user_memory() {
-        return;
-    }
-    let old = SESSION.swap(ptr::null_mut(), SeqCst);
-    if DEPTH.with(Cell::get) > 0 {
-        // Called from inside an offload call on this thread: the session is
-        // in use up our own stack. The outermost call finishes the shutdown.
-        DEFERRED.with(|head| {
-            // Safety: `old` is ours (swapped out); chain it to this thread's list.
-            unsafe { (*old).next_deferred.store(head.get(), SeqCst) };
-            head.set(old);
-        });
-    } else {
-        drop(guard);
-        shut_down(old);
+    let removed = {
+        let _depth = Depth::enter();
+        let before = reader.registered_libs();
+        unregister(&reader);
+        reader.registered_libs() < before
+    };
+    drop(reader);
+    if removed && is_in_main_program(desc) {
+        close_at_exit();
     }
 }
 
-/// Wait until no call but this thread's own may still see a session taken
-/// out of the slot, for at most `limit`; false if calls were still in
-/// flight then.
-fn wait_for_readers(limit: Option<std::time::Duration>) -> bool {
+/// Is `addr` inside the main program (which cannot be unloaded, so its
+/// descriptor is unregistered only by its finalizer at exit)?
+fn is_in_main_program(addr: *const std::ffi::c_void) -> bool {
+    // SAFETY: getauxval and dladdr only read; AT_ENTRY is the main
+    // program's entry point.
+    unsafe {
+        let entry = libc::getauxval(libc::AT_ENTRY) as *const std::ffi::c_void;
+        let mut main: libc::Dl_info = std::mem::zeroed();
+        let mut of_addr: libc::Dl_info = std::mem::zeroed();
+        libc::dladdr(entry, &mut main) != 0
+            && libc::dladdr(addr, &mut of_addr) != 0
+            && !main.dli_fbase.is_null()
+            && main.dli_fbase == of_addr.dli_fbase
+    }
+}
+
+/// Close the lifecycle at exit and tear the session down as far as no
+/// call can be using it. Never waits.
+fn close_at_exit() {
     let own = DEPTH.with(Cell::get);
-    let started = std::time::Instant::now();
-    while IN_FLIGHT.load(SeqCst) > own {
-        if limit.is_some_and(|limit| started.elapsed() > limit) {
-            return false;
-        }
-        std::thread::yield_now();
+    match LIFECYCLE.close(me(), own) {
+        Closing::Idle(session) => session.shutdown(),
+        Closing::InUse {
+            session: Some(session),
+            readers,
+            own,
+            phantoms,
+        } => session.shutdown_in_use(&in_use_reason(readers, own, phantoms)),
+        Closing::InUse { session: None, .. } | Closing::Empty | Closing::AlreadyClosed => {}
     }
-    true
 }
 
-/// Tear down a session taken out of the slot, once no call can still see
-/// it, unless a call that was in flight when it was taken out registered a
-/// library or took device memory: then the session lives on (put back in
-/// the slot, or parked for the safety net if a newer one was published).
-fn shut_down(old: *mut Session) {
-    wait_for_readers(None);
-    // Safety: out of the slot and no reader remains: we own it.
-    let session = unsafe { &*old };
-    if session.registered_libs() > 0 || session.holds_user_memory() {
-        if SESSION
-            .compare_exchange(ptr::null_mut(), old, SeqCst, SeqCst)
-            .is_err()
-        {
-            PARKED
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .push(SessionPtr(old));
-        }
+/// Why the runtime could not be torn down completely at exit.
+fn in_use_reason(readers: usize, own: usize, phantoms: usize) -> String {
+    let mut parts = Vec::new();
+    if readers > own {
+        parts.push(format!(
+            "{} call(s) still running on other threads (a kernel, say)",
+            readers - own
+        ));
+    }
+    if own > 0 {
+        parts.push(format!(
+            "{own} call(s) of the exiting thread itself (exit or a longjmp from inside a kernel)"
+        ));
+    }
+    if phantoms > 0 {
+        parts.push(format!(
+            "{phantoms} call(s) in flight on other threads of the parent at fork()"
+        ));
+    }
+    parts.join(", ")
+}
+
+/// Fork: in the child, only the forking thread exists; the calls other
+/// threads had in flight will never leave. Registered once, at the first
+/// session (not in a constructor).
+fn register_fork_handler() {
+    static REGISTERED: AtomicBool = AtomicBool::new(false);
+    if REGISTERED.swap(true, SeqCst) {
         return;
     }
-    // Safety: as above.
-    unsafe { Box::from_raw(old) }.shutdown();
-}
-
-fn finish_deferred_shutdown() {
-    // A thread-local read first: this runs at the end of every outermost call.
-    let mut next = DEFERRED.with(|head| head.replace(ptr::null_mut()));
-    while !next.is_null() {
-        let old = next;
-        // Safety: a deferred session is owned by this thread's list.
-        next = unsafe { (*old).next_deferred.swap(ptr::null_mut(), SeqCst) };
-        shut_down(old);
+    extern "C" fn in_child() {
+        LIFECYCLE.after_fork_in_child(DEPTH.with(Cell::get));
+    }
+    // SAFETY: the handler only touches atomics and this thread's depth.
+    let rc = unsafe { libc::pthread_atfork(None, None, Some(in_child)) };
+    if rc != 0 {
+        tracing::debug!(
+            rc,
+            "pthread_atfork failed; a fork child keeps the parent's readers"
+        );
     }
 }
 
-/// The safety net: at exit, shut down the session still alive (no
-/// unregister removed the last library, or the program held device memory
-/// then) and any parked one. Calls still in flight on other threads (a
-/// thread blocked in a kernel while the process exits) are waited for only
-/// so long: then the sessions are left alone, and we say so.
+/// The shim's one finalizer: at exit (or when the shim itself is
+/// unloaded), close if the main program's unregister did not, and finish a
+/// teardown left partial if the calls that were in flight have left.
 extern "C" fn omptarget_safety_net() {
     crate::boundary::guard("libomptarget finalizer", (), || {
-        let live = {
-            let _guard = lock();
-            SESSION.swap(ptr::null_mut(), SeqCst)
-        };
-        let mut sessions = std::mem::take(&mut *PARKED.lock().unwrap_or_else(|e| e.into_inner()));
-        if !live.is_null() {
-            sessions.push(SessionPtr(live));
-        }
-        if sessions.is_empty() {
-            return;
-        }
-        if !wait_for_readers(Some(EXIT_WAIT)) {
-            eprintln!(
-                "Libomptarget error: offload calls still running on other threads at exit; the runtime is not shut down"
-            );
-            return;
-        }
-        for SessionPtr(old) in sessions {
-            // Safety: out of the slot (or parked) and no reader remains.
-            unsafe { Box::from_raw(old) }.shutdown();
+        close_at_exit();
+        if let Some(session) = LIFECYCLE.finish_left() {
+            session.shutdown();
         }
     });
 }

@@ -9,7 +9,7 @@ use std::ffi::c_void;
 
 /// # Safety
 /// `handle` is the handle the runtime passed to the running mapper.
-unsafe extern "C" fn __tgt_mapper_num_components(handle: *mut c_void) -> i64 {
+unsafe extern "C-unwind" fn __tgt_mapper_num_components(handle: *mut c_void) -> i64 {
     guard("__tgt_mapper_num_components", 0, || {
         mapper_num_components(handle)
     })
@@ -17,7 +17,7 @@ unsafe extern "C" fn __tgt_mapper_num_components(handle: *mut c_void) -> i64 {
 
 /// # Safety
 /// `handle` is the handle the runtime passed to the running mapper.
-unsafe extern "C" fn __tgt_push_mapper_component(
+unsafe extern "C-unwind" fn __tgt_push_mapper_component(
     handle: *mut c_void,
     base: *mut c_void,
     begin: *mut c_void,

@@ -12,7 +12,7 @@ use crate::export::export_c;
 use crate::lifecycle::{register_library, unregister_library, with_session};
 use omptarget_abi::BinDesc;
 
-extern "C" fn __tgt_register_requires(flags: i64) {
+extern "C-unwind" fn __tgt_register_requires(flags: i64) {
     guard("__tgt_register_requires", (), || {
         with_session(|s| s.register_requires(flags));
     })
@@ -21,7 +21,7 @@ extern "C" fn __tgt_register_requires(flags: i64) {
 /// # Safety
 /// `desc` points to a descriptor that stays valid until the matching
 /// `__tgt_unregister_lib` (clang's descriptors are static data).
-unsafe extern "C" fn __tgt_register_lib(desc: *mut BinDesc) {
+unsafe extern "C-unwind" fn __tgt_register_lib(desc: *mut BinDesc) {
     guard("__tgt_register_lib", (), || {
         if desc.is_null() {
             eprintln!("Libomptarget error: __tgt_register_lib called with a null descriptor");
@@ -33,17 +33,17 @@ unsafe extern "C" fn __tgt_register_lib(desc: *mut BinDesc) {
 
 /// # Safety
 /// `desc` is a descriptor passed to `__tgt_register_lib` before, or null.
-unsafe extern "C" fn __tgt_unregister_lib(desc: *mut BinDesc) {
+unsafe extern "C-unwind" fn __tgt_unregister_lib(desc: *mut BinDesc) {
     guard("__tgt_unregister_lib", (), || {
         if desc.is_null() {
             eprintln!("Libomptarget error: __tgt_unregister_lib called with a null descriptor");
             return;
         }
-        unregister_library(|s| s.unregister_lib(desc));
+        unregister_library(desc as *const std::ffi::c_void, |s| s.unregister_lib(desc));
     })
 }
 
-extern "C" fn __tgt_init_all_rtls() {
+extern "C-unwind" fn __tgt_init_all_rtls() {
     guard("__tgt_init_all_rtls", (), || {
         with_session(|s| s.init_all_rtls());
     })

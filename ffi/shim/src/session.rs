@@ -12,7 +12,6 @@ use omptarget::{Config, Runtime};
 use omptarget_abi::requires;
 use omptarget_abi::{AllocKind, AsyncInfo, BinDesc, DeviceInfo};
 use std::ffi::{c_char, c_int, c_void};
-use std::sync::atomic::AtomicPtr;
 use std::sync::OnceLock;
 
 /// Which data operation a `__tgt_target_data_*` call asks for.
@@ -45,13 +44,15 @@ pub(crate) enum InteropInit {
 pub(crate) struct Session {
     registry: Registry,
     runtime: OnceLock<Runtime>,
-    /// The next session in a thread's list of deferred shutdowns
-    /// (`lifecycle`); null otherwise.
-    pub(crate) next_deferred: AtomicPtr<Session>,
 }
 
 /// End the process for a fatal offload error, as LLVM's FATAL_MESSAGE does.
+/// If the call failed because its kernel ended the thread, leave silently
+/// instead: the boundary resumes the exit.
 fn or_abort<T>(result: Result<T, Fatal>) -> T {
+    if omptarget_thread_exit::is_pending() {
+        crate::boundary::leave_for_thread_exit();
+    }
     match result {
         Ok(value) => value,
         Err(fatal) => fatal.abort(),
@@ -66,7 +67,6 @@ impl Session {
         Session {
             registry,
             runtime: OnceLock::new(),
-            next_deferred: AtomicPtr::new(std::ptr::null_mut()),
         }
     }
 
@@ -121,21 +121,21 @@ impl Session {
         }
     }
 
-    /// Drop a session that lost the race to be published: it was never
-    /// used and loaded nothing.
-    pub fn discard(self) {
-        if let Some(runtime) = self.runtime.into_inner() {
-            let _ = runtime.shutdown();
-        }
+    /// A session for the late calls of the thread that closed the
+    /// lifecycle at exit (a library finalizer that offloads): no plugins,
+    /// so regions run on the host and device numbers are invalid.
+    pub fn closed() -> Self {
+        Self::new()
     }
 
-    /// Does the program still hold device memory of this runtime
-    /// (`omp_target_alloc` blocks, mapped data)? Then a shutdown would free
-    /// memory the program may still use or free itself later.
-    pub fn holds_user_memory(&self) -> bool {
-        self.runtime
-            .get()
-            .is_some_and(|rt| rt.devices().iter().any(|d| d.live_allocations().0 > 0))
+    /// The teardown at exit while calls are still in flight (`why`):
+    /// release only what no call can be using (the memory managers'
+    /// cached blocks), report the rest as left to the OS, and keep the
+    /// session itself allocated for the calls still using it.
+    pub fn shutdown_in_use(&self, why: &str) {
+        if let Some(runtime) = self.runtime.get() {
+            crate::report::emit(&runtime.release_unused_at_exit(why));
+        }
     }
 
     pub fn registered_libs(&self) -> usize {

@@ -63,7 +63,7 @@ macro_rules! teams {
 macro_rules! target_entries {
     ($plain:ident, $nowait:ident, $mapper:ident, $nowait_mapper:ident $(, teams($nt:ident, $tl:ident))?) => {
         #[allow(clippy::too_many_arguments)]
-        unsafe extern "C" fn $plain(
+        unsafe extern "C-unwind" fn $plain(
             device_id: i64,
             host_ptr: *mut c_void,
             arg_num: i32,
@@ -78,7 +78,7 @@ macro_rules! target_entries {
         }
 
         #[allow(clippy::too_many_arguments)]
-        unsafe extern "C" fn $nowait(
+        unsafe extern "C-unwind" fn $nowait(
             device_id: i64,
             host_ptr: *mut c_void,
             arg_num: i32,
@@ -97,7 +97,7 @@ macro_rules! target_entries {
         }
 
         #[allow(clippy::too_many_arguments)]
-        unsafe extern "C" fn $mapper(
+        unsafe extern "C-unwind" fn $mapper(
             loc: *mut c_void,
             device_id: i64,
             host_ptr: *mut c_void,
@@ -114,7 +114,7 @@ macro_rules! target_entries {
         }
 
         #[allow(clippy::too_many_arguments)]
-        unsafe extern "C" fn $nowait_mapper(
+        unsafe extern "C-unwind" fn $nowait_mapper(
             loc: *mut c_void,
             device_id: i64,
             host_ptr: *mut c_void,
@@ -153,14 +153,14 @@ target_entries!(
 );
 
 /// Record the trip count of the next teams loop launched by this thread.
-extern "C" fn __kmpc_push_target_tripcount(device_id: i64, loop_tripcount: u64) {
+extern "C-unwind" fn __kmpc_push_target_tripcount(device_id: i64, loop_tripcount: u64) {
     // Safety: a null location.
     unsafe { __kmpc_push_target_tripcount_mapper(std::ptr::null_mut(), device_id, loop_tripcount) }
 }
 
 /// # Safety
 /// `loc` is null or a valid `ident_t`.
-unsafe extern "C" fn __kmpc_push_target_tripcount_mapper(
+unsafe extern "C-unwind" fn __kmpc_push_target_tripcount_mapper(
     loc: *mut c_void,
     device_id: i64,
     loop_tripcount: u64,

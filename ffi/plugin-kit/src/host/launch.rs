@@ -17,10 +17,19 @@ pub const INLINE_ARGS: usize = 16;
 /// parameters are all pointer-sized, like LLVM's generic-elf-64bit plugin
 /// (which passes every argument by reference).
 ///
+/// A kernel that ends its thread (`pthread_exit`, or a cancellation acted
+/// upon inside it) is intercepted here, before any frame of ours: the
+/// call returns `Ok` with the exit pending
+/// ([`omptarget_thread_exit::set_pending`]), and the plugin's entry resumes
+/// it past its panic boundary.
+///
 /// # Safety
 /// `entry` is the address of such a function, and calling it with `args`
 /// is what the offload program intends.
-pub unsafe fn call_with_pointer_args(entry: NonNull<c_void>, args: &[*mut c_void]) {
+pub unsafe fn call_with_pointer_args(
+    entry: NonNull<c_void>,
+    args: &[*mut c_void],
+) -> Result<(), String> {
     let n = args.len();
     // libffi's type descriptors are statics that libffi only reads.
     let pointer: *mut ffi_type = addr_of_mut!(types::pointer);
@@ -51,20 +60,23 @@ pub unsafe fn call_with_pointer_args(entry: NonNull<c_void>, args: &[*mut c_void
             arg_types.as_mut_ptr(),
         )
     };
-    // ffi_prep_cif fails only for a bad ABI or type, neither of which can
-    // happen here; do not call through a half-prepared interface anyway.
-    if prepared.is_err() {
-        return;
+    // ffi_prep_cif fails only for a bad ABI or type, neither of which
+    // should happen here; never call through a half-prepared interface.
+    if let Err(err) = prepared {
+        return Err(format!(
+            "libffi cannot prepare a call with {n} pointer arguments: {err:?}"
+        ));
     }
-    // SAFETY: per this function's contract; `arg_values` points to `n`
-    // pointer-sized values that live until the call returns.
-    unsafe {
-        call::<()>(
-            &mut cif,
-            CodePtr::from_ptr(entry.as_ptr()),
-            arg_values.as_mut_ptr(),
-        )
-    };
+    let values = arg_values.as_mut_ptr();
+    let exited = omptarget_thread_exit::call_intercepting_exit(|| {
+        // SAFETY: per this function's contract; `arg_values` points to `n`
+        // pointer-sized values that live until the call returns.
+        unsafe { call::<()>(&mut cif, CodePtr::from_ptr(entry.as_ptr()), values) }
+    });
+    if let Err(exit) = exited {
+        omptarget_thread_exit::set_pending(exit);
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -120,13 +132,13 @@ mod tests {
 
     #[test]
     fn calls_with_no_few_and_many_arguments() {
-        unsafe { call_with_pointer_args(entry(none as *const ()), &[]) };
+        unsafe { call_with_pointer_args(entry(none as *const ()), &[]) }.unwrap();
         assert_eq!(SEEN.load(Ordering::SeqCst), 1000);
         let args: Vec<*mut c_void> = [1usize, 2, 3].iter().map(|&v| v as *mut c_void).collect();
-        unsafe { call_with_pointer_args(entry(three as *const ()), &args) };
+        unsafe { call_with_pointer_args(entry(three as *const ()), &args) }.unwrap();
         assert_eq!(SEEN.load(Ordering::SeqCst), 123);
         let args: Vec<*mut c_void> = (1..=18usize).map(|v| v as *mut c_void).collect();
-        unsafe { call_with_pointer_args(entry(eighteen as *const ()), &args) };
+        unsafe { call_with_pointer_args(entry(eighteen as *const ()), &args) }.unwrap();
         let expected: usize = (1..=18usize).map(|v| v * v).sum();
         assert_eq!(SEEN.load(Ordering::SeqCst), expected);
     }

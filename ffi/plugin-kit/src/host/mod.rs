@@ -283,8 +283,7 @@ impl Backend for HostBackend {
                 "{entry:p} is not a kernel of an image loaded on device {device}"
             )));
         }
-        launch::call_with_pointer_args(entry, args);
-        Ok(())
+        launch::call_with_pointer_args(entry, args).map_err(PluginError::InvalidArgument)
     }
 
     fn print_device_info(&self, device: DeviceId) {

@@ -94,7 +94,7 @@ pub unsafe extern "C" fn __tgt_rtl_data_retrieve(
 /// `entry` is from this device's target table; `args` and `offsets` hold
 /// `num_args` values each.
 #[no_mangle]
-pub unsafe extern "C" fn __tgt_rtl_run_target_region(
+pub unsafe extern "C-unwind" fn __tgt_rtl_run_target_region(
     device: i32,
     entry: *mut c_void,
     args: *mut *mut c_void,

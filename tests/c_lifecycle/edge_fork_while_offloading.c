@@ -1,0 +1,123 @@
+/* fork() while another thread offloads in a loop; the child (only the
+ * forking thread survives in it) then runs 200 small target regions with
+ * their results checked and exits 0 (1 if a result is wrong). The parent
+ * measures the child's whole lifetime (fork to waitpid) and prints
+ * `child_status=<exit status or signal+128>`, `child_ms=<lifetime>`,
+ * `child_wrong=<n>` (as the child's stdout line) and `parent_regions_ok=1`
+ * once its own offloading thread is stopped with right results. FORKS
+ * forks are made, one after another, each while the thread is busy (the
+ * loop stops at a failed child or one slower than SLOW_MS);
+ * child_ms is the longest of them and child_status the first bad one (or 0).
+ * A child still alive after CHILD_LIMIT_MS is killed (child_status=137):
+ * no hung child outlives the test; alarm() in the child is a second net
+ * should the parent itself be killed. */
+#include <omp.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define FORKS 3
+#define N 256
+#define CHILD_REGIONS 200
+#define CHILD_LIMIT_MS 6000
+/* Stop forking after a child this slow (or failed): one is enough. */
+#define SLOW_MS 4000
+
+static atomic_int stop;
+static atomic_long busy_regions;
+static atomic_int busy_wrong;
+
+static long sum_on_device(int device, int base) {
+  int a[N];
+  long s = 0;
+  for (int i = 0; i < N; i++)
+    a[i] = i + base;
+#pragma omp target device(device) map(to : a[0 : N]) map(tofrom : s)
+  for (int i = 0; i < N; i++)
+    s += a[i];
+  return s;
+}
+
+static long want(int base) { return (long)N * (N - 1) / 2 + (long)N * base; }
+
+static void *busy(void *arg) {
+  (void)arg;
+  for (int it = 0; !atomic_load(&stop); it++) {
+    if (sum_on_device(0, it) != want(it))
+      atomic_fetch_add(&busy_wrong, 1);
+    atomic_fetch_add(&busy_regions, 1);
+  }
+  return NULL;
+}
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static int child(void) {
+  int wrong = 0;
+  int devices = omp_get_num_devices();
+  for (int r = 0; r < CHILD_REGIONS; r++)
+    if (sum_on_device(r % (devices > 0 ? devices : 1), r) != want(r))
+      wrong++;
+  printf("child_wrong=%d\n", wrong);
+  fflush(stdout);
+  return wrong ? 1 : 0;
+}
+
+int main(void) {
+  /* The parent offloads before the thread starts: the runtime is up. */
+  if (sum_on_device(0, 1) != want(1))
+    return 2;
+  pthread_t thread;
+  if (pthread_create(&thread, NULL, busy, NULL) != 0)
+    return 2;
+  int first_bad = 0;
+  double longest = 0;
+  for (int f = 0; f < FORKS; f++) {
+    long seen = atomic_load(&busy_regions);
+    while (atomic_load(&busy_regions) < seen + 20)
+      usleep(100);
+    fflush(stdout);
+    double start = now_ms();
+    pid_t pid = fork();
+    if (pid < 0)
+      return 2;
+    if (pid == 0) {
+      alarm(CHILD_LIMIT_MS / 1000 + 2);
+      exit(child());
+    }
+    int status;
+    for (;;) {
+      pid_t got = waitpid(pid, &status, WNOHANG);
+      if (got == pid)
+        break;
+      if (got != 0)
+        return 2;
+      if (now_ms() - start > CHILD_LIMIT_MS)
+        kill(pid, SIGKILL);
+      usleep(1000);
+    }
+    double took = now_ms() - start;
+    if (took > longest)
+      longest = took;
+    int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    if (code != 0 && first_bad == 0)
+      first_bad = code;
+    if (code != 0 || took > SLOW_MS)
+      break;
+  }
+  atomic_store(&stop, 1);
+  pthread_join(thread, NULL);
+  printf("child_status=%d\n", first_bad);
+  printf("child_ms=%.0f\n", longest);
+  printf("parent_regions_ok=%d\n", atomic_load(&busy_wrong) == 0);
+  return 0;
+}

@@ -1,0 +1,70 @@
+/* One thread loops on omp_target_alloc / omp_target_memcpy host->device /
+ * omp_target_memcpy device->host (checked) / omp_target_free on device 0
+ * while the main thread dlopens, calls (offload_sum: one target region)
+ * and dlcloses the only offload library (argv[1]) CYCLES times. Each
+ * dlclose is the last unregistration: the runtime shuts down under the
+ * copying thread, whose next call starts a new one, while the next
+ * dlopen registers the library from its constructor under the dynamic
+ * loader's lock. Prints `cycles=`, `wrong=` (offload_sum results),
+ * `copies=` (checked round trips), `copy_wrong=` (round trips that failed
+ * after a successful allocation). */
+#include <dlfcn.h>
+#include <omp.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+
+#define CYCLES 300
+#define WORDS 16
+
+static atomic_int stop;
+static atomic_long copies;
+static atomic_long copy_wrong;
+
+static void *copy_loop(void *arg) {
+  (void)arg;
+  int host = omp_get_initial_device();
+  int out[WORDS], back[WORDS];
+  for (long it = 0; !atomic_load(&stop); it++) {
+    int *p = omp_target_alloc(sizeof out, 0);
+    if (!p)
+      continue;
+    for (int i = 0; i < WORDS; i++)
+      out[i] = (int)(it * WORDS + i);
+    memset(back, 0xff, sizeof back);
+    if (omp_target_memcpy(p, out, sizeof out, 0, 0, 0, host) != 0 ||
+        omp_target_memcpy(back, p, sizeof back, 0, 0, host, 0) != 0 ||
+        memcmp(out, back, sizeof out) != 0)
+      atomic_fetch_add(&copy_wrong, 1);
+    else
+      atomic_fetch_add(&copies, 1);
+    omp_target_free(p, 0);
+  }
+  return NULL;
+}
+
+int main(int argc, char **argv) {
+  if (argc != 2)
+    return 2;
+  pthread_t thread;
+  if (pthread_create(&thread, NULL, copy_loop, NULL) != 0)
+    return 2;
+  int wrong = 0;
+  for (int c = 0; c < CYCLES; c++) {
+    void *lib = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
+    if (!lib)
+      return 2;
+    int (*offload_sum)(int, int) = (int (*)(int, int))dlsym(lib, "offload_sum");
+    if (!offload_sum || offload_sum(10, 0) != 55)
+      wrong++;
+    dlclose(lib);
+  }
+  atomic_store(&stop, 1);
+  pthread_join(thread, NULL);
+  printf("cycles=%d\n", CYCLES);
+  printf("wrong=%d\n", wrong);
+  printf("copies=%ld\n", atomic_load(&copies));
+  printf("copy_wrong=%ld\n", atomic_load(&copy_wrong));
+  return 0;
+}

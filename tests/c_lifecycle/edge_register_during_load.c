@@ -1,0 +1,66 @@
+/* A library constructor registers (__tgt_register_lib, run by dlopen
+ * under the dynamic loader's lock) while another thread's target region
+ * is loading images (the host plugin dlopens each image it loads).
+ * Thread A runs this program's own target regions on devices 0..D-1 in
+ * turn, results checked; each registration of the library makes the next
+ * region on every device load the new image first. Meanwhile the main
+ * thread dlopens the offload library argv[1], runs its region on device
+ * (cycle % D) and dlcloses it, CYCLES times, so loads and registrations
+ * meet in both orders. Prints `devices=`, `cycles=`, `lib_wrong=`,
+ * `own_regions=`, `own_wrong=`. */
+#include <dlfcn.h>
+#include <omp.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+
+#define CYCLES 150
+
+static atomic_int stop;
+static atomic_long own_regions;
+static atomic_long own_wrong;
+static int devices;
+
+static void *own_offloads(void *arg) {
+  (void)arg;
+  for (int it = 0; !atomic_load(&stop); it++) {
+    int device = it % devices;
+    int x = it;
+#pragma omp target device(device) map(tofrom : x)
+    x = x * 2 + 1;
+    if (x != it * 2 + 1)
+      atomic_fetch_add(&own_wrong, 1);
+    atomic_fetch_add(&own_regions, 1);
+  }
+  return NULL;
+}
+
+int main(int argc, char **argv) {
+  if (argc != 2)
+    return 2;
+  devices = omp_get_num_devices();
+  printf("devices=%d\n", devices);
+  fflush(stdout);
+  if (devices < 1)
+    return 2;
+  pthread_t thread;
+  if (pthread_create(&thread, NULL, own_offloads, NULL) != 0)
+    return 2;
+  int wrong = 0;
+  for (int c = 0; c < CYCLES; c++) {
+    void *lib = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
+    if (!lib)
+      return 2;
+    int (*offload_sum)(int, int) = (int (*)(int, int))dlsym(lib, "offload_sum");
+    if (!offload_sum || offload_sum(10, c % devices) != 55)
+      wrong++;
+    dlclose(lib);
+  }
+  atomic_store(&stop, 1);
+  pthread_join(thread, NULL);
+  printf("cycles=%d\n", CYCLES);
+  printf("lib_wrong=%d\n", wrong);
+  printf("own_regions=%ld\n", atomic_load(&own_regions));
+  printf("own_wrong=%ld\n", atomic_load(&own_wrong));
+  return 0;
+}
