@@ -381,6 +381,11 @@ impl Registry {
         self.lock_tables().registered_descs.len()
     }
 
+    /// Is the descriptor at `desc` registered?
+    pub fn is_registered(&self, desc: usize) -> bool {
+        self.lock_tables().registered_descs.contains(&desc)
+    }
+
     /// (plugin, local device) of each OpenMP device number, in order.
     pub fn device_map(&self) -> Vec<(usize, usize)> {
         self.devices

@@ -1,4 +1,5 @@
 // ENV: TMPDIR=/nonexistent/omptarget-tmpdir
+// NO-VALGRIND: valgrind itself needs a usable TMPDIR (it cannot start); the memfd path is checked under valgrind by every other program
 // TMPDIR naming a folder that does not exist must not stop offloading: the
 // device images need no temporary file (LLVM 14's plugin writes them under
 // a fixed /tmp path; ours loads them from memory). Every device runs a

@@ -111,22 +111,22 @@ pub(crate) fn register_library(register: impl FnOnce(&Session)) {
     }
 }
 
-/// Run `unregister` with the session; if it removed the main program's
-/// own descriptor, the process is exiting: close and shut down.
+/// Run `unregister` with the session. The main program's own descriptor
+/// is unregistered only by its finalizer, at exit: then close first (other
+/// threads may still be running its target regions, which need its
+/// translation table) and unregister it only when the teardown is
+/// complete.
 pub(crate) fn unregister_library(desc: *const std::ffi::c_void, unregister: impl FnOnce(&Session)) {
     let Entered::Open(reader) = LIFECYCLE.enter(me(), new_session) else {
         return;
     };
-    let removed = {
-        let _depth = Depth::enter();
-        let before = reader.registered_libs();
-        unregister(&reader);
-        reader.registered_libs() < before
-    };
-    drop(reader);
-    if removed && is_in_main_program(desc) {
-        close_at_exit();
+    if reader.is_registered(desc) && is_in_main_program(desc) {
+        drop(reader);
+        close_at_exit(unregister);
+        return;
     }
+    let _depth = Depth::enter();
+    unregister(&reader);
 }
 
 /// Is `addr` inside the main program (which cannot be unloaded, so its
@@ -146,11 +146,15 @@ fn is_in_main_program(addr: *const std::ffi::c_void) -> bool {
 }
 
 /// Close the lifecycle at exit and tear the session down as far as no
-/// call can be using it. Never waits.
-fn close_at_exit() {
+/// call can be using it; `first` runs on a session no call can reach any
+/// more, before its teardown. Never waits.
+fn close_at_exit(first: impl FnOnce(&Session)) {
     let own = DEPTH.with(Cell::get);
     match LIFECYCLE.close(me(), own) {
-        Closing::Idle(session) => session.shutdown(),
+        Closing::Idle(session) => {
+            first(&session);
+            session.shutdown()
+        }
         Closing::InUse {
             session: Some(session),
             readers,
@@ -209,7 +213,7 @@ fn register_fork_handler() {
 /// teardown left partial if the calls that were in flight have left.
 extern "C" fn omptarget_safety_net() {
     crate::boundary::guard("libomptarget finalizer", (), || {
-        close_at_exit();
+        close_at_exit(|_| {});
         if let Some(session) = LIFECYCLE.finish_left() {
             session.shutdown();
         }

@@ -138,6 +138,11 @@ impl Session {
         }
     }
 
+    /// Was `desc` registered (and not unregistered since)?
+    pub fn is_registered(&self, desc: *const std::ffi::c_void) -> bool {
+        self.registry.is_registered(desc as usize)
+    }
+
     pub fn registered_libs(&self) -> usize {
         self.registry.registered_libs()
     }
