@@ -32,6 +32,10 @@ pub const STEPS: &[Step] = &[
         run: cargo_test_workspace,
     },
     Step {
+        name: "loom: the shim's lifecycle state machine, every interleaving",
+        run: loom_lifecycle,
+    },
+    Step {
         name: "no global destructors in staged libraries",
         run: no_global_dtors,
     },
@@ -83,6 +87,30 @@ fn stage_debug() -> Result<()> {
 /// binary's `test result:` line as a summary at the end. Cargo's stderr
 /// (where it names each binary) is merged into the same pipe by the shell,
 /// so every result pairs with the right binary.
+/// The loom model of `ffi/lifecycle` (its own target dir: `--cfg loom`
+/// rebuilds everything it touches).
+fn loom_lifecycle() -> Result<()> {
+    let root = stage::workspace_root();
+    println!("$ RUSTFLAGS=\"--cfg loom\" cargo test -p omptarget-lifecycle --test loom --release");
+    let status = cmd::cargo()
+        .current_dir(&root)
+        .env("RUSTFLAGS", "--cfg loom")
+        .args([
+            "test",
+            "-p",
+            "omptarget-lifecycle",
+            "--test",
+            "loom",
+            "--release",
+        ])
+        .arg("--target-dir")
+        .arg(root.join("target/loom"))
+        .status()
+        .context("starting the loom model")?;
+    anyhow::ensure!(status.success(), "the loom model failed: {status}");
+    Ok(())
+}
+
 fn cargo_test_workspace() -> Result<()> {
     let cargo = cmd::cargo();
     let mut cmd = std::process::Command::new("sh");
