@@ -279,9 +279,6 @@ impl Offload<'_> {
             // the last binary the runtime shuts down, and its teardown
             // unloads the images in the fixed order (after draining the
             // memory managers).
-            if self.registry.registered_libs() == 0 {
-                return;
-            }
             for (device, &image) in table.images.iter().enumerate() {
                 if image == 0 || table.target(device).is_none() {
                     continue;

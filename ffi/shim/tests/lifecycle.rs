@@ -119,7 +119,7 @@ fn teardown_at_exit_frees_everything_before_unloading_in_the_fixed_order() {
 }
 
 #[test]
-fn each_last_unregister_shuts_down_and_the_next_registration_gets_a_fresh_runtime() {
+fn dlclose_cycles_share_one_runtime_torn_down_once_at_exit() {
     const CYCLES: usize = 3;
     let scratch = Scratch::new("cycles");
     let lib = scratch.join("liboffload_sum.so");
@@ -152,48 +152,50 @@ fn each_last_unregister_shuts_down_and_the_next_registration_gets_a_fresh_runtim
         );
     }
 
+    // One runtime for the whole process (as LLVM's): each dlclose unloads
+    // the library's image; the plugin is torn down once, at exit.
     let log = plugin.log();
     log.assert_every_alloc_freed_once();
-    let instances = log.instances();
     assert_eq!(
-        instances.len(),
-        CYCLES,
-        "one plugin load per runtime, closed each time\n{log}"
+        log.instances().len(),
+        1,
+        "one plugin load per process\n{log}"
     );
-    for (c, instance) in instances.iter().enumerate() {
-        // A whole runtime lifetime per cycle, in order.
-        let init = only(instance, "init_plugin");
-        let init_device = only(instance, "init_device");
-        let load = only(instance, "load_binary");
-        let regions = instance.calls_starting("run_target");
-        let unload = only(instance, "unload_binary");
-        let deinit_device = only(instance, "deinit_device");
-        let deinit = only(instance, "deinit_plugin");
-        let fini = only(instance, "fini");
-        assert_eq!(regions.len(), 1, "cycle {c}\n{instance}");
-        assert!(
-            init < init_device
-                && init_device < load
-                && load < unload
-                && unload < deinit_device
-                && deinit_device < deinit
-                && deinit + 1 == fini
-                && fini == instance.lines.len() - 1,
-            "cycle {c} out of order\n{instance}"
-        );
+    assert_eq!(log.count("init_plugin"), 1, "{log}");
+    assert_eq!(log.count("init_device"), 1, "{log}");
+    assert_eq!(log.count("load_binary"), CYCLES, "{log}");
+    assert_eq!(log.count("unload_binary"), CYCLES, "{log}");
+    assert_eq!(log.calls_starting("run_target").len(), CYCLES, "{log}");
+    let loads = log.positions("load_binary");
+    let unloads = log.positions("unload_binary");
+    for c in 0..CYCLES {
+        assert!(loads[c] < unloads[c], "cycle {c} out of order\n{log}");
+        if c + 1 < CYCLES {
+            assert!(unloads[c] < loads[c + 1], "cycle {c} out of order\n{log}");
+        }
     }
+    let deinit_device = only(&log, "deinit_device");
+    let deinit = only(&log, "deinit_plugin");
+    let fini = only(&log, "fini");
+    assert!(
+        unloads[CYCLES - 1] < deinit_device
+            && deinit_device < deinit
+            && deinit + 1 == fini
+            && fini == log.lines.len() - 1,
+        "teardown out of order\n{log}"
+    );
 
     let report = std::fs::read_to_string(&report_path).expect("the report file");
     assert_eq!(
         report.matches("omptarget shutdown:").count(),
-        CYCLES,
-        "one report per shutdown:\n{report}"
+        1,
+        "one report, at exit:\n{report}"
     );
     assert_eq!(
         report
             .matches("deinit plugin          libomptarget.rtl.test.so: ok")
             .count(),
-        CYCLES,
+        1,
         "{report}"
     );
     // The library cleaned up after itself each time: nothing leaked.
