@@ -36,24 +36,30 @@ impl Device {
         if !self.is_initialized() {
             return;
         }
-        report
-            .live_mappings
-            .extend(
-                self.mappings
-                    .live_entries()
-                    .into_iter()
-                    .map(|range| LiveMapping {
-                        device: self.id,
-                        range,
-                    }),
-            );
+        self.report_live_mappings(report);
         for (ptr, allocation) in self.memory.live() {
-            report.user_leaks.push(UserLeak {
-                device: self.id,
-                address: ptr.addr(),
-                size: allocation.size,
-                kind: allocation.kind,
-            });
+            report
+                .user_leaks
+                .push(self.user_leak(ptr.addr(), &allocation));
+        }
+    }
+
+    fn report_live_mappings(&self, report: &mut ShutdownReport) {
+        let device = self.id;
+        report.live_mappings.extend(
+            self.mappings
+                .live_entries()
+                .into_iter()
+                .map(|range| LiveMapping { device, range }),
+        );
+    }
+
+    fn user_leak(&self, address: usize, allocation: &crate::memory::LiveAllocation) -> UserLeak {
+        UserLeak {
+            device: self.id,
+            address,
+            size: allocation.size,
+            kind: allocation.kind,
         }
     }
 
@@ -63,27 +69,14 @@ impl Device {
         if !self.is_initialized() {
             return;
         }
-        report
-            .live_mappings
-            .extend(
-                self.mappings
-                    .live_entries()
-                    .into_iter()
-                    .map(|range| LiveMapping {
-                        device: self.id,
-                        range,
-                    }),
-            );
+        self.report_live_mappings(report);
         let leaks = self.memory.live();
         let (mut blocks, mut bytes) = (0, 0);
         let mut errors = Vec::new();
         for (ptr, allocation) in leaks {
-            report.user_leaks.push(UserLeak {
-                device: self.id,
-                address: ptr.addr(),
-                size: allocation.size,
-                kind: allocation.kind,
-            });
+            report
+                .user_leaks
+                .push(self.user_leak(ptr.addr(), &allocation));
             match self.memory.release(ptr) {
                 Ok(_) => {
                     blocks += 1;
