@@ -143,10 +143,6 @@ impl Session {
         self.registry.is_registered(desc as usize)
     }
 
-    pub fn registered_libs(&self) -> usize {
-        self.registry.registered_libs()
-    }
-
     pub fn register_requires(&self, flags: i64) {
         or_abort(self.offload().register_requires(flags))
     }

@@ -26,6 +26,10 @@
 //! so a later `pthread_exit` of that same thread is undefined (as POSIX
 //! says of a longjmp out of a `pthread_cleanup_push` region).
 
+// `ThreadExit` is glibc's buffer (128 bytes), an `Err` built only when the
+// thread exits; boxing it would allocate on that path for nothing.
+#![allow(clippy::result_large_err)]
+
 use std::cell::Cell;
 use std::ffi::c_void;
 use std::mem::MaybeUninit;
