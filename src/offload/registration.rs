@@ -227,6 +227,21 @@ impl Offload<'_> {
     /// `desc` is null or the descriptor passed to `register_lib`, still
     /// valid.
     pub unsafe fn unregister_lib(&self, desc: *mut BinDesc) {
+        self.unregister_lib_then(desc, true)
+    }
+
+    /// `unregister_lib` right before the runtime's teardown (the main
+    /// program's descriptor at exit): the images stay loaded, and the
+    /// teardown unloads them in the fixed order, after draining the memory
+    /// managers.
+    ///
+    /// # Safety
+    /// As [`Offload::unregister_lib`].
+    pub unsafe fn unregister_lib_before_teardown(&self, desc: *mut BinDesc) {
+        self.unregister_lib_then(desc, false)
+    }
+
+    unsafe fn unregister_lib_then(&self, desc: *mut BinDesc, unload_images: bool) {
         let Some(desc_ref) = desc.as_ref() else {
             return;
         };
@@ -272,13 +287,14 @@ impl Offload<'_> {
                 }
             }
             // Beyond LLVM 14 (which keeps them until exit): unload the
-            // binary's images now if other binaries stay registered. A
-            // program that dlopens and dlcloses an offload library in a loop
-            // would otherwise pile up one loaded copy per cycle, and the
-            // runtime would keep pointers into the unmapped library. After
-            // the last binary the runtime shuts down, and its teardown
-            // unloads the images in the fixed order (after draining the
-            // memory managers).
+            // binary's images now. A program that dlopens and dlcloses an
+            // offload library in a loop would otherwise pile up one loaded
+            // copy per cycle, and the runtime would keep pointers into the
+            // unmapped library. Right before the teardown they stay: it
+            // unloads them in the fixed order.
+            if !unload_images {
+                return;
+            }
             for (device, &image) in table.images.iter().enumerate() {
                 if image == 0 || table.target(device).is_none() {
                     continue;

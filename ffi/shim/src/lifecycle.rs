@@ -122,7 +122,10 @@ pub(crate) fn unregister_library(desc: *const std::ffi::c_void, unregister: impl
     };
     if reader.is_registered(desc) && is_in_main_program(desc) {
         drop(reader);
-        close_at_exit(unregister);
+        // SAFETY: `desc` is registered (checked above), so still valid.
+        close_at_exit(|s| unsafe {
+            s.unregister_lib_before_teardown(desc as *mut omptarget_abi::BinDesc)
+        });
         return;
     }
     let _depth = Depth::enter();

@@ -160,6 +160,12 @@ impl Session {
         self.offload().unregister_lib(desc)
     }
 
+    /// # Safety
+    /// As [`Session::unregister_lib`]; no call can reach the session any more.
+    pub unsafe fn unregister_lib_before_teardown(&self, desc: *mut BinDesc) {
+        self.offload().unregister_lib_before_teardown(desc)
+    }
+
     /// `__tgt_init_all_rtls`: use every loaded plugin. Like LLVM 14's, it
     /// loads none: before the first registration there are none to use.
     /// (Loading here, outside a library constructor, could also deadlock
