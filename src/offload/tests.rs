@@ -384,13 +384,14 @@ fn first_use_loads_images_maps_globals_and_runs_ctors() {
     assert_eq!(dev0.loads.load(std::sync::atomic::Ordering::SeqCst), 1);
     assert_eq!(dev0.launches.lock().unwrap().len(), 3);
 
-    // Device 1 was never used: no dtor there at unregistration.
-    unsafe { off.unregister_lib(bin.desc()) };
+    // Device 1 was never used: no dtor there at unregistration. (The main
+    // program's unregister at exit, right before the teardown.)
+    unsafe { off.unregister_lib_before_teardown(bin.desc()) };
     let launched: Vec<_> = dev0.launches.lock().unwrap().iter().map(|l| l.0).collect();
     assert_eq!(launched.last(), Some(&bin.addrs[1]));
     assert!(w.platform.dev(0, 1).launches.lock().unwrap().is_empty());
     assert!(dev0.table.is_empty(), "globals of the library are unmapped");
-    // The last binary: its image stays for the runtime's ordered teardown.
+    // Before the teardown its image stays for the ordered unload.
     assert_eq!(dev0.unloads.load(std::sync::atomic::Ordering::SeqCst), 0);
     assert_eq!(w.stderr(), "");
 }
