@@ -287,7 +287,12 @@ fn kernel_signature(major: u32) {
 }
 
 fn linked_library(major: u32) {
-    let tools: &[&str] = if major >= 15 {
+    // The tools the driver runs for the offload link: clang 22 packs the
+    // device image with llvm-offload-binary (package llvm-22), 15..=21 with
+    // clang-offload-packager (clang-tools-N).
+    let tools: &[&str] = if major >= 22 {
+        &["llvm-offload-binary", "clang-linker-wrapper"]
+    } else if major >= 15 {
         &["clang-offload-packager", "clang-linker-wrapper"]
     } else {
         &["clang-offload-wrapper", "clang-offload-bundler"]

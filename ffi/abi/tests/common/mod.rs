@@ -72,8 +72,8 @@ pub fn clang(major: u32) -> Option<Clang> {
 }
 
 /// [`clang`], also requiring the LLVM `tools` (in `/usr/lib/llvm-N/bin`)
-/// that a link needs (`clang-offload-packager` and friends ship in
-/// `clang-tools-N`).
+/// that a link needs (in `clang-tools-N`, or `llvm-N` for clang 22's
+/// `llvm-offload-binary`).
 pub fn clang_with_tools(major: u32, tools: &[&str]) -> Option<Clang> {
     let clang = PathBuf::from(format!("/usr/lib/llvm-{major}/bin/clang"));
     let mut missing: Vec<String> = std::iter::once("clang")
