@@ -16,7 +16,11 @@
 //!   copy before anything is copied;
 //! * `omp_target_free` of a pointer the device did not allocate (or freed
 //!   already): LLVM passes it to the plugin's free (undefined behaviour);
-//!   we free nothing and print a `Libomptarget error:` line of our own.
+//!   we free nothing and print a `Libomptarget error:` line of our own;
+//! * `omp_target_free(p, 0)` of a block allocated as `omp_target_alloc(n,
+//!   0)` before any device existed (device 0 was the host then, a real
+//!   device now): LLVM hands the host block to the device's free; we give
+//!   it back to `free` ([`super::host_blocks`]).
 
 use super::diag::Diagnostic;
 use super::error::OffloadError;
@@ -40,7 +44,12 @@ impl<'a> Offload<'a> {
         }
         if self.is_initial(device_num) {
             // SAFETY: plain malloc; the caller frees with omp_target_free.
-            return unsafe { libc::malloc(size) };
+            let block = unsafe { libc::malloc(size) };
+            if device_num == 0 && !block.is_null() {
+                // "Device 0" is the host only until a device appears.
+                self.registry.early_host_blocks.record(block as usize);
+            }
+            return block;
         }
         let Some(dev) = self.ready_device(device_num.into()) else {
             return std::ptr::null_mut();
@@ -62,7 +71,10 @@ impl<'a> Offload<'a> {
         if device_ptr.is_null() {
             return;
         }
-        if self.is_initial(device_num) {
+        let early = self.registry.early_host_blocks.take(device_ptr as usize);
+        if early || self.is_initial(device_num) {
+            // Host memory: malloc'd for the initial device, or for a device
+            // number that named the host when it was allocated.
             libc::free(device_ptr);
             return;
         }

@@ -58,6 +58,7 @@ pub mod device_ops;
 mod device_table;
 pub mod diag;
 pub mod error;
+mod host_blocks;
 pub mod info;
 pub mod init;
 pub mod mapper;
@@ -97,6 +98,12 @@ pub trait HostEnv: Sync {
     fn target_offload_policy(&self) -> TargetOffloadPolicy;
     /// Print one diagnostic on stderr ([`Diagnostic::write_to_stderr`]).
     fn emit(&self, diagnostic: &Diagnostic);
+    /// Run a kernel (the plugin's `run_target*` call). The offload layer
+    /// holds no lock of its own while `kernel` runs, so the host may let a
+    /// `fork()` proceed meanwhile (the shim's fork gate).
+    fn kernel_section(&self, kernel: &mut dyn FnMut()) {
+        kernel()
+    }
 }
 
 /// The offload layer for one call: the registry, the plugins and devices,

@@ -265,21 +265,25 @@ impl<'a> Offload<'a> {
             return Err(self.report(OffloadError::ProcessDataBeforeFailed));
         }
 
-        let launched = if teams {
-            let tripcount = self.take_tripcount(dev);
-            dev.ops.run_team_region(
-                entry.addr as *mut c_void,
-                &mut kernel_args,
-                &mut offsets,
-                num_teams,
-                thread_limit,
-                tripcount,
-            )
-        } else {
-            dev.ops
-                .run_region(entry.addr as *mut c_void, &mut kernel_args, &mut offsets)
-        };
-        if launched.is_err() {
+        let tripcount = if teams { self.take_tripcount(dev) } else { 0 };
+        // No lock of ours is held from here to the kernel's end.
+        let mut launched = None;
+        self.host.kernel_section(&mut || {
+            launched = Some(if teams {
+                dev.ops.run_team_region(
+                    entry.addr as *mut c_void,
+                    &mut kernel_args,
+                    &mut offsets,
+                    num_teams,
+                    thread_limit,
+                    tripcount,
+                )
+            } else {
+                dev.ops
+                    .run_region(entry.addr as *mut c_void, &mut kernel_args, &mut offsets)
+            });
+        });
+        if !matches!(launched, Some(Ok(_))) {
             return Err(self.report(OffloadError::ExecutionFailed));
         }
 

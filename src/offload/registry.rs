@@ -46,6 +46,9 @@ pub struct Registry {
     /// unregistration (a later library may reuse the addresses). Kept only
     /// while the dump-table bit is on, for the dumps alone.
     unloaded_globals: Mutex<Vec<(i32, MappedEntry)>>,
+    /// Host blocks handed out for a device number while there was no
+    /// device (see the module).
+    pub(crate) early_host_blocks: super::host_blocks::EarlyHostBlocks,
 }
 
 /// Which plugins are loaded and used, and the devices of the used ones.
@@ -272,6 +275,7 @@ impl Registry {
             info_level: AtomicU32::new(0),
             debug_level: AtomicU32::new(0),
             unloaded_globals: Mutex::default(),
+            early_host_blocks: Default::default(),
         }
     }
 

@@ -1321,6 +1321,34 @@ fn target_free_of_a_pointer_the_device_did_not_allocate_is_reported() {
     );
 }
 
+/// A block that `omp_target_alloc(n, 0)` took from the host while there
+/// was no device (device 0 was the initial device) is still freed by
+/// `omp_target_free(p, 0)` after a library registered and device 0 became
+/// a real device: back to `free`, silently, and the device frees nothing.
+/// (LLVM 14 hands it to the device's free.)
+#[test]
+fn a_host_block_taken_before_any_device_is_freed_after_devices_appear() {
+    let w = World::mandatory(&[(TAG_A, 2)]);
+    let off = w.off();
+    assert_eq!(off.initial_device(), 0);
+    let early = off.target_alloc(16, 0, AllocKind::Default);
+    assert!(!early.is_null());
+    let bin = TestBinary::new(&[TAG_A], &[HostItem::Kernel { flags: 0 }]);
+    unsafe { off.register_lib(bin.desc()) };
+    assert_eq!(off.initial_device(), 2);
+    let d0 = off.target_alloc(16, 0, AllocKind::Default);
+    assert_eq!(w.platform.dev(0, 0).live_buffers(), 1);
+    unsafe {
+        off.target_free(early, 0);
+        off.target_free(d0, 0);
+    }
+    assert_eq!(w.platform.dev(0, 0).live_buffers(), 0);
+    assert_eq!(w.stderr(), "");
+    // Taken once: a second free of it is the device's to refuse.
+    unsafe { off.target_free(early, 0) };
+    assert!(w.stderr().contains("did not free"), "{}", w.stderr());
+}
+
 const MEMCPY_INVALID: &str =
     "Libomptarget error: Call to omp_target_memcpy with invalid arguments\n";
 const RECT_INVALID: &str =

@@ -19,10 +19,13 @@
 //!
 //! | event | what happens | waits? |
 //! |---|---|---|
-//! | a call (API, register, unregister) | [`Lifecycle::enter`]: count a reader, check the closed bit, use the published session (create and publish one if none) | never |
+//! | a call (API, register, unregister) | [`Lifecycle::enter`]: count a reader, check the closed bit and the fork gate, use the published session (create and publish one if none) | only a gated call (an API call of a thread not inside the runtime already) for a fork in progress; registrations never (they run under the dynamic loader's lock) |
 //! | a call returns (or is unwound) | the [`Reader`] is dropped: one reader less | never |
 //! | process exit, from any thread, inside a kernel or not | [`Lifecycle::close`]: set the closed bit and read the readers in the same atomic step; no reader: the session for a full teardown; readers: a partial one, the rest left to the OS | spins at most [`CLOSE_SPINS`] yields for callers that are only backing out; never for a call |
-//! | fork, in the child | [`Lifecycle::after_fork_in_child`]: readers of other parent threads become phantoms (they never leave; the child's teardown leaves what they may hold) | never |
+//! | a kernel runs | [`Lifecycle::kernel`]: the reader is counted as in a kernel (holding no lock of the runtime) until it returns | on return, for a fork in progress (short: the fork waits for nobody in a kernel) |
+//! | fork, before | [`Lifecycle::prepare_fork`]: close the fork gate, wait until every reader of another thread is in a kernel (none holds a runtime lock) | yes, for calls between their locks (never for a kernel) |
+//! | fork, in the parent | [`Lifecycle::after_fork_in_parent`]: open the gate | never |
+//! | fork, in the child | [`Lifecycle::after_fork_in_child`]: readers of other parent threads become phantoms (they never leave; they were in kernels, so they hold no runtime lock, but the child's teardown leaves what they may use); open the gate | never |
 //! | a call after close | [`Entered::Closed`]: the shim parks other threads (the process is ending) and serves the closing thread without a session | the caller decides |
 //!
 //! Plugin death (a plugin finalized before the runtime) is not a state here:
@@ -39,6 +42,9 @@
 //!   called `exit`) makes the teardown partial, not late.
 //! * No session created is lost: each is published, discarded unused, or
 //!   handed back (full teardown) or left (partial) at close.
+//! * Between [`Lifecycle::prepare_fork`] and the fork's end, every reader
+//!   of another thread is in a kernel or waiting at the gate: none holds a
+//!   lock of the runtime, so the child inherits none held.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
@@ -50,7 +56,23 @@ use sync::{yield_now, AtomicPtr, AtomicUsize};
 
 /// The top bit of the state word: closed. The other bits count readers.
 const CLOSED: usize = 1 << (usize::BITS - 1);
-const READERS: usize = !CLOSED;
+/// The fork gate is closed: a fork is between its prepare handler and its
+/// end.
+const FORKING: usize = 1 << (usize::BITS - 2);
+/// One reader inside a kernel: the kernel count sits above the readers'.
+const KERNEL: usize = 1 << 31;
+/// The readers' bits (all calls in flight, in kernels or not).
+const READERS: usize = KERNEL - 1;
+/// The kernels' bits.
+const KERNELS: usize = FORKING - KERNEL;
+
+fn readers_of(state: usize) -> usize {
+    state & READERS
+}
+
+fn kernels_of(state: usize) -> usize {
+    (state & KERNELS) / KERNEL
+}
 
 /// How many times [`Lifecycle::close`] yields for callers that counted
 /// themselves just before the close and are backing out (a few
@@ -63,7 +85,9 @@ pub const CLOSE_SPINS: usize = 2;
 
 /// The state machine. One `static` of it in the shim.
 pub struct Lifecycle<S> {
-    /// [`CLOSED`] | number of readers.
+    /// [`CLOSED`] | [`FORKING`] | readers in kernels ([`KERNEL`] each) |
+    /// readers. One word, so that every event is one atomic step on it:
+    /// a reader that counts itself sees the gate in the same step.
     state: AtomicUsize,
     /// The live session, or null. Owned by the lifecycle (a `Box<S>`).
     slot: AtomicPtr<S>,
@@ -72,6 +96,9 @@ pub struct Lifecycle<S> {
     phantoms: AtomicUsize,
     /// The id of the thread that closed the lifecycle (0: open).
     closer: AtomicUsize,
+    /// The id of the thread between [`Lifecycle::prepare_fork`] and the
+    /// fork's end (0: none, or not yet stored): its own calls pass the gate.
+    forker: AtomicUsize,
 }
 
 // SAFETY: the session is shared between threads by design (`S: Sync`) and
@@ -139,6 +166,7 @@ impl<S> Lifecycle<S> {
             slot: AtomicPtr::new(ptr::null_mut()),
             phantoms: AtomicUsize::new(0),
             closer: AtomicUsize::new(0),
+            forker: AtomicUsize::new(0),
         }
     }
 
@@ -150,6 +178,7 @@ impl<S> Lifecycle<S> {
             slot: AtomicPtr::new(ptr::null_mut()),
             phantoms: AtomicUsize::new(0),
             closer: AtomicUsize::new(0),
+            forker: AtomicUsize::new(0),
         }
     }
 
@@ -158,13 +187,27 @@ impl<S> Lifecycle<S> {
     /// both create one; the first to publish wins, and the other's is
     /// dropped unused (`create` must therefore be cheap and load nothing).
     /// `me` identifies the calling thread (non-zero).
-    pub fn enter(&self, me: usize, create: impl Fn() -> Box<S>) -> Entered<'_, S> {
-        let before = self.state.fetch_add(1, SeqCst);
-        if before & CLOSED != 0 {
-            self.state.fetch_sub(1, SeqCst);
-            return Entered::Closed {
-                by_this_thread: self.closer.load(SeqCst) == me,
-            };
+    ///
+    /// `gated`: wait while another thread forks (an API call of a thread
+    /// that holds no lock of the runtime). Registrations pass ungated: they
+    /// run under the dynamic loader's lock, which a call the fork waits for
+    /// may need; they never wait.
+    pub fn enter(&self, me: usize, gated: bool, create: impl Fn() -> Box<S>) -> Entered<'_, S> {
+        loop {
+            let before = self.state.fetch_add(1, SeqCst);
+            if before & CLOSED != 0 {
+                self.state.fetch_sub(1, SeqCst);
+                return Entered::Closed {
+                    by_this_thread: self.closer.load(SeqCst) == me,
+                };
+            }
+            if gated && self.fork_gate_closed_for(before, me) {
+                // Counted after the fork began: back out, wait, retry.
+                self.state.fetch_sub(1, SeqCst);
+                self.wait_for_fork();
+                continue;
+            }
+            break;
         }
         let mut p = self.slot.load(SeqCst);
         if p.is_null() {
@@ -203,13 +246,13 @@ impl<S> Lifecycle<S> {
         // entered before the close may still publish a session it created,
         // so the slot is read only once no reader is left, or else left to
         // `finish_left`.
-        let mut readers = self.state.load(SeqCst) & READERS;
+        let mut readers = readers_of(self.state.load(SeqCst));
         for _ in 0..CLOSE_SPINS {
             if readers <= own {
                 break;
             }
             yield_now();
-            readers = self.state.load(SeqCst) & READERS;
+            readers = readers_of(self.state.load(SeqCst));
         }
         let phantoms = self.phantoms.load(SeqCst);
         if readers == 0 && phantoms == 0 {
@@ -235,7 +278,7 @@ impl<S> Lifecycle<S> {
     /// it is still in use.
     pub fn finish_left(&self) -> Option<Box<S>> {
         if self.state.load(SeqCst) & CLOSED == 0
-            || self.state.load(SeqCst) & READERS != 0
+            || readers_of(self.state.load(SeqCst)) != 0
             || self.phantoms.load(SeqCst) != 0
         {
             return None;
@@ -245,24 +288,118 @@ impl<S> Lifecycle<S> {
         (!p.is_null()).then(|| unsafe { Box::from_raw(p) })
     }
 
-    /// In a fork child, from the forking thread with `own` calls in flight:
-    /// the parent's other readers are gone and will never leave; count
-    /// them as phantoms. Nothing ever waits for them.
-    pub fn after_fork_in_child(&self, own: usize) {
-        let readers = self.state.load(SeqCst) & READERS;
-        let gone = readers.saturating_sub(own);
+    /// Run the kernel `f` of a call in flight on thread `me`: while it runs
+    /// the reader holds no lock of the runtime (the caller's promise), so a
+    /// fork need not wait for it. On return, wait for a fork in progress
+    /// before taking locks again.
+    pub fn kernel<R>(&self, me: usize, f: impl FnOnce() -> R) -> R {
+        /// Counts the kernel as left even if `f` unwinds.
+        struct Leave<'l, S> {
+            lifecycle: &'l Lifecycle<S>,
+            me: usize,
+        }
+        impl<S> Drop for Leave<'_, S> {
+            fn drop(&mut self) {
+                let lifecycle = self.lifecycle;
+                loop {
+                    let before = lifecycle.state.fetch_sub(KERNEL, SeqCst);
+                    if !lifecycle.fork_gate_closed_for(before, self.me) {
+                        return;
+                    }
+                    // Back in the kernel until the fork is over: the fork
+                    // may have counted us as holding no lock.
+                    lifecycle.state.fetch_add(KERNEL, SeqCst);
+                    lifecycle.wait_for_fork();
+                }
+            }
+        }
+        self.state.fetch_add(KERNEL, SeqCst);
+        let _leave = Leave {
+            lifecycle: self,
+            me,
+        };
+        f()
+    }
+
+    /// Before `fork()` (a `pthread_atfork` prepare handler), on thread `me`
+    /// with `own_busy` calls of its own outside a kernel: close the fork
+    /// gate and wait until every other reader is in a kernel, so the child
+    /// inherits no lock of the runtime held by a thread it does not have.
+    /// The wait is for calls between their locks (a data transfer at most),
+    /// never for a kernel; with two forks at once, the second waits for the
+    /// first to end.
+    pub fn prepare_fork(&self, me: usize, own_busy: usize) {
+        let mut state = self.state.load(SeqCst);
+        loop {
+            if state & FORKING != 0 {
+                yield_now();
+                state = self.state.load(SeqCst);
+                continue;
+            }
+            match self
+                .state
+                .compare_exchange(state, state | FORKING, SeqCst, SeqCst)
+            {
+                Ok(_) => break,
+                Err(now) => state = now,
+            }
+        }
+        self.forker.store(me, SeqCst);
+        // Every reader that counted itself before the gate closed is seen
+        // here; one that counts itself after sees the gate and backs out,
+        // one that leaves its kernel after goes back in.
+        loop {
+            let state = self.state.load(SeqCst);
+            if readers_of(state).saturating_sub(kernels_of(state)) <= own_busy {
+                break;
+            }
+            yield_now();
+        }
+    }
+
+    /// After `fork()`, in the parent: open the gate.
+    pub fn after_fork_in_parent(&self) {
+        self.forker.store(0, SeqCst);
+        self.state.fetch_and(!FORKING, SeqCst);
+    }
+
+    /// In a fork child, from the forking thread with `own` calls in flight,
+    /// `own_kernels` of them inside a kernel: the parent's other readers
+    /// are gone and will never leave; count them as phantoms. Nothing ever
+    /// waits for them. Opens the fork gate. (The child has one thread.)
+    pub fn after_fork_in_child(&self, own: usize, own_kernels: usize) {
+        let state = self.state.load(SeqCst);
+        let gone = readers_of(state).saturating_sub(own);
         self.phantoms.fetch_add(gone, SeqCst);
-        self.state.fetch_sub(gone, SeqCst);
+        self.forker.store(0, SeqCst);
+        self.state
+            .store((state & CLOSED) | own | own_kernels * KERNEL, SeqCst);
+    }
+
+    /// In the state `state`, is another thread than `me` forking?
+    fn fork_gate_closed_for(&self, state: usize, me: usize) -> bool {
+        state & FORKING != 0 && self.forker.load(SeqCst) != me
+    }
+
+    fn wait_for_fork(&self) {
+        while self.state.load(SeqCst) & FORKING != 0 {
+            yield_now();
+        }
     }
 
     /// Readers counted now (a snapshot, for reports).
     pub fn readers(&self) -> usize {
-        self.state.load(SeqCst) & READERS
+        readers_of(self.state.load(SeqCst))
     }
 
     /// Phantom readers inherited at a fork.
     pub fn phantoms(&self) -> usize {
         self.phantoms.load(SeqCst)
+    }
+
+    /// Closed by another thread than `me` (the process is exiting there).
+    pub fn is_closed_by_another(&self, me: usize) -> bool {
+        self.is_closed() && self.closer.load(SeqCst) != me
     }
 
     pub fn is_closed(&self) -> bool {
@@ -284,7 +421,7 @@ mod tests {
     #[test]
     fn a_reader_keeps_the_session_and_close_leaves_it_in_use() {
         let lc: Lifecycle<u32> = Lifecycle::new();
-        let Entered::Open(reader) = lc.enter(1, || Box::new(7)) else {
+        let Entered::Open(reader) = lc.enter(1, true, || Box::new(7)) else {
             panic!("open")
         };
         assert_eq!(*reader, 7);
@@ -303,13 +440,13 @@ mod tests {
         assert!(lc.finish_left().is_none());
         assert!(matches!(lc.close(2, 0), Closing::AlreadyClosed));
         assert!(matches!(
-            lc.enter(2, || Box::new(0)),
+            lc.enter(2, true, || Box::new(0)),
             Entered::Closed {
                 by_this_thread: true
             }
         ));
         assert!(matches!(
-            lc.enter(3, || Box::new(0)),
+            lc.enter(3, true, || Box::new(0)),
             Entered::Closed {
                 by_this_thread: false
             }
@@ -319,7 +456,7 @@ mod tests {
     #[test]
     fn an_idle_session_is_handed_back_once() {
         let lc: Lifecycle<u32> = Lifecycle::new();
-        drop(lc.enter(1, || Box::new(5)));
+        drop(lc.enter(1, true, || Box::new(5)));
         let Closing::Idle(s) = lc.close(1, 0) else {
             panic!("idle")
         };
@@ -330,10 +467,10 @@ mod tests {
     #[test]
     fn a_fork_child_counts_the_other_threads_as_phantoms() {
         let lc: Lifecycle<u32> = Lifecycle::new();
-        let mine = lc.enter(1, || Box::new(1));
-        let theirs = lc.enter(2, || Box::new(1));
+        let mine = lc.enter(1, true, || Box::new(1));
+        let theirs = lc.enter(2, true, || Box::new(1));
         std::mem::forget(theirs); // the thread does not exist in the child
-        lc.after_fork_in_child(1);
+        lc.after_fork_in_child(1, 0);
         assert_eq!((lc.readers(), lc.phantoms()), (1, 1));
         drop(mine);
         assert!(matches!(lc.close(1, 0), Closing::InUse { phantoms: 1, .. }));

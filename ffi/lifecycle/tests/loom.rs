@@ -97,7 +97,7 @@ fn calls_racing_creation_and_exit() {
             .map(|me| {
                 let (lc, counts) = (lc.clone(), counts.clone());
                 thread::spawn(move || {
-                    if let Entered::Open(reader) = lc.enter(me, || Session::new(&counts)) {
+                    if let Entered::Open(reader) = lc.enter(me, true, || Session::new(&counts)) {
                         reader.call_plugin();
                     }
                 })
@@ -123,7 +123,7 @@ fn registrations_and_frees_racing_exit() {
             let (lc, counts) = (lc.clone(), counts.clone());
             thread::spawn(move || {
                 for _ in 0..2 {
-                    if let Entered::Open(r) = lc.enter(1, || Session::new(&counts)) {
+                    if let Entered::Open(r) = lc.enter(1, true, || Session::new(&counts)) {
                         r.call_plugin();
                     }
                 }
@@ -132,7 +132,7 @@ fn registrations_and_frees_racing_exit() {
         let freer = {
             let (lc, counts) = (lc.clone(), counts.clone());
             thread::spawn(move || {
-                if let Entered::Open(r) = lc.enter(2, || Session::new(&counts)) {
+                if let Entered::Open(r) = lc.enter(2, true, || Session::new(&counts)) {
                     r.call_plugin(); // alloc
                     r.call_plugin(); // free
                 }
@@ -157,7 +157,7 @@ fn exit_never_waits_for_a_call_that_cannot_finish() {
         let kernel = {
             let (lc, counts, entered) = (lc.clone(), counts.clone(), entered.clone());
             thread::spawn(move || {
-                if let Entered::Open(r) = lc.enter(1, || Session::new(&counts)) {
+                if let Entered::Open(r) = lc.enter(1, true, || Session::new(&counts)) {
                     entered.store(true, SeqCst);
                     r.call_plugin();
                     std::mem::forget(r); // never returns from the kernel
@@ -183,12 +183,12 @@ fn exit_from_inside_a_call() {
         let other = {
             let (lc, counts) = (lc.clone(), counts.clone());
             thread::spawn(move || {
-                if let Entered::Open(r) = lc.enter(2, || Session::new(&counts)) {
+                if let Entered::Open(r) = lc.enter(2, true, || Session::new(&counts)) {
                     r.call_plugin();
                 }
             })
         };
-        if let Entered::Open(r) = lc.enter(1, || Session::new(&counts)) {
+        if let Entered::Open(r) = lc.enter(1, true, || Session::new(&counts)) {
             match lc.close(1, 1) {
                 Closing::InUse { own, .. } => assert_eq!(own, 1),
                 _ => panic!("our own call is in flight"),
@@ -198,5 +198,84 @@ fn exit_from_inside_a_call() {
         }
         other.join().unwrap();
         assert!(lc.finish_left().is_none(), "our own call never left");
+    });
+}
+
+/// The gate's waits are yield loops: more branches per execution, and
+/// fewer preemptions keep the models quick.
+fn fork_model(f: impl Fn() + Sync + Send + 'static) {
+    let mut builder = loom::model::Builder::new();
+    builder.preemption_bound = Some(2);
+    builder.max_branches = 100_000;
+    builder.check(f);
+}
+
+/// One offload call on thread `me`: a runtime lock taken and released
+/// before its kernel (map) and after it (unmap); `locked` counts holders.
+fn offload_call(me: usize, lc: &Lifecycle<Session>, counts: &Arc<Counts>, locked: &AtomicUsize) {
+    if let Entered::Open(r) = lc.enter(me, true, || Session::new(counts)) {
+        locked.fetch_add(1, SeqCst); // map
+        locked.fetch_sub(1, SeqCst);
+        lc.kernel(me, || r.call_plugin());
+        locked.fetch_add(1, SeqCst); // unmap
+        locked.fetch_sub(1, SeqCst);
+    }
+}
+
+/// A fork while another thread runs an offload call: between
+/// `prepare_fork` and the fork's end, that thread holds no runtime lock (it
+/// is in its kernel, or waiting at the gate, or not in the runtime), so the
+/// child would inherit none held.
+#[test]
+fn fork_never_snapshots_a_lock_held_by_a_call() {
+    fork_model(|| {
+        let counts = Arc::new(Counts::default());
+        let lc = Arc::new(Lifecycle::<Session>::new());
+        let locked = Arc::new(AtomicUsize::new(0));
+        let busy = {
+            let (lc, counts, locked) = (lc.clone(), counts.clone(), locked.clone());
+            thread::spawn(move || offload_call(1, &lc, &counts, &locked))
+        };
+        lc.prepare_fork(2, 0);
+        assert_eq!(
+            locked.load(SeqCst),
+            0,
+            "the child would inherit a held lock"
+        );
+        lc.after_fork_in_parent();
+        busy.join().unwrap();
+        close(&lc, 2, 0);
+        finish(&lc, &counts);
+    });
+}
+
+/// `fork()` from inside the forking thread's own kernel: it does not wait
+/// for itself, and a call another thread starts meanwhile waits at the gate
+/// instead of taking a lock.
+#[test]
+fn fork_from_inside_a_kernel_waits_for_nobody_in_a_kernel() {
+    fork_model(|| {
+        let counts = Arc::new(Counts::default());
+        let lc = Arc::new(Lifecycle::<Session>::new());
+        let locked = Arc::new(AtomicUsize::new(0));
+        let late = {
+            let (lc, counts, locked) = (lc.clone(), counts.clone(), locked.clone());
+            thread::spawn(move || offload_call(1, &lc, &counts, &locked))
+        };
+        if let Entered::Open(r) = lc.enter(2, true, || Session::new(&counts)) {
+            lc.kernel(2, || {
+                lc.prepare_fork(2, 0);
+                assert_eq!(
+                    locked.load(SeqCst),
+                    0,
+                    "the child would inherit a held lock"
+                );
+                lc.after_fork_in_parent();
+            });
+            r.call_plugin();
+        }
+        late.join().unwrap();
+        close(&lc, 2, 0);
+        finish(&lc, &counts);
     });
 }

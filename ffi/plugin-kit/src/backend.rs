@@ -212,6 +212,14 @@ pub trait Backend: Send + Sync + Sized + 'static {
     /// or the process exits. It must not take locks another thread may hold
     /// or touch the plugin state.
     fn on_unload() {}
+
+    /// Lock every lock that a kernel launch (`run_region`) or an entry's
+    /// logging takes, and return the guards; they are held across a
+    /// `fork()` so the child never inherits one held by a thread it does
+    /// not have ([`crate::fork`]). Lock them in the backend's usual order.
+    fn lock_for_fork(&self) -> crate::fork::ForkLocks<'_> {
+        Vec::new()
+    }
 }
 
 /// One call of a C entry, as seen by [`Backend::on_entry`]. Its `Display`

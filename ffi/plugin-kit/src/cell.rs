@@ -52,6 +52,17 @@ pub struct PluginCell<B> {
     /// `__tgt_rtl_set_info_flag`.
     info_flags: AtomicU32,
     info_env: Once,
+    /// `pthread_atfork` prepare and release handlers of this cell
+    /// ([`crate::fork`]); `None` for a cell that is not a plugin's static.
+    fork_handlers: Option<(extern "C" fn(), extern "C" fn())>,
+    fork_handlers_registered: AtomicBool,
+}
+
+/// What a fork's prepare handler holds: the backend's locks, then (dropped
+/// last) the state they borrow from.
+struct HeldForFork<B: 'static> {
+    _locks: crate::fork::ForkLocks<'static>,
+    _state: std::sync::RwLockReadGuard<'static, Lifecycle<B>>,
 }
 
 impl<B: Backend> Default for PluginCell<B> {
@@ -70,6 +81,59 @@ impl<B: Backend> PluginCell<B> {
             destruction_data: AtomicPtr::new(std::ptr::null_mut()),
             info_flags: AtomicU32::new(0),
             info_env: Once::new(),
+            fork_handlers: None,
+            fork_handlers_registered: AtomicBool::new(false),
+        }
+    }
+
+    /// A plugin's static cell, with the `pthread_atfork` handlers (prepare,
+    /// then release for both parent and child) that [`crate::export_plugin!`]
+    /// defines for it; registered when the plugin is first initialised.
+    pub const fn with_fork_handlers(prepare: extern "C" fn(), release: extern "C" fn()) -> Self {
+        let mut cell = Self::new();
+        cell.fork_handlers = Some((prepare, release));
+        cell
+    }
+
+    /// The state became live: mark it, and register the fork handlers once.
+    fn became_live(&self) {
+        self.live.store(true, Ordering::Release);
+        let Some((prepare, release)) = self.fork_handlers else {
+            return;
+        };
+        if self.fork_handlers_registered.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        // SAFETY: the handlers are plain functions of this library; glibc
+        // forgets them when it is unloaded.
+        let rc = unsafe { libc::pthread_atfork(Some(prepare), Some(release), Some(release)) };
+        if rc != 0 {
+            report::debug(B::NAME, &format_args!("pthread_atfork failed ({rc})"));
+        }
+    }
+
+    /// For [`crate::fork::prepare`]: the state (read) and the backend's
+    /// fork locks, held until dropped.
+    pub(crate) fn hold_for_fork(&'static self) -> impl crate::fork::HeldAcrossFork {
+        let state = self.state.read().unwrap_or_else(PoisonError::into_inner);
+        let locks = match &*state {
+            Lifecycle::Live(live) => {
+                let locks = live.backend.lock_for_fork();
+                // SAFETY: the guards borrow the backend inside `state`; they
+                // are stored with the read guard and dropped before it, and
+                // the backend cannot be dropped (deinit needs the write lock)
+                // while the read guard is held.
+                unsafe {
+                    std::mem::transmute::<crate::fork::ForkLocks<'_>, crate::fork::ForkLocks<'static>>(
+                        locks,
+                    )
+                }
+            }
+            Lifecycle::Fresh | Lifecycle::Down => Vec::new(),
+        };
+        HeldForFork {
+            _locks: locks,
+            _state: state,
         }
     }
 
@@ -88,7 +152,7 @@ impl<B: Backend> PluginCell<B> {
         match Live::create(InitCause::Explicit) {
             Ok(live) => {
                 *state = Lifecycle::Live(live);
-                self.live.store(true, Ordering::Release);
+                self.became_live();
                 Ok(())
             }
             Err(e) => {
@@ -133,7 +197,7 @@ impl<B: Backend> PluginCell<B> {
                 match Live::create(InitCause::Lazy) {
                     Ok(live) => {
                         *state = Lifecycle::Live(live);
-                        self.live.store(true, Ordering::Release);
+                        self.became_live();
                     }
                     Err(e) => {
                         *state = Lifecycle::Down;

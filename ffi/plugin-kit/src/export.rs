@@ -16,7 +16,8 @@
 ///   `synchronize`, `set_info_flag`, `print_device_info`;
 /// * this project's lifecycle entries: `init_plugin`, `deinit_plugin`,
 ///   `deinit_device`, `unload_binary`, `register_destruction_cb`;
-/// * the [safety net](crate::safety_net): one `.fini_array` function.
+/// * the [safety net](crate::safety_net): one `.fini_array` function;
+/// * the [fork handlers](crate::fork), registered at initialisation.
 ///
 /// Every entry's signature is checked at compile time against the
 /// function-pointer types of `omptarget_abi::plugin`.
@@ -24,7 +25,19 @@
 macro_rules! export_plugin {
     ($backend:ty) => {
         /// The plugin state (see `omptarget_plugin_kit::PluginCell`).
-        static __OMPTARGET_PLUGIN: $crate::PluginCell<$backend> = $crate::PluginCell::new();
+        static __OMPTARGET_PLUGIN: $crate::PluginCell<$backend> =
+            $crate::PluginCell::with_fork_handlers(
+                __omptarget_fork_prepare,
+                __omptarget_fork_release,
+            );
+
+        /// `pthread_atfork` handlers (see `omptarget_plugin_kit::fork`).
+        extern "C" fn __omptarget_fork_prepare() {
+            let _ = ::std::panic::catch_unwind(|| $crate::fork::prepare(&__OMPTARGET_PLUGIN));
+        }
+        extern "C" fn __omptarget_fork_release() {
+            let _ = ::std::panic::catch_unwind($crate::fork::release);
+        }
 
         $crate::__export_entries!(__OMPTARGET_PLUGIN);
 

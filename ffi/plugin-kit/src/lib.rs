@@ -27,6 +27,7 @@ pub mod cell;
 pub mod entries;
 pub mod error;
 mod export;
+pub mod fork;
 pub mod host;
 pub mod report;
 pub mod safety_net;

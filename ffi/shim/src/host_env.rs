@@ -25,7 +25,12 @@ impl HostEnv for Libomp {
         if omptarget_thread_exit::is_pending() {
             return;
         }
+        crate::lifecycle::park_if_closed_by_another_thread();
         diagnostic.write_to_stderr();
+    }
+
+    fn kernel_section(&self, kernel: &mut dyn FnMut()) {
+        crate::lifecycle::kernel_section(kernel)
     }
 }
 

@@ -22,9 +22,12 @@
 //!   process is ending: they must not fail, and an error could abort the
 //!   process with another status); the closing thread's own late calls (a
 //!   library finalizer that offloads) run without plugins, on the host.
-//! * In a fork child, calls that other parent threads had in flight become
-//!   phantoms: never waited for; the child's teardown leaves what they may
-//!   hold to the OS.
+//! * Fork: the prepare handler closes the fork gate and waits until every
+//!   other thread's call is inside a kernel (where it holds no runtime
+//!   lock) or waiting at the gate, so the child inherits no lock held by a
+//!   thread it does not have. In the child, the calls that other parent
+//!   threads had in flight become phantoms: never waited for; the child's
+//!   teardown leaves what they may use to the OS.
 
 use crate::session::Session;
 use omptarget_lifecycle::{Closing, Entered, Lifecycle};
@@ -36,6 +39,14 @@ static LIFECYCLE: Lifecycle<Session> = Lifecycle::new();
 thread_local! {
     /// How many calls this thread is inside (no destructor).
     static DEPTH: Cell<usize> = const { Cell::new(0) };
+    /// How many of them are inside a kernel (no destructor).
+    static KERNELS: Cell<usize> = const { Cell::new(0) };
+}
+
+/// Calls of this thread in the runtime outside a kernel: they may hold a
+/// lock of the runtime.
+fn own_busy() -> usize {
+    DEPTH.with(Cell::get) - KERNELS.with(Cell::get)
 }
 
 /// This thread's id for the state machine (`pthread_self`, never 0).
@@ -61,8 +72,10 @@ impl Drop for Depth {
 }
 
 /// Run `f` with the session, creating it if there is none.
+/// An API call waits at the fork gate unless this thread is already busy
+/// inside the runtime (then it may hold a lock the fork is waiting for).
 pub(crate) fn with_session<T>(f: impl FnOnce(&Session) -> T) -> T {
-    match LIFECYCLE.enter(me(), new_session) {
+    match LIFECYCLE.enter(me(), own_busy() == 0, new_session) {
         Entered::Open(reader) => {
             let _depth = Depth::enter();
             f(&reader)
@@ -77,8 +90,31 @@ pub(crate) fn with_session<T>(f: impl FnOnce(&Session) -> T) -> T {
 }
 
 fn new_session() -> Box<Session> {
-    register_fork_handler();
     Box::new(Session::new())
+}
+
+/// Run a kernel of this thread's call: no lock of the runtime is held
+/// meanwhile, so a fork need not wait for it.
+pub(crate) fn kernel_section(kernel: &mut dyn FnMut()) {
+    struct Left;
+    impl Drop for Left {
+        fn drop(&mut self) {
+            KERNELS.with(|k| k.set(k.get() - 1));
+        }
+    }
+    KERNELS.with(|k| k.set(k.get() + 1));
+    let _left = Left;
+    LIFECYCLE.kernel(me(), kernel)
+}
+
+/// A call of another thread than the one that closed the runtime at exit
+/// is about to report an error or abort (its plugin may be gone under it,
+/// finalized by the exit): the process is ending with the exiting thread's
+/// status, so this thread must not print, abort or go on; it parks.
+pub(crate) fn park_if_closed_by_another_thread() {
+    if LIFECYCLE.is_closed_by_another(me()) {
+        park_until_exit()
+    }
 }
 
 /// The process is exiting and its runtime is closed: a call from another
@@ -97,7 +133,7 @@ fn park_until_exit() -> ! {
 /// across plugin loading, so registration never waits for a thread that
 /// needs the loader's lock. After the close, registrations are ignored.
 pub(crate) fn register_library(register: impl FnOnce(&Session)) {
-    match LIFECYCLE.enter(me(), new_session) {
+    match LIFECYCLE.enter(me(), false, new_session) {
         Entered::Open(reader) => {
             let _depth = Depth::enter();
             register(&reader)
@@ -117,7 +153,7 @@ pub(crate) fn register_library(register: impl FnOnce(&Session)) {
 /// translation table) and unregister it only when the teardown is
 /// complete.
 pub(crate) fn unregister_library(desc: *const std::ffi::c_void, unregister: impl FnOnce(&Session)) {
-    let Entered::Open(reader) = LIFECYCLE.enter(me(), new_session) else {
+    let Entered::Open(reader) = LIFECYCLE.enter(me(), false, new_session) else {
         return;
     };
     if reader.is_registered(desc) && is_in_main_program(desc) {
@@ -190,19 +226,29 @@ fn in_use_reason(readers: usize, own: usize, phantoms: usize) -> String {
     parts.join(", ")
 }
 
-/// Fork: in the child, only the forking thread exists; the calls other
-/// threads had in flight will never leave. Registered once, at the first
-/// session (not in a constructor).
-fn register_fork_handler() {
+/// Fork: the gate (prepare), reopened in the parent; in the child, only
+/// the forking thread exists, and the calls other threads had in flight
+/// will never leave. Registered once, when the runtime is built: after the
+/// plugins registered their own handlers, so that this prepare handler
+/// runs first (glibc runs them in the reverse order of registration), and
+/// not in a constructor. Before that, calls touch only the registry's
+/// short locks, outside the gate.
+pub(crate) fn register_fork_handler() {
     static REGISTERED: AtomicBool = AtomicBool::new(false);
     if REGISTERED.swap(true, SeqCst) {
         return;
     }
-    extern "C" fn in_child() {
-        LIFECYCLE.after_fork_in_child(DEPTH.with(Cell::get));
+    extern "C" fn prepare() {
+        LIFECYCLE.prepare_fork(me(), own_busy());
     }
-    // SAFETY: the handler only touches atomics and this thread's depth.
-    let rc = unsafe { libc::pthread_atfork(None, None, Some(in_child)) };
+    extern "C" fn in_parent() {
+        LIFECYCLE.after_fork_in_parent();
+    }
+    extern "C" fn in_child() {
+        LIFECYCLE.after_fork_in_child(DEPTH.with(Cell::get), KERNELS.with(Cell::get));
+    }
+    // SAFETY: the handlers only touch atomics and this thread's counts.
+    let rc = unsafe { libc::pthread_atfork(Some(prepare), Some(in_parent), Some(in_child)) };
     if rc != 0 {
         tracing::debug!(
             rc,

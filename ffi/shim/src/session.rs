@@ -55,7 +55,12 @@ fn or_abort<T>(result: Result<T, Fatal>) -> T {
     }
     match result {
         Ok(value) => value,
-        Err(fatal) => fatal.abort(),
+        Err(fatal) => {
+            // At exit, another thread's runtime call may fail because the
+            // exit finalized its plugin: not an abort of the process.
+            crate::lifecycle::park_if_closed_by_another_thread();
+            fatal.abort()
+        }
     }
 }
 
@@ -88,6 +93,10 @@ impl Session {
                 })
                 .expect("a runtime without plugins always builds")
             });
+            // After the plugins registered theirs: the runtime's fork gate
+            // must close before they take their own locks (prepare handlers
+            // run in the reverse order of registration).
+            crate::lifecycle::register_fork_handler();
             runtime
         });
         // `__tgt_register_requires` comes before the first registration,

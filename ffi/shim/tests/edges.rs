@@ -284,7 +284,6 @@ fn fork_while_offloading(label: &str, plugin: bool) {
 /// process_data_before -> data_begin -> MappingTable::get_target_pointer
 /// -> lock_entries -> Mutex::lock_contended` (futex wait, forever).
 #[test]
-#[ignore = "not fixed yet: the child inherits a runtime lock (a device's mapping table) that the parent's busy thread held at fork(), and hangs on it; the in-flight count no longer makes it wait (the test-plugin variant passes)"]
 fn fork_while_offloading_then_offload_in_the_child_on_the_host_plugin() {
     fork_while_offloading("edge-fork-host", false);
 }

@@ -267,6 +267,17 @@ impl Backend for HostBackend {
         Ok(())
     }
 
+    fn lock_for_fork(&self) -> crate::fork::ForkLocks<'_> {
+        // Images before memory on every device, devices in order: the
+        // backend never holds two of these at once otherwise.
+        let mut held: crate::fork::ForkLocks<'_> = Vec::with_capacity(2 * self.devices.len());
+        for device in self.devices.iter() {
+            held.push(Box::new(lock(&device.images)));
+            held.push(Box::new(lock(&device.memory)));
+        }
+        held
+    }
+
     unsafe fn run_region(
         &self,
         device: DeviceId,

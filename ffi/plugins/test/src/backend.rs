@@ -195,4 +195,17 @@ impl Backend for TestBackend {
     fn on_unload() {
         recorder::record_at_unload(&"fini");
     }
+
+    fn lock_for_fork(&self) -> omptarget_plugin_kit::fork::ForkLocks<'_> {
+        // The log's lock (every entry), then the allocation gate, then the
+        // host backend's: the order the entries take them in.
+        let mut held = recorder::lock_for_fork();
+        held.push(Box::new(
+            self.alloc_gate
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner),
+        ));
+        held.extend(self.host.lock_for_fork());
+        held
+    }
 }

@@ -46,6 +46,13 @@ fn resolve_log_path() -> Option<PathBuf> {
 }
 
 /// Use `path` for the log from now on.
+/// The log's lock, held across a fork (see `omptarget_plugin_kit::fork`).
+pub fn lock_for_fork() -> omptarget_plugin_kit::fork::ForkLocks<'static> {
+    vec![Box::new(
+        LOG_PATH.lock().unwrap_or_else(PoisonError::into_inner),
+    )]
+}
+
 pub fn set_log_path(path: PathBuf) {
     *LOG_PATH.lock().unwrap_or_else(PoisonError::into_inner) = Some(path);
 }
