@@ -7,6 +7,7 @@
 //! and fails cleanly once the plugin is gone.
 mod allocator;
 pub(crate) mod images;
+pub(crate) mod table;
 mod teardown;
 
 use crate::memory::{MemoryManager, MemoryStats};

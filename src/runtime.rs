@@ -1,4 +1,5 @@
 //! The runtime value: owns plugins and devices, tears them down in order.
+use crate::device::table::DeviceTable;
 use crate::plugin::{discovery, loader, Plugin, PluginInfo, SkippedPlugin};
 use crate::report::{ShutdownReport, TeardownStep};
 use crate::{Config, Device, Error, Result};
@@ -19,8 +20,8 @@ pub struct Runtime {
     config: Config,
     /// In load order; devices hold clones, the teardown closes them.
     plugins: Vec<Arc<Plugin>>,
-    /// Global device numbers = indices, in plugin order.
-    devices: Vec<Device>,
+    /// Global device numbers, in plugin order; each built on first use.
+    devices: DeviceTable,
     skipped: Vec<SkippedPlugin>,
     torn_down: bool,
 }
@@ -47,18 +48,7 @@ impl Runtime {
             }
         };
         let (plugins, skipped) = loader::load_all(&paths);
-        let mut devices = Vec::new();
-        for plugin in &plugins {
-            for local in 0..plugin.device_count() {
-                let local = i32::try_from(local).expect("device count came from an i32");
-                devices.push(Device::new(
-                    devices.len(),
-                    plugin.clone(),
-                    local,
-                    config.memory_manager_threshold,
-                ));
-            }
-        }
+        let devices = DeviceTable::new(&plugins, config.memory_manager_threshold);
         tracing::debug!(
             plugins = plugins.len(),
             skipped = skipped.len(),
@@ -79,14 +69,21 @@ impl Runtime {
         &self.config
     }
 
-    /// Every device, indexed by device number.
-    pub fn devices(&self) -> &[Device] {
-        &self.devices
+    /// Every device, in device-number order. Each is built (not
+    /// initialised) as the iteration reaches it: a device costs memory only
+    /// once something asks for it.
+    pub fn devices(&self) -> impl Iterator<Item = &Device> {
+        (0..self.devices.len()).filter_map(|id| self.devices.get(id))
     }
 
     /// The device numbered `id`.
     pub fn device(&self, id: usize) -> Result<&Device> {
         self.devices.get(id).ok_or(Error::InvalidDevice(id as i64))
+    }
+
+    /// How many devices were asked for so far (the others cost nothing).
+    pub fn devices_in_use(&self) -> usize {
+        self.devices.built_count()
     }
 
     /// The number of devices.
@@ -149,10 +146,10 @@ impl Runtime {
     /// stays usable; a later [`Runtime::shutdown`] finishes the teardown.
     pub fn release_unused_at_exit(&self, why: &str) -> ShutdownReport {
         let mut report = ShutdownReport::default();
-        for device in &self.devices {
+        for device in self.devices.built() {
             device.teardown_drain_memory_manager(&mut report);
         }
-        for device in &self.devices {
+        for device in self.devices.built() {
             device.teardown_list_in_use(&mut report);
         }
         for plugin in &self.plugins {
@@ -176,16 +173,16 @@ impl Runtime {
             skipped_plugins: self.skipped.clone(),
             ..Default::default()
         };
-        for device in &self.devices {
+        for device in self.devices.built() {
             device.teardown_drain_memory_manager(&mut report);
         }
-        for device in &self.devices {
+        for device in self.devices.built() {
             device.teardown_free_user_allocations(&mut report);
         }
-        for device in &self.devices {
+        for device in self.devices.built() {
             device.teardown_unload_images(&mut report);
         }
-        for device in &self.devices {
+        for device in self.devices.built() {
             device.teardown_deinit(&mut report);
         }
         for plugin in &self.plugins {
@@ -201,7 +198,7 @@ impl Runtime {
             });
         }
         // Image storage may be used by a plugin until it is closed.
-        for device in &self.devices {
+        for device in self.devices.built() {
             device.release_image_storage();
         }
         tracing::debug!("shutdown complete:\n{report}");

@@ -19,7 +19,7 @@ fn devices_are_numbered_in_plugin_order() {
     assert_eq!((plugins[1].first_device, plugins[1].device_count), (2, 3));
     assert_eq!(plugins[1].path, b.path);
     assert!(plugins.iter().all(|p| p.alive));
-    for (id, device) in runtime.devices().iter().enumerate() {
+    for (id, device) in runtime.devices().enumerate() {
         assert_eq!(device.id(), id);
         assert_eq!(device.local_id() as usize, if id < 2 { id } else { id - 2 });
     }
@@ -337,4 +337,31 @@ fn a_plugin_claiming_two_to_the_thirty_devices_is_skipped_with_the_reason() {
     }
     let report = runtime.shutdown();
     assert!(report.is_clean(), "{report}");
+}
+
+/// A plugin with tens of thousands of devices (within the loader's limit)
+/// costs nothing per device until a device is used: numbering them builds
+/// none; using two builds two; the teardown touches only those.
+#[test]
+fn devices_are_built_on_first_use_only() {
+    let many = common::test_plugin("devices=2\nclaimed_devices=60000\n");
+    let runtime = Runtime::new(Config::default().with_plugins([&many.path])).unwrap();
+    assert_eq!(runtime.device_count(), 60000);
+    assert_eq!(runtime.devices_in_use(), 0);
+    for id in [1, 0] {
+        let device = runtime.device(id).unwrap();
+        assert_eq!(device.id(), id);
+        let p = device.alloc(8, null_mut(), AllocKind::Default).unwrap();
+        device.free(p).unwrap();
+    }
+    assert!(runtime.device(60000).is_err());
+    assert_eq!(runtime.devices_in_use(), 2);
+    let report = runtime.shutdown();
+    assert!(report.is_clean(), "{report}");
+    let deinits = many
+        .log_calls()
+        .iter()
+        .filter(|c| c.starts_with("deinit_device"))
+        .count();
+    assert_eq!(deinits, 2, "{:?}", many.log_calls());
 }

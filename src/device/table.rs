@@ -1,0 +1,103 @@
+//! The runtime's devices, each created on its first use.
+//!
+//! A plugin may report many devices (the loader accepts up to 2^16); a
+//! [`Device`] holds its memory manager's sharded tables and a mapping table,
+//! a few kilobytes, so building every one up front would spend hundreds of
+//! megabytes on devices a program never touches. The table keeps one
+//! lazily allocated chunk of [`CHUNK`] slots per [`CHUNK`] device numbers:
+//! before any use it costs one empty cell per chunk, and a device is built
+//! the first time something asks for it by number. Slots are never emptied
+//! until the table drops, so a `&Device` lives as long as the table.
+
+use super::Device;
+use crate::plugin::Plugin;
+use std::sync::{Arc, OnceLock};
+
+/// Device numbers per lazily allocated chunk.
+const CHUNK: usize = 64;
+
+type Chunk = [OnceLock<Box<Device>>; CHUNK];
+
+/// Which plugin serves a range of device numbers.
+struct PluginRange {
+    first: usize,
+    count: usize,
+    plugin: Arc<Plugin>,
+}
+
+pub(crate) struct DeviceTable {
+    count: usize,
+    ranges: Vec<PluginRange>,
+    chunks: Box<[OnceLock<Box<Chunk>>]>,
+    memory_manager_threshold: usize,
+}
+
+impl DeviceTable {
+    /// Number the devices of `plugins` in order (nothing is built yet).
+    pub(crate) fn new(plugins: &[Arc<Plugin>], memory_manager_threshold: usize) -> Self {
+        let mut ranges = Vec::with_capacity(plugins.len());
+        let mut count = 0;
+        for plugin in plugins {
+            ranges.push(PluginRange {
+                first: count,
+                count: plugin.device_count(),
+                plugin: plugin.clone(),
+            });
+            count += plugin.device_count();
+        }
+        let chunks = (0..count.div_ceil(CHUNK))
+            .map(|_| OnceLock::new())
+            .collect();
+        DeviceTable {
+            count,
+            ranges,
+            chunks,
+            memory_manager_threshold,
+        }
+    }
+
+    /// The number of devices.
+    pub(crate) fn len(&self) -> usize {
+        self.count
+    }
+
+    /// Device `id`, built now if this is its first use.
+    pub(crate) fn get(&self, id: usize) -> Option<&Device> {
+        if id >= self.count {
+            return None;
+        }
+        let chunk = self.chunks[id / CHUNK]
+            .get_or_init(|| Box::new(std::array::from_fn(|_| OnceLock::new())));
+        Some(chunk[id % CHUNK].get_or_init(|| Box::new(self.build(id))))
+    }
+
+    fn build(&self, id: usize) -> Device {
+        let range = self
+            .ranges
+            .iter()
+            .find(|r| id >= r.first && id < r.first + r.count)
+            .expect("every device number below the count has a plugin");
+        let local = i32::try_from(id - range.first).expect("device count came from an i32");
+        Device::new(
+            id,
+            range.plugin.clone(),
+            local,
+            self.memory_manager_threshold,
+        )
+    }
+
+    /// The devices built so far, by number (the teardown's list: a device
+    /// never used has nothing to release).
+    pub(crate) fn built(&self) -> impl Iterator<Item = &Device> {
+        self.chunks
+            .iter()
+            .filter_map(OnceLock::get)
+            .flat_map(|chunk| chunk.iter().filter_map(OnceLock::get))
+            .map(|device| &**device)
+    }
+
+    /// How many devices were built (for reports and tests).
+    pub(crate) fn built_count(&self) -> usize {
+        self.built().count()
+    }
+}
