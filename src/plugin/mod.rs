@@ -39,9 +39,6 @@ pub struct Plugin {
     deinit_succeeded: AtomicBool,
     /// The `requires` flags passed to `init_requires` before `init_device`.
     requires: AtomicI64,
-    /// Serialises `load_binary`/`unload_binary`, like LLVM's `RTL->Mtx`:
-    /// plugins need not make image loading thread-safe.
-    image_lock: Mutex<()>,
     /// `None` once closed. Declared before `liveness`: dropped (closed) first.
     library: Mutex<Option<Library>>,
     /// This runtime's claim on the library; released once it is closed.
@@ -206,11 +203,6 @@ impl Plugin {
     /// Record the program's `requires` flags (`__tgt_register_requires`).
     pub(crate) fn set_requires_flags(&self, flags: i64) {
         self.requires.store(flags, Ordering::Release);
-    }
-
-    /// Held around `load_binary`/`unload_binary`.
-    pub(crate) fn image_lock(&self) -> std::sync::MutexGuard<'_, ()> {
-        self.image_lock.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The entry table, to check which optional entries exist. Calling one
