@@ -5,8 +5,10 @@
 //! dlopens and dlcloses images, so they may wait for the dynamic loader's
 //! lock, which a thread in a library constructor or destructor holds while
 //! it takes our locks (`__tgt_register_lib`, `__tgt_unregister_lib`). The
-//! image list's lock only guards the list. Plugins are called concurrently
-//! for images, as for everything else (DESIGN.md, "The plugin contract").
+//! image list's lock only guards the list. Our plugins are called
+//! concurrently for images, as for everything else; only a plugin written
+//! for LLVM 14's runtime is serialised ([`crate::plugin::Plugin`]'s
+//! `legacy_image_guard`; DESIGN.md, "The plugin contract").
 use super::{lock, Device};
 use crate::{abi, Error, Result};
 use std::any::Any;
@@ -73,10 +75,12 @@ impl Device {
     ) -> Result<LoadedImage> {
         self.ensure_initialized()?;
         let local = self.local_id;
-        // SAFETY: per this function's contract; the device is initialised.
-        let table = self
-            .plugin
-            .call(|e| unsafe { (e.load_binary)(local, image) })?;
+        let table = {
+            let _legacy = self.plugin.legacy_image_guard();
+            // SAFETY: per this function's contract; the device is initialised.
+            self.plugin
+                .call(|e| unsafe { (e.load_binary)(local, image) })?
+        };
         if table.is_null() {
             return Err(Error::ImageLoadFailed {
                 device: self.id,
@@ -123,6 +127,7 @@ impl Device {
             images.remove(index)
         };
         let local = self.local_id;
+        let legacy = self.plugin.legacy_image_guard();
         let unloaded = self
             .plugin
             .call(|e| match e.unload_binary {
@@ -131,6 +136,7 @@ impl Device {
                 None => abi::OFFLOAD_FAIL,
             })
             .and_then(|code| self.check("unload_binary", code));
+        drop(legacy);
         if let Err(err) = unloaded {
             // Still loaded as far as anyone knows: the teardown retries it.
             lock(&self.images).push(record);

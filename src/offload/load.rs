@@ -12,15 +12,18 @@
 //! 2. no lock: `load_binary` each;
 //! 3. under `tables` again: publish each result ([`Offload::publish`]).
 //!
-//! Nothing waits for another thread's load (that thread may be waiting for
-//! the loader's lock this one holds, say in a constructor that offloads).
-//! Two threads that load the same image on the same device both load it:
-//! the first to publish wins, and the other copy is recorded to be
-//! unloaded with the binary. A binary unregistered while its image loads
-//! has no table to publish into: its copy is unloaded at once.
+//! Threads racing for a device's first region load each image once: one
+//! loads, the others wait for it holding no lock ([`super::in_flight`]),
+//! then look again. That wait is bounded, since the loading thread may be
+//! waiting for the loader's lock the waiting one holds (a constructor that
+//! offloads): then both load, the first to publish wins, and the other copy
+//! is recorded to be unloaded with the binary. A binary unregistered while
+//! its image loads has no table to publish into: its copy is unloaded at
+//! once.
 
 use super::error::OffloadError;
 use super::image_copy::ImageCopy;
+use super::in_flight::{Turn, LOAD_WAIT};
 use super::registry::{Tables, TargetEntry};
 use super::{DeviceCtx, Offload};
 use crate::abi::OffloadEntry;
@@ -50,21 +53,37 @@ impl<'a> Offload<'a> {
     /// order, holding no lock while the plugin loads. Stops at the first
     /// failure, reported as LLVM reports it.
     pub(crate) fn load_images(&self, dev: &DeviceCtx<'a>) -> Result<(), OffloadError> {
-        let (jobs, missing_image) = self.load_jobs(dev);
-        for job in jobs {
-            let storage: Arc<dyn std::any::Any + Send + Sync> = job.image.clone();
-            // SAFETY: the copy is alive (`job` holds it, and the device keeps
-            // it while the image is loaded).
-            let loaded = unsafe { dev.ops.load_binary(job.image.device_image(), storage) };
-            match self.publish(dev, &job, loaded)? {
-                Published::Done => {}
-                Published::Orphan => self.unload_orphan(dev, &job.image),
+        'listing: loop {
+            let (jobs, missing_image) = self.load_jobs(dev);
+            for job in jobs {
+                // The address is the copy's, alive while `job` holds it.
+                let key = Arc::as_ptr(&job.image) as usize;
+                // Held until published: waiters then see the result.
+                let _in_flight = match dev.slot.loads.begin(key, LOAD_WAIT) {
+                    Turn::Load(loading) => Some(loading),
+                    // Published, failed or orphaned: list again.
+                    Turn::Ended => continue 'listing,
+                    Turn::Overdue => None,
+                };
+                // Another thread may have loaded and published it between
+                // the listing and this turn.
+                if !self.still_missing(dev, &job) {
+                    continue 'listing;
+                }
+                let storage: Arc<dyn std::any::Any + Send + Sync> = job.image.clone();
+                // SAFETY: the copy is alive (`job` holds it, and the device
+                // keeps it while the image is loaded).
+                let loaded = unsafe { dev.ops.load_binary(job.image.device_image(), storage) };
+                match self.publish(dev, &job, loaded)? {
+                    Published::Done => {}
+                    Published::Orphan => self.unload_orphan(dev, &job.image),
+                }
             }
+            if missing_image {
+                return Err(self.report(OffloadError::NoImageLoaded { device: dev.id }));
+            }
+            return Ok(());
         }
-        if missing_image {
-            return Err(self.report(OffloadError::NoImageLoaded { device: dev.id }));
-        }
-        Ok(())
     }
 
     /// Step 1: the images to load, up to the first table that has none
@@ -94,6 +113,14 @@ impl<'a> Offload<'a> {
             });
         }
         (jobs, false)
+    }
+
+    /// Is `job`'s table still registered, with the same image for the
+    /// device, and no target table there yet?
+    fn still_missing(&self, dev: &DeviceCtx<'a>, job: &LoadJob) -> bool {
+        let device = dev.id as usize;
+        let mut tables = self.registry.lock_tables();
+        current_table(&mut tables, job, device).is_some_and(|t| t.target(device).is_none())
     }
 
     /// Step 3: publish one load's result under `tables`. `Err` is the

@@ -2,14 +2,17 @@
 //! ([`super::load`]): what another thread may do meanwhile (register or
 //! unregister a library from its constructor or destructor, or load the
 //! same image on the same device) is done here from inside the test
-//! device's `load_binary`, on the loading thread itself. Before the fix
-//! each of these re-entered a lock the load held, and hung.
+//! device's `load_binary`, on the loading thread itself (or on a thread it
+//! starts). Before the fix each of these re-entered a lock the load held,
+//! and hung.
 
 use super::testkit::*;
 use crate::abi::declare_target;
 use std::ffi::c_void;
 use std::ptr::null;
 use std::sync::atomic::Ordering::SeqCst;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 const TAG: &[u8] = b"image-a";
 
@@ -114,8 +117,38 @@ fn a_registration_during_an_image_load_loads_its_image_before_its_ctors_run() {
     assert_eq!(w.stderr(), "");
 }
 
-/// Two threads make their first region on one device at once: both load
-/// the image (neither waits for the other), one target table is used, the
+/// Two threads make their first region on one device at once: the second
+/// waits for the first's load (holding no lock) and loads nothing.
+#[test]
+fn a_second_thread_waits_for_the_load_in_flight_and_loads_nothing() {
+    let w = World::mandatory(&[(TAG, 1)]);
+    let bin = TestBinary::new(&[TAG], &[HostItem::Kernel { flags: 0 }]);
+    unsafe { w.off().register_lib(bin.desc()) };
+    let kernel = bin.addrs[0];
+    let second = Arc::new(Mutex::new(None));
+    let handle = second.clone();
+    during_next_load(&w, move |w| {
+        let world = w as *const World as usize;
+        // SAFETY: the test joins the thread before the world goes away.
+        let thread =
+            std::thread::spawn(move || region(unsafe { &*(world as *const World) }, kernel));
+        // Give it time to find this load in flight and wait for it.
+        std::thread::sleep(Duration::from_millis(50));
+        *handle.lock().unwrap() = Some(thread);
+    });
+    region(&w, kernel);
+    let thread = second.lock().unwrap().take().expect("the hook ran");
+    thread.join().unwrap();
+
+    assert_eq!(w.platform.dev(0, 0).loads.load(SeqCst), 1);
+    assert_eq!(launched(&w), [kernel, kernel]);
+    assert_eq!(w.stderr(), "");
+}
+
+/// A region started on the loading thread itself, from inside its
+/// `load_binary` (it cannot wait for itself), or a thread that waited
+/// longer than `LOAD_WAIT` (the loader may need the dynamic loader's lock
+/// the waiter holds): both load the image, one target table is used, the
 /// constructor runs once, and unregistering unloads both copies.
 #[test]
 fn two_loads_of_one_image_on_one_device_keep_one_table_and_unload_both() {

@@ -60,6 +60,7 @@ mod device_table;
 pub mod diag;
 pub mod error;
 mod image_copy;
+mod in_flight;
 pub mod info;
 pub mod init;
 mod load;

@@ -24,6 +24,7 @@
 
 use super::device_table::DeviceTable;
 use super::image_copy::ImageCopy;
+use super::in_flight::InFlight;
 use super::policy::TargetOffloadPolicy;
 use super::ptr_hash::PtrMap;
 use crate::mapping::MappedEntry;
@@ -93,6 +94,8 @@ pub(crate) struct DeviceSlot {
     /// so `init_library` checks that none came in while it loaded.
     pub registrations: AtomicU64,
     pub pending: Mutex<PendingGlobals>,
+    /// Image loads in flight on the device (no lock held while loading).
+    pub loads: InFlight,
     /// Loop trip counts pushed per host thread (`__kmpc_push_target_tripcount`).
     pub tripcounts: Mutex<PtrMap<i32, u64>>,
     /// `tripcounts.len()`, stored holding `tripcounts`: a launch with no
@@ -110,6 +113,7 @@ impl DeviceSlot {
             has_pending: AtomicBool::new(false),
             registrations: AtomicU64::new(0),
             pending: Mutex::new(PendingGlobals::default()),
+            loads: InFlight::default(),
             tripcounts: Mutex::new(PtrMap::default()),
             tripcount_entries: AtomicUsize::new(0),
         }
