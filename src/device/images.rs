@@ -1,5 +1,14 @@
 //! Images on a device: validity check, load, unload, and the records the
 //! teardown unloads.
+//!
+//! No lock is held across `load_binary`/`unload_binary`: the host plugin
+//! dlopens and dlcloses images, so they may wait for the dynamic loader's
+//! lock, which a thread in a library constructor or destructor holds while
+//! it takes our locks (`__tgt_register_lib`, `__tgt_unregister_lib`). The
+//! image list's lock only guards the list. Our plugins are called
+//! concurrently for images, as for everything else; only a plugin written
+//! for LLVM 14's runtime is serialised ([`crate::plugin::Plugin`]'s
+//! `legacy_image_guard`; DESIGN.md, "The plugin contract").
 use super::{lock, Device};
 use crate::{abi, Error, Result};
 use std::any::Any;
@@ -67,7 +76,7 @@ impl Device {
         self.ensure_initialized()?;
         let local = self.local_id;
         let table = {
-            let _serial = self.plugin.image_lock();
+            let _legacy = self.plugin.legacy_image_guard();
             // SAFETY: per this function's contract; the device is initialised.
             self.plugin
                 .call(|e| unsafe { (e.load_binary)(local, image) })?
@@ -101,24 +110,38 @@ impl Device {
     /// # Safety
     /// `image` was loaded on this device with [`Device::load_image`].
     pub unsafe fn unload_image(&self, image: *mut abi::DeviceImage) -> Result<bool> {
-        let mut images = lock(&self.images);
-        let Some(index) = images.iter().position(|r| r.image.0 == image) else {
-            return Err(Error::InvalidArgument(format!(
-                "image {image:p} is not loaded on device {}",
-                self.id
-            )));
-        };
-        let Some(unload) = self.plugin.entries().unload_binary else {
-            return Ok(false);
+        // Taken out of the list for the call (no lock across it), and put
+        // back if the plugin keeps the image. The same image may be loaded
+        // twice; the plugin unloads its latest copy, so take the last record.
+        let record = {
+            let mut images = lock(&self.images);
+            let Some(index) = images.iter().rposition(|r| r.image.0 == image) else {
+                return Err(Error::InvalidArgument(format!(
+                    "image {image:p} is not loaded on device {}",
+                    self.id
+                )));
+            };
+            if self.plugin.entries().unload_binary.is_none() {
+                return Ok(false);
+            }
+            images.remove(index)
         };
         let local = self.local_id;
-        let code = {
-            let _serial = self.plugin.image_lock();
-            // SAFETY: `image` is loaded on this device.
-            self.plugin.call(|_| unsafe { unload(local, image) })?
-        };
-        self.check("unload_binary", code)?;
-        images.remove(index);
+        let legacy = self.plugin.legacy_image_guard();
+        let unloaded = self
+            .plugin
+            .call(|e| match e.unload_binary {
+                // SAFETY: `image` is loaded on this device.
+                Some(unload) => unsafe { unload(local, image) },
+                None => abi::OFFLOAD_FAIL,
+            })
+            .and_then(|code| self.check("unload_binary", code));
+        drop(legacy);
+        if let Err(err) = unloaded {
+            // Still loaded as far as anyone knows: the teardown retries it.
+            lock(&self.images).push(record);
+            return Err(err);
+        }
         Ok(true)
     }
 

@@ -113,7 +113,10 @@ impl Device {
         if !self.is_initialized() {
             return;
         }
-        let images = lock(&self.images);
+        // Out of the list while the plugin unloads (no lock across a call
+        // that may dlclose), back in afterwards: their storage is released
+        // only after the plugin is closed.
+        let images = std::mem::take(&mut *lock(&self.images));
         let mut unloaded = 0;
         let outcome = match self.plugin.entries().unload_binary {
             None => StepOutcome::NotExported,
@@ -140,6 +143,7 @@ impl Device {
                 outcome_of(&errors)
             }
         };
+        lock(&self.images).splice(0..0, images);
         report.push(TeardownStep::UnloadImages {
             device: self.id,
             plugin: self.plugin.name().to_owned(),

@@ -10,7 +10,9 @@
 use crate::abi::{AllocKind, DeviceImage, OffloadEntry};
 use crate::device::DevicePtr;
 use crate::mapping::MappingTable;
+use std::any::Any;
 use std::ffi::c_void;
+use std::sync::Arc;
 
 /// A device or plugin call failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -77,18 +79,26 @@ pub trait DeviceOps: Send + Sync {
         size: usize,
     ) -> Result<(), OpFailed>;
     /// `__tgt_rtl_load_binary`: the target table's entries, in image order.
+    /// `storage` owns what `image` points into: the device keeps it alive
+    /// for as long as the image is loaded (or its plugin may use it).
+    /// Called holding no lock of the offload layer's (the plugin may take
+    /// the dynamic loader's lock).
     ///
     /// # Safety
-    /// `image` points to a registered device image that stays valid while
-    /// it is loaded.
-    unsafe fn load_binary(&self, image: *mut DeviceImage) -> Result<Vec<OffloadEntry>, OpFailed>;
+    /// `image` points into `storage`.
+    unsafe fn load_binary(
+        &self,
+        image: *mut DeviceImage,
+        storage: Arc<dyn Any + Send + Sync>,
+    ) -> Result<Vec<OffloadEntry>, OpFailed>;
     /// `__tgt_rtl_unload_binary`: unload an image `load_binary` loaded, when
     /// its binary is unregistered. `Ok(false)`: the plugin cannot unload
     /// images (LLVM's plugins), so it stays loaded until shutdown.
     ///
+    /// Called holding no lock of the offload layer's.
+    ///
     /// # Safety
-    /// `image` was loaded on this device by [`DeviceOps::load_binary`] and
-    /// is still valid.
+    /// `image` was loaded on this device by [`DeviceOps::load_binary`].
     unsafe fn unload_binary(&self, image: *mut DeviceImage) -> Result<bool, OpFailed>;
     /// `__tgt_rtl_run_target_region`.
     ///
@@ -212,8 +222,12 @@ impl DeviceOps for crate::device::Device {
         };
         Ok(self.exchange(src, dst_device, dst, size)?)
     }
-    unsafe fn load_binary(&self, image: *mut DeviceImage) -> Result<Vec<OffloadEntry>, OpFailed> {
-        Ok(self.load_image(image)?.entries)
+    unsafe fn load_binary(
+        &self,
+        image: *mut DeviceImage,
+        storage: Arc<dyn Any + Send + Sync>,
+    ) -> Result<Vec<OffloadEntry>, OpFailed> {
+        Ok(self.load_image_kept(image, Some(storage))?.entries)
     }
     unsafe fn unload_binary(&self, image: *mut DeviceImage) -> Result<bool, OpFailed> {
         Ok(self.unload_image(image)?)

@@ -5,11 +5,9 @@
 
 use super::diag::{Fatal, Ident};
 use super::error::OffloadError;
-use super::registry::TargetEntry;
 use super::{DeviceCtx, MapArgs, Offload};
-use crate::abi::{DeviceImage, OFFLOAD_DEVICE_DEFAULT};
+use crate::abi::OFFLOAD_DEVICE_DEFAULT;
 use std::ffi::c_void;
-use std::sync::Arc;
 
 impl<'a> Offload<'a> {
     /// LLVM's `device_is_ready`: the device exists and its one
@@ -67,80 +65,44 @@ impl<'a> Offload<'a> {
 
     /// LLVM's `InitLibrary`: load every registered image not yet loaded on
     /// the device, map the globals of each, then run pending constructors.
+    ///
+    /// Unlike LLVM, no lock is held while images load ([`super::load`]):
+    /// the plugin may dlopen, and a library constructor or destructor on
+    /// another thread, holding the dynamic loader's lock, may be waiting
+    /// for our locks. So a library can register while this thread loads;
+    /// its constructors must not run before its image is loaded here, so
+    /// the device's registration count is read before loading and checked
+    /// again under `pending`, and the loading is redone if it moved.
     pub(crate) fn init_library(&self, dev: &DeviceCtx<'a>) -> Result<(), OffloadError> {
-        let mut pending = dev.slot.lock_pending();
-        self.load_images(dev)?;
-        for lists in pending.libs.values_mut() {
-            for &ctor in &lists.ctors {
-                // SAFETY: a ctor address is a host entry of a registered
-                // binary; a kernel without arguments.
-                let ran = unsafe {
-                    self.run_target(dev, ctor as *mut c_void, &MapArgs::empty(), 1, 1, true)
-                };
-                if ran.is_err() {
-                    return Err(self.report(OffloadError::CtorFailed { ctor }));
+        loop {
+            let seen = dev.slot.registrations();
+            self.load_images(dev)?;
+            let mut pending = dev.slot.lock_pending();
+            if dev.slot.registrations() != seen {
+                continue;
+            }
+            // Held across the constructor kernels, as LLVM does: another
+            // thread's first region on this device waits for them.
+            for lists in pending.libs.values_mut() {
+                for &ctor in &lists.ctors {
+                    // SAFETY: a ctor address is a host entry of a registered
+                    // binary; a kernel without arguments.
+                    let ran = unsafe {
+                        self.run_target(dev, ctor as *mut c_void, &MapArgs::empty(), 1, 1, true)
+                    };
+                    if ran.is_err() {
+                        return Err(self.report(OffloadError::CtorFailed { ctor }));
+                    }
                 }
+                lists.ctors.clear();
             }
-            lists.ctors.clear();
+            // Registrations set it again holding `pending`, after this.
+            dev.slot
+                .has_pending
+                .store(false, std::sync::atomic::Ordering::Release);
+            drop(pending);
+            return Ok(());
         }
-        dev.slot
-            .has_pending
-            .store(false, std::sync::atomic::Ordering::Release);
-        drop(pending);
-        Ok(())
-    }
-
-    fn load_images(&self, dev: &DeviceCtx<'a>) -> Result<(), OffloadError> {
-        let device = dev.id as usize;
-        let supports_empty = dev.ops.supports_empty_images();
-        let mut tables = self.registry.lock_tables();
-        let order = tables.registration_order.clone();
-        for entries_begin in order {
-            let Some(table) = tables.by_entries_begin.get_mut(&entries_begin) else {
-                continue;
-            };
-            if table.host_entries.is_empty() && !supports_empty {
-                continue;
-            }
-            if table.target(device).is_some() {
-                continue;
-            }
-            let image = table.image(device);
-            if image == 0 {
-                return Err(self.report(OffloadError::NoImageLoaded { device: dev.id }));
-            }
-            table.ensure_devices(device + 1);
-            // SAFETY: registered images stay valid until unregistration.
-            let loaded = unsafe { dev.ops.load_binary(image as *mut DeviceImage) };
-            let Ok(loaded) = loaded else {
-                table.images[device] = 0;
-                return Err(self.report(OffloadError::NoEntriesTable { device: dev.id }));
-            };
-            if loaded.len() != table.host_entries.len() {
-                table.images[device] = 0;
-                table.targets[device] = None;
-                return Err(self.report(OffloadError::TablesMismatch {
-                    device: dev.id,
-                    host: table.host_entries.len(),
-                    target: loaded.len(),
-                }));
-            }
-            let targets: Vec<TargetEntry> = loaded
-                .iter()
-                .map(|e| TargetEntry {
-                    addr: e.addr as usize,
-                    size: e.size,
-                })
-                .collect();
-            let mappings = dev.ops.mappings();
-            for (host, target) in table.host_entries.iter().zip(&targets) {
-                if target.size != 0 && mappings.insert_global(host.addr, host.size, target.addr) {
-                    table.globals.push((dev.id, host.addr, target.addr));
-                }
-            }
-            table.targets[device] = Some(Arc::new(targets));
-        }
-        Ok(())
     }
 
     /// Is the host entry `host_ptr` loaded on `dev` (a target table exists

@@ -46,8 +46,9 @@
 //! libomp's `__kmpc_get_target_offload` via [`TargetOffloadPolicy::from_kmp`].
 //!
 //! Module map: [`registry`] (state), [`registration`] (register/unregister
-//! libraries, requires), [`init`] (device readiness, image loading,
-//! ctors), [`data`] (begin/end), [`update`], [`region`] (target regions),
+//! libraries, requires), `image_copy` (the runtime's copy of each
+//! registered image), [`init`] (device readiness, ctors), `load` (image
+//! loading, holding no lock across the plugin), [`data`] (begin/end), [`update`], [`region`] (target regions),
 //! [`api`] (`omp_target_*`), [`mapper`], [`args`], [`diag`], [`error`],
 //! [`info`] (`LIBOMPTARGET_INFO` output), [`policy`].
 
@@ -59,8 +60,11 @@ mod device_table;
 pub mod diag;
 pub mod error;
 mod host_blocks;
+mod image_copy;
+mod in_flight;
 pub mod info;
 pub mod init;
+mod load;
 pub mod mapper;
 pub mod policy;
 mod ptr_hash;
@@ -69,6 +73,8 @@ pub mod registration;
 pub mod registry;
 pub mod update;
 
+#[cfg(test)]
+mod load_tests;
 #[cfg(test)]
 mod testkit;
 #[cfg(test)]

@@ -3,10 +3,17 @@
 //!
 //! A plugin becomes "used" when it is the first (in load order) to accept
 //! one of a binary's images; its devices then get the next OpenMP device
-//! numbers. Each image is recorded for every device of its plugin and
-//! loaded lazily on the device's first use ([`super::init`]).
+//! numbers. Each image is copied ([`super::image_copy`]), recorded for
+//! every device of its plugin and loaded lazily on the device's first use
+//! ([`super::init`], [`super::load`]).
+//!
+//! Both run from clang's library constructors and destructors, which hold
+//! the dynamic loader's lock: they take only the registry's short locks,
+//! which no thread holds while it waits for that lock (a thread loading or
+//! unloading an image holds none of ours).
 
 use super::diag::Fatal;
+use super::image_copy::ImageCopy;
 use super::info::INFO_DUMP_TABLE;
 use super::registry::{DeviceSlot, HostEntry, Plugins, TranslationTable, UsedPlugin};
 use super::Offload;
@@ -171,7 +178,8 @@ impl Offload<'_> {
         }
     }
 
-    /// LLVM's `RegisterImageIntoTranslationTable`.
+    /// LLVM's `RegisterImageIntoTranslationTable`, with the runtime's own
+    /// copy of the image (made once per registered image).
     unsafe fn register_image(
         &self,
         desc: &BinDesc,
@@ -179,6 +187,8 @@ impl Offload<'_> {
         used: UsedPlugin,
         image: *mut DeviceImage,
     ) {
+        // Copied before the lock: the copy may be large.
+        let fresh = Arc::new(ImageCopy::new(image));
         let mut tables = self.registry.lock_tables();
         if !tables.by_entries_begin.contains_key(&entries_begin) {
             let host_entries: Vec<HostEntry> =
@@ -197,22 +207,36 @@ impl Offload<'_> {
                     .insert(entries_begin, index as u32);
             }
             tables.registration_order.push(entries_begin);
+            let serial = tables.next_serial;
+            tables.next_serial += 1;
             tables.by_entries_begin.insert(
                 entries_begin,
                 TranslationTable {
+                    serial,
                     host_entries,
                     ..Default::default()
                 },
             );
         }
-        let table = tables
-            .by_entries_begin
-            .get_mut(&entries_begin)
-            .expect("inserted above");
+        let Some(table) = tables.by_entries_begin.get_mut(&entries_begin) else {
+            return;
+        };
+        // The same image registered again keeps its copy (and what is
+        // loaded from it).
+        let copy = table
+            .images
+            .iter()
+            .flatten()
+            .find(|c| c.original() == image as usize)
+            .cloned()
+            .unwrap_or(fresh);
         table.ensure_devices(used.first_device + used.device_count);
         for device in used.first_device..used.first_device + used.device_count {
-            if table.images[device] != image as usize {
-                table.images[device] = image as usize;
+            if !table.images[device]
+                .as_ref()
+                .is_some_and(|c| Arc::ptr_eq(c, &copy))
+            {
+                table.images[device] = Some(copy.clone());
                 table.targets[device] = None;
             }
         }
@@ -274,7 +298,11 @@ impl Offload<'_> {
                 }
             }
             tables.registered_descs.remove(&desc_key);
-            tables.by_entries_begin.remove(&entries_begin)
+            let removed = tables.by_entries_begin.remove(&entries_begin);
+            if removed.is_some() {
+                tables.registration_order.retain(|&e| e != entries_begin);
+            }
+            removed
         };
         if let Some(table) = removed {
             let keep_for_dumps = self.registry.info_enabled(INFO_DUMP_TABLE);
@@ -289,18 +317,17 @@ impl Offload<'_> {
             // Beyond LLVM 14 (which keeps them until exit): unload the
             // binary's images now. A program that dlopens and dlcloses an
             // offload library in a loop would otherwise pile up one loaded
-            // copy per cycle, and the runtime would keep pointers into the
-            // unmapped library. Right before the teardown they stay: it
-            // unloads them in the fixed order.
+            // copy per cycle. Right before the teardown they stay: it
+            // unloads them in the fixed order. No lock of ours is held
+            // here (unload_binary may dlclose); a load of this binary still
+            // in flight on another thread finds its table gone when it
+            // publishes, and unloads its own copy (`super::load`).
             if !unload_images {
                 return;
             }
-            for (device, &image) in table.images.iter().enumerate() {
-                if image == 0 || table.target(device).is_none() {
-                    continue;
-                }
-                if let Some(dev) = self.device(device as i64) {
-                    if let Err(err) = dev.ops.unload_binary(image as *mut DeviceImage) {
+            for (device, image) in &table.loaded {
+                if let Some(dev) = self.device(*device as i64) {
+                    if let Err(err) = dev.ops.unload_binary(image.device_image()) {
                         tracing::debug!(device, error = %err.0, "unloading an unregistered image failed");
                     }
                 }
@@ -310,12 +337,16 @@ impl Offload<'_> {
 
     /// Run a binary's destructors on one device if its constructors ran
     /// there (LLVM: the pending ctor list is empty), then forget its lists.
+    /// Unlike LLVM 14, the lists go even when the constructors never ran:
+    /// they are the code of a binary being unloaded, never to be run.
     unsafe fn run_dtors(&self, device: i64, desc_key: usize) {
         let Some(dev) = self.device(device) else {
             return;
         };
         let mut pending = dev.slot.lock_pending();
-        let lists = pending.libs.entry(desc_key).or_default();
+        let Some(lists) = pending.libs.remove(&desc_key) else {
+            return;
+        };
         if lists.ctors.is_empty() {
             let dtors: Vec<usize> = lists.dtors.iter().copied().collect();
             for dtor in dtors {
@@ -334,8 +365,8 @@ impl Offload<'_> {
                     true,
                 );
             }
-            pending.libs.remove(&desc_key);
         }
+        drop(pending);
     }
 }
 
@@ -347,7 +378,7 @@ unsafe fn register_ctors_dtors(desc_key: usize, image: &DeviceImage, slots: &[Ar
     let image_entries = entries(image.entries_begin, image.entries_end);
     for slot in slots {
         let mut pending = slot.lock_pending();
-        slot.has_pending.store(true, Ordering::Release);
+        slot.mark_pending(&mut pending);
         let lists = pending.libs.entry(desc_key).or_default();
         for entry in image_entries {
             if entry.flags & declare_target::CTOR != 0 {

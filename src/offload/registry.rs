@@ -14,16 +14,24 @@
 //!
 //! Lock order (never the reverse): plugin list (`plugins`) -> device table
 //! snapshots; a device's `pending` -> `tables`; a mapping table's entries -> an
-//! entry's data-movement lock; shadow pointers -> entries. Plugin calls
-//! are made holding at most `pending` and `tables` (image loads, ctors), as
-//! LLVM does.
+//! entry's data-movement lock; shadow pointers -> entries. Every one of them
+//! is short, and none is held across `load_binary`/`unload_binary` or any
+//! other call that may take the dynamic loader's lock (see DESIGN.md, "Lock
+//! order and the dynamic loader"): clang's library constructors and
+//! destructors call `__tgt_register_lib`/`__tgt_unregister_lib` holding
+//! that lock, and take ours after it. The one exception is `pending`, held
+//! across a device's constructor and destructor kernels (as LLVM holds it).
 
 use super::device_table::DeviceTable;
+use super::image_copy::ImageCopy;
+use super::in_flight::InFlight;
 use super::policy::TargetOffloadPolicy;
 use super::ptr_hash::PtrMap;
 use crate::mapping::MappedEntry;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{
+    AtomicBool, AtomicI32, AtomicI64, AtomicU32, AtomicU64, AtomicUsize, Ordering,
+};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 /// Registration state of one runtime. Internally synchronised.
@@ -84,7 +92,13 @@ pub(crate) struct DeviceSlot {
     /// Images to load or ctors to run (LLVM's `HasPendingGlobals`): set
     /// and cleared holding `pending`, read without it first.
     pub has_pending: AtomicBool,
+    /// How many registrations made this device's state pending (bumped
+    /// with `has_pending`, holding `pending`): image loading holds no lock,
+    /// so `init_library` checks that none came in while it loaded.
+    pub registrations: AtomicU64,
     pub pending: Mutex<PendingGlobals>,
+    /// Image loads in flight on the device (no lock held while loading).
+    pub loads: InFlight,
     /// Loop trip counts pushed per host thread (`__kmpc_push_target_tripcount`).
     pub tripcounts: Mutex<PtrMap<i32, u64>>,
     /// `tripcounts.len()`, stored holding `tripcounts`: a launch with no
@@ -100,7 +114,9 @@ impl DeviceSlot {
             local,
             init: OnceLock::new(),
             has_pending: AtomicBool::new(false),
+            registrations: AtomicU64::new(0),
             pending: Mutex::new(PendingGlobals::default()),
+            loads: InFlight::default(),
             tripcounts: Mutex::new(PtrMap::default()),
             tripcount_entries: AtomicUsize::new(0),
         }
@@ -113,6 +129,18 @@ impl DeviceSlot {
     /// Does the device have images to load or ctors to run? (No lock.)
     pub fn has_pending(&self) -> bool {
         self.has_pending.load(Ordering::Acquire)
+    }
+
+    /// How many registrations made the device pending so far.
+    pub fn registrations(&self) -> u64 {
+        self.registrations.load(Ordering::Acquire)
+    }
+
+    /// A registration gave the device images to load (and maybe ctors):
+    /// called holding `pending`.
+    pub fn mark_pending(&self, _pending: &mut PendingGlobals) {
+        self.registrations.fetch_add(1, Ordering::AcqRel);
+        self.has_pending.store(true, Ordering::Release);
     }
 
     /// Record this thread's trip count for its next launch (the first push
@@ -170,25 +198,37 @@ pub(crate) struct TargetEntry {
 /// LLVM's `TranslationTable`: one per registered host binary.
 #[derive(Debug, Default)]
 pub(crate) struct TranslationTable {
+    /// Unique per registration in this registry: a binary registered again
+    /// at the same host address (dlclose, then dlopen) gets a new table
+    /// with a new serial, so a load started for the old one never publishes
+    /// into the new one.
+    pub serial: u64,
     pub host_entries: Vec<HostEntry>,
-    /// Image registered for each device number (0: none).
-    pub images: Vec<usize>,
+    /// Image registered for each device number (the runtime's copy).
+    pub images: Vec<Option<Arc<ImageCopy>>>,
     /// Target table loaded on each device number.
     pub targets: Vec<Option<Arc<Vec<TargetEntry>>>>,
+    /// Every copy of an image loaded for this table and not unloaded:
+    /// (device number, image). Two threads may load the same image on the
+    /// same device at once (loading holds no lock); one publishes its
+    /// target table, and the other's copy stays loaded, unused, until the
+    /// unregistration unloads both. Unloading it at once could unload the
+    /// published one: `unload_binary` names an image only by its address.
+    pub loaded: Vec<(usize, Arc<ImageCopy>)>,
     /// Globals this binary mapped: (device, host address, device address).
     pub globals: Vec<(i32, usize, usize)>,
 }
 
 impl TranslationTable {
-    pub fn image(&self, device: usize) -> usize {
-        self.images.get(device).copied().unwrap_or(0)
+    pub fn image(&self, device: usize) -> Option<Arc<ImageCopy>> {
+        self.images.get(device).cloned().flatten()
     }
     pub fn target(&self, device: usize) -> Option<Arc<Vec<TargetEntry>>> {
         self.targets.get(device).cloned().flatten()
     }
     pub fn ensure_devices(&mut self, count: usize) {
         if self.images.len() < count {
-            self.images.resize(count, 0);
+            self.images.resize(count, None);
             self.targets.resize(count, None);
         }
     }
@@ -208,6 +248,8 @@ pub(crate) struct Tables {
     pub host_cache: PtrMap<usize, (usize, u32)>,
     /// Descriptors registered and not yet unregistered.
     pub registered_descs: BTreeSet<usize>,
+    /// The serial of the next table registered.
+    pub next_serial: u64,
 }
 
 impl Tables {

@@ -37,6 +37,11 @@ pub struct TestDevice {
     pub fail_run: AtomicBool,
     pub loads: AtomicUsize,
     pub unloads: AtomicUsize,
+    /// The `__tgt_device_image` addresses `load_binary` got, in order.
+    pub loaded_images: Mutex<Vec<usize>>,
+    /// Run (once) inside the next `load_binary`, before it reads the image:
+    /// what another thread could do while this one loads.
+    pub during_load: Mutex<Option<Box<dyn FnOnce() + Send>>>,
     /// Entry count the device reports beyond the image's (table mismatch).
     pub extra_entries: AtomicUsize,
     pub exchange: AtomicBool,
@@ -154,8 +159,17 @@ impl DeviceOps for TestDevice {
         self.unloads.fetch_add(1, Ordering::SeqCst);
         Ok(true)
     }
-    unsafe fn load_binary(&self, image: *mut DeviceImage) -> Result<Vec<OffloadEntry>, OpFailed> {
+    unsafe fn load_binary(
+        &self,
+        image: *mut DeviceImage,
+        _storage: std::sync::Arc<dyn std::any::Any + Send + Sync>,
+    ) -> Result<Vec<OffloadEntry>, OpFailed> {
         self.loads.fetch_add(1, Ordering::SeqCst);
+        self.loaded_images.lock().unwrap().push(image as usize);
+        let hook = self.during_load.lock().unwrap().take();
+        if let Some(hook) = hook {
+            hook();
+        }
         let image = &*image;
         let host = registration::entries(image.entries_begin, image.entries_end);
         let mut out = Vec::new();
@@ -267,6 +281,33 @@ impl Platform for TestPlatform {
     }
     fn set_requires_flags(&self, flags: i64) {
         self.requires.lock().unwrap().push(flags);
+    }
+}
+
+/// A test platform, a registry and a recording host: one runtime's worth.
+pub struct World {
+    pub platform: TestPlatform,
+    pub registry: Registry,
+    pub host: TestHost,
+}
+
+impl World {
+    pub fn new(plugins: &[(&'static [u8], usize)], policy: TargetOffloadPolicy) -> Self {
+        World {
+            platform: TestPlatform::new(plugins),
+            registry: Registry::new(),
+            host: TestHost::new(policy),
+        }
+    }
+    pub fn mandatory(plugins: &[(&'static [u8], usize)]) -> Self {
+        Self::new(plugins, TargetOffloadPolicy::Mandatory)
+    }
+    pub fn off(&self) -> Offload<'_> {
+        Offload::new(&self.registry, &self.platform, &self.host)
+    }
+    /// Everything printed so far, as stderr would show it; then cleared.
+    pub fn stderr(&self) -> String {
+        self.host.take_stderr()
     }
 }
 

@@ -12,31 +12,6 @@ use std::ptr::null;
 const TAG_A: &[u8] = b"image-a";
 const TAG_B: &[u8] = b"image-b";
 
-struct World {
-    platform: TestPlatform,
-    registry: Registry,
-    host: TestHost,
-}
-
-impl World {
-    fn new(plugins: &[(&'static [u8], usize)], policy: TargetOffloadPolicy) -> Self {
-        World {
-            platform: TestPlatform::new(plugins),
-            registry: Registry::new(),
-            host: TestHost::new(policy),
-        }
-    }
-    fn mandatory(plugins: &[(&'static [u8], usize)]) -> Self {
-        Self::new(plugins, TargetOffloadPolicy::Mandatory)
-    }
-    fn off(&self) -> Offload<'_> {
-        Offload::new(&self.registry, &self.platform, &self.host)
-    }
-    fn stderr(&self) -> String {
-        self.host.take_stderr()
-    }
-}
-
 /// A world with one plugin of `devices` devices and a registered binary
 /// with one kernel.
 fn one_kernel_world(devices: usize) -> (World, TestBinary) {

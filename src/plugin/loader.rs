@@ -305,7 +305,7 @@ fn load(path: &Path, first_device: usize, room: usize) -> Result<Plugin, Skipped
         callback_registered: partial.callback_registered,
         deinit_succeeded: AtomicBool::new(false),
         requires: AtomicI64::new(crate::abi::requires::UNDEFINED),
-        image_lock: Mutex::new(()),
+        legacy_image_lock: Mutex::new(()),
         library: Mutex::new(library),
         claim: Mutex::new(partial.claim.take()),
         liveness: partial.liveness,

@@ -39,9 +39,11 @@ pub struct Plugin {
     deinit_succeeded: AtomicBool,
     /// The `requires` flags passed to `init_requires` before `init_device`.
     requires: AtomicI64,
-    /// Serialises `load_binary`/`unload_binary`, like LLVM's `RTL->Mtx`:
-    /// plugins need not make image loading thread-safe.
-    image_lock: Mutex<()>,
+    /// Serialises `load_binary`/`unload_binary` of a plugin written for
+    /// LLVM 14's runtime, whose global translation-table lock serialises
+    /// every image load (LLVM 14's own plugins keep their images in
+    /// unguarded lists); see [`Plugin::legacy_image_guard`].
+    legacy_image_lock: Mutex<()>,
     /// `None` once closed. Declared before `liveness`: dropped (closed) first.
     library: Mutex<Option<Library>>,
     /// This runtime's claim on the library; released once it is closed.
@@ -208,9 +210,24 @@ impl Plugin {
         self.requires.store(flags, Ordering::Release);
     }
 
-    /// Held around `load_binary`/`unload_binary`.
-    pub(crate) fn image_lock(&self) -> std::sync::MutexGuard<'_, ()> {
-        self.image_lock.lock().unwrap_or_else(|e| e.into_inner())
+    /// Held across `load_binary`/`unload_binary` for a plugin without this
+    /// project's lifecycle entries (it does not export
+    /// `register_destruction_cb`): one written for LLVM 14's runtime, which
+    /// may rely on image loads being serialised. Our plugins export it and
+    /// make their image entries thread-safe, and get `None`: no lock of
+    /// ours may be held across a load that can wait for the dynamic
+    /// loader's lock (DESIGN.md, "Lock order and the dynamic loader"). A
+    /// legacy plugin keeps LLVM 14's deadlock against a library
+    /// (un)registering on another thread, rather than a data race.
+    pub(crate) fn legacy_image_guard(&self) -> Option<std::sync::MutexGuard<'_, ()>> {
+        if self.entries.register_destruction_cb.is_some() {
+            return None;
+        }
+        Some(
+            self.legacy_image_lock
+                .lock()
+                .unwrap_or_else(|e| e.into_inner()),
+        )
     }
 
     /// The entry table, to check which optional entries exist. Calling one

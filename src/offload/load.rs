@@ -1,0 +1,206 @@
+//! Loading a device's registered images without holding a lock across the
+//! plugin's `load_binary` (LLVM's `InitLibrary` holds its translation
+//! table and pending-globals locks across it, and deadlocks).
+//!
+//! `load_binary` may take the dynamic loader's lock (the host plugin
+//! dlopens each image), and a thread running a library's constructor or
+//! destructor holds that lock while it registers or unregisters, taking
+//! the registry's locks. So loading is three steps:
+//!
+//! 1. under `tables`: list what this device lacks ([`LoadJob`]s, each with
+//!    its own reference to the runtime's copy of the image);
+//! 2. no lock: `load_binary` each;
+//! 3. under `tables` again: publish each result ([`Offload::publish`]).
+//!
+//! Threads racing for a device's first region load each image once: one
+//! loads, the others wait for it holding no lock ([`super::in_flight`]),
+//! then look again. That wait is bounded, since the loading thread may be
+//! waiting for the loader's lock the waiting one holds (a constructor that
+//! offloads): then both load, the first to publish wins, and the other copy
+//! is recorded to be unloaded with the binary. A binary unregistered while
+//! its image loads has no table to publish into: its copy is unloaded at
+//! once.
+
+use super::error::OffloadError;
+use super::image_copy::ImageCopy;
+use super::in_flight::{Turn, LOAD_WAIT};
+use super::registry::{Tables, TargetEntry};
+use super::{DeviceCtx, Offload};
+use crate::abi::OffloadEntry;
+use std::sync::Arc;
+
+/// One image to load on a device, as listed under the lock.
+struct LoadJob {
+    /// The table's key and its registration's serial.
+    entries_begin: usize,
+    serial: u64,
+    image: Arc<ImageCopy>,
+}
+
+/// What publishing a loaded image found.
+enum Published {
+    /// Nothing more to do: its target table is the device's now, or another
+    /// thread's copy was published first (this one is kept for the
+    /// unregistration), or an orphan's load failed.
+    Done,
+    /// The binary was unregistered, or registered another image for the
+    /// device, while this one loaded: nothing refers to this copy.
+    Orphan,
+}
+
+impl<'a> Offload<'a> {
+    /// Load every registered image the device lacks, in registration
+    /// order, holding no lock while the plugin loads. Stops at the first
+    /// failure, reported as LLVM reports it.
+    pub(crate) fn load_images(&self, dev: &DeviceCtx<'a>) -> Result<(), OffloadError> {
+        'listing: loop {
+            let (jobs, missing_image) = self.load_jobs(dev);
+            for job in jobs {
+                // The address is the copy's, alive while `job` holds it.
+                let key = Arc::as_ptr(&job.image) as usize;
+                // Held until published: waiters then see the result.
+                let _in_flight = match dev.slot.loads.begin(key, LOAD_WAIT) {
+                    Turn::Load(loading) => Some(loading),
+                    // Published, failed or orphaned: list again.
+                    Turn::Ended => continue 'listing,
+                    Turn::Overdue => None,
+                };
+                // Another thread may have loaded and published it between
+                // the listing and this turn.
+                if !self.still_missing(dev, &job) {
+                    continue 'listing;
+                }
+                let storage: Arc<dyn std::any::Any + Send + Sync> = job.image.clone();
+                // SAFETY: the copy is alive (`job` holds it, and the device
+                // keeps it while the image is loaded).
+                let loaded = unsafe { dev.ops.load_binary(job.image.device_image(), storage) };
+                match self.publish(dev, &job, loaded)? {
+                    Published::Done => {}
+                    Published::Orphan => self.unload_orphan(dev, &job.image),
+                }
+            }
+            if missing_image {
+                return Err(self.report(OffloadError::NoImageLoaded { device: dev.id }));
+            }
+            return Ok(());
+        }
+    }
+
+    /// Step 1: the images to load, up to the first table that has none
+    /// for this device (`true`: such a table stopped the list).
+    fn load_jobs(&self, dev: &DeviceCtx<'a>) -> (Vec<LoadJob>, bool) {
+        let device = dev.id as usize;
+        let supports_empty = dev.ops.supports_empty_images();
+        let tables = self.registry.lock_tables();
+        let mut jobs = Vec::new();
+        for entries_begin in &tables.registration_order {
+            let Some(table) = tables.by_entries_begin.get(entries_begin) else {
+                continue;
+            };
+            if table.host_entries.is_empty() && !supports_empty {
+                continue;
+            }
+            if table.target(device).is_some() {
+                continue;
+            }
+            let Some(image) = table.image(device) else {
+                return (jobs, true);
+            };
+            jobs.push(LoadJob {
+                entries_begin: *entries_begin,
+                serial: table.serial,
+                image,
+            });
+        }
+        (jobs, false)
+    }
+
+    /// Is `job`'s table still registered, with the same image for the
+    /// device, and no target table there yet?
+    fn still_missing(&self, dev: &DeviceCtx<'a>, job: &LoadJob) -> bool {
+        let device = dev.id as usize;
+        let mut tables = self.registry.lock_tables();
+        current_table(&mut tables, job, device).is_some_and(|t| t.target(device).is_none())
+    }
+
+    /// Step 3: publish one load's result under `tables`. `Err` is the
+    /// load's failure (as LLVM reports it); an orphan is not an error.
+    fn publish(
+        &self,
+        dev: &DeviceCtx<'a>,
+        job: &LoadJob,
+        loaded: Result<Vec<OffloadEntry>, super::OpFailed>,
+    ) -> Result<Published, OffloadError> {
+        let device = dev.id as usize;
+        let mut tables = self.registry.lock_tables();
+        let Some(table) = current_table(&mut tables, job, device) else {
+            // A failed load of an orphan is nobody's error any more.
+            return Ok(match loaded {
+                Ok(_) => Published::Orphan,
+                Err(_) => Published::Done,
+            });
+        };
+        let Ok(loaded) = loaded else {
+            if table.target(device).is_some() {
+                // Another thread's load of it succeeded: use that one.
+                return Ok(Published::Done);
+            }
+            table.images[device] = None;
+            return Err(self.report(OffloadError::NoEntriesTable { device: dev.id }));
+        };
+        // Loaded: unloaded with the binary from now on, whatever follows.
+        table.loaded.push((device, job.image.clone()));
+        if table.target(device).is_some() {
+            // Another thread published its copy first; this one is kept
+            // unused (see `TranslationTable::loaded`).
+            return Ok(Published::Done);
+        }
+        if loaded.len() != table.host_entries.len() {
+            table.images[device] = None;
+            table.targets[device] = None;
+            return Err(self.report(OffloadError::TablesMismatch {
+                device: dev.id,
+                host: table.host_entries.len(),
+                target: loaded.len(),
+            }));
+        }
+        let targets: Vec<TargetEntry> = loaded
+            .iter()
+            .map(|e| TargetEntry {
+                addr: e.addr as usize,
+                size: e.size,
+            })
+            .collect();
+        let mappings = dev.ops.mappings();
+        for (host, target) in table.host_entries.iter().zip(&targets) {
+            if target.size != 0 && mappings.insert_global(host.addr, host.size, target.addr) {
+                table.globals.push((dev.id, host.addr, target.addr));
+            }
+        }
+        table.targets[device] = Some(Arc::new(targets));
+        Ok(Published::Done)
+    }
+
+    /// Unload a copy nothing refers to (no lock held: it may dlclose).
+    fn unload_orphan(&self, dev: &DeviceCtx<'a>, image: &ImageCopy) {
+        // SAFETY: loaded on this device just now; the device's image record
+        // keeps the copy alive until it is unloaded.
+        if let Err(err) = unsafe { dev.ops.unload_binary(image.device_image()) } {
+            tracing::debug!(device = dev.id, error = %err.0, "unloading the image of an unregistered binary failed");
+        }
+    }
+}
+
+/// The table `job` was listed from, if it is still registered with the
+/// same image for the device.
+fn current_table<'t>(
+    tables: &'t mut Tables,
+    job: &LoadJob,
+    device: usize,
+) -> Option<&'t mut super::registry::TranslationTable> {
+    let table = tables.by_entries_begin.get_mut(&job.entries_begin)?;
+    let same_image = table
+        .image(device)
+        .is_some_and(|image| Arc::ptr_eq(&image, &job.image));
+    (table.serial == job.serial && same_image).then_some(table)
+}
