@@ -12,7 +12,13 @@ use super::{DeviceCtx, Offload};
 use crate::abi::{map_type as mt, AllocKind, OMP_TGT_FAIL, OMP_TGT_SUCCESS};
 use crate::device::DevicePtr;
 use crate::mapping::UnmapRequest;
+use smallvec::SmallVec;
 use std::ffi::c_void;
+
+/// Kernel arguments kept inline (on the stack) before spilling to the heap.
+const INLINE_ARGS: usize = 16;
+type KernelArgs = SmallVec<[*mut c_void; INLINE_ARGS]>;
+type KernelOffsets = SmallVec<[isize; INLINE_ARGS]>;
 
 const ALIGNMENT: i64 = 8;
 const POINTER_SIZE: i64 = std::mem::size_of::<*mut c_void>() as i64;
@@ -253,8 +259,10 @@ impl<'a> Offload<'a> {
 
         // One kernel argument per TARGET_PARAM map entry, so at most
         // `args.len()`: no regrowth while filling them.
-        let mut kernel_args: Vec<*mut c_void> = Vec::with_capacity(args.len());
-        let mut offsets: Vec<isize> = Vec::with_capacity(args.len());
+        // On the stack for up to INLINE_ARGS arguments: a kernel that leaves
+        // by siglongjmp skips this frame, and a heap block would be lost.
+        let mut kernel_args: KernelArgs = SmallVec::with_capacity(args.len());
+        let mut offsets: KernelOffsets = SmallVec::with_capacity(args.len());
         let mut privates = PrivateArguments::new(self, dev);
 
         if !args.is_empty()
@@ -298,8 +306,8 @@ impl<'a> Offload<'a> {
         &self,
         dev: &DeviceCtx<'a>,
         args: &MapArgs,
-        kernel_args: &mut Vec<*mut c_void>,
-        offsets: &mut Vec<isize>,
+        kernel_args: &mut KernelArgs,
+        offsets: &mut KernelOffsets,
         privates: &mut PrivateArguments<'_, 'a>,
     ) -> Result<(), OffloadError> {
         if self.data_begin(dev, args, false).is_err() {

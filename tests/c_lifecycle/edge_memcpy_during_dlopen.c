@@ -13,9 +13,10 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-#define CYCLES 300
+#define CYCLES 300 /* argv[2] may ask for fewer (valgrind runs) */
 #define WORDS 16
 
 static atomic_int stop;
@@ -45,13 +46,14 @@ static void *copy_loop(void *arg) {
 }
 
 int main(int argc, char **argv) {
-  if (argc != 2)
+  if (argc != 2 && argc != 3)
     return 2;
+  int cycles = argc == 3 ? atoi(argv[2]) : CYCLES;
   pthread_t thread;
   if (pthread_create(&thread, NULL, copy_loop, NULL) != 0)
     return 2;
   int wrong = 0;
-  for (int c = 0; c < CYCLES; c++) {
+  for (int c = 0; c < cycles; c++) {
     void *lib = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
     if (!lib)
       return 2;
@@ -62,7 +64,7 @@ int main(int argc, char **argv) {
   }
   atomic_store(&stop, 1);
   pthread_join(thread, NULL);
-  printf("cycles=%d\n", CYCLES);
+  printf("cycles=%d\n", cycles);
   printf("wrong=%d\n", wrong);
   printf("copies=%ld\n", atomic_load(&copies));
   printf("copy_wrong=%ld\n", atomic_load(&copy_wrong));

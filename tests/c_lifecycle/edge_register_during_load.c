@@ -13,8 +13,9 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 
-#define CYCLES 150
+#define CYCLES 150 /* argv[2] may ask for fewer (valgrind runs) */
 
 static atomic_int stop;
 static atomic_long own_regions;
@@ -36,8 +37,9 @@ static void *own_offloads(void *arg) {
 }
 
 int main(int argc, char **argv) {
-  if (argc != 2)
+  if (argc != 2 && argc != 3)
     return 2;
+  int cycles = argc == 3 ? atoi(argv[2]) : CYCLES;
   devices = omp_get_num_devices();
   printf("devices=%d\n", devices);
   fflush(stdout);
@@ -47,7 +49,7 @@ int main(int argc, char **argv) {
   if (pthread_create(&thread, NULL, own_offloads, NULL) != 0)
     return 2;
   int wrong = 0;
-  for (int c = 0; c < CYCLES; c++) {
+  for (int c = 0; c < cycles; c++) {
     void *lib = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
     if (!lib)
       return 2;
@@ -58,7 +60,7 @@ int main(int argc, char **argv) {
   }
   atomic_store(&stop, 1);
   pthread_join(thread, NULL);
-  printf("cycles=%d\n", CYCLES);
+  printf("cycles=%d\n", cycles);
   printf("lib_wrong=%d\n", wrong);
   printf("own_regions=%ld\n", atomic_load(&own_regions));
   printf("own_wrong=%ld\n", atomic_load(&own_wrong));

@@ -373,7 +373,7 @@ impl<S> Lifecycle<S> {
         self.phantoms.fetch_add(gone, SeqCst);
         self.forker.store(0, SeqCst);
         self.state
-            .store((state & CLOSED) | own | own_kernels * KERNEL, SeqCst);
+            .store((state & CLOSED) | own | (own_kernels * KERNEL), SeqCst);
     }
 
     /// In the state `state`, is another thread than `me` forking?
