@@ -1,12 +1,12 @@
 /* No target region here (nothing of this program registers with the
  * offload runtime): argv[1] is an offload shared object that this program
  * dlopens, calls and dlcloses, argv[2] times. Its registration is then the
- * only one, and each dlclose unregisters the last library, which must shut
- * the runtime down; the next dlopen must get a fresh one.
+ * only one, and each dlclose unregisters the last library: its image is
+ * unloaded, the runtime (plugins, devices) stays until exit, as LLVM's, and
+ * the next dlopen loads the image again on the same devices.
  *
  * The program first dlopens libomptarget.so itself and keeps it until the
- * end, so every cycle runs in the same instance of the runtime library
- * (the fresh runtime comes from its lifecycle, not from a reload). */
+ * end, so every cycle runs in the same instance of the runtime library. */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
