@@ -19,7 +19,6 @@ pub mod image;
 pub mod launch;
 pub mod mapping;
 pub mod memory;
-pub mod offload;
 pub mod plugin;
 pub mod report;
 pub mod runtime;

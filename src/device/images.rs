@@ -68,10 +68,10 @@ impl Device {
     /// # Safety
     /// `image` points to a valid device image that lives at least as long as
     /// `keepalive` (or the load, if `None`).
-    pub(crate) unsafe fn load_image_kept(
+    pub unsafe fn load_image_kept(
         &self,
         image: *mut abi::DeviceImage,
-        keepalive: Option<KeepAlive>,
+        keepalive: Option<Arc<dyn Any + Send + Sync>>,
     ) -> Result<LoadedImage> {
         self.ensure_initialized()?;
         let local = self.local_id;

@@ -15,8 +15,14 @@ pub struct Staged {
     pub test_plugin_dir: PathBuf,
 }
 
+/// The workspace root: the package's own directory for the core's tests,
+/// its parent for a member's (`openmp/tests` includes this module too).
 fn workspace_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .find(|dir| dir.join("Cargo.lock").exists())
+        .expect("the workspace root holds Cargo.lock")
+        .to_path_buf()
 }
 
 /// Stage the plugins once per test process and say where they are.

@@ -6,7 +6,7 @@ use crate::boundary::guard;
 use crate::export::export_c;
 use crate::lifecycle::with_session;
 use crate::session::DataOp;
-use omptarget::offload::MapArgs;
+use omptarget_openmp::MapArgs;
 use std::ffi::c_void;
 
 /// Decode and run one data operation; the common body of all variants.

@@ -2,7 +2,7 @@
 //! looked up in the process at run time.
 
 use crate::libomp;
-use omptarget::offload::{Diagnostic, HostEnv, TargetOffloadPolicy};
+use omptarget_openmp::{Diagnostic, HostEnv, TargetOffloadPolicy};
 
 /// libomp as the program linked it (or sensible answers without it).
 pub(crate) struct Libomp;

@@ -9,8 +9,8 @@
 use crate::boundary::guard;
 use crate::export::export_c;
 use crate::lifecycle::with_session;
-use omptarget::offload::Registry;
 use omptarget_abi::info_type;
+use omptarget_openmp::Registry;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Once;
 

@@ -4,7 +4,7 @@
 
 use crate::boundary::guard;
 use crate::export::export_c;
-use omptarget::offload::{mapper_num_components, push_mapper_component};
+use omptarget_openmp::{mapper_num_components, push_mapper_component};
 use std::ffi::c_void;
 
 /// # Safety

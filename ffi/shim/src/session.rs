@@ -5,12 +5,12 @@
 //! A `Fatal` from the offload layer ends the process as LLVM 14 does.
 
 use crate::host_env::{self, Libomp};
-use omptarget::offload::{
-    EmptyPlatform, Fatal, Ident, MapArgs, Offload, Platform, Registry, TargetOffloadPolicy,
-};
 use omptarget::{Config, Runtime};
 use omptarget_abi::requires;
 use omptarget_abi::{AllocKind, AsyncInfo, BinDesc, DeviceInfo};
+use omptarget_openmp::{
+    EmptyPlatform, Fatal, Ident, MapArgs, Offload, Platform, Registry, TargetOffloadPolicy,
+};
 use std::ffi::{c_char, c_int, c_void};
 use std::sync::OnceLock;
 

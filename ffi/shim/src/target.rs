@@ -5,8 +5,8 @@ use crate::boundary::guard;
 use crate::export::export_c;
 use crate::lifecycle::with_session;
 use crate::session::Teams;
-use omptarget::offload::MapArgs;
 use omptarget_abi::OMP_TGT_FAIL;
+use omptarget_openmp::MapArgs;
 use std::ffi::c_void;
 
 /// Decode and launch; the common body of all variants. Returns

@@ -479,7 +479,7 @@ fn api_calls_after_the_last_dlclose_are_clean_under_valgrind() {
 /// Again 4/5 (timeout 30 s) just before the fix.
 ///
 /// The fix: no lock of ours is held across `load_binary`/`unload_binary`
-/// (`omptarget::offload`'s `load` module; the plugin's image lock is gone),
+/// (`omptarget_openmp`'s `load` module; the plugin's image lock is gone),
 /// so a thread waiting for the loader's lock holds none of ours.
 #[test]
 fn library_registration_during_an_image_load_does_not_deadlock() {

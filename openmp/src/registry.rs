@@ -27,7 +27,7 @@ use super::image_copy::ImageCopy;
 use super::in_flight::InFlight;
 use super::policy::TargetOffloadPolicy;
 use super::ptr_hash::PtrMap;
-use crate::mapping::MappedEntry;
+use omptarget::mapping::MappedEntry;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::atomic::{
     AtomicBool, AtomicI32, AtomicI64, AtomicU32, AtomicU64, AtomicUsize, Ordering,
@@ -309,7 +309,7 @@ impl Registry {
     /// policy `Default` until the first registration reads it.
     pub fn new() -> Self {
         Registry {
-            requires: AtomicI64::new(crate::abi::requires::UNDEFINED),
+            requires: AtomicI64::new(omptarget::abi::requires::UNDEFINED),
             policy: AtomicI32::new(TargetOffloadPolicy::Default as i32),
             plugins: RwLock::default(),
             devices: DeviceTable::default(),
@@ -354,7 +354,7 @@ impl Registry {
 
     /// `requires unified_shared_memory` is in effect.
     pub fn unified_shared_memory(&self) -> bool {
-        self.requires_flags() & crate::abi::requires::UNIFIED_SHARED_MEMORY != 0
+        self.requires_flags() & omptarget::abi::requires::UNIFIED_SHARED_MEMORY != 0
     }
 
     /// The offload policy now (it changes from `Default` once decided).

@@ -74,8 +74,6 @@ pub mod registry;
 pub mod update;
 
 #[cfg(test)]
-mod load_tests;
-#[cfg(test)]
 mod testkit;
 #[cfg(test)]
 mod tests;
@@ -88,8 +86,8 @@ pub use mapper::{mapper_num_components, push_mapper_component, MapComponent, Map
 pub use policy::TargetOffloadPolicy;
 pub use registry::Registry;
 
-use crate::device::DevicePtr;
-use crate::mapping::{DeviceMemory, MapEvent};
+use omptarget::device::DevicePtr;
+use omptarget::mapping::{DeviceMemory, MapEvent};
 use registry::DeviceSlot;
 use std::ffi::c_void;
 
@@ -231,7 +229,7 @@ impl DeviceMemory for MappingMemory<'_, '_> {
             .alloc(
                 size,
                 host_ptr as *mut c_void,
-                crate::abi::AllocKind::Default,
+                omptarget::abi::AllocKind::Default,
             )
             .ok()
             .map(|p| p.0 as usize)

@@ -8,8 +8,8 @@ use super::data::DataOp;
 use super::diag::{Fatal, Ident};
 use super::error::OffloadError;
 use super::{DeviceCtx, Offload};
-use crate::abi::{map_type as mt, TargetNonContig};
-use crate::mapping::{ShadowVisit, UnmapRequest};
+use omptarget::abi::{map_type as mt, TargetNonContig};
+use omptarget::mapping::{ShadowVisit, UnmapRequest};
 use std::ffi::c_void;
 
 const POINTER_SIZE: i64 = std::mem::size_of::<*mut c_void>() as i64;

@@ -6,7 +6,7 @@
 use super::diag::{Fatal, Ident};
 use super::error::OffloadError;
 use super::{DeviceCtx, MapArgs, Offload};
-use crate::abi::OFFLOAD_DEVICE_DEFAULT;
+use omptarget::abi::OFFLOAD_DEVICE_DEFAULT;
 use std::ffi::c_void;
 
 impl<'a> Offload<'a> {

@@ -4,8 +4,8 @@
 //! device owns, so kernels written in Rust can work on them.
 
 use super::*;
-use crate::abi::{AllocKind, BinDesc, DeviceImage, OffloadEntry};
-use crate::mapping::MappingTable;
+use omptarget::abi::{AllocKind, BinDesc, DeviceImage, OffloadEntry};
+use omptarget::mapping::MappingTable;
 use std::collections::HashMap;
 use std::ffi::{c_char, c_void, CString};
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering};

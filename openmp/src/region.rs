@@ -9,9 +9,9 @@ use super::diag::{Fatal, Ident};
 use super::error::OffloadError;
 use super::registry::MissingEntry;
 use super::{DeviceCtx, Offload};
-use crate::abi::{map_type as mt, AllocKind, OMP_TGT_FAIL, OMP_TGT_SUCCESS};
-use crate::device::DevicePtr;
-use crate::mapping::UnmapRequest;
+use omptarget::abi::{map_type as mt, AllocKind, OMP_TGT_FAIL, OMP_TGT_SUCCESS};
+use omptarget::device::DevicePtr;
+use omptarget::mapping::UnmapRequest;
 use smallvec::SmallVec;
 use std::ffi::c_void;
 

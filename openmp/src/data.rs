@@ -7,9 +7,9 @@ use super::diag::{Diagnostic, Fatal, Ident};
 use super::error::OffloadError;
 use super::mapper::run_mapper;
 use super::{DeviceCtx, Offload};
-use crate::abi::map_type as mt;
-use crate::device::DevicePtr;
-use crate::mapping::{MapRequest, ShadowPtr, ShadowVisit, UnmapRequest};
+use omptarget::abi::map_type as mt;
+use omptarget::device::DevicePtr;
+use omptarget::mapping::{MapRequest, ShadowPtr, ShadowVisit, UnmapRequest};
 use std::ffi::c_void;
 
 /// Struct sections mapped from a member onward are padded down to this
@@ -254,7 +254,7 @@ impl<'a> Offload<'a> {
 
     /// Print what LLVM prints when `getTargetPointer` refuses a mapping.
     #[inline]
-    pub(crate) fn emit_map_failure(&self, failure: &Option<crate::mapping::MapFailure>) {
+    pub(crate) fn emit_map_failure(&self, failure: &Option<omptarget::mapping::MapFailure>) {
         if let Some(failure) = failure {
             self.print_map_failure(failure);
         }
@@ -262,7 +262,7 @@ impl<'a> Offload<'a> {
 
     #[cold]
     #[inline(never)]
-    fn print_map_failure(&self, failure: &crate::mapping::MapFailure) {
+    fn print_map_failure(&self, failure: &omptarget::mapping::MapFailure) {
         for line in failure.messages() {
             self.emit(Diagnostic::Message(line));
         }

@@ -2,7 +2,7 @@
 //! parallel C arrays (base pointers, begin pointers, sizes, map types,
 //! names, mappers), viewed without copying.
 
-use crate::abi::map_type;
+use omptarget::abi::map_type;
 use std::ffi::c_void;
 
 /// A user-defined mapper function as clang emits it:

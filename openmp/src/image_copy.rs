@@ -11,7 +11,7 @@
 //! record, for as long as the image is loaded (until it is unloaded, or the
 //! plugin is closed when it cannot unload images).
 use super::registration::entries;
-use crate::abi::{DeviceImage, OffloadEntry};
+use omptarget::abi::{DeviceImage, OffloadEntry};
 use std::ffi::{c_char, CStr, CString};
 
 /// A registered device image, copied; see the module docs.

@@ -26,7 +26,7 @@ use super::image_copy::ImageCopy;
 use super::in_flight::{Turn, LOAD_WAIT};
 use super::registry::{Tables, TargetEntry};
 use super::{DeviceCtx, Offload};
-use crate::abi::OffloadEntry;
+use omptarget::abi::OffloadEntry;
 use std::sync::Arc;
 
 /// One image to load on a device, as listed under the lock.

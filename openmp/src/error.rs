@@ -4,7 +4,7 @@
 //! message:`, or nothing where LLVM only has a debug print).
 
 use super::diag::Diagnostic;
-use crate::mapping::{HexPtr, MappingError};
+use omptarget::mapping::{HexPtr, MappingError};
 
 /// A failed offload step.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -3,12 +3,13 @@
 //! binary descriptor holding a clang-14-compiled device object, target
 //! regions with mapped, literal and first-private arguments, data
 //! environments and updates, the `omp_target_*` API, and a clean shutdown.
+#[path = "../../tests/common/mod.rs"]
 mod common;
 
 use omptarget::abi::{map_type as mt, AllocKind, BinDesc, OffloadEntry};
 use omptarget::image::OwnedImage;
-use omptarget::offload::{Diagnostic, HostEnv, MapArgs, Offload, Registry, TargetOffloadPolicy};
 use omptarget::{Config, Runtime};
+use omptarget_openmp::{Diagnostic, HostEnv, MapArgs, Offload, Registry, TargetOffloadPolicy};
 use std::ffi::c_void;
 use std::ptr::null;
 use std::sync::Mutex;

@@ -25,9 +25,9 @@
 use super::diag::Diagnostic;
 use super::error::OffloadError;
 use super::{DeviceCtx, Offload};
-use crate::abi::{AllocKind, OFFLOAD_FAIL, OFFLOAD_SUCCESS};
-use crate::device::DevicePtr;
-use crate::mapping::{HexPtr, UnmapRequest};
+use omptarget::abi::{AllocKind, OFFLOAD_FAIL, OFFLOAD_SUCCESS};
+use omptarget::device::DevicePtr;
+use omptarget::mapping::{HexPtr, UnmapRequest};
 use std::ffi::c_void;
 
 impl<'a> Offload<'a> {

@@ -4,8 +4,8 @@
 use super::args::MapArgs;
 use super::diag::{name_from_mapping, Diagnostic, Ident, SourceInfo};
 use super::{DeviceCtx, Offload};
-use crate::abi::map_type;
-use crate::mapping::{HexPtr, MapEvent, RefCountDisplay, RefKind};
+use omptarget::abi::map_type;
+use omptarget::mapping::{HexPtr, MapEvent, RefCountDisplay, RefKind};
 use std::ffi::c_char;
 
 /// Print kernel/data-region arguments.
@@ -24,11 +24,11 @@ pub const INFO_ALL: u32 = 0xffff_ffff;
 /// The info level of a `LIBOMPTARGET_INFO` value, read as LLVM reads it
 /// (`std::stoi`: a leading decimal integer, negative values as their
 /// 32-bit pattern, so `-1` is every bit; see
-/// [`crate::abi::info_type::parse_level`]). Unset or unparsable: 0 (LLVM
+/// [`omptarget::abi::info_type::parse_level`]). Unset or unparsable: 0 (LLVM
 /// would terminate on an unparsable value).
 pub fn info_level_from_env(value: Option<&str>) -> u32 {
     value.map_or(0, |text| {
-        crate::abi::info_type::parse_level(text.as_bytes())
+        omptarget::abi::info_type::parse_level(text.as_bytes())
     })
 }
 

@@ -6,8 +6,8 @@
 //! starts). Before the fix each of these re-entered a lock the load held,
 //! and hung.
 
-use super::testkit::*;
-use crate::abi::declare_target;
+use crate::testkit::*;
+use omptarget::abi::declare_target;
 use std::ffi::c_void;
 use std::ptr::null;
 use std::sync::atomic::Ordering::SeqCst;

@@ -1,5 +1,5 @@
 //! What the offload layer needs from devices and plugins, as traits, so that
-//! it runs over the real runtime ([`crate::device::Device`]) and over test
+//! it runs over the real runtime ([`omptarget::device::Device`]) and over test
 //! devices alike.
 //!
 //! * [`DeviceOps`]: one device (LLVM's `DeviceTy` calls into its plugin).
@@ -7,9 +7,9 @@
 //!   (LLVM's `AllRTLs`). The [`super::Registry`] decides which plugins are
 //!   used and numbers their devices as LLVM does.
 
-use crate::abi::{AllocKind, DeviceImage, OffloadEntry};
-use crate::device::DevicePtr;
-use crate::mapping::MappingTable;
+use omptarget::abi::{AllocKind, DeviceImage, OffloadEntry};
+use omptarget::device::DevicePtr;
+use omptarget::mapping::MappingTable;
 use std::any::Any;
 use std::ffi::c_void;
 use std::sync::Arc;
@@ -19,8 +19,8 @@ use std::sync::Arc;
 #[error("{0}")]
 pub struct OpFailed(pub String);
 
-impl From<crate::Error> for OpFailed {
-    fn from(error: crate::Error) -> Self {
+impl From<omptarget::Error> for OpFailed {
+    fn from(error: omptarget::Error) -> Self {
         OpFailed(error.to_string())
     }
 }
@@ -171,10 +171,10 @@ impl Platform for EmptyPlatform {
     }
 }
 
-/// [`DeviceOps`] over the core's [`crate::device::Device`]: every call goes
+/// [`DeviceOps`] over the core's [`omptarget::device::Device`]: every call goes
 /// through the device's own API (memory manager, liveness checks, the
 /// plugin's async entries on a private queue, then a wait).
-impl DeviceOps for crate::device::Device {
+impl DeviceOps for omptarget::device::Device {
     fn init(&self, requires_flags: i64) -> Result<(), OpFailed> {
         Ok(self.ensure_initialized_with_requires(requires_flags)?)
     }
@@ -184,10 +184,12 @@ impl DeviceOps for crate::device::Device {
         host_ptr: *mut c_void,
         kind: AllocKind,
     ) -> Result<DevicePtr, OpFailed> {
-        Ok(crate::device::Device::alloc(self, size, host_ptr, kind)?)
+        Ok(omptarget::device::Device::alloc(
+            self, size, host_ptr, kind,
+        )?)
     }
     fn free(&self, ptr: DevicePtr) -> Result<(), OpFailed> {
-        Ok(crate::device::Device::free(self, ptr)?)
+        Ok(omptarget::device::Device::free(self, ptr)?)
     }
     unsafe fn submit(
         &self,
@@ -195,7 +197,7 @@ impl DeviceOps for crate::device::Device {
         src: *const c_void,
         size: usize,
     ) -> Result<(), OpFailed> {
-        Ok(crate::device::Device::submit(self, dst, src, size)?)
+        Ok(omptarget::device::Device::submit(self, dst, src, size)?)
     }
     unsafe fn retrieve(
         &self,
@@ -203,11 +205,11 @@ impl DeviceOps for crate::device::Device {
         src: DevicePtr,
         size: usize,
     ) -> Result<(), OpFailed> {
-        Ok(crate::device::Device::retrieve(self, dst, src, size)?)
+        Ok(omptarget::device::Device::retrieve(self, dst, src, size)?)
     }
     fn is_data_exchangable(&self, dst: &dyn DeviceOps) -> bool {
         dst.as_any()
-            .downcast_ref::<crate::device::Device>()
+            .downcast_ref::<omptarget::device::Device>()
             .is_some_and(|dst| self.can_exchange_with(dst))
     }
     unsafe fn data_exchange(
@@ -217,7 +219,10 @@ impl DeviceOps for crate::device::Device {
         dst: DevicePtr,
         size: usize,
     ) -> Result<(), OpFailed> {
-        let Some(dst_device) = dst_device.as_any().downcast_ref::<crate::device::Device>() else {
+        let Some(dst_device) = dst_device
+            .as_any()
+            .downcast_ref::<omptarget::device::Device>()
+        else {
             return Err(OpFailed("data exchange with a foreign device".to_string()));
         };
         Ok(self.exchange(src, dst_device, dst, size)?)
@@ -238,12 +243,12 @@ impl DeviceOps for crate::device::Device {
         args: &mut [*mut c_void],
         offsets: &mut [isize],
     ) -> Result<(), OpFailed> {
-        Ok(crate::device::Device::run_region(
+        Ok(omptarget::device::Device::run_region(
             self,
             entry,
             args,
             offsets,
-            crate::RegionLaunch::Single,
+            omptarget::RegionLaunch::Single,
         )?)
     }
     unsafe fn run_team_region(
@@ -255,12 +260,12 @@ impl DeviceOps for crate::device::Device {
         thread_limit: i32,
         loop_tripcount: u64,
     ) -> Result<(), OpFailed> {
-        Ok(crate::device::Device::run_region(
+        Ok(omptarget::device::Device::run_region(
             self,
             entry,
             args,
             offsets,
-            crate::RegionLaunch::Teams {
+            omptarget::RegionLaunch::Teams {
                 num_teams,
                 thread_limit,
                 loop_tripcount,
@@ -271,7 +276,7 @@ impl DeviceOps for crate::device::Device {
         self.plugin().supports_empty_images()
     }
     fn mappings(&self) -> &MappingTable {
-        crate::device::Device::mappings(self)
+        omptarget::device::Device::mappings(self)
     }
     fn as_any(&self) -> &dyn std::any::Any {
         self
@@ -280,9 +285,9 @@ impl DeviceOps for crate::device::Device {
 
 /// The runtime's plugins in load order (LLVM's `AllRTLs` once those without
 /// devices are left out, which the registry does) and their devices.
-impl Platform for crate::Runtime {
+impl Platform for omptarget::Runtime {
     fn plugin_count(&self) -> usize {
-        crate::Runtime::plugin_count(self)
+        omptarget::Runtime::plugin_count(self)
     }
     fn plugin_device_count(&self, plugin: usize) -> usize {
         self.plugin(plugin).map_or(0, |p| p.device_count())

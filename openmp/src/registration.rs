@@ -17,7 +17,7 @@ use super::image_copy::ImageCopy;
 use super::info::INFO_DUMP_TABLE;
 use super::registry::{DeviceSlot, HostEntry, Plugins, TranslationTable, UsedPlugin};
 use super::Offload;
-use crate::abi::{declare_target, requires, BinDesc, DeviceImage, OffloadEntry};
+use omptarget::abi::{declare_target, requires, BinDesc, DeviceImage, OffloadEntry};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 

@@ -1,0 +1,268 @@
+//! Registration: device numbering in plugin use order, the offload policy
+//! (disabled, default, mandatory), devices that fail to initialise, the
+//! initial and default devices, and requires flags.
+
+use super::*;
+
+#[test]
+fn devices_are_numbered_in_plugin_use_order() {
+    let w = World::mandatory(&[(TAG_A, 2), (b"none", 0), (TAG_B, 3)]);
+    let off = w.off();
+    assert_eq!(off.num_devices(), 0);
+    let b = TestBinary::new(&[TAG_B], &[HostItem::Kernel { flags: 0 }]);
+    unsafe { off.register_lib(b.desc()) };
+    assert_eq!(off.num_devices(), 3);
+    assert_eq!(w.registry.device_map(), vec![(2, 0), (2, 1), (2, 2)]);
+    let a = TestBinary::new(&[TAG_A], &[HostItem::Kernel { flags: 0 }]);
+    unsafe { off.register_lib(a.desc()) };
+    assert_eq!(off.num_devices(), 5);
+    assert_eq!(off.initial_device(), 5);
+    assert_eq!(w.registry.device_map()[3..], [(0, 0), (0, 1)]);
+    assert_eq!(w.registry.registered_libs(), 2);
+    unsafe { off.unregister_lib(a.desc()) };
+    assert_eq!(w.registry.registered_libs(), 1);
+}
+
+#[test]
+fn disabled_policy_uses_no_plugin() {
+    let w = World::new(&[(TAG_A, 2)], TargetOffloadPolicy::Disabled);
+    let b = TestBinary::new(&[TAG_A], &[HostItem::Kernel { flags: 0 }]);
+    let off = w.off();
+    unsafe { off.register_lib(b.desc()) };
+    assert_eq!(off.num_devices(), 0);
+    let rc = unsafe {
+        off.target(
+            null(),
+            -1,
+            b.addrs[0] as *mut c_void,
+            &MapArgs::empty(),
+            0,
+            0,
+            false,
+        )
+    };
+    assert_eq!(rc, Ok(omptarget::abi::OMP_TGT_FAIL));
+    assert_eq!(w.stderr(), "");
+    off.init_all_plugins();
+    assert_eq!(off.num_devices(), 0);
+}
+
+#[test]
+fn default_policy_without_devices_falls_back_silently() {
+    let w = World::new(&[(TAG_A, 1)], TargetOffloadPolicy::Default);
+    // An image no plugin accepts: no device gets used.
+    let b = TestBinary::new(&[TAG_B], &[HostItem::Kernel { flags: 0 }]);
+    let off = w.off();
+    unsafe { off.register_lib(b.desc()) };
+    let rc = unsafe {
+        off.target(
+            null(),
+            -1,
+            b.addrs[0] as *mut c_void,
+            &MapArgs::empty(),
+            0,
+            0,
+            false,
+        )
+    };
+    assert_eq!(rc, Ok(omptarget::abi::OMP_TGT_FAIL));
+    assert_eq!(w.registry.policy(), TargetOffloadPolicy::Disabled);
+    assert_eq!(w.stderr(), "");
+}
+
+#[test]
+fn default_policy_with_devices_becomes_mandatory() {
+    let w = World::new(&[(TAG_A, 1)], TargetOffloadPolicy::Default);
+    let b = TestBinary::new(&[TAG_A], &[HostItem::Kernel { flags: 0 }]);
+    let off = w.off();
+    unsafe { off.register_lib(b.desc()) };
+    let rc = unsafe {
+        off.target(
+            null(),
+            -1,
+            b.addrs[0] as *mut c_void,
+            &MapArgs::empty(),
+            0,
+            0,
+            false,
+        )
+    };
+    assert_eq!(rc, Ok(omptarget::abi::OMP_TGT_SUCCESS));
+    assert_eq!(w.registry.policy(), TargetOffloadPolicy::Mandatory);
+}
+
+#[test]
+fn mandatory_without_devices_is_fatal() {
+    let w = World::mandatory(&[(TAG_A, 1)]);
+    let b = TestBinary::new(&[TAG_B], &[HostItem::Kernel { flags: 0 }]);
+    let off = w.off();
+    unsafe { off.register_lib(b.desc()) };
+    let err = unsafe {
+        off.target(
+            null(),
+            0,
+            b.addrs[0] as *mut c_void,
+            &MapArgs::empty(),
+            0,
+            0,
+            false,
+        )
+    }
+    .unwrap_err();
+    assert_eq!(
+        err.render(),
+        format!("Libomptarget fatal error 1: {MANDATORY}\n")
+    );
+    assert_eq!(w.stderr(), format!("{CONSULT}{NO_SOURCE}"));
+}
+
+#[test]
+fn source_location_precedes_the_fatal_error() {
+    let (w, bin) = one_kernel_world(1);
+    let off = w.off();
+    let source = CString::new(";/src/dir/prog.c;main;17;9;;").unwrap();
+    let loc = Ident {
+        reserved_1: 0,
+        flags: 0,
+        reserved_2: 0,
+        reserved_3: 0,
+        psource: source.as_ptr(),
+    };
+    w.platform
+        .dev(0, 0)
+        .fail_run
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    let err = unsafe {
+        off.target(
+            &loc,
+            0,
+            bin.addrs[0] as *mut c_void,
+            &MapArgs::empty(),
+            0,
+            0,
+            false,
+        )
+    }
+    .unwrap_err();
+    assert_eq!(err.text, MANDATORY);
+    assert_eq!(
+        w.stderr(),
+        format!(
+            "Libomptarget error: Executing target region abort target.\n{CONSULT}prog.c:17:9: "
+        )
+    );
+}
+
+#[test]
+fn device_that_fails_to_initialise_is_not_ready() {
+    let (w, bin) = one_kernel_world(2);
+    w.platform
+        .dev(0, 1)
+        .fail_init
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    let off = w.off();
+    let err = unsafe {
+        off.target(
+            null(),
+            1,
+            bin.addrs[0] as *mut c_void,
+            &MapArgs::empty(),
+            0,
+            0,
+            false,
+        )
+    };
+    assert!(err.is_err());
+    assert_eq!(
+        w.stderr(),
+        format!("Libomptarget error: Device 1 is not ready.\n{CONSULT}{NO_SOURCE}")
+    );
+    // One init attempt only.
+    assert!(!off.device_is_ready(1));
+    assert_eq!(
+        w.platform
+            .dev(0, 1)
+            .init_calls
+            .load(std::sync::atomic::Ordering::SeqCst),
+        1
+    );
+    // Out-of-range device numbers are not ready either.
+    assert!(!off.device_is_ready(7));
+    assert!(!off.device_is_ready(-3));
+}
+
+#[test]
+fn initial_device_runs_on_the_host() {
+    let (w, bin) = one_kernel_world(2);
+    let rc = unsafe {
+        w.off().target(
+            null(),
+            2,
+            bin.addrs[0] as *mut c_void,
+            &MapArgs::empty(),
+            0,
+            0,
+            false,
+        )
+    };
+    assert_eq!(rc, Ok(omptarget::abi::OMP_TGT_FAIL));
+    assert_eq!(w.stderr(), "");
+}
+
+#[test]
+fn default_device_comes_from_the_host_runtime() {
+    let (w, bin) = one_kernel_world(2);
+    w.host
+        .default_device
+        .store(1, std::sync::atomic::Ordering::SeqCst);
+    let rc = unsafe {
+        w.off().target(
+            null(),
+            -1,
+            bin.addrs[0] as *mut c_void,
+            &MapArgs::empty(),
+            0,
+            0,
+            false,
+        )
+    };
+    assert_eq!(rc, Ok(omptarget::abi::OMP_TGT_SUCCESS));
+    assert_eq!(w.platform.dev(0, 1).launches.lock().unwrap().len(), 1);
+    assert_eq!(w.platform.dev(0, 0).launches.lock().unwrap().len(), 0);
+}
+
+#[test]
+fn requires_flags_must_agree_and_reach_device_init() {
+    let (w, bin) = one_kernel_world(1);
+    let off = w.off();
+    off.register_requires(requires::UNIFIED_SHARED_MEMORY)
+        .unwrap();
+    off.register_requires(requires::UNIFIED_SHARED_MEMORY | requires::DYNAMIC_ALLOCATORS)
+        .unwrap();
+    assert_eq!(
+        *w.platform.requires.lock().unwrap(),
+        vec![requires::UNIFIED_SHARED_MEMORY],
+        "only the first registration sets the flags"
+    );
+    let fatal = off.register_requires(requires::NONE).unwrap_err();
+    assert_eq!(
+        fatal.render(),
+        "Libomptarget fatal error 1: '#pragma omp requires unified_shared_memory' not used consistently!\n"
+    );
+    unsafe {
+        off.target(
+            null(),
+            0,
+            bin.addrs[0] as *mut c_void,
+            &MapArgs::empty(),
+            0,
+            0,
+            false,
+        )
+    }
+    .unwrap();
+    assert_eq!(
+        *w.platform.dev(0, 0).requires_seen.lock().unwrap(),
+        vec![requires::UNIFIED_SHARED_MEMORY]
+    );
+}
