@@ -8,8 +8,39 @@
 //!
 //! The typed API ([`DeviceBuffer`], [`Image`], [`Kernel`]) borrows the
 //! runtime; the raw device operations ([`Device::alloc`],
-//! [`Device::submit`], [`Device::run_region`] …) are what the OpenMP layer
-//! ([`offload`]) builds on.
+//! [`Device::submit`], [`Device::run_region`] …) are for callers that
+//! manage device memory and images themselves.
+//!
+//! This crate is LLVM's plugin manager, not its OpenMP semantics: those
+//! (registration of host binaries, `target data`, target regions,
+//! `omp_target_*`) live in the `omptarget-openmp` crate (`openmp/`), which
+//! the C shim uses.
+//!
+//! # The OpenMP layer's interface
+//!
+//! What `omptarget-openmp` needs from this crate is public on purpose, and
+//! nothing else is:
+//!
+//! * [`mapping`]: LLVM 14's host-to-device mapping table, reference counts
+//!   and shadow pointers. Each [`Device`] owns one
+//!   ([`Device::mappings`], reported at shutdown); the OpenMP layer drives
+//!   it, handing it device memory as a [`mapping::DeviceMemory`]. This
+//!   module is that interface; a program using the typed API needs none of
+//!   it.
+//! * Raw device operations, which are the plugin's entries behind the
+//!   device's own checks: [`Device::ensure_initialized_with_requires`],
+//!   [`Device::alloc`] / [`Device::free`], [`Device::submit`] /
+//!   [`Device::retrieve`], [`Device::can_exchange_with`] /
+//!   [`Device::exchange`], [`Device::load_image_kept`] /
+//!   [`Device::unload_image`], [`Device::run_region`] (with
+//!   [`RegionLaunch`]).
+//! * The plugins in load order and their devices, as LLVM numbers them:
+//!   [`Runtime::plugin_count`], [`Runtime::plugin`],
+//!   [`Runtime::plugin_device`], [`plugin::Plugin::device_count`],
+//!   [`plugin::Plugin::is_valid_binary`],
+//!   [`plugin::Plugin::supports_empty_images`];
+//!   [`Runtime::set_requires_flags`] for `__tgt_register_requires`.
+//! * [`abi`]: the C ABI's types (re-exported `omptarget-abi`).
 
 pub mod api;
 pub mod config;
@@ -22,7 +53,7 @@ pub mod memory;
 pub mod plugin;
 pub mod report;
 pub mod runtime;
-pub mod trace;
+pub(crate) mod trace;
 
 pub use api::{DeviceBuffer, DeviceCopy, Image, Kernel, KernelArg, LaunchConfig};
 pub use config::Config;

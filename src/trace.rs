@@ -41,13 +41,6 @@ pub fn install(debug_level: u32) {
     });
 }
 
-/// True when debug events would be recorded; guards building expensive
-/// debug-only data on hot paths.
-#[inline]
-pub fn debug_enabled() -> bool {
-    tracing::enabled!(tracing::Level::DEBUG)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -20,7 +20,7 @@
 //! * `omp_target_free(p, 0)` of a block allocated as `omp_target_alloc(n,
 //!   0)` before any device existed (device 0 was the host then, a real
 //!   device now): LLVM hands the host block to the device's free; we give
-//!   it back to `free` ([`super::host_blocks`]).
+//!   it back to `free` (`host_blocks`).
 
 use super::diag::Diagnostic;
 use super::error::OffloadError;

@@ -1,8 +1,17 @@
-//! LLVM libomptarget's semantics over a runtime: registration of host
-//! binaries, data mapping (`target data`, `enter/exit data`, `update`),
-//! target regions, and the `omp_target_*` calls. The C shim is a thin layer
-//! over this module: each `__tgt_*` / `omp_target_*` export builds an
-//! [`Offload`] (three references) and calls the method of the same name.
+//! The OpenMP layer: LLVM libomptarget's semantics over a runtime
+//! (LLVM's `offload/src/OpenMP`, beside its plugin manager, which is the
+//! `omptarget` crate): registration of host binaries, data mapping
+//! (`target data`, `enter/exit data`, `update`), target regions, and the
+//! `omp_target_*` calls. The C shim is a thin layer over this crate: each
+//! `__tgt_*` / `omp_target_*` export builds an [`Offload`] (three
+//! references) and calls the method of the same name.
+//!
+//! The layer runs over [`Platform`] / [`DeviceOps`] (traits), implemented
+//! here for `omptarget::Runtime` / `omptarget::Device` through the core's
+//! interface for this layer (see the `omptarget` crate docs) and, in the
+//! tests, for host-memory test devices. Device mapping tables
+//! (`omptarget::mapping::MappingTable`) belong to the core's devices; this
+//! layer decides what to map.
 //!
 //! Behaviour, return values and stderr text follow LLVM 14's release build
 //! (`REPORT` prints `Libomptarget error: ...`, debug prints are off).
@@ -45,12 +54,29 @@
 //! `LIBOMPTARGET_INFO`: [`info::info_level_from_env`]; `OMP_TARGET_OFFLOAD`:
 //! libomp's `__kmpc_get_target_offload` via [`TargetOffloadPolicy::from_kmp`].
 //!
-//! Module map: [`registry`] (state), [`registration`] (register/unregister
-//! libraries, requires), `image_copy` (the runtime's copy of each
-//! registered image), [`init`] (device readiness, ctors), `load` (image
-//! loading, holding no lock across the plugin), [`data`] (begin/end), [`update`], [`region`] (target regions),
-//! [`api`] (`omp_target_*`), [`mapper`], [`args`], [`diag`], [`error`],
-//! [`info`] (`LIBOMPTARGET_INFO` output), [`policy`].
+//! # Module map
+//!
+//! * State: [`registry`] (registered binaries, device slots, the offload
+//!   policy and requires flags), `device_table` (the lock-free snapshot of
+//!   device slots the read side uses), `ptr_hash` (a cheap hasher for
+//!   the registry's maps keyed by addresses and thread numbers).
+//! * Registration: [`registration`] (register/unregister libraries,
+//!   requires), `image_copy` (the runtime's copy of each registered image).
+//! * Devices: [`device_ops`] ([`DeviceOps`] / [`Platform`], and their
+//!   implementations over the core), [`init`] (device readiness, ctors),
+//!   `load` (image loading, holding no lock across the plugin), `in_flight`
+//!   (loads in flight that other threads wait for).
+//! * Mapping and regions: [`data`] (begin/end), [`update`], [`region`]
+//!   (target regions), [`mapper`] (user-defined mappers), [`args`] (the raw
+//!   argument arrays, checked).
+//! * `omp_target_*`: [`api`], `host_blocks` (blocks `omp_target_alloc`
+//!   took with `malloc` for the host while no device existed).
+//! * Output and errors: [`diag`] (diagnostics and fatal errors), [`error`],
+//!   [`info`] (`LIBOMPTARGET_INFO` output), [`policy`]
+//!   (`OMP_TARGET_OFFLOAD`).
+//! * Tests only: `testkit` (host-memory test devices and platforms, a
+//!   recording host environment, binary descriptor builders) and `tests`
+//!   (one module per topic; golden outputs in `tests/fixtures`).
 
 pub mod api;
 pub mod args;

@@ -3,9 +3,9 @@
 //!
 //! A plugin becomes "used" when it is the first (in load order) to accept
 //! one of a binary's images; its devices then get the next OpenMP device
-//! numbers. Each image is copied ([`super::image_copy`]), recorded for
+//! numbers. Each image is copied (`image_copy`), recorded for
 //! every device of its plugin and loaded lazily on the device's first use
-//! ([`super::init`], [`super::load`]).
+//! ([`super::init`], `load`).
 //!
 //! Both run from clang's library constructors and destructors, which hold
 //! the dynamic loader's lock: they take only the registry's short locks,

@@ -9,7 +9,7 @@
 //!
 //! The per-call path takes no lock of the registry but `tables` (once, to
 //! resolve a region's entry): requires flags and policy are atomics, device
-//! slots a [`DeviceTable`] read without a lock, and a device's pending
+//! slots a `DeviceTable` read without a lock, and a device's pending
 //! ctors are checked with an atomic flag before `pending` is locked.
 //!
 //! Lock order (never the reverse): plugin list (`plugins`) -> device table

@@ -107,7 +107,7 @@ impl EntryHandle {
     }
 
     /// Was a pointer inside this entry ever attached?
-    pub fn may_contain_attached_pointers(&self) -> bool {
+    pub(crate) fn may_contain_attached_pointers(&self) -> bool {
         self.shared
             .may_contain_attached_pointers
             .load(Ordering::Acquire)

@@ -93,7 +93,7 @@ impl MapFailure {
 
 /// "device mapping required by 'present' map type modifier does not exist
 /// for host address ... (N bytes)".
-pub fn present_missing_text(host_begin: usize, size: i64) -> String {
+pub(crate) fn present_missing_text(host_begin: usize, size: i64) -> String {
     format!(
         "device mapping required by 'present' map type modifier does not exist for host address \
          {} ({} bytes)",

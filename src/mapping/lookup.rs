@@ -31,7 +31,7 @@ impl LookupResult {
     }
 
     /// Does the section overlap the entry without being contained in it?
-    pub fn extends(&self) -> bool {
+    pub(crate) fn extends(&self) -> bool {
         self.extends_before || self.extends_after
     }
 }

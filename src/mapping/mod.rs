@@ -24,8 +24,9 @@ mod ops;
 mod refcount;
 mod shadow;
 
-pub use entry::{EntryHandle, MappedEntry};
-pub use error::{present_missing_text, HexPtr, MapFailure, MappingError};
+pub(crate) use entry::EntryHandle;
+pub use entry::MappedEntry;
+pub use error::{HexPtr, MapFailure, MappingError};
 pub use lookup::LookupResult;
 pub use ops::{
     DeviceMemory, MapEvent, MapRequest, RefAction, TargetPointer, TgtPtrBegin, UnmapRequest,

@@ -18,7 +18,7 @@ pub enum RefKind {
 
 impl RefKind {
     /// The kind selected by a map type's `ompx_hold` bit.
-    pub fn from_hold(hold: bool) -> Self {
+    pub(crate) fn from_hold(hold: bool) -> Self {
         if hold {
             RefKind::Hold
         } else {
@@ -76,7 +76,7 @@ impl RefCounts {
     }
 
     /// Increment one count unless it is INF (saturating below INF).
-    pub fn increment(&mut self, kind: RefKind) {
+    pub(crate) fn increment(&mut self, kind: RefKind) {
         let (count, _) = self.pair_mut(kind);
         if *count != INF_REF_COUNT && *count < INF_REF_COUNT - 1 {
             *count += 1;
@@ -93,7 +93,7 @@ impl RefCounts {
     }
 
     /// Reset one count to 1 unless it is INF (so that a decrement follows).
-    pub fn reset(&mut self, kind: RefKind) {
+    pub(crate) fn reset(&mut self, kind: RefKind) {
         let (count, _) = self.pair_mut(kind);
         if *count != INF_REF_COUNT {
             *count = 1;
@@ -102,7 +102,7 @@ impl RefCounts {
 
     /// Would one decrement of `kind` (after a reset if `after_reset`) remove
     /// the mapping?
-    pub fn decrement_removes(&self, kind: RefKind, after_reset: bool) -> bool {
+    pub(crate) fn decrement_removes(&self, kind: RefKind, after_reset: bool) -> bool {
         let (this, other) = self.pair(kind);
         if other > 0 {
             return false;
@@ -115,7 +115,7 @@ impl RefCounts {
     }
 
     /// Is the dynamic count INF (an associated pointer or a global)?
-    pub fn is_dynamic_infinite(&self) -> bool {
+    pub(crate) fn is_dynamic_infinite(&self) -> bool {
         self.dynamic == INF_REF_COUNT
     }
 }

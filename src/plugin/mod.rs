@@ -1,17 +1,17 @@
 //! Plugins: the `libomptarget.rtl.*.so` libraries that drive devices.
 //!
 //! A [`Plugin`] is one opened library with its entries resolved once into a
-//! table of fn pointers. It is loaded by [`loader`], shared (`Arc`) by its
+//! table of fn pointers. It is loaded by `loader`, shared (`Arc`) by its
 //! devices, and closed by the runtime's teardown after `deinit_plugin`. The
 //! plugin may be destroyed behind the runtime's back; its destruction
-//! callback then flips [`liveness::Liveness`], and from that moment every
+//! callback then flips `liveness::Liveness`, and from that moment every
 //! call into it fails with [`crate::Error::PluginDead`] instead of jumping
 //! into unmapped code.
 mod claim;
-pub mod discovery;
+pub(crate) mod discovery;
 pub(crate) mod entries;
 pub(crate) mod liveness;
-pub mod loader;
+pub(crate) mod loader;
 
 use crate::report::StepOutcome;
 use crate::{Error, Result};
