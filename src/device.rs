@@ -3,8 +3,8 @@
 //! The device owns its memory manager, the table of its live allocations,
 //! the images loaded on it and its mapping table. Its raw operations
 //! (`alloc`, `submit`, `load_image`, `run_region` …) are what the Rust API
-//! and the OpenMP layer build on; each initialises the device on first use
-//! and fails cleanly once the plugin is gone.
+//! and the OpenMP layer (`omptarget-openmp`) build on; each initialises the
+//! device on first use and fails cleanly once the plugin is gone.
 mod allocator;
 pub(crate) mod images;
 pub(crate) mod table;

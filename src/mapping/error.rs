@@ -28,7 +28,7 @@ pub enum MappingError {
     SectionNotFound { host_begin: usize },
 }
 
-/// Why `get_target_pointer` produced no target address. The offload layer
+/// Why `get_target_pointer` produced no target address. The OpenMP layer
 /// prints these (LLVM prints the first two with `MESSAGE`, the last with
 /// `REPORT`); [`MapFailure::messages`] gives the exact lines.
 #[derive(Debug, Clone, PartialEq, Eq)]
