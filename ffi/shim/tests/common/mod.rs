@@ -32,7 +32,9 @@ fn workspace_root() -> PathBuf {
 
 /// `ffi/shim/tests/c/<name>`: a C source of these tests.
 pub fn c_source(name: &str) -> PathBuf {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c").join(name);
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/c")
+        .join(name);
     assert!(path.is_file(), "missing C source {}", path.display());
     path
 }
