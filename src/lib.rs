@@ -23,6 +23,7 @@ pub mod offload;
 pub mod plugin;
 pub mod report;
 pub mod runtime;
+mod step_outcome;
 pub mod trace;
 
 pub use api::{DeviceBuffer, DeviceCopy, Image, Kernel, KernelArg, LaunchConfig};

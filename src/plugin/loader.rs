@@ -8,7 +8,7 @@ use super::claim::Claim;
 use super::entries::Entries;
 use super::liveness::{on_plugin_destroyed, Liveness};
 use super::Plugin;
-use crate::report::StepOutcome;
+use crate::step_outcome::StepOutcome;
 use libloading::Library;
 use scopeguard::ScopeGuard;
 use std::fmt;

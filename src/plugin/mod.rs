@@ -13,7 +13,7 @@ pub(crate) mod entries;
 pub(crate) mod liveness;
 pub mod loader;
 
-use crate::report::StepOutcome;
+use crate::step_outcome::StepOutcome;
 use crate::{Error, Result};
 use entries::Entries;
 use libloading::Library;
