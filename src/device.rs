@@ -354,8 +354,3 @@ pub(crate) fn with_queue(
 pub(crate) fn to_i64(size: usize) -> Result<i64> {
     i64::try_from(size).map_err(|_| Error::InvalidArgument(format!("size {size} exceeds i64")))
 }
-
-/// Lock, ignoring poisoning: the guarded tables stay consistent on panic.
-pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}

@@ -24,6 +24,7 @@ pub mod plugin;
 pub mod report;
 pub mod runtime;
 mod step_outcome;
+mod sync;
 pub mod trace;
 
 pub use api::{DeviceBuffer, DeviceCopy, Image, Kernel, KernelArg, LaunchConfig};
