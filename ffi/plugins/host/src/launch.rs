@@ -2,16 +2,15 @@
 //!
 //! Every call goes through libffi (its low layer): the call interface is
 //! prepared on the stack for each launch, with the argument-type and
-//! argument-address arrays on the stack up to [`INLINE_ARGS`] arguments and
+//! argument-address arrays on the stack up to [`INLINE_ARGS`] arguments (the
+//! plugin kit's entry layer keeps as many argument values on the stack) and
 //! on the heap beyond. So a launch allocates nothing for common kernels, and
 //! any arity works without a hand-written table of function types.
 
 use libffi::low::{call, ffi_abi_FFI_DEFAULT_ABI, ffi_cif, ffi_type, prep_cif, types, CodePtr};
+pub use omptarget_plugin_kit::entries::INLINE_ARGS;
 use std::ffi::c_void;
 use std::ptr::{addr_of_mut, NonNull};
-
-/// Arguments whose libffi arrays live on the stack.
-pub const INLINE_ARGS: usize = 16;
 
 /// Call `entry(args[0], args[1], ...)` as a C function returning void whose
 /// parameters are all pointer-sized, like LLVM's generic-elf-64bit plugin
