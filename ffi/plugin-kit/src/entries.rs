@@ -31,6 +31,12 @@ use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr::{self, NonNull};
 
+/// Kernel argument values [`run_region`] keeps on the stack: a launch with
+/// up to this many arguments allocates nothing in the entry layer, and a
+/// backend can size its own per-launch arrays by it (the host backend's
+/// libffi arrays do), so a common launch allocates nothing on the way.
+pub const INLINE_ARGS: usize = 16;
+
 /// Run `f` behind a panic boundary; report an error or panic and return
 /// `on_error` instead.
 fn guard<B: Backend, T>(entry: &str, on_error: T, f: impl FnOnce() -> Result<T>) -> T {
@@ -439,7 +445,7 @@ pub unsafe fn run_region<B: Backend>(
             })?;
             // The argument values, on the stack for common kernels: a launch
             // allocates nothing here.
-            let mut inline = [ptr::null_mut::<c_void>(); crate::host::launch::INLINE_ARGS];
+            let mut inline = [ptr::null_mut::<c_void>(); INLINE_ARGS];
             let mut heap = Vec::new();
             let values: &mut [*mut c_void] = if count <= inline.len() {
                 &mut inline[..count]

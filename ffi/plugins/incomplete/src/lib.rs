@@ -7,9 +7,9 @@
 //! at load time: no constructors, and no safety net either (it never
 //! registers a destruction callback), so loading and closing it is inert.
 
+use omptarget_plugin_host::HostBackend;
 use omptarget_plugin_kit::abi::{DeviceImage, TargetTable};
 use omptarget_plugin_kit::entries;
-use omptarget_plugin_kit::host::HostBackend;
 use omptarget_plugin_kit::PluginCell;
 use std::ffi::c_void;
 
