@@ -8,8 +8,10 @@
 //! each of those can export the `__tgt_rtl_*` entries without clashing.
 //!
 //! * A valid image is an ELF64 little-endian `EM_X86_64` `ET_DYN` file.
-//! * Each `load_binary` writes the image to a private temporary file and
-//!   dlopens it (see [`image`]), so devices never share the image's globals.
+//! * Each `load_binary` dlopens its own copy of the image: from an
+//!   anonymous memfd through `/proc/self/fd` by default, or from a private
+//!   temporary file where that fails or `OMPTARGET_HOST_IMAGE_DIR` asks for
+//!   files (see [`image`]), so devices never share the image's globals.
 //!   Every host entry is resolved by name: through the image's own
 //!   `omp_offloading_entries` table when it has one (clang's OpenMP
 //!   images; this also finds hidden-visibility globals), else with dlsym.
