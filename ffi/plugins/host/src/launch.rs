@@ -149,6 +149,7 @@ mod tests {
     #[test]
     fn a_refused_call_interface_is_an_error_and_calls_nothing() {
         let args = [7usize as *mut c_void];
+        // SAFETY: a real function taking one pointer-sized argument.
         let result = unsafe { call_with_abi(0, entry(must_not_run as *const ()), &args) };
         let err = result.expect_err("libffi accepted ABI 0");
         assert!(
@@ -160,12 +161,16 @@ mod tests {
 
     #[test]
     fn calls_with_no_few_and_many_arguments() {
+        // SAFETY (this and the calls below): each function takes exactly as
+        // many pointer-sized arguments as passed.
         unsafe { call_with_pointer_args(entry(none as *const ()), &[]) }.unwrap();
         assert_eq!(SEEN.load(Ordering::SeqCst), 1000);
         let args: Vec<*mut c_void> = [1usize, 2, 3].iter().map(|&v| v as *mut c_void).collect();
+        // SAFETY: `three` takes three pointer-sized arguments.
         unsafe { call_with_pointer_args(entry(three as *const ()), &args) }.unwrap();
         assert_eq!(SEEN.load(Ordering::SeqCst), 123);
         let args: Vec<*mut c_void> = (1..=18usize).map(|v| v as *mut c_void).collect();
+        // SAFETY: `eighteen` takes eighteen pointer-sized arguments.
         unsafe { call_with_pointer_args(entry(eighteen as *const ()), &args) }.unwrap();
         let expected: usize = (1..=18usize).map(|v| v * v).sum();
         assert_eq!(SEEN.load(Ordering::SeqCst), expected);

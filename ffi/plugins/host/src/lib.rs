@@ -233,11 +233,15 @@ impl Backend for HostBackend {
         size: usize,
     ) -> Result<()> {
         // memmove: under unified memory the two may be the same block.
-        std::ptr::copy(
-            host_ptr.as_ptr().cast::<u8>(),
-            tgt_ptr.as_ptr().cast::<u8>(),
-            size,
-        );
+        // SAFETY: the caller guarantees `size` readable bytes at `host_ptr`
+        // and `size` writable bytes at `tgt_ptr` (Backend::data_submit).
+        unsafe {
+            std::ptr::copy(
+                host_ptr.as_ptr().cast::<u8>(),
+                tgt_ptr.as_ptr().cast::<u8>(),
+                size,
+            )
+        };
         Ok(())
     }
 
@@ -248,11 +252,15 @@ impl Backend for HostBackend {
         tgt_ptr: NonNull<c_void>,
         size: usize,
     ) -> Result<()> {
-        std::ptr::copy(
-            tgt_ptr.as_ptr().cast::<u8>(),
-            host_ptr.as_ptr().cast::<u8>(),
-            size,
-        );
+        // SAFETY: the caller guarantees `size` readable bytes at `tgt_ptr`
+        // and `size` writable bytes at `host_ptr` (Backend::data_retrieve).
+        unsafe {
+            std::ptr::copy(
+                tgt_ptr.as_ptr().cast::<u8>(),
+                host_ptr.as_ptr().cast::<u8>(),
+                size,
+            )
+        };
         Ok(())
     }
 
@@ -268,11 +276,15 @@ impl Backend for HostBackend {
         dst_ptr: NonNull<c_void>,
         size: usize,
     ) -> Result<()> {
-        std::ptr::copy(
-            src_ptr.as_ptr().cast::<u8>(),
-            dst_ptr.as_ptr().cast::<u8>(),
-            size,
-        );
+        // SAFETY: the caller guarantees `size` bytes at both pointers, in
+        // host memory for every host device (Backend::data_exchange).
+        unsafe {
+            std::ptr::copy(
+                src_ptr.as_ptr().cast::<u8>(),
+                dst_ptr.as_ptr().cast::<u8>(),
+                size,
+            )
+        };
         Ok(())
     }
 
@@ -303,7 +315,10 @@ impl Backend for HostBackend {
                 "{entry:p} is not a kernel of an image loaded on device {device}"
             )));
         }
-        launch::call_with_pointer_args(entry, args).map_err(PluginError::InvalidArgument)
+        // SAFETY: `entry` is a kernel of an image loaded on this device
+        // (checked above), and the caller passes its pointer-sized
+        // arguments (Backend::run_region).
+        unsafe { launch::call_with_pointer_args(entry, args) }.map_err(PluginError::InvalidArgument)
     }
 
     fn print_device_info(&self, device: DeviceId) {
