@@ -303,16 +303,27 @@ impl Device {
 
     /// A plugin return code as a result.
     pub(crate) fn check(&self, entry: &'static str, code: i32) -> Result<()> {
-        if code == abi::OFFLOAD_SUCCESS {
-            Ok(())
-        } else {
-            Err(Error::PluginCallFailed {
-                plugin: self.plugin.name().to_owned(),
-                device: self.id,
-                entry,
-                code,
-            })
-        }
+        check_code(&self.plugin, self.id, entry, code)
+    }
+}
+
+/// `Ok` for `OFFLOAD_SUCCESS`, else the typed failure of plugin `entry` on
+/// device number `device`: the one place that error is built.
+pub(crate) fn check_code(
+    plugin: &Plugin,
+    device: usize,
+    entry: &'static str,
+    code: i32,
+) -> Result<()> {
+    if code == abi::OFFLOAD_SUCCESS {
+        Ok(())
+    } else {
+        Err(Error::PluginCallFailed {
+            plugin: plugin.name().to_owned(),
+            device,
+            entry,
+            code,
+        })
     }
 }
 
@@ -342,9 +353,4 @@ pub(crate) fn with_queue(
 /// A byte count as the plugin ABI's `int64_t`.
 pub(crate) fn to_i64(size: usize) -> Result<i64> {
     i64::try_from(size).map_err(|_| Error::InvalidArgument(format!("size {size} exceeds i64")))
-}
-
-/// Lock, ignoring poisoning: the guarded tables stay consistent on panic.
-pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }

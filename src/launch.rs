@@ -4,7 +4,7 @@
 //! addresses for mapped data, values for scalars; each is adjusted by its
 //! offset (`args[i] + offsets[i]`) by the plugin before the call.
 use crate::device::{with_queue, Device};
-use crate::{abi, Error, Result};
+use crate::{Error, Result};
 use std::ffi::c_void;
 
 /// Which region entry to use. With a plugin that exports the `_async`
@@ -115,15 +115,6 @@ impl Device {
         let Some((entry_name, code)) = outcome else {
             return Err(Error::ThreadExiting);
         };
-        let code = code?;
-        if code != abi::OFFLOAD_SUCCESS {
-            return Err(Error::PluginCallFailed {
-                plugin: self.plugin_name().to_owned(),
-                device: self.id(),
-                entry: entry_name,
-                code,
-            });
-        }
-        Ok(())
+        self.check(entry_name, code?)
     }
 }

@@ -53,6 +53,8 @@ pub mod memory;
 pub mod plugin;
 pub mod report;
 pub mod runtime;
+mod step_outcome;
+mod sync;
 pub(crate) mod trace;
 
 pub use api::{DeviceBuffer, DeviceCopy, Image, Kernel, KernelArg, LaunchConfig};

@@ -21,6 +21,7 @@
 //!
 //! The manager is generic over [`DeviceAllocator`] so it can be tested
 //! without a plugin; a device uses its plugin's entries.
+use crate::sync::lock;
 use crate::{abi::AllocKind, DevicePtr, Error, Result};
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::c_void;
@@ -416,12 +417,6 @@ fn bucket_of(size: usize) -> usize {
     } else {
         (size.ilog2() as usize - 1).min(BUCKETS - 1)
     }
-}
-
-/// Lock, ignoring poisoning: every critical section leaves the data
-/// consistent before it can panic.
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 #[cfg(test)]

@@ -5,36 +5,7 @@ use crate::mapping::MappedRange;
 use crate::plugin::SkippedPlugin;
 use std::fmt;
 
-/// How one teardown step went.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum StepOutcome {
-    /// The step ran and succeeded.
-    Done,
-    /// The plugin does not export the entry; nothing to call.
-    NotExported,
-    /// The plugin was destroyed before this step; it was not called.
-    PluginDead,
-    /// The entry (or dlclose) failed.
-    Failed(String),
-}
-
-impl StepOutcome {
-    /// Done or nothing to do.
-    pub fn is_ok(&self) -> bool {
-        matches!(self, StepOutcome::Done | StepOutcome::NotExported)
-    }
-}
-
-impl fmt::Display for StepOutcome {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            StepOutcome::Done => f.write_str("ok"),
-            StepOutcome::NotExported => f.write_str("not exported by the plugin"),
-            StepOutcome::PluginDead => f.write_str("plugin already destroyed, not called"),
-            StepOutcome::Failed(why) => write!(f, "FAILED: {why}"),
-        }
-    }
-}
+pub use crate::step_outcome::StepOutcome;
 
 /// The phases of the teardown, in the order they run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

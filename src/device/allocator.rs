@@ -53,16 +53,7 @@ impl DeviceAllocator for PluginAllocator {
         let code = self
             .plugin
             .call(|e| unsafe { (e.data_delete)(self.local_id, ptr.0) })?;
-        if code == abi::OFFLOAD_SUCCESS {
-            Ok(())
-        } else {
-            Err(Error::PluginCallFailed {
-                plugin: self.plugin.name().to_owned(),
-                device: self.device,
-                entry: "data_delete",
-                code,
-            })
-        }
+        super::check_code(&self.plugin, self.device, "data_delete", code)
     }
 
     fn device_number(&self) -> usize {

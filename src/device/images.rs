@@ -9,7 +9,8 @@
 //! concurrently for images, as for everything else; only a plugin written
 //! for LLVM 14's runtime is serialised ([`crate::plugin::Plugin`]'s
 //! `legacy_image_guard`; DESIGN.md, "The plugin contract").
-use super::{lock, Device};
+use super::Device;
+use crate::sync::lock;
 use crate::{abi, Error, Result};
 use std::any::Any;
 use std::sync::Arc;

@@ -1,8 +1,9 @@
 //! The device's part of the runtime's teardown (steps 1 to 4 of DESIGN.md's
 //! order). Each step records itself in the report; the runtime runs each
 //! step for every device before the next step.
-use super::{lock, Device};
+use super::Device;
 use crate::report::{LiveMapping, NotFreed, ShutdownReport, StepOutcome, TeardownStep, UserLeak};
+use crate::sync::lock;
 use crate::Error;
 
 impl Device {

@@ -1,12 +1,14 @@
-//! Opening plugin libraries: dlopen, register the destruction callback,
-//! resolve entries, `init_plugin`, count devices. A plugin that fails any
-//! step is skipped with its reason, after undoing what it set up
+//! Opening plugin libraries, in this order: dlopen; resolve the entries
+//! (no plugin code runs); claim the loaded object (one runtime per plugin
+//! library); register the destruction callback; `init_plugin`; count the
+//! devices and check the count against the limits below. A plugin that
+//! fails any step is skipped with its reason, after undoing what it set up
 //! (`deinit_plugin` if `init_plugin` succeeded, then close).
 use super::claim::Claim;
 use super::entries::Entries;
 use super::liveness::{on_plugin_destroyed, Liveness};
 use super::Plugin;
-use crate::report::StepOutcome;
+use crate::step_outcome::StepOutcome;
 use libloading::Library;
 use scopeguard::ScopeGuard;
 use std::fmt;
@@ -14,10 +16,11 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI64};
 use std::sync::{Arc, Mutex};
 
-/// Most devices one plugin may have. Far above any real machine, far
-/// below what would make per-device bookkeeping (a few hundred bytes per
-/// device, allocated at load) a problem; a plugin reporting more is
-/// broken or hostile, and is skipped rather than trusted.
+/// Most devices one plugin may have. Far above any real machine; a plugin
+/// reporting more is broken or hostile, and is skipped rather than
+/// trusted. (A device costs nothing until it is used: `Device`s are built
+/// on first use, see `device::table`; the OpenMP layer's per-device slot is
+/// made when the plugin is first used.)
 pub const MAX_DEVICES_PER_PLUGIN: usize = 1 << 16;
 /// Most devices of one runtime, all plugins together (device numbers are C
 /// `int`s; this keeps them far inside).

@@ -13,7 +13,7 @@ pub(crate) mod entries;
 pub(crate) mod liveness;
 pub(crate) mod loader;
 
-use crate::report::StepOutcome;
+use crate::step_outcome::StepOutcome;
 use crate::{Error, Result};
 use entries::Entries;
 use libloading::Library;
@@ -252,7 +252,7 @@ impl Plugin {
         }
     }
 
-    /// Teardown step 4: `__tgt_rtl_deinit_plugin`, if exported.
+    /// Teardown step 5 (`Runtime::shutdown`): `__tgt_rtl_deinit_plugin`, if exported.
     pub(crate) fn deinit(&self) -> StepOutcome {
         let Some(deinit) = self.entries.deinit_plugin else {
             return StepOutcome::NotExported;
@@ -269,7 +269,7 @@ impl Plugin {
         }
     }
 
-    /// Teardown step 5: close the library (dlclose). Safe to call twice.
+    /// Teardown step 6 (`Runtime::shutdown`): close the library (dlclose). Safe to call twice.
     pub(crate) fn close(&self) -> StepOutcome {
         let library = self
             .library

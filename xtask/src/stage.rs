@@ -15,7 +15,7 @@ pub struct Staged {
 /// (cargo package, file cargo builds, staged name, shipped?)
 const ARTIFACTS: &[(&str, &str, &str, bool)] = &[
     (
-        "omptarget-plugin-host",
+        "omptarget-plugin-host-rtl",
         "libomptarget_rtl_x86_64.so",
         "libomptarget.rtl.x86_64.so",
         true,

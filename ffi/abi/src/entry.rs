@@ -38,10 +38,15 @@ pub struct OffloadEntryV2 {
     pub kind: u16,
     /// `declare_target` flags.
     pub flags: u32,
+    /// Host address of the function stub or global (V1's `addr`).
     pub address: *mut c_void,
+    /// NUL-terminated symbol name (V1's `name`).
     pub symbol_name: *mut c_char,
+    /// Size in bytes of a global; 0 for a function.
     pub size: u64,
+    /// Kind-specific extra word (0 for OpenMP).
     pub data: u64,
+    /// Kind-specific auxiliary address (null for OpenMP).
     pub aux_addr: *mut c_void,
 }
 
@@ -60,9 +65,13 @@ pub type OffloadEntry = OffloadEntryV1;
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct DeviceImage {
+    /// First byte of the device image (`ImageStart`).
     pub image_start: *mut c_void,
+    /// One past the last byte of the device image (`ImageEnd`).
     pub image_end: *mut c_void,
+    /// First host offload entry of this image (`EntriesBegin`).
     pub entries_begin: *mut OffloadEntry,
+    /// One past the last host offload entry (`EntriesEnd`).
     pub entries_end: *mut OffloadEntry,
 }
 
@@ -72,9 +81,13 @@ pub struct DeviceImage {
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct BinDesc {
+    /// Number of elements in `device_images` (`NumDeviceImages`).
     pub num_device_images: i32,
+    /// Array of the binary's device images (`DeviceImages`).
     pub device_images: *mut DeviceImage,
+    /// First host offload entry of the whole binary (`HostEntriesBegin`).
     pub host_entries_begin: *mut OffloadEntry,
+    /// One past the last host offload entry (`HostEntriesEnd`).
     pub host_entries_end: *mut OffloadEntry,
 }
 
@@ -82,7 +95,9 @@ pub struct BinDesc {
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct TargetTable {
+    /// First device entry, in the image's order (`EntriesBegin`).
     pub entries_begin: *mut OffloadEntry,
+    /// One past the last device entry (`EntriesEnd`).
     pub entries_end: *mut OffloadEntry,
 }
 
@@ -90,6 +105,7 @@ pub struct TargetTable {
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct AsyncInfo {
+    /// The plugin's opaque queue (`Queue`); null until the plugin sets one.
     pub queue: *mut c_void,
 }
 
@@ -97,8 +113,11 @@ pub struct AsyncInfo {
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TargetNonContig {
+    /// Offset of the first element, in elements of this dimension (`Offset`).
     pub offset: u64,
+    /// Number of elements transferred in this dimension (`Count`).
     pub count: u64,
+    /// Distance in bytes between consecutive elements (`Stride`).
     pub stride: u64,
 }
 
@@ -106,7 +125,9 @@ pub struct TargetNonContig {
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct DeviceInfo {
+    /// The native context handle (a CUcontext for CUDA) (`Context`).
     pub context: *mut c_void,
+    /// The native device handle (a CUdevice for CUDA) (`Device`).
     pub device: *mut c_void,
 }
 

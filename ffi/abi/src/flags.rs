@@ -3,6 +3,7 @@
 
 /// `tgt_map_type`: flags on each argument of a `__tgt_target_*` call.
 pub mod map_type {
+    /// No flag set.
     pub const NONE: i64 = 0x000;
     /// Copy host -> device.
     pub const TO: i64 = 0x001;
@@ -48,18 +49,27 @@ pub mod map_type {
 
 /// `OpenMPOffloadingRequiresDirFlags`, passed to `__tgt_register_requires`.
 pub mod requires {
+    /// No `requires` information registered yet.
     pub const UNDEFINED: i64 = 0x000;
+    /// Registered, without any `requires` clause.
     pub const NONE: i64 = 0x001;
+    /// `requires reverse_offload`.
     pub const REVERSE_OFFLOAD: i64 = 0x002;
+    /// `requires unified_address`.
     pub const UNIFIED_ADDRESS: i64 = 0x004;
+    /// `requires unified_shared_memory`.
     pub const UNIFIED_SHARED_MEMORY: i64 = 0x008;
+    /// `requires dynamic_allocators`.
     pub const DYNAMIC_ALLOCATORS: i64 = 0x010;
 }
 
 /// `OpenMPOffloadingDeclareTargetFlags`, in [`crate::OffloadEntry`] flags.
 pub mod declare_target {
+    /// `declare target link`: the device holds a pointer to the host variable.
     pub const LINK: i32 = 0x01;
+    /// A global constructor to run on the device after loading.
     pub const CTOR: i32 = 0x02;
+    /// A global destructor to run on the device before unloading.
     pub const DTOR: i32 = 0x04;
 }
 
@@ -67,9 +77,13 @@ pub mod declare_target {
 #[repr(i32)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum AllocKind {
+    /// `TARGET_ALLOC_DEVICE`: memory only the device accesses.
     Device = 0,
+    /// `TARGET_ALLOC_HOST`: pinned host memory the device can access.
     Host = 1,
+    /// `TARGET_ALLOC_SHARED`: memory that migrates between host and device.
     Shared = 2,
+    /// `TARGET_ALLOC_DEFAULT`: the plugin's choice (device memory for mapped data).
     Default = 3,
 }
 

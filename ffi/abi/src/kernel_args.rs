@@ -10,16 +10,20 @@
 
 use core::ffi::c_void;
 
-/// `OMP_KERNEL_ARG_VERSION` values.
+/// `OMP_KERNEL_ARG_VERSION` 1: the block is a [`KernelArgsV1`].
 pub const KERNEL_ARGS_V1: u32 = 1;
+/// `OMP_KERNEL_ARG_VERSION` 2: the block is a [`KernelArgsV2`].
 pub const KERNEL_ARGS_V2: u32 = 2;
+/// `OMP_KERNEL_ARG_VERSION` 3: the block is a [`KernelArgsV3`].
 pub const KERNEL_ARGS_V3: u32 = 3;
 
 /// The leading words common to every version.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct KernelArgsHeader {
+    /// `Version`: which layout the rest of the block has.
     pub version: u32,
+    /// `NumArgs`: number of entries in each argument array.
     pub num_args: u32,
 }
 
@@ -29,14 +33,23 @@ pub struct KernelArgsHeader {
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct KernelArgsV1 {
+    /// `Version`: 1.
     pub version: u32,
+    /// `NumArgs`: number of entries in each argument array.
     pub num_args: u32,
+    /// `ArgBasePtrs`: base address of each mapped argument.
     pub arg_base_ptrs: *mut *mut c_void,
+    /// `ArgPtrs`: begin address of each mapped section.
     pub arg_ptrs: *mut *mut c_void,
+    /// `ArgSizes`: size in bytes of each mapped section.
     pub arg_sizes: *mut i64,
+    /// `ArgTypes`: map-type flags of each argument ([`crate::map_type`]).
     pub arg_types: *mut i64,
+    /// `ArgNames`: source-location name of each argument, or null.
     pub arg_names: *mut *mut c_void,
+    /// `ArgMappers`: user-defined mapper of each argument, or null.
     pub arg_mappers: *mut *mut c_void,
+    /// `Tripcount`: loop trip count hint, 0 when unknown.
     pub tripcount: u64,
 }
 
@@ -47,9 +60,11 @@ pub struct KernelArgsV1 {
 pub struct KernelFlags(pub u64);
 
 impl KernelFlags {
+    /// `NoWait`: the launch carries a `nowait` clause.
     pub const fn no_wait(self) -> bool {
         self.0 & 1 != 0
     }
+    /// `IsCUDA`: the launch comes from CUDA rather than OpenMP (version 3).
     pub const fn is_cuda(self) -> bool {
         self.0 & 2 != 0
     }
@@ -59,18 +74,31 @@ impl KernelFlags {
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct KernelArgsV2 {
+    /// `Version`: 2 or 3.
     pub version: u32,
+    /// `NumArgs`: number of entries in each argument array.
     pub num_args: u32,
+    /// `ArgBasePtrs`: base address of each mapped argument.
     pub arg_base_ptrs: *mut *mut c_void,
+    /// `ArgPtrs`: begin address of each mapped section.
     pub arg_ptrs: *mut *mut c_void,
+    /// `ArgSizes`: size in bytes of each mapped section.
     pub arg_sizes: *mut i64,
+    /// `ArgTypes`: map-type flags of each argument ([`crate::map_type`]).
     pub arg_types: *mut i64,
+    /// `ArgNames`: source-location name of each argument, or null.
     pub arg_names: *mut *mut c_void,
+    /// `ArgMappers`: user-defined mapper of each argument, or null.
     pub arg_mappers: *mut *mut c_void,
+    /// `Tripcount`: loop trip count hint, 0 when unknown.
     pub tripcount: u64,
+    /// `Flags`: the `nowait` / CUDA bits.
     pub flags: KernelFlags,
+    /// `NumTeams`: requested teams per dimension (0: the runtime's choice).
     pub num_teams: [u32; 3],
+    /// `ThreadLimit`: threads per team per dimension (0: the runtime's choice).
     pub thread_limit: [u32; 3],
+    /// `DynCGroupMem`: bytes of dynamic group (shared) memory requested.
     pub dyn_cgroup_mem: u32,
 }
 

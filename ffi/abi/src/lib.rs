@@ -12,6 +12,7 @@
 //! all of them agree on one definition.
 
 #![no_std]
+#![deny(missing_docs)]
 
 pub mod entry;
 pub mod flags;

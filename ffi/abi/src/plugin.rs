@@ -10,26 +10,35 @@ use crate::{AsyncInfo, DeviceImage, DeviceInfo, TargetTable};
 use core::ffi::{c_char, c_void};
 
 // ---- required (LLVM 14) ----
+/// `__tgt_rtl_number_of_devices`: how many devices the plugin drives.
 pub type NumberOfDevicesFn = unsafe extern "C" fn() -> i32;
+/// `__tgt_rtl_is_valid_binary`: nonzero if the plugin can run this image.
 pub type IsValidBinaryFn = unsafe extern "C" fn(image: *mut DeviceImage) -> i32;
+/// `__tgt_rtl_init_device`: prepare device `device` for use.
 pub type InitDeviceFn = unsafe extern "C" fn(device: i32) -> i32;
+/// `__tgt_rtl_load_binary`: load an image on a device; its target table, or null.
 pub type LoadBinaryFn =
     unsafe extern "C" fn(device: i32, image: *mut DeviceImage) -> *mut TargetTable;
+/// `__tgt_rtl_data_alloc`: allocate `size` bytes of `kind` memory on a device.
 pub type DataAllocFn =
     unsafe extern "C" fn(device: i32, size: i64, host_ptr: *mut c_void, kind: i32) -> *mut c_void;
+/// `__tgt_rtl_data_submit`: copy `size` bytes host -> device.
 pub type DataSubmitFn = unsafe extern "C" fn(
     device: i32,
     tgt_ptr: *mut c_void,
     host_ptr: *mut c_void,
     size: i64,
 ) -> i32;
+/// `__tgt_rtl_data_retrieve`: copy `size` bytes device -> host.
 pub type DataRetrieveFn = unsafe extern "C" fn(
     device: i32,
     host_ptr: *mut c_void,
     tgt_ptr: *mut c_void,
     size: i64,
 ) -> i32;
+/// `__tgt_rtl_data_delete`: free memory that `data_alloc` returned.
 pub type DataDeleteFn = unsafe extern "C" fn(device: i32, tgt_ptr: *mut c_void) -> i32;
+/// `__tgt_rtl_run_target_region`: run a kernel with one team.
 pub type RunTargetRegionFn = unsafe extern "C-unwind" fn(
     device: i32,
     entry: *mut c_void,
@@ -37,6 +46,7 @@ pub type RunTargetRegionFn = unsafe extern "C-unwind" fn(
     offsets: *mut isize,
     num_args: i32,
 ) -> i32;
+/// `__tgt_rtl_run_target_team_region`: run a kernel with teams.
 pub type RunTargetTeamRegionFn = unsafe extern "C-unwind" fn(
     device: i32,
     entry: *mut c_void,
@@ -49,9 +59,13 @@ pub type RunTargetTeamRegionFn = unsafe extern "C-unwind" fn(
 ) -> i32;
 
 // ---- optional (LLVM 14) ----
+/// `__tgt_rtl_is_data_exchangable`: nonzero if two devices can copy directly.
 pub type IsDataExchangableFn = unsafe extern "C" fn(src_device: i32, dst_device: i32) -> i32;
+/// `__tgt_rtl_supports_empty_images`: nonzero if images without entries are loaded.
 pub type SupportsEmptyImagesFn = unsafe extern "C" fn() -> i32;
+/// `__tgt_rtl_init_requires`: pass the `requires` flags; returns those accepted.
 pub type InitRequiresFn = unsafe extern "C" fn(requires_flags: i64) -> i64;
+/// `__tgt_rtl_data_submit_async`: enqueue a host -> device copy.
 pub type DataSubmitAsyncFn = unsafe extern "C" fn(
     device: i32,
     tgt_ptr: *mut c_void,
@@ -59,6 +73,7 @@ pub type DataSubmitAsyncFn = unsafe extern "C" fn(
     size: i64,
     async_info: *mut AsyncInfo,
 ) -> i32;
+/// `__tgt_rtl_data_retrieve_async`: enqueue a device -> host copy.
 pub type DataRetrieveAsyncFn = unsafe extern "C" fn(
     device: i32,
     host_ptr: *mut c_void,
@@ -66,6 +81,7 @@ pub type DataRetrieveAsyncFn = unsafe extern "C" fn(
     size: i64,
     async_info: *mut AsyncInfo,
 ) -> i32;
+/// `__tgt_rtl_data_exchange`: copy device -> device.
 pub type DataExchangeFn = unsafe extern "C" fn(
     src_device: i32,
     src_ptr: *mut c_void,
@@ -73,6 +89,7 @@ pub type DataExchangeFn = unsafe extern "C" fn(
     dst_ptr: *mut c_void,
     size: i64,
 ) -> i32;
+/// `__tgt_rtl_data_exchange_async`: enqueue a device -> device copy.
 pub type DataExchangeAsyncFn = unsafe extern "C" fn(
     src_device: i32,
     src_ptr: *mut c_void,
@@ -81,6 +98,7 @@ pub type DataExchangeAsyncFn = unsafe extern "C" fn(
     size: i64,
     async_info: *mut AsyncInfo,
 ) -> i32;
+/// `__tgt_rtl_run_target_region_async`: enqueue a one-team kernel launch.
 pub type RunTargetRegionAsyncFn = unsafe extern "C-unwind" fn(
     device: i32,
     entry: *mut c_void,
@@ -89,6 +107,7 @@ pub type RunTargetRegionAsyncFn = unsafe extern "C-unwind" fn(
     num_args: i32,
     async_info: *mut AsyncInfo,
 ) -> i32;
+/// `__tgt_rtl_run_target_team_region_async`: enqueue a kernel launch with teams.
 pub type RunTargetTeamRegionAsyncFn = unsafe extern "C-unwind" fn(
     device: i32,
     entry: *mut c_void,
@@ -100,18 +119,28 @@ pub type RunTargetTeamRegionAsyncFn = unsafe extern "C-unwind" fn(
     loop_tripcount: u64,
     async_info: *mut AsyncInfo,
 ) -> i32;
+/// `__tgt_rtl_synchronize`: wait for a queue to drain, then release it.
 pub type SynchronizeFn = unsafe extern "C" fn(device: i32, async_info: *mut AsyncInfo) -> i32;
+/// `__tgt_rtl_set_info_flag`: set the plugin's `LIBOMPTARGET_INFO` bits.
 pub type SetInfoFlagFn = unsafe extern "C" fn(flags: u32);
+/// `__tgt_rtl_print_device_info`: print a device's properties to stdout.
 pub type PrintDeviceInfoFn = unsafe extern "C" fn(device: i32);
+/// `__tgt_rtl_create_event`: create an event on a device.
 pub type CreateEventFn = unsafe extern "C" fn(device: i32, event: *mut *mut c_void) -> i32;
+/// `__tgt_rtl_record_event`: record an event on a queue.
 pub type RecordEventFn =
     unsafe extern "C" fn(device: i32, event: *mut c_void, async_info: *mut AsyncInfo) -> i32;
+/// `__tgt_rtl_wait_event`: make a queue wait for an event.
 pub type WaitEventFn =
     unsafe extern "C" fn(device: i32, event: *mut c_void, async_info: *mut AsyncInfo) -> i32;
+/// `__tgt_rtl_sync_event`: block until an event completes.
 pub type SyncEventFn = unsafe extern "C" fn(device: i32, event: *mut c_void) -> i32;
+/// `__tgt_rtl_destroy_event`: destroy an event.
 pub type DestroyEventFn = unsafe extern "C" fn(device: i32, event: *mut c_void) -> i32;
+/// `__tgt_rtl_init_async_info`: create a queue for a device.
 pub type InitAsyncInfoFn =
     unsafe extern "C" fn(device: i32, async_info: *mut *mut AsyncInfo) -> i32;
+/// `__tgt_rtl_init_device_info`: fill in a device's native handles.
 pub type InitDeviceInfoFn = unsafe extern "C" fn(
     device: i32,
     device_info: *mut DeviceInfo,
@@ -141,41 +170,75 @@ pub type RegisterDestructionCbFn =
 
 /// Symbol names of every entry, so loader and plugins spell them once.
 pub mod names {
+    /// The symbol of [`super::NumberOfDevicesFn`].
     pub const NUMBER_OF_DEVICES: &str = "__tgt_rtl_number_of_devices";
+    /// The symbol of [`super::IsValidBinaryFn`].
     pub const IS_VALID_BINARY: &str = "__tgt_rtl_is_valid_binary";
+    /// The symbol of [`super::InitDeviceFn`].
     pub const INIT_DEVICE: &str = "__tgt_rtl_init_device";
+    /// The symbol of [`super::LoadBinaryFn`].
     pub const LOAD_BINARY: &str = "__tgt_rtl_load_binary";
+    /// The symbol of [`super::DataAllocFn`].
     pub const DATA_ALLOC: &str = "__tgt_rtl_data_alloc";
+    /// The symbol of [`super::DataSubmitFn`].
     pub const DATA_SUBMIT: &str = "__tgt_rtl_data_submit";
+    /// The symbol of [`super::DataRetrieveFn`].
     pub const DATA_RETRIEVE: &str = "__tgt_rtl_data_retrieve";
+    /// The symbol of [`super::DataDeleteFn`].
     pub const DATA_DELETE: &str = "__tgt_rtl_data_delete";
+    /// The symbol of [`super::RunTargetRegionFn`].
     pub const RUN_TARGET_REGION: &str = "__tgt_rtl_run_target_region";
+    /// The symbol of [`super::RunTargetTeamRegionFn`].
     pub const RUN_TARGET_TEAM_REGION: &str = "__tgt_rtl_run_target_team_region";
 
+    /// The symbol of [`super::IsDataExchangableFn`].
     pub const IS_DATA_EXCHANGABLE: &str = "__tgt_rtl_is_data_exchangable";
+    /// The symbol of [`super::SupportsEmptyImagesFn`].
     pub const SUPPORTS_EMPTY_IMAGES: &str = "__tgt_rtl_supports_empty_images";
+    /// The symbol of [`super::InitRequiresFn`].
     pub const INIT_REQUIRES: &str = "__tgt_rtl_init_requires";
+    /// The symbol of [`super::DataSubmitAsyncFn`].
     pub const DATA_SUBMIT_ASYNC: &str = "__tgt_rtl_data_submit_async";
+    /// The symbol of [`super::DataRetrieveAsyncFn`].
     pub const DATA_RETRIEVE_ASYNC: &str = "__tgt_rtl_data_retrieve_async";
+    /// The symbol of [`super::DataExchangeFn`].
     pub const DATA_EXCHANGE: &str = "__tgt_rtl_data_exchange";
+    /// The symbol of [`super::DataExchangeAsyncFn`].
     pub const DATA_EXCHANGE_ASYNC: &str = "__tgt_rtl_data_exchange_async";
+    /// The symbol of [`super::RunTargetRegionAsyncFn`].
     pub const RUN_TARGET_REGION_ASYNC: &str = "__tgt_rtl_run_target_region_async";
+    /// The symbol of [`super::RunTargetTeamRegionAsyncFn`].
     pub const RUN_TARGET_TEAM_REGION_ASYNC: &str = "__tgt_rtl_run_target_team_region_async";
+    /// The symbol of [`super::SynchronizeFn`].
     pub const SYNCHRONIZE: &str = "__tgt_rtl_synchronize";
+    /// The symbol of [`super::SetInfoFlagFn`].
     pub const SET_INFO_FLAG: &str = "__tgt_rtl_set_info_flag";
+    /// The symbol of [`super::PrintDeviceInfoFn`].
     pub const PRINT_DEVICE_INFO: &str = "__tgt_rtl_print_device_info";
+    /// The symbol of [`super::CreateEventFn`].
     pub const CREATE_EVENT: &str = "__tgt_rtl_create_event";
+    /// The symbol of [`super::RecordEventFn`].
     pub const RECORD_EVENT: &str = "__tgt_rtl_record_event";
+    /// The symbol of [`super::WaitEventFn`].
     pub const WAIT_EVENT: &str = "__tgt_rtl_wait_event";
+    /// The symbol of [`super::SyncEventFn`].
     pub const SYNC_EVENT: &str = "__tgt_rtl_sync_event";
+    /// The symbol of [`super::DestroyEventFn`].
     pub const DESTROY_EVENT: &str = "__tgt_rtl_destroy_event";
+    /// The symbol of [`super::InitAsyncInfoFn`].
     pub const INIT_ASYNC_INFO: &str = "__tgt_rtl_init_async_info";
+    /// The symbol of [`super::InitDeviceInfoFn`].
     pub const INIT_DEVICE_INFO: &str = "__tgt_rtl_init_device_info";
 
+    /// The symbol of [`super::InitPluginFn`].
     pub const INIT_PLUGIN: &str = "__tgt_rtl_init_plugin";
+    /// The symbol of [`super::DeinitPluginFn`].
     pub const DEINIT_PLUGIN: &str = "__tgt_rtl_deinit_plugin";
+    /// The symbol of [`super::DeinitDeviceFn`].
     pub const DEINIT_DEVICE: &str = "__tgt_rtl_deinit_device";
+    /// The symbol of [`super::UnloadBinaryFn`].
     pub const UNLOAD_BINARY: &str = "__tgt_rtl_unload_binary";
+    /// The symbol of [`super::RegisterDestructionCbFn`].
     pub const REGISTER_DESTRUCTION_CB: &str = "__tgt_rtl_register_destruction_cb";
 
     /// Entries every plugin must export; a plugin lacking one is skipped.

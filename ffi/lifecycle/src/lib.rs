@@ -46,7 +46,7 @@
 //!   of another thread is in a kernel or waiting at the gate: none holds a
 //!   lock of the runtime, so the child inherits none held.
 
-#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(missing_docs)]
 
 mod sync;
 
@@ -101,9 +101,15 @@ pub struct Lifecycle<S> {
     forker: AtomicUsize,
 }
 
-// SAFETY: the session is shared between threads by design (`S: Sync`) and
-// handed to exactly one owner for its teardown (`S: Send`).
+// SAFETY: every field is an atomic except through `slot`, which holds a
+// `Box<S>` (not auto-Sync only because of the raw pointer). Through a shared
+// `&Lifecycle` threads get `&S` (readers, `Closing::InUse`), sound since
+// `S: Sync`, and at most one thread gets the `Box<S>` itself (`Idle` or
+// `finish_left`, taken by an atomic swap of the slot), sound since `S: Send`.
 unsafe impl<S: Send + Sync> Sync for Lifecycle<S> {}
+// SAFETY: moving the lifecycle to another thread moves the owned `Box<S>`
+// with it (`S: Send`); the `&S` handed out borrow the lifecycle, so none
+// outlives the move, and `S: Sync` covers `Sync` above.
 unsafe impl<S: Send + Sync> Send for Lifecycle<S> {}
 
 /// A call in progress: the session it may use until dropped.
@@ -127,10 +133,12 @@ impl<S> Drop for Reader<'_, S> {
 
 /// What [`Lifecycle::enter`] found.
 pub enum Entered<'a, S> {
+    /// Open: the call proceeds with this reader of the live session.
     Open(Reader<'a, S>),
     /// Closed at exit. `by_this_thread`: the caller is the thread that
     /// closed it (it runs the rest of the process's finalizers).
     Closed {
+        /// The caller is the thread that closed the lifecycle.
         by_this_thread: bool,
     },
 }
@@ -150,9 +158,13 @@ pub enum Closing<'a, S> {
     /// stays allocated (left for [`Lifecycle::finish_left`]); `None` if a
     /// reader is still creating it.
     InUse {
+        /// The session, left allocated; `None` if a reader is still creating it.
         session: Option<&'a S>,
+        /// Readers counted at the close (this thread's own included).
         readers: usize,
+        /// How many of `readers` are the closing thread's own calls.
         own: usize,
+        /// Readers inherited by a fork child that will never leave.
         phantoms: usize,
     },
 }
@@ -218,17 +230,22 @@ impl<S> Lifecycle<S> {
             {
                 Ok(_) => fresh,
                 Err(winner) => {
-                    // SAFETY: `fresh` was never published: ours alone.
+                    // SAFETY: `fresh` came from `Box::into_raw` just above and
+                    // the failed compare_exchange did not publish it: no
+                    // other thread can hold it, so we rebuild the box once.
                     drop(unsafe { Box::from_raw(fresh) });
                     winner
                 }
             };
         }
-        // SAFETY: we are a reader of an open lifecycle: `close` neither
-        // frees nor hands out a session while a reader is counted, and a
-        // session leaves the slot only by `close`.
         Entered::Open(Reader {
             lifecycle: self,
+            // SAFETY: `p` is non-null (ours or the winner's, both from
+            // `Box::into_raw`) and we are a counted reader of an open
+            // lifecycle: `close` neither frees nor hands out a session while
+            // a reader is counted, and a session leaves the slot only by
+            // `close`/`finish_left`; the reference lives as long as the
+            // `Reader`, whose drop uncounts us.
             session: unsafe { &*p },
         })
     }
@@ -260,12 +277,18 @@ impl<S> Lifecycle<S> {
             if p.is_null() {
                 return Closing::Empty;
             }
-            // SAFETY: closed and no reader: nobody can reach it but us.
+            // SAFETY: `p` came from `Box::into_raw` in `enter`; the lifecycle is
+            // closed (no reader can enter), no reader or phantom is counted
+            // (no `&S` is alive), and the swap took it out of the slot, so
+            // this thread is its only owner.
             return Closing::Idle(unsafe { Box::from_raw(p) });
         }
-        // SAFETY: a published session stays allocated until finish_left,
-        // which needs no reader left.
         Closing::InUse {
+            // SAFETY: the slot holds null or a `Box::into_raw` pointer (the
+            // swap above did not run). It leaves the slot only through
+            // `finish_left`, an `unsafe fn` whose contract is that no `&S`
+            // of an `InUse` is still in use; until then the `&S`, which
+            // borrows `self`, points at a live session.
             session: unsafe { self.slot.load(SeqCst).as_ref() },
             readers,
             own,
@@ -276,7 +299,12 @@ impl<S> Lifecycle<S> {
     /// The session closed in use, once no reader (nor phantom) remains: the
     /// caller owns it and finishes its teardown. `None` if there is none or
     /// it is still in use.
-    pub fn finish_left(&self) -> Option<Box<S>> {
+    ///
+    /// # Safety
+    /// No `session` reference of a [`Closing::InUse`] that [`Lifecycle::close`]
+    /// returned is used after this call (the returned box may free it). The
+    /// shim calls this from its finalizer, after its own `close` is done.
+    pub unsafe fn finish_left(&self) -> Option<Box<S>> {
         if self.state.load(SeqCst) & CLOSED == 0
             || readers_of(self.state.load(SeqCst)) != 0
             || self.phantoms.load(SeqCst) != 0
@@ -284,7 +312,11 @@ impl<S> Lifecycle<S> {
             return None;
         }
         let p = self.slot.swap(ptr::null_mut(), SeqCst);
-        // SAFETY: closed (nobody enters) and no reader: ours alone.
+        // SAFETY: a non-null `p` came from `Box::into_raw` in `enter`; the
+        // lifecycle is closed (nobody enters), no reader or phantom is
+        // counted (no `Reader`'s `&S` is alive), no `InUse` reference is in
+        // use (our caller's contract), and the swap removed it from the
+        // slot: this thread is its only owner.
         (!p.is_null()).then(|| unsafe { Box::from_raw(p) })
     }
 
@@ -402,6 +434,7 @@ impl<S> Lifecycle<S> {
         self.is_closed() && self.closer.load(SeqCst) != me
     }
 
+    /// Closed (by any thread).
     pub fn is_closed(&self) -> bool {
         self.state.load(SeqCst) & CLOSED != 0
     }
@@ -434,10 +467,13 @@ mod tests {
             }
             _ => panic!("in use"),
         }
-        assert!(lc.finish_left().is_none());
+        // SAFETY: no `InUse` reference of this test outlives its `match`.
+        assert!(unsafe { lc.finish_left() }.is_none());
         drop(reader);
-        assert_eq!(lc.finish_left().as_deref(), Some(&7));
-        assert!(lc.finish_left().is_none());
+        // SAFETY: no `InUse` reference of this test outlives its `match`.
+        assert_eq!(unsafe { lc.finish_left() }.as_deref(), Some(&7));
+        // SAFETY: no `InUse` reference of this test outlives its `match`.
+        assert!(unsafe { lc.finish_left() }.is_none());
         assert!(matches!(lc.close(2, 0), Closing::AlreadyClosed));
         assert!(matches!(
             lc.enter(2, true, || Box::new(0)),
@@ -461,7 +497,8 @@ mod tests {
             panic!("idle")
         };
         assert_eq!(*s, 5);
-        assert!(lc.finish_left().is_none());
+        // SAFETY: no `InUse` reference of this test outlives its `match`.
+        assert!(unsafe { lc.finish_left() }.is_none());
     }
 
     #[test]
@@ -474,7 +511,8 @@ mod tests {
         assert_eq!((lc.readers(), lc.phantoms()), (1, 1));
         drop(mine);
         assert!(matches!(lc.close(1, 0), Closing::InUse { phantoms: 1, .. }));
-        assert!(lc.finish_left().is_none());
+        // SAFETY: no `InUse` reference of this test outlives its `match`.
+        assert!(unsafe { lc.finish_left() }.is_none());
     }
 
     #[test]

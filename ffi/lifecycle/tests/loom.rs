@@ -78,7 +78,8 @@ fn close(lc: &Lifecycle<Session>, me: usize, own: usize) {
 }
 
 fn finish(lc: &Lifecycle<Session>, counts: &Counts) {
-    if let Some(s) = lc.finish_left() {
+    // SAFETY: `close` above dropped its `InUse` before returning.
+    if let Some(s) = unsafe { lc.finish_left() } {
         s.full_teardown();
     }
     // Everything created was torn down exactly once or dropped unused.
@@ -168,7 +169,8 @@ fn exit_never_waits_for_a_call_that_cannot_finish() {
         let was_in = entered.load(SeqCst);
         let closed_in_use = matches!(lc.close(2, 0), Closing::InUse { .. });
         assert_eq!(was_in, closed_in_use);
-        assert!(lc.finish_left().is_none() || !was_in);
+        // SAFETY: the `InUse` was dropped by the `matches!` above.
+        assert!(unsafe { lc.finish_left() }.is_none() || !was_in);
     });
 }
 
@@ -197,7 +199,11 @@ fn exit_from_inside_a_call() {
             std::mem::forget(r); // exit() does not return
         }
         other.join().unwrap();
-        assert!(lc.finish_left().is_none(), "our own call never left");
+        // SAFETY: the `InUse` was dropped at the end of its `match`.
+        assert!(
+            unsafe { lc.finish_left() }.is_none(),
+            "our own call never left"
+        );
     });
 }
 

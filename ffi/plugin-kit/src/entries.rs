@@ -31,6 +31,12 @@ use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr::{self, NonNull};
 
+/// Kernel argument values [`run_region`] keeps on the stack: a launch with
+/// up to this many arguments allocates nothing in the entry layer, and a
+/// backend can size its own per-launch arrays by it (the host backend's
+/// libffi arrays do), so a common launch allocates nothing on the way.
+pub const INLINE_ARGS: usize = 16;
+
 /// Run `f` behind a panic boundary; report an error or panic and return
 /// `on_error` instead.
 fn guard<B: Backend, T>(entry: &str, on_error: T, f: impl FnOnce() -> Result<T>) -> T {
@@ -97,12 +103,16 @@ fn non_null<T>(name: &'static str, p: *mut T) -> Result<NonNull<T>> {
 /// entry range stay valid and unmodified for `'a`.
 unsafe fn image_ref<'a>(image: *mut DeviceImage) -> Result<ImageRef<'a>> {
     let desc = non_null("image", image)?;
-    let d = desc.as_ptr().read();
+    // SAFETY: non-null, and per this function's contract a valid
+    // `__tgt_device_image`.
+    let d = unsafe { desc.as_ptr().read() };
     let start = non_null("image->ImageStart", d.image_start)?;
     let len = d
         .len()
         .ok_or_else(|| PluginError::InvalidImage("ImageEnd is below ImageStart".to_string()))?;
-    let bytes = std::slice::from_raw_parts(start.as_ptr().cast::<u8>(), len);
+    // SAFETY: per the contract, `ImageStart..ImageEnd` (len bytes, checked
+    // non-negative above) stays valid and unmodified for 'a.
+    let bytes = unsafe { std::slice::from_raw_parts(start.as_ptr().cast::<u8>(), len) };
     let entries = match (d.entries_begin.is_null(), d.entries_end.is_null()) {
         (true, true) => &[][..],
         (false, false) => {
@@ -120,7 +130,9 @@ unsafe fn image_ref<'a>(image: *mut DeviceImage) -> Result<ImageRef<'a>> {
                     d.entries_begin
                 )));
             }
-            std::slice::from_raw_parts(d.entries_begin, span / size)
+            // SAFETY: non-null, aligned and a whole number of entries
+            // (checked above); valid for 'a per the contract.
+            unsafe { std::slice::from_raw_parts(d.entries_begin, span / size) }
         }
         _ => {
             return Err(PluginError::InvalidImage(
@@ -166,7 +178,9 @@ pub fn number_of_devices<B: Backend>(cell: &PluginCell<B>) -> i32 {
 pub unsafe fn is_valid_binary<B: Backend>(cell: &PluginCell<B>, image: *mut DeviceImage) -> i32 {
     guard::<B, i32>(names::IS_VALID_BINARY, 0, || {
         observe::<B>(EntryCall::IsValidBinary);
-        let image = image_ref(image)?;
+        // SAFETY: the caller passes a valid `__tgt_device_image` (or null,
+        // refused by image_ref), alive for this call (module contract).
+        let image = unsafe { image_ref(image)? };
         cell.with_live(|live| Ok(i32::from(live.backend().is_valid_binary(&image))))
     })
 }
@@ -208,7 +222,9 @@ pub unsafe fn load_binary<B: Backend>(
         observe::<B>(EntryCall::LoadBinary { device });
         cell.with_live(|live| {
             let device = live.initialised_device(device)?;
-            let image = image_ref(image)?;
+            // SAFETY: a valid image descriptor, alive for this call (module
+            // contract); the backend copies what it keeps.
+            let image = unsafe { image_ref(image)? };
             live.backend()
                 .load_binary(device, &image)
                 .map(NonNull::as_ptr)
@@ -311,7 +327,9 @@ pub unsafe fn data_submit<B: Backend>(
             }
             let tgt = non_null("tgt_ptr", tgt_ptr)?;
             let host = non_null("host_ptr", host_ptr)?;
-            live.backend().data_submit(device, tgt, host, size)
+            // SAFETY: `host` names `size` readable bytes and `tgt` a block
+            // of this device with room for them (module contract).
+            unsafe { live.backend().data_submit(device, tgt, host, size) }
         })
     })
 }
@@ -348,7 +366,9 @@ pub unsafe fn data_retrieve<B: Backend>(
             }
             let host = non_null("host_ptr", host_ptr)?;
             let tgt = non_null("tgt_ptr", tgt_ptr)?;
-            live.backend().data_retrieve(device, host, tgt, size)
+            // SAFETY: `host` names `size` writable bytes and `tgt` a block
+            // of this device holding them (module contract).
+            unsafe { live.backend().data_retrieve(device, host, tgt, size) }
         })
     })
 }
@@ -398,7 +418,9 @@ pub unsafe fn data_exchange<B: Backend>(
             }
             let src_ptr = non_null("src_ptr", src_ptr)?;
             let dst_ptr = non_null("dst_ptr", dst_ptr)?;
-            live.backend().data_exchange(s, src_ptr, d, dst_ptr, size)
+            // SAFETY: both pointers name `size` bytes of their devices'
+            // memory (module contract).
+            unsafe { live.backend().data_exchange(s, src_ptr, d, dst_ptr, size) }
         })
     })
 }
@@ -439,7 +461,7 @@ pub unsafe fn run_region<B: Backend>(
             })?;
             // The argument values, on the stack for common kernels: a launch
             // allocates nothing here.
-            let mut inline = [ptr::null_mut::<c_void>(); crate::host::launch::INLINE_ARGS];
+            let mut inline = [ptr::null_mut::<c_void>(); INLINE_ARGS];
             let mut heap = Vec::new();
             let values: &mut [*mut c_void] = if count <= inline.len() {
                 &mut inline[..count]
@@ -451,10 +473,15 @@ pub unsafe fn run_region<B: Backend>(
                 let args = non_null("args", args)?.as_ptr();
                 let offsets = non_null("offsets", offsets)?.as_ptr();
                 for (i, value) in values.iter_mut().enumerate() {
-                    *value = (*args.add(i)).wrapping_byte_offset(*offsets.add(i));
+                    // SAFETY: `args` and `offsets` are non-null arrays of
+                    // `num_args` elements (module contract), and i < count.
+                    *value = unsafe { (*args.add(i)).wrapping_byte_offset(*offsets.add(i)) };
                 }
             }
-            live.backend().run_region(device, entry, values, teams)
+            // SAFETY: `entry` is a kernel of an image loaded on this device
+            // whose parameters match `values` (module contract; the host
+            // backend also checks the entry against its images).
+            unsafe { live.backend().run_region(device, entry, values, teams) }
         })
     });
     // A kernel that ended its thread: everything of ours below has

@@ -1,4 +1,4 @@
-//! The generic half of every omptarget-rs plugin, and the x86_64 host backend.
+//! The generic half of every omptarget-rs plugin.
 //!
 //! A plugin is a cdylib exporting LLVM 14's `__tgt_rtl_*` C entries plus this
 //! project's lifecycle entries (`omptarget_abi::plugin`). Writing those
@@ -19,8 +19,10 @@
 //! by `__tgt_rtl_deinit_plugin`. The only global-teardown hook is the
 //! `.fini_array` safety net described in [`safety_net`].
 //!
-//! [`host::HostBackend`] runs x86_64 ELF offload images in-process; it is
-//! shared by the shipped host plugin and the fault-injecting test plugin.
+//! The kit names no backend. Each backend is a crate of its own, like the
+//! backends of LLVM's `plugins-nextgen` next to its `common/`: the x86_64
+//! host backend is `omptarget-plugin-host` (`ffi/plugins/host`), and a CUDA
+//! one would sit beside it (`ffi/plugins/cuda`).
 
 pub mod backend;
 pub mod cell;
@@ -28,7 +30,6 @@ pub mod entries;
 pub mod error;
 mod export;
 pub mod fork;
-pub mod host;
 pub mod report;
 pub mod safety_net;
 #[cfg(feature = "testing")]

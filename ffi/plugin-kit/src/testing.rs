@@ -108,12 +108,17 @@ impl Plugin {
         let library = libloading::Library::from(library);
         macro_rules! required {
             ($name:expr) => {
+                // SAFETY: the symbol is the plugin ABI entry of that name,
+                // whose C type is the field's function-pointer type
+                // (omptarget_abi::plugin checks the names and types).
                 *unsafe { library.get($name.as_bytes()) }
                     .unwrap_or_else(|e| panic!("{} lacks {}: {e}", path.display(), $name))
             };
         }
         macro_rules! optional {
             ($name:expr) => {
+                // SAFETY: as for `required!`: the entry of that name has
+                // the field's function-pointer type.
                 unsafe { library.get($name.as_bytes()) }.ok().map(|s| *s)
             };
         }

@@ -68,9 +68,15 @@ extern "C-unwind" fn llvm_omp_get_dynamic_shared() -> *mut c_void {
 
 /// Ownership: `device_ptr` came from `omp_target_alloc` (or a sibling) on
 /// `device_num`; after the call it is invalid.
+///
+/// # Safety
+/// `device_ptr` is null or came from `omp_target_alloc` on `device_num`
+/// and was not freed since.
 unsafe extern "C-unwind" fn omp_target_free(device_ptr: *mut c_void, device_num: c_int) {
     guard("omp_target_free", (), || {
-        with_session(|s| s.target_free(device_ptr, device_num));
+        // SAFETY: `device_ptr` came from `omp_target_alloc` on `device_num`
+        // (our caller's contract), as `target_free` requires.
+        with_session(|s| unsafe { s.target_free(device_ptr, device_num) });
     })
 }
 
@@ -94,9 +100,13 @@ unsafe extern "C-unwind" fn omp_target_memcpy(
 ) -> c_int {
     guard("omp_target_memcpy", OFFLOAD_FAIL, || {
         with_session(|s| {
-            s.target_memcpy(
-                dst, src, length, dst_offset, src_offset, dst_device, src_device,
-            )
+            // SAFETY: each pointer plus its offset addresses `length` bytes
+            // on its device (our caller's contract, `target_memcpy`'s too).
+            unsafe {
+                s.target_memcpy(
+                    dst, src, length, dst_offset, src_offset, dst_device, src_device,
+                )
+            }
         })
     })
 }
@@ -120,19 +130,24 @@ unsafe extern "C-unwind" fn omp_target_memcpy_rect(
 ) -> c_int {
     guard("omp_target_memcpy_rect", OFFLOAD_FAIL, || {
         with_session(|s| {
-            s.target_memcpy_rect(
-                dst,
-                src,
-                element_size,
-                num_dims,
-                volume,
-                dst_offsets,
-                src_offsets,
-                dst_dimensions,
-                src_dimensions,
-                dst_device,
-                src_device,
-            )
+            // SAFETY: the arrays hold `num_dims` elements and describe
+            // sub-volumes inside both buffers (our caller's contract,
+            // `target_memcpy_rect`'s too).
+            unsafe {
+                s.target_memcpy_rect(
+                    dst,
+                    src,
+                    element_size,
+                    num_dims,
+                    volume,
+                    dst_offsets,
+                    src_offsets,
+                    dst_dimensions,
+                    src_dimensions,
+                    dst_device,
+                    src_device,
+                )
+            }
         })
     })
 }

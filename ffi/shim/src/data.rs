@@ -12,7 +12,10 @@ use std::ffi::c_void;
 /// Decode and run one data operation; the common body of all variants.
 ///
 /// # Safety
-/// The arrays hold `arg_num` elements, as clang guarantees.
+/// `loc` is null or a valid `ident_t`; each non-null array holds `arg_num`
+/// elements (`base` writable) and stays valid for the call, and the
+/// pointers in them name host memory as the map types say (all of which
+/// clang's generated call guarantees).
 #[allow(clippy::too_many_arguments)]
 unsafe fn run(
     entry: &'static str,
@@ -28,9 +31,15 @@ unsafe fn run(
     mappers: *mut *mut c_void,
 ) {
     guard(entry, (), || {
-        match MapArgs::from_raw(arg_num, base, begin, sizes, types, names, mappers) {
+        // SAFETY: our caller's contract: each non-null array holds `arg_num`
+        // elements, `base` writable, valid for this call, which outlives the
+        // view `args` (dropped at the end of this closure).
+        match unsafe { MapArgs::from_raw(arg_num, base, begin, sizes, types, names, mappers) } {
             Some(args) => {
-                with_session(|s| s.target_data(op, loc, device_id, &args));
+                // SAFETY: `loc` is null or a valid `ident_t` and `args` views
+                // the call's arrays, whose pointers name host memory as the
+                // map types say (our caller's contract).
+                with_session(|s| unsafe { s.target_data(op, loc, device_id, &args) });
             }
             None => eprintln!(
                 "Libomptarget error: {entry}: null argument array with {arg_num} arguments"
@@ -42,6 +51,10 @@ unsafe fn run(
 macro_rules! data_entries {
     ($op:expr, $plain:ident, $nowait:ident, $mapper:ident, $nowait_mapper:ident) => {
         /// LLVM 14 `__tgt_target_data_*`: no source location, no mappers.
+        ///
+        /// # Safety
+        /// As `run`'s (the arrays hold `arg_num` elements, as clang's call
+        /// guarantees).
         unsafe extern "C-unwind" fn $plain(
             device_id: i64,
             arg_num: i32,
@@ -50,22 +63,30 @@ macro_rules! data_entries {
             sizes: *mut i64,
             types: *mut i64,
         ) {
-            run(
-                stringify!($plain),
-                $op,
-                std::ptr::null_mut(),
-                device_id,
-                arg_num,
-                base,
-                begin,
-                sizes,
-                types,
-                std::ptr::null_mut(),
-                std::ptr::null_mut(),
-            )
+            // SAFETY: the map arrays are this entry's caller's (its `# Safety`
+            // contract is `run`'s); `loc`, `names` and `mappers` are null,
+            // which `run` allows.
+            unsafe {
+                run(
+                    stringify!($plain),
+                    $op,
+                    std::ptr::null_mut(),
+                    device_id,
+                    arg_num,
+                    base,
+                    begin,
+                    sizes,
+                    types,
+                    std::ptr::null_mut(),
+                    std::ptr::null_mut(),
+                )
+            }
         }
 
         /// The `_nowait` variant; dependences were resolved by the caller's task.
+        ///
+        /// # Safety
+        /// As the plain variant's; the dependence lists are not read.
         #[allow(clippy::too_many_arguments)]
         unsafe extern "C-unwind" fn $nowait(
             device_id: i64,
@@ -79,22 +100,31 @@ macro_rules! data_entries {
             _noalias_dep_num: i32,
             _noalias_dep_list: *mut c_void,
         ) {
-            run(
-                stringify!($nowait),
-                $op,
-                std::ptr::null_mut(),
-                device_id,
-                arg_num,
-                base,
-                begin,
-                sizes,
-                types,
-                std::ptr::null_mut(),
-                std::ptr::null_mut(),
-            )
+            // SAFETY: the map arrays are this entry's caller's (its `# Safety`
+            // contract is `run`'s); `loc`, `names` and `mappers` are null,
+            // which `run` allows.
+            unsafe {
+                run(
+                    stringify!($nowait),
+                    $op,
+                    std::ptr::null_mut(),
+                    device_id,
+                    arg_num,
+                    base,
+                    begin,
+                    sizes,
+                    types,
+                    std::ptr::null_mut(),
+                    std::ptr::null_mut(),
+                )
+            }
         }
 
         /// The `_mapper` variant: source location, names and user mappers.
+        ///
+        /// # Safety
+        /// As `run`'s: `loc` null or a valid `ident_t`, each non-null array
+        /// holding `arg_num` elements.
         #[allow(clippy::too_many_arguments)]
         unsafe extern "C-unwind" fn $mapper(
             loc: *mut c_void,
@@ -107,22 +137,29 @@ macro_rules! data_entries {
             names: *mut *mut c_void,
             mappers: *mut *mut c_void,
         ) {
-            run(
-                stringify!($mapper),
-                $op,
-                loc,
-                device_id,
-                arg_num,
-                base,
-                begin,
-                sizes,
-                types,
-                names,
-                mappers,
-            )
+            // SAFETY: `loc`, the map arrays, `names` and `mappers` are this
+            // entry's caller's, under the `# Safety` contract `run` needs.
+            unsafe {
+                run(
+                    stringify!($mapper),
+                    $op,
+                    loc,
+                    device_id,
+                    arg_num,
+                    base,
+                    begin,
+                    sizes,
+                    types,
+                    names,
+                    mappers,
+                )
+            }
         }
 
         /// The `_nowait_mapper` variant.
+        ///
+        /// # Safety
+        /// As the `_mapper` variant's; the dependence lists are not read.
         #[allow(clippy::too_many_arguments)]
         unsafe extern "C-unwind" fn $nowait_mapper(
             loc: *mut c_void,
@@ -139,19 +176,23 @@ macro_rules! data_entries {
             _noalias_dep_num: i32,
             _noalias_dep_list: *mut c_void,
         ) {
-            run(
-                stringify!($nowait_mapper),
-                $op,
-                loc,
-                device_id,
-                arg_num,
-                base,
-                begin,
-                sizes,
-                types,
-                names,
-                mappers,
-            )
+            // SAFETY: `loc`, the map arrays, `names` and `mappers` are this
+            // entry's caller's, under the `# Safety` contract `run` needs.
+            unsafe {
+                run(
+                    stringify!($nowait_mapper),
+                    $op,
+                    loc,
+                    device_id,
+                    arg_num,
+                    base,
+                    begin,
+                    sizes,
+                    types,
+                    names,
+                    mappers,
+                )
+            }
         }
 
         export_c!($plain, $nowait, $mapper, $nowait_mapper);

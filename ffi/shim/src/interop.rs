@@ -56,7 +56,9 @@ fn check(
 ) -> Option<&'static InteropVal> {
     let set = |code: c_int| {
         if !err.is_null() {
-            // Safety: a non-null `err` is the caller's out-parameter.
+            // SAFETY: `err` is the `int *err` of an `omp_get_interop_*`
+            // call: by the OpenMP API null or the caller's writable `int`,
+            // and it is not null here.
             unsafe { *err = code };
         }
     };
@@ -65,7 +67,10 @@ fn check(
         set(IRC_OUT_OF_RANGE);
         return None;
     }
-    // Safety: a non-null interop came from `__tgt_interop_init`.
+    // SAFETY: by the OpenMP API, `interop` is `omp_interop_none` (null) or
+    // an object `__tgt_interop_init` made with `Box::into_raw` and
+    // `__tgt_interop_destroy` has not freed yet; `as_ref` maps null to None.
+    // Nothing mutates the object while an `omp_get_interop_*` call reads it.
     let Some(val) = (unsafe { interop.as_ref() }) else {
         set(IRC_EMPTY);
         return None;
@@ -112,8 +117,12 @@ extern "C-unwind" fn omp_get_interop_ptr(
                     val.err_str as *mut c_void
                 }
                 IPR_DEVICE_CONTEXT => val.device_info.context,
-                // Safety: `async_info` is null or set by the plugin at init.
                 IPR_TARGETSYNC => {
+                    // SAFETY: `async_info` is null or the `__tgt_async_info`
+                    // the plugin's `init_async_info` allocated for this
+                    // object at init; the interop ABI gives the plugin no
+                    // call that frees it, so it outlives the object.
+                    // `as_ref` maps null to None.
                     unsafe { val.async_info.as_ref() }.map_or(null_mut(), |a| a.queue)
                 }
                 _ => type_mismatch(err, null_mut()),
@@ -162,7 +171,9 @@ extern "C-unwind" fn omp_get_interop_type_desc(
 
 fn set_err(err: *mut c_int, code: c_int) {
     if !err.is_null() {
-        // Safety: a non-null `err` is the caller's out-parameter.
+        // SAFETY: `err` is the `int *err` of an `omp_get_interop_*` call: by
+        // the OpenMP API null or the caller's writable `int`, and it is not
+        // null here.
         unsafe { *err = code };
     }
 }
@@ -174,7 +185,8 @@ fn type_mismatch<T>(err: *mut c_int, value: T) -> T {
 }
 
 /// # Safety
-/// `interop_ptr` points to the user's `omp_interop_t` variable; `dep_list`
+/// `interop_ptr` is null or points to the user's writable `omp_interop_t`
+/// variable; `loc` is null or a valid `ident_t`; `dep_list` is null or
 /// holds `ndeps` libomp dependence records.
 #[allow(clippy::too_many_arguments)]
 unsafe extern "C-unwind" fn __tgt_interop_init(
@@ -198,7 +210,9 @@ unsafe extern "C-unwind" fn __tgt_interop_init(
             device_id
         };
         if interop_type == INTEROP_TYPE_TASKSYNC {
-            libomp::wait_deps(loc, gtid, ndeps as i32, dep_list);
+            // SAFETY: `loc`, `gtid` and the `ndeps` records at `dep_list` are
+            // what clang passed this entry (our caller's contract).
+            unsafe { libomp::wait_deps(loc, gtid, ndeps as i32, dep_list) };
         }
         let mut val = Box::new(InteropVal {
             err_str: std::ptr::null(),
@@ -221,7 +235,7 @@ unsafe extern "C-unwind" fn __tgt_interop_init(
                 &mut val.async_info,
             )
         });
-        *interop_ptr = match ready {
+        let new = match ready {
             crate::session::InteropInit::NotReady => {
                 val.err_str = c"Device not ready!".as_ptr();
                 Box::into_raw(val)
@@ -229,6 +243,9 @@ unsafe extern "C-unwind" fn __tgt_interop_init(
             crate::session::InteropInit::Ready => Box::into_raw(val),
             crate::session::InteropInit::Unsupported => null_mut(),
         };
+        // SAFETY: `interop_ptr` is non-null (checked above) and points to the
+        // user's writable `omp_interop_t` variable (our caller's contract).
+        unsafe { *interop_ptr = new };
     })
 }
 
@@ -245,14 +262,18 @@ unsafe extern "C-unwind" fn __tgt_interop_use(
     _have_nowait: i32,
 ) {
     guard("__tgt_interop_use", (), || {
-        // Safety: the caller passes its interop variable.
-        let Some(val) = (unsafe { interop_ptr.as_ref() }).and_then(|p| unsafe { p.as_ref() })
-        else {
+        // SAFETY: `interop_ptr` is null or the user's `omp_interop_t`
+        // variable, and a non-null value in it is an object of
+        // `__tgt_interop_init` not yet destroyed (our caller's contract);
+        // `as_ref` maps null to None at both levels.
+        let Some(val) = (unsafe { interop_ptr.as_ref().and_then(|p| p.as_ref()) }) else {
             eprintln!("Libomptarget error: __tgt_interop_use called without an interop object");
             return;
         };
         if val.interop_type == INTEROP_TYPE_TASKSYNC {
-            libomp::wait_deps(loc, gtid, ndeps, dep_list);
+            // SAFETY: `loc`, `gtid` and the `ndeps` records at `dep_list` are
+            // what clang passed this entry (our caller's contract).
+            unsafe { libomp::wait_deps(loc, gtid, ndeps, dep_list) };
         }
     })
 }
@@ -271,14 +292,27 @@ unsafe extern "C-unwind" fn __tgt_interop_destroy(
     _have_nowait: i32,
 ) {
     guard("__tgt_interop_destroy", (), || {
-        if interop_ptr.is_null() || (*interop_ptr).is_null() {
+        if interop_ptr.is_null() {
             return;
         }
-        let val = Box::from_raw(*interop_ptr);
-        if val.interop_type == INTEROP_TYPE_TASKSYNC {
-            libomp::wait_deps(loc, gtid, ndeps, dep_list);
+        // SAFETY: `interop_ptr` is non-null and points to the user's
+        // `omp_interop_t` variable (our caller's contract): readable.
+        let raw = unsafe { *interop_ptr };
+        if raw.is_null() {
+            return;
         }
-        *interop_ptr = null_mut();
+        // SAFETY: a non-null value in the variable is an object that
+        // `__tgt_interop_init` made with `Box::into_raw` and nobody freed yet
+        // (our caller's contract); the variable is cleared below, so this is
+        // its only `from_raw`.
+        let val = unsafe { Box::from_raw(raw) };
+        if val.interop_type == INTEROP_TYPE_TASKSYNC {
+            // SAFETY: `loc`, `gtid` and the `ndeps` records at `dep_list` are
+            // what clang passed this entry (our caller's contract).
+            unsafe { libomp::wait_deps(loc, gtid, ndeps, dep_list) };
+        }
+        // SAFETY: the same user variable, writable (our caller's contract).
+        unsafe { *interop_ptr = null_mut() };
         drop(val);
     })
 }

@@ -32,7 +32,9 @@ impl Symbol {
         if !cached.is_null() {
             return cached;
         }
-        // Safety: dlsym with RTLD_DEFAULT and a NUL-terminated name.
+        // SAFETY: `self.name` is a NUL-terminated `&'static CStr`, and
+        // `RTLD_DEFAULT` is a pseudo-handle dlsym always accepts; dlsym only
+        // reads the loader's tables.
         let found = unsafe { libc::dlsym(libc::RTLD_DEFAULT, self.name.as_ptr()) };
         if !found.is_null() {
             self.cached.store(found, Release);
@@ -52,12 +54,20 @@ pub(crate) fn default_device() -> i32 {
     if f.is_null() {
         return 0;
     }
-    // Safety: libomp's `int omp_get_default_device(void)`.
+    // SAFETY: `f` is the non-null address dlsym found for
+    // `omp_get_default_device`, whose C signature (OpenMP API) is
+    // `int omp_get_default_device(void)`: the type transmuted to; it has no
+    // precondition.
     unsafe { std::mem::transmute::<*mut c_void, extern "C" fn() -> c_int>(f)() }
 }
 
 /// `__kmpc_omp_wait_deps`: wait for the dependences of the current task.
-pub(crate) fn wait_deps(loc: *mut c_void, gtid: i32, ndeps: i32, dep_list: *mut c_void) {
+///
+/// # Safety
+/// `loc` is null or a valid `ident_t`; `gtid` is the calling thread's
+/// OpenMP id; a non-null `dep_list` holds `ndeps` `kmp_depend_info_t`
+/// records (what clang passes to the `__tgt_interop_*` entries).
+pub(crate) unsafe fn wait_deps(loc: *mut c_void, gtid: i32, ndeps: i32, dep_list: *mut c_void) {
     if ndeps <= 0 || dep_list.is_null() {
         return;
     }
@@ -66,8 +76,11 @@ pub(crate) fn wait_deps(loc: *mut c_void, gtid: i32, ndeps: i32, dep_list: *mut 
         return;
     }
     type WaitDeps = extern "C" fn(*mut c_void, i32, i32, *mut c_void, i32, *mut c_void);
-    // Safety: libomp's `void __kmpc_omp_wait_deps(ident_t*, kmp_int32,
-    // kmp_int32, kmp_depend_info_t*, kmp_int32, kmp_depend_info_t*)`.
+    // SAFETY: `f` is the non-null address dlsym found for libomp's `void
+    // __kmpc_omp_wait_deps(ident_t*, kmp_int32, kmp_int32,
+    // kmp_depend_info_t*, kmp_int32, kmp_depend_info_t*)`, the type
+    // transmuted to; `loc`, `gtid` and `ndeps` records at `dep_list` are
+    // valid (our caller's contract), and the noalias list is empty (0, null).
     unsafe {
         std::mem::transmute::<*mut c_void, WaitDeps>(f)(loc, gtid, ndeps, dep_list, 0, null_mut())
     }
@@ -80,7 +93,9 @@ pub(crate) fn target_offload() -> Option<i32> {
     if f.is_null() {
         return None;
     }
-    // Safety: libomp's `int __kmpc_get_target_offload(void)`.
+    // SAFETY: `f` is the non-null address dlsym found for libomp's `int
+    // __kmpc_get_target_offload(void)`, the type transmuted to; it has no
+    // precondition.
     Some(unsafe { std::mem::transmute::<*mut c_void, extern "C" fn() -> c_int>(f)() })
 }
 
@@ -91,7 +106,9 @@ pub(crate) fn global_thread_num() -> i32 {
     if f.is_null() {
         return 0;
     }
-    // Safety: libomp's `kmp_int32 __kmpc_global_thread_num(ident_t *)`.
+    // SAFETY: `f` is the non-null address dlsym found for libomp's
+    // `kmp_int32 __kmpc_global_thread_num(ident_t *)`, the type transmuted
+    // to; libomp accepts a null `ident_t` there.
     unsafe {
         std::mem::transmute::<*mut c_void, extern "C" fn(*mut c_void) -> c_int>(f)(null_mut())
     }

@@ -51,7 +51,8 @@ fn own_busy() -> usize {
 
 /// This thread's id for the state machine (`pthread_self`, never 0).
 fn me() -> usize {
-    // SAFETY: always callable.
+    // SAFETY: `pthread_self` has no precondition and cannot fail; the
+    // declaration is libc's.
     unsafe { libc::pthread_self() as usize }
 }
 
@@ -122,7 +123,8 @@ pub(crate) fn park_if_closed_by_another_thread() {
 /// the thread sleeps until the process is gone.
 fn park_until_exit() -> ! {
     loop {
-        // SAFETY: pause only waits for a signal.
+        // SAFETY: `pause` has no precondition: it touches no memory of ours
+        // and only blocks until a signal is handled.
         unsafe { libc::pause() };
     }
 }
@@ -158,9 +160,13 @@ pub(crate) fn unregister_library(desc: *const std::ffi::c_void, unregister: impl
     };
     if reader.is_registered(desc) && is_in_main_program(desc) {
         drop(reader);
-        // SAFETY: `desc` is registered (checked above), so still valid.
-        close_at_exit(|s| unsafe {
-            s.unregister_lib_before_teardown(desc as *mut omptarget_abi::BinDesc)
+        close_at_exit(|s| {
+            // SAFETY: `desc` is registered (checked above) and this is its
+            // own unregistration, so it is the descriptor `register_lib` got
+            // and still valid (clang's descriptors are static data of the
+            // main program); `close_at_exit` runs this only on a session no
+            // call can reach any more, as the callee requires.
+            unsafe { s.unregister_lib_before_teardown(desc as *mut omptarget_abi::BinDesc) }
         });
         return;
     }
@@ -171,8 +177,10 @@ pub(crate) fn unregister_library(desc: *const std::ffi::c_void, unregister: impl
 /// Is `addr` inside the main program (which cannot be unloaded, so its
 /// descriptor is unregistered only by its finalizer at exit)?
 fn is_in_main_program(addr: *const std::ffi::c_void) -> bool {
-    // SAFETY: getauxval and dladdr only read; AT_ENTRY is the main
-    // program's entry point.
+    // SAFETY: `getauxval` has no precondition; `dladdr` only reads the
+    // loader's tables and writes the two `Dl_info` locals it is given, for
+    // which all-zero bytes are valid values (null pointers); any address
+    // may be passed to it.
     unsafe {
         let entry = libc::getauxval(libc::AT_ENTRY) as *const std::ffi::c_void;
         let mut main: libc::Dl_info = std::mem::zeroed();
@@ -247,7 +255,12 @@ pub(crate) fn register_fork_handler() {
     extern "C" fn in_child() {
         LIFECYCLE.after_fork_in_child(DEPTH.with(Cell::get), KERNELS.with(Cell::get));
     }
-    // SAFETY: the handlers only touch atomics and this thread's counts.
+    // SAFETY: the three handlers are `extern "C" fn()` as pthread_atfork
+    // expects; glibc's pthread_atfork (from libc_nonshared, linked into this
+    // library) records them under this library's `__dso_handle` and drops
+    // them if it is unloaded, so they never dangle. They only touch atomics
+    // and this thread's destructor-free thread-locals, so running in the
+    // middle of a fork (in the child, with one thread) is fine.
     let rc = unsafe { libc::pthread_atfork(Some(prepare), Some(in_parent), Some(in_child)) };
     if rc != 0 {
         tracing::debug!(
@@ -263,7 +276,10 @@ pub(crate) fn register_fork_handler() {
 extern "C" fn omptarget_safety_net() {
     crate::boundary::guard("libomptarget finalizer", (), || {
         close_at_exit(|_| {});
-        if let Some(session) = LIFECYCLE.finish_left() {
+        // SAFETY: `close_at_exit` above has returned, and with it ended its
+        // use of the `InUse` session; no other `close` hands one out (a
+        // later one is `AlreadyClosed`).
+        if let Some(session) = unsafe { LIFECYCLE.finish_left() } {
             session.shutdown();
         }
     });

@@ -7,16 +7,22 @@ use crate::export::export_c;
 use omptarget_openmp::{mapper_num_components, push_mapper_component};
 use std::ffi::c_void;
 
+/// How many components the running mapper has pushed so far.
+///
 /// # Safety
-/// `handle` is the handle the runtime passed to the running mapper.
+/// `handle` is null or the handle the runtime passed to the running mapper.
 unsafe extern "C-unwind" fn __tgt_mapper_num_components(handle: *mut c_void) -> i64 {
     guard("__tgt_mapper_num_components", 0, || {
-        mapper_num_components(handle)
+        // SAFETY: our caller's contract is the callee's.
+        unsafe { mapper_num_components(handle) }
     })
 }
 
+/// Report one component of the running mapper.
+///
 /// # Safety
-/// `handle` is the handle the runtime passed to the running mapper.
+/// `handle` is null or the handle the runtime passed to the running mapper,
+/// not used concurrently from another thread.
 unsafe extern "C-unwind" fn __tgt_push_mapper_component(
     handle: *mut c_void,
     base: *mut c_void,
@@ -26,7 +32,8 @@ unsafe extern "C-unwind" fn __tgt_push_mapper_component(
     name: *mut c_void,
 ) {
     guard("__tgt_push_mapper_component", (), || {
-        push_mapper_component(handle, base, begin, size, map_type, name)
+        // SAFETY: our caller's contract is the callee's.
+        unsafe { push_mapper_component(handle, base, begin, size, map_type, name) }
     })
 }
 

@@ -27,19 +27,26 @@ unsafe extern "C-unwind" fn __tgt_register_lib(desc: *mut BinDesc) {
             eprintln!("Libomptarget error: __tgt_register_lib called with a null descriptor");
             return;
         }
-        register_library(|s| s.register_lib(desc));
+        // SAFETY: `desc` is non-null (checked above) and stays valid until
+        // the matching `__tgt_unregister_lib` (our caller's contract).
+        register_library(|s| unsafe { s.register_lib(desc) });
     })
 }
 
 /// # Safety
-/// `desc` is a descriptor passed to `__tgt_register_lib` before, or null.
+/// `desc` is null or a descriptor passed to `__tgt_register_lib` before,
+/// still valid.
 unsafe extern "C-unwind" fn __tgt_unregister_lib(desc: *mut BinDesc) {
     guard("__tgt_unregister_lib", (), || {
         if desc.is_null() {
             eprintln!("Libomptarget error: __tgt_unregister_lib called with a null descriptor");
             return;
         }
-        unregister_library(desc as *const std::ffi::c_void, |s| s.unregister_lib(desc));
+        // SAFETY: `desc` is the descriptor `register_lib` got, still valid
+        // (our caller's contract).
+        unregister_library(desc as *const std::ffi::c_void, |s| unsafe {
+            s.unregister_lib(desc)
+        });
     })
 }
 

@@ -160,19 +160,24 @@ impl Session {
     /// `desc` is valid until its `unregister_lib`.
     pub unsafe fn register_lib(&self, desc: *mut BinDesc) {
         self.runtime();
-        self.offload().register_lib(desc)
+        // SAFETY: `desc` stays valid until its `unregister_lib` (our
+        // caller's contract, the callee's too).
+        unsafe { self.offload().register_lib(desc) }
     }
 
     /// # Safety
-    /// `desc` was registered, or is unknown to the registry.
+    /// `desc` is null or the descriptor passed to `register_lib`, still
+    /// valid.
     pub unsafe fn unregister_lib(&self, desc: *mut BinDesc) {
-        self.offload().unregister_lib(desc)
+        // SAFETY: our caller's contract is the callee's.
+        unsafe { self.offload().unregister_lib(desc) }
     }
 
     /// # Safety
     /// As [`Session::unregister_lib`]; no call can reach the session any more.
     pub unsafe fn unregister_lib_before_teardown(&self, desc: *mut BinDesc) {
-        self.offload().unregister_lib_before_teardown(desc)
+        // SAFETY: our caller's contract is the callee's.
+        unsafe { self.offload().unregister_lib_before_teardown(desc) }
     }
 
     /// `__tgt_init_all_rtls`: use every loaded plugin. Like LLVM 14's, it
@@ -184,14 +189,20 @@ impl Session {
     }
 
     /// # Safety
-    /// `loc` is null or a valid `ident_t`; `args` views the call's arrays.
+    /// `loc` is null or a valid `ident_t`; `args` is a valid view of the
+    /// call's arrays, whose pointers name host memory as the map types say
+    /// (for `NON_CONTIG` updates, the begin pointer is an array of `size`
+    /// dimension descriptors).
     pub unsafe fn target_data(&self, op: DataOp, loc: *mut c_void, device_id: i64, args: &MapArgs) {
         let loc = loc as *const Ident;
         let offload = self.offload();
-        or_abort(match op {
-            DataOp::Begin => offload.target_data_begin(loc, device_id, args),
-            DataOp::End => offload.target_data_end(loc, device_id, args),
-            DataOp::Update => offload.target_data_update(loc, device_id, args),
+        // SAFETY: our caller's contract is that of all three callees.
+        or_abort(unsafe {
+            match op {
+                DataOp::Begin => offload.target_data_begin(loc, device_id, args),
+                DataOp::End => offload.target_data_end(loc, device_id, args),
+                DataOp::Update => offload.target_data_update(loc, device_id, args),
+            }
         })
     }
 
@@ -206,24 +217,29 @@ impl Session {
         teams: Option<Teams>,
     ) -> i32 {
         let (num_teams, thread_limit) = teams.map_or((0, 0), |t| (t.num_teams, t.thread_limit));
-        or_abort(self.offload().target(
-            loc as *const Ident,
-            device_id,
-            host_ptr,
-            args,
-            num_teams,
-            thread_limit,
-            teams.is_some(),
-        ))
+        // SAFETY: `loc`, `host_ptr` and `args` as the callee requires (our
+        // caller's contract).
+        or_abort(unsafe {
+            self.offload().target(
+                loc as *const Ident,
+                device_id,
+                host_ptr,
+                args,
+                num_teams,
+                thread_limit,
+                teams.is_some(),
+            )
+        })
     }
 
     /// # Safety
     /// `loc` is null or a valid `ident_t`.
     pub unsafe fn push_tripcount(&self, loc: *mut c_void, device_id: i64, count: u64) {
-        or_abort(
+        // SAFETY: `loc` is null or a valid `ident_t` (our caller's contract).
+        or_abort(unsafe {
             self.offload()
-                .push_target_tripcount(loc as *const Ident, device_id, count),
-        )
+                .push_target_tripcount(loc as *const Ident, device_id, count)
+        })
     }
 
     pub fn num_devices(&self) -> c_int {
@@ -239,9 +255,11 @@ impl Session {
     }
 
     /// # Safety
-    /// `ptr` came from `target_alloc` on `device_num` (checked by the runtime).
+    /// `ptr` came from `target_alloc` on `device_num` (checked by the
+    /// runtime for devices; for the initial device it came from `malloc`).
     pub unsafe fn target_free(&self, ptr: *mut c_void, device_num: c_int) {
-        self.offload().target_free(ptr, device_num)
+        // SAFETY: our caller's contract is the callee's.
+        unsafe { self.offload().target_free(ptr, device_num) }
     }
 
     pub fn target_is_present(&self, ptr: *const c_void, device_num: c_int) -> c_int {
@@ -249,7 +267,8 @@ impl Session {
     }
 
     /// # Safety
-    /// As `omp_target_memcpy` requires.
+    /// As `omp_target_memcpy` requires: `dst + dst_offset` and
+    /// `src + src_offset` name `length` bytes of memory of their devices.
     #[allow(clippy::too_many_arguments)]
     pub unsafe fn target_memcpy(
         &self,
@@ -261,13 +280,17 @@ impl Session {
         dst_device: c_int,
         src_device: c_int,
     ) -> c_int {
-        self.offload().target_memcpy(
-            dst, src, length, dst_offset, src_offset, dst_device, src_device,
-        )
+        // SAFETY: our caller's contract is the callee's.
+        unsafe {
+            self.offload().target_memcpy(
+                dst, src, length, dst_offset, src_offset, dst_device, src_device,
+            )
+        }
     }
 
     /// # Safety
-    /// As `omp_target_memcpy_rect` requires.
+    /// As `omp_target_memcpy_rect` requires: the arrays hold `num_dims`
+    /// elements and describe memory of the respective devices.
     #[allow(clippy::too_many_arguments)]
     pub unsafe fn target_memcpy_rect(
         &self,
@@ -283,19 +306,22 @@ impl Session {
         dst_device: c_int,
         src_device: c_int,
     ) -> c_int {
-        self.offload().target_memcpy_rect(
-            dst,
-            src,
-            element_size,
-            num_dims,
-            volume,
-            dst_offsets,
-            src_offsets,
-            dst_dimensions,
-            src_dimensions,
-            dst_device,
-            src_device,
-        )
+        // SAFETY: our caller's contract is the callee's.
+        unsafe {
+            self.offload().target_memcpy_rect(
+                dst,
+                src,
+                element_size,
+                num_dims,
+                volume,
+                dst_offsets,
+                src_offsets,
+                dst_dimensions,
+                src_dimensions,
+                dst_device,
+                src_device,
+            )
+        }
     }
 
     pub fn target_associate_ptr(
@@ -365,7 +391,9 @@ impl Session {
             return InteropInit::NotReady;
         };
         let async_out = tasksync.then_some(async_info as *mut *mut AsyncInfo);
-        // Safety: all out-pointers are exclusive borrows.
+        // SAFETY: `info`, `err` and `async_info` come from `&mut` borrows,
+        // so they are valid, writable and unaliased for the call, which is
+        // all `init_interop_info` requires.
         match unsafe {
             dev.plugin()
                 .init_interop_info(dev.local_id(), info, err, async_out)

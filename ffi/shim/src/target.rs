@@ -13,7 +13,10 @@ use std::ffi::c_void;
 /// `OMP_TGT_SUCCESS`, or `OMP_TGT_FAIL` when the region must run on the host.
 ///
 /// # Safety
-/// The arrays hold `arg_num` elements, as clang guarantees.
+/// `loc` is null or a valid `ident_t`; `host_ptr` is the region's host entry
+/// address; each non-null array holds `arg_num` elements (`base` writable)
+/// and stays valid for the call, and the pointers in them name host memory
+/// as the map types say (all of which clang's generated call guarantees).
 #[allow(clippy::too_many_arguments)]
 unsafe fn run(
     entry: &'static str,
@@ -30,8 +33,16 @@ unsafe fn run(
     teams: Option<Teams>,
 ) -> i32 {
     guard(entry, OMP_TGT_FAIL, || {
-        match MapArgs::from_raw(arg_num, base, begin, sizes, types, names, mappers) {
-            Some(args) => with_session(|s| s.target(loc, device_id, host_ptr, &args, teams)),
+        // SAFETY: our caller's contract: each non-null array holds `arg_num`
+        // elements, `base` writable, valid for this call, which outlives the
+        // view `args` (dropped at the end of this closure).
+        match unsafe { MapArgs::from_raw(arg_num, base, begin, sizes, types, names, mappers) } {
+            Some(args) => {
+                // SAFETY: `loc` is null or a valid `ident_t`, `host_ptr` is
+                // the region's host entry and `args` views the call's arrays
+                // (our caller's contract).
+                with_session(|s| unsafe { s.target(loc, device_id, host_ptr, &args, teams) })
+            }
             None => {
                 eprintln!(
                     "Libomptarget error: {entry}: null argument array with {arg_num} arguments"
@@ -62,6 +73,11 @@ macro_rules! teams {
 /// `_nowait_mapper`. The teams entries add `num_teams` and `thread_limit`.
 macro_rules! target_entries {
     ($plain:ident, $nowait:ident, $mapper:ident, $nowait_mapper:ident $(, teams($nt:ident, $tl:ident))?) => {
+        /// The plain variant: no source location, names or mappers.
+        ///
+        /// # Safety
+        /// As `run`'s: `host_ptr` the region's host entry, each non-null
+        /// array holding `arg_num` elements (as clang's call guarantees).
         #[allow(clippy::too_many_arguments)]
         unsafe extern "C-unwind" fn $plain(
             device_id: i64,
@@ -74,9 +90,16 @@ macro_rules! target_entries {
             $($nt: i32, $tl: i32,)?
         ) -> i32 {
             let (loc, none) = (std::ptr::null_mut(), std::ptr::null_mut());
-            run(stringify!($plain), loc, device_id, host_ptr, arg_num, base, begin, sizes, types, none, none, teams!($($nt, $tl)?))
+            // SAFETY: `host_ptr` and the map arrays are this entry's
+            // caller's, under `run`'s contract; `loc`, `names` and `mappers`
+            // are null, which `run` allows.
+            unsafe { run(stringify!($plain), loc, device_id, host_ptr, arg_num, base, begin, sizes, types, none, none, teams!($($nt, $tl)?)) }
         }
 
+        /// The `_nowait` variant, run synchronously.
+        ///
+        /// # Safety
+        /// As the plain variant's; the dependence lists are not read.
         #[allow(clippy::too_many_arguments)]
         unsafe extern "C-unwind" fn $nowait(
             device_id: i64,
@@ -93,9 +116,16 @@ macro_rules! target_entries {
             _noalias_dep_list: *mut c_void,
         ) -> i32 {
             let (loc, none) = (std::ptr::null_mut(), std::ptr::null_mut());
-            run(stringify!($nowait), loc, device_id, host_ptr, arg_num, base, begin, sizes, types, none, none, teams!($($nt, $tl)?))
+            // SAFETY: as in the plain variant: the caller's arrays under
+            // `run`'s contract, null `loc`, `names` and `mappers`.
+            unsafe { run(stringify!($nowait), loc, device_id, host_ptr, arg_num, base, begin, sizes, types, none, none, teams!($($nt, $tl)?)) }
         }
 
+        /// The `_mapper` variant: source location, names and user mappers.
+        ///
+        /// # Safety
+        /// As `run`'s: `loc` null or a valid `ident_t`, `host_ptr` the
+        /// region's host entry, each non-null array holding `arg_num` elements.
         #[allow(clippy::too_many_arguments)]
         unsafe extern "C-unwind" fn $mapper(
             loc: *mut c_void,
@@ -110,9 +140,15 @@ macro_rules! target_entries {
             mappers: *mut *mut c_void,
             $($nt: i32, $tl: i32,)?
         ) -> i32 {
-            run(stringify!($mapper), loc, device_id, host_ptr, arg_num, base, begin, sizes, types, names, mappers, teams!($($nt, $tl)?))
+            // SAFETY: every pointer is this entry's caller's, under the
+            // `# Safety` contract `run` needs.
+            unsafe { run(stringify!($mapper), loc, device_id, host_ptr, arg_num, base, begin, sizes, types, names, mappers, teams!($($nt, $tl)?)) }
         }
 
+        /// The `_nowait_mapper` variant, run synchronously.
+        ///
+        /// # Safety
+        /// As the `_mapper` variant's; the dependence lists are not read.
         #[allow(clippy::too_many_arguments)]
         unsafe extern "C-unwind" fn $nowait_mapper(
             loc: *mut c_void,
@@ -131,7 +167,9 @@ macro_rules! target_entries {
             _noalias_dep_num: i32,
             _noalias_dep_list: *mut c_void,
         ) -> i32 {
-            run(stringify!($nowait_mapper), loc, device_id, host_ptr, arg_num, base, begin, sizes, types, names, mappers, teams!($($nt, $tl)?))
+            // SAFETY: every pointer is this entry's caller's, under the
+            // `# Safety` contract `run` needs.
+            unsafe { run(stringify!($nowait_mapper), loc, device_id, host_ptr, arg_num, base, begin, sizes, types, names, mappers, teams!($($nt, $tl)?)) }
         }
 
         export_c!($plain, $nowait, $mapper, $nowait_mapper);
@@ -154,10 +192,12 @@ target_entries!(
 
 /// Record the trip count of the next teams loop launched by this thread.
 extern "C-unwind" fn __kmpc_push_target_tripcount(device_id: i64, loop_tripcount: u64) {
-    // Safety: a null location.
+    // SAFETY: the only contract is on `loc`, and null is allowed.
     unsafe { __kmpc_push_target_tripcount_mapper(std::ptr::null_mut(), device_id, loop_tripcount) }
 }
 
+/// Record the trip count of the next teams loop, with a source location.
+///
 /// # Safety
 /// `loc` is null or a valid `ident_t`.
 unsafe extern "C-unwind" fn __kmpc_push_target_tripcount_mapper(
@@ -166,7 +206,8 @@ unsafe extern "C-unwind" fn __kmpc_push_target_tripcount_mapper(
     loop_tripcount: u64,
 ) {
     guard("__kmpc_push_target_tripcount_mapper", (), || {
-        with_session(|s| s.push_tripcount(loc, device_id, loop_tripcount));
+        // SAFETY: `loc` is null or a valid `ident_t` (our caller's contract).
+        with_session(|s| unsafe { s.push_tripcount(loc, device_id, loop_tripcount) });
     })
 }
 

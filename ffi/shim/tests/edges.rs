@@ -3,7 +3,7 @@
 //! kernel; main returning under a running kernel; fork under a busy
 //! thread), API calls racing the last dlclose or an image load, and an
 //! unusable `TMPDIR`. Each is a clang-14 program of
-//! `tests/c_lifecycle/edge_*.c`, run as its own process through the staged
+//! `ffi/shim/tests/c/edge_*.c`, run as its own process through the staged
 //! shim with a timeout, so a hang fails the test instead of the suite.
 //!
 //! Written ahead of the runtime's fix: the doc comment of each test says
@@ -20,7 +20,7 @@ use std::time::Duration;
 /// run takes well under a second).
 const PROMPT: Duration = Duration::from_secs(10);
 
-/// Build `source` (a file of `tests/c_lifecycle/`) as an offload program
+/// Build `source` (a file of `ffi/shim/tests/c/`) as an offload program
 /// for the host device, with pthreads.
 fn build(scratch: &Scratch, source: &str) -> PathBuf {
     let program = scratch.join(source.trim_end_matches(".c"));

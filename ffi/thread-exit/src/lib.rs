@@ -74,10 +74,12 @@ impl ThreadExit {
     /// Continue the thread's exit from here. Frames between here and the
     /// thread's start are unwound (their destructors run) by glibc.
     pub fn resume(mut self) -> ! {
-        // SAFETY: the buffer was filled by a registration that glibc has
-        // unwound to and that was unregistered; only its link to the
-        // previous buffer (which is still live: it belongs to a frame
-        // above us) is read.
+        // SAFETY: a `ThreadExit` is only built by `call_intercepting_exit`
+        // from a buffer that glibc's forced unwind longjmp'd to and that the
+        // C side then unregistered; `__pthread_unwind_next` reads only its
+        // link to the previously registered buffer, which belongs to a frame
+        // still live above this one (the thread's start, or the program's
+        // own `pthread_cleanup_push`), and the C declaration matches ours.
         unsafe { omptarget_resume_thread_exit(&mut self.0) }
     }
 }
@@ -87,7 +89,9 @@ impl ThreadExit {
 /// panic in `f` unwinds to the caller as usual.
 pub fn call_intercepting_exit<F: FnOnce()>(f: F) -> Result<(), ThreadExit> {
     unsafe extern "C-unwind" fn trampoline<F: FnOnce()>(data: *mut c_void) {
-        // SAFETY: `data` is the `Option<F>` below, alive for the call.
+        // SAFETY: the only caller is `omptarget_call_intercepting_exit`
+        // below, which passes back the `&mut Option<F>` it was given; that
+        // local outlives the call and nothing else borrows it meanwhile.
         let f = unsafe { &mut *(data as *mut Option<F>) };
         if let Some(f) = f.take() {
             f();
@@ -98,7 +102,11 @@ pub fn call_intercepting_exit<F: FnOnce()>(f: F) -> Result<(), ThreadExit> {
     // If `f` panics, the C frame is unwound without unregistering: do it
     // here so the thread's buffer chain never points at a dead frame.
     let registered = scopeguard_unregister(buf.as_mut_ptr());
-    // SAFETY: the trampoline matches `f`'s type; `buf` outlives the call.
+    // SAFETY: the C function's declaration matches intercept.c; the
+    // trampoline is instantiated for `F`, so the `data` it casts back is the
+    // `Option<F>` passed here, alive for the whole call; `buf` points at an
+    // aligned, zeroed buffer at least as large as glibc's (checked by the
+    // `the_buffer_holds_glibcs` test) that outlives the call.
     let exiting = unsafe {
         omptarget_call_intercepting_exit(
             trampoline::<F>,
@@ -110,7 +118,9 @@ pub fn call_intercepting_exit<F: FnOnce()>(f: F) -> Result<(), ThreadExit> {
     if exiting == 0 {
         Ok(())
     } else {
-        // SAFETY: filled by the C side (registration and the jump back).
+        // SAFETY: the buffer was zero-initialised (`zeroed`), and every bit
+        // pattern is a valid `[u64; 16]`; on a non-zero return the C side
+        // also filled it (sigsetjmp, registration, the jump back).
         Err(ThreadExit(unsafe { buf.assume_init() }))
     }
 }
@@ -131,7 +141,11 @@ impl Unregister {
 impl Drop for Unregister {
     fn drop(&mut self) {
         if self.1 {
-            // SAFETY: registered by the C side before `f` ran.
+            // SAFETY: armed only while `f` runs, so `f` panicked: the C side
+            // registered `self.0` before calling it and its unregistration
+            // was unwound past; the buffer (a local of
+            // `call_intercepting_exit`) is still alive, and unregistering
+            // restores the thread's previous buffer.
             unsafe { omptarget_unregister_intercept(self.0) }
         }
     }
@@ -173,7 +187,8 @@ pub fn resume_pending() {
 
 /// The size of glibc's buffer as the C compiler sees it.
 pub fn c_buffer_size() -> usize {
-    // SAFETY: a pure function.
+    // SAFETY: the C function takes no argument and returns a constant
+    // (`sizeof`); its declaration matches intercept.c.
     unsafe { omptarget_unwind_buf_size() as usize }
 }
 
@@ -196,7 +211,11 @@ mod tests {
     /// what `pthread_join` got.
     fn on_raw_thread(body: extern "C-unwind" fn(*mut c_void) -> *mut c_void) -> usize {
         let mut thread: libc::pthread_t = 0;
-        // SAFETY: plain pthread calls; `body` is a valid start routine.
+        // SAFETY: `extern "C-unwind" fn(*mut c_void) -> *mut c_void` and the
+        // `extern "C"` start routine pthread_create expects have the same
+        // ABI (the unwind flavour only matters when unwinding, and a forced
+        // unwind is what the test means to let through); `thread` and
+        // `value` are locals valid for the calls.
         unsafe {
             let start: extern "C" fn(*mut c_void) -> *mut c_void = std::mem::transmute(body);
             assert_eq!(
@@ -231,8 +250,12 @@ mod tests {
             let _ = call_intercepting_exit(|| panic!("boom"));
         });
         let outcome = std::panic::catch_unwind(|| {
-            // SAFETY: ends this raw thread with 42.
-            call_intercepting_exit(|| unsafe { pthread_exit(42 as *mut c_void) })
+            call_intercepting_exit(|| {
+                // SAFETY: this runs on a raw pthread (`on_raw_thread`), so
+                // `pthread_exit` is allowed; its forced unwind is intercepted
+                // by `call_intercepting_exit`, whose contract is exactly that.
+                unsafe { pthread_exit(42 as *mut c_void) }
+            })
         });
         // The boundary saw a normal return, not the forced unwind.
         let exit = outcome.expect("no panic").expect_err("the thread exits");
@@ -248,9 +271,15 @@ mod tests {
     }
 
     extern "C-unwind" fn cancelled_inside(_: *mut c_void) -> *mut c_void {
-        let exit = call_intercepting_exit(|| unsafe {
-            libc::pthread_cancel(libc::pthread_self());
-            pthread_testcancel();
+        let exit = call_intercepting_exit(|| {
+            // SAFETY: this runs on a raw pthread (`on_raw_thread`), which may
+            // be cancelled; `pthread_self` is this thread, and the
+            // cancellation acted upon at `pthread_testcancel` is a forced
+            // unwind that `call_intercepting_exit` intercepts.
+            unsafe {
+                libc::pthread_cancel(libc::pthread_self());
+                pthread_testcancel();
+            }
         })
         .expect_err("cancelled");
         exit.resume()

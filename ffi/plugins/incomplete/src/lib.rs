@@ -7,9 +7,9 @@
 //! at load time: no constructors, and no safety net either (it never
 //! registers a destruction callback), so loading and closing it is inert.
 
+use omptarget_plugin_host::HostBackend;
 use omptarget_plugin_kit::abi::{DeviceImage, TargetTable};
 use omptarget_plugin_kit::entries;
-use omptarget_plugin_kit::host::HostBackend;
 use omptarget_plugin_kit::PluginCell;
 use std::ffi::c_void;
 
@@ -28,7 +28,9 @@ pub extern "C" fn __tgt_rtl_number_of_devices() -> i32 {
 /// `image` is null or a valid `__tgt_device_image`.
 #[no_mangle]
 pub unsafe extern "C" fn __tgt_rtl_is_valid_binary(image: *mut DeviceImage) -> i32 {
-    entries::is_valid_binary(&PLUGIN, image)
+    // SAFETY: `image` is null (rejected by the kit) or a valid
+    // `__tgt_device_image` (our caller's contract), as the kit requires.
+    unsafe { entries::is_valid_binary(&PLUGIN, image) }
 }
 
 /// `__tgt_rtl_init_device`.
@@ -46,7 +48,9 @@ pub unsafe extern "C" fn __tgt_rtl_load_binary(
     device: i32,
     image: *mut DeviceImage,
 ) -> *mut TargetTable {
-    entries::load_binary(&PLUGIN, device, image)
+    // SAFETY: `image` is null (rejected by the kit) or a valid
+    // `__tgt_device_image` whose bytes it describes (our caller's contract).
+    unsafe { entries::load_binary(&PLUGIN, device, image) }
 }
 
 /// `__tgt_rtl_data_alloc`.
@@ -71,7 +75,9 @@ pub unsafe extern "C" fn __tgt_rtl_data_submit(
     host_ptr: *mut c_void,
     size: i64,
 ) -> i32 {
-    entries::data_submit(&PLUGIN, device, tgt_ptr, host_ptr, size, false)
+    // SAFETY: both pointers are valid for `size` bytes (our caller's
+    // contract), the access the kit's `data_submit` makes.
+    unsafe { entries::data_submit(&PLUGIN, device, tgt_ptr, host_ptr, size, false) }
 }
 
 /// `__tgt_rtl_data_retrieve`.
@@ -85,7 +91,9 @@ pub unsafe extern "C" fn __tgt_rtl_data_retrieve(
     tgt_ptr: *mut c_void,
     size: i64,
 ) -> i32 {
-    entries::data_retrieve(&PLUGIN, device, host_ptr, tgt_ptr, size, false)
+    // SAFETY: both pointers are valid for `size` bytes (our caller's
+    // contract), the access the kit's `data_retrieve` makes.
+    unsafe { entries::data_retrieve(&PLUGIN, device, host_ptr, tgt_ptr, size, false) }
 }
 
 /// `__tgt_rtl_run_target_region`.
@@ -101,7 +109,10 @@ pub unsafe extern "C-unwind" fn __tgt_rtl_run_target_region(
     offsets: *mut isize,
     num_args: i32,
 ) -> i32 {
-    entries::run_region(&PLUGIN, device, entry, args, offsets, num_args, None, false)
+    // SAFETY: `entry` is from this device's target table and `args` and
+    // `offsets` hold `num_args` values each (our caller's contract), which
+    // is what the kit's `run_region` requires.
+    unsafe { entries::run_region(&PLUGIN, device, entry, args, offsets, num_args, None, false) }
 }
 
 const _: () = {

@@ -2,9 +2,9 @@
 
 use crate::conf::Conf;
 use crate::recorder::{self, NAME};
+use omptarget_plugin_host::config::HostConfig;
+use omptarget_plugin_host::HostBackend;
 use omptarget_plugin_kit::abi::{AllocKind, DeviceImage, TargetTable};
-use omptarget_plugin_kit::host::config::HostConfig;
-use omptarget_plugin_kit::host::HostBackend;
 use omptarget_plugin_kit::{
     Backend, DeviceId, EntryCall, ImageRef, InitCause, PluginError, TeamConfig,
 };

@@ -1,6 +1,6 @@
 //! `libomptarget.rtl.test.so`: a plugin for the runtime's tests.
 //!
-//! It is the host backend ([`omptarget_plugin_kit::host::HostBackend`], so
+//! It is the host backend ([`omptarget_plugin_host::HostBackend`], so
 //! kernels really run) wrapped with call recording and fault injection,
 //! configured per copy of the library. The contract, which other tests are
 //! written against:

@@ -1,5 +1,5 @@
 //! Shared harness of the shim's C-level tests: the staged `libomptarget.so`,
-//! clang-14 builds of the programs in `tests/c_lifecycle/`, isolated copies
+//! clang-14 builds of the programs in `ffi/shim/tests/c/`, isolated copies
 //! of the test plugin (conf and call log), and runs with a timeout.
 //!
 //! Every program runs with a clean offload environment (no inherited
@@ -30,9 +30,11 @@ fn workspace_root() -> PathBuf {
         .expect("the workspace root exists")
 }
 
-/// `tests/c_lifecycle/<name>`: a C source of these tests.
+/// `ffi/shim/tests/c/<name>`: a C source of these tests.
 pub fn c_source(name: &str) -> PathBuf {
-    let path = workspace_root().join("tests/c_lifecycle").join(name);
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/c")
+        .join(name);
     assert!(path.is_file(), "missing C source {}", path.display());
     path
 }
@@ -117,7 +119,7 @@ impl Drop for Scratch {
     }
 }
 
-/// Compile `sources` (files of `tests/c_lifecycle/`) with clang-14 into
+/// Compile `sources` (files of `ffi/shim/tests/c/`) with clang-14 into
 /// `out`, with `flags` before the sources and `libs` after them.
 pub fn clang(sources: &[&str], out: &Path, flags: &[&str], libs: &[&str]) {
     let mut cmd = Command::new(CLANG);

@@ -7,9 +7,10 @@ pub use omptarget_plugin_kit::testing::*;
 use std::ffi::{c_void, CStr};
 use std::path::PathBuf;
 
-/// The host plugin as cargo built it.
+/// The host plugin as cargo built it (crate `omptarget-plugin-host-rtl`,
+/// `ffi/plugins/host/rtl`: this backend behind the kit's entries).
 pub fn host_so() -> PathBuf {
-    built_cdylib("omptarget-plugin-host", "libomptarget_rtl_x86_64.so")
+    built_cdylib("omptarget-plugin-host-rtl", "libomptarget_rtl_x86_64.so")
 }
 
 /// A private copy of the host plugin, opened: its own plugin state.

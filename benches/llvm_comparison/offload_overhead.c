@@ -1,10 +1,10 @@
 // Per-operation overhead of an OpenMP offload runtime, measured from an
 // ordinary clang-14 offload program. The same binary runs on LLVM 14's
 // libomptarget and on ours (LD_LIBRARY_PATH picks which libomptarget.so it
-// loads); bench/compare_llvm.sh runs it both ways and compares.
+// loads); benches/llvm_comparison/compare_llvm.sh runs it both ways and compares.
 //
 // Build: clang-14 -O2 -fopenmp -fopenmp-targets=x86_64-pc-linux-gnu \
-//          bench/offload_overhead.c -o offload_overhead
+//          benches/llvm_comparison/offload_overhead.c -o offload_overhead
 // Run:   ./offload_overhead [iterations [op]]   (default 20000, every op;
 //        naming one op times only that one, for profiling)
 //        OO_MULTITHREADED=1: start and join one thread first. glibc skips

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Compare the per-operation overhead and peak memory of LLVM 14's
 # libomptarget and ours on the same clang-14 offload binary
-# (bench/offload_overhead.c), in one run.
+# (benches/llvm_comparison/offload_overhead.c), in one run.
 #
-# Usage: bench/compare_llvm.sh            (from anywhere in the repository)
+# Usage: benches/llvm_comparison/compare_llvm.sh            (from anywhere in the repository)
 #   ROUNDS=5      runs of the binary on each runtime, alternating
 #   ITERS=20000   iterations of each operation per run
 #   OUT_DIR=target/bench   where the binary and the raw outputs go
@@ -20,7 +20,7 @@
 # without it, the program's own getrusage figure).
 set -euo pipefail
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 ROUNDS=${ROUNDS:-5}
 MODES=${MODES:-single multi}
 ITERS=${ITERS:-20000}
@@ -31,7 +31,7 @@ OUT_DIR=$(cd "$OUT_DIR" && pwd)
 
 BIN=$OUT_DIR/offload_overhead
 clang-14 -O2 -fopenmp -fopenmp-targets=x86_64-pc-linux-gnu \
-  "$ROOT/bench/offload_overhead.c" -o "$BIN"
+  "$ROOT/benches/llvm_comparison/offload_overhead.c" -o "$BIN"
 
 if [[ ${SKIP_STAGE:-0} != 1 ]]; then
   # Release build of the shim and plugins, copied to target/omptarget/lib.

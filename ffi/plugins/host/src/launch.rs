@@ -2,16 +2,17 @@
 //!
 //! Every call goes through libffi (its low layer): the call interface is
 //! prepared on the stack for each launch, with the argument-type and
-//! argument-address arrays on the stack up to [`INLINE_ARGS`] arguments and
+//! argument-address arrays on the stack up to [`INLINE_ARGS`] arguments (the
+//! plugin kit's entry layer keeps as many argument values on the stack) and
 //! on the heap beyond. So a launch allocates nothing for common kernels, and
 //! any arity works without a hand-written table of function types.
 
-use libffi::low::{call, ffi_abi_FFI_DEFAULT_ABI, ffi_cif, ffi_type, prep_cif, types, CodePtr};
+use libffi::low::{
+    call, ffi_abi, ffi_abi_FFI_DEFAULT_ABI, ffi_cif, ffi_type, prep_cif, types, CodePtr,
+};
+pub use omptarget_plugin_kit::entries::INLINE_ARGS;
 use std::ffi::c_void;
 use std::ptr::{addr_of_mut, NonNull};
-
-/// Arguments whose libffi arrays live on the stack.
-pub const INLINE_ARGS: usize = 16;
 
 /// Call `entry(args[0], args[1], ...)` as a C function returning void whose
 /// parameters are all pointer-sized, like LLVM's generic-elf-64bit plugin
@@ -27,6 +28,20 @@ pub const INLINE_ARGS: usize = 16;
 /// `entry` is the address of such a function, and calling it with `args`
 /// is what the offload program intends.
 pub unsafe fn call_with_pointer_args(
+    entry: NonNull<c_void>,
+    args: &[*mut c_void],
+) -> Result<(), String> {
+    // SAFETY: per this function's contract.
+    unsafe { call_with_abi(ffi_abi_FFI_DEFAULT_ABI, entry, args) }
+}
+
+/// [`call_with_pointer_args`] with the calling convention `abi`; a separate
+/// function so that a test can make libffi refuse the call interface.
+///
+/// # Safety
+/// As [`call_with_pointer_args`].
+unsafe fn call_with_abi(
+    abi: ffi_abi,
     entry: NonNull<c_void>,
     args: &[*mut c_void],
 ) -> Result<(), String> {
@@ -51,15 +66,7 @@ pub unsafe fn call_with_pointer_args(
     let mut cif = ffi_cif::default();
     // SAFETY: `cif` and the type array outlive the call; all types are
     // libffi's own descriptors.
-    let prepared = unsafe {
-        prep_cif(
-            &mut cif,
-            ffi_abi_FFI_DEFAULT_ABI,
-            n,
-            void,
-            arg_types.as_mut_ptr(),
-        )
-    };
+    let prepared = unsafe { prep_cif(&mut cif, abi, n, void, arg_types.as_mut_ptr()) };
     // ffi_prep_cif fails only for a bad ABI or type, neither of which
     // should happen here; never call through a half-prepared interface.
     if let Err(err) = prepared {
@@ -130,14 +137,40 @@ mod tests {
         NonNull::new(f as *mut c_void).unwrap()
     }
 
+    static REFUSED_CALLED: AtomicUsize = AtomicUsize::new(0);
+
+    extern "C" fn must_not_run(a: usize) {
+        REFUSED_CALLED.store(a, Ordering::SeqCst);
+    }
+
+    /// A call interface libffi refuses (`ffi_prep_cif` fails: here a bad
+    /// ABI, 0 being `FFI_FIRST_ABI` or below on every target) is an error
+    /// naming libffi, and the kernel is not called.
+    #[test]
+    fn a_refused_call_interface_is_an_error_and_calls_nothing() {
+        let args = [7usize as *mut c_void];
+        // SAFETY: a real function taking one pointer-sized argument.
+        let result = unsafe { call_with_abi(0, entry(must_not_run as *const ()), &args) };
+        let err = result.expect_err("libffi accepted ABI 0");
+        assert!(
+            err.contains("libffi cannot prepare a call with 1 pointer arguments"),
+            "{err}"
+        );
+        assert_eq!(REFUSED_CALLED.load(Ordering::SeqCst), 0);
+    }
+
     #[test]
     fn calls_with_no_few_and_many_arguments() {
+        // SAFETY (this and the calls below): each function takes exactly as
+        // many pointer-sized arguments as passed.
         unsafe { call_with_pointer_args(entry(none as *const ()), &[]) }.unwrap();
         assert_eq!(SEEN.load(Ordering::SeqCst), 1000);
         let args: Vec<*mut c_void> = [1usize, 2, 3].iter().map(|&v| v as *mut c_void).collect();
+        // SAFETY: `three` takes three pointer-sized arguments.
         unsafe { call_with_pointer_args(entry(three as *const ()), &args) }.unwrap();
         assert_eq!(SEEN.load(Ordering::SeqCst), 123);
         let args: Vec<*mut c_void> = (1..=18usize).map(|v| v as *mut c_void).collect();
+        // SAFETY: `eighteen` takes eighteen pointer-sized arguments.
         unsafe { call_with_pointer_args(entry(eighteen as *const ()), &args) }.unwrap();
         let expected: usize = (1..=18usize).map(|v| v * v).sum();
         assert_eq!(SEEN.load(Ordering::SeqCst), expected);

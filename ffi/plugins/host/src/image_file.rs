@@ -10,7 +10,7 @@
 //! process even after the file is removed, which is what dlopen's
 //! name-based lookup needs (see [`super::image`]).
 
-use crate::error::{PluginError, Result};
+use omptarget_plugin_kit::error::{PluginError, Result};
 use std::ffi::{CString, OsString};
 use std::io::Write;
 use std::os::fd::FromRawFd;

@@ -2,7 +2,7 @@
 //! bad `data_delete` is an error, not a `free` of garbage, and so that
 //! `deinit_device` can release what the runtime left.
 
-use crate::error::{PluginError, Result};
+use omptarget_plugin_kit::error::{PluginError, Result};
 // BTreeMap, not HashMap: std's RandomState keeps its keys in a thread-local,
 // and a thread-local of a dlopen'd library costs a glibc DTV block that stays
 // reachable after dlclose (valgrind shows it with our stack).

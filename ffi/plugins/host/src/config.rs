@@ -14,7 +14,7 @@
 //!
 //! An unusable value is reported on stderr and the default is used.
 
-use crate::report;
+use omptarget_plugin_kit::report;
 use std::path::PathBuf;
 
 /// Devices a host plugin offers unless configured otherwise.

@@ -17,11 +17,11 @@
 
 use super::elf::{self, EntriesSection};
 use super::image_file::ImageFile;
-use crate::backend::ImageRef;
-use crate::error::{PluginError, Result};
 use libloading::os::unix::Library;
 use omptarget_abi::{OffloadEntry, TargetTable};
-// B-tree collections, not hash ones: see `host::memory` (no thread-locals
+use omptarget_plugin_kit::backend::ImageRef;
+use omptarget_plugin_kit::error::{PluginError, Result};
+// B-tree collections, not hash ones: see `crate::memory` (no thread-locals
 // in a plugin).
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::{c_void, CStr, CString};

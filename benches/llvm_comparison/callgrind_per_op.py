@@ -8,8 +8,8 @@ what is left is the cost of one operation. Prints instructions per op, the
 functions with the most exclusive instructions per op, and calls per op of
 allocation and symbol-lookup functions.
 
-Usage: bench/callgrind_per_op.py BINARY LIBDIR OP [LOW HIGH]
-  e.g. bench/callgrind_per_op.py target/bench/offload_overhead \\
+Usage: benches/llvm_comparison/callgrind_per_op.py BINARY LIBDIR OP [LOW HIGH]
+  e.g. benches/llvm_comparison/callgrind_per_op.py target/bench/offload_overhead \\
          target/omptarget/lib target_alloc_free_64B
 """
 import collections
