@@ -18,8 +18,8 @@
 //!
 //! # The OpenMP layer's interface
 //!
-//! What `omptarget-openmp` needs from this crate is public on purpose, and
-//! nothing else is:
+//! Beyond the typed API, what `omptarget-openmp` needs from this crate is
+//! public on purpose, and is this:
 //!
 //! * [`mapping`]: LLVM 14's host-to-device mapping table, reference counts
 //!   and shadow pointers. Each [`Device`] owns one

@@ -16,6 +16,12 @@
 //! The table is internally synchronised: one lock for the mappings, one for
 //! the shadow pointers (LLVM's `DataMapMtx` and `ShadowMtx`), and a
 //! per-mapping data-movement lock (LLVM's `UpdateMtx`).
+//!
+//! This module is the core's interface for the OpenMP layer
+//! (`omptarget-openmp`): the table lives here because each device owns one
+//! ([`crate::Device::mappings`]) and the shutdown report lists what is still
+//! mapped, but only the OpenMP layer decides what to map. The typed Rust
+//! API does not use it.
 
 mod entry;
 mod error;
