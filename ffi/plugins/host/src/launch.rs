@@ -161,8 +161,7 @@ mod tests {
 
     #[test]
     fn calls_with_no_few_and_many_arguments() {
-        // SAFETY (this and the calls below): each function takes exactly as
-        // many pointer-sized arguments as passed.
+        // SAFETY: `none` takes no arguments, and none are passed.
         unsafe { call_with_pointer_args(entry(none as *const ()), &[]) }.unwrap();
         assert_eq!(SEEN.load(Ordering::SeqCst), 1000);
         let args: Vec<*mut c_void> = [1usize, 2, 3].iter().map(|&v| v as *mut c_void).collect();

@@ -29,6 +29,13 @@ fn invalid_images_are_rejected_and_loading_them_fails_cleanly() {
         ("truncated header", truncated),
         ("relocatable object", object),
     ];
+    // SAFETY: the plugin library stays open while `p` lives, so its entries are
+    // mapped; every descriptor passed is `image`'s, `missing`'s or one of
+    // `broken`, which live across the block (the broken ones only point into
+    // `good`'s buffers or are null, and the plugin must reject them without
+    // reading past their bounds, which is what this test checks); `good` derefs
+    // `image.desc()`, valid while `image` lives; `bump` is from the table just
+    // loaded on device 0 and takes no arguments.
     unsafe {
         assert_eq!((p.init_device)(0), OFFLOAD_SUCCESS);
         for (what, bytes) in cases {
@@ -94,6 +101,11 @@ fn bad_device_ids_fail_every_entry() {
     let (_copy, p) = host_plugin();
     let mut byte = 0u8;
     let host = (&mut byte as *mut u8).cast::<c_void>();
+    // SAFETY: the plugin library stays open while `p` lives, so its entries are
+    // mapped; every call passes a device id the plugin must refuse before
+    // touching any pointer, and `host` points at `byte`, one live writable
+    // byte, so even an accepted 1-byte copy stays in bounds; null argument
+    // arrays go with a count of 0.
     unsafe {
         for dev in [-1, 4, 1000, i32::MIN, i32::MAX] {
             assert_eq!((p.init_device)(dev), OFFLOAD_FAIL, "init_device({dev})");
@@ -130,6 +142,12 @@ fn null_pointers_negative_sizes_and_unknown_memory_fail_cleanly() {
     let work = tempfile::tempdir().unwrap();
     let image = kernels_image(work.path());
     let (_copy, p) = host_plugin();
+    // SAFETY: the plugin library stays open while `p` lives, so its entries are
+    // mapped; `block` is a 16-byte block of device 0 from `alloc` and `h`
+    // points at `host`, 16 live bytes, so the copies that succeed stay in
+    // bounds; the null, negative and unknown pointers are what the plugin must
+    // refuse without dereferencing, and `submit`/`retrieve` copy 16 bytes into
+    // and out of `block` before it is freed.
     unsafe {
         assert_eq!((p.init_device)(0), OFFLOAD_SUCCESS);
         assert_eq!((p.init_device)(1), OFFLOAD_SUCCESS);

@@ -17,6 +17,9 @@ fn environment_settings() {
     let (_copy, p) = host_plugin();
     // After copying the plugin (which uses the temp dir); read at init.
     std::env::set_var("TMPDIR", images.path().join("no-such-tmpdir"));
+    // SAFETY: the plugin library stays open while `p` lives, so its entries are
+    // mapped; `image.desc()` is valid while `image` lives; `bump` comes from
+    // the table just loaded on `dev` and takes no arguments.
     unsafe {
         (p.init_plugin.unwrap())();
         for dev in 0..2 {
@@ -42,16 +45,18 @@ fn environment_settings() {
     for (value, devices) in [("2", 2), ("0", 0), ("17", 17), ("lots", 4), ("-3", 4)] {
         std::env::set_var("OMPTARGET_HOST_DEVICES", value);
         let (_copy, p) = host_plugin();
-        assert_eq!(
-            unsafe { (p.number_of_devices)() },
-            devices,
-            "OMPTARGET_HOST_DEVICES={value}"
-        );
+        // SAFETY: number_of_devices takes no pointers; `p` keeps the
+        // plugin library open, so the entry is mapped.
+        let count = unsafe { (p.number_of_devices)() };
+        assert_eq!(count, devices, "OMPTARGET_HOST_DEVICES={value}");
     }
     std::env::remove_var("OMPTARGET_HOST_DEVICES");
 
     // By default an image file is removed as soon as it is loaded.
     let (_copy, p) = host_plugin();
+    // SAFETY: the plugin library stays open while `p` lives, so its entries are
+    // mapped; `image.desc()` is valid while `image` lives; `bump` comes from
+    // the table just loaded on device 0 and takes no arguments.
     unsafe {
         (p.init_plugin.unwrap())();
         (p.init_device)(0);
@@ -69,6 +74,9 @@ fn environment_settings() {
     // deinit_device and deinit_plugin each remove theirs.
     std::env::set_var("OMPTARGET_HOST_KEEP_IMAGE_FILES", "1");
     let (_copy, p) = host_plugin();
+    // SAFETY: the plugin library stays open while `p` lives, so its entries are
+    // mapped; `image.desc()` and `bad.desc()` are valid while `image` and `bad`
+    // live.
     unsafe {
         (p.init_plugin.unwrap())();
         for dev in 0..3 {
@@ -99,6 +107,8 @@ fn environment_settings() {
     // (set explicitly, it is not bypassed through a memfd).
     std::env::set_var("OMPTARGET_HOST_IMAGE_DIR", images.path().join("missing"));
     let (_copy, p) = host_plugin();
+    // SAFETY: the plugin library stays open while `p` lives, so its entries are
+    // mapped; `image.desc()` is valid while `image` lives.
     unsafe {
         (p.init_device)(0);
         assert!((p.load_binary)(0, image.desc()).is_null());

@@ -10,6 +10,12 @@ fn vector_add_on_a_device() {
     let work = tempfile::tempdir().unwrap();
     let image = kernels_image(work.path());
     let (_copy, p) = host_plugin();
+    // SAFETY: the plugin library stays open while `p` lives, so its entries are
+    // mapped; `image.desc()` is valid while `image` lives and `table` is the
+    // table just loaded on device 0; `da`, `db` and `dc` are `bytes`-byte
+    // blocks of device 0 from `alloc`, so `submit`/`retrieve` of `N` f64s stay
+    // in bounds, and `vadd(a, b, c, n)` with `n = N` only touches them; each
+    // block is freed once.
     unsafe {
         assert_eq!((p.number_of_devices)(), 4, "LLVM 14's default device count");
         assert_eq!((p.is_valid_binary)(image.desc()), 1);
@@ -58,6 +64,12 @@ fn sixteen_arguments_reach_the_kernel_in_order() {
     let work = tempfile::tempdir().unwrap();
     let image = kernels_image(work.path());
     let (_copy, p) = host_plugin();
+    // SAFETY: the plugin library stays open while `p` lives, so its entries are
+    // mapped; `image.desc()` is valid while `image` lives; `sum16` comes from
+    // the table loaded on device 1 and takes 16 pointer-sized arguments,
+    // `args`/`argv` and `offsets` holding 16 each; `out` is an 8-byte block of
+    // device 1 from `alloc`, which every copy of one i64 (`got` is 8 bytes)
+    // stays within, and `queue` outlives the async calls it is passed to.
     unsafe {
         assert_eq!((p.init_plugin.unwrap())(), OFFLOAD_SUCCESS);
         assert_eq!((p.init_device)(1), OFFLOAD_SUCCESS);
@@ -123,6 +135,11 @@ fn offsets_are_added_to_arguments() {
     let work = tempfile::tempdir().unwrap();
     let image = kernels_image(work.path());
     let (_copy, p) = host_plugin();
+    // SAFETY: the plugin library stays open while `p` lives, so its entries are
+    // mapped; `image.desc()` is valid while `image` lives; `block` is a 64-byte
+    // block of device 0, the copies move 64 bytes, and `write42` (one pointer
+    // argument, one element in `args` and `offsets`) writes `block + 16`,
+    // inside it (base - 24 + 40).
     unsafe {
         (p.init_device)(0);
         let table = (p.load_binary)(0, image.desc());
@@ -145,6 +162,13 @@ fn each_device_gets_its_own_copy_of_globals() {
     let work = tempfile::tempdir().unwrap();
     let image = kernels_image(work.path());
     let (_copy, p) = host_plugin();
+    // SAFETY: the plugin library stays open while `p` lives, so its entries are
+    // mapped; `image.desc()` is valid while `image` lives; the tables were
+    // loaded on devices 0 and 1 and stay live until unloaded, so each `counter`
+    // is the 8-byte global `long counter` of that device's copy, and every copy
+    // of one i64 or 8 bytes into or out of it stays in bounds (`counter_again`
+    // belongs to `again`, read before that copy is unloaded); `bump` takes no
+    // arguments, and `bump_again` is only passed to be refused.
     unsafe {
         let mut tables = Vec::new();
         for dev in 0..2 {
@@ -202,6 +226,9 @@ fn concurrent_threads_on_several_devices() {
     let image = kernels_image(work.path());
     let (_copy, p) = host_plugin();
     let mut vadds = Vec::new();
+    // SAFETY: the plugin library stays open while `p` lives, so its entries are
+    // mapped; `image.desc()` is valid while `image` lives and `table_entries`'s
+    // contract holds for the tables just loaded.
     unsafe {
         for dev in 0..4 {
             assert_eq!((p.init_device)(dev), OFFLOAD_SUCCESS);
@@ -222,14 +249,19 @@ fn concurrent_threads_on_several_devices() {
                     let bytes = N * 8;
                     let d = dev as i32;
                     let (da, dc) = (alloc(p, d, bytes), alloc(p, d, bytes));
-                    submit(p, d, da, &a);
-                    let rc =
-                        unsafe { run(p, d, vadd, &[da as usize, da as usize, dc as usize, N]) };
-                    assert_eq!(rc, OFFLOAD_SUCCESS);
-                    let mut c = vec![0f64; N];
-                    retrieve(p, d, &mut c, dc);
-                    assert!(c.iter().zip(&a).all(|(c, a)| *c == 2.0 * a));
+                    // SAFETY: `da` and `dc` are this thread's own `bytes`-byte
+                    // blocks of device `d` (allocated just above, freed only
+                    // at the end of this block), so no other thread touches
+                    // them; `vadd` is the `vadd(a, b, c, n)` entry of the
+                    // table loaded on `d` (four pointer-sized arguments),
+                    // and `n = N` keeps it within the blocks.
                     unsafe {
+                        submit(p, d, da, &a);
+                        let rc = run(p, d, vadd, &[da as usize, da as usize, dc as usize, N]);
+                        assert_eq!(rc, OFFLOAD_SUCCESS);
+                        let mut c = vec![0f64; N];
+                        retrieve(p, d, &mut c, dc);
+                        assert!(c.iter().zip(&a).all(|(c, a)| *c == 2.0 * a));
                         assert_eq!((p.data_delete)(d, da), OFFLOAD_SUCCESS);
                         assert_eq!((p.data_delete)(d, dc), OFFLOAD_SUCCESS);
                     }

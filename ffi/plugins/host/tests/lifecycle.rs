@@ -15,6 +15,10 @@ fn init_deinit_and_reinit() {
     let image = kernels_image(work.path());
     let (_copy, p) = host_plugin();
     let (init, deinit) = (p.init_plugin.unwrap(), p.deinit_plugin.unwrap());
+    // SAFETY: the plugin library stays open while `p` lives, so its entries are
+    // mapped; `image.desc()` is valid while `image` lives; `counter` is the
+    // 8-byte global of the table loaded in this round, read (8 bytes) before
+    // deinit drops it; `bump` from that table takes no arguments.
     unsafe {
         assert_eq!(deinit(), OFFLOAD_FAIL, "deinit before init");
         assert_eq!(init(), OFFLOAD_SUCCESS);
@@ -51,6 +55,10 @@ fn deinit_device_releases_the_device_only() {
     let work = tempfile::tempdir().unwrap();
     let image = kernels_image(work.path());
     let (_copy, p) = host_plugin();
+    // SAFETY: the plugin library stays open while `p` lives, so its entries are
+    // mapped; `image.desc()` is valid while `image` lives; `t0` and `t1` were
+    // just loaded, and after deinit_device(0) `bump0` and `block` are only
+    // passed to be refused; `bump1` takes no arguments.
     unsafe {
         (p.init_device)(0);
         (p.init_device)(1);
@@ -75,6 +83,8 @@ fn deinit_device_releases_the_device_only() {
 #[test]
 fn first_entry_initialises_lazily() {
     let (_copy, p) = host_plugin();
+    // SAFETY: the plugin library stays open while `p` lives, so its entries are
+    // mapped; these entries take no pointers.
     unsafe {
         // LLVM 14's runtime starts with number_of_devices.
         assert_eq!((p.number_of_devices)(), 4);
@@ -96,6 +106,9 @@ unsafe extern "C" fn on_destroyed(data: *mut c_void) {
 fn safety_net_calls_the_destruction_callback_only_while_initialised() {
     // Closed while initialised: the callback runs once, with its data.
     let (_copy, p) = host_plugin();
+    // SAFETY: the plugin library stays open while `p` lives, so its entries are
+    // mapped; `on_destroyed` matches the callback type and never dereferences
+    // its data, so any data value will do.
     unsafe {
         (p.register_destruction_cb.unwrap())(Some(on_destroyed), 0x1234 as *mut c_void);
         assert_eq!((p.init_plugin.unwrap())(), OFFLOAD_SUCCESS);
@@ -108,6 +121,9 @@ fn safety_net_calls_the_destruction_callback_only_while_initialised() {
     // Closed after deinit_plugin, or never initialised, or unregistered:
     // no call.
     let (_copy, p) = host_plugin();
+    // SAFETY: the plugin library stays open while `p` lives, so its entries are
+    // mapped; `on_destroyed` matches the callback type and never dereferences
+    // its data.
     unsafe {
         (p.register_destruction_cb.unwrap())(Some(on_destroyed), null_mut());
         assert_eq!((p.init_plugin.unwrap())(), OFFLOAD_SUCCESS);
@@ -115,9 +131,15 @@ fn safety_net_calls_the_destruction_callback_only_while_initialised() {
     }
     p.close();
     let (_copy, p) = host_plugin();
+    // SAFETY: the plugin library stays open while `p` lives, so its entries are
+    // mapped; `on_destroyed` matches the callback type and never dereferences
+    // its data.
     unsafe { (p.register_destruction_cb.unwrap())(Some(on_destroyed), null_mut()) };
     p.close();
     let (_copy, p) = host_plugin();
+    // SAFETY: the plugin library stays open while `p` lives, so its entries are
+    // mapped; `on_destroyed` matches the callback type and never dereferences
+    // its data.
     unsafe {
         (p.register_destruction_cb.unwrap())(Some(on_destroyed), null_mut());
         (p.init_plugin.unwrap())();
@@ -195,6 +217,11 @@ fn threads_outlive_the_closed_plugin() {
     );
     let worker = std::thread::spawn(move || {
         let (init_device, load_binary, run_region, data_alloc, data_delete) = entries;
+        // SAFETY: the entries were copied out of `p`, whose library is only
+        // closed after this thread reports on `used_tx` that it is done calling
+        // them; `desc` is `image.desc()`, valid while `image` lives (to the end
+        // of the test); `bump` comes from the table just loaded on device 0 and
+        // takes no arguments.
         unsafe {
             assert_eq!(init_device(0), OFFLOAD_SUCCESS);
             let table = load_binary(0, desc as *mut _);
@@ -212,6 +239,8 @@ fn threads_outlive_the_closed_plugin() {
         closed_rx.recv().unwrap();
     });
     used_rx.recv().unwrap();
+    // SAFETY: the plugin library stays open while `p` lives, so its entries are
+    // mapped; deinit_plugin takes no pointers.
     unsafe { assert_eq!((p.deinit_plugin.unwrap())(), OFFLOAD_SUCCESS) };
     p.close();
     let maps = std::fs::read_to_string("/proc/self/maps").unwrap();

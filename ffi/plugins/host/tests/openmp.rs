@@ -71,6 +71,13 @@ fn openmp_device_image_runs_through_the_entries() {
     let names: Vec<(&str, usize)> = entries.iter().map(|(n, s)| (n.as_str(), *s)).collect();
     let image = ImageFixture::new(bytes.clone(), &names);
     let (_copy, p) = host_plugin();
+    // SAFETY: the plugin library stays open while `p` lives, so its entries are
+    // mapped; `image.desc()` is valid while `image` lives and `table` was just
+    // loaded on device 2; the kernels get the arguments clang gave them (none
+    // for `bump`, one scalar for `fill`, four for `axpy`, with as many
+    // offsets); `counter` is an 8-byte and `data` a 256-double device global of
+    // that table, `dx` and `dy` are `n * 8`-byte blocks from `alloc`, and every
+    // copy stays within them.
     unsafe {
         assert_eq!((p.init_plugin.unwrap())(), OFFLOAD_SUCCESS);
         assert_eq!((p.is_valid_binary)(image.desc()), 1);
@@ -156,6 +163,10 @@ fn hidden_globals_resolve_through_the_image_entry_table() {
     let names: Vec<(&str, usize)> = entries.iter().map(|(n, s)| (n.as_str(), *s)).collect();
     let image = ImageFixture::new(bytes, &names);
     let (_copy, p) = host_plugin();
+    // SAFETY: the plugin library stays open while `p` lives, so its entries are
+    // mapped; `image.desc()` is valid while `image` lives; `counter` is the
+    // 8-byte device global of the table just loaded on device 0, and `bump`
+    // takes no arguments.
     unsafe {
         (p.init_device)(0);
         let table = (p.load_binary)(0, image.desc());

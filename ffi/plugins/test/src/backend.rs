@@ -140,7 +140,10 @@ impl Backend for TestBackend {
         size: usize,
     ) -> Result<()> {
         self.maybe_panic("data_submit");
-        self.host.data_submit(device, tgt_ptr, host_ptr, size)
+        // SAFETY: our caller's contract (`Backend::data_submit`, # Safety):
+        // `host_ptr` readable and `tgt_ptr` writable for `size` bytes; the
+        // pointers are passed to the host backend unchanged.
+        unsafe { self.host.data_submit(device, tgt_ptr, host_ptr, size) }
     }
 
     unsafe fn data_retrieve(
@@ -151,7 +154,10 @@ impl Backend for TestBackend {
         size: usize,
     ) -> Result<()> {
         self.maybe_panic("data_retrieve");
-        self.host.data_retrieve(device, host_ptr, tgt_ptr, size)
+        // SAFETY: our caller's contract (`Backend::data_retrieve`,
+        // # Safety): `tgt_ptr` readable and `host_ptr` writable for `size`
+        // bytes; the pointers are passed to the host backend unchanged.
+        unsafe { self.host.data_retrieve(device, host_ptr, tgt_ptr, size) }
     }
 
     fn is_data_exchangable(&self, src: DeviceId, dst: DeviceId) -> bool {
@@ -166,7 +172,10 @@ impl Backend for TestBackend {
         dst_ptr: NonNull<c_void>,
         size: usize,
     ) -> Result<()> {
-        self.host.data_exchange(src, src_ptr, dst, dst_ptr, size)
+        // SAFETY: our caller's contract (`Backend::data_exchange`,
+        // # Safety): `src_ptr` readable on `src` and `dst_ptr` writable on
+        // `dst` for `size` bytes; the devices are the host backend's own.
+        unsafe { self.host.data_exchange(src, src_ptr, dst, dst_ptr, size) }
     }
 
     unsafe fn run_region(
@@ -177,7 +186,12 @@ impl Backend for TestBackend {
         teams: Option<TeamConfig>,
     ) -> Result<()> {
         self.maybe_panic("run_target_region");
-        self.host.run_region(device, entry, args, teams)
+        // SAFETY: our caller's contract (`Backend::run_region`, # Safety):
+        // `entry` comes from a target table we returned for `device`, and
+        // `load_binary` returns the host backend's own tables unchanged, so
+        // `entry` comes from a host table for `device`; `args` are what the
+        // kernel expects.
+        unsafe { self.host.run_region(device, entry, args, teams) }
     }
 
     fn print_device_info(&self, device: DeviceId) {

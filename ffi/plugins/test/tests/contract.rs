@@ -71,6 +71,12 @@ fn defaults_and_the_full_log_of_a_session() {
     let mut s = Setup::new(None);
     let p = s.p();
     let block;
+    // SAFETY: the plugin library stays open while `p` lives, so its entries are
+    // mapped (`s` holds it); `image.desc()` is valid while `image` lives;
+    // `table` was just loaded on device 1 and checked non-null, so its first
+    // entry (`inc`, one entry) and its name are live; `block` is an 8-byte
+    // block of device 1, `v` points at the live i64 `value`, and `inc(p, by)`
+    // gets its two arguments with two offsets.
     unsafe {
         (p.register_destruction_cb.unwrap())(None, null_mut());
         assert_eq!((p.init_plugin.unwrap())(), OFFLOAD_SUCCESS);
@@ -137,6 +143,9 @@ fn devices_and_failing_devices() {
         "# five devices, two broken\ndevices = 5\nfail_init_device=1\nfail_init_device=3\n",
     ));
     let p = s.p();
+    // SAFETY: the plugin library stays open while `p` lives, so its entries are
+    // mapped (`s` holds it); data_alloc with a null host pointer only
+    // allocates.
     unsafe {
         assert_eq!((p.init_plugin.unwrap())(), OFFLOAD_SUCCESS);
         assert_eq!((p.number_of_devices)(), 5);
@@ -173,6 +182,8 @@ fn devices_and_failing_devices() {
 fn failing_plugin_init() {
     let s = Setup::new(Some("fail_init_plugin=1\n"));
     let p = s.p();
+    // SAFETY: the plugin library stays open while `p` lives, so its entries are
+    // mapped (`s` holds it); these entries take no pointers.
     unsafe {
         assert_eq!((p.init_plugin.unwrap())(), OFFLOAD_FAIL);
         assert_eq!((p.number_of_devices)(), 0);
@@ -185,6 +196,8 @@ fn failing_plugin_init() {
 
     // Lazily (LLVM 14's runtime never calls init_plugin) it fails as well.
     let s = Setup::new(Some("fail_init_plugin=1\n"));
+    // SAFETY: the plugin library stays open while `p` lives, so its entries are
+    // mapped (`s` holds it); number_of_devices takes no pointers.
     unsafe { assert_eq!((s.p().number_of_devices)(), 0) };
     assert_eq!(s.log(), ["number_of_devices"]);
 }
@@ -193,6 +206,9 @@ fn failing_plugin_init() {
 fn allocation_limit_per_device() {
     let s = Setup::new(Some("alloc_limit_bytes=100\n"));
     let p = s.p();
+    // SAFETY: the plugin library stays open while `p` lives, so its entries are
+    // mapped (`s` holds it); data_alloc with a null host pointer only
+    // allocates, and `a` is a block it returned.
     unsafe {
         (p.init_device)(0);
         (p.init_device)(1);
@@ -229,6 +245,9 @@ fn custom_log_path_and_re_reading_the_conf() {
     let second = logs.path().join("second.log");
     let mut s = Setup::new(Some(&format!("log={}\ndevices=3\n", first.display())));
     let conf = self_path(&s.copy.path, ".conf");
+    // SAFETY: the plugin library stays open while `p` lives, so its entries are
+    // mapped (`s` holds it until `s.close()` below); these entries take no
+    // pointers.
     unsafe {
         let p = s.p();
         assert_eq!((p.init_plugin.unwrap())(), OFFLOAD_SUCCESS);
@@ -253,6 +272,8 @@ fn custom_log_path_and_re_reading_the_conf() {
 #[test]
 fn a_bad_conf_fails_initialisation() {
     let s = Setup::new(Some("devices=2\ncolour=blue\n"));
+    // SAFETY: the plugin library stays open while `p` lives, so its entries are
+    // mapped (`s` holds it); init_plugin takes no pointers.
     unsafe { assert_eq!((s.p().init_plugin.unwrap())(), OFFLOAD_FAIL) };
     // The log still goes to the default place.
     assert_eq!(s.log(), ["init_plugin"]);
@@ -273,6 +294,10 @@ fn injected_panics_become_failures() {
     let image = ImageFixture::new(std::fs::read(so).unwrap(), &[("inc", 0)]);
     let s = Setup::new(Some("panic_in=data_submit\npanic_in=load_binary\n"));
     let p = s.p();
+    // SAFETY: the plugin library stays open while `p` lives, so its entries are
+    // mapped (`s` holds it); `image.desc()` is valid while `image` lives;
+    // `block` is an 8-byte block of device 0 and `v` points at the live i64
+    // `value`, so the 8-byte copies stay in bounds.
     unsafe {
         (p.init_device)(0);
         assert!((p.load_binary)(0, image.desc()).is_null());
@@ -296,6 +321,9 @@ fn threads_outlive_a_closed_plugin_after_a_panic() {
     let (used_tx, used_rx) = std::sync::mpsc::channel();
     let (closed_tx, closed_rx) = std::sync::mpsc::channel::<()>();
     let worker = std::thread::spawn(move || {
+        // SAFETY: the entries were copied out of `s`, which is only closed
+        // after this thread reports on `used_tx` that it is done calling them;
+        // data_alloc with a null host pointer only allocates.
         unsafe {
             assert_eq!(init_device(0), OFFLOAD_SUCCESS);
             assert!(data_alloc(0, 8, null_mut(), 0).is_null());

@@ -64,9 +64,16 @@ pub fn kernels_image(dir: &std::path::Path) -> ImageFixture {
 /// `table` is a live table returned by `load_binary`.
 pub unsafe fn table_entries<'a>(table: *mut TargetTable) -> &'a [OffloadEntry] {
     assert!(!table.is_null(), "load_binary failed");
-    let t = &*table;
-    let len = t.entries_end.offset_from(t.entries_begin) as usize;
-    std::slice::from_raw_parts(t.entries_begin, len)
+    // SAFETY: our caller's contract: `table` (not null, checked above) is a
+    // live table `load_binary` returned, which the plugin keeps until the
+    // image is unloaded.
+    let t = unsafe { &*table };
+    // SAFETY: a live table's `entries_begin..entries_end` is one array of
+    // entries the plugin allocated, so both point into (or one past) it.
+    let len = unsafe { t.entries_end.offset_from(t.entries_begin) } as usize;
+    // SAFETY: that array holds `len` initialised entries and lives as long
+    // as the table (our caller's contract).
+    unsafe { std::slice::from_raw_parts(t.entries_begin, len) }
 }
 
 /// The device address of entry `name` in `table`.
@@ -74,9 +81,12 @@ pub unsafe fn table_entries<'a>(table: *mut TargetTable) -> &'a [OffloadEntry] {
 /// # Safety
 /// As [`table_entries`].
 pub unsafe fn entry_addr(table: *mut TargetTable, name: &str) -> *mut c_void {
-    table_entries(table)
+    // SAFETY: our caller's contract is `table_entries`'s.
+    unsafe { table_entries(table) }
         .iter()
-        .find(|e| CStr::from_ptr(e.name).to_str() == Ok(name))
+        // SAFETY: every entry of a live table names itself with a
+        // NUL-terminated string the plugin keeps with the table.
+        .find(|e| unsafe { CStr::from_ptr(e.name) }.to_str() == Ok(name))
         .unwrap_or_else(|| panic!("no entry {name} in the target table"))
         .addr
 }
@@ -89,32 +99,52 @@ pub unsafe fn entry_addr(table: *mut TargetTable, name: &str) -> *mut c_void {
 pub unsafe fn run(plugin: &Plugin, dev: i32, entry: *mut c_void, args: &[usize]) -> i32 {
     let mut args: Vec<*mut c_void> = args.iter().map(|&a| a as *mut c_void).collect();
     let mut offsets = vec![0isize; args.len()];
-    (plugin.run_target_region)(
-        dev,
-        entry,
-        args.as_mut_ptr(),
-        offsets.as_mut_ptr(),
-        args.len() as i32,
-    )
+    // SAFETY: `args` and `offsets` both hold `args.len()` elements, as the
+    // count passed says; our caller's contract makes `entry` a kernel of
+    // `dev` taking exactly those pointer-sized arguments.
+    unsafe {
+        (plugin.run_target_region)(
+            dev,
+            entry,
+            args.as_mut_ptr(),
+            offsets.as_mut_ptr(),
+            args.len() as i32,
+        )
+    }
 }
 
 /// Allocate `size` bytes on `dev`, asserting success.
 pub fn alloc(plugin: &Plugin, dev: i32, size: usize) -> *mut c_void {
+    // SAFETY: data_alloc with a null host pointer only allocates; no
+    // memory of ours is read or written.
     let p = unsafe { (plugin.data_alloc)(dev, size as i64, std::ptr::null_mut(), 3) };
     assert!(!p.is_null(), "data_alloc of {size} bytes failed");
     p
 }
 
 /// Copy `value` into device memory at `tgt`.
-pub fn submit<T: Copy>(plugin: &Plugin, dev: i32, tgt: *mut c_void, value: &[T]) {
+///
+/// # Safety
+/// `tgt` is device memory of `dev` (from `alloc` or a loaded table's
+/// global) writable for `size_of_val(value)` bytes: the host plugin copies
+/// without checking the range.
+pub unsafe fn submit<T: Copy>(plugin: &Plugin, dev: i32, tgt: *mut c_void, value: &[T]) {
     let size = std::mem::size_of_val(value) as i64;
+    // SAFETY: `value` is readable for `size` bytes (it is a slice of that
+    // size); `tgt` is writable for as many by our caller's contract.
     let rc = unsafe { (plugin.data_submit)(dev, tgt, value.as_ptr() as *mut c_void, size) };
     assert_eq!(rc, OFFLOAD_SUCCESS);
 }
 
 /// Copy device memory at `tgt` into `out`.
-pub fn retrieve<T: Copy>(plugin: &Plugin, dev: i32, out: &mut [T], tgt: *mut c_void) {
+///
+/// # Safety
+/// `tgt` is device memory of `dev` readable for `size_of_val(out)` bytes,
+/// holding valid values of `T`: the host plugin copies without checking.
+pub unsafe fn retrieve<T: Copy>(plugin: &Plugin, dev: i32, out: &mut [T], tgt: *mut c_void) {
     let size = std::mem::size_of_val(out) as i64;
+    // SAFETY: `out` is writable for `size` bytes (a slice of that size);
+    // `tgt` is readable for as many, holding `T`s, by our caller's contract.
     let rc = unsafe { (plugin.data_retrieve)(dev, out.as_mut_ptr() as *mut c_void, tgt, size) };
     assert_eq!(rc, OFFLOAD_SUCCESS);
 }
