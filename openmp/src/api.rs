@@ -16,7 +16,9 @@
 //!   copy before anything is copied;
 //! * `omp_target_free` of a pointer the device did not allocate (or freed
 //!   already): LLVM passes it to the plugin's free (undefined behaviour);
-//!   we free nothing and print a `Libomptarget error:` line of our own;
+//!   we free nothing and print a `Libomptarget error:` line of our own
+//!   that names the cause (the device never allocated it or freed it
+//!   already, or its plugin refused, with the plugin's error);
 //! * `omp_target_free(p, 0)` of a block allocated as `omp_target_alloc(n,
 //!   0)` before any device existed (device 0 was the host then, a real
 //!   device now): LLVM hands the host block to the device's free; we give
@@ -82,12 +84,17 @@ impl<'a> Offload<'a> {
             return;
         };
         if let Err(error) = dev.ops.free(DevicePtr(device_ptr)) {
-            // The device's reason numbers devices its own way; the line
-            // uses the program's device number, the detail goes to debug.
+            // The error numbers devices the core's way; the line uses the
+            // program's device number and says which cause it was.
             tracing::debug!(device = device_num, %error, "omp_target_free refused");
+            let why = match error {
+                omptarget::Error::UnknownDevicePointer { .. } => {
+                    "not allocated there, or already freed".to_owned()
+                }
+                other => format!("the plugin refused: {other}"),
+            };
             self.host.emit(&Diagnostic::Error(format!(
-                "omp_target_free: device {device_num} did not free {} \
-                 (not allocated there, already freed, or the plugin refused)",
+                "omp_target_free: device {device_num} did not free {} ({why})",
                 HexPtr(device_ptr as usize)
             )));
         }

@@ -14,16 +14,10 @@ use std::any::Any;
 use std::ffi::c_void;
 use std::sync::Arc;
 
-/// A device or plugin call failed.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct OpFailed(pub String);
-
-impl From<omptarget::Error> for OpFailed {
-    fn from(error: omptarget::Error) -> Self {
-        OpFailed(error.to_string())
-    }
-}
+/// Why a device or plugin call failed: the core's typed error, carried
+/// as it is, so the OpenMP layer can tell the causes apart (e.g. a pointer
+/// the device never allocated from a plugin that refused a free).
+pub type OpFailed = omptarget::Error;
 
 /// One device of one plugin.
 pub trait DeviceOps: Send + Sync {
@@ -223,7 +217,9 @@ impl DeviceOps for omptarget::device::Device {
             .as_any()
             .downcast_ref::<omptarget::device::Device>()
         else {
-            return Err(OpFailed("data exchange with a foreign device".to_string()));
+            return Err(omptarget::Error::InvalidArgument(
+                "data exchange with a foreign device".to_string(),
+            ));
         };
         Ok(self.exchange(src, dst_device, dst, size)?)
     }

@@ -186,7 +186,7 @@ impl<'a> Offload<'a> {
         // SAFETY: loaded on this device just now; the device's image record
         // keeps the copy alive until it is unloaded.
         if let Err(err) = unsafe { dev.ops.unload_binary(image.device_image()) } {
-            tracing::debug!(device = dev.id, error = %err.0, "unloading the image of an unregistered binary failed");
+            tracing::debug!(device = dev.id, error = %err, "unloading the image of an unregistered binary failed");
         }
     }
 }

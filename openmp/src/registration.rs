@@ -328,7 +328,7 @@ impl Offload<'_> {
             for (device, image) in &table.loaded {
                 if let Some(dev) = self.device(*device as i64) {
                     if let Err(err) = dev.ops.unload_binary(image.device_image()) {
-                        tracing::debug!(device, error = %err.0, "unloading an unregistered image failed");
+                        tracing::debug!(device, error = %err, "unloading an unregistered image failed");
                     }
                 }
             }

@@ -34,6 +34,7 @@ pub struct TestDevice {
     pub fail_init: AtomicBool,
     pub fail_alloc: AtomicBool,
     pub fail_submit: AtomicBool,
+    pub fail_free: AtomicBool,
     pub fail_run: AtomicBool,
     pub loads: AtomicUsize,
     pub unloads: AtomicUsize,
@@ -79,7 +80,7 @@ impl TestDevice {
         launch: KernelLaunch,
     ) -> Result<(), OpFailed> {
         if self.fail_run.load(Ordering::SeqCst) {
-            return Err(OpFailed("run failed".into()));
+            return Err(injected("run_target_region"));
         }
         let host_entry = (entry as usize).wrapping_sub(ENTRY_TAG);
         self.launches
@@ -98,7 +99,7 @@ impl DeviceOps for TestDevice {
         self.init_calls.fetch_add(1, Ordering::SeqCst);
         self.requires_seen.lock().unwrap().push(requires_flags);
         if self.fail_init.load(Ordering::SeqCst) {
-            Err(OpFailed("init failed".into()))
+            Err(injected("init_device"))
         } else {
             Ok(())
         }
@@ -110,14 +111,20 @@ impl DeviceOps for TestDevice {
         _kind: AllocKind,
     ) -> Result<DevicePtr, OpFailed> {
         if self.fail_alloc.load(Ordering::SeqCst) || size > (1 << 30) {
-            return Err(OpFailed("alloc failed".into()));
+            return Err(injected("data_alloc"));
         }
         Ok(DevicePtr(self.buffer(size) as *mut c_void))
     }
     fn free(&self, ptr: DevicePtr) -> Result<(), OpFailed> {
+        if self.fail_free.load(Ordering::SeqCst) {
+            return Err(injected("data_delete"));
+        }
         match self.buffers.lock().unwrap().remove(&(ptr.0 as usize)) {
             Some(_) => Ok(()),
-            None => Err(OpFailed("unknown pointer".into())),
+            None => Err(omptarget::Error::UnknownDevicePointer {
+                device: 0,
+                ptr: ptr.0 as usize,
+            }),
         }
     }
     unsafe fn submit(
@@ -127,7 +134,7 @@ impl DeviceOps for TestDevice {
         size: usize,
     ) -> Result<(), OpFailed> {
         if self.fail_submit.load(Ordering::SeqCst) {
-            return Err(OpFailed("submit failed".into()));
+            return Err(injected("data_submit"));
         }
         std::ptr::copy(src as *const u8, dst.0 as *mut u8, size);
         Ok(())
@@ -475,5 +482,15 @@ impl Args {
             )
             .unwrap()
         }
+    }
+}
+
+/// A failure the test asked for, as a plugin entry's failure code.
+fn injected(entry: &'static str) -> OpFailed {
+    omptarget::Error::PluginCallFailed {
+        plugin: "test device".into(),
+        device: 0,
+        entry,
+        code: -1,
     }
 }

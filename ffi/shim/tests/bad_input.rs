@@ -64,7 +64,7 @@ fn refused_frees(out: &common::Outcome) -> Vec<String> {
         .map(|(ptr, device)| {
             format!(
                 "Libomptarget error: omp_target_free: device {device} did not free {ptr:#018x} \
-                 (not allocated there, already freed, or the plugin refused)"
+                 (not allocated there, or already freed)"
             )
         })
         .collect()

@@ -164,7 +164,7 @@ fn target_free_of_a_pointer_the_device_did_not_allocate_is_reported() {
     let refused = |p: *mut c_void, device: i32| {
         format!(
             "Libomptarget error: omp_target_free: device {device} did not free {} \
-             (not allocated there, already freed, or the plugin refused)\n",
+             (not allocated there, or already freed)\n",
             hex(p)
         )
     };
@@ -485,4 +485,28 @@ fn associate_and_disassociate() {
          Libomptarget error: omp_target_disassociate_ptr returns OFFLOAD_FAIL\n"
     );
     unsafe { off.target_free(d, 0) };
+}
+
+/// A free the plugin refuses (its `data_delete` fails) is reported with the
+/// plugin's error, not as a pointer the device never allocated; the block
+/// stays allocated.
+#[test]
+fn target_free_refused_by_the_plugin_names_the_plugin_error() {
+    let (w, _bin) = one_kernel_world(1);
+    let off = w.off();
+    let d0 = off.target_alloc(16, 0, AllocKind::Default);
+    w.platform
+        .dev(0, 0)
+        .fail_free
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    unsafe { off.target_free(d0, 0) };
+    assert_eq!(w.platform.dev(0, 0).live_buffers(), 1);
+    assert_eq!(
+        w.stderr(),
+        format!(
+            "Libomptarget error: omp_target_free: device 0 did not free {} (the plugin \
+             refused: data_delete failed on device 0 (test device) with code -1)\n",
+            hex(d0)
+        )
+    );
 }
