@@ -170,7 +170,7 @@ impl Platform for EmptyPlatform {
 /// plugin's async entries on a private queue, then a wait).
 impl DeviceOps for omptarget::device::Device {
     fn init(&self, requires_flags: i64) -> Result<(), OpFailed> {
-        Ok(self.ensure_initialized_with_requires(requires_flags)?)
+        self.ensure_initialized_with_requires(requires_flags)
     }
     fn alloc(
         &self,
@@ -178,12 +178,10 @@ impl DeviceOps for omptarget::device::Device {
         host_ptr: *mut c_void,
         kind: AllocKind,
     ) -> Result<DevicePtr, OpFailed> {
-        Ok(omptarget::device::Device::alloc(
-            self, size, host_ptr, kind,
-        )?)
+        omptarget::device::Device::alloc(self, size, host_ptr, kind)
     }
     fn free(&self, ptr: DevicePtr) -> Result<(), OpFailed> {
-        Ok(omptarget::device::Device::free(self, ptr)?)
+        omptarget::device::Device::free(self, ptr)
     }
     unsafe fn submit(
         &self,
@@ -191,7 +189,7 @@ impl DeviceOps for omptarget::device::Device {
         src: *const c_void,
         size: usize,
     ) -> Result<(), OpFailed> {
-        Ok(omptarget::device::Device::submit(self, dst, src, size)?)
+        omptarget::device::Device::submit(self, dst, src, size)
     }
     unsafe fn retrieve(
         &self,
@@ -199,7 +197,7 @@ impl DeviceOps for omptarget::device::Device {
         src: DevicePtr,
         size: usize,
     ) -> Result<(), OpFailed> {
-        Ok(omptarget::device::Device::retrieve(self, dst, src, size)?)
+        omptarget::device::Device::retrieve(self, dst, src, size)
     }
     fn is_data_exchangable(&self, dst: &dyn DeviceOps) -> bool {
         dst.as_any()
@@ -221,7 +219,7 @@ impl DeviceOps for omptarget::device::Device {
                 "data exchange with a foreign device".to_string(),
             ));
         };
-        Ok(self.exchange(src, dst_device, dst, size)?)
+        self.exchange(src, dst_device, dst, size)
     }
     unsafe fn load_binary(
         &self,
@@ -231,7 +229,7 @@ impl DeviceOps for omptarget::device::Device {
         Ok(self.load_image_kept(image, Some(storage))?.entries)
     }
     unsafe fn unload_binary(&self, image: *mut DeviceImage) -> Result<bool, OpFailed> {
-        Ok(self.unload_image(image)?)
+        self.unload_image(image)
     }
     unsafe fn run_region(
         &self,
@@ -239,13 +237,13 @@ impl DeviceOps for omptarget::device::Device {
         args: &mut [*mut c_void],
         offsets: &mut [isize],
     ) -> Result<(), OpFailed> {
-        Ok(omptarget::device::Device::run_region(
+        omptarget::device::Device::run_region(
             self,
             entry,
             args,
             offsets,
             omptarget::RegionLaunch::Single,
-        )?)
+        )
     }
     unsafe fn run_team_region(
         &self,
@@ -256,7 +254,7 @@ impl DeviceOps for omptarget::device::Device {
         thread_limit: i32,
         loop_tripcount: u64,
     ) -> Result<(), OpFailed> {
-        Ok(omptarget::device::Device::run_region(
+        omptarget::device::Device::run_region(
             self,
             entry,
             args,
@@ -266,7 +264,7 @@ impl DeviceOps for omptarget::device::Device {
                 thread_limit,
                 loop_tripcount,
             },
-        )?)
+        )
     }
     fn supports_empty_images(&self) -> bool {
         self.plugin().supports_empty_images()
