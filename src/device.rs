@@ -24,8 +24,10 @@ pub use images::LoadedImage;
 /// An address in a device's memory space (opaque to the host).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct DevicePtr(pub *mut c_void);
-// Safety: a device address is a number; the runtime never dereferences it.
+// SAFETY: a device address is a number; the runtime never dereferences it,
+// so moving it between threads is moving an integer.
 unsafe impl Send for DevicePtr {}
+// SAFETY: as for Send: shared access only reads the integer.
 unsafe impl Sync for DevicePtr {}
 
 impl DevicePtr {
@@ -238,8 +240,8 @@ impl Device {
         let (src_id, dst_id) = (self.local_id, dst.local_id);
         self.plugin
             .call(|e| match e.is_data_exchangable {
-                // SAFETY: two valid device numbers of this plugin.
                 Some(f) => {
+                    // SAFETY: two valid device numbers of this plugin.
                     let yes = unsafe { f(src_id, dst_id) } != 0;
                     yes && (e.data_exchange.is_some() || e.data_exchange_async.is_some())
                 }

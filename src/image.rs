@@ -133,11 +133,13 @@ mod tests {
         let desc = unsafe { &*image.as_device_image() };
         assert_eq!(desc.len(), Some(elf.len()));
         assert_eq!(image.elf(), elf);
+        // SAFETY: the entry array of `image`, `entry_count` long, alive here.
         let entries =
             unsafe { std::slice::from_raw_parts(desc.entries_begin, image.entry_count()) };
         let names: Vec<_> = entries
             .iter()
             .map(|e| {
+                // SAFETY: `image` owns NUL-terminated copies of the names.
                 unsafe { std::ffi::CStr::from_ptr(e.name) }
                     .to_str()
                     .unwrap()

@@ -54,12 +54,15 @@ impl Device {
         let launched = || match launch {
             RegionLaunch::Single => (
                 "run_target_region",
-                // SAFETY: per this function's contract.
                 self.plugin()
                     .call(|e| match (e.run_target_region_async, e.synchronize) {
-                        (Some(run), Some(sync)) => with_queue(local, sync, |q| unsafe {
-                            run(local, entry, args_ptr, offsets_ptr, num_args, q)
+                        (Some(run), Some(sync)) => with_queue(local, sync, |q| {
+                            // SAFETY: `entry` is a kernel of an image loaded on
+                            // this device and `args`/`offsets` match it (this
+                            // function's contract); `q` is a fresh queue.
+                            unsafe { run(local, entry, args_ptr, offsets_ptr, num_args, q) }
                         }),
+                        // SAFETY: as above, without a queue.
                         _ => unsafe {
                             (e.run_target_region)(local, entry, args_ptr, offsets_ptr, num_args)
                         },
@@ -71,22 +74,27 @@ impl Device {
                 loop_tripcount,
             } => (
                 "run_target_team_region",
-                // SAFETY: per this function's contract.
                 self.plugin()
                     .call(|e| match (e.run_target_team_region_async, e.synchronize) {
-                        (Some(run), Some(sync)) => with_queue(local, sync, |q| unsafe {
-                            run(
-                                local,
-                                entry,
-                                args_ptr,
-                                offsets_ptr,
-                                num_args,
-                                num_teams,
-                                thread_limit,
-                                loop_tripcount,
-                                q,
-                            )
+                        (Some(run), Some(sync)) => with_queue(local, sync, |q| {
+                            // SAFETY: `entry` is a kernel of an image loaded on
+                            // this device and `args`/`offsets` match it (this
+                            // function's contract); `q` is a fresh queue.
+                            unsafe {
+                                run(
+                                    local,
+                                    entry,
+                                    args_ptr,
+                                    offsets_ptr,
+                                    num_args,
+                                    num_teams,
+                                    thread_limit,
+                                    loop_tripcount,
+                                    q,
+                                )
+                            }
                         }),
+                        // SAFETY: as above, without a queue.
                         _ => unsafe {
                             (e.run_target_team_region)(
                                 local,

@@ -78,9 +78,11 @@ impl Device {
         let local = self.local_id;
         let table = {
             let _legacy = self.plugin.legacy_image_guard();
-            // SAFETY: per this function's contract; the device is initialised.
-            self.plugin
-                .call(|e| unsafe { (e.load_binary)(local, image) })?
+            self.plugin.call(|e| {
+                // SAFETY: per this function's contract `image` is a valid
+                // descriptor; the device is initialised.
+                unsafe { (e.load_binary)(local, image) }
+            })?
         };
         if table.is_null() {
             return Err(Error::ImageLoadFailed {

@@ -75,6 +75,7 @@ mod tests {
         assert!(l.destroyed());
         assert!(!l.callable());
         // Null data is ignored.
+        // SAFETY: null is the one invalid value the callback checks for.
         unsafe { on_plugin_destroyed(std::ptr::null_mut()) };
     }
 }
