@@ -20,15 +20,21 @@ pub enum Error {
     /// on every later use of the device.
     #[error("device {device} ({plugin}) failed to initialise: {reason}")]
     DeviceInitFailed {
+        /// Runtime-wide number of the device.
         device: usize,
+        /// File name of the plugin library serving the device.
         plugin: String,
+        /// Why initialisation failed, as recorded at the first attempt.
         reason: String,
     },
 
     /// The plugin called its destruction callback (or was closed): the
     /// runtime will not call into it again.
     #[error("plugin {plugin} was destroyed; it cannot be called any more")]
-    PluginDead { plugin: String },
+    PluginDead {
+        /// File name of the destroyed plugin library.
+        plugin: String,
+    },
 
     /// The kernel ended its thread (`pthread_exit`, or a cancellation acted
     /// upon inside it). The exit is pending
@@ -40,29 +46,46 @@ pub enum Error {
     /// A plugin entry returned a failure code.
     #[error("{entry} failed on device {device} ({plugin}) with code {code}")]
     PluginCallFailed {
+        /// File name of the plugin library whose entry failed.
         plugin: String,
+        /// Runtime-wide number of the device the entry was called for.
         device: usize,
+        /// The failed entry, without its `__tgt_rtl_` prefix (e.g. `data_submit`).
         entry: &'static str,
+        /// The code the entry returned (anything but `OFFLOAD_SUCCESS`).
         code: i32,
     },
 
     /// The plugin does not export an optional entry this operation needs.
     #[error("plugin {plugin} does not support {what}")]
-    Unsupported { plugin: String, what: &'static str },
+    Unsupported {
+        /// File name of the plugin library lacking the entry.
+        plugin: String,
+        /// The operation that needs the missing entry.
+        what: &'static str,
+    },
 
     /// The device could not provide the memory, even after the memory
     /// manager released everything it cached.
     #[error("device {device} ({plugin}) is out of memory allocating {size} bytes")]
     OutOfMemory {
+        /// Runtime-wide number of the device.
         device: usize,
+        /// File name of the plugin library serving the device.
         plugin: String,
+        /// The requested allocation size, in bytes.
         size: usize,
     },
 
     /// `free` of an address that is not a live allocation of this device
     /// (never allocated here, or already freed).
     #[error("{ptr:#x} is not a live allocation of device {device}")]
-    UnknownDevicePointer { device: usize, ptr: usize },
+    UnknownDevicePointer {
+        /// Runtime-wide number of the device asked to free it.
+        device: usize,
+        /// The device address passed to `free`.
+        ptr: usize,
+    },
 
     /// An argument the runtime rejects before calling any plugin.
     #[error("invalid argument: {0}")]
@@ -72,44 +95,67 @@ pub enum Error {
     #[error(
         "length mismatch: the device buffer holds {device_len} elements, the host slice {host_len}"
     )]
-    LengthMismatch { device_len: usize, host_len: usize },
+    LengthMismatch {
+        /// Length of the device buffer, in elements.
+        device_len: usize,
+        /// Length of the host slice, in elements.
+        host_len: usize,
+    },
 
     /// The plugin rejected an image (`is_valid_binary` returned 0) or the
     /// image is malformed.
     #[error("image rejected by device {device} ({plugin}): {reason}")]
     InvalidImage {
+        /// Runtime-wide number of the device the image was meant for.
         device: usize,
+        /// File name of the plugin library serving the device.
         plugin: String,
+        /// Why the image was rejected, or what is malformed in it.
         reason: String,
     },
 
     /// `__tgt_rtl_load_binary` returned no table.
     #[error("device {device} ({plugin}) failed to load the image")]
-    ImageLoadFailed { device: usize, plugin: String },
+    ImageLoadFailed {
+        /// Runtime-wide number of the device.
+        device: usize,
+        /// File name of the plugin library whose `load_binary` failed.
+        plugin: String,
+    },
 
     /// The plugin's target table disagrees with the image's entries.
     #[error(
         "device {device}: target table entry {index} is {found:?}, the image says {expected:?}"
     )]
     EntryMismatch {
+        /// Runtime-wide number of the device the image was loaded on.
         device: usize,
+        /// Index of the first disagreeing entry (for a count mismatch, the
+        /// shorter length).
         index: usize,
+        /// The image's entry name there (or its entry count).
         expected: String,
+        /// The plugin table's entry name there (or its entry count).
         found: String,
     },
 
     /// A kernel name that the image does not have.
     #[error("no kernel named {name:?} in the image (it has: {available:?})")]
     KernelNotFound {
+        /// The kernel name that was asked for.
         name: String,
+        /// The entry names the image does have, in table order.
         available: Vec<String>,
     },
 
     /// An environment variable with a value the runtime cannot use.
     #[error("environment variable {var}={value:?}: {reason}")]
     InvalidEnv {
+        /// Name of the environment variable.
         var: &'static str,
+        /// The value it was set to.
         value: String,
+        /// Why the value is not usable.
         reason: String,
     },
 
@@ -121,7 +167,9 @@ pub enum Error {
     /// Reading a file (an image) failed.
     #[error("reading {path}: {source}")]
     Io {
+        /// The file that could not be read.
         path: PathBuf,
+        /// The underlying I/O error.
         #[source]
         source: std::io::Error,
     },

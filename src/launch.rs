@@ -16,7 +16,9 @@ pub enum RegionLaunch {
     Single,
     /// A teams region; 0 for `num_teams`/`thread_limit` lets the plugin choose.
     Teams {
+        /// Number of teams to launch (0: the plugin chooses).
         num_teams: i32,
+        /// Maximum number of threads per team (0: the plugin chooses).
         thread_limit: i32,
         /// The loop's trip count, 0 if unknown.
         loop_tripcount: u64,

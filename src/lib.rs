@@ -42,6 +42,8 @@
 //!   [`Runtime::set_requires_flags`] for `__tgt_register_requires`.
 //! * [`abi`]: the C ABI's types (re-exported `omptarget-abi`).
 
+#![deny(missing_docs)]
+
 pub mod api;
 pub mod config;
 pub mod device;

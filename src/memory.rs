@@ -54,7 +54,9 @@ pub trait DeviceAllocator {
 /// One allocation handed out and not yet freed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LiveAllocation {
+    /// Size the caller asked for, in bytes.
     pub size: usize,
+    /// The kind of memory it was allocated as (device, host, shared, default).
     pub kind: AllocKind,
 }
 

@@ -10,11 +10,18 @@ pub use crate::step_outcome::StepOutcome;
 /// The phases of the teardown, in the order they run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Phase {
+    /// Step 1: each device's memory manager returns its cached blocks
+    /// ([`TeardownStep::DrainMemoryManager`]).
     DrainMemoryManagers,
+    /// Step 2: allocations the user never freed are freed ([`TeardownStep::FreeUserAllocations`]).
     FreeUserAllocations,
+    /// Step 3: images still loaded are unloaded ([`TeardownStep::UnloadImages`]).
     UnloadImages,
+    /// Step 4: initialised devices are deinitialised ([`TeardownStep::DeinitDevice`]).
     DeinitDevices,
+    /// Step 5: each plugin's `deinit_plugin` runs ([`TeardownStep::DeinitPlugin`]).
     DeinitPlugins,
+    /// Step 6: the plugin libraries are closed ([`TeardownStep::ClosePlugin`]).
     ClosePlugins,
 }
 
@@ -23,41 +30,65 @@ pub enum Phase {
 pub enum TeardownStep {
     /// (1) The memory manager's cached blocks returned through `data_delete`.
     DrainMemoryManager {
+        /// Runtime-wide number of the device.
         device: usize,
+        /// File name of the plugin library serving the device.
         plugin: String,
+        /// Number of cached blocks freed.
         blocks: usize,
+        /// Total size of the freed blocks, in bytes.
         bytes: usize,
+        /// How the step went; each block that could not be freed is listed in
+        /// [`ShutdownReport::not_freed`].
         outcome: StepOutcome,
     },
     /// (2) Allocations the user never freed, freed through `data_delete`.
     FreeUserAllocations {
+        /// Runtime-wide number of the device.
         device: usize,
+        /// File name of the plugin library serving the device.
         plugin: String,
+        /// Number of user allocations freed.
         blocks: usize,
+        /// Total size of the freed allocations, in bytes.
         bytes: usize,
+        /// How the step went; each allocation that could not be freed is listed in
+        /// [`ShutdownReport::not_freed`].
         outcome: StepOutcome,
     },
     /// (3) Images unloaded through `unload_binary`.
     UnloadImages {
+        /// Runtime-wide number of the device.
         device: usize,
+        /// File name of the plugin library serving the device.
         plugin: String,
+        /// Number of images unloaded successfully.
         images: usize,
+        /// How the step went ([`StepOutcome::NotExported`] when the plugin has no
+        /// `unload_binary`); each image that failed is listed in [`ShutdownReport::not_freed`].
         outcome: StepOutcome,
     },
     /// (4) `deinit_device` of an initialised device.
     DeinitDevice {
+        /// Runtime-wide number of the device.
         device: usize,
+        /// File name of the plugin library serving the device.
         plugin: String,
+        /// What `deinit_device` returned (or why it was not called).
         outcome: StepOutcome,
     },
     /// (5) `deinit_plugin`.
     DeinitPlugin {
+        /// File name of the plugin library.
         plugin: String,
+        /// What `deinit_plugin` returned (or why it was not called).
         outcome: StepOutcome,
     },
     /// (6) The library closed (dlclose).
     ClosePlugin {
+        /// File name of the plugin library.
         plugin: String,
+        /// Whether closing the library (dlclose) succeeded.
         outcome: StepOutcome,
     },
 }
@@ -149,23 +180,32 @@ impl fmt::Display for TeardownStep {
 /// An allocation the user still held at shutdown (freed by the teardown).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UserLeak {
+    /// Runtime-wide number of the device the allocation was on.
     pub device: usize,
+    /// Device address of the allocation.
     pub address: usize,
+    /// Size of the allocation, in bytes.
     pub size: usize,
+    /// The kind of memory it was allocated as (device, host, shared, default).
     pub kind: crate::abi::AllocKind,
 }
 
 /// A mapping-table entry still present at shutdown.
 #[derive(Debug, Clone)]
 pub struct LiveMapping {
+    /// Runtime-wide number of the device whose mapping table holds the entry.
     pub device: usize,
+    /// The host range mapped, its device address and reference counts.
     pub range: MappedRange,
 }
 
 /// Something the teardown could not release.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NotFreed {
+    /// Runtime-wide number of the device it belongs to; `None` for something
+    /// plugin-wide.
     pub device: Option<usize>,
+    /// File name of the plugin library it belongs to.
     pub plugin: String,
     /// What it is: "cached block 0x… (64 bytes)", "image 0x…", …
     pub what: String,

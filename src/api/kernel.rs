@@ -170,7 +170,9 @@ impl std::fmt::Debug for Image<'_> {
 /// `threads` threads; 0 lets the plugin choose.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct LaunchConfig {
+    /// Number of teams to launch (0: the plugin chooses).
     pub teams: u32,
+    /// Maximum number of threads per team (0: the plugin chooses).
     pub threads: u32,
 }
 
@@ -286,6 +288,7 @@ impl<'a, T: DeviceCopy> From<&'a DeviceBuffer<'_, T>> for KernelArg<'a> {
 /// their bit pattern in the low bytes (the kernel reads an integer
 /// parameter and reinterprets it, as clang's outlined regions do).
 pub trait ScalarArg: Copy {
+    /// The value as the bits of one pointer-sized argument slot.
     fn to_slot(self) -> usize;
 }
 

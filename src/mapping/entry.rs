@@ -125,21 +125,30 @@ impl EntryHandle {
 /// A copy of one mapping's fields, for results and reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MappedEntry {
+    /// Host base address of the mapped object (LLVM's `HstPtrBase`).
     pub host_base: usize,
+    /// First host address of the mapping.
     pub host_begin: usize,
+    /// One past the last host address of the mapping.
     pub host_end: usize,
+    /// Device address of `host_begin`.
     pub device_begin: usize,
+    /// Address of the compiler's `map_var_info_t` (";name;file;line;col;;"), or 0.
     pub name: usize,
+    /// The mapping's dynamic and hold reference counts.
     pub refs: RefCounts,
 }
 
 impl MappedEntry {
+    /// Size of the mapped host range, in bytes (`host_end - host_begin`).
     pub fn size(&self) -> usize {
         self.host_end.wrapping_sub(self.host_begin)
     }
+    /// The dynamic count as LLVM prints it (`INF` when infinite).
     pub fn dynamic_display(&self) -> RefCountDisplay {
         RefCountDisplay(self.refs.dynamic)
     }
+    /// The hold count as LLVM prints it (`INF` when infinite).
     pub fn hold_display(&self) -> RefCountDisplay {
         RefCountDisplay(self.refs.hold)
     }

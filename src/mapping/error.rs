@@ -16,16 +16,26 @@ impl fmt::Display for HexPtr {
 /// Display text is what LLVM's `REPORT` prints after `Libomptarget error: `.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum MappingError {
+    /// `associate` of a host address already mapped, with a different size
+    /// or device address.
     #[error("Not allowed to re-associate a different device ptr+offset with the same host ptr")]
     ReassociateDifferent,
+    /// `disassociate` of a mapping whose `ompx_hold` count is not zero.
     #[error("Trying to disassociate a pointer with a non-zero hold reference count")]
     DisassociateHeld,
+    /// `disassociate` of a mapping that `associate` did not create (its
+    /// dynamic count is not infinite).
     #[error("Trying to disassociate a pointer which was not mapped via omp_target_associate_ptr")]
     DisassociateNotAssociated,
+    /// `disassociate` of a host address where no mapping starts.
     #[error("Association not found")]
     AssociationNotFound,
+    /// `dealloc_tgt_ptr` of a section that no mapping overlaps.
     #[error("Section to delete (hst addr {}) does not exist in the allocated memory", HexPtr(*.host_begin))]
-    SectionNotFound { host_begin: usize },
+    SectionNotFound {
+        /// First host address of the section to delete.
+        host_begin: usize,
+    },
 }
 
 /// Why `get_target_pointer` produced no target address. The OpenMP layer
@@ -36,16 +46,30 @@ pub enum MapFailure {
     /// An explicit map of a section that overlaps, but is not inside, an
     /// existing mapping.
     ExplicitExtension {
+        /// First host address of the requested section.
         host_begin: usize,
+        /// Size of the requested section, in bytes.
         size: i64,
+        /// First host address of the existing mapping it overlaps.
         mapped_begin: usize,
+        /// Size of that existing mapping, in bytes.
         mapped_size: i64,
+        /// The request had the `present` modifier (LLVM then also prints
+        /// the `present` message).
         present: bool,
     },
     /// `present` modifier and no mapping.
-    PresentMissing { host_begin: usize, size: i64 },
+    PresentMissing {
+        /// First host address of the requested section.
+        host_begin: usize,
+        /// Size of the requested section, in bytes.
+        size: i64,
+    },
     /// The device allocation returned null (LLVM prints nothing here).
-    AllocFailed { size: i64 },
+    AllocFailed {
+        /// Size of the requested allocation, in bytes.
+        size: i64,
+    },
     /// The host->device copy of a new or `always` mapping failed.
     SubmitFailed,
 }

@@ -55,10 +55,16 @@ pub struct MappingTable {
 /// One mapping still present, for the shutdown report.
 #[derive(Debug, Clone)]
 pub struct MappedRange {
+    /// First host address of the mapping.
     pub host_begin: usize,
+    /// Size of the mapped host range, in bytes.
     pub size: usize,
+    /// Device address the range is mapped to.
     pub device_begin: usize,
+    /// Dynamic reference count ([`INF_REF_COUNT`] for associated pointers and
+    /// `declare target` globals).
     pub dynamic_refcount: u64,
+    /// `ompx_hold` reference count.
     pub hold_refcount: u64,
 }
 

@@ -36,11 +36,20 @@ pub trait DeviceMemory {
 /// What a reference-count operation did, as LLVM's INFO messages say it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RefAction {
+    /// The count was incremented.
     Incremented,
+    /// The request asked for no count update, so the count was left as it was.
     UpdateSuppressed,
+    /// The count was decremented (the mapping stays).
     Decremented,
+    /// `delete` map type: the count was reset to one and decremented (another
+    /// count keeps the mapping).
     Reset,
+    /// The decrement would remove the mapping, so it is left to
+    /// [`MappingTable::dealloc_tgt_ptr`].
     DeferredFinalDecrement,
+    /// `delete` map type: the count was reset to one and its final decrement
+    /// is left to [`MappingTable::dealloc_tgt_ptr`].
     ResetDeferredFinalDecrement,
 }
 
@@ -63,37 +72,60 @@ impl RefAction {
 pub enum MapEvent {
     /// `getTargetPointer` found the data mapped ("Mapping exists...").
     Exists {
+        /// The map is implicit (added by the compiler, not written in a `map` clause).
         implicit: bool,
+        /// Host address the request started at.
         host_begin: usize,
+        /// Device address of `host_begin`.
         target: usize,
+        /// Size of the request, in bytes.
         size: i64,
+        /// The mapping's counts after the operation.
         refs: RefCounts,
+        /// The count the operation acted on.
         kind: RefKind,
+        /// What happened to that count.
         action: RefAction,
+        /// The variable's `map_var_info_t` address, or 0.
         name: usize,
     },
     /// `getTgtPtrBegin` found the data mapped ("Mapping exists with...").
     Found {
+        /// Host address the request started at.
         host_begin: usize,
+        /// Device address of `host_begin`.
         target: usize,
+        /// Size of the request, in bytes.
         size: i64,
+        /// The mapping's counts after the operation.
         refs: RefCounts,
+        /// The count the operation acted on.
         kind: RefKind,
+        /// What happened to that count.
         action: RefAction,
     },
     /// A mapping was created ("Creating new map entry with...").
     Created {
+        /// Host begin address of the new mapping.
         host_begin: usize,
+        /// Device address allocated for it.
         target: usize,
+        /// Size of the mapping, in bytes.
         size: i64,
+        /// Its initial counts (1 on the count the request selected).
         refs: RefCounts,
+        /// The variable's `map_var_info_t` address, or 0.
         name: usize,
     },
     /// A mapping was removed ("Removing map entry with...").
     Removed {
+        /// Host begin address of the removed mapping.
         host_begin: usize,
+        /// Device address that was freed.
         target: usize,
+        /// Size passed to the removal, in bytes.
         size: i64,
+        /// The mapping's `map_var_info_t` address, or 0.
         name: usize,
     },
 }
@@ -101,19 +133,30 @@ pub enum MapEvent {
 /// The arguments of LLVM's `getTargetPointer`.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct MapRequest {
+    /// First host address of the section to map.
     pub host_begin: usize,
+    /// Host base address of the mapped object (LLVM's `HstPtrBase`).
     pub host_base: usize,
+    /// Size of the section, in bytes.
     pub size: i64,
     /// `map_var_info_t` of the variable, or 0.
     pub name: usize,
     /// Copy host -> device when the mapping is new (or `always`).
     pub to: bool,
+    /// `always` map modifier: copy host -> device even when the mapping exists.
     pub always: bool,
+    /// The map is implicit (added by the compiler): a section that extends an
+    /// existing mapping counts as found instead of failing.
     pub implicit: bool,
     /// Increment the count of an existing mapping.
     pub update_refcount: bool,
+    /// `close` map modifier: allocate device memory even under unified shared
+    /// memory.
     pub close: bool,
+    /// `present` map modifier: fail ([`MapFailure::PresentMissing`]) rather than
+    /// create a mapping.
     pub present: bool,
+    /// `ompx_hold` map modifier: act on the hold count instead of the dynamic one.
     pub hold: bool,
     /// `requires unified_shared_memory` is in effect.
     pub unified_shared_memory: bool,
@@ -140,7 +183,9 @@ pub struct TargetPointer {
 /// The arguments of LLVM's `getTgtPtrBegin` (with count update).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct UnmapRequest {
+    /// First host address of the section to unmap.
     pub host_begin: usize,
+    /// Size of the section, in bytes.
     pub size: i64,
     /// Decrement (or reset, with `force_delete`) the count.
     pub update_refcount: bool,
@@ -150,18 +195,24 @@ pub struct UnmapRequest {
     pub must_contain: bool,
     /// `delete` map type: reset the count to one before the decrement.
     pub force_delete: bool,
+    /// `requires unified_shared_memory` is in effect: unmapped data is used at
+    /// its host address.
     pub unified_shared_memory: bool,
 }
 
 /// What `get_tgt_ptr_begin` returns.
 #[derive(Debug, Clone, Default)]
 pub struct TgtPtrBegin {
+    /// The device address of `host_begin`; `None` when nothing maps it.
     pub target: Option<usize>,
     /// The final decrement is deferred to `dealloc_tgt_ptr`: the mapping
     /// goes away then.
     pub is_last: bool,
+    /// Unified shared memory: `target` is the host address itself.
     pub is_host_ptr: bool,
+    /// The mapping found.
     pub entry: Option<EntryHandle>,
+    /// What the count operation did, for INFO output.
     pub event: Option<MapEvent>,
 }
 

@@ -31,7 +31,10 @@ impl RefKind {
 /// is a plain value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RefCounts {
+    /// The dynamic (OpenMP 5.1 standard) reference count; [`INF_REF_COUNT`]
+    /// never reaches zero.
     pub dynamic: u64,
+    /// The `ompx_hold` reference count.
     pub hold: u64,
 }
 

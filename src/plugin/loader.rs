@@ -41,7 +41,13 @@ pub enum SkipReason {
     /// `__tgt_rtl_number_of_devices` returned more than a plugin may have
     /// ([`MAX_DEVICES_PER_PLUGIN`]), or more than the runtime has room
     /// left for ([`MAX_DEVICES`] in all): `reported` devices, `room` left.
-    TooManyDevices { reported: i32, room: usize },
+    TooManyDevices {
+        /// The device count the plugin reported.
+        reported: i32,
+        /// The most devices it could have had: the per-plugin limit or the
+        /// device numbers the runtime had left, whichever is smaller.
+        room: usize,
+    },
     /// The plugin called its destruction callback while being loaded.
     DestroyedDuringLoad,
     /// Another live `Runtime` in this process already uses this library
@@ -78,7 +84,9 @@ impl fmt::Display for SkipReason {
 /// A plugin that was not used, and how its partial setup was undone.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SkippedPlugin {
+    /// Path of the plugin library that was skipped.
     pub path: PathBuf,
+    /// Why it was skipped.
     pub reason: SkipReason,
     /// The undo steps that ran, in order: `("deinit_plugin", outcome)`,
     /// `("close", outcome)`.
