@@ -77,7 +77,10 @@ impl<'a> Offload<'a> {
         if early || self.is_initial(device_num) {
             // Host memory: malloc'd for the initial device, or for a device
             // number that named the host when it was allocated.
-            libc::free(device_ptr);
+            // SAFETY: an early host block is one we `malloc`ed and just took
+            // out of the set (so it is freed once); for the initial device
+            // our `# Safety` says `device_ptr` came from `malloc`.
+            unsafe { libc::free(device_ptr) };
             return;
         }
         let Some(dev) = self.ready_device(device_num.into()) else {
@@ -192,13 +195,28 @@ impl<'a> Offload<'a> {
         let size = length as i64;
         let ok = match (src_dev, dst_dev) {
             (None, None) => {
-                std::ptr::copy(src_addr as *const u8, dst_addr as *mut u8, length);
+                // SAFETY: our `# Safety`: both ranges are `length` bytes of
+                // host memory (readable source, writable destination);
+                // `ptr::copy` allows them to overlap.
+                unsafe { std::ptr::copy(src_addr as *const u8, dst_addr as *mut u8, length) };
                 true
             }
-            (None, Some(dst_dev)) => self.submit(&dst_dev, dst_addr, src_addr, size).is_ok(),
-            (Some(src_dev), None) => self.retrieve(&src_dev, dst_addr, src_addr, size).is_ok(),
+            (None, Some(dst_dev)) => {
+                // SAFETY: our `# Safety`: `src_addr..+length` is readable
+                // host memory and `dst_addr` `length` bytes of `dst_dev`'s.
+                unsafe { self.submit(&dst_dev, dst_addr, src_addr, size) }.is_ok()
+            }
+            (Some(src_dev), None) => {
+                // SAFETY: our `# Safety`: `dst_addr..+length` is writable
+                // host memory and `src_addr` `length` bytes of `src_dev`'s.
+                unsafe { self.retrieve(&src_dev, dst_addr, src_addr, size) }.is_ok()
+            }
             (Some(src_dev), Some(dst_dev)) => {
-                self.copy_device_to_device(&src_dev, src_addr, &dst_dev, dst_addr, length)
+                // SAFETY: our `# Safety`: each address names `length` bytes
+                // of its device's memory.
+                unsafe {
+                    self.copy_device_to_device(&src_dev, src_addr, &dst_dev, dst_addr, length)
+                }
             }
         };
         if ok {
@@ -210,6 +228,10 @@ impl<'a> Offload<'a> {
 
     /// Device to device: the plugin's exchange if both devices are its own
     /// and it can, else through a host buffer.
+    ///
+    /// # Safety
+    /// `src_addr` names `length` bytes of `src_dev`'s memory and `dst_addr`
+    /// `length` bytes of `dst_dev`'s.
     unsafe fn copy_device_to_device(
         &self,
         src_dev: &DeviceCtx<'a>,
@@ -220,25 +242,28 @@ impl<'a> Offload<'a> {
     ) -> bool {
         if src_dev.slot.plugin == dst_dev.slot.plugin
             && src_dev.ops.is_data_exchangable(dst_dev.ops)
-            && src_dev
-                .ops
-                .data_exchange(
+            // SAFETY: our `# Safety`: `src_addr` is memory of `src_dev` and
+            // `dst_addr` of `dst_dev`, `length` bytes each.
+            && unsafe {
+                src_dev.ops.data_exchange(
                     DevicePtr(src_addr as *mut c_void),
                     dst_dev.ops,
                     DevicePtr(dst_addr as *mut c_void),
                     length,
                 )
-                .is_ok()
+            }
+            .is_ok()
         {
             return true;
         }
         let mut buffer = vec![0u8; length];
         let staging = buffer.as_mut_ptr() as usize;
-        self.retrieve(src_dev, staging, src_addr, length as i64)
-            .is_ok()
-            && self
-                .submit(dst_dev, dst_addr, staging, length as i64)
-                .is_ok()
+        // SAFETY: `staging` is the live `buffer`, `length` writable bytes;
+        // `src_addr` names `length` bytes of `src_dev` (our `# Safety`).
+        unsafe { self.retrieve(src_dev, staging, src_addr, length as i64) }.is_ok()
+            // SAFETY: `staging` holds `length` readable bytes; `dst_addr`
+            // names `length` bytes of `dst_dev` (our `# Safety`).
+            && unsafe { self.submit(dst_dev, dst_addr, staging, length as i64) }.is_ok()
     }
 
     /// `omp_target_memcpy_rect`: with both pointers null, the number of
@@ -283,9 +308,13 @@ impl<'a> Offload<'a> {
             return OFFLOAD_FAIL;
         }
         let dims = num_dims as usize;
-        // SAFETY: non-null (checked above), `num_dims` elements each (the
-        // caller's promise), read only while this call runs.
-        let array = |p: *const usize| std::slice::from_raw_parts(p, dims);
+        // Called only with the five arrays checked non-null above.
+        let array = |p: *const usize| {
+            // SAFETY: `p` is one of those arrays: non-null (checked above)
+            // with `num_dims` elements (our `# Safety`); the slices are used
+            // only while this call runs.
+            unsafe { std::slice::from_raw_parts(p, dims) }
+        };
         let volume = array(volume);
         // An empty block copies nothing (LLVM: zero iterations, or
         // zero-length copies).
@@ -312,7 +341,9 @@ impl<'a> Offload<'a> {
             self.report(OffloadError::MemcpyRectInvalidArguments);
             return OFFLOAD_FAIL;
         };
-        self.copy_rect(volume, 0, &dst, dst.base, &src, src.base)
+        // SAFETY: our `# Safety`, and both sides were checked by
+        // `RectSide::new` for this `volume` (`copy_rect`'s contract).
+        unsafe { self.copy_rect(volume, 0, &dst, dst.base, &src, src.base) }
     }
 
     /// Copy dimensions `dim..` of the block whose dimension `dim` starts at
@@ -333,25 +364,33 @@ impl<'a> Offload<'a> {
     ) -> i32 {
         if dim + 1 == volume.len() {
             // The innermost stride is the element size.
-            return self.target_memcpy(
-                dst_at as *mut c_void,
-                src_at as *const c_void,
-                volume[dim] * dst.strides[dim],
-                dst.offsets[dim] * dst.strides[dim],
-                src.offsets[dim] * src.strides[dim],
-                dst.device,
-                src.device,
-            );
+            // SAFETY: our `# Safety`: the row lies inside the checked
+            // block of each side's memory, on its device.
+            return unsafe {
+                self.target_memcpy(
+                    dst_at as *mut c_void,
+                    src_at as *const c_void,
+                    volume[dim] * dst.strides[dim],
+                    dst.offsets[dim] * dst.strides[dim],
+                    src.offsets[dim] * src.strides[dim],
+                    dst.device,
+                    src.device,
+                )
+            };
         }
         for i in 0..volume[dim] {
-            let rc = self.copy_rect(
-                volume,
-                dim + 1,
-                dst,
-                dst_at + (dst.offsets[dim] + i) * dst.strides[dim],
-                src,
-                src_at + (src.offsets[dim] + i) * src.strides[dim],
-            );
+            // SAFETY: our `# Safety`: the sub-block starting at index `i`
+            // of dimension `dim` lies inside the checked block.
+            let rc = unsafe {
+                self.copy_rect(
+                    volume,
+                    dim + 1,
+                    dst,
+                    dst_at + (dst.offsets[dim] + i) * dst.strides[dim],
+                    src,
+                    src_at + (src.offsets[dim] + i) * src.strides[dim],
+                )
+            };
             if rc != OFFLOAD_SUCCESS {
                 return rc;
             }

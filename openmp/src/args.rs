@@ -201,6 +201,8 @@ mod tests {
 
     #[test]
     fn null_required_arrays_are_refused() {
+        // SAFETY: null arrays hold no elements to read; `from_raw` checks
+        // the required ones for null before using them and returns `None`.
         let r = unsafe {
             MapArgs::from_raw(
                 1,
@@ -213,6 +215,7 @@ mod tests {
             )
         };
         assert!(r.is_none());
+        // SAFETY: with a count of 0 no array is ever read.
         let empty = unsafe {
             MapArgs::from_raw(
                 0,

@@ -61,9 +61,14 @@ impl<'a> Offload<'a> {
         device_id: i64,
         args: &MapArgs,
     ) -> Result<(), Fatal> {
-        self.data_entry(loc, device_id, args, "Entering OpenMP data region", |dev| {
-            self.data_begin(dev, args, false)
-        })
+        let op = |dev: &DeviceCtx<'a>| {
+            // SAFETY: our `# Safety`: `args` is a valid view of the call's
+            // arrays, naming host memory as the map types say.
+            unsafe { self.data_begin(dev, args, false) }
+        };
+        // SAFETY: our `# Safety`: `loc` is null or a valid `ident_t` and
+        // `args` a valid view (`data_entry`'s contract).
+        unsafe { self.data_entry(loc, device_id, args, "Entering OpenMP data region", op) }
     }
 
     /// `__tgt_target_data_end_mapper`: unmap on exit from `target data` /
@@ -77,9 +82,14 @@ impl<'a> Offload<'a> {
         device_id: i64,
         args: &MapArgs,
     ) -> Result<(), Fatal> {
-        self.data_entry(loc, device_id, args, "Exiting OpenMP data region", |dev| {
-            self.data_end(dev, args, false)
-        })
+        let op = |dev: &DeviceCtx<'a>| {
+            // SAFETY: our `# Safety`: `args` is a valid view of the call's
+            // arrays, naming host memory as the map types say.
+            unsafe { self.data_end(dev, args, false) }
+        };
+        // SAFETY: our `# Safety`: `loc` is null or a valid `ident_t` and
+        // `args` a valid view (`data_entry`'s contract).
+        unsafe { self.data_entry(loc, device_id, args, "Exiting OpenMP data region", op) }
     }
 
     /// The common frame of the three `__tgt_target_data_*` entries, as
@@ -97,16 +107,24 @@ impl<'a> Offload<'a> {
         info_what: &str,
         op: impl FnOnce(&DeviceCtx<'a>) -> Result<(), OffloadError>,
     ) -> Result<(), Fatal> {
-        let Some(dev) = self.check_device_and_ctors(device_id, loc)? else {
+        // SAFETY: our `# Safety`: `loc` is null or a valid `ident_t`.
+        let Some(dev) = (unsafe { self.check_device_and_ctors(device_id, loc) })? else {
             return Ok(());
         };
-        self.info_kernel_arguments(loc, dev.id.into(), args, info_what);
+        // SAFETY: our `# Safety`: `loc` is null or valid, `args` a valid view.
+        unsafe { self.info_kernel_arguments(loc, dev.id.into(), args, info_what) };
         let ok = op(&dev).is_ok();
-        self.handle_target_outcome(ok, loc)
+        // SAFETY: our `# Safety`: `loc` is null or a valid `ident_t`.
+        unsafe { self.handle_target_outcome(ok, loc) }
     }
 
     /// LLVM's `targetDataMapper`: run the user-defined mapper of argument
     /// `i` and apply `op` to the components it produced.
+    ///
+    /// # Safety
+    /// `args` is a valid view and `mapper` the compiler-emitted mapper of
+    /// its argument `i`, whose components name host memory as their map
+    /// types say (as [`Offload::target_data_begin`] asks of `args`).
     pub(crate) unsafe fn data_mapper(
         &self,
         dev: &DeviceCtx<'a>,
@@ -115,17 +133,30 @@ impl<'a> Offload<'a> {
         mapper: super::MapperFn,
         op: DataOp,
     ) -> Result<(), OffloadError> {
-        let components = run_mapper(args, i, mapper);
+        // SAFETY: our `# Safety`: `mapper` is argument `i`'s compiler-emitted
+        // mapper and `args` a valid view (`run_mapper`'s contract).
+        let components = unsafe { run_mapper(args, i, mapper) };
         let mut owned = components.to_args();
         let view = owned.view();
-        match op {
-            DataOp::Begin => self.data_begin(dev, &view, true),
-            DataOp::End => self.data_end(dev, &view, true),
-            DataOp::Update => self.data_update(dev, &view, true),
+        // SAFETY: `view` is a valid view of `owned`'s arrays, which outlive
+        // it; its components name host memory as their map types say (our
+        // `# Safety`).
+        unsafe {
+            match op {
+                DataOp::Begin => self.data_begin(dev, &view, true),
+                DataOp::End => self.data_end(dev, &view, true),
+                DataOp::Update => self.data_update(dev, &view, true),
+            }
         }
     }
 
     /// LLVM's `targetDataBegin`.
+    ///
+    /// # Safety
+    /// As [`Offload::target_data_begin`] asks of `args`: a valid view whose
+    /// pointers name host memory as the map types say (a PTR_AND_OBJ base
+    /// holds a pointer, a `to` range is readable, a RETURN_PARAM base is
+    /// writable); a mapper is the compiler's for its argument.
     pub(crate) unsafe fn data_begin(
         &self,
         dev: &DeviceCtx<'a>,
@@ -141,10 +172,9 @@ impl<'a> Offload<'a> {
                 continue;
             }
             if let Some(mapper) = args.mapper(i) {
-                if self
-                    .data_mapper(dev, args, i, mapper, DataOp::Begin)
-                    .is_err()
-                {
+                // SAFETY: our `# Safety`: `args` is a valid view and
+                // `mapper` argument `i`'s.
+                if unsafe { self.data_mapper(dev, args, i, mapper, DataOp::Begin) }.is_err() {
                     return Err(self.report(OffloadError::MapperBeginFailed));
                 }
                 continue;
@@ -185,7 +215,9 @@ impl<'a> Offload<'a> {
                 };
                 pointer = Some((base, pointer_target, pointer_tpr.entry));
                 // The pointee's base is the pointer's value.
-                base = *(base as *const usize);
+                // SAFETY: our `# Safety`: a PTR_AND_OBJ base is host memory
+                // holding a pointer (LLVM reads it the same way).
+                base = unsafe { *(base as *const usize) };
                 update_ref = !from_mapper || i != 0;
             }
 
@@ -238,11 +270,17 @@ impl<'a> Offload<'a> {
                         e.set_may_contain_attached_pointers();
                         e.lock_update()
                     });
-                    let copied = dev.ops.submit(
-                        DevicePtr(pointer_target as *mut c_void),
-                        value_addr as *const c_void,
-                        POINTER_SIZE as usize,
-                    );
+                    // SAFETY: `value_addr` is the live local `value`, of
+                    // POINTER_SIZE readable bytes; `pointer_target` is the
+                    // device copy of the pointer, mapped on `dev` just above
+                    // with POINTER_SIZE bytes.
+                    let copied = unsafe {
+                        dev.ops.submit(
+                            DevicePtr(pointer_target as *mut c_void),
+                            value_addr as *const c_void,
+                            POINTER_SIZE as usize,
+                        )
+                    };
                     if copied.is_err() {
                         return Err(self.report(OffloadError::CopyToDeviceFailed));
                     }
@@ -274,6 +312,11 @@ impl<'a> Offload<'a> {
     /// LLVM's `targetDataEnd`: arguments in reverse order; copy back `from`
     /// data of the last reference (or `always`), restore shadowed host
     /// pointers, then free what went away.
+    ///
+    /// # Safety
+    /// As [`Offload::target_data_begin`] asks of `args`: a valid view whose
+    /// `from` ranges are writable host memory; the host pointers shadowed
+    /// in the table are still writable host memory.
     pub(crate) unsafe fn data_end(
         &self,
         dev: &DeviceCtx<'a>,
@@ -291,7 +334,9 @@ impl<'a> Offload<'a> {
                 continue;
             }
             if let Some(mapper) = args.mapper(i) {
-                if self.data_mapper(dev, args, i, mapper, DataOp::End).is_err() {
+                // SAFETY: our `# Safety`: `args` is a valid view and
+                // `mapper` argument `i`'s.
+                if unsafe { self.data_mapper(dev, args, i, mapper, DataOp::End) }.is_err() {
                     return Err(self.report(OffloadError::MapperEndFailed));
                 }
                 continue;
@@ -338,7 +383,9 @@ impl<'a> Offload<'a> {
             if from
                 && (has(t, mt::ALWAYS) || tpr.is_last)
                 && !tpr.is_host_ptr
-                && self.retrieve(dev, begin, target, size).is_err()
+                // SAFETY: our `# Safety`: a `from` range is writable host
+                // memory; `target` is its device copy on `dev`.
+                && unsafe { self.retrieve(dev, begin, target, size) }.is_err()
             {
                 return Err(self.report(OffloadError::CopyFromDeviceFailed));
             }
@@ -350,7 +397,10 @@ impl<'a> Offload<'a> {
             // addresses; forget them when the struct goes away.
             table.visit_shadows(tpr.entry.as_ref(), begin, size, |host_ptr_addr, shadow| {
                 if from {
-                    *(host_ptr_addr as *mut usize) = shadow.host_ptr_value;
+                    // SAFETY: a shadowed pointer lies inside the mapped host
+                    // range `begin..begin+size` (the table visits only
+                    // those), which is writable host memory (our `# Safety`).
+                    unsafe { *(host_ptr_addr as *mut usize) = shadow.host_ptr_value };
                 }
                 if del_entry {
                     ShadowVisit::Remove

@@ -189,7 +189,10 @@ impl DeviceOps for omptarget::device::Device {
         src: *const c_void,
         size: usize,
     ) -> Result<(), OpFailed> {
-        omptarget::device::Device::submit(self, dst, src, size)
+        // SAFETY: the trait's `# Safety` for `submit`: `src..src+size` is
+        // readable host memory and `dst` device memory of this device,
+        // which is `Device::submit`'s contract.
+        unsafe { omptarget::device::Device::submit(self, dst, src, size) }
     }
     unsafe fn retrieve(
         &self,
@@ -197,7 +200,10 @@ impl DeviceOps for omptarget::device::Device {
         src: DevicePtr,
         size: usize,
     ) -> Result<(), OpFailed> {
-        omptarget::device::Device::retrieve(self, dst, src, size)
+        // SAFETY: the trait's `# Safety` for `retrieve`: `dst..dst+size` is
+        // writable host memory and `src` device memory of this device, which
+        // is `Device::retrieve`'s contract.
+        unsafe { omptarget::device::Device::retrieve(self, dst, src, size) }
     }
     fn is_data_exchangable(&self, dst: &dyn DeviceOps) -> bool {
         dst.as_any()
@@ -219,17 +225,24 @@ impl DeviceOps for omptarget::device::Device {
                 "data exchange with a foreign device".to_string(),
             ));
         };
-        self.exchange(src, dst_device, dst, size)
+        // SAFETY: the trait's `# Safety` for `data_exchange`: `src` is
+        // device memory of this device and `dst` of `dst_device` (the same
+        // device, downcast), which is `Device::exchange`'s contract.
+        unsafe { self.exchange(src, dst_device, dst, size) }
     }
     unsafe fn load_binary(
         &self,
         image: *mut DeviceImage,
         storage: Arc<dyn Any + Send + Sync>,
     ) -> Result<Vec<OffloadEntry>, OpFailed> {
-        Ok(self.load_image_kept(image, Some(storage))?.entries)
+        // SAFETY: the trait's `# Safety` for `load_binary`: `image` points
+        // into `storage`, which the device keeps alive while it is loaded.
+        Ok(unsafe { self.load_image_kept(image, Some(storage)) }?.entries)
     }
     unsafe fn unload_binary(&self, image: *mut DeviceImage) -> Result<bool, OpFailed> {
-        self.unload_image(image)
+        // SAFETY: the trait's `# Safety` for `unload_binary`: `image` was
+        // loaded on this device by `load_binary`, i.e. by `load_image_kept`.
+        unsafe { self.unload_image(image) }
     }
     unsafe fn run_region(
         &self,
@@ -237,13 +250,18 @@ impl DeviceOps for omptarget::device::Device {
         args: &mut [*mut c_void],
         offsets: &mut [isize],
     ) -> Result<(), OpFailed> {
-        omptarget::device::Device::run_region(
-            self,
-            entry,
-            args,
-            offsets,
-            omptarget::RegionLaunch::Single,
-        )
+        // SAFETY: the trait's `# Safety` for `run_region`: `entry` is an
+        // entry of a table loaded on this device and `args`/`offsets` are
+        // what that kernel expects.
+        unsafe {
+            omptarget::device::Device::run_region(
+                self,
+                entry,
+                args,
+                offsets,
+                omptarget::RegionLaunch::Single,
+            )
+        }
     }
     unsafe fn run_team_region(
         &self,
@@ -254,17 +272,22 @@ impl DeviceOps for omptarget::device::Device {
         thread_limit: i32,
         loop_tripcount: u64,
     ) -> Result<(), OpFailed> {
-        omptarget::device::Device::run_region(
-            self,
-            entry,
-            args,
-            offsets,
-            omptarget::RegionLaunch::Teams {
-                num_teams,
-                thread_limit,
-                loop_tripcount,
-            },
-        )
+        // SAFETY: the trait's `# Safety` for `run_team_region` (as
+        // `run_region`): `entry` is an entry of a table loaded on this
+        // device and `args`/`offsets` are what that kernel expects.
+        unsafe {
+            omptarget::device::Device::run_region(
+                self,
+                entry,
+                args,
+                offsets,
+                omptarget::RegionLaunch::Teams {
+                    num_teams,
+                    thread_limit,
+                    loop_tripcount,
+                },
+            )
+        }
     }
     fn supports_empty_images(&self) -> bool {
         self.plugin().supports_empty_images()
@@ -288,7 +311,8 @@ impl Platform for omptarget::Runtime {
     }
     unsafe fn is_valid_binary(&self, plugin: usize, image: *mut DeviceImage) -> bool {
         self.plugin(plugin)
-            .is_some_and(|p| p.is_valid_binary(image))
+            // SAFETY: our `# Safety`: `image` points to a valid device image.
+            .is_some_and(|p| unsafe { p.is_valid_binary(image) })
     }
     fn device(&self, plugin: usize, local: usize) -> Option<&dyn DeviceOps> {
         self.plugin_device(plugin, local)

@@ -103,7 +103,9 @@ impl SourceInfo {
         let source = if loc.is_null() {
             UNKNOWN_LOCATION.to_string()
         } else {
-            c_string_or((*loc).psource, UNKNOWN_LOCATION)
+            // SAFETY: our `# Safety`: `loc` is non-null here, so it points to
+            // an `ident_t` whose `psource` is null or NUL-terminated.
+            unsafe { c_string_or((*loc).psource, UNKNOWN_LOCATION) }
         };
         let field = |n| nth_field(&source, n);
         SourceInfo {
@@ -119,7 +121,8 @@ impl SourceInfo {
     /// # Safety
     /// `name` is null or a NUL-terminated string.
     pub unsafe fn from_var_name(name: *const c_char) -> Self {
-        let source = c_string_or(name, UNKNOWN_LOCATION);
+        // SAFETY: our `# Safety`: `name` is null or NUL-terminated.
+        let source = unsafe { c_string_or(name, UNKNOWN_LOCATION) };
         let field = |n| nth_field(&source, n);
         SourceInfo {
             name: field(0),
@@ -144,14 +147,23 @@ pub unsafe fn name_from_mapping(name: *const c_char) -> String {
     if name.is_null() {
         return "unknown".to_string();
     }
-    nth_field(&c_string_or(name, ""), 0)
+    // SAFETY: our `# Safety`: `name` is a NUL-terminated string.
+    nth_field(&unsafe { c_string_or(name, "") }, 0)
 }
 
+/// The string at `ptr` (lossily UTF-8), or `default` when `ptr` is null.
+///
+/// # Safety
+/// `ptr` is null or a NUL-terminated string valid for the call.
 unsafe fn c_string_or(ptr: *const c_char, default: &str) -> String {
     if ptr.is_null() {
         default.to_string()
     } else {
-        CStr::from_ptr(ptr).to_string_lossy().into_owned()
+        // SAFETY: our `# Safety`: `ptr` is non-null here, so it is a
+        // NUL-terminated string valid for this call (we copy it out).
+        unsafe { CStr::from_ptr(ptr) }
+            .to_string_lossy()
+            .into_owned()
     }
 }
 
@@ -221,11 +233,14 @@ mod tests {
             reserved_3: 0,
             psource: s.as_ptr(),
         };
+        // SAFETY: `loc` is a local `Ident` whose `psource` is the live,
+        // NUL-terminated CString `s`.
         let info = unsafe { SourceInfo::from_ident(&loc) };
         assert_eq!(info.filename, "test.c");
         assert_eq!(info.name, "main");
         assert_eq!((info.line, info.column), (12, 5));
         assert!(info.is_available());
+        // SAFETY: a null `loc` is allowed by `from_ident`'s contract.
         let none = unsafe { SourceInfo::from_ident(std::ptr::null()) };
         assert_eq!(none.filename, "unknown");
         assert!(!none.is_available());
@@ -234,8 +249,11 @@ mod tests {
     #[test]
     fn var_names() {
         let s = CString::new(";arr[0:n];/x/t.c;7;3;;").unwrap();
+        // SAFETY: `s` is a live NUL-terminated CString.
         assert_eq!(unsafe { name_from_mapping(s.as_ptr()) }, "arr[0:n]");
+        // SAFETY: null is allowed by `name_from_mapping`'s contract.
         assert_eq!(unsafe { name_from_mapping(std::ptr::null()) }, "unknown");
+        // SAFETY: `s` is a live NUL-terminated CString.
         let info = unsafe { SourceInfo::from_var_name(s.as_ptr()) };
         assert_eq!(info.to_string(), "t.c:7:3");
     }

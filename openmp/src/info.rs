@@ -226,7 +226,8 @@ impl Offload<'_> {
             return;
         }
         let device = device as i32;
-        let info = SourceInfo::from_ident(loc);
+        // SAFETY: our `# Safety`: `loc` is null or a valid `ident_t`.
+        let info = unsafe { SourceInfo::from_ident(loc) };
         self.info(
             INFO_ALL,
             device,
@@ -267,7 +268,9 @@ impl Offload<'_> {
                 format!(
                     "{}({})[{}] {}\n",
                     kind,
-                    name_from_mapping(args.name(i) as *const c_char),
+                    // SAFETY: `args` is a valid view (our `# Safety`), so its
+                    // name is null or a compiler-emitted NUL-terminated string.
+                    unsafe { name_from_mapping(args.name(i) as *const c_char) },
                     args.size(i),
                     implicit
                 ),
@@ -282,7 +285,8 @@ impl Offload<'_> {
     pub(crate) unsafe fn dump_all_mappings(&self, loc: *const Ident) {
         let count = self.registry.num_devices();
         for device in 0..count {
-            self.dump_mappings(loc, device);
+            // SAFETY: our `# Safety`: `loc` is null or a valid `ident_t`.
+            unsafe { self.dump_mappings(loc, device) };
         }
     }
 
@@ -306,6 +310,11 @@ impl Offload<'_> {
         }
     }
 
+    /// LLVM's `dumpTargetPointerMappings` for one device.
+    ///
+    /// # Safety
+    /// `loc` is null or a valid `ident_t` (whose `psource` is null or a
+    /// NUL-terminated string).
     unsafe fn dump_mappings(&self, loc: *const Ident, device: i32) {
         let Some(dev) = self.device(device as i64) else {
             return;
@@ -322,7 +331,8 @@ impl Offload<'_> {
         if entries.is_empty() {
             return;
         }
-        let kernel = SourceInfo::from_ident(loc);
+        // SAFETY: our `# Safety`: `loc` is null or a valid `ident_t`.
+        let kernel = unsafe { SourceInfo::from_ident(loc) };
         self.info(
             INFO_ALL,
             device,
@@ -340,7 +350,10 @@ impl Offload<'_> {
             ),
         );
         for entry in entries {
-            let var = SourceInfo::from_var_name(entry.name as *const c_char);
+            // SAFETY: the mapping table's invariant: `name` is 0 or the
+            // `map_var_info_t` passed with the mapping, a NUL-terminated
+            // constant the compiler emits (LLVM dereferences it the same way).
+            let var = unsafe { SourceInfo::from_var_name(entry.name as *const c_char) };
             self.info(
                 INFO_ALL,
                 device,

@@ -44,7 +44,8 @@ impl<'a> Offload<'a> {
             device_id
         };
         if self.registry.num_devices() == 0 {
-            self.handle_target_outcome(false, loc)?;
+            // SAFETY: our `# Safety`: `loc` is null or a valid `ident_t`.
+            unsafe { self.handle_target_outcome(false, loc) }?;
             return Ok(None);
         }
         if device_id == i64::from(self.registry.initial_device()) {
@@ -52,12 +53,14 @@ impl<'a> Offload<'a> {
         }
         let Some(dev) = self.ready_device(device_id) else {
             self.report(OffloadError::DeviceNotReady { device: device_id });
-            self.handle_target_outcome(false, loc)?;
+            // SAFETY: our `# Safety`: `loc` is null or a valid `ident_t`.
+            unsafe { self.handle_target_outcome(false, loc) }?;
             return Ok(None);
         };
         if dev.slot.has_pending() && self.init_library(&dev).is_err() {
             self.report(OffloadError::InitGlobalsFailed { device: device_id });
-            self.handle_target_outcome(false, loc)?;
+            // SAFETY: our `# Safety`: `loc` is null or a valid `ident_t`.
+            unsafe { self.handle_target_outcome(false, loc) }?;
             return Ok(None);
         }
         Ok(Some(dev))

@@ -209,11 +209,15 @@ impl<'a> Offload<'a> {
     ) -> Result<(), OpFailed> {
         let name = self.transfer_name(dev, host, size);
         self.info_transfer(dev, true, host, target, size, name);
-        dev.ops.submit(
-            DevicePtr(target as *mut c_void),
-            host as *const c_void,
-            size as usize,
-        )
+        // SAFETY: our `# Safety`: `host..host+size` is readable and `target`
+        // is device memory of `dev`, which is what `DeviceOps::submit` asks.
+        unsafe {
+            dev.ops.submit(
+                DevicePtr(target as *mut c_void),
+                host as *const c_void,
+                size as usize,
+            )
+        }
     }
 
     /// Copy device -> host, with LLVM's DATA_TRANSFER info line.
@@ -229,11 +233,15 @@ impl<'a> Offload<'a> {
     ) -> Result<(), OpFailed> {
         let name = self.transfer_name(dev, host, size);
         self.info_transfer(dev, false, host, target, size, name);
-        dev.ops.retrieve(
-            host as *mut c_void,
-            DevicePtr(target as *mut c_void),
-            size as usize,
-        )
+        // SAFETY: our `# Safety`: `host..host+size` is writable and `target`
+        // is device memory of `dev`, which is what `DeviceOps::retrieve` asks.
+        unsafe {
+            dev.ops.retrieve(
+                host as *mut c_void,
+                DevicePtr(target as *mut c_void),
+                size as usize,
+            )
+        }
     }
 
     /// The device memory of `dev` as the mapping table sees it.
@@ -269,14 +277,17 @@ impl DeviceMemory for MappingMemory<'_, '_> {
     unsafe fn submit(&self, device_ptr: usize, host_ptr: usize, size: usize, name: usize) -> bool {
         self.offload
             .info_transfer(self.dev, true, host_ptr, device_ptr, size as i64, name);
-        self.dev
-            .ops
-            .submit(
+        // SAFETY: the trait's `# Safety`: `host_ptr..host_ptr+size` is
+        // readable; `device_ptr` is device memory this table got from our
+        // `alloc`, i.e. of `self.dev`.
+        unsafe {
+            self.dev.ops.submit(
                 DevicePtr(device_ptr as *mut c_void),
                 host_ptr as *const c_void,
                 size,
             )
-            .is_ok()
+        }
+        .is_ok()
     }
     fn on_event(&self, event: &MapEvent) {
         self.offload.info_map_event(self.dev.id, event);

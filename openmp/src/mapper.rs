@@ -40,7 +40,11 @@ impl MapperComponents {
     ) -> Self {
         let mut components = MapperComponents::default();
         let handle = &mut components as *mut MapperComponents as *mut c_void;
-        mapper(handle, base, begin, size, map_type, name);
+        // SAFETY: our `# Safety`: `mapper` is a compiler-emitted mapper
+        // and the pointers are the argument's, unchanged; `handle` points to
+        // the live local `components`, which the mapper only reaches through
+        // `push_mapper_component`/`mapper_num_components` during this call.
+        unsafe { mapper(handle, base, begin, size, map_type, name) };
         components
     }
 
@@ -63,7 +67,9 @@ impl MapperComponents {
 /// # Safety
 /// `handle` is null or the handle the runtime passed to the running mapper.
 pub unsafe fn mapper_num_components(handle: *mut c_void) -> i64 {
-    match (handle as *const MapperComponents).as_ref() {
+    // SAFETY: our `# Safety`: `handle` is null (`None`) or the handle
+    // `collect` passed, a live `MapperComponents` not mutated meanwhile.
+    match unsafe { (handle as *const MapperComponents).as_ref() } {
         Some(components) => components.components.len() as i64,
         None => 0,
     }
@@ -83,7 +89,10 @@ pub unsafe fn push_mapper_component(
     map_type: i64,
     name: *mut c_void,
 ) {
-    if let Some(components) = (handle as *mut MapperComponents).as_mut() {
+    // SAFETY: our `# Safety`: `handle` is null (`None`) or the handle
+    // `collect` passed, a live `MapperComponents` that no other thread uses,
+    // so this is the only reference to it.
+    if let Some(components) = unsafe { (handle as *mut MapperComponents).as_mut() } {
         components.components.push(MapComponent {
             base,
             begin,
@@ -99,14 +108,18 @@ pub unsafe fn push_mapper_component(
 /// # Safety
 /// As [`MapperComponents::collect`]; `args` is a valid view.
 pub(crate) unsafe fn run_mapper(args: &MapArgs, i: usize, mapper: MapperFn) -> MapperComponents {
-    MapperComponents::collect(
-        mapper,
-        args.base(i),
-        args.begin(i),
-        args.size(i),
-        args.map_type(i),
-        args.name(i),
-    )
+    // SAFETY: our `# Safety` is `collect`'s: `mapper` is a compiler-emitted
+    // mapper and the pointers are argument `i`'s of the valid view `args`.
+    unsafe {
+        MapperComponents::collect(
+            mapper,
+            args.base(i),
+            args.begin(i),
+            args.size(i),
+            args.map_type(i),
+            args.name(i),
+        )
+    }
 }
 
 #[cfg(test)]
@@ -121,20 +134,29 @@ mod tests {
         map_type: i64,
         name: *mut c_void,
     ) {
-        let before = mapper_num_components(handle);
-        push_mapper_component(handle, base, begin, size, map_type, name);
-        push_mapper_component(
-            handle,
-            begin,
-            (begin as usize + 8) as *mut c_void,
-            before + 4,
-            map_type | 0x10,
-            name,
-        );
+        // SAFETY: `collect` calls us with its live handle, used on this
+        // thread only.
+        let before = unsafe { mapper_num_components(handle) };
+        // SAFETY: as above.
+        unsafe { push_mapper_component(handle, base, begin, size, map_type, name) };
+        // SAFETY: as above.
+        unsafe {
+            push_mapper_component(
+                handle,
+                begin,
+                (begin as usize + 8) as *mut c_void,
+                before + 4,
+                map_type | 0x10,
+                name,
+            )
+        };
     }
 
     #[test]
     fn mapper_pushes_components_through_the_handle() {
+        // SAFETY: `two_component_mapper` only uses the handle through
+        // `push_mapper_component`/`mapper_num_components` and never
+        // dereferences the (fake) argument pointers.
         let c = unsafe {
             MapperComponents::collect(
                 two_component_mapper,
@@ -152,6 +174,7 @@ mod tests {
         let view = owned.view();
         assert_eq!(view.len(), 2);
         assert_eq!(view.begin(1) as usize, 40);
+        // SAFETY: a null handle is allowed by the contract.
         assert_eq!(unsafe { mapper_num_components(std::ptr::null_mut()) }, 0);
     }
 }

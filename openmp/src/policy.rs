@@ -88,11 +88,14 @@ impl Offload<'_> {
                 let dump = self.registry.info_enabled(INFO_DUMP_TABLE);
                 if !success {
                     if dump {
-                        self.dump_all_mappings(loc);
+                        // SAFETY: our `# Safety`: `loc` is null or a valid `ident_t`.
+                        unsafe { self.dump_all_mappings(loc) };
                     } else {
                         self.emit(Diagnostic::Error(CONSULT.to_string()));
                     }
-                    let info = SourceInfo::from_ident(loc);
+                    // SAFETY: our `# Safety`: `loc` is null or a valid
+                    // `ident_t` (whose `psource` is null or NUL-terminated).
+                    let info = unsafe { SourceInfo::from_ident(loc) };
                     if info.is_available() {
                         self.emit(Diagnostic::Raw(format!("{info}: ")));
                     } else {
@@ -101,7 +104,8 @@ impl Offload<'_> {
                     return Err(Fatal::new(1, MANDATORY_FAILED));
                 }
                 if dump {
-                    self.dump_all_mappings(loc);
+                    // SAFETY: our `# Safety`: `loc` is null or a valid `ident_t`.
+                    unsafe { self.dump_all_mappings(loc) };
                 }
                 Ok(())
             }

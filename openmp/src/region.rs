@@ -60,6 +60,11 @@ impl<'o, 'a> PrivateArguments<'o, 'a> {
     /// LLVM's `addArg`: allocate (and for first-private, fill) a device
     /// buffer now, or queue a small first-private argument for packing.
     /// Returns the device address, or 0 as a placeholder for packed ones.
+    ///
+    /// # Safety
+    /// For a first-private argument, `host_begin..host_begin+size` is
+    /// readable host memory, now (when sent at once) and until
+    /// [`PrivateArguments::pack_and_transfer`] (when queued).
     unsafe fn add(
         &mut self,
         host_begin: usize,
@@ -82,10 +87,10 @@ impl<'o, 'a> PrivateArguments<'o, 'a> {
                 .filter(|&p| p != 0)
                 .ok_or(OffloadError::PrivateAllocFailed)?;
             if first_private
-                && self
-                    .offload
-                    .submit(self.dev, target, host_begin, size)
-                    .is_err()
+                // SAFETY: our `# Safety`: a first-private argument's host
+                // range is readable; `target` was just allocated on
+                // `self.dev` with `size` bytes.
+                && unsafe { self.offload.submit(self.dev, target, host_begin, size) }.is_err()
             {
                 // LLVM leaks this buffer; we free it with the others.
                 self.buffers.push(target);
@@ -108,6 +113,11 @@ impl<'o, 'a> PrivateArguments<'o, 'a> {
 
     /// LLVM's `packAndTransfer`: copy the queued first-private arguments
     /// into one buffer, send it, and fill in their kernel arguments.
+    ///
+    /// # Safety
+    /// Each queued argument's host range is still readable (as
+    /// [`PrivateArguments::add`] asks); `kernel_args` holds each queued
+    /// argument's index.
     unsafe fn pack_and_transfer(
         &mut self,
         kernel_args: &mut [*mut c_void],
@@ -118,11 +128,17 @@ impl<'o, 'a> PrivateArguments<'o, 'a> {
         let mut buffer = vec![0u8; self.packed_size as usize];
         let mut at = 0usize;
         for arg in &self.packed {
-            std::ptr::copy_nonoverlapping(
-                arg.host_begin as *const u8,
-                buffer.as_mut_ptr().add(at),
-                arg.size as usize,
-            );
+            // SAFETY: our `# Safety`: `host_begin..+size` is readable host
+            // memory; `buffer` holds `packed_size`, the sum of the aligned
+            // sizes (each >= its size), so `at..at+size` is in it, and a
+            // fresh Vec overlaps no host argument.
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    arg.host_begin as *const u8,
+                    buffer.as_mut_ptr().add(at),
+                    arg.size as usize,
+                )
+            };
             at += arg.aligned_size as usize;
         }
         let target = self
@@ -138,14 +154,17 @@ impl<'o, 'a> PrivateArguments<'o, 'a> {
             .filter(|&p| p != 0)
             .ok_or(OffloadError::PrivatePackFailed)?;
         self.buffers.push(target);
-        self.offload
-            .submit(
+        // SAFETY: `buffer` is a live Vec of `buffer.len()` readable bytes;
+        // `target` was just allocated on `self.dev` with that many bytes.
+        unsafe {
+            self.offload.submit(
                 self.dev,
                 target,
                 buffer.as_ptr() as usize,
                 buffer.len() as i64,
             )
-            .map_err(|_| OffloadError::PrivatePackFailed)?;
+        }
+        .map_err(|_| OffloadError::PrivatePackFailed)?;
         let mut address = target;
         for arg in &self.packed {
             kernel_args[arg.index] = address as *mut c_void;
@@ -195,14 +214,18 @@ impl<'a> Offload<'a> {
         thread_limit: i32,
         teams: bool,
     ) -> Result<i32, Fatal> {
-        let Some(dev) = self.check_device_and_ctors(device_id, loc)? else {
+        // SAFETY: our `# Safety`: `loc` is null or a valid `ident_t`.
+        let Some(dev) = (unsafe { self.check_device_and_ctors(device_id, loc) })? else {
             return Ok(OMP_TGT_FAIL);
         };
-        self.info_kernel_arguments(loc, dev.id.into(), args, "Entering OpenMP kernel");
-        let ok = self
-            .run_target(&dev, host_ptr, args, num_teams, thread_limit, teams)
+        // SAFETY: our `# Safety`: `loc` is null or valid, `args` a valid view.
+        unsafe { self.info_kernel_arguments(loc, dev.id.into(), args, "Entering OpenMP kernel") };
+        // SAFETY: our `# Safety`: `host_ptr` is the region's host entry
+        // address and `args` a valid view of the call's arrays.
+        let ok = unsafe { self.run_target(&dev, host_ptr, args, num_teams, thread_limit, teams) }
             .is_ok();
-        self.handle_target_outcome(ok, loc)?;
+        // SAFETY: our `# Safety`: `loc` is null or a valid `ident_t`.
+        unsafe { self.handle_target_outcome(ok, loc) }?;
         Ok(OMP_TGT_SUCCESS)
     }
 
@@ -217,7 +240,8 @@ impl<'a> Offload<'a> {
         device_id: i64,
         loop_tripcount: u64,
     ) -> Result<(), Fatal> {
-        let Some(dev) = self.check_device_and_ctors(device_id, loc)? else {
+        // SAFETY: our `# Safety`: `loc` is null or a valid `ident_t`.
+        let Some(dev) = (unsafe { self.check_device_and_ctors(device_id, loc) })? else {
             return Ok(());
         };
         let thread = self.host.global_thread_num();
@@ -232,6 +256,12 @@ impl<'a> Offload<'a> {
     }
 
     /// LLVM's `target`: everything after the device checks.
+    ///
+    /// # Safety
+    /// `host_ptr` is a host entry address of a registered binary (a
+    /// region's, or a ctor/dtor's) whose kernel takes the arguments `args`
+    /// describes; `args` is a valid view of the call's arrays (as
+    /// [`Offload::target`] asks).
     pub(crate) unsafe fn run_target(
         &self,
         dev: &DeviceCtx<'a>,
@@ -266,9 +296,12 @@ impl<'a> Offload<'a> {
         let mut privates = PrivateArguments::new(self, dev);
 
         if !args.is_empty()
-            && self
-                .process_data_before(dev, args, &mut kernel_args, &mut offsets, &mut privates)
-                .is_err()
+            // SAFETY: our `# Safety`: `args` is a valid view of the call's
+            // arrays.
+            && unsafe {
+                self.process_data_before(dev, args, &mut kernel_args, &mut offsets, &mut privates)
+            }
+            .is_err()
         {
             return Err(self.report(OffloadError::ProcessDataBeforeFailed));
         }
@@ -278,30 +311,46 @@ impl<'a> Offload<'a> {
         let mut launched = None;
         self.host.kernel_section(&mut || {
             launched = Some(if teams {
-                dev.ops.run_team_region(
-                    entry.addr as *mut c_void,
-                    &mut kernel_args,
-                    &mut offsets,
-                    num_teams,
-                    thread_limit,
-                    tripcount,
-                )
+                // SAFETY: `entry` is the entry of `host_ptr` in the table
+                // loaded on `dev` (`target_entry`); the arguments are what
+                // `process_data_before` built from `args`, which describes
+                // the kernel's arguments (our `# Safety`).
+                unsafe {
+                    dev.ops.run_team_region(
+                        entry.addr as *mut c_void,
+                        &mut kernel_args,
+                        &mut offsets,
+                        num_teams,
+                        thread_limit,
+                        tripcount,
+                    )
+                }
             } else {
-                dev.ops
-                    .run_region(entry.addr as *mut c_void, &mut kernel_args, &mut offsets)
+                // SAFETY: as for the teams region above.
+                unsafe {
+                    dev.ops
+                        .run_region(entry.addr as *mut c_void, &mut kernel_args, &mut offsets)
+                }
             });
         });
         if !matches!(launched, Some(Ok(_))) {
             return Err(self.report(OffloadError::ExecutionFailed));
         }
 
-        if !args.is_empty() && self.process_data_after(dev, args, &mut privates).is_err() {
+        // SAFETY: our `# Safety`: `args` is a valid view of the call's arrays.
+        if !args.is_empty() && unsafe { self.process_data_after(dev, args, &mut privates) }.is_err()
+        {
             return Err(self.report(OffloadError::ProcessDataAfterFailed));
         }
         Ok(())
     }
 
     /// LLVM's `processDataBefore`.
+    ///
+    /// # Safety
+    /// `args` is a valid view of the call's arrays: each entry's host range
+    /// is host memory as its map type says (a PTR_AND_OBJ base holds a
+    /// pointer, a first-private range is readable).
     unsafe fn process_data_before(
         &self,
         dev: &DeviceCtx<'a>,
@@ -310,7 +359,8 @@ impl<'a> Offload<'a> {
         offsets: &mut KernelOffsets,
         privates: &mut PrivateArguments<'_, 'a>,
     ) -> Result<(), OffloadError> {
-        if self.data_begin(dev, args, false).is_err() {
+        // SAFETY: our `# Safety`: `args` is a valid view.
+        if unsafe { self.data_begin(dev, args, false) }.is_err() {
             return Err(self.report(OffloadError::TargetDataBeginFailed));
         }
         let usm = self.registry.unified_shared_memory();
@@ -331,7 +381,10 @@ impl<'a> Offload<'a> {
             let t = args.map_type(i);
             if t & mt::TARGET_PARAM == 0 {
                 if t & LAMBDA_MAPPING == LAMBDA_MAPPING {
-                    self.attach_lambda_capture(dev, args, i, kernel_args, offsets, &positions)?;
+                    // SAFETY: our `# Safety`: `args` is a valid view.
+                    unsafe {
+                        self.attach_lambda_capture(dev, args, i, kernel_args, offsets, &positions)
+                    }?;
                 }
                 continue;
             }
@@ -344,13 +397,17 @@ impl<'a> Offload<'a> {
                 let first_private = t & mt::TO != 0;
                 let alloc_immediately =
                     i + 1 < args.len() && args.map_type(i + 1) & mt::MEMBER_OF != 0;
-                match privates.add(
-                    begin,
-                    args.size(i),
-                    first_private,
-                    kernel_args.len(),
-                    alloc_immediately,
-                ) {
+                // SAFETY: our `# Safety`: a first-private entry's range is
+                // readable, and stays so until `pack_and_transfer` below.
+                match unsafe {
+                    privates.add(
+                        begin,
+                        args.size(i),
+                        first_private,
+                        kernel_args.len(),
+                        alloc_immediately,
+                    )
+                } {
                     Ok(target) => (target, offset),
                     Err(_) => {
                         return Err(self.report(OffloadError::PrivateArgumentFailed {
@@ -361,7 +418,9 @@ impl<'a> Offload<'a> {
                 }
             } else {
                 if t & mt::PTR_AND_OBJ != 0 {
-                    base = *(base as *const usize);
+                    // SAFETY: our `# Safety`: a PTR_AND_OBJ entry's base is
+                    // host memory holding a pointer (LLVM reads it too).
+                    base = unsafe { *(base as *const usize) };
                 }
                 let tpr = table.get_tgt_ptr_begin(&UnmapRequest {
                     host_begin: begin,
@@ -384,12 +443,18 @@ impl<'a> Offload<'a> {
             offsets.push(offset);
         }
 
-        privates.pack_and_transfer(kernel_args)
+        // SAFETY: the queued arguments' ranges are still readable (our
+        // `# Safety`) and `add` was given their `kernel_args` indices.
+        unsafe { privates.pack_and_transfer(kernel_args) }
     }
 
     /// A lambda's captured pointer (PTR_AND_OBJ | LITERAL | IMPLICIT member
     /// of the lambda argument): make the device copy of the lambda point at
     /// the device copy of the captured data.
+    ///
+    /// # Safety
+    /// `args` is a valid view; `kernel_args`/`offsets`/`positions` are what
+    /// `process_data_before` built for the entries before `i`.
     unsafe fn attach_lambda_capture(
         &self,
         dev: &DeviceCtx<'a>,
@@ -430,14 +495,19 @@ impl<'a> Offload<'a> {
             return Ok(());
         }
         let value = pointee;
-        if self
-            .submit(
+        // SAFETY: `value` is a live local of POINTER_SIZE readable bytes;
+        // `target_begin` is inside the device copy of the parent lambda,
+        // mapped on `dev` (its kernel argument plus the member's offset, as
+        // LLVM computes it).
+        if unsafe {
+            self.submit(
                 dev,
                 target_begin,
                 &value as *const usize as usize,
                 POINTER_SIZE,
             )
-            .is_err()
+        }
+        .is_err()
         {
             return Err(self.report(OffloadError::CopyToDeviceFailed));
         }
@@ -445,13 +515,17 @@ impl<'a> Offload<'a> {
     }
 
     /// LLVM's `processDataAfter`.
+    ///
+    /// # Safety
+    /// `args` is the valid view `process_data_before` was given.
     unsafe fn process_data_after(
         &self,
         dev: &DeviceCtx<'a>,
         args: &MapArgs,
         privates: &mut PrivateArguments<'_, 'a>,
     ) -> Result<(), OffloadError> {
-        if self.data_end(dev, args, false).is_err() {
+        // SAFETY: our `# Safety`: `args` is a valid view.
+        if unsafe { self.data_end(dev, args, false) }.is_err() {
             return Err(self.report(OffloadError::TargetDataEndFailed));
         }
         if privates.free().is_err() {

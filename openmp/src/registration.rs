@@ -25,7 +25,12 @@ use std::sync::Arc;
 /// null or reversed.
 ///
 /// # Safety
-/// A non-empty range is a valid array of entries.
+/// A non-empty range is a valid, aligned array of entries that nothing
+/// mutates for as long as the returned slice lives. The lifetime `'e` is
+/// not tied to any argument (the bounds are raw pointers): the caller
+/// picks it and must keep it within the life of the array, in practice
+/// within the borrow of the descriptor or image that holds `begin`/`end`
+/// (every caller here uses the slice within that borrow).
 pub(crate) unsafe fn entries<'e>(
     begin: *const OffloadEntry,
     end: *const OffloadEntry,
@@ -34,19 +39,25 @@ pub(crate) unsafe fn entries<'e>(
         return &[];
     }
     let count = (end as usize - begin as usize) / std::mem::size_of::<OffloadEntry>();
-    std::slice::from_raw_parts(begin, count)
+    // SAFETY: our `# Safety`: the range is non-empty here (both bounds
+    // non-null, `begin < end`), so it is a valid array of `count` entries
+    // that stays unmutated for the caller-bounded `'e`.
+    unsafe { std::slice::from_raw_parts(begin, count) }
 }
 
-/// The device images of a descriptor.
-///
-/// # Safety
-/// `desc` is a valid descriptor.
-unsafe fn images<'e>(desc: &BinDesc) -> &'e mut [DeviceImage] {
+/// Pointers to the device images of a descriptor (none when the array is
+/// null or the count is not positive). Pointers rather than a slice: no
+/// reference of a lifetime the descriptor does not bound is made, and the
+/// pointers keep the descriptor's (mutable) provenance for the plugins.
+/// Dereferencing one needs the descriptor's arrays to be valid.
+fn images(desc: &BinDesc) -> impl Iterator<Item = *mut DeviceImage> + '_ {
     let count = usize::try_from(desc.num_device_images).unwrap_or(0);
-    if count == 0 || desc.device_images.is_null() {
-        return &mut [];
-    }
-    std::slice::from_raw_parts_mut(desc.device_images, count)
+    let count = if desc.device_images.is_null() {
+        0
+    } else {
+        count
+    };
+    (0..count).map(|i| desc.device_images.wrapping_add(i))
 }
 
 impl Offload<'_> {
@@ -143,7 +154,9 @@ impl Offload<'_> {
     /// `desc` is null or a valid descriptor whose arrays stay valid until
     /// `unregister_lib(desc)`.
     pub unsafe fn register_lib(&self, desc: *mut BinDesc) {
-        let Some(desc_ref) = desc.as_ref() else {
+        // SAFETY: our `# Safety`: `desc` is null (`None`) or a valid
+        // descriptor; the reference lives only in this call.
+        let Some(desc_ref) = (unsafe { desc.as_ref() }) else {
             return;
         };
         let desc_key = desc as usize;
@@ -155,8 +168,7 @@ impl Offload<'_> {
 
         // LLVM loads the plugins on the first registration, whatever it holds.
         self.load_plugins_once(&mut self.registry.write_plugins());
-        for image in images(desc_ref) {
-            let image_ptr = image as *mut DeviceImage;
+        for image_ptr in images(desc_ref) {
             // Hold the device list only while choosing the plugin; the
             // table and pending-ctor locks are taken after it is released.
             let used = {
@@ -165,7 +177,9 @@ impl Offload<'_> {
                     .available
                     .iter()
                     .copied()
-                    .find(|&p| self.platform.is_valid_binary(p, image_ptr))
+                    // SAFETY: our `# Safety`: `desc`'s image array is valid,
+                    // so `image_ptr` (in its bounds) is a valid device image.
+                    .find(|&p| unsafe { self.platform.is_valid_binary(p, image_ptr) })
                 else {
                     continue;
                 };
@@ -173,13 +187,21 @@ impl Offload<'_> {
             };
             let slots = &self.registry.devices.all()
                 [used.first_device..used.first_device + used.device_count];
-            self.register_image(desc_ref, entries_begin, used, image_ptr);
-            register_ctors_dtors(desc_key, image, slots);
+            // SAFETY: our `# Safety`: `desc` is valid with valid arrays, so
+            // `image_ptr` is a valid image of it, and its host entry range.
+            unsafe { self.register_image(desc_ref, entries_begin, used, image_ptr) };
+            // SAFETY: as above, `image_ptr` is a valid image (nothing
+            // mutates it during this call) whose entry range is valid.
+            unsafe { register_ctors_dtors(desc_key, &*image_ptr, slots) };
         }
     }
 
     /// LLVM's `RegisterImageIntoTranslationTable`, with the runtime's own
     /// copy of the image (made once per registered image).
+    ///
+    /// # Safety
+    /// `desc`'s host entry range is valid, and `image` is a valid device
+    /// image of a registered binary (as [`ImageCopy::new`] asks).
     unsafe fn register_image(
         &self,
         desc: &BinDesc,
@@ -188,11 +210,15 @@ impl Offload<'_> {
         image: *mut DeviceImage,
     ) {
         // Copied before the lock: the copy may be large.
-        let fresh = Arc::new(ImageCopy::new(image));
+        // SAFETY: our `# Safety`: `image` is a valid image of a registered
+        // binary, which is `ImageCopy::new`'s contract.
+        let fresh = Arc::new(unsafe { ImageCopy::new(image) });
         let mut tables = self.registry.lock_tables();
         if !tables.by_entries_begin.contains_key(&entries_begin) {
+            // SAFETY: our `# Safety`: `desc`'s host entry range is valid; the
+            // slice is used only within this statement, under `desc`'s borrow.
             let host_entries: Vec<HostEntry> =
-                entries(desc.host_entries_begin, desc.host_entries_end)
+                unsafe { entries(desc.host_entries_begin, desc.host_entries_end) }
                     .iter()
                     .map(|e| HostEntry {
                         addr: e.addr as usize,
@@ -251,7 +277,8 @@ impl Offload<'_> {
     /// `desc` is null or the descriptor passed to `register_lib`, still
     /// valid.
     pub unsafe fn unregister_lib(&self, desc: *mut BinDesc) {
-        self.unregister_lib_then(desc, true)
+        // SAFETY: our `# Safety` is `unregister_lib_then`'s.
+        unsafe { self.unregister_lib_then(desc, true) }
     }
 
     /// `unregister_lib` right before the runtime's teardown (the main
@@ -262,32 +289,48 @@ impl Offload<'_> {
     /// # Safety
     /// As [`Offload::unregister_lib`].
     pub unsafe fn unregister_lib_before_teardown(&self, desc: *mut BinDesc) {
-        self.unregister_lib_then(desc, false)
+        // SAFETY: our `# Safety` (as `unregister_lib`) is
+        // `unregister_lib_then`'s.
+        unsafe { self.unregister_lib_then(desc, false) }
     }
 
+    /// `unregister_lib`, unloading the binary's images when `unload_images`.
+    ///
+    /// # Safety
+    /// As [`Offload::unregister_lib`]: `desc` is null or the descriptor
+    /// passed to `register_lib`, still valid (with its arrays).
     unsafe fn unregister_lib_then(&self, desc: *mut BinDesc, unload_images: bool) {
-        let Some(desc_ref) = desc.as_ref() else {
+        // SAFETY: our `# Safety`: `desc` is null (`None`) or a valid
+        // descriptor; the reference lives only in this call.
+        let Some(desc_ref) = (unsafe { desc.as_ref() }) else {
             return;
         };
         let desc_key = desc as usize;
         let used: Vec<UsedPlugin> = self.registry.read_plugins().used.clone();
-        for image in images(desc_ref) {
-            let image_ptr = image as *mut DeviceImage;
+        for image_ptr in images(desc_ref) {
             let Some(plugin) = used
                 .iter()
-                .find(|u| self.platform.is_valid_binary(u.plugin, image_ptr))
+                // SAFETY: our `# Safety`: `desc`'s image array is valid, so
+                // `image_ptr` (in its bounds) is a valid device image.
+                .find(|u| unsafe { self.platform.is_valid_binary(u.plugin, image_ptr) })
             else {
                 continue;
             };
             for device in plugin.first_device..plugin.first_device + plugin.device_count {
-                self.run_dtors(device as i64, desc_key);
+                // SAFETY: `run_dtors`'s `# Safety`: the lists under
+                // `desc_key` were recorded by `register_ctors_dtors` from
+                // this binary's image entries, and only there.
+                unsafe { self.run_dtors(device as i64, desc_key) };
             }
         }
 
         let entries_begin = desc_ref.host_entries_begin as usize;
         let removed = {
             let mut tables = self.registry.lock_tables();
-            for entry in entries(desc_ref.host_entries_begin, desc_ref.host_entries_end) {
+            // SAFETY: our `# Safety`: `desc`'s host entry range is valid; the
+            // slice lives only in this loop, under `desc_ref`'s borrow.
+            for entry in unsafe { entries(desc_ref.host_entries_begin, desc_ref.host_entries_end) }
+            {
                 let addr = entry.addr as usize;
                 tables.host_cache.remove(&addr);
                 if let Some(owners) = tables.host_index.get_mut(&addr) {
@@ -327,7 +370,10 @@ impl Offload<'_> {
             }
             for (device, image) in &table.loaded {
                 if let Some(dev) = self.device(*device as i64) {
-                    if let Err(err) = dev.ops.unload_binary(image.device_image()) {
+                    // SAFETY: `table.loaded` holds the images loaded on
+                    // `device` by `load_binary`; removed from the table
+                    // above, each is unloaded once, here.
+                    if let Err(err) = unsafe { dev.ops.unload_binary(image.device_image()) } {
                         tracing::debug!(device, error = %err, "unloading an unregistered image failed");
                     }
                 }
@@ -339,6 +385,11 @@ impl Offload<'_> {
     /// there (LLVM: the pending ctor list is empty), then forget its lists.
     /// Unlike LLVM 14, the lists go even when the constructors never ran:
     /// they are the code of a binary being unloaded, never to be run.
+    ///
+    /// # Safety
+    /// The destructor lists under `desc_key` are entry addresses of the
+    /// binary's images (as `register_ctors_dtors` records them), so
+    /// `run_target` runs them as loaded kernels taking no arguments.
     unsafe fn run_dtors(&self, device: i64, desc_key: usize) {
         let Some(dev) = self.device(device) else {
             return;
@@ -356,14 +407,19 @@ impl Offload<'_> {
                     continue;
                 }
                 // Failures are debug output only in LLVM.
-                let _ = self.run_target(
-                    &dev,
-                    dtor as *mut std::ffi::c_void,
-                    &super::MapArgs::empty(),
-                    1,
-                    1,
-                    true,
-                );
+                // SAFETY: `dtor` is a destructor entry of a binary's image
+                // (our `# Safety`), loaded on `dev` (checked just above),
+                // run with no arguments as LLVM does.
+                let _ = unsafe {
+                    self.run_target(
+                        &dev,
+                        dtor as *mut std::ffi::c_void,
+                        &super::MapArgs::empty(),
+                        1,
+                        1,
+                        true,
+                    )
+                };
             }
         }
         drop(pending);
@@ -375,7 +431,9 @@ impl Offload<'_> {
 /// # Safety
 /// `image`'s entry range is valid.
 unsafe fn register_ctors_dtors(desc_key: usize, image: &DeviceImage, slots: &[Arc<DeviceSlot>]) {
-    let image_entries = entries(image.entries_begin, image.entries_end);
+    // SAFETY: our `# Safety`: `image`'s entry range is valid; the slice
+    // lives only in this call, under the borrow of `image`.
+    let image_entries = unsafe { entries(image.entries_begin, image.entries_end) };
     for slot in slots {
         let mut pending = slot.lock_pending();
         slot.mark_pending(&mut pending);

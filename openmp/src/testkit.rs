@@ -136,7 +136,10 @@ impl DeviceOps for TestDevice {
         if self.fail_submit.load(Ordering::SeqCst) {
             return Err(injected("data_submit"));
         }
-        std::ptr::copy(src as *const u8, dst.0 as *mut u8, size);
+        // SAFETY: the trait's `# Safety`: `src..src+size` is readable, and
+        // `dst` is memory of this device, i.e. one of our host `buffers`
+        // (test devices keep their memory on the host).
+        unsafe { std::ptr::copy(src as *const u8, dst.0 as *mut u8, size) };
         Ok(())
     }
     unsafe fn retrieve(
@@ -145,7 +148,9 @@ impl DeviceOps for TestDevice {
         src: DevicePtr,
         size: usize,
     ) -> Result<(), OpFailed> {
-        std::ptr::copy(src.0 as *const u8, dst as *mut u8, size);
+        // SAFETY: the trait's `# Safety`: `dst..dst+size` is writable, and
+        // `src` is memory of this device, one of our host `buffers`.
+        unsafe { std::ptr::copy(src.0 as *const u8, dst as *mut u8, size) };
         Ok(())
     }
     fn is_data_exchangable(&self, dst: &dyn DeviceOps) -> bool {
@@ -159,7 +164,10 @@ impl DeviceOps for TestDevice {
         size: usize,
     ) -> Result<(), OpFailed> {
         self.exchanges.fetch_add(1, Ordering::SeqCst);
-        std::ptr::copy(src.0 as *const u8, dst.0 as *mut u8, size);
+        // SAFETY: the trait's `# Safety`: `src` is memory of this device and
+        // `dst` of `dst_device` (a `TestDevice`, `is_data_exchangable`), both
+        // host `buffers` of `size` bytes or more.
+        unsafe { std::ptr::copy(src.0 as *const u8, dst.0 as *mut u8, size) };
         Ok(())
     }
     unsafe fn unload_binary(&self, _image: *mut DeviceImage) -> Result<bool, OpFailed> {
@@ -177,8 +185,13 @@ impl DeviceOps for TestDevice {
         if let Some(hook) = hook {
             hook();
         }
-        let image = &*image;
-        let host = registration::entries(image.entries_begin, image.entries_end);
+        // SAFETY: the trait's `# Safety`: `image` points into `storage`,
+        // alive for this call; the runtime loads its `ImageCopy`, a valid
+        // image whose entry range it owns.
+        let image = unsafe { &*image };
+        // SAFETY: as above, the entry range of `image` is a valid array; the
+        // slice is used only in this call.
+        let host = unsafe { registration::entries(image.entries_begin, image.entries_end) };
         let mut out = Vec::new();
         for e in host {
             let addr = if e.size == 0 {
@@ -187,7 +200,10 @@ impl DeviceOps for TestDevice {
                 // A global starts with the image's initial value (here: the
                 // host copy's bytes at load time).
                 let device = self.buffer(e.size);
-                std::ptr::copy(e.addr as *const u8, device as *mut u8, e.size);
+                // SAFETY: a sized entry is a test fixture's host global of
+                // `e.size` readable bytes; `device` is a fresh buffer of
+                // `e.size` bytes.
+                unsafe { std::ptr::copy(e.addr as *const u8, device as *mut u8, e.size) };
                 device as *mut c_void
             };
             out.push(OffloadEntry { addr, ..*e });
@@ -273,11 +289,16 @@ impl Platform for TestPlatform {
         self.plugins[plugin].devices.len()
     }
     unsafe fn is_valid_binary(&self, plugin: usize, image: *mut DeviceImage) -> bool {
-        let image = &*image;
+        // SAFETY: the trait's `# Safety`: `image` points to a valid device
+        // image.
+        let image = unsafe { &*image };
         let tag = self.plugins[plugin].tag;
         let len = image.len().unwrap_or(0);
         len >= tag.len()
-            && std::slice::from_raw_parts(image.image_start as *const u8, tag.len()) == tag
+            // SAFETY: a valid image's `image_start..image_end` is readable,
+            // and it holds `len >= tag.len()` bytes (checked just before).
+            && unsafe { std::slice::from_raw_parts(image.image_start as *const u8, tag.len()) }
+                == tag
     }
     fn device(&self, plugin: usize, local: usize) -> Option<&dyn DeviceOps> {
         self.plugins
@@ -469,7 +490,14 @@ impl Args {
             map_type,
         )
     }
+    /// A view of these arrays. Like [`OwnedMapArgs::view`], valid while
+    /// `self` is neither moved nor changed: the unsafe calls given it rely
+    /// on that.
     pub fn view(&mut self) -> MapArgs {
+        // SAFETY: the six arrays are `self`'s Vecs, `types.len()` elements
+        // each (`push` keeps them parallel), `bases` borrowed mutably and
+        // aliased by none of the others; the returned view carries no
+        // lifetime, so its users keep `self` in place while they use it.
         unsafe {
             MapArgs::from_raw(
                 self.types.len() as i32,

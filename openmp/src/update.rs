@@ -35,12 +35,23 @@ impl<'a> Offload<'a> {
         device_id: i64,
         args: &MapArgs,
     ) -> Result<(), Fatal> {
-        self.data_entry(loc, device_id, args, "Updating OpenMP data", |dev| {
-            self.data_update(dev, args, false)
-        })
+        let op = |dev: &DeviceCtx<'a>| {
+            // SAFETY: our `# Safety`: `args` is a valid view of the call's
+            // arrays, naming host memory as the map types say.
+            unsafe { self.data_update(dev, args, false) }
+        };
+        // SAFETY: our `# Safety`: `loc` is null or a valid `ident_t` and
+        // `args` a valid view (`data_entry`'s contract).
+        unsafe { self.data_entry(loc, device_id, args, "Updating OpenMP data", op) }
     }
 
     /// LLVM's `targetDataUpdate`.
+    ///
+    /// # Safety
+    /// As [`Offload::target_data_update`] asks of `args`: a valid view whose
+    /// `to` ranges are readable and `from` ranges writable host memory (for
+    /// NON_CONTIG, the pieces its descriptors name), and whose NON_CONTIG
+    /// begin pointers are arrays of `size` dimension descriptors.
     pub(crate) unsafe fn data_update(
         &self,
         dev: &DeviceCtx<'a>,
@@ -53,29 +64,41 @@ impl<'a> Offload<'a> {
                 continue;
             }
             if let Some(mapper) = args.mapper(i) {
-                if self
-                    .data_mapper(dev, args, i, mapper, DataOp::Update)
-                    .is_err()
-                {
+                // SAFETY: our `# Safety`: `args` is a valid view and
+                // `mapper` argument `i`'s.
+                if unsafe { self.data_mapper(dev, args, i, mapper, DataOp::Update) }.is_err() {
                     return Err(self.report(OffloadError::MapperUpdateFailed));
                 }
                 continue;
             }
             if t & mt::NON_CONTIG != 0 {
-                self.update_non_contiguous(
-                    dev,
-                    args.base(i) as usize,
-                    args.begin(i),
-                    args.size(i),
-                    t,
-                )?;
+                // SAFETY: our `# Safety`: a NON_CONTIG begin is an array of
+                // `size` descriptors naming host memory of the argument.
+                unsafe {
+                    self.update_non_contiguous(
+                        dev,
+                        args.base(i) as usize,
+                        args.begin(i),
+                        args.size(i),
+                        t,
+                    )
+                }?;
             } else {
-                self.update_contiguous(dev, args.begin(i) as usize, args.size(i), t)?;
+                // SAFETY: our `# Safety`: the argument's range is host
+                // memory readable (`to`) or writable (`from`).
+                unsafe { self.update_contiguous(dev, args.begin(i) as usize, args.size(i), t) }?;
             }
         }
         Ok(())
     }
 
+    /// LLVM's `targetDataNonContiguous`: update the pieces that
+    /// `dim_count` descriptors at `descriptors` cut out of `base`.
+    ///
+    /// # Safety
+    /// `descriptors` is null or an array of (the low 32 bits of)
+    /// `dim_count` dimension descriptors; the pieces they name from `base`
+    /// are host memory as `update_contiguous` asks for `map_type`.
     unsafe fn update_non_contiguous(
         &self,
         dev: &DeviceCtx<'a>,
@@ -89,16 +112,25 @@ impl<'a> Offload<'a> {
         if count <= 0 || descriptors.is_null() {
             return Ok(());
         }
-        let dims =
-            std::slice::from_raw_parts(descriptors as *const TargetNonContig, count as usize);
+        // SAFETY: our `# Safety`: non-null (checked) `descriptors` is an
+        // array of `count` (> 0, checked) descriptors, used only here.
+        let dims = unsafe {
+            std::slice::from_raw_parts(descriptors as *const TargetNonContig, count as usize)
+        };
         let last = dims[dims.len() - 1];
         let size = last.count.wrapping_mul(last.stride);
         let used = dims.len() - merged_dimensions(dims);
-        self.update_dimension(dev, base, &dims[..used], size, map_type, 0)
+        // SAFETY: our `# Safety`: the pieces `dims` names from `base` are
+        // host memory as `update_contiguous` asks.
+        unsafe { self.update_dimension(dev, base, &dims[..used], size, map_type, 0) }
     }
 
     /// One level of LLVM's `targetDataNonContiguous` recursion: walk
     /// dimension `dims[0]`, and at the bottom copy one contiguous piece.
+    ///
+    /// # Safety
+    /// Every piece of `size` bytes that `dims` names from `base + offset`
+    /// is host memory as `update_contiguous` asks for `map_type`.
     unsafe fn update_dimension(
         &self,
         dev: &DeviceCtx<'a>,
@@ -110,19 +142,35 @@ impl<'a> Offload<'a> {
     ) -> Result<(), OffloadError> {
         let Some((dim, rest)) = dims.split_first() else {
             let piece = base.wrapping_add(offset as usize);
-            return self.update_contiguous(dev, piece, size as i64, map_type);
+            // SAFETY: our `# Safety`: `piece` is one of the pieces named.
+            return unsafe { self.update_contiguous(dev, piece, size as i64, map_type) };
         };
         for i in 0..dim.count {
             // The last dimension is contiguous: its first element covers it.
             if !rest.is_empty() || i == 0 {
                 let here = dim.offset.wrapping_add(i).wrapping_mul(dim.stride);
-                self.update_dimension(dev, base, rest, size, map_type, offset.wrapping_add(here))?;
+                // SAFETY: our `# Safety`: the pieces `rest` names from the
+                // new offset are among those `dims` names.
+                unsafe {
+                    self.update_dimension(
+                        dev,
+                        base,
+                        rest,
+                        size,
+                        map_type,
+                        offset.wrapping_add(here),
+                    )
+                }?;
             }
         }
         Ok(())
     }
 
     /// LLVM's `targetDataContiguous`.
+    ///
+    /// # Safety
+    /// `begin..begin+size` is readable host memory when `map_type` has TO
+    /// and writable host memory when it has FROM.
     unsafe fn update_contiguous(
         &self,
         dev: &DeviceCtx<'a>,
@@ -157,29 +205,40 @@ impl<'a> Offload<'a> {
         }
 
         if map_type & mt::FROM != 0 {
-            if self.retrieve(dev, begin, target, size).is_err() {
+            // SAFETY: our `# Safety`: the range is writable host memory;
+            // `target` is its device copy on `dev` (`must_contain`).
+            if unsafe { self.retrieve(dev, begin, target, size) }.is_err() {
                 return Err(self.report(OffloadError::CopyFromDeviceFailed));
             }
             table.visit_shadows(tpr.entry.as_ref(), begin, size, |host_ptr_addr, shadow| {
-                *(host_ptr_addr as *mut usize) = shadow.host_ptr_value;
+                // SAFETY: the table visits only shadowed pointers inside
+                // `begin..begin+size`, writable host memory (our `# Safety`).
+                unsafe { *(host_ptr_addr as *mut usize) = shadow.host_ptr_value };
                 ShadowVisit::Keep
             });
         }
 
         if map_type & mt::TO != 0 {
-            if self.submit(dev, target, begin, size).is_err() {
+            // SAFETY: our `# Safety`: the range is readable host memory;
+            // `target` is its device copy on `dev` (`must_contain`).
+            if unsafe { self.submit(dev, target, begin, size) }.is_err() {
                 return Err(self.report(OffloadError::CopyToDeviceFailed));
             }
             // Re-attach device pointers the copy overwrote with host values.
             // LLVM reports a failure here but the update still succeeds.
             table.visit_shadows(tpr.entry.as_ref(), begin, size, |_, shadow| {
                 let value = shadow.target_ptr_value;
-                let copied = self.submit(
-                    dev,
-                    shadow.target_ptr_addr,
-                    &value as *const usize as usize,
-                    POINTER_SIZE,
-                );
+                // SAFETY: `value` is a live local of POINTER_SIZE bytes;
+                // `target_ptr_addr` is the device copy of a pointer inside
+                // this mapping, on `dev`.
+                let copied = unsafe {
+                    self.submit(
+                        dev,
+                        shadow.target_ptr_addr,
+                        &value as *const usize as usize,
+                        POINTER_SIZE,
+                    )
+                };
                 if copied.is_err() {
                     self.report(OffloadError::CopyToDeviceFailed);
                     ShadowVisit::Stop

@@ -133,6 +133,8 @@ fn target_regions_and_data(runtime: Runtime) {
     let binary = Binary::new("vec_add.c", &["vec_add"]);
     {
         let off = Offload::new(&registry, &runtime, &host);
+        // SAFETY: `binary` owns a valid descriptor and the arrays it points to, alive and
+        // unchanged for as long as the runtime uses them in this test.
         unsafe { off.register_lib(binary.desc()) };
         assert_eq!(off.num_devices() as usize, runtime.device_count());
 
@@ -153,6 +155,9 @@ fn target_regions_and_data(runtime: Runtime) {
         for device in 0..off.num_devices() as i64 {
             c.iter_mut().for_each(|v| *v = -1.0);
             let rc =
+                // SAFETY: `loc` is null; `binary.entry(0)` is a kernel of the registered binary
+                // taking the arguments `args` maps, whose arrays stay in place and name live
+                // host data of this test.
                 unsafe { off.target(null(), device, binary.entry(0), &args.view(), 2, 4, true) };
             assert_eq!(rc, Ok(omptarget::abi::OMP_TGT_SUCCESS));
             assert!(c.iter().enumerate().all(|(i, &v)| v == 3.0 * i as f32));
@@ -187,6 +192,9 @@ fn target_regions_and_data(runtime: Runtime) {
                 mt::FROM | mt::TARGET_PARAM,
             )
             .push(n as *mut c_void, 8, mt::LITERAL | mt::TARGET_PARAM);
+            // SAFETY: `loc` is null; `binary.entry(0)` is a kernel of the registered binary
+            // taking the arguments `args` maps, whose arrays stay in place and name live host
+            // data of this test.
             unsafe { off.target(null(), 0, binary.entry(0), &args.view(), 0, 0, false) }.unwrap();
             assert!(c.iter().enumerate().all(|(i, &v)| v == 1.5 * i as f32));
         }
@@ -195,6 +203,8 @@ fn target_regions_and_data(runtime: Runtime) {
         // A data environment around two regions, then an update.
         let mut env = Args::default();
         env.push(c.as_mut_ptr() as *mut c_void, bytes, mt::TO | mt::FROM);
+        // SAFETY: `loc` is null; `env`'s arrays stay in place for the call and map live host
+        // data of this test, as their map types say.
         unsafe { off.target_data_begin(null(), 0, &env.view()) }.unwrap();
         assert_eq!(off.target_is_present(c.as_ptr() as *const c_void, 0), 1);
         let mut twice = Args::default();
@@ -215,13 +225,23 @@ fn target_regions_and_data(runtime: Runtime) {
                 mt::FROM | mt::TARGET_PARAM,
             )
             .push(n as *mut c_void, 8, mt::LITERAL | mt::TARGET_PARAM);
+        // SAFETY: `loc` is null; `binary.entry(0)` is a kernel of the registered binary taking
+        // the arguments `twice` maps, whose arrays stay in place and name live host data of
+        // this test.
         unsafe { off.target(null(), 0, binary.entry(0), &twice.view(), 0, 0, false) }.unwrap();
         assert_eq!(c[10], 30.0, "inside the data region nothing is copied back");
         let mut update = Args::default();
         update.push(c.as_mut_ptr() as *mut c_void, bytes, mt::FROM);
+        // SAFETY: `loc` is null; `update`'s arrays stay in place for the call and map live host
+        // data of this test, as their map types say.
         unsafe { off.target_data_update(null(), 0, &update.view()) }.unwrap();
         assert_eq!(c[10], 60.0);
+        // SAFETY: `loc` is null; `binary.entry(0)` is a kernel of the registered binary taking
+        // the arguments `twice` maps, whose arrays stay in place and name live host data of
+        // this test.
         unsafe { off.target(null(), 0, binary.entry(0), &twice.view(), 0, 0, false) }.unwrap();
+        // SAFETY: `loc` is null; `env`'s arrays stay in place for the call and map live host
+        // data of this test, as their map types say.
         unsafe { off.target_data_end(null(), 0, &env.view()) }.unwrap();
         assert_eq!(c[10], 120.0);
         assert_eq!(off.target_is_present(c.as_ptr() as *const c_void, 0), 0);
@@ -232,6 +252,8 @@ fn target_regions_and_data(runtime: Runtime) {
         let d1 = off.target_alloc(bytes as usize, 1, AllocKind::Default);
         assert!(!d0.is_null() && !d1.is_null());
         let mut back = vec![0f32; n];
+        // SAFETY: `d0`/`d1` are `bytes`-byte allocations of devices 0 and 1, and `a`/`back`
+        // host vectors of `bytes` bytes: every copy below stays in those blocks.
         unsafe {
             assert_eq!(
                 off.target_memcpy(
@@ -266,6 +288,7 @@ fn target_regions_and_data(runtime: Runtime) {
             0
         );
         assert_eq!(off.target_is_present(back.as_ptr() as *const c_void, 1), 1);
+        // SAFETY: `d0` is device 0's allocation, freed once.
         unsafe {
             off.target_free(d0, 0);
         }
@@ -273,7 +296,10 @@ fn target_regions_and_data(runtime: Runtime) {
             off.target_disassociate_ptr(back.as_ptr() as *const c_void, 1),
             0
         );
+        // SAFETY: `d1` is device 1's allocation, freed once (after its association was
+        // removed).
         unsafe { off.target_free(d1, 1) };
+        // SAFETY: `binary.desc()` is the descriptor registered above, still alive and valid.
         unsafe { off.unregister_lib(binary.desc()) };
         assert_eq!(registry.registered_libs(), 0);
         assert_eq!(host.stderr(), "");
@@ -409,6 +435,8 @@ fn globals_and_ctors(runtime: Runtime) {
     let mut binary = GlobalsBinary::new();
     {
         let off = Offload::new(&registry, &runtime, &host);
+        // SAFETY: `binary` owns a valid descriptor and the arrays it points to, alive and
+        // unchanged for as long as the runtime uses them in this test.
         unsafe { off.register_lib(binary.desc()) };
         let counter = &mut *binary.counter as *mut i32 as *mut c_void;
         // Not loaded yet: the global is not mapped.
@@ -421,28 +449,45 @@ fn globals_and_ctors(runtime: Runtime) {
             4,
             mt::FROM | mt::TARGET_PARAM,
         );
+        // SAFETY: `loc` is null; `binary.kernel(3)` is a kernel of the registered binary taking
+        // the arguments `read` maps, whose arrays stay in place and name live host data of this
+        // test.
         unsafe { off.target(null(), 0, binary.kernel(3), &read.view(), 0, 0, false) }.unwrap();
         assert_eq!(out, 50, "the constructor ran once before the first region");
         assert_eq!(off.target_is_present(counter, 0), 1);
 
         let mut bump = Args::default();
         bump.push(7 as *mut c_void, 8, mt::LITERAL | mt::TARGET_PARAM);
+        // SAFETY: `loc` is null; `binary.kernel(2)` is a kernel of the registered binary taking
+        // the arguments `bump` maps, whose arrays stay in place and name live host data of this
+        // test.
         unsafe { off.target(null(), 0, binary.kernel(2), &bump.view(), 1, 1, true) }.unwrap();
         let mut update = Args::default();
         update.push(counter, 4, mt::FROM);
+        // SAFETY: `loc` is null; `update`'s arrays stay in place for the call and map live host
+        // data of this test, as their map types say.
         unsafe { off.target_data_update(null(), 0, &update.view()) }.unwrap();
         assert_eq!(*binary.counter, 57);
         // to: the host value goes to the device copy.
         *binary.counter = 100;
         let mut to = Args::default();
         to.push(counter, 4, mt::TO);
+        // SAFETY: `loc` is null; `to`'s arrays stay in place for the call and map live host
+        // data of this test, as their map types say.
         unsafe { off.target_data_update(null(), 0, &to.view()) }.unwrap();
+        // SAFETY: `loc` is null; `binary.kernel(3)` is a kernel of the registered binary taking
+        // the arguments `read` maps, whose arrays stay in place and name live host data of this
+        // test.
         unsafe { off.target(null(), 0, binary.kernel(3), &read.view(), 0, 0, false) }.unwrap();
         assert_eq!(out, 100);
         // Device 1 has its own copy, constructed on its first use.
+        // SAFETY: `loc` is null; `binary.kernel(3)` is a kernel of the registered binary taking
+        // the arguments `read` maps, whose arrays stay in place and name live host data of this
+        // test.
         unsafe { off.target(null(), 1, binary.kernel(3), &read.view(), 0, 0, false) }.unwrap();
         assert_eq!(out, 50);
 
+        // SAFETY: `binary.desc()` is the descriptor registered above, still alive and valid.
         unsafe { off.unregister_lib(binary.desc()) };
         assert_eq!(off.target_is_present(counter, 0), 0, "globals unmapped");
         assert_eq!(host.stderr(), "");

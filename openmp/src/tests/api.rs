@@ -15,6 +15,9 @@ fn target_alloc_memcpy_free() {
     assert!(!d0.is_null() && !d1.is_null() && !h.is_null());
     let src = [7u8; 16];
     let mut out = [0u8; 16];
+    // SAFETY: `d0`/`d1` are 16-byte allocations of devices 0 and 1 and `h` a 16-byte `malloc`
+    // for the host (device 2); `src`/`out` are 16-byte host arrays: every copy below stays in
+    // those blocks.
     unsafe {
         assert_eq!(
             off.target_memcpy(d0, src.as_ptr() as *const c_void, 16, 0, 0, 0, 2),
@@ -81,6 +84,9 @@ fn memcpy_rect_copies_a_sub_matrix() {
     let src_offsets = [1usize, 1];
     let dst_dims = [3usize, 6];
     let src_dims = [4usize, 5];
+    // SAFETY: the calls pass null or two-element arrays of this test, and the blocks `src` (4x5
+    // `i32`) and `dev` (3x6 `i32`) with offsets plus volume inside each side's dimensions; the
+    // null ones are refused before any read.
     unsafe {
         assert_eq!(
             off.target_memcpy_rect(
@@ -151,6 +157,9 @@ fn target_free_of_a_pointer_the_device_did_not_allocate_is_reported() {
     let d0 = off.target_alloc(16, 0, AllocKind::Default);
     let mut stack = [0u8; 8];
     let s = stack.as_mut_ptr() as *mut c_void;
+    // SAFETY: `d0` is device 0's allocation and `s` a stack buffer; device-side frees of
+    // anything else are refused, and the contract asks for `malloc`ed memory only on the
+    // initial device, which none of these frees names.
     unsafe {
         off.target_free(s, 0);
         off.target_free(d0, 1); // allocated on device 0
@@ -187,10 +196,14 @@ fn a_host_block_taken_before_any_device_is_freed_after_devices_appear() {
     let early = off.target_alloc(16, 0, AllocKind::Default);
     assert!(!early.is_null());
     let bin = TestBinary::new(&[TAG_A], &[HostItem::Kernel { flags: 0 }]);
+    // SAFETY: `bin` owns a valid descriptor and the arrays it points to, alive and unchanged
+    // for as long as the runtime uses them in this test.
     unsafe { off.register_lib(bin.desc()) };
     assert_eq!(off.initial_device(), 2);
     let d0 = off.target_alloc(16, 0, AllocKind::Default);
     assert_eq!(w.platform.dev(0, 0).live_buffers(), 1);
+    // SAFETY: `early` was `malloc`ed by `target_alloc` while device 0 named the host (the
+    // runtime remembers it), and `d0` is device 0's allocation: each is freed once here.
     unsafe {
         off.target_free(early, 0);
         off.target_free(d0, 0);
@@ -198,6 +211,8 @@ fn a_host_block_taken_before_any_device_is_freed_after_devices_appear() {
     assert_eq!(w.platform.dev(0, 0).live_buffers(), 0);
     assert_eq!(w.stderr(), "");
     // Taken once: a second free of it is the device's to refuse.
+    // SAFETY: the runtime took `early` out of its early-host set above, so device 0 is asked to
+    // free it, which it refuses (not its allocation): nothing is freed twice.
     unsafe { off.target_free(early, 0) };
     assert!(w.stderr().contains("did not free"), "{}", w.stderr());
 }
@@ -222,6 +237,9 @@ fn memcpy_offsets_that_wrap_around_are_invalid_arguments() {
     let b = buf.as_mut_ptr() as *mut c_void;
     // Each pointer is 16 bytes into its block, so a wrapped offset of -8
     // would copy inside the block (observable, nothing corrupted).
+    // SAFETY: `d` and `buf` are 32-byte blocks and `src` an 8-byte array: the `+16` pointers
+    // stay in their blocks, the copies with a wrapping offset are refused before any access,
+    // and `d` is read within its 32 bytes.
     unsafe {
         let d16 = (d as *mut u8).add(16) as *mut c_void;
         let b16 = (b as *mut u8).add(16) as *mut c_void;
@@ -257,6 +275,8 @@ fn memcpy_rect_products_that_wrap_around_are_invalid_arguments() {
     let src = [5u32; 16];
     let zeros = [0usize; 2];
     let dims = [4usize, 4];
+    // SAFETY: `d` is a 64-byte device block, so `d + 8` stays in it; every call below has
+    // offsets or volumes that wrap, which the runtime refuses before touching memory.
     unsafe {
         let d8 = (d as *mut u8).add(8) as *mut c_void;
         let s = src.as_ptr() as *const c_void;
@@ -337,6 +357,9 @@ fn memcpy_rect_blocks_larger_than_the_arrays_are_invalid_arguments() {
                 dst_off: [usize; 2],
                 src_off: [usize; 2],
                 dst_dev: i32,
+                // SAFETY: each call passes `dst`/`src` blocks of this test (64-byte `d`, host
+                // `back`/`src` of 16 `u32`) and two-element arrays, as `target_memcpy_rect`
+                // asks; blocks that would not fit are refused before any copy.
                 src_dev: i32| unsafe {
         off.target_memcpy_rect(
             dst,
@@ -361,12 +384,15 @@ fn memcpy_rect_blocks_larger_than_the_arrays_are_invalid_arguments() {
     // Source: the same on the device side of a copy back.
     assert_eq!(rect(b, d, [3, 2], [0, 0], [2, 0], host, 0), -1);
     assert_eq!(rect(b, d, [1, 5], zeros, zeros, host, 0), -1);
+    // SAFETY: `d` is a 64-byte device block of the test device, i.e. 64 readable host bytes.
     unsafe {
         assert_eq!(std::slice::from_raw_parts(d as *const u8, 64), &[0u8; 64]);
     }
     assert_eq!(back, [0u32; 16]);
     // The largest block that fits still copies.
     assert_eq!(rect(d, s, [2, 2], [2, 2], [0, 0], 0, host), 0);
+    // SAFETY: `d` is a 64-byte (16 `u32`) device block in host memory, so element 15 is in it;
+    // it is then freed once on device 0, which allocated it.
     unsafe {
         assert_eq!(*(d as *const u32).add(15), 5);
         off.target_free(d, 0);
@@ -390,6 +416,9 @@ fn memcpy_rect_copies_a_3d_sub_block() {
     let dst_offsets = [2usize, 0, 1];
     let mut back = vec![u32::MAX; 72];
     let zeros = [0usize; 3];
+    // SAFETY: `d` is a 72-`u32` device block and `zero`/`src`/`back` host arrays of 72 `u32`;
+    // the offset, volume and dimension arrays have 3 elements, and the checked block lies
+    // inside both sides.
     unsafe {
         let zero = vec![0u32; 72];
         assert_eq!(
@@ -462,7 +491,11 @@ fn associate_and_disassociate() {
     // Mapping an associated range copies nothing and keeps it.
     let mut args = Args::default();
     args.map(a.as_mut_ptr(), 16, mt::TO | mt::FROM);
+    // SAFETY: `loc` is null; `args`'s arrays stay in place for the call and map live host data
+    // of this test, as their map types say.
     unsafe { off.target_data_begin(null(), 0, &args.view()) }.unwrap();
+    // SAFETY: `loc` is null; `args`'s arrays stay in place for the call and map live host data
+    // of this test, as their map types say.
     unsafe { off.target_data_end(null(), 0, &args.view()) }.unwrap();
     assert_eq!(off.target_is_present(ha, 0), 1);
     assert_eq!(off.target_disassociate_ptr(ha, 0), 0);
@@ -484,6 +517,7 @@ fn associate_and_disassociate() {
          Libomptarget error: omp_target_disassociate_ptr: no association possible on the host\n\
          Libomptarget error: omp_target_disassociate_ptr returns OFFLOAD_FAIL\n"
     );
+    // SAFETY: `d` is device 0's allocation, freed once.
     unsafe { off.target_free(d, 0) };
 }
 
@@ -499,6 +533,8 @@ fn target_free_refused_by_the_plugin_names_the_plugin_error() {
         .dev(0, 0)
         .fail_free
         .store(true, std::sync::atomic::Ordering::SeqCst);
+    // SAFETY: `d0` is device 0's allocation; the plugin refuses the free and the block stays
+    // allocated.
     unsafe { off.target_free(d0, 0) };
     assert_eq!(w.platform.dev(0, 0).live_buffers(), 1);
     assert_eq!(

@@ -11,16 +11,27 @@ fn tofrom_round_trip_and_refcounts() {
     let mut a = [1i32, 2, 3, 4];
     let mut args = Args::default();
     args.map(a.as_mut_ptr(), 16, mt::TO | mt::FROM);
+    // SAFETY: `loc` is null; `args`'s arrays stay in place for the call and map live host data
+    // of this test, as their map types say.
     unsafe { off.target_data_begin(null(), 0, &args.view()) }.unwrap();
     let dev = w.platform.dev(0, 0);
     let target = dev.table.translate(a.as_ptr() as usize, 16).unwrap();
+    // SAFETY: `target` is the test device's buffer (host memory) holding the 16 mapped bytes, 4
+    // aligned `i32`; test-only aliasing: the runtime writes it through raw pointers only inside
+    // the calls below, between the test's uses of `on_device`.
     let on_device = unsafe { std::slice::from_raw_parts_mut(target as *mut i32, 4) };
     assert_eq!(on_device, &[1, 2, 3, 4]);
     // A nested enter keeps it alive; its exit copies nothing.
+    // SAFETY: `loc` is null; `args`'s arrays stay in place for the call and map live host data
+    // of this test, as their map types say.
     unsafe { off.target_data_begin(null(), 0, &args.view()) }.unwrap();
     on_device.copy_from_slice(&[5, 6, 7, 8]);
+    // SAFETY: `loc` is null; `args`'s arrays stay in place for the call and map live host data
+    // of this test, as their map types say.
     unsafe { off.target_data_end(null(), 0, &args.view()) }.unwrap();
     assert_eq!(a, [1, 2, 3, 4]);
+    // SAFETY: `loc` is null; `args`'s arrays stay in place for the call and map live host data
+    // of this test, as their map types say.
     unsafe { off.target_data_end(null(), 0, &args.view()) }.unwrap();
     assert_eq!(a, [5, 6, 7, 8]);
     assert!(dev.table.is_empty());
@@ -35,19 +46,28 @@ fn always_from_copies_without_last_reference() {
     let mut a = [0u8; 8];
     let mut enter = Args::default();
     enter.map(a.as_mut_ptr(), 8, mt::TO);
+    // SAFETY: `loc` is null; `enter`'s arrays stay in place for the call and map live host data
+    // of this test, as their map types say.
     unsafe { off.target_data_begin(null(), 0, &enter.view()) }.unwrap();
+    // SAFETY: `loc` is null; `enter`'s arrays stay in place for the call and map live host data
+    // of this test, as their map types say.
     unsafe { off.target_data_begin(null(), 0, &enter.view()) }.unwrap();
     let dev = w.platform.dev(0, 0);
     let target = dev.table.translate(a.as_ptr() as usize, 8).unwrap();
+    // SAFETY: `target` is the test device's buffer (host memory) of the 8 mapped bytes.
     unsafe { *(target as *mut u8) = 9 };
     let mut exit = Args::default();
     exit.map(a.as_mut_ptr(), 8, mt::FROM | mt::ALWAYS);
+    // SAFETY: `loc` is null; `exit`'s arrays stay in place for the call and map live host data
+    // of this test, as their map types say.
     unsafe { off.target_data_end(null(), 0, &exit.view()) }.unwrap();
     assert_eq!(a[0], 9);
     assert_eq!(dev.table.len(), 1);
     // delete removes it whatever the count.
     let mut delete = Args::default();
     delete.map(a.as_mut_ptr(), 8, mt::DELETE);
+    // SAFETY: `loc` is null; `delete`'s arrays stay in place for the call and map live host
+    // data of this test, as their map types say.
     unsafe { off.target_data_end(null(), 0, &delete.view()) }.unwrap();
     assert!(dev.table.is_empty());
 }
@@ -59,10 +79,15 @@ fn explicit_extension_is_reported_like_llvm() {
     let mut a = [0i32; 8];
     let mut first = Args::default();
     first.map(a.as_mut_ptr(), 16, mt::TO);
+    // SAFETY: `loc` is null; `first`'s arrays stay in place for the call and map live host data
+    // of this test, as their map types say.
     unsafe { off.target_data_begin(null(), 0, &first.view()) }.unwrap();
     let mut second = Args::default();
+    // SAFETY: `a` has 8 elements, so `a + 2` is in bounds.
     let begin = unsafe { a.as_mut_ptr().add(2) };
     second.map(begin, 16, mt::TO);
+    // SAFETY: `loc` is null; `second`'s arrays stay in place for the call and map live host
+    // data of this test, as their map types say.
     let fatal = unsafe { off.target_data_begin(null(), 0, &second.view()) }.unwrap_err();
     assert_eq!(fatal.text, MANDATORY);
     assert_eq!(
@@ -83,6 +108,8 @@ fn present_modifier_requires_mapping_on_entry_and_exit_data() {
     let mut a = [0i32; 4];
     let mut args = Args::default();
     args.map(a.as_mut_ptr(), 16, mt::TO | mt::PRESENT);
+    // SAFETY: `loc` is null; `args`'s arrays stay in place for the call and map live host data
+    // of this test, as their map types say.
     assert!(unsafe { off.target_data_begin(null(), 0, &args.view()) }.is_err());
     let p = hex(a.as_ptr() as *const c_void);
     assert_eq!(
@@ -94,6 +121,8 @@ fn present_modifier_requires_mapping_on_entry_and_exit_data() {
     );
     let mut exit = Args::default();
     exit.map(a.as_mut_ptr(), 16, mt::FROM | mt::PRESENT);
+    // SAFETY: `loc` is null; `exit`'s arrays stay in place for the call and map live host data
+    // of this test, as their map types say.
     assert!(unsafe { off.target_data_end(null(), 0, &exit.view()) }.is_err());
     assert_eq!(
         w.stderr(),
@@ -110,12 +139,18 @@ fn hold_mapping_survives_exit_data_delete() {
     let mut a = [0u8; 16];
     let mut held = Args::default();
     held.map(a.as_mut_ptr(), 16, mt::TO | mt::FROM | mt::OMPX_HOLD);
+    // SAFETY: `loc` is null; `held`'s arrays stay in place for the call and map live host data
+    // of this test, as their map types say.
     unsafe { off.target_data_begin(null(), 0, &held.view()) }.unwrap();
     let mut delete = Args::default();
     delete.map(a.as_mut_ptr(), 16, mt::DELETE);
+    // SAFETY: `loc` is null; `delete`'s arrays stay in place for the call and map live host
+    // data of this test, as their map types say.
     unsafe { off.target_data_end(null(), 0, &delete.view()) }.unwrap();
     let dev = w.platform.dev(0, 0);
     assert_eq!(dev.table.len(), 1);
+    // SAFETY: `loc` is null; `held`'s arrays stay in place for the call and map live host data
+    // of this test, as their map types say.
     unsafe { off.target_data_end(null(), 0, &held.view()) }.unwrap();
     assert!(dev.table.is_empty());
 }
@@ -131,7 +166,11 @@ fn zero_length_section_of_null_pointer_is_fine() {
         0,
         mt::TO | mt::FROM,
     );
+    // SAFETY: `loc` is null; `args`'s arrays stay in place for the call and map live host data
+    // of this test, as their map types say.
     unsafe { off.target_data_begin(null(), 0, &args.view()) }.unwrap();
+    // SAFETY: `loc` is null; `args`'s arrays stay in place for the call and map live host data
+    // of this test, as their map types say.
     unsafe { off.target_data_end(null(), 0, &args.view()) }.unwrap();
     assert_eq!(w.stderr(), "");
 }
@@ -143,11 +182,16 @@ fn return_param_gives_the_device_address() {
     let mut a = [0u64; 4];
     let mut enter = Args::default();
     enter.map(a.as_mut_ptr(), 32, mt::TO);
+    // SAFETY: `loc` is null; `enter`'s arrays stay in place for the call and map live host data
+    // of this test, as their map types say.
     unsafe { off.target_data_begin(null(), 0, &enter.view()) }.unwrap();
     // use_device_ptr: a zero-size RETURN_PARAM lookup of a+1.
     let mut use_ptr = Args::default();
+    // SAFETY: `a` has 2 elements, so `a + 1` is in bounds.
     let inner = unsafe { a.as_mut_ptr().add(1) };
     use_ptr.map(inner, 0, mt::RETURN_PARAM);
+    // SAFETY: `loc` is null; `use_ptr`'s arrays stay in place for the call and map live host
+    // data of this test, as their map types say.
     unsafe { off.target_data_begin(null(), 0, &use_ptr.view()) }.unwrap();
     let target = w
         .platform
@@ -174,6 +218,7 @@ fn ptr_and_obj_attaches_and_restores_host_pointer() {
         data: values.as_mut_ptr(),
     };
     let s_ptr = &mut s as *mut WithPointer;
+    // SAFETY: `s_ptr` points to the live local `s`; `addr_of_mut!` makes no reference.
     let data_field = unsafe { std::ptr::addr_of_mut!((*s_ptr).data) };
     let mut args = Args::default();
     args.map(
@@ -189,6 +234,9 @@ fn ptr_and_obj_attaches_and_restores_host_pointer() {
     );
     w.platform
         .dev(0, 0)
+        // SAFETY: the test device runs this kernel with the device addresses of the region's
+        // arguments (its buffers, host memory) and their offsets, so each pointer below lies in
+        // the object mapped for that argument.
         .kernel(bin.addrs[0], |args, offsets, _| unsafe {
             let s = (args[0] as usize).wrapping_add(offsets[0] as usize) as *mut WithPointer;
             (*s).tag += 1;
@@ -196,6 +244,9 @@ fn ptr_and_obj_attaches_and_restores_host_pointer() {
                 *(*s).data.add(i) *= 10;
             }
         });
+    // SAFETY: `loc` is null; `bin.addrs[0]` is a kernel of the registered binary taking the
+    // arguments `args` maps, whose arrays stay in place during the call and name live host data
+    // of this test.
     unsafe {
         off.target(
             null(),
@@ -249,6 +300,8 @@ fn combined_struct_entry_is_padded_to_eight_bytes() {
         8,
         mt::TO | mt::FROM | (1 << 48),
     );
+    // SAFETY: `loc` is null; `args`'s arrays stay in place for the call and map live host data
+    // of this test, as their map types say.
     unsafe { off.target_data_begin(null(), 0, &args.view()) }.unwrap();
     let entries = w.platform.dev(0, 0).table.entries();
     assert_eq!(entries.len(), 1);
@@ -257,6 +310,8 @@ fn combined_struct_entry_is_padded_to_eight_bytes() {
         "padded down from &s.b"
     );
     assert_eq!(entries[0].size(), 16);
+    // SAFETY: `loc` is null; `args`'s arrays stay in place for the call and map live host data
+    // of this test, as their map types say.
     unsafe { off.target_data_end(null(), 0, &args.view()) }.unwrap();
     assert!(w.platform.dev(0, 0).table.is_empty());
 }

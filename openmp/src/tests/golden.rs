@@ -13,7 +13,9 @@ unsafe extern "C" fn member_b_mapper(
 ) {
     // `declare mapper(pair p) map(tofrom: p.b)` for one element.
     let b = (begin as usize + 8) as *mut c_void;
-    push_mapper_component(handle, base, b, 8, map_type & (mt::TO | mt::FROM), name);
+    // SAFETY: the runtime calls this mapper with the live handle of its
+    // `collect`, used on this thread only.
+    unsafe { push_mapper_component(handle, base, b, 8, map_type & (mt::TO | mt::FROM), name) };
 }
 
 /// Replace every `0x` + 16 hex digits by `ADDR`.
@@ -56,6 +58,10 @@ fn mapper_program_info_output_matches_llvm() {
         args.mappers[0] = member_b_mapper as *mut c_void;
         args
     };
+    // SAFETY: `loc` is null; each `call(..)` is a temporary alive for its statement (or
+    // `region`), naming the live 16-byte `pair` of this test, with `member_b_mapper` as the
+    // compiler-style mapper of its argument; `bin.addrs[0]` is the kernel taking `region`'s
+    // arguments.
     unsafe {
         off.target_data_begin(null(), -1, &call(mt::TO).view())
             .unwrap();
@@ -107,8 +113,12 @@ fn struct_pointer_program_info_output_matches_llvm() {
         &[HostItem::Global { size: 16 }, HostItem::Kernel { flags: 0 }],
     );
     let g = bin.addrs[0] as *mut i32;
+    // SAFETY: `g` is the binary's 16-byte global (4 `i32`), distinct from the temporary array
+    // copied from.
     unsafe { std::ptr::copy_nonoverlapping([1i32, 2, 3, 4].as_ptr(), g, 4) };
     let off = w.off();
+    // SAFETY: `bin` owns a valid descriptor and the arrays it points to, alive and unchanged
+    // for as long as the runtime uses them in this test.
     unsafe { off.register_lib(bin.desc()) };
     w.registry.set_info_level(u32::MAX);
 
@@ -118,6 +128,7 @@ fn struct_pointer_program_info_output_matches_llvm() {
         p: data.as_mut_ptr(),
     };
     let s_addr = &mut s as *mut CountAndPointer as *mut c_void;
+    // SAFETY: `s_addr` points to the live local `s`; `addr_of_mut!` makes no reference.
     let p_field = unsafe { std::ptr::addr_of_mut!((*(s_addr as *mut CountAndPointer)).p) };
     let mut args = Args::default();
     args.push(s_addr, s_addr, 16, 0x20);
@@ -134,6 +145,10 @@ fn struct_pointer_program_info_output_matches_llvm() {
     let host_g = g as usize;
     w.platform
         .dev(0, 0)
+        // SAFETY: the test device runs this kernel with the device addresses of the region's
+        // arguments (its buffers, host memory) and their offsets, so each pointer below lies in
+        // the object mapped for that argument. `dev_addr` is the test device, alive for the
+        // whole test, and `host_g` a global mapped on it.
         .kernel(bin.addrs[1], move |args, offsets, _| unsafe {
             let s = (args[0] as usize).wrapping_add(offsets[0] as usize) as *mut CountAndPointer;
             let fp = args[1] as usize as i32;
@@ -145,6 +160,9 @@ fn struct_pointer_program_info_output_matches_llvm() {
             let g = dev.table.translate(host_g, 4).unwrap() as *mut i32;
             *g += 10;
         });
+    // SAFETY: `loc` is null; `bin.addrs[1]` is the kernel registered above, taking the
+    // arguments `args` maps (the live `s`, `data` and a literal), whose arrays stay in place
+    // during the call.
     unsafe {
         off.target(
             null(),
@@ -163,6 +181,7 @@ fn struct_pointer_program_info_output_matches_llvm() {
     assert_eq!(data, [5, 10, 15, 20]);
     assert_eq!(s.n, 7);
     assert_eq!(s.p, data.as_mut_ptr());
+    // SAFETY: `g` is the binary's global, 4 live `i32`.
     assert_eq!(unsafe { *g }, 11);
     off.dump_mappings_at_exit();
     let golden = include_str!("../../tests/fixtures/golden_ptr_info.txt");
@@ -180,7 +199,11 @@ fn empty_platform_has_no_devices_and_host_memory_works() {
     assert!(!p.is_null());
     assert_eq!(off.target_is_present(p, 0), 1);
     assert!(off.target_alloc(16, 1, AllocKind::Default).is_null());
+    // SAFETY: `p` was `malloc`ed by `target_alloc` for the initial device (device 0 of an empty
+    // platform), freed once.
     unsafe { off.target_free(p, 0) };
+    // SAFETY: `loc` is null; with no device the region falls back to the host before `host_ptr`
+    // (a bogus address) is looked at, and `MapArgs::empty()` has no arrays.
     let rc = unsafe { off.target(null(), -1, 8 as *mut c_void, &MapArgs::empty(), 0, 0, false) };
     assert_eq!(rc, Ok(omptarget::abi::OMP_TGT_FAIL));
     assert_eq!(host.take_stderr(), "");
@@ -218,6 +241,9 @@ fn data_directives_program_info_output_matches_llvm() {
     let kernel_b = b.as_ptr() as usize;
     w.platform
         .dev(0, 0)
+        // SAFETY: the test device runs this kernel with the device addresses of the region's
+        // arguments (its buffers, host memory) and their offsets, so each pointer below lies in
+        // the object mapped for that argument.
         .kernel(bin.addrs[0], move |args, offsets, launch| unsafe {
             assert_eq!(launch.teams, Some((0, 0, 8)));
             let b = (args[0] as usize).wrapping_add(offsets[0] as usize) as *mut i32;
@@ -226,6 +252,9 @@ fn data_directives_program_info_output_matches_llvm() {
                 *b.add(i) += i as i32;
             }
         });
+    // SAFETY: `loc` is null; each call's arrays are a temporary `Args` (alive for its
+    // statement) or `region`, naming the live 32-byte `a`/`b` of this test as their map types
+    // say, and `bin.addrs[0]` is the kernel taking `region`'s arguments.
     unsafe {
         off.target_data_begin(null(), -1, &one(pa, pa, 32, 0x0).view())
             .unwrap();
@@ -304,6 +333,9 @@ fn strided_update_program_matches_llvm() {
     let pv = frame.v.as_mut_ptr() as *mut c_void;
     w.platform
         .dev(0, 0)
+        // SAFETY: the test device runs this kernel with the device addresses of the region's
+        // arguments (its buffers, host memory) and their offsets, so each pointer below lies in
+        // the object mapped for that argument.
         .kernel(bin.addrs[0], |args, offsets, _| unsafe {
             let m = (args[0] as usize).wrapping_add(offsets[0] as usize) as *mut i32;
             let v = (args[1] as usize).wrapping_add(offsets[1] as usize) as *mut i32;
@@ -333,6 +365,9 @@ fn strided_update_program_matches_llvm() {
             stride: 4,
         },
     ];
+    // SAFETY: `loc` is null; `enter`/`region`/`update`/`exit` stay in place during each call
+    // and name `frame`'s live `m` (72 bytes) and `v` (40 bytes); the non-contiguous descriptors
+    // `dims` cut pieces inside `m`; `bin.addrs[0]` is the kernel taking `region`'s arguments.
     unsafe {
         let mut enter = Args::default();
         enter.push(pm, pm, 72, 0x1).push(pv, pv, 40, 0x1);

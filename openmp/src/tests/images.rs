@@ -20,10 +20,15 @@ fn first_use_loads_images_maps_globals_and_runs_ctors() {
         ],
     );
     let off = w.off();
+    // SAFETY: `bin` owns a valid descriptor and the arrays it points to, alive and unchanged
+    // for as long as the runtime uses them in this test.
     unsafe { off.register_lib(bin.desc()) };
     let dev0 = w.platform.dev(0, 0);
     assert_eq!(dev0.loads.load(std::sync::atomic::Ordering::SeqCst), 0);
 
+    // SAFETY: `loc` is null; `bin.addrs[3]` is the host address of an entry of the registered
+    // binary, whose test kernel takes no arguments, and `MapArgs::empty()` has no arrays to
+    // read.
     unsafe {
         off.target(
             null(),
@@ -50,6 +55,9 @@ fn first_use_loads_images_maps_globals_and_runs_ctors() {
     assert_eq!(off.target_is_present(bin.addrs[2] as *const c_void, 0), 1);
 
     // Second launch: no reload, no second ctor.
+    // SAFETY: `loc` is null; `bin.addrs[3]` is the host address of an entry of the registered
+    // binary, whose test kernel takes no arguments, and `MapArgs::empty()` has no arrays to
+    // read.
     unsafe {
         off.target(
             null(),
@@ -67,6 +75,7 @@ fn first_use_loads_images_maps_globals_and_runs_ctors() {
 
     // Device 1 was never used: no dtor there at unregistration. (The main
     // program's unregister at exit, right before the teardown.)
+    // SAFETY: `bin.desc()` is the descriptor registered above, still alive and valid.
     unsafe { off.unregister_lib_before_teardown(bin.desc()) };
     let launched: Vec<_> = dev0.launches.lock().unwrap().iter().map(|l| l.0).collect();
     assert_eq!(launched.last(), Some(&bin.addrs[1]));
@@ -83,8 +92,15 @@ fn unregistering_one_of_two_binaries_unloads_its_images_where_loaded() {
     let keep = TestBinary::new(&[TAG_A], &[HostItem::Kernel { flags: 0 }]);
     let cycle = TestBinary::new(&[TAG_A], &[HostItem::Kernel { flags: 0 }]);
     let off = w.off();
+    // SAFETY: `keep` owns a valid descriptor and the arrays it points to, alive and unchanged
+    // for as long as the runtime uses them in this test.
     unsafe { off.register_lib(keep.desc()) };
+    // SAFETY: `cycle` owns a valid descriptor and the arrays it points to, alive and unchanged
+    // for as long as the runtime uses them in this test.
     unsafe { off.register_lib(cycle.desc()) };
+    // SAFETY: `loc` is null; `cycle.addrs[0]` is the host address of an entry of the registered
+    // binary, whose test kernel takes no arguments, and `MapArgs::empty()` has no arrays to
+    // read.
     unsafe {
         off.target(
             null(),
@@ -100,6 +116,7 @@ fn unregistering_one_of_two_binaries_unloads_its_images_where_loaded() {
     let dev0 = w.platform.dev(0, 0);
     let loads = dev0.loads.load(std::sync::atomic::Ordering::SeqCst);
     assert_eq!(loads, 2, "both binaries load on first use of the device");
+    // SAFETY: `cycle.desc()` is the descriptor registered above, still alive and valid.
     unsafe { off.unregister_lib(cycle.desc()) };
     assert_eq!(dev0.unloads.load(std::sync::atomic::Ordering::SeqCst), 1);
     let dev1 = w.platform.dev(0, 1);
@@ -119,6 +136,9 @@ fn table_size_mismatch_fails_init() {
         .dev(0, 0)
         .extra_entries
         .store(2, std::sync::atomic::Ordering::SeqCst);
+    // SAFETY: `loc` is null; `bin.addrs[0]` is the host address of an entry of the registered
+    // binary, whose test kernel takes no arguments, and `MapArgs::empty()` has no arrays to
+    // read.
     let err = unsafe {
         w.off().target(
             null(),
@@ -144,6 +164,8 @@ fn table_size_mismatch_fails_init() {
 fn unknown_host_entry_has_no_target_pointer() {
     let (w, _bin) = one_kernel_world(1);
     let bogus = 0x1234usize as *mut c_void;
+    // SAFETY: `loc` is null; `bogus` is no registered entry, which the runtime finds in its
+    // tables without ever dereferencing it; `MapArgs::empty()` has no arrays.
     let err = unsafe {
         w.off()
             .target(null(), 0, bogus, &MapArgs::empty(), 0, 0, false)

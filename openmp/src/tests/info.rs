@@ -13,7 +13,11 @@ fn info_lines_follow_llvm_format() {
     args.map(a.as_mut_ptr(), 4, mt::TO);
     let name = CString::new(";a[0:4];t.c;3;1;;").unwrap();
     args.names[0] = name.as_ptr() as *mut c_void;
+    // SAFETY: `loc` is null; `args`'s arrays stay in place for the call and map live host data
+    // of this test, as their map types say.
     unsafe { off.target_data_begin(null(), 0, &args.view()) }.unwrap();
+    // SAFETY: `loc` is null; `args`'s arrays stay in place for the call and map live host data
+    // of this test, as their map types say.
     unsafe { off.target_data_end(null(), 0, &args.view()) }.unwrap();
     let target = w.stderr();
     let lines: Vec<&str> = target.lines().collect();
@@ -29,6 +33,8 @@ fn info_lines_follow_llvm_format() {
     assert!(lines[2].ends_with("Size=4, Name=a[0:4]"));
     // With LIBOMPTARGET_DEBUG set, a release LLVM prints no INFO at all.
     w.registry.set_debug_level(1);
+    // SAFETY: `loc` is null; `args`'s arrays stay in place for the call and map live host data
+    // of this test, as their map types say.
     unsafe { off.target_data_begin(null(), 0, &args.view()) }.unwrap();
     assert_eq!(w.stderr(), "");
 }

@@ -62,11 +62,16 @@ fn an_unregistration_during_the_load_of_its_image_unloads_the_orphan() {
     let keep = TestBinary::new(&[TAG], &[HostItem::Kernel { flags: 0 }]);
     let gone_image = gone.desc.device_images as usize;
     // Registered first, so loaded first: its load runs the hook.
+    // SAFETY: `gone` owns a valid descriptor and the arrays it points to, alive and unchanged
+    // for as long as the runtime uses them in this test.
     unsafe { w.off().register_lib(gone.desc()) };
+    // SAFETY: `keep` owns a valid descriptor and the arrays it points to, alive and unchanged
+    // for as long as the runtime uses them in this test.
     unsafe { w.off().register_lib(keep.desc()) };
     let gone = Unmapped(gone);
     during_next_load(&w, move |w| {
         let gone = gone;
+        // SAFETY: `gone.0.desc()` is the descriptor registered above, still alive and valid.
         unsafe { w.off().unregister_lib(gone.0.desc()) };
         // The library is unmapped: its image, entries and names are gone.
         drop(gone);
@@ -102,8 +107,12 @@ fn a_registration_during_an_image_load_loads_its_image_before_its_ctors_run() {
             HostItem::Kernel { flags: 0 },
         ],
     );
+    // SAFETY: `first` owns a valid descriptor and the arrays it points to, alive and unchanged
+    // for as long as the runtime uses them in this test.
     unsafe { w.off().register_lib(first.desc()) };
     let late_desc = late.desc() as usize;
+    // SAFETY: `late_desc` is `late`'s valid descriptor; `late` outlives the load hook, which
+    // runs during the region below.
     during_next_load(&w, move |w| unsafe {
         w.off().register_lib(late_desc as *mut _)
     });
@@ -123,6 +132,8 @@ fn a_registration_during_an_image_load_loads_its_image_before_its_ctors_run() {
 fn a_second_thread_waits_for_the_load_in_flight_and_loads_nothing() {
     let w = World::mandatory(&[(TAG, 1)]);
     let bin = TestBinary::new(&[TAG], &[HostItem::Kernel { flags: 0 }]);
+    // SAFETY: `bin` owns a valid descriptor and the arrays it points to, alive and unchanged
+    // for as long as the runtime uses them in this test.
     unsafe { w.off().register_lib(bin.desc()) };
     let kernel = bin.addrs[0];
     let second = Arc::new(Mutex::new(None));
@@ -165,6 +176,8 @@ fn two_loads_of_one_image_on_one_device_keep_one_table_and_unload_both() {
             HostItem::Kernel { flags: 0 },
         ],
     );
+    // SAFETY: `bin` owns a valid descriptor and the arrays it points to, alive and unchanged
+    // for as long as the runtime uses them in this test.
     unsafe { w.off().register_lib(bin.desc()) };
     let kernel = bin.addrs[2];
     during_next_load(&w, move |w| region(w, kernel));
@@ -173,6 +186,7 @@ fn two_loads_of_one_image_on_one_device_keep_one_table_and_unload_both() {
     let dev0 = w.platform.dev(0, 0);
     assert_eq!(dev0.loads.load(SeqCst), 2);
     assert_eq!(launched(&w), [bin.addrs[0], kernel, kernel]);
+    // SAFETY: `bin.desc()` is the descriptor registered above, still alive and valid.
     unsafe { w.off().unregister_lib(bin.desc()) };
     assert_eq!(dev0.unloads.load(SeqCst), 2);
     assert_eq!(launched(&w).last(), Some(&bin.addrs[1]), "dtor once");

@@ -31,6 +31,8 @@ const TAG_B: &[u8] = b"image-b";
 fn one_kernel_world(devices: usize) -> (World, TestBinary) {
     let w = World::mandatory(&[(TAG_A, devices)]);
     let bin = TestBinary::new(&[TAG_A], &[HostItem::Kernel { flags: 0 }]);
+    // SAFETY: `bin` owns a valid descriptor and the arrays it points to, alive and unchanged
+    // for as long as the runtime uses them in this test.
     unsafe { w.off().register_lib(bin.desc()) };
     (w, bin)
 }

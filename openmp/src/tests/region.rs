@@ -37,6 +37,10 @@ fn target_region_passes_mapped_literal_and_private_arguments() {
     let seen2 = seen.clone();
     w.platform
         .dev(0, 0)
+        // SAFETY: the test device runs this kernel with the device addresses of the region's
+        // arguments (its buffers, host memory) and their offsets, so each pointer below lies in
+        // the object mapped for that argument. `args[2]`/`args[3]` are the 12- and 2000-byte
+        // first-private copies.
         .kernel(bin.addrs[0], move |args, offsets, _| unsafe {
             let a = (args[0] as usize + offsets[0] as usize) as *mut i32;
             let factor = args[1] as usize as i32;
@@ -50,6 +54,9 @@ fn target_region_passes_mapped_literal_and_private_arguments() {
                 .unwrap()
                 .push((small, large, args[4].is_null(), args.len()));
         });
+    // SAFETY: `loc` is null; `bin.addrs[0]` is a kernel of the registered binary taking the
+    // arguments `args` maps, whose arrays stay in place during the call and name live host data
+    // of this test.
     unsafe {
         off.target(
             null(),
@@ -93,6 +100,10 @@ fn packed_first_privates_share_one_buffer() {
     let seen2 = seen.clone();
     w.platform
         .dev(0, 0)
+        // SAFETY: the test device runs this kernel with the device addresses of the region's
+        // arguments (its buffers, host memory) and their offsets, so each pointer below lies in
+        // the object mapped for that argument. `args[0]`/`args[1]` are the 3- and 8-byte first-
+        // private copies.
         .kernel(bin.addrs[0], move |args, _, _| unsafe {
             let x = std::slice::from_raw_parts(args[0] as *const u8, 3).to_vec();
             let y = std::slice::from_raw_parts(args[1] as *const u8, 8).to_vec();
@@ -101,6 +112,9 @@ fn packed_first_privates_share_one_buffer() {
                 .unwrap()
                 .push((args[1] as usize - args[0] as usize, x, y));
         });
+    // SAFETY: `loc` is null; `bin.addrs[0]` is a kernel of the registered binary taking the
+    // arguments `args` maps, whose arrays stay in place during the call and name live host data
+    // of this test.
     unsafe {
         off.target(
             null(),
@@ -122,12 +136,18 @@ fn packed_first_privates_share_one_buffer() {
 fn teams_region_gets_the_pushed_tripcount_once() {
     let (w, bin) = one_kernel_world(1);
     let off = w.off();
+    // SAFETY: `loc` is null, which the contract allows.
     unsafe { off.push_target_tripcount(null(), 0, 1000) }.unwrap();
+    // SAFETY: `loc` is null, which the contract allows.
     unsafe { off.push_target_tripcount(null(), 0, 5) }.unwrap();
     w.host.thread.store(3, std::sync::atomic::Ordering::SeqCst);
+    // SAFETY: `loc` is null, which the contract allows.
     unsafe { off.push_target_tripcount(null(), 0, 77) }.unwrap();
     w.host.thread.store(0, std::sync::atomic::Ordering::SeqCst);
     for _ in 0..2 {
+        // SAFETY: `loc` is null; `bin.addrs[0]` is the host address of an entry of the
+        // registered binary, whose test kernel takes no arguments, and `MapArgs::empty()` has
+        // no arrays to read.
         unsafe {
             off.target(
                 null(),
@@ -157,6 +177,9 @@ fn failed_mapping_in_target_region_reports_each_level() {
     let mut a = [0u8; 4];
     let mut args = Args::default();
     args.map(a.as_mut_ptr(), 4, mt::TO | mt::TARGET_PARAM);
+    // SAFETY: `loc` is null; `bin.addrs[0]` is a kernel of the registered binary taking the
+    // arguments `args` maps, whose arrays stay in place during the call and name live host data
+    // of this test. The launch fails as the test asks before the kernel runs.
     assert!(unsafe {
         off.target(
             null(),
@@ -198,6 +221,7 @@ fn lambda_capture_is_attached_to_device_data() {
     args.map(captured.as_mut_ptr(), 8, mt::TO | mt::FROM);
     args.map(l_ptr, 8, mt::TO | mt::TARGET_PARAM);
     args.push(
+        // SAFETY: `l_ptr` points to the live local lambda; `addr_of_mut!` makes no reference.
         unsafe { std::ptr::addr_of_mut!((*l_ptr).r) } as *mut c_void,
         captured.as_mut_ptr() as *mut c_void,
         8,
@@ -205,10 +229,17 @@ fn lambda_capture_is_attached_to_device_data() {
     );
     w.platform
         .dev(0, 0)
+        // SAFETY: the test device runs this kernel with the device addresses of the region's
+        // arguments (its buffers, host memory) and their offsets, so each pointer below lies in
+        // the object mapped for that argument. The lambda's `r` was attached to the device copy
+        // of `captured`.
         .kernel(bin.addrs[0], |args, offsets, _| unsafe {
             let l = (args[0] as usize + offsets[0] as usize) as *mut Lambda;
             *(*l).r += 100;
         });
+    // SAFETY: `loc` is null; `bin.addrs[0]` is a kernel of the registered binary taking the
+    // arguments `args` maps, whose arrays stay in place during the call and name live host data
+    // of this test.
     unsafe {
         off.target(
             null(),

@@ -10,15 +10,20 @@ fn devices_are_numbered_in_plugin_use_order() {
     let off = w.off();
     assert_eq!(off.num_devices(), 0);
     let b = TestBinary::new(&[TAG_B], &[HostItem::Kernel { flags: 0 }]);
+    // SAFETY: `b` owns a valid descriptor and the arrays it points to, alive and unchanged for
+    // as long as the runtime uses them in this test.
     unsafe { off.register_lib(b.desc()) };
     assert_eq!(off.num_devices(), 3);
     assert_eq!(w.registry.device_map(), vec![(2, 0), (2, 1), (2, 2)]);
     let a = TestBinary::new(&[TAG_A], &[HostItem::Kernel { flags: 0 }]);
+    // SAFETY: `a` owns a valid descriptor and the arrays it points to, alive and unchanged for
+    // as long as the runtime uses them in this test.
     unsafe { off.register_lib(a.desc()) };
     assert_eq!(off.num_devices(), 5);
     assert_eq!(off.initial_device(), 5);
     assert_eq!(w.registry.device_map()[3..], [(0, 0), (0, 1)]);
     assert_eq!(w.registry.registered_libs(), 2);
+    // SAFETY: `a.desc()` is the descriptor registered above, still alive and valid.
     unsafe { off.unregister_lib(a.desc()) };
     assert_eq!(w.registry.registered_libs(), 1);
 }
@@ -28,8 +33,13 @@ fn disabled_policy_uses_no_plugin() {
     let w = World::new(&[(TAG_A, 2)], TargetOffloadPolicy::Disabled);
     let b = TestBinary::new(&[TAG_A], &[HostItem::Kernel { flags: 0 }]);
     let off = w.off();
+    // SAFETY: `b` owns a valid descriptor and the arrays it points to, alive and unchanged for
+    // as long as the runtime uses them in this test.
     unsafe { off.register_lib(b.desc()) };
     assert_eq!(off.num_devices(), 0);
+    // SAFETY: `loc` is null; `b.addrs[0]` is the host address of an entry of the registered
+    // binary, whose test kernel takes no arguments, and `MapArgs::empty()` has no arrays to
+    // read.
     let rc = unsafe {
         off.target(
             null(),
@@ -53,7 +63,12 @@ fn default_policy_without_devices_falls_back_silently() {
     // An image no plugin accepts: no device gets used.
     let b = TestBinary::new(&[TAG_B], &[HostItem::Kernel { flags: 0 }]);
     let off = w.off();
+    // SAFETY: `b` owns a valid descriptor and the arrays it points to, alive and unchanged for
+    // as long as the runtime uses them in this test.
     unsafe { off.register_lib(b.desc()) };
+    // SAFETY: `loc` is null; `b.addrs[0]` is the host address of an entry of the registered
+    // binary, whose test kernel takes no arguments, and `MapArgs::empty()` has no arrays to
+    // read.
     let rc = unsafe {
         off.target(
             null(),
@@ -75,7 +90,12 @@ fn default_policy_with_devices_becomes_mandatory() {
     let w = World::new(&[(TAG_A, 1)], TargetOffloadPolicy::Default);
     let b = TestBinary::new(&[TAG_A], &[HostItem::Kernel { flags: 0 }]);
     let off = w.off();
+    // SAFETY: `b` owns a valid descriptor and the arrays it points to, alive and unchanged for
+    // as long as the runtime uses them in this test.
     unsafe { off.register_lib(b.desc()) };
+    // SAFETY: `loc` is null; `b.addrs[0]` is the host address of an entry of the registered
+    // binary, whose test kernel takes no arguments, and `MapArgs::empty()` has no arrays to
+    // read.
     let rc = unsafe {
         off.target(
             null(),
@@ -96,7 +116,12 @@ fn mandatory_without_devices_is_fatal() {
     let w = World::mandatory(&[(TAG_A, 1)]);
     let b = TestBinary::new(&[TAG_B], &[HostItem::Kernel { flags: 0 }]);
     let off = w.off();
+    // SAFETY: `b` owns a valid descriptor and the arrays it points to, alive and unchanged for
+    // as long as the runtime uses them in this test.
     unsafe { off.register_lib(b.desc()) };
+    // SAFETY: `loc` is null; `b.addrs[0]` is the host address of an entry of the registered
+    // binary, whose test kernel takes no arguments, and `MapArgs::empty()` has no arrays to
+    // read.
     let err = unsafe {
         off.target(
             null(),
@@ -132,6 +157,9 @@ fn source_location_precedes_the_fatal_error() {
         .dev(0, 0)
         .fail_run
         .store(true, std::sync::atomic::Ordering::SeqCst);
+    // SAFETY: `loc` is a live `Ident` whose `psource` is a live NUL-terminated string;
+    // `bin.addrs[0]` is the host address of an entry of the registered binary, whose test
+    // kernel takes no arguments, and `MapArgs::empty()` has no arrays to read.
     let err = unsafe {
         off.target(
             &loc,
@@ -161,6 +189,9 @@ fn device_that_fails_to_initialise_is_not_ready() {
         .fail_init
         .store(true, std::sync::atomic::Ordering::SeqCst);
     let off = w.off();
+    // SAFETY: `loc` is null; `bin.addrs[0]` is the host address of an entry of the registered
+    // binary, whose test kernel takes no arguments, and `MapArgs::empty()` has no arrays to
+    // read.
     let err = unsafe {
         off.target(
             null(),
@@ -194,6 +225,9 @@ fn device_that_fails_to_initialise_is_not_ready() {
 #[test]
 fn initial_device_runs_on_the_host() {
     let (w, bin) = one_kernel_world(2);
+    // SAFETY: `loc` is null; `bin.addrs[0]` is the host address of an entry of the registered
+    // binary, whose test kernel takes no arguments, and `MapArgs::empty()` has no arrays to
+    // read.
     let rc = unsafe {
         w.off().target(
             null(),
@@ -215,6 +249,9 @@ fn default_device_comes_from_the_host_runtime() {
     w.host
         .default_device
         .store(1, std::sync::atomic::Ordering::SeqCst);
+    // SAFETY: `loc` is null; `bin.addrs[0]` is the host address of an entry of the registered
+    // binary, whose test kernel takes no arguments, and `MapArgs::empty()` has no arrays to
+    // read.
     let rc = unsafe {
         w.off().target(
             null(),
@@ -249,6 +286,9 @@ fn requires_flags_must_agree_and_reach_device_init() {
         fatal.render(),
         "Libomptarget fatal error 1: '#pragma omp requires unified_shared_memory' not used consistently!\n"
     );
+    // SAFETY: `loc` is null; `bin.addrs[0]` is the host address of an entry of the registered
+    // binary, whose test kernel takes no arguments, and `MapArgs::empty()` has no arrays to
+    // read.
     unsafe {
         off.target(
             null(),

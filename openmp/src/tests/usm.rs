@@ -16,8 +16,13 @@ fn unified_shared_memory_passes_host_pointers() {
         .dev(0, 0)
         .kernel(bin.addrs[0], move |args, _, _| {
             assert_eq!(args[0] as usize, host_addr);
+            // SAFETY: under unified shared memory the kernel gets the host address of the live
+            // 4-byte `a` (asserted just above).
             unsafe { *(args[0] as *mut i32) = 5 };
         });
+    // SAFETY: `loc` is null; `bin.addrs[0]` is a kernel of the registered binary taking the
+    // arguments `args` maps, whose arrays stay in place during the call and name live host data
+    // of this test.
     unsafe {
         off.target(
             null(),
@@ -38,6 +43,8 @@ fn unified_shared_memory_passes_host_pointers() {
     // `close` forces a device copy.
     let mut close = Args::default();
     close.map(a.as_mut_ptr(), 16, mt::TO | mt::CLOSE);
+    // SAFETY: `loc` is null; `close`'s arrays stay in place for the call and map live host data
+    // of this test, as their map types say.
     unsafe { off.target_data_begin(null(), 0, &close.view()) }.unwrap();
     assert_eq!(dev.table.len(), 1);
     assert_eq!(off.target_is_present(a.as_ptr() as *const c_void, 0), 1);
