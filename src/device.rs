@@ -10,7 +10,7 @@ pub(crate) mod images;
 pub(crate) mod table;
 mod teardown;
 
-use crate::memory::{MemoryManager, MemoryStats};
+use crate::memory::MemoryManager;
 use crate::plugin::Plugin;
 use crate::{abi, Error, Result};
 use allocator::PluginAllocator;
@@ -18,7 +18,7 @@ use images::ImageRecord;
 use std::ffi::c_void;
 use std::sync::{Arc, Mutex, OnceLock};
 
-pub use crate::memory::LiveAllocation;
+pub use crate::memory::{LiveAllocation, MemoryStats};
 pub use images::LoadedImage;
 
 /// An address in a device's memory space (opaque to the host).

@@ -47,14 +47,19 @@
 pub mod api;
 pub mod config;
 pub mod device;
-pub mod error;
+mod error;
 pub mod image;
-pub mod launch;
+mod launch;
 pub mod mapping;
+/// The caching memory manager. Public only with the `internals` feature,
+/// for the benchmarks in `benches/`; users see it through [`Device`].
+#[cfg(feature = "internals")]
 pub mod memory;
+#[cfg(not(feature = "internals"))]
+mod memory;
 pub mod plugin;
 pub mod report;
-pub mod runtime;
+mod runtime;
 mod step_outcome;
 mod sync;
 pub(crate) mod trace;

@@ -192,19 +192,16 @@ impl<A: DeviceAllocator> MemoryManager<A> {
         }
     }
 
-    /// The allocator behind the manager.
+    /// The allocator behind the manager (tests and benchmarks).
+    #[cfg(any(test, feature = "internals"))]
     pub fn allocator(&self) -> &A {
         &self.allocator
     }
 
-    /// True when small blocks are cached.
+    /// True when small blocks are cached (tests and benchmarks).
+    #[cfg(any(test, feature = "internals"))]
     pub fn is_enabled(&self) -> bool {
         self.threshold > 0
-    }
-
-    /// The caching threshold in bytes.
-    pub fn threshold(&self) -> usize {
-        self.threshold
     }
 
     /// What the manager holds (a snapshot: each shard and bucket is read
