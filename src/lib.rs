@@ -38,8 +38,9 @@
 //!   [`Runtime::plugin_count`], [`Runtime::plugin`],
 //!   [`Runtime::plugin_device`], [`plugin::Plugin::device_count`],
 //!   [`plugin::Plugin::is_valid_binary`],
-//!   [`plugin::Plugin::supports_empty_images`];
-//!   [`Runtime::set_requires_flags`] for `__tgt_register_requires`.
+//!   [`plugin::Plugin::supports_empty_images`]; the program's `requires`
+//!   flags reach a device through
+//!   [`Device::ensure_initialized_with_requires`], their one route.
 //! * [`abi`]: the C ABI's types (re-exported `omptarget-abi`).
 
 #![deny(missing_docs)]

@@ -121,14 +121,6 @@ impl Runtime {
         &self.skipped
     }
 
-    /// Record the program's `requires` flags (`__tgt_register_requires`);
-    /// devices pass them to `init_requires` when they initialise.
-    pub fn set_requires_flags(&self, flags: i64) {
-        for plugin in &self.plugins {
-            plugin.set_requires_flags(flags);
-        }
-    }
-
     /// Tear everything down in the fixed order and say what happened.
     ///
     /// Every handle borrowing the runtime must be gone first: the compiler

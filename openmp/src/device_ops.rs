@@ -140,9 +140,6 @@ pub trait Platform: Sync {
     unsafe fn is_valid_binary(&self, plugin: usize, image: *mut DeviceImage) -> bool;
     /// Device `local` (0-based, the plugin's own numbering) of a plugin.
     fn device(&self, plugin: usize, local: usize) -> Option<&dyn DeviceOps>;
-    /// The program's requires flags, registered for the first time: devices
-    /// initialised from now on pass them to `__tgt_rtl_init_requires`.
-    fn set_requires_flags(&self, _flags: i64) {}
 }
 
 /// No plugins at all: for a process whose runtime is not built (no binary

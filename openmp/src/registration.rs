@@ -73,10 +73,9 @@ impl Offload<'_> {
             Ordering::AcqRel,
             Ordering::Acquire,
         ) {
-            Ok(_) => {
-                self.platform.set_requires_flags(flags);
-                return Ok(());
-            }
+            // Recorded here only: devices get them when they initialise
+            // (DeviceOps::init), the one route flags take to a plugin.
+            Ok(_) => return Ok(()),
             Err(current) => current,
         };
         let checks = [

@@ -259,8 +259,6 @@ pub struct TestPlugin {
 #[derive(Default)]
 pub struct TestPlatform {
     pub plugins: Vec<TestPlugin>,
-    /// What `set_requires_flags` got.
-    pub requires: Mutex<Vec<i64>>,
 }
 
 impl TestPlatform {
@@ -273,7 +271,6 @@ impl TestPlatform {
                     devices: (0..n).map(|_| TestDevice::default()).collect(),
                 })
                 .collect(),
-            requires: Mutex::new(Vec::new()),
         }
     }
     pub fn dev(&self, plugin: usize, local: usize) -> &TestDevice {
@@ -306,9 +303,6 @@ impl Platform for TestPlatform {
             .devices
             .get(local)
             .map(|d| d as &dyn DeviceOps)
-    }
-    fn set_requires_flags(&self, flags: i64) {
-        self.requires.lock().unwrap().push(flags);
     }
 }
 

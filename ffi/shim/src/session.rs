@@ -6,7 +6,6 @@
 
 use crate::host_env::{self, Libomp};
 use omptarget::{Config, Runtime};
-use omptarget_abi::requires;
 use omptarget_abi::{AllocKind, AsyncInfo, BinDesc, DeviceInfo};
 use omptarget_openmp::{
     EmptyPlatform, Fatal, Ident, MapArgs, Offload, Platform, Registry, TargetOffloadPolicy,
@@ -99,14 +98,8 @@ impl Session {
             crate::lifecycle::register_fork_handler();
             runtime
         });
-        // `__tgt_register_requires` comes before the first registration,
-        // while no runtime exists (its flags then reach no plugin), and may
-        // race with this load on another thread: pass the recorded flags on
-        // at every registration (they are set once, so this is idempotent).
-        let flags = self.registry.requires_flags();
-        if flags != requires::UNDEFINED {
-            runtime.set_requires_flags(flags);
-        }
+        // `__tgt_register_requires` flags stay in the registry: a device
+        // gets them when it initialises (their one route to a plugin).
         runtime
     }
 

@@ -277,8 +277,8 @@ fn requires_flags_must_agree_and_reach_device_init() {
     off.register_requires(requires::UNIFIED_SHARED_MEMORY | requires::DYNAMIC_ALLOCATORS)
         .unwrap();
     assert_eq!(
-        *w.platform.requires.lock().unwrap(),
-        vec![requires::UNIFIED_SHARED_MEMORY],
+        w.registry.requires_flags(),
+        requires::UNIFIED_SHARED_MEMORY,
         "only the first registration sets the flags"
     );
     let fatal = off.register_requires(requires::NONE).unwrap_err();
