@@ -164,10 +164,17 @@ pub fn parent_index(map_type: i64) -> i64 {
 /// Arrays owned by the runtime, for the components a mapper produced.
 #[derive(Debug, Default)]
 pub struct OwnedMapArgs {
+    /// Base pointer of each component (the pointer or object its section
+    /// belongs to).
     pub bases: Vec<*mut c_void>,
+    /// Address of the first byte of each component's section.
     pub begins: Vec<*mut c_void>,
+    /// Length of each component's section in bytes.
     pub sizes: Vec<i64>,
+    /// Map type of each component (`OMP_TGT_MAPTYPE_*` bits).
     pub types: Vec<i64>,
+    /// Each component's `map_var_info_t` (a `;name;file;line;col;;`
+    /// string), or null.
     pub names: Vec<*mut c_void>,
 }
 

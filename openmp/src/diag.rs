@@ -14,7 +14,12 @@ pub enum Diagnostic {
     /// `REPORT` / `FAILURE_MESSAGE`: `Libomptarget error: <text>\n`.
     Error(String),
     /// `INFO`: `Libomptarget device <n> info: <text>` (text ends in `\n`).
-    Info { device: i32, text: String },
+    Info {
+        /// The device number the line names.
+        device: i32,
+        /// The message, ending in `\n`.
+        text: String,
+    },
     /// Text printed as is (the `file:line:col: ` before a fatal error).
     Raw(String),
 }
@@ -46,7 +51,9 @@ impl Diagnostic {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("Libomptarget fatal error {code}: {text}")]
 pub struct Fatal {
+    /// The error code printed after `fatal error` (1 everywhere, as in LLVM 14).
     pub code: i32,
+    /// The message, without the trailing newline.
     pub text: String,
 }
 
@@ -75,10 +82,15 @@ impl Fatal {
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct Ident {
+    /// Reserved by libomp; not read here.
     pub reserved_1: i32,
+    /// libomp's `KMP_IDENT_*` flags; not read here.
     pub flags: i32,
+    /// Reserved by libomp; not read here.
     pub reserved_2: i32,
+    /// Reserved by libomp (Fortran only); not read here.
     pub reserved_3: i32,
+    /// The location string, or null (then `";unknown;unknown;0;0;;"`).
     pub psource: *const c_char,
 }
 
@@ -87,9 +99,14 @@ const UNKNOWN_LOCATION: &str = ";unknown;unknown;0;0;;";
 /// LLVM's `SourceInfo`: fields of a `;`-separated location string.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SourceInfo {
+    /// The function's name (a region's location) or the variable's (a
+    /// map name).
     pub name: String,
+    /// Source file name, without its directories.
     pub filename: String,
+    /// Line number; 0 when unknown or not a number.
     pub line: i32,
+    /// Column number; 0 when unknown or not a number.
     pub column: i32,
 }
 

@@ -11,47 +11,95 @@ use omptarget::mapping::{HexPtr, MappingError};
 #[non_exhaustive]
 pub enum OffloadError {
     // ---- data mapping ----
+    /// `targetDataBegin`: `getTargetPointer` gave no device address for a
+    /// non-empty or `present` section, or for the pointer of a
+    /// pointer-and-object entry.
     #[error("Call to getTargetPointer returned null pointer ({}).",
         if *.present { "'present' map type modifier" } else { "device failure or illegal mapping" })]
-    NullTargetPointer { present: bool },
+    NullTargetPointer {
+        /// The entry had the `present` modifier (so the data was not
+        /// mapped), which selects the text.
+        present: bool,
+    },
+    /// A host-to-device copy failed: an attached pointer's device value
+    /// (`targetDataBegin`, a target region's lambda captures), or `target
+    /// update to` data or its pointers.
     #[error("Copying data to device failed.")]
     CopyToDeviceFailed,
+    /// A device-to-host copy failed: `from` data at `targetDataEnd` or
+    /// `target update from`.
     #[error("Copying data from device failed.")]
     CopyFromDeviceFailed,
+    /// `targetDataEnd`: removing a mapping or freeing its device memory
+    /// failed (after the [`Mapping`](Self::Mapping) error that says why).
     #[error("Deallocating data from device failed.")]
     DeallocFailed,
+    /// `targetDataBegin`: mapping a user-defined mapper's components failed.
     #[error("Call to targetDataBegin via targetDataMapper for custom mapper failed.")]
     MapperBeginFailed,
+    /// `targetDataEnd`: unmapping a user-defined mapper's components failed.
     #[error("Call to targetDataEnd via targetDataMapper for custom mapper failed.")]
     MapperEndFailed,
+    /// `targetDataUpdate`: updating a user-defined mapper's components failed.
     #[error("Call to targetDataUpdate via targetDataMapper for custom mapper failed.")]
     MapperUpdateFailed,
-    /// `present` on exit (a MESSAGE, then failure).
+    /// `targetDataEnd` (`target exit data`): a `present` section is not
+    /// mapped (a MESSAGE, then failure).
     #[error("device mapping required by 'present' map type modifier does not exist for host address {} ({size} bytes)", HexPtr(*.host_begin))]
-    PresentMissingOnExit { host_begin: usize, size: i64 },
-    /// `present` motion modifier of `target update` (a MESSAGE).
+    PresentMissingOnExit {
+        /// Host address of the section's first byte.
+        host_begin: usize,
+        /// Length of the section in bytes.
+        size: i64,
+    },
+    /// `target update` with the `present` motion modifier: the section is
+    /// not mapped (a MESSAGE).
     #[error("device mapping required by 'present' motion modifier does not exist for host address {} ({size} bytes)", HexPtr(*.host_begin))]
-    PresentMotionMissing { host_begin: usize, size: i64 },
+    PresentMotionMissing {
+        /// Host address of the section's first byte.
+        host_begin: usize,
+        /// Length of the section in bytes.
+        size: i64,
+    },
     /// A mapping was refused; its MESSAGE lines were printed already.
     #[error("illegal mapping")]
     MappingRefused,
+    /// The core's mapping table refused an association, a disassociation or a
+    /// deallocation; printed with the core's text.
     #[error(transparent)]
     Mapping(#[from] MappingError),
 
     // ---- target regions ----
+    /// `target`: the region's host entry address is in no registered binary's
+    /// entry table.
     #[error("Host ptr {} does not have a matching target pointer.", HexPtr(*.host_ptr))]
-    NoMatchingTargetPointer { host_ptr: usize },
-    /// LLVM asserts (and, in release builds, crashes) here.
+    NoMatchingTargetPointer {
+        /// The host entry address the call passed.
+        host_ptr: usize,
+    },
+    /// `target`: the region's binary has no loaded entries table on the
+    /// device. LLVM asserts (and, in release builds, crashes) here.
     #[error("Global data has not been mapped")]
-    TargetTableMissing { device: i32 },
+    TargetTableMissing {
+        /// The device the region was to run on.
+        device: i32,
+    },
+    /// `target`: mapping the region's arguments (`targetDataBegin`) failed.
     #[error("Call to targetDataBegin failed, abort target.")]
     TargetDataBeginFailed,
+    /// `target`: unmapping the region's arguments after the kernel
+    /// (`targetDataEnd`) failed.
     #[error("Call to targetDataEnd failed, abort target.")]
     TargetDataEndFailed,
+    /// `target`: allocating (or, for first-private, copying) the device
+    /// buffer of a private argument failed.
     #[error("Failed to process {}private argument {}",
         if *.first_private { "first-" } else { "" }, HexPtr(*.host_ptr))]
     PrivateArgumentFailed {
+        /// The argument is first-private (its host value is copied in)
+        /// rather than private.
         first_private: bool,
+        /// Host address of the argument's data.
         host_ptr: usize,
     },
     /// Allocation or copy of a private argument failed (LLVM: debug only).
@@ -60,51 +108,99 @@ pub enum OffloadError {
     /// Packing first-private arguments failed (LLVM: debug only).
     #[error("Failed to pack and transfer first private arguments")]
     PrivatePackFailed,
+    /// `target`: freeing the device buffers of private arguments after the
+    /// kernel failed.
     #[error("Failed to deallocate target memory for private args")]
     PrivateFreeFailed,
+    /// `target`: preparing the kernel's arguments (mapping, private
+    /// arguments, lambda captures) failed; follows the error that says why.
     #[error("Failed to process data before launching the kernel.")]
     ProcessDataBeforeFailed,
+    /// `target`: the plugin failed to run the kernel.
     #[error("Executing target region abort target.")]
     ExecutionFailed,
+    /// `target`: unmapping the region's arguments or freeing its private
+    /// buffers after the kernel failed; follows the error that says why.
     #[error("Failed to process data after launching the kernel.")]
     ProcessDataAfterFailed,
 
     // ---- devices and images ----
+    /// A target or data construct named a device that does not exist or
+    /// failed to initialize (`checkDeviceAndCtors`).
     #[error("Device {device} is not ready.")]
-    DeviceNotReady { device: i64 },
+    DeviceNotReady {
+        /// The device number the construct named.
+        device: i64,
+    },
+    /// Loading the registered images onto the device or running their
+    /// constructors failed (`checkDeviceAndCtors`).
     #[error("Failed to init globals on device {device}")]
-    InitGlobalsFailed { device: i64 },
+    InitGlobalsFailed {
+        /// The device number the construct named.
+        device: i64,
+    },
+    /// Device initialization: a registered binary has no image for this
+    /// device.
     #[error("No image loaded for device id {device}.")]
-    NoImageLoaded { device: i32 },
+    NoImageLoaded {
+        /// The device being initialized.
+        device: i32,
+    },
+    /// Device initialization: the plugin failed to load an image (gave no
+    /// entries table).
     #[error("Unable to generate entries table for device id {device}.")]
-    NoEntriesTable { device: i32 },
+    NoEntriesTable {
+        /// The device being initialized.
+        device: i32,
+    },
+    /// Device initialization: the loaded image has a different number of
+    /// entries than the binary's host table.
     #[error("Host and Target tables mismatch for device id {device} [{host:x} != {target:x}].")]
     TablesMismatch {
+        /// The device being initialized.
         device: i32,
+        /// Number of entries in the binary's host table.
         host: usize,
+        /// Number of entries the plugin returned for the loaded image.
         target: usize,
     },
+    /// Device initialization: running a registered binary's global
+    /// constructor on the device failed.
     #[error("Running ctor {} failed.", HexPtr(*.ctor))]
-    CtorFailed { ctor: usize },
+    CtorFailed {
+        /// Host address of the constructor's entry.
+        ctor: usize,
+    },
 
     // ---- omp_target_* ----
+    /// `omp_target_memcpy`: a null source or destination (with a non-zero
+    /// length), or an offset range that wraps the address space.
     #[error("Call to omp_target_memcpy with invalid arguments")]
     MemcpyInvalidArguments,
+    /// `omp_target_memcpy`: the source or destination device is not ready.
     #[error("omp_target_memcpy returns OFFLOAD_FAIL")]
     MemcpyFailed,
+    /// `omp_target_memcpy_rect`: a null pointer or array, an element size or
+    /// dimension count below 1, or a block that does not fit its arrays.
     #[error("Call to omp_target_memcpy_rect with invalid arguments")]
     MemcpyRectInvalidArguments,
+    /// `omp_target_associate_ptr`: a null host or device pointer, or size 0.
     #[error("Call to omp_target_associate_ptr with invalid arguments")]
     AssociateInvalidArguments,
+    /// `omp_target_associate_ptr` on the initial (host) device.
     #[error("omp_target_associate_ptr: no association possible on the host")]
     AssociateOnHost,
+    /// `omp_target_associate_ptr`: the device is not ready.
     #[error("omp_target_associate_ptr returns OFFLOAD_FAIL")]
     AssociateFailed,
-    // LLVM's text names the wrong function; kept byte-identical.
+    /// `omp_target_disassociate_ptr` with a null host pointer. LLVM's text
+    /// names the wrong function; kept byte-identical.
     #[error("Call to omp_target_associate_ptr with invalid host_ptr")]
     DisassociateInvalidHostPtr,
+    /// `omp_target_disassociate_ptr` on the initial (host) device.
     #[error("omp_target_disassociate_ptr: no association possible on the host")]
     DisassociateOnHost,
+    /// `omp_target_disassociate_ptr`: the device is not ready.
     #[error("omp_target_disassociate_ptr returns OFFLOAD_FAIL")]
     DisassociateFailed,
     /// A device operation failed where LLVM prints nothing.

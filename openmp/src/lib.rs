@@ -78,6 +78,7 @@
 //!   recording host environment, binary descriptor builders) and `tests`
 //!   (one module per topic; golden outputs in `tests/fixtures`).
 
+#![deny(missing_docs)]
 pub mod api;
 pub mod args;
 pub mod data;
@@ -140,8 +141,14 @@ pub trait HostEnv: Sync {
 /// and the host environment. Cheap to build per call.
 #[derive(Clone, Copy)]
 pub struct Offload<'a> {
+    /// Registered binaries, device slots and settings (the process's one
+    /// [`Registry`]).
     pub registry: &'a Registry,
+    /// The plugins and their devices ([`EmptyPlatform`] while no runtime
+    /// exists).
     pub platform: &'a dyn Platform,
+    /// The host OpenMP runtime and process: default device, offload
+    /// policy, output.
     pub host: &'a dyn HostEnv,
 }
 

@@ -9,16 +9,23 @@ use std::ffi::c_void;
 /// One component a mapper pushed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MapComponent {
+    /// Base pointer (the pointer or object the section belongs to).
     pub base: *mut c_void,
+    /// Address of the section's first byte.
     pub begin: *mut c_void,
+    /// Length of the section in bytes.
     pub size: i64,
+    /// Map type (`OMP_TGT_MAPTYPE_*` bits).
     pub map_type: i64,
+    /// The section's `map_var_info_t` (a `;name;file;line;col;;` string),
+    /// or null.
     pub name: *mut c_void,
 }
 
 /// The components of one mapper call (LLVM's `MapperComponentsTy`).
 #[derive(Debug, Default)]
 pub struct MapperComponents {
+    /// The components pushed so far, in push order.
     pub components: Vec<MapComponent>,
 }
 

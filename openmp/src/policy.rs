@@ -10,9 +10,15 @@ use super::Offload;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[repr(i32)]
 pub enum TargetOffloadPolicy {
+    /// `DISABLED`: constructs run on the host; one that did offload is a
+    /// fatal error.
     Disabled = 0,
+    /// Unset or any other value: becomes `Mandatory` if devices exist,
+    /// else `Disabled`, when first needed (`isOffloadDisabled`).
     #[default]
     Default = 1,
+    /// `MANDATORY`: a target construct that fails to offload is a fatal
+    /// error.
     Mandatory = 2,
 }
 
