@@ -31,8 +31,11 @@ impl fmt::Display for DeviceId {
 /// How a team region was requested (`run_target_team_region`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TeamConfig {
+    /// Teams asked for (`num_teams` clause); 0 lets the plugin choose.
     pub num_teams: i32,
+    /// Threads per team asked for (`thread_limit` clause); 0: the plugin's choice.
     pub thread_limit: i32,
+    /// The loop's trip count pushed before the launch; 0 if unknown.
     pub loop_tripcount: u64,
 }
 
@@ -227,72 +230,123 @@ pub trait Backend: Send + Sync + Sized + 'static {
 /// (pointers as `0x…`, a null result as `null`), e.g. `data_alloc 0 64 3 0x5612a0`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EntryCall {
+    /// `__tgt_rtl_init_plugin`.
     InitPlugin,
+    /// `__tgt_rtl_deinit_plugin`.
     DeinitPlugin,
+    /// `__tgt_rtl_number_of_devices`.
     NumberOfDevices,
+    /// `__tgt_rtl_is_valid_binary`.
     IsValidBinary,
+    /// `__tgt_rtl_init_requires`.
     InitRequires {
+        /// The program's `requires` flags.
         flags: i64,
     },
+    /// `__tgt_rtl_init_device`.
     InitDevice {
+        /// The plugin's own device number, as passed.
         device: i32,
     },
+    /// `__tgt_rtl_deinit_device`.
     DeinitDevice {
+        /// The plugin's own device number, as passed.
         device: i32,
     },
+    /// `__tgt_rtl_load_binary`.
     LoadBinary {
+        /// The plugin's own device number, as passed.
         device: i32,
     },
+    /// `__tgt_rtl_unload_binary`.
     UnloadBinary {
+        /// The plugin's own device number, as passed.
         device: i32,
     },
+    /// `__tgt_rtl_data_alloc`.
     DataAlloc {
+        /// The plugin's own device number, as passed.
         device: i32,
+        /// Bytes, as passed.
         size: i64,
+        /// The allocation kind (`TARGET_ALLOC_*`), as passed.
         kind: i32,
+        /// What the entry returned (null on failure).
         result: *mut c_void,
     },
+    /// `__tgt_rtl_data_delete`.
     DataDelete {
+        /// The plugin's own device number, as passed.
         device: i32,
+        /// The device pointer to free.
         ptr: *mut c_void,
     },
+    /// `__tgt_rtl_data_submit` (or its `_async` variant).
     DataSubmit {
+        /// The plugin's own device number, as passed.
         device: i32,
+        /// Bytes, as passed.
         size: i64,
+        /// The call came through the `_async` entry.
         is_async: bool,
     },
+    /// `__tgt_rtl_data_retrieve` (or its `_async` variant).
     DataRetrieve {
+        /// The plugin's own device number, as passed.
         device: i32,
+        /// Bytes, as passed.
         size: i64,
+        /// The call came through the `_async` entry.
         is_async: bool,
     },
+    /// `__tgt_rtl_is_data_exchangable`.
     IsDataExchangable {
+        /// The source device number.
         src: i32,
+        /// The destination device number.
         dst: i32,
     },
+    /// `__tgt_rtl_data_exchange` (or its `_async` variant).
     DataExchange {
+        /// The source device number.
         src: i32,
+        /// The destination device number.
         dst: i32,
+        /// Bytes, as passed.
         size: i64,
+        /// The call came through the `_async` entry.
         is_async: bool,
     },
+    /// `__tgt_rtl_run_target_region` (or its `_async` variant).
     RunTargetRegion {
+        /// The plugin's own device number, as passed.
         device: i32,
+        /// The call came through the `_async` entry.
         is_async: bool,
     },
+    /// `__tgt_rtl_run_target_team_region` (or its `_async` variant).
     RunTargetTeamRegion {
+        /// The plugin's own device number, as passed.
         device: i32,
+        /// The call came through the `_async` entry.
         is_async: bool,
     },
+    /// `__tgt_rtl_synchronize`.
     Synchronize {
+        /// The plugin's own device number, as passed.
         device: i32,
     },
+    /// `__tgt_rtl_set_info_flag`.
     SetInfoFlag {
+        /// The `LIBOMPTARGET_INFO` bits.
         flags: u32,
     },
+    /// `__tgt_rtl_print_device_info`.
     PrintDeviceInfo {
+        /// The plugin's own device number, as passed.
         device: i32,
     },
+    /// `__tgt_rtl_register_destruction_cb`.
     RegisterDestructionCb,
 }
 

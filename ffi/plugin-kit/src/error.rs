@@ -6,7 +6,12 @@
 pub enum PluginError {
     /// A device id outside `0..number_of_devices`.
     #[error("device id {id} is out of range: this plugin has {count} device(s)")]
-    DeviceOutOfRange { id: i32, count: usize },
+    DeviceOutOfRange {
+        /// The device id the caller passed.
+        id: i32,
+        /// How many devices the plugin has.
+        count: usize,
+    },
     /// An operation on a device that `__tgt_rtl_init_device` did not set up
     /// (or that was deinitialised since).
     #[error("device {0} is not initialised (call __tgt_rtl_init_device first)")]

@@ -24,6 +24,8 @@
 //! host backend is `omptarget-plugin-host` (`ffi/plugins/host`), and a CUDA
 //! one would sit beside it (`ffi/plugins/cuda`).
 
+#![deny(missing_docs)]
+
 pub mod backend;
 pub mod cell;
 pub mod entries;

@@ -50,7 +50,9 @@ pub fn built_cdylib(package: &str, file: &str) -> PathBuf {
 /// A private copy of a plugin library in a fresh temporary directory:
 /// dlopen of a distinct path gives the copy its own state.
 pub struct IsolatedCopy {
+    /// The temporary directory; removed when this is dropped.
     pub dir: tempfile::TempDir,
+    /// The copy of the library inside it.
     pub path: PathBuf,
 }
 
@@ -68,30 +70,55 @@ pub fn isolated_copy(library: &Path, name: &str) -> IsolatedCopy {
 /// A plugin opened with dlopen, with its entries resolved. Optional entries
 /// the plugin lacks are `None`. Dropping it dlcloses the library.
 pub struct Plugin {
+    /// `__tgt_rtl_number_of_devices` (required).
     pub number_of_devices: p::NumberOfDevicesFn,
+    /// `__tgt_rtl_is_valid_binary` (required).
     pub is_valid_binary: p::IsValidBinaryFn,
+    /// `__tgt_rtl_init_device` (required).
     pub init_device: p::InitDeviceFn,
+    /// `__tgt_rtl_load_binary` (required).
     pub load_binary: p::LoadBinaryFn,
+    /// `__tgt_rtl_data_alloc` (required).
     pub data_alloc: p::DataAllocFn,
+    /// `__tgt_rtl_data_submit` (required).
     pub data_submit: p::DataSubmitFn,
+    /// `__tgt_rtl_data_retrieve` (required).
     pub data_retrieve: p::DataRetrieveFn,
+    /// `__tgt_rtl_data_delete` (required).
     pub data_delete: p::DataDeleteFn,
+    /// `__tgt_rtl_run_target_region` (required).
     pub run_target_region: p::RunTargetRegionFn,
+    /// `__tgt_rtl_run_target_team_region` (required).
     pub run_target_team_region: p::RunTargetTeamRegionFn,
+    /// `__tgt_rtl_init_plugin`, if the plugin exports it.
     pub init_plugin: Option<p::InitPluginFn>,
+    /// `__tgt_rtl_deinit_plugin`, if the plugin exports it.
     pub deinit_plugin: Option<p::DeinitPluginFn>,
+    /// `__tgt_rtl_deinit_device`, if the plugin exports it.
     pub deinit_device: Option<p::DeinitDeviceFn>,
+    /// `__tgt_rtl_unload_binary`, if the plugin exports it.
     pub unload_binary: Option<p::UnloadBinaryFn>,
+    /// `__tgt_rtl_register_destruction_cb`, if the plugin exports it.
     pub register_destruction_cb: Option<p::RegisterDestructionCbFn>,
+    /// `__tgt_rtl_data_submit_async`, if the plugin exports it.
     pub data_submit_async: Option<p::DataSubmitAsyncFn>,
+    /// `__tgt_rtl_data_retrieve_async`, if the plugin exports it.
     pub data_retrieve_async: Option<p::DataRetrieveAsyncFn>,
+    /// `__tgt_rtl_data_exchange`, if the plugin exports it.
     pub data_exchange: Option<p::DataExchangeFn>,
+    /// `__tgt_rtl_is_data_exchangable`, if the plugin exports it.
     pub is_data_exchangable: Option<p::IsDataExchangableFn>,
+    /// `__tgt_rtl_run_target_region_async`, if the plugin exports it.
     pub run_target_region_async: Option<p::RunTargetRegionAsyncFn>,
+    /// `__tgt_rtl_run_target_team_region_async`, if the plugin exports it.
     pub run_target_team_region_async: Option<p::RunTargetTeamRegionAsyncFn>,
+    /// `__tgt_rtl_synchronize`, if the plugin exports it.
     pub synchronize: Option<p::SynchronizeFn>,
+    /// `__tgt_rtl_init_requires`, if the plugin exports it.
     pub init_requires: Option<p::InitRequiresFn>,
+    /// `__tgt_rtl_set_info_flag`, if the plugin exports it.
     pub set_info_flag: Option<p::SetInfoFlagFn>,
+    /// `__tgt_rtl_print_device_info`, if the plugin exports it.
     pub print_device_info: Option<p::PrintDeviceInfoFn>,
     library: libloading::Library,
 }
