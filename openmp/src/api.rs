@@ -73,20 +73,35 @@ impl<'a> Offload<'a> {
         if device_ptr.is_null() {
             return;
         }
-        let early = self.registry.early_host_blocks.take(device_ptr as usize);
-        if early || self.is_initial(device_num) {
-            // Host memory: malloc'd for the initial device, or for a device
-            // number that named the host when it was allocated.
-            // SAFETY: an early host block is one we `malloc`ed and just took
-            // out of the set (so it is freed once); for the initial device
-            // our `# Safety` says `device_ptr` came from `malloc`.
+        if self.is_initial(device_num) {
+            // Forget it if it was also an early block (see below).
+            self.registry.early_host_blocks.take(device_ptr as usize);
+            // SAFETY: our `# Safety`: for the initial device `device_ptr`
+            // came from `malloc`.
             unsafe { libc::free(device_ptr) };
             return;
         }
+        // A block malloc'd while this device number still named the host
+        // (no device yet) is unknown to the device: the device is asked
+        // first, so an address the device did hand out is always the
+        // device's, and only its "unknown pointer" answer consults the set.
+        let free_if_early = || {
+            let early = self.registry.early_host_blocks.take(device_ptr as usize);
+            if early {
+                // SAFETY: an early block is one we `malloc`ed and just took
+                // out of the set, so it is freed once.
+                unsafe { libc::free(device_ptr) };
+            }
+            early
+        };
         let Some(dev) = self.ready_device(device_num.into()) else {
+            free_if_early();
             return;
         };
         if let Err(error) = dev.ops.free(DevicePtr(device_ptr)) {
+            if matches!(error, omptarget::Error::UnknownDevicePointer { .. }) && free_if_early() {
+                return;
+            }
             // The error numbers devices the core's way; the line uses the
             // program's device number and says which cause it was.
             tracing::debug!(device = device_num, %error, "omp_target_free refused");

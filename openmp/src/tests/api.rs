@@ -546,3 +546,21 @@ fn target_free_refused_by_the_plugin_names_the_plugin_error() {
         )
     );
 }
+
+/// An address the device handed out is always the device's to free, even
+/// if it is also recorded as an early host block (a program that gave an
+/// early block back with plain `free`, whose address the device's
+/// allocator then reused): the device frees it, `free` is never called on
+/// it.
+#[test]
+fn a_device_block_at_a_stale_early_address_is_freed_by_the_device() {
+    let (w, _bin) = one_kernel_world(1);
+    let off = w.off();
+    let d0 = off.target_alloc(16, 0, AllocKind::Default);
+    // The stale record: as if an early block had lived at this address.
+    w.registry.early_host_blocks.record(d0 as usize);
+    // SAFETY: `d0` is a live block of device 0.
+    unsafe { off.target_free(d0, 0) };
+    assert_eq!(w.platform.dev(0, 0).live_buffers(), 0);
+    assert_eq!(w.stderr(), "");
+}
