@@ -93,19 +93,6 @@ const VALGRIND_ERROR_EXIT: i32 = 99;
 /// The runtime libraries whose leftovers count as ours.
 const OUR_LIBS: &[&str] = &["libomptarget.so", "libomptarget.rtl.x86_64.so"];
 
-/// Objects that allocate on behalf of their caller: skipped when looking for
-/// the owner of a block.
-const PLUMBING_OBJECTS: &[&str] = &[
-    "vgpreload_",
-    "libc.so",
-    "ld-linux",
-    "libstdc++.so",
-    "libgcc_s.so",
-    "libm.so",
-    "libdl.so",
-    "libpthread.so",
-];
-
 fn timeout() -> Duration {
     let secs = std::env::var("OMPTARGET_VALGRIND_TIMEOUT")
         .ok()
@@ -155,26 +142,13 @@ impl Subject {
             || (e.kind == "SyscallParam" && e.what.contains("uninitialised"));
         // An error in plumbing alone (e.g. exit_group of an undefined exit
         // status) happened in nobody's code in particular.
-        let error_not_ours = owner(&e.stack).is_none_or(|o| !self.is_ours(o));
+        let error_not_ours = valgrind_xml::owner(&e.stack).is_none_or(|o| !self.is_ours(o));
         let origin_not_ours = e.origin().is_some_and(|(note, frames)| {
             note.contains("created by a stack allocation")
-                && owner(frames).is_some_and(|o| !self.is_ours(o))
+                && valgrind_xml::owner(frames).is_some_and(|o| !self.is_ours(o))
         });
         uninit_kind && error_not_ours && origin_not_ours
     }
-}
-
-/// The object a stack is charged to: walking from the innermost frame
-/// outwards, the first object that is not plumbing (the allocator and system
-/// libraries that act on behalf of their caller). For a leak stack that is
-/// who allocated the block; for an error stack, whose code went wrong; for a
-/// stack-allocation origin, whose frame holds the bytes. None if the stack
-/// holds only plumbing.
-fn owner(frames: &[valgrind_xml::Frame]) -> Option<&str> {
-    frames.iter().map(|f| f.obj.as_str()).find(|obj| {
-        let file = obj.rsplit('/').next().unwrap_or(obj);
-        !PLUMBING_OBJECTS.iter().any(|p| file.starts_with(p))
-    })
 }
 
 fn detect_valgrind() -> Result<(), String> {
@@ -306,7 +280,9 @@ fn check_program(program: &Program, tc: &Toolchain, subject: &Subject) -> Vec<St
                 }
                 _ if loader_record(&leak.stack) => loader_records += 1,
                 _ => {
-                    if let Some(owner) = owner(&leak.stack).filter(|o| subject.is_ours(o)) {
+                    if let Some(owner) =
+                        valgrind_xml::owner(&leak.stack).filter(|o| subject.is_ours(o))
+                    {
                         problems.push(format!(
                             "block of {owner} alive at exit:\n{}",
                             describe(leak)

@@ -158,6 +158,32 @@ fn aux_notes(body: &str) -> Vec<(String, Vec<Frame>)> {
     notes
 }
 
+/// Objects that allocate or fail on behalf of their caller (the allocator
+/// and system libraries): skipped when charging a stack to an owner.
+pub const PLUMBING_OBJECTS: &[&str] = &[
+    "vgpreload_",
+    "libc.so",
+    "ld-linux",
+    "libstdc++.so",
+    "libgcc_s.so",
+    "libm.so",
+    "libdl.so",
+    "libpthread.so",
+];
+
+/// The object a stack is charged to: walking from the innermost frame
+/// outwards, the first object that is not plumbing. For a leak stack that
+/// is who allocated the block; for an error stack, whose code went wrong;
+/// for a stack-allocation origin, whose frame holds the bytes. The object
+/// is valgrind's path; callers compare file names. None if the stack holds
+/// only plumbing.
+pub fn owner(frames: &[Frame]) -> Option<&str> {
+    frames.iter().map(|f| f.obj.as_str()).find(|obj| {
+        let file = obj.rsplit('/').next().unwrap_or(obj);
+        !PLUMBING_OBJECTS.iter().any(|p| file.starts_with(p))
+    })
+}
+
 /// Parses the whole XML file text.
 pub fn parse(xml: &str) -> Report {
     let mut report = Report {

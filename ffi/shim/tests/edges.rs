@@ -568,28 +568,8 @@ fn an_unusable_tmpdir_does_not_stop_offloading() {
 #[allow(dead_code)]
 mod valgrind_xml;
 
-/// Objects that allocate or fail on behalf of their caller: a leak is
-/// charged to the first object on its stack that is not one of these.
-const PLUMBING: &[&str] = &[
-    "vgpreload_",
-    "libc.so",
-    "ld-linux",
-    "libstdc++.so",
-    "libgcc_s.so",
-    "libm.so",
-];
-
 /// Our libraries: a leak charged to one of them is ours.
 const OURS: &[&str] = &["libomptarget.so", "libomptarget.rtl.x86_64.so"];
-
-/// The object a leak (or error) is charged to; see [`PLUMBING`].
-fn charged_to(frames: &[valgrind_xml::Frame]) -> &str {
-    frames
-        .iter()
-        .map(|f| f.obj.rsplit('/').next().unwrap_or(&f.obj))
-        .find(|obj| !PLUMBING.iter().any(|p| obj.starts_with(p)))
-        .unwrap_or("")
-}
 
 /// One edge scenario under valgrind: the program, its arguments and
 /// environment, and the status it must end with.
@@ -714,7 +694,9 @@ fn edge_scenarios_are_clean_under_valgrind() {
                 problems.push(format!("{}: the report is incomplete", xml.display()));
             }
             for e in &report.errors {
-                let ours = OURS.contains(&charged_to(&e.stack));
+                let ours = valgrind_xml::owner(&e.stack)
+                    .and_then(|o| o.rsplit('/').next())
+                    .is_some_and(|file| OURS.contains(&file));
                 if !e.is_leak() || ours {
                     problems.push(format!(
                         "{}: [{}] {}\n{}",
