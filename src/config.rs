@@ -2,8 +2,9 @@
 //!
 //! Environment variables (all optional):
 //! * `OMPTARGET_PLUGINS`: colon-separated plugin library paths, loaded in
-//!   that order instead of the default plugins. Empty entries are ignored;
-//!   an unset or empty variable means "the defaults".
+//!   that order instead of the default plugins (and instead of the
+//!   built-in host plugin). Empty entries are ignored; an unset or empty
+//!   variable means "the defaults".
 //! * `LIBOMPTARGET_MEMORY_MANAGER_THRESHOLD`: largest allocation (bytes) the
 //!   per-device memory manager caches; `0` disables it. Default 8 KiB.
 //! * `LIBOMPTARGET_DEBUG`: `1` or higher prints debug events to stderr.
@@ -18,10 +19,33 @@ pub const ENV_MM_THRESHOLD: &str = "LIBOMPTARGET_MEMORY_MANAGER_THRESHOLD";
 pub const ENV_DEBUG: &str = "LIBOMPTARGET_DEBUG";
 
 /// How a [`crate::Runtime`] is built.
+///
+/// [`Config::default`] gives the built-in host plugin's devices (4 by
+/// default, `OMPTARGET_HOST_DEVICES`) plus any default plugin library found
+/// next to the program (a GPU plugin, `libomptarget.rtl.cuda.so`).
+///
+/// ```
+/// use omptarget::{Config, Runtime};
+/// let runtime = Runtime::new(Config::default())?;
+/// assert!(runtime.device_count() >= 1); // the host devices, out of the box
+/// runtime.shutdown();
+/// # Ok::<(), omptarget::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
-    /// Plugins to load, in order. `None`: the default plugins found next to
-    /// the runtime's own library. Env: `OMPTARGET_PLUGINS` (colon-separated).
+    /// Load the host plugin built into this crate first (feature
+    /// `builtin-host`, on by default): in-process x86_64 devices with no
+    /// file to stage. Default `true`; `false` with `OMPTARGET_PLUGINS` set
+    /// or with [`Config::with_plugins`].
+    pub builtin_host: bool,
+    /// Plugin libraries to load, in order (after the built-in one). `None`:
+    /// the default plugins found next to the runtime's own library (the
+    /// program, or the shared library this crate is linked into), except
+    /// the x86_64 host plugin file when the built-in one is loaded. Env:
+    /// `OMPTARGET_PLUGINS` (colon-separated).
+    ///
+    /// [`crate::Runtime::new`] fails when plugins were asked for (the
+    /// built-in one or a list) and none loaded.
     pub plugins: Option<Vec<PathBuf>>,
     /// Memory manager threshold in bytes; 0 disables the manager.
     /// Env: `LIBOMPTARGET_MEMORY_MANAGER_THRESHOLD`. Default 8 KiB.
@@ -33,6 +57,7 @@ pub struct Config {
 impl Default for Config {
     fn default() -> Self {
         Config {
+            builtin_host: true,
             plugins: None,
             memory_manager_threshold: crate::memory::DEFAULT_THRESHOLD,
             debug_level: 0,
@@ -70,13 +95,22 @@ impl Config {
         }
     }
 
-    /// Use exactly these plugins, in this order.
+    /// Use exactly these plugin libraries, in this order (and not the
+    /// built-in host plugin: add it back with
+    /// [`Config::with_builtin_host`]).
     pub fn with_plugins<I, P>(mut self, plugins: I) -> Self
     where
         I: IntoIterator<Item = P>,
         P: Into<PathBuf>,
     {
         self.plugins = Some(plugins.into_iter().map(Into::into).collect());
+        self.builtin_host = false;
+        self
+    }
+
+    /// Load the built-in host plugin (first) or not.
+    pub fn with_builtin_host(mut self, builtin_host: bool) -> Self {
+        self.builtin_host = builtin_host;
         self
     }
 
@@ -103,6 +137,9 @@ impl Config {
         crate::trace::install(config.debug_level);
         if let Some(value) = lookup(ENV_PLUGINS) {
             config.plugins = parse_plugin_list(&value);
+            if config.plugins.is_some() {
+                config.builtin_host = false;
+            }
         }
         if let Some(value) = lookup(ENV_MM_THRESHOLD) {
             match value.trim().parse::<usize>() {
@@ -167,6 +204,7 @@ mod tests {
             (ENV_DEBUG, "0"),
         ]);
         assert!(errors.is_empty());
+        assert!(!config.builtin_host, "the variable names every plugin");
         assert_eq!(
             config.plugins,
             Some(vec![
@@ -181,6 +219,7 @@ mod tests {
     fn empty_plugin_list_means_defaults() {
         let (config, _) = config_from(&[(ENV_PLUGINS, " : ")]);
         assert!(config.plugins.is_none());
+        assert!(config.builtin_host);
     }
 
     #[test]

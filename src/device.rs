@@ -325,6 +325,7 @@ pub(crate) fn check_code(
             device,
             entry,
             code,
+            reason: plugin.take_last_error(),
         })
     }
 }

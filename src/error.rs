@@ -44,7 +44,7 @@ pub enum Error {
     ThreadExiting,
 
     /// A plugin entry returned a failure code.
-    #[error("{entry} failed on device {device} ({plugin}) with code {code}")]
+    #[error("{entry} failed on device {device} ({plugin}) with code {code}{}", reason_suffix(.reason))]
     PluginCallFailed {
         /// File name of the plugin library whose entry failed.
         plugin: String,
@@ -54,6 +54,9 @@ pub enum Error {
         entry: &'static str,
         /// The code the entry returned (anything but `OFFLOAD_SUCCESS`).
         code: i32,
+        /// The plugin's own message about the failure, where it gives one
+        /// (`__tgt_rtl_last_error_message`).
+        reason: Option<String>,
     },
 
     /// The plugin does not export an optional entry this operation needs.
@@ -115,12 +118,21 @@ pub enum Error {
     },
 
     /// `__tgt_rtl_load_binary` returned no table.
-    #[error("device {device} ({plugin}) failed to load the image")]
+    #[error("device {device} ({plugin}) failed to load the image{}", reason_suffix(.reason))]
     ImageLoadFailed {
         /// Runtime-wide number of the device.
         device: usize,
         /// File name of the plugin library whose `load_binary` failed.
         plugin: String,
+        /// The plugin's (or the loader's) reason, where it gives one.
+        reason: Option<String>,
+    },
+
+    /// Plugins were asked for and none could be loaded.
+    #[error("no plugin could be loaded; tried:{}", tried_list(.tried))]
+    NoPluginLoaded {
+        /// Every plugin tried, with why it was skipped.
+        tried: Vec<crate::SkippedPlugin>,
     },
 
     /// The plugin's target table disagrees with the image's entries.
@@ -173,4 +185,20 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+}
+
+/// `": reason"`, or nothing.
+fn reason_suffix(reason: &Option<String>) -> String {
+    match reason {
+        Some(reason) => format!(": {reason}"),
+        None => String::new(),
+    }
+}
+
+/// One line per plugin tried.
+fn tried_list(tried: &[crate::SkippedPlugin]) -> String {
+    if tried.is_empty() {
+        return " nothing".to_owned();
+    }
+    tried.iter().map(|skip| format!("\n  {skip}")).collect()
 }

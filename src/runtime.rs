@@ -1,5 +1,6 @@
 //! The runtime value: owns plugins and devices, tears them down in order.
 use crate::device::table::DeviceTable;
+use crate::plugin::loader::PluginSource;
 use crate::plugin::{discovery, loader, Plugin, PluginInfo, SkippedPlugin};
 use crate::report::{ShutdownReport, TeardownStep};
 use crate::{Config, Device, Error, Result};
@@ -33,21 +34,43 @@ const _: () = {
 };
 
 impl Runtime {
-    /// Load the plugins (`config.plugins`, or the default ones next to the
-    /// runtime's library) and enumerate their devices. Plugins that fail to
-    /// load are skipped and listed in [`Runtime::skipped_plugins`]; devices
-    /// are initialised lazily, on first use.
+    /// Load the plugins and enumerate their devices: the built-in host
+    /// plugin (unless `config.builtin_host` is off), then `config.plugins`
+    /// or the default ones next to the runtime's library. Plugins that fail
+    /// to load are skipped and listed in [`Runtime::skipped_plugins`];
+    /// devices are initialised lazily, on first use.
+    ///
+    /// # Errors
+    /// [`Error::NoPluginLoaded`], listing every plugin tried and why, when
+    /// plugins were asked for (the built-in one, or a list) and none
+    /// loaded. Finding no default plugin next to the runtime's library is
+    /// not an error (the runtime then has no device, like LLVM's).
     pub fn new(config: Config) -> Result<Runtime> {
         crate::trace::install(config.debug_level);
-        let paths = match &config.plugins {
-            Some(paths) => paths.clone(),
+        let mut sources = Vec::new();
+        if config.builtin_host {
+            sources.push(builtin_host()?);
+        }
+        match &config.plugins {
+            Some(paths) => sources.extend(paths.iter().cloned().map(PluginSource::Library)),
             None => {
                 let dir = discovery::runtime_library_dir()?;
                 tracing::debug!(dir = %dir.display(), "looking for the default plugins");
-                discovery::default_plugins_in(&dir)
+                let found = discovery::default_plugins_in(&dir).into_iter().filter(|path| {
+                    // The built-in host plugin replaces the library.
+                    !(config.builtin_host
+                        && path.file_name() == Some(discovery::HOST_PLUGIN_NAME.as_ref()))
+                });
+                sources.extend(found.map(PluginSource::Library));
             }
-        };
-        let (plugins, skipped) = loader::load_all(&paths);
+        }
+        // An empty list asks for no plugin (the shim's `OMP_TARGET_OFFLOAD=DISABLED`).
+        let asked_for =
+            config.builtin_host || config.plugins.as_ref().is_some_and(|list| !list.is_empty());
+        let (plugins, skipped) = loader::load_all(&sources);
+        if asked_for && plugins.is_empty() {
+            return Err(Error::NoPluginLoaded { tried: skipped });
+        }
         let devices = DeviceTable::new(&plugins, config.memory_manager_threshold);
         tracing::debug!(
             plugins = plugins.len(),
@@ -198,6 +221,20 @@ impl Runtime {
     }
 }
 
+/// The built-in host plugin, or why this build has none.
+fn builtin_host() -> Result<PluginSource> {
+    #[cfg(feature = "builtin-host")]
+    {
+        Ok(PluginSource::Builtin(crate::plugin::builtin::HOST))
+    }
+    #[cfg(not(feature = "builtin-host"))]
+    {
+        Err(Error::InvalidArgument(
+            "Config::builtin_host is set, but omptarget was built without its feature `builtin-host`".into(),
+        ))
+    }
+}
+
 impl Drop for Runtime {
     fn drop(&mut self) {
         if !self.torn_down {
@@ -233,13 +270,17 @@ mod tests {
         let missing = PathBuf::from("/nonexistent/libomptarget.rtl.none.so");
         // A shared library without any __tgt_rtl_ entry: opened, closed.
         let no_entries = PathBuf::from("libc.so.6");
-        let config = Config {
-            plugins: Some(vec![missing.clone(), no_entries.clone()]),
-            ..Config::default()
+        let config = Config::default().with_plugins([missing.clone(), no_entries.clone()]);
+        let Err(Error::NoPluginLoaded { tried }) = Runtime::new(config.clone()) else {
+            panic!("no plugin loaded, yet Runtime::new succeeded");
         };
-        let runtime = Runtime::new(config).unwrap();
+        assert_eq!(tried.len(), 2);
+        // With the built-in host plugin beside them, the runtime is built
+        // and its report lists the two that failed.
+        let runtime = Runtime::new(config.with_builtin_host(true)).unwrap();
         let report = runtime.shutdown();
-        assert!(report.steps.is_empty(), "{report}");
+        // The built-in plugin's deinit and close; no device was used.
+        assert_eq!(report.steps.len(), 2, "{report}");
         let skipped = &report.skipped_plugins;
         assert_eq!(skipped.len(), 2, "{report}");
         assert_eq!(skipped[0].path, missing);
@@ -254,7 +295,7 @@ mod tests {
 
         let text = report.to_string();
         assert!(
-            text.starts_with("omptarget shutdown: 0 steps, 0 blocks / 0 bytes freed, 2 plugins skipped at load\n"),
+            text.starts_with("omptarget shutdown: 2 steps, 0 blocks / 0 bytes freed, 2 plugins skipped at load\n"),
             "{text}"
         );
         assert!(

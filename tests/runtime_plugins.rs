@@ -193,14 +193,17 @@ fn plugins_from_the_environment() {
 #[test]
 fn default_discovery_looks_next_to_the_runtime() {
     // The runtime is linked into this test executable, whose directory has
-    // no plugins: no devices, nothing skipped (absent defaults are not
-    // failures).
+    // no plugins: only the built-in host plugin's devices, nothing skipped
+    // (absent defaults are not failures).
     let runtime = Runtime::new(Config::default()).unwrap();
-    assert_eq!(runtime.device_count(), 0);
+    assert_eq!(runtime.device_count(), 4);
+    assert_eq!(runtime.plugin_count(), 1);
     assert!(runtime.skipped_plugins().is_empty());
-    assert!(matches!(runtime.device(0), Err(Error::InvalidDevice(0))));
+    assert!(matches!(runtime.device(4), Err(Error::InvalidDevice(4))));
     let report = runtime.shutdown();
-    assert!(report.steps.is_empty() && report.is_clean());
+    // Unused devices are not initialised: deinit and close the plugin only.
+    assert_eq!(report.steps.len(), 2, "{report}");
+    assert!(report.is_clean(), "{report}");
 }
 
 #[test]
@@ -252,8 +255,19 @@ fn a_library_used_by_a_live_runtime_is_skipped_by_another() {
     assert_eq!(first.device_count(), 1);
     let calls_before = plugin.log_calls().len();
 
-    let second = Runtime::new(Config::default().with_plugins([&plugin.path])).unwrap();
-    assert_eq!(second.device_count(), 0);
+    // Alone, the second runtime has no plugin: an error that says why.
+    let Err(omptarget::Error::NoPluginLoaded { tried }) =
+        Runtime::new(Config::default().with_plugins([&plugin.path]))
+    else {
+        panic!("a runtime whose only plugin is in use was built");
+    };
+    assert_eq!(tried.len(), 1);
+    assert_eq!(tried[0].reason, SkipReason::InUseByAnotherRuntime);
+    // Beside the built-in host plugin it is built, and lists the skip.
+    let second =
+        Runtime::new(Config::default().with_plugins([&plugin.path]).with_builtin_host(true))
+            .unwrap();
+    assert_eq!(second.device_count(), 4, "the built-in host devices only");
     let skipped = second.skipped_plugins();
     assert_eq!(skipped.len(), 1);
     assert_eq!(skipped[0].reason, SkipReason::InUseByAnotherRuntime);

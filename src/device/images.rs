@@ -88,6 +88,7 @@ impl Device {
             return Err(Error::ImageLoadFailed {
                 device: self.id,
                 plugin: self.plugin.name().to_owned(),
+                reason: self.plugin.take_last_error(),
             });
         }
         // The image is loaded from here on: record it before anything can
@@ -101,6 +102,7 @@ impl Device {
             unsafe { copy_target_table(&*table) }.ok_or_else(|| Error::ImageLoadFailed {
                 device: self.id,
                 plugin: self.plugin.name().to_owned(),
+                reason: Some("the plugin's target table is malformed".into()),
             })?;
         tracing::debug!(plugin = %self.plugin.name(), device = self.id, entries = entries.len(), "image loaded");
         Ok(LoadedImage { entries })

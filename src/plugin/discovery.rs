@@ -5,6 +5,10 @@ use std::ffi::{c_void, CStr};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
+/// The file name of the x86_64 host plugin (which the built-in host plugin
+/// replaces).
+pub const HOST_PLUGIN_NAME: &str = "libomptarget.rtl.x86_64.so";
+
 /// LLVM 14's plugin names, in the order its `rtl.cpp` tries them.
 pub const DEFAULT_PLUGIN_NAMES: [&str; 7] = [
     "libomptarget.rtl.ppc64.so",

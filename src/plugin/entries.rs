@@ -2,48 +2,10 @@
 use crate::abi::plugin::{self as p, names};
 use libloading::Library;
 
-/// Every entry of one plugin: required ones as plain fn pointers, optional
-/// ones as `Option`. Valid only while the library is open; the owning
-/// [`super::Plugin`] hands them out only while it is callable.
-#[derive(Clone, Copy)]
-pub(crate) struct Entries {
-    pub number_of_devices: p::NumberOfDevicesFn,
-    pub is_valid_binary: p::IsValidBinaryFn,
-    pub init_device: p::InitDeviceFn,
-    pub load_binary: p::LoadBinaryFn,
-    pub data_alloc: p::DataAllocFn,
-    pub data_submit: p::DataSubmitFn,
-    pub data_retrieve: p::DataRetrieveFn,
-    pub data_delete: p::DataDeleteFn,
-    pub run_target_region: p::RunTargetRegionFn,
-    pub run_target_team_region: p::RunTargetTeamRegionFn,
-
-    pub is_data_exchangable: Option<p::IsDataExchangableFn>,
-    pub supports_empty_images: Option<p::SupportsEmptyImagesFn>,
-    pub init_requires: Option<p::InitRequiresFn>,
-    pub data_submit_async: Option<p::DataSubmitAsyncFn>,
-    pub data_retrieve_async: Option<p::DataRetrieveAsyncFn>,
-    pub data_exchange: Option<p::DataExchangeFn>,
-    pub data_exchange_async: Option<p::DataExchangeAsyncFn>,
-    pub run_target_region_async: Option<p::RunTargetRegionAsyncFn>,
-    pub run_target_team_region_async: Option<p::RunTargetTeamRegionAsyncFn>,
-    pub synchronize: Option<p::SynchronizeFn>,
-    pub set_info_flag: Option<p::SetInfoFlagFn>,
-    pub print_device_info: Option<p::PrintDeviceInfoFn>,
-    pub create_event: Option<p::CreateEventFn>,
-    pub record_event: Option<p::RecordEventFn>,
-    pub wait_event: Option<p::WaitEventFn>,
-    pub sync_event: Option<p::SyncEventFn>,
-    pub destroy_event: Option<p::DestroyEventFn>,
-    pub init_async_info: Option<p::InitAsyncInfoFn>,
-    pub init_device_info: Option<p::InitDeviceInfoFn>,
-
-    pub init_plugin: Option<p::InitPluginFn>,
-    pub deinit_plugin: Option<p::DeinitPluginFn>,
-    pub deinit_device: Option<p::DeinitDeviceFn>,
-    pub unload_binary: Option<p::UnloadBinaryFn>,
-    pub register_destruction_cb: Option<p::RegisterDestructionCbFn>,
-}
+/// Every entry of one plugin (the ABI's [`p::EntryTable`]). Valid only
+/// while the library is open; the owning [`super::Plugin`] hands them out
+/// only while it is callable.
+pub(crate) type Entries = p::EntryTable;
 
 /// Look up one symbol as a fn pointer of type `T`.
 ///
@@ -56,14 +18,35 @@ unsafe fn symbol<T: Copy>(lib: &Library, name: &str) -> Option<T> {
     unsafe { lib.get::<T>(name.as_bytes()).ok().map(|s| *s) }
 }
 
-impl Entries {
+/// Resolving and describing an entry table.
+pub(crate) trait EntriesExt: Sized {
     /// Resolve every entry of `lib`. `Err` lists the required entries the
     /// library lacks.
     ///
     /// # Safety
-    /// `lib` is a plugin library whose `__tgt_rtl_*` symbols have the types
-    /// of [`crate::abi::plugin`]; the table is valid while `lib` stays open.
-    pub unsafe fn resolve(lib: &Library) -> Result<Entries, Vec<&'static str>> {
+    /// As for [`resolve`].
+    unsafe fn resolve(lib: &Library) -> Result<Self, Vec<&'static str>>;
+    /// Names of the optional entries this plugin exports, for diagnostics.
+    fn optional_exported(&self) -> Vec<&'static str>;
+}
+
+impl EntriesExt for Entries {
+    unsafe fn resolve(lib: &Library) -> Result<Entries, Vec<&'static str>> {
+        // SAFETY: per this function's contract.
+        unsafe { resolve(lib) }
+    }
+    fn optional_exported(&self) -> Vec<&'static str> {
+        optional_exported(self)
+    }
+}
+
+/// Resolve every entry of `lib`. `Err` lists the required entries the
+/// library lacks.
+///
+/// # Safety
+/// `lib` is a plugin library whose `__tgt_rtl_*` symbols have the types of
+/// [`crate::abi::plugin`]; the table is valid while `lib` stays open.
+unsafe fn resolve(lib: &Library) -> Result<Entries, Vec<&'static str>> {
         let mut missing = Vec::new();
         macro_rules! required {
             ($name:expr) => {{
@@ -153,56 +136,60 @@ impl Entries {
             deinit_device: optional!(names::DEINIT_DEVICE),
             unload_binary: optional!(names::UNLOAD_BINARY),
             register_destruction_cb: optional!(names::REGISTER_DESTRUCTION_CB),
+            last_error: optional!(names::LAST_ERROR_MESSAGE),
+            run_typed_region: optional!(names::RUN_TYPED_REGION),
         })
-    }
+}
 
-    /// Names of the optional entries this plugin exports, for diagnostics.
-    pub fn optional_exported(&self) -> Vec<&'static str> {
-        let all: [(&'static str, bool); 24] = [
+/// Names of the optional entries `entries` has, for diagnostics.
+fn optional_exported(entries: &Entries) -> Vec<&'static str> {
+        let all: [(&'static str, bool); 26] = [
+            (names::LAST_ERROR_MESSAGE, entries.last_error.is_some()),
+            (names::RUN_TYPED_REGION, entries.run_typed_region.is_some()),
             (
                 names::IS_DATA_EXCHANGABLE,
-                self.is_data_exchangable.is_some(),
+                entries.is_data_exchangable.is_some(),
             ),
             (
                 names::SUPPORTS_EMPTY_IMAGES,
-                self.supports_empty_images.is_some(),
+                entries.supports_empty_images.is_some(),
             ),
-            (names::INIT_REQUIRES, self.init_requires.is_some()),
-            (names::DATA_SUBMIT_ASYNC, self.data_submit_async.is_some()),
+            (names::INIT_REQUIRES, entries.init_requires.is_some()),
+            (names::DATA_SUBMIT_ASYNC, entries.data_submit_async.is_some()),
             (
                 names::DATA_RETRIEVE_ASYNC,
-                self.data_retrieve_async.is_some(),
+                entries.data_retrieve_async.is_some(),
             ),
-            (names::DATA_EXCHANGE, self.data_exchange.is_some()),
+            (names::DATA_EXCHANGE, entries.data_exchange.is_some()),
             (
                 names::DATA_EXCHANGE_ASYNC,
-                self.data_exchange_async.is_some(),
+                entries.data_exchange_async.is_some(),
             ),
             (
                 names::RUN_TARGET_REGION_ASYNC,
-                self.run_target_region_async.is_some(),
+                entries.run_target_region_async.is_some(),
             ),
             (
                 names::RUN_TARGET_TEAM_REGION_ASYNC,
-                self.run_target_team_region_async.is_some(),
+                entries.run_target_team_region_async.is_some(),
             ),
-            (names::SYNCHRONIZE, self.synchronize.is_some()),
-            (names::SET_INFO_FLAG, self.set_info_flag.is_some()),
-            (names::PRINT_DEVICE_INFO, self.print_device_info.is_some()),
-            (names::CREATE_EVENT, self.create_event.is_some()),
-            (names::RECORD_EVENT, self.record_event.is_some()),
-            (names::WAIT_EVENT, self.wait_event.is_some()),
-            (names::SYNC_EVENT, self.sync_event.is_some()),
-            (names::DESTROY_EVENT, self.destroy_event.is_some()),
-            (names::INIT_ASYNC_INFO, self.init_async_info.is_some()),
-            (names::INIT_DEVICE_INFO, self.init_device_info.is_some()),
-            (names::INIT_PLUGIN, self.init_plugin.is_some()),
-            (names::DEINIT_PLUGIN, self.deinit_plugin.is_some()),
-            (names::DEINIT_DEVICE, self.deinit_device.is_some()),
-            (names::UNLOAD_BINARY, self.unload_binary.is_some()),
+            (names::SYNCHRONIZE, entries.synchronize.is_some()),
+            (names::SET_INFO_FLAG, entries.set_info_flag.is_some()),
+            (names::PRINT_DEVICE_INFO, entries.print_device_info.is_some()),
+            (names::CREATE_EVENT, entries.create_event.is_some()),
+            (names::RECORD_EVENT, entries.record_event.is_some()),
+            (names::WAIT_EVENT, entries.wait_event.is_some()),
+            (names::SYNC_EVENT, entries.sync_event.is_some()),
+            (names::DESTROY_EVENT, entries.destroy_event.is_some()),
+            (names::INIT_ASYNC_INFO, entries.init_async_info.is_some()),
+            (names::INIT_DEVICE_INFO, entries.init_device_info.is_some()),
+            (names::INIT_PLUGIN, entries.init_plugin.is_some()),
+            (names::DEINIT_PLUGIN, entries.deinit_plugin.is_some()),
+            (names::DEINIT_DEVICE, entries.deinit_device.is_some()),
+            (names::UNLOAD_BINARY, entries.unload_binary.is_some()),
             (
                 names::REGISTER_DESTRUCTION_CB,
-                self.register_destruction_cb.is_some(),
+                entries.register_destruction_cb.is_some(),
             ),
         ];
         all.iter()
@@ -210,4 +197,3 @@ impl Entries {
             .map(|(n, _)| *n)
             .collect()
     }
-}

@@ -4,8 +4,10 @@
 //! devices and check the count against the limits below. A plugin that
 //! fails any step is skipped with its reason, after undoing what it set up
 //! (`deinit_plugin` if `init_plugin` succeeded, then close).
+use super::builtin::BuiltinPlugin;
 use super::claim::Claim;
-use super::entries::Entries;
+use super::PluginCode;
+use super::entries::{Entries, EntriesExt};
 use super::liveness::{on_plugin_destroyed, Liveness};
 use super::Plugin;
 use crate::step_outcome::StepOutcome;
@@ -56,6 +58,9 @@ pub enum SkipReason {
     /// Loading unwound part-way (a panic in the runtime); what was set up
     /// was undone on the way out.
     Interrupted,
+    /// Every instance of a built-in plugin (this many) is used by another
+    /// live `Runtime` of this process.
+    AllInstancesInUse(usize),
 }
 
 impl fmt::Display for SkipReason {
@@ -73,6 +78,10 @@ impl fmt::Display for SkipReason {
             ),
             SkipReason::DestroyedDuringLoad => write!(f, "destroyed itself while loading"),
             SkipReason::Interrupted => write!(f, "loading was interrupted"),
+            SkipReason::AllInstancesInUse(n) => write!(
+                f,
+                "all {n} instances are used by other live runtimes of this process (shut one down first)"
+            ),
             SkipReason::InUseByAnotherRuntime => write!(
                 f,
                 "already used by another runtime in this process (plugins keep process-wide state; load a copy of the file to use it twice)"
@@ -103,14 +112,34 @@ impl fmt::Display for SkippedPlugin {
     }
 }
 
-/// Load every plugin in `paths`, in order; the loaded ones get consecutive
-/// device numbers starting at 0.
-pub fn load_all(paths: &[PathBuf]) -> (Vec<Arc<Plugin>>, Vec<SkippedPlugin>) {
+/// Where a plugin's code comes from.
+#[derive(Debug, Clone)]
+pub(crate) enum PluginSource {
+    /// A library file, opened with `dlopen`.
+    Library(PathBuf),
+    /// A plugin built into this crate (one of its free instances).
+    Builtin(BuiltinPlugin),
+}
+
+impl PluginSource {
+    /// The path reports show: the file, or `<built-in>/NAME`.
+    fn path(&self) -> PathBuf {
+        match self {
+            PluginSource::Library(path) => path.clone(),
+            PluginSource::Builtin(builtin) => Path::new("<built-in>").join(builtin.name),
+        }
+    }
+}
+
+/// Load every plugin of `sources`, in order; the loaded ones get
+/// consecutive device numbers starting at 0.
+pub(crate) fn load_all(sources: &[PluginSource]) -> (Vec<Arc<Plugin>>, Vec<SkippedPlugin>) {
     let mut loaded = Vec::new();
     let mut skipped = Vec::new();
     let mut next_device = 0;
-    for path in paths {
-        match load(path, next_device, device_room(next_device)) {
+    for source in sources {
+        let path = source.path();
+        match load(source, next_device, device_room(next_device)) {
             Ok(plugin) => {
                 tracing::debug!(
                     plugin = %plugin.name,
@@ -147,7 +176,7 @@ fn device_room(used: usize) -> usize {
 /// What has been set up so far; undone in reverse unless disarmed.
 struct Partial {
     path: PathBuf,
-    library: Option<Library>,
+    library: Option<PluginCode>,
     liveness: Arc<Liveness>,
     callback_registered: bool,
     /// Set once `init_plugin` succeeded: undo calls `deinit_plugin`.
@@ -174,10 +203,8 @@ impl Partial {
         }
         if let Some(library) = self.library.take() {
             self.liveness.mark_closed();
-            let outcome = match library.close() {
-                Ok(()) => StepOutcome::Done,
-                Err(e) => StepOutcome::Failed(e.to_string()),
-            };
+            let deinit_ok = !matches!(undone.first(), Some(("deinit_plugin", o)) if *o != StepOutcome::Done);
+            let outcome = library.close(deinit_ok, &mut self.claim);
             undone.push(("close", outcome));
             // `deinit_plugin` success means the plugin forgot the callback.
             let deinit_ok = matches!(undone.first(), Some(("deinit_plugin", StepOutcome::Done)));
@@ -197,66 +224,50 @@ impl Partial {
 
 /// Load one plugin; its devices will be numbered from `first_device`, and
 /// it may have at most `room` of them.
-fn load(path: &Path, first_device: usize, room: usize) -> Result<Plugin, SkippedPlugin> {
+fn load(source: &PluginSource, first_device: usize, room: usize) -> Result<Plugin, SkippedPlugin> {
+    let path = source.path();
     let skip_unopened = |reason| SkippedPlugin {
-        path: path.to_path_buf(),
+        path: path.clone(),
         reason,
         undone: Vec::new(),
     };
-    // SAFETY: opening a library runs its constructors; plugins are trusted
-    // code by definition (like LLVM's runtime, which does the same).
-    let library = unsafe {
-        libloading::os::unix::Library::open(Some(path), libc::RTLD_NOW | libc::RTLD_LOCAL)
-    }
-    .map_err(|e| skip_unopened(SkipReason::OpenFailed(e.to_string())))?;
-    // The handle identifies the loaded object (the same for every dlopen of it).
-    let handle = library.into_raw();
-    // SAFETY: a handle `into_raw` just returned.
-    let library: Library = unsafe { libloading::os::unix::Library::from_raw(handle) }.into();
+    let (code, entries, claim) = match source {
+        PluginSource::Library(file) => open_library(file).map_err(skip_unopened)?,
+        PluginSource::Builtin(builtin) => claim_builtin(builtin).map_err(skip_unopened)?,
+    };
 
     // Undo on every way out: the error paths below undo explicitly (to
     // record the reason); the guard covers an unwind in between.
     let mut partial = scopeguard::guard(
         Partial {
-            path: path.to_path_buf(),
-            library: Some(library),
+            path: path.clone(),
+            library: Some(code),
             liveness: Arc::new(Liveness::default()),
             callback_registered: false,
             deinit: None,
-            claim: None,
+            claim,
         },
         |interrupted| {
             let skipped = interrupted.undo(SkipReason::Interrupted);
             tracing::warn!(plugin = %skipped.path.display(), "{skipped}");
         },
     );
-    let library = partial.library.as_ref().expect("just set");
-
-    // Resolving runs no plugin code; a library without the entries is no
-    // plugin, so it is not claimed either.
-    // SAFETY: the library is a plugin; the table lives in the Plugin, next
-    // to the library, and is not used after close.
-    let entries = match unsafe { Entries::resolve(library) } {
+    let entries = match entries {
         Ok(entries) => entries,
         Err(missing) => {
             return Err(ScopeGuard::into_inner(partial).undo(SkipReason::MissingEntries(missing)))
         }
     };
-    // SAFETY: the symbol has the ABI's type; the library is open.
-    let register = unsafe {
-        library
-            .get::<crate::abi::plugin::RegisterDestructionCbFn>(
-                crate::abi::plugin::names::REGISTER_DESTRUCTION_CB.as_bytes(),
-            )
-            .ok()
-            .map(|s| *s)
-    };
     // Before the first plugin entry runs: the library may be another live
     // runtime's, whose callback registration and state we must not touch.
-    match Claim::take(handle as usize) {
-        Some(claim) => partial.claim = Some(claim),
-        None => return Err(ScopeGuard::into_inner(partial).undo(SkipReason::InUseByAnotherRuntime)),
+    if partial.claim.is_none() {
+        let reason = match source {
+            PluginSource::Library(_) => SkipReason::InUseByAnotherRuntime,
+            PluginSource::Builtin(builtin) => SkipReason::AllInstancesInUse(builtin.instances),
+        };
+        return Err(ScopeGuard::into_inner(partial).undo(reason));
     }
+    let register = entries.register_destruction_cb;
 
     // Register the safety net first, before any other entry runs.
     if let Some(register) = register {
@@ -301,15 +312,18 @@ fn load(path: &Path, first_device: usize, room: usize) -> Result<Plugin, Skipped
         return Err(ScopeGuard::into_inner(partial).undo(reason));
     }
 
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| path.display().to_string());
+    let name = match source {
+        PluginSource::Builtin(builtin) => builtin.name.to_owned(),
+        PluginSource::Library(_) => path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| path.display().to_string()),
+    };
     let mut partial = ScopeGuard::into_inner(partial);
     let library = partial.library.take();
     Ok(Plugin {
         name,
-        path: path.to_path_buf(),
+        path,
         entries,
         device_count: devices as usize,
         first_device,
@@ -323,13 +337,58 @@ fn load(path: &Path, first_device: usize, room: usize) -> Result<Plugin, Skipped
     })
 }
 
+
+/// What [`load`] starts from: the code (kept open), its entries or the
+/// required ones it lacks, and this runtime's claim on its state (`None`:
+/// another runtime holds it).
+type Opened = (PluginCode, Result<Entries, Vec<&'static str>>, Option<Claim>);
+
+/// `dlopen` a plugin library, resolve its entries and claim it.
+fn open_library(path: &Path) -> Result<Opened, SkipReason> {
+    // SAFETY: opening a library runs its constructors; plugins are trusted
+    // code by definition (like LLVM's runtime, which does the same).
+    let library = unsafe {
+        libloading::os::unix::Library::open(Some(path), libc::RTLD_NOW | libc::RTLD_LOCAL)
+    }
+    .map_err(|e| SkipReason::OpenFailed(e.to_string()))?;
+    // The handle identifies the loaded object (the same for every dlopen of it).
+    let handle = library.into_raw();
+    // SAFETY: a handle `into_raw` just returned.
+    let library: Library = unsafe { libloading::os::unix::Library::from_raw(handle) }.into();
+    // Resolving runs no plugin code; a library without the entries is no
+    // plugin, so it is not claimed either.
+    // SAFETY: the library is a plugin; the table lives in the Plugin, next
+    // to the library, and is not used after close.
+    let entries = unsafe { Entries::resolve(&library) };
+    let claim = match entries {
+        Ok(_) => Claim::take(handle as usize),
+        Err(_) => None,
+    };
+    Ok((PluginCode::Library(library), entries, claim))
+}
+
+/// Claim a free instance of a built-in plugin.
+fn claim_builtin(builtin: &BuiltinPlugin) -> Result<Opened, SkipReason> {
+    for index in 0..builtin.instances {
+        let Some(instance) = (builtin.instance)(index) else {
+            break;
+        };
+        if let Some(claim) = Claim::take(instance.key) {
+            return Ok((PluginCode::Builtin, Ok(instance.entries), Some(claim)));
+        }
+    }
+    Err(SkipReason::AllInstancesInUse(builtin.instances))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn missing_file_is_skipped_with_the_loader_message() {
-        let (loaded, skipped) = load_all(&[PathBuf::from("/nonexistent/libomptarget.rtl.x.so")]);
+        let (loaded, skipped) = load_all(&[PluginSource::Library(PathBuf::from(
+            "/nonexistent/libomptarget.rtl.x.so",
+        ))]);
         assert!(loaded.is_empty());
         assert_eq!(skipped.len(), 1);
         let SkipReason::OpenFailed(msg) = &skipped[0].reason else {
@@ -342,7 +401,7 @@ mod tests {
     #[test]
     fn library_without_entries_is_skipped_and_closed() {
         // libc is a shared library without any __tgt_rtl_ entry.
-        let (loaded, skipped) = load_all(&[PathBuf::from("libc.so.6")]);
+        let (loaded, skipped) = load_all(&[PluginSource::Library(PathBuf::from("libc.so.6"))]);
         assert!(loaded.is_empty());
         let SkipReason::MissingEntries(missing) = &skipped[0].reason else {
             panic!("{:?}", skipped[0]);

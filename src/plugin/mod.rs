@@ -7,6 +7,7 @@
 //! callback then flips `liveness::Liveness`, and from that moment every
 //! call into it fails with [`crate::Error::PluginDead`] instead of jumping
 //! into unmapped code.
+pub(crate) mod builtin;
 mod claim;
 pub(crate) mod discovery;
 pub(crate) mod entries;
@@ -15,7 +16,7 @@ pub(crate) mod loader;
 
 use crate::step_outcome::StepOutcome;
 use crate::{Error, Result};
-use entries::Entries;
+use entries::{Entries, EntriesExt};
 use libloading::Library;
 use liveness::Liveness;
 use std::path::{Path, PathBuf};
@@ -45,7 +46,7 @@ pub struct Plugin {
     /// unguarded lists); see [`Plugin::legacy_image_guard`].
     legacy_image_lock: Mutex<()>,
     /// `None` once closed. Declared before `liveness`: dropped (closed) first.
-    library: Mutex<Option<Library>>,
+    library: Mutex<Option<PluginCode>>,
     /// This runtime's claim on the library; released once it is closed.
     claim: Mutex<Option<claim::Claim>>,
     liveness: Arc<Liveness>,
@@ -252,6 +253,25 @@ impl Plugin {
         }
     }
 
+    /// The plugin's message about the calling thread's last failed entry
+    /// (`__tgt_rtl_last_error_message`), read once; `None` when the plugin
+    /// has no such entry or no message.
+    pub(crate) fn take_last_error(&self) -> Option<String> {
+        let mut buf = [0u8; 1024];
+        let len = self
+            .call(|e| {
+                e.last_error.map(|last_error| {
+                    // SAFETY: `buf` is writable for its length.
+                    unsafe { last_error(buf.as_mut_ptr().cast(), buf.len()) }
+                })
+            })
+            .ok()
+            .flatten()?;
+        let text = String::from_utf8_lossy(&buf[..len.min(buf.len())]);
+        let text = text.trim();
+        (!text.is_empty()).then(|| text.to_owned())
+    }
+
     /// Teardown step 5 (`Runtime::shutdown`): `__tgt_rtl_deinit_plugin`, if exported.
     pub(crate) fn deinit(&self) -> StepOutcome {
         let Some(deinit) = self.entries.deinit_plugin else {
@@ -280,17 +300,50 @@ impl Plugin {
             return StepOutcome::Failed("already closed".into());
         };
         self.liveness.mark_closed();
-        let outcome = match library.close() {
-            Ok(()) => StepOutcome::Done,
-            Err(e) => StepOutcome::Failed(e.to_string()),
-        };
+        let deinit_ok = self.deinit_succeeded.load(Ordering::Acquire);
+        let mut claim = self.claim.lock().unwrap_or_else(|e| e.into_inner());
+        let outcome = library.close(deinit_ok, &mut claim);
         keep_callback_data_if_needed(
             &self.liveness,
             &self.path,
-            self.callback_registered && !self.deinit_succeeded.load(Ordering::Acquire),
+            self.callback_registered && !deinit_ok,
         );
-        drop(self.claim.lock().unwrap_or_else(|e| e.into_inner()).take());
+        drop(claim.take());
         outcome
+    }
+}
+
+/// Where a plugin's code lives while it is loaded.
+pub(crate) enum PluginCode {
+    /// An opened library, closed by the teardown's last step.
+    Library(Library),
+    /// A built-in plugin's instance (see [`builtin`]): nothing to close;
+    /// "close" gives the instance back for another runtime.
+    Builtin,
+}
+
+impl PluginCode {
+    /// Close the library, or give a built-in instance back. An instance
+    /// whose `deinit_plugin` did not succeed still holds plugin state, so
+    /// it is never given back: `claim` is then leaked on purpose (the
+    /// instance stays retired until the process ends).
+    pub(crate) fn close(self, deinit_ok: bool, claim: &mut Option<claim::Claim>) -> StepOutcome {
+        match self {
+            PluginCode::Library(library) => match library.close() {
+                Ok(()) => StepOutcome::Done,
+                Err(e) => StepOutcome::Failed(e.to_string()),
+            },
+            PluginCode::Builtin => {
+                if !deinit_ok {
+                    std::mem::forget(claim.take());
+                    return StepOutcome::Failed(
+                        "deinit_plugin did not succeed: the built-in instance is retired, not reused"
+                            .into(),
+                    );
+                }
+                StepOutcome::Done
+            }
+        }
     }
 }
 

@@ -168,6 +168,137 @@ pub type DestructionCallback = unsafe extern "C" fn(data: *mut c_void);
 pub type RegisterDestructionCbFn =
     unsafe extern "C" fn(callback: Option<DestructionCallback>, data: *mut c_void);
 
+/// `size_t __tgt_rtl_last_error_message(char *Buf, size_t Cap)`: the
+/// message of the calling thread's last failed entry of this plugin (why
+/// `load_binary` returned null, why a copy failed ...). Copies at most
+/// `Cap` bytes of it into `Buf` (no NUL added) and returns its full length,
+/// 0 when there is none; the message is then forgotten, so a later failure
+/// without a message never shows a stale one.
+pub type LastErrorFn = unsafe extern "C" fn(buf: *mut c_char, cap: usize) -> usize;
+
+/// How one kernel argument slot of [`RunTypedRegionFn`] is passed. The slot
+/// is pointer-sized; narrower values sit in its low bytes (integers
+/// sign- or zero-extended, floats as their bit pattern).
+#[repr(u8)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum KernelArgType {
+    /// A pointer-sized integer or pointer: LLVM's only kind of argument.
+    Pointer = 0,
+    /// C `float`.
+    F32 = 1,
+    /// C `double`.
+    F64 = 2,
+    /// C `int8_t`.
+    I8 = 3,
+    /// C `uint8_t`.
+    U8 = 4,
+    /// C `int16_t`.
+    I16 = 5,
+    /// C `uint16_t`.
+    U16 = 6,
+    /// C `int32_t`.
+    I32 = 7,
+    /// C `uint32_t`.
+    U32 = 8,
+    /// C `int64_t`.
+    I64 = 9,
+    /// C `uint64_t`.
+    U64 = 10,
+}
+
+impl KernelArgType {
+    /// The type of code `code`, if it is one.
+    pub fn from_code(code: u8) -> Option<Self> {
+        use KernelArgType::*;
+        Some(match code {
+            0 => Pointer,
+            1 => F32,
+            2 => F64,
+            3 => I8,
+            4 => U8,
+            5 => I16,
+            6 => U16,
+            7 => I32,
+            8 => U32,
+            9 => I64,
+            10 => U64,
+            _ => return None,
+        })
+    }
+}
+
+/// `int32_t __tgt_rtl_run_typed_region(int32_t ID, void *Entry, void
+/// **Args, ptrdiff_t *Offsets, const uint8_t *ArgTypes, int32_t NumArgs,
+/// int32_t NumTeams, int32_t ThreadLimit, uint64_t TripCount,
+/// __tgt_async_info *AsyncInfo)`: like `run_target_team_region_async`, with
+/// the C type of every argument (`ArgTypes[i]`, a [`KernelArgType`] code),
+/// for kernels that are plain C functions rather than clang's outlined
+/// regions (whose parameters are all pointer-sized). `NumTeams < 0` runs a
+/// region without teams. `AsyncInfo` may be null: then the call completes
+/// before returning.
+pub type RunTypedRegionFn = unsafe extern "C-unwind" fn(
+    device: i32,
+    entry: *mut c_void,
+    args: *mut *mut c_void,
+    offsets: *mut isize,
+    arg_types: *const u8,
+    num_args: i32,
+    num_teams: i32,
+    thread_limit: i32,
+    loop_tripcount: u64,
+    async_info: *mut AsyncInfo,
+) -> i32;
+
+/// Every entry of one plugin, resolved: required ones as plain fn
+/// pointers, optional ones as `Option`.
+///
+/// The runtime fills one in from a plugin library's symbols (see
+/// [`names`]); a plugin built into the runtime (the plugin kit's
+/// `builtin` tables) provides one directly, so both are driven through the
+/// same table. Valid only while the plugin's code stays loaded.
+#[derive(Clone, Copy)]
+#[allow(missing_docs)] // each field is the entry of the type it holds
+pub struct EntryTable {
+    pub number_of_devices: NumberOfDevicesFn,
+    pub is_valid_binary: IsValidBinaryFn,
+    pub init_device: InitDeviceFn,
+    pub load_binary: LoadBinaryFn,
+    pub data_alloc: DataAllocFn,
+    pub data_submit: DataSubmitFn,
+    pub data_retrieve: DataRetrieveFn,
+    pub data_delete: DataDeleteFn,
+    pub run_target_region: RunTargetRegionFn,
+    pub run_target_team_region: RunTargetTeamRegionFn,
+
+    pub is_data_exchangable: Option<IsDataExchangableFn>,
+    pub supports_empty_images: Option<SupportsEmptyImagesFn>,
+    pub init_requires: Option<InitRequiresFn>,
+    pub data_submit_async: Option<DataSubmitAsyncFn>,
+    pub data_retrieve_async: Option<DataRetrieveAsyncFn>,
+    pub data_exchange: Option<DataExchangeFn>,
+    pub data_exchange_async: Option<DataExchangeAsyncFn>,
+    pub run_target_region_async: Option<RunTargetRegionAsyncFn>,
+    pub run_target_team_region_async: Option<RunTargetTeamRegionAsyncFn>,
+    pub synchronize: Option<SynchronizeFn>,
+    pub set_info_flag: Option<SetInfoFlagFn>,
+    pub print_device_info: Option<PrintDeviceInfoFn>,
+    pub create_event: Option<CreateEventFn>,
+    pub record_event: Option<RecordEventFn>,
+    pub wait_event: Option<WaitEventFn>,
+    pub sync_event: Option<SyncEventFn>,
+    pub destroy_event: Option<DestroyEventFn>,
+    pub init_async_info: Option<InitAsyncInfoFn>,
+    pub init_device_info: Option<InitDeviceInfoFn>,
+
+    pub init_plugin: Option<InitPluginFn>,
+    pub deinit_plugin: Option<DeinitPluginFn>,
+    pub deinit_device: Option<DeinitDeviceFn>,
+    pub unload_binary: Option<UnloadBinaryFn>,
+    pub register_destruction_cb: Option<RegisterDestructionCbFn>,
+    pub last_error: Option<LastErrorFn>,
+    pub run_typed_region: Option<RunTypedRegionFn>,
+}
+
 /// Symbol names of every entry, so loader and plugins spell them once.
 pub mod names {
     /// The symbol of [`super::NumberOfDevicesFn`].
@@ -240,6 +371,10 @@ pub mod names {
     pub const UNLOAD_BINARY: &str = "__tgt_rtl_unload_binary";
     /// The symbol of [`super::RegisterDestructionCbFn`].
     pub const REGISTER_DESTRUCTION_CB: &str = "__tgt_rtl_register_destruction_cb";
+    /// The symbol of [`super::LastErrorFn`].
+    pub const LAST_ERROR_MESSAGE: &str = "__tgt_rtl_last_error_message";
+    /// The symbol of [`super::RunTypedRegionFn`].
+    pub const RUN_TYPED_REGION: &str = "__tgt_rtl_run_typed_region";
 
     /// Entries every plugin must export; a plugin lacking one is skipped.
     pub const REQUIRED: [&str; 10] = [

@@ -191,6 +191,34 @@ pub trait Backend: Send + Sync + Sized + 'static {
         teams: Option<TeamConfig>,
     ) -> Result<()>;
 
+    /// Run a kernel whose parameters have the C types `types` (one per
+    /// argument; `__tgt_rtl_run_typed_region`). Each value sits in the low
+    /// bytes of its pointer-sized slot. The default serves backends that
+    /// pass every argument as a pointer-sized slot: it runs
+    /// [`Backend::run_region`] when all types are
+    /// [`KernelArgType::Pointer`](omptarget_abi::plugin::KernelArgType) and
+    /// refuses other types, rather than pass them wrong.
+    ///
+    /// # Safety
+    /// As [`Backend::run_region`], with `types` the kernel's parameter types.
+    unsafe fn run_typed_region(
+        &self,
+        device: DeviceId,
+        entry: NonNull<c_void>,
+        args: &[*mut c_void],
+        types: &[omptarget_abi::plugin::KernelArgType],
+        teams: Option<TeamConfig>,
+    ) -> Result<()> {
+        use omptarget_abi::plugin::KernelArgType;
+        if let Some(other) = types.iter().find(|t| **t != KernelArgType::Pointer) {
+            return Err(crate::PluginError::InvalidArgument(format!(
+                "this plugin passes every kernel argument as a pointer-sized slot and cannot pass a {other:?}"
+            )));
+        }
+        // SAFETY: per this function's contract.
+        unsafe { self.run_region(device, entry, args, teams) }
+    }
+
     /// Wait for everything queued on `device` (async entries of backends
     /// that run synchronously have nothing to wait for).
     fn synchronize(&self, _device: DeviceId) -> Result<()> {

@@ -56,6 +56,11 @@ pub struct PluginCell<B> {
     /// ([`crate::fork`]); `None` for a cell that is not a plugin's static.
     fork_handlers: Option<(extern "C" fn(), extern "C" fn())>,
     fork_handlers_registered: AtomicBool,
+    /// The cell is a plugin library's static (it has its own copy of std),
+    /// so it installs the quiet panic hook
+    /// ([`report::install_panic_hook`]). A plugin built into a program
+    /// shares the program's std, whose panic hook is the program's.
+    own_library: bool,
 }
 
 /// What a fork's prepare handler holds: the backend's locks, then (dropped
@@ -83,6 +88,7 @@ impl<B: Backend> PluginCell<B> {
             info_env: Once::new(),
             fork_handlers: None,
             fork_handlers_registered: AtomicBool::new(false),
+            own_library: false,
         }
     }
 
@@ -92,6 +98,7 @@ impl<B: Backend> PluginCell<B> {
     pub const fn with_fork_handlers(prepare: extern "C" fn(), release: extern "C" fn()) -> Self {
         let mut cell = Self::new();
         cell.fork_handlers = Some((prepare, release));
+        cell.own_library = true;
         cell
     }
 
@@ -149,7 +156,7 @@ impl<B: Backend> PluginCell<B> {
             report::debug(B::NAME, &"init_plugin: already initialised");
             return Ok(());
         }
-        match Live::create(InitCause::Explicit) {
+        match Live::create(InitCause::Explicit, self.own_library) {
             Ok(live) => {
                 *state = Lifecycle::Live(live);
                 self.became_live();
@@ -194,7 +201,7 @@ impl<B: Backend> PluginCell<B> {
                     B::NAME,
                     &"initialising lazily (no __tgt_rtl_init_plugin call)",
                 );
-                match Live::create(InitCause::Lazy) {
+                match Live::create(InitCause::Lazy, self.own_library) {
                     Ok(live) => {
                         *state = Lifecycle::Live(live);
                         self.became_live();
@@ -257,8 +264,10 @@ impl<B: Backend> PluginCell<B> {
 }
 
 impl<B: Backend> Live<B> {
-    fn create(cause: InitCause) -> Result<Self> {
-        report::install_panic_hook::<B>();
+    fn create(cause: InitCause, own_library: bool) -> Result<Self> {
+        if own_library {
+            report::install_panic_hook::<B>();
+        }
         let backend = B::init(cause)?;
         let count = backend.number_of_devices();
         if i32::try_from(count).is_err() {

@@ -22,7 +22,7 @@ use crate::backend::{Backend, EntryCall, ImageRef, TeamConfig};
 use crate::cell::PluginCell;
 use crate::error::{PluginError, Result};
 use crate::report;
-use omptarget_abi::plugin::{names, DestructionCallback};
+use omptarget_abi::plugin::{names, DestructionCallback, KernelArgType};
 use omptarget_abi::{
     AllocKind, AsyncInfo, DeviceImage, OffloadEntry, TargetTable, OFFLOAD_FAIL, OFFLOAD_SUCCESS,
 };
@@ -38,9 +38,19 @@ use std::ptr::{self, NonNull};
 pub const INLINE_ARGS: usize = 16;
 
 /// Run `f` behind a panic boundary; report an error or panic and return
-/// `on_error` instead.
+/// `on_error` instead. The failure's message is also kept for
+/// `__tgt_rtl_last_error_message` ([`last_error`]).
 fn guard<B: Backend, T>(entry: &str, on_error: T, f: impl FnOnce() -> Result<T>) -> T {
-    match catch_unwind(AssertUnwindSafe(f)) {
+    let outcome = catch_unwind(AssertUnwindSafe(f));
+    match &outcome {
+        Ok(Ok(_)) => {}
+        Ok(Err(error)) => crate::last_error::set(&format_args!("{entry}: {error}")),
+        Err(payload) => crate::last_error::set(&format_args!(
+            "{entry}: panic: {}",
+            panic_message(payload.as_ref())
+        )),
+    }
+    match outcome {
         Ok(Ok(value)) => value,
         // An image the backend cannot load is reported by the runtime
         // ("Unable to generate entries table ..."), as with LLVM's plugins;
@@ -489,6 +499,93 @@ pub unsafe fn run_region<B: Backend>(
     // past the panic boundary, which must not meet the forced unwind.
     omptarget_thread_exit::resume_pending();
     code
+}
+
+/// `__tgt_rtl_run_typed_region`: `num_teams < 0` runs a region without
+/// teams; `arg_types` holds one [`KernelArgType`] code per argument.
+///
+/// # Safety
+/// See the module docs; `entry` must come from a target table of `device`
+/// and `arg_types` is an array of `num_args` bytes.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn run_typed_region<B: Backend>(
+    cell: &PluginCell<B>,
+    device: i32,
+    entry: *mut c_void,
+    args: *mut *mut c_void,
+    offsets: *mut isize,
+    arg_types: *const u8,
+    num_args: i32,
+    teams: Option<TeamConfig>,
+) -> i32 {
+    let code = status::<B>(names::RUN_TYPED_REGION, || {
+        observe::<B>(if teams.is_some() {
+            EntryCall::RunTargetTeamRegion {
+                device,
+                is_async: false,
+            }
+        } else {
+            EntryCall::RunTargetRegion {
+                device,
+                is_async: false,
+            }
+        });
+        cell.with_live(|live| {
+            let device = live.initialised_device(device)?;
+            let entry = non_null("entry", entry)?;
+            let count = usize::try_from(num_args).map_err(|_| {
+                PluginError::InvalidArgument(format!("`num_args` is negative ({num_args})"))
+            })?;
+            let mut inline = [ptr::null_mut::<c_void>(); INLINE_ARGS];
+            let mut inline_types = [KernelArgType::Pointer; INLINE_ARGS];
+            let (mut heap, mut heap_types) = (Vec::new(), Vec::new());
+            let (values, types): (&mut [*mut c_void], &mut [KernelArgType]) =
+                if count <= INLINE_ARGS {
+                    (&mut inline[..count], &mut inline_types[..count])
+                } else {
+                    heap.resize(count, ptr::null_mut());
+                    heap_types.resize(count, KernelArgType::Pointer);
+                    (&mut heap, &mut heap_types)
+                };
+            if count > 0 {
+                let args = non_null("args", args)?.as_ptr();
+                let offsets = non_null("offsets", offsets)?.as_ptr();
+                let codes = non_null("arg_types", arg_types as *mut u8)?.as_ptr();
+                for i in 0..count {
+                    // SAFETY: three non-null arrays of `num_args` elements
+                    // (this function's contract), and i < count.
+                    let (arg, offset, code) =
+                        unsafe { (*args.add(i), *offsets.add(i), *codes.add(i)) };
+                    values[i] = arg.wrapping_byte_offset(offset);
+                    types[i] = KernelArgType::from_code(code).ok_or_else(|| {
+                        PluginError::InvalidArgument(format!(
+                            "argument {i} has the unknown type code {code}"
+                        ))
+                    })?;
+                }
+            }
+            // SAFETY: `entry` is a kernel of an image loaded on this device
+            // whose parameters have `types` (this function's contract).
+            unsafe {
+                live.backend()
+                    .run_typed_region(device, entry, values, types, teams)
+            }
+        })
+    });
+    omptarget_thread_exit::resume_pending();
+    code
+}
+
+/// `__tgt_rtl_last_error_message`: see [`crate::last_error`].
+///
+/// # Safety
+/// `buf` is null or writable for `cap` bytes.
+pub unsafe fn last_error_message(buf: *mut std::ffi::c_char, cap: usize) -> usize {
+    catch_unwind(|| {
+        // SAFETY: per this function's contract.
+        unsafe { crate::last_error::take_into(buf.cast::<u8>(), cap) }
+    })
+    .unwrap_or(0)
 }
 
 /// `__tgt_rtl_synchronize`. `async_info` is not used: async entries run

@@ -39,7 +39,7 @@ macro_rules! export_plugin {
             let _ = ::std::panic::catch_unwind($crate::fork::release);
         }
 
-        $crate::__export_entries!(__OMPTARGET_PLUGIN);
+        $crate::__export_entries!(__OMPTARGET_PLUGIN, #[no_mangle]);
 
         /// The safety net (see `omptarget_plugin_kit::safety_net`): run by
         /// the loader on dlclose or process exit.
@@ -58,19 +58,19 @@ macro_rules! export_plugin {
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __export_entries {
-    ($cell:ident) => {
-        $crate::__export_required!($cell);
-        $crate::__export_optional!($cell);
-        $crate::__export_lifecycle!($cell);
+    ($cell:ident $(, #[$attr:meta])*) => {
+        $crate::__export_required!($cell $(, #[$attr])*);
+        $crate::__export_optional!($cell $(, #[$attr])*);
+        $crate::__export_lifecycle!($cell $(, #[$attr])*);
     };
 }
 
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __export_required {
-    ($cell:ident) => {
+    ($cell:ident $(, #[$attr:meta])*) => {
         /// `__tgt_rtl_number_of_devices`.
-        #[no_mangle]
+        $(#[$attr])*
         pub extern "C" fn __tgt_rtl_number_of_devices() -> i32 {
             $crate::entries::number_of_devices(&$cell)
         }
@@ -79,7 +79,7 @@ macro_rules! __export_required {
         ///
         /// # Safety
         /// `image` is null or a valid `__tgt_device_image`.
-        #[no_mangle]
+        $(#[$attr])*
         pub unsafe extern "C" fn __tgt_rtl_is_valid_binary(
             image: *mut $crate::abi::DeviceImage,
         ) -> i32 {
@@ -87,7 +87,7 @@ macro_rules! __export_required {
         }
 
         /// `__tgt_rtl_init_device`.
-        #[no_mangle]
+        $(#[$attr])*
         pub extern "C" fn __tgt_rtl_init_device(device: i32) -> i32 {
             $crate::entries::init_device(&$cell, device)
         }
@@ -97,7 +97,7 @@ macro_rules! __export_required {
         ///
         /// # Safety
         /// `image` is null or a valid `__tgt_device_image`.
-        #[no_mangle]
+        $(#[$attr])*
         pub unsafe extern "C" fn __tgt_rtl_load_binary(
             device: i32,
             image: *mut $crate::abi::DeviceImage,
@@ -107,7 +107,7 @@ macro_rules! __export_required {
 
         /// `__tgt_rtl_data_alloc`: the caller owns the memory until
         /// `__tgt_rtl_data_delete`.
-        #[no_mangle]
+        $(#[$attr])*
         pub extern "C" fn __tgt_rtl_data_alloc(
             device: i32,
             size: i64,
@@ -121,7 +121,7 @@ macro_rules! __export_required {
         ///
         /// # Safety
         /// Both pointers are valid for `size` bytes.
-        #[no_mangle]
+        $(#[$attr])*
         pub unsafe extern "C" fn __tgt_rtl_data_submit(
             device: i32,
             tgt_ptr: *mut ::core::ffi::c_void,
@@ -135,7 +135,7 @@ macro_rules! __export_required {
         ///
         /// # Safety
         /// Both pointers are valid for `size` bytes.
-        #[no_mangle]
+        $(#[$attr])*
         pub unsafe extern "C" fn __tgt_rtl_data_retrieve(
             device: i32,
             host_ptr: *mut ::core::ffi::c_void,
@@ -146,7 +146,7 @@ macro_rules! __export_required {
         }
 
         /// `__tgt_rtl_data_delete`: `tgt_ptr` came from `data_alloc`.
-        #[no_mangle]
+        $(#[$attr])*
         pub extern "C" fn __tgt_rtl_data_delete(
             device: i32,
             tgt_ptr: *mut ::core::ffi::c_void,
@@ -159,7 +159,7 @@ macro_rules! __export_required {
         /// # Safety
         /// `entry` is from this device's target table; `args` and
         /// `offsets` hold `num_args` values each.
-        #[no_mangle]
+        $(#[$attr])*
         pub unsafe extern "C-unwind" fn __tgt_rtl_run_target_region(
             device: i32,
             entry: *mut ::core::ffi::c_void,
@@ -174,7 +174,7 @@ macro_rules! __export_required {
         ///
         /// # Safety
         /// As `__tgt_rtl_run_target_region`.
-        #[no_mangle]
+        $(#[$attr])*
         pub unsafe extern "C-unwind" fn __tgt_rtl_run_target_team_region(
             device: i32,
             entry: *mut ::core::ffi::c_void,
@@ -221,15 +221,15 @@ macro_rules! __export_required {
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __export_optional {
-    ($cell:ident) => {
+    ($cell:ident $(, #[$attr:meta])*) => {
         /// `__tgt_rtl_init_requires`: returns the flags accepted.
-        #[no_mangle]
+        $(#[$attr])*
         pub extern "C" fn __tgt_rtl_init_requires(flags: i64) -> i64 {
             $crate::entries::init_requires(&$cell, flags)
         }
 
         /// `__tgt_rtl_is_data_exchangable`.
-        #[no_mangle]
+        $(#[$attr])*
         pub extern "C" fn __tgt_rtl_is_data_exchangable(src: i32, dst: i32) -> i32 {
             $crate::entries::is_data_exchangable(&$cell, src, dst)
         }
@@ -238,7 +238,7 @@ macro_rules! __export_optional {
         ///
         /// # Safety
         /// Both pointers are valid on their devices for `size` bytes.
-        #[no_mangle]
+        $(#[$attr])*
         pub unsafe extern "C" fn __tgt_rtl_data_exchange(
             src: i32,
             src_ptr: *mut ::core::ffi::c_void,
@@ -253,7 +253,7 @@ macro_rules! __export_optional {
         ///
         /// # Safety
         /// As `__tgt_rtl_data_exchange`.
-        #[no_mangle]
+        $(#[$attr])*
         pub unsafe extern "C" fn __tgt_rtl_data_exchange_async(
             src: i32,
             src_ptr: *mut ::core::ffi::c_void,
@@ -269,7 +269,7 @@ macro_rules! __export_optional {
         ///
         /// # Safety
         /// As `__tgt_rtl_data_submit`.
-        #[no_mangle]
+        $(#[$attr])*
         pub unsafe extern "C" fn __tgt_rtl_data_submit_async(
             device: i32,
             tgt_ptr: *mut ::core::ffi::c_void,
@@ -284,7 +284,7 @@ macro_rules! __export_optional {
         ///
         /// # Safety
         /// As `__tgt_rtl_data_retrieve`.
-        #[no_mangle]
+        $(#[$attr])*
         pub unsafe extern "C" fn __tgt_rtl_data_retrieve_async(
             device: i32,
             host_ptr: *mut ::core::ffi::c_void,
@@ -299,7 +299,7 @@ macro_rules! __export_optional {
         ///
         /// # Safety
         /// As `__tgt_rtl_run_target_region`.
-        #[no_mangle]
+        $(#[$attr])*
         pub unsafe extern "C-unwind" fn __tgt_rtl_run_target_region_async(
             device: i32,
             entry: *mut ::core::ffi::c_void,
@@ -315,7 +315,7 @@ macro_rules! __export_optional {
         ///
         /// # Safety
         /// As `__tgt_rtl_run_target_region`.
-        #[no_mangle]
+        $(#[$attr])*
         pub unsafe extern "C-unwind" fn __tgt_rtl_run_target_team_region_async(
             device: i32,
             entry: *mut ::core::ffi::c_void,
@@ -345,7 +345,7 @@ macro_rules! __export_optional {
         }
 
         /// `__tgt_rtl_synchronize`: nothing is ever queued.
-        #[no_mangle]
+        $(#[$attr])*
         pub extern "C" fn __tgt_rtl_synchronize(
             device: i32,
             async_info: *mut $crate::abi::AsyncInfo,
@@ -354,13 +354,13 @@ macro_rules! __export_optional {
         }
 
         /// `__tgt_rtl_set_info_flag`.
-        #[no_mangle]
+        $(#[$attr])*
         pub extern "C" fn __tgt_rtl_set_info_flag(flags: u32) {
             $crate::entries::set_info_flag(&$cell, flags)
         }
 
         /// `__tgt_rtl_print_device_info`.
-        #[no_mangle]
+        $(#[$attr])*
         pub extern "C" fn __tgt_rtl_print_device_info(device: i32) {
             $crate::entries::print_device_info(&$cell, device)
         }
@@ -385,21 +385,21 @@ macro_rules! __export_optional {
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __export_lifecycle {
-    ($cell:ident) => {
+    ($cell:ident $(, #[$attr:meta])*) => {
         /// `__tgt_rtl_init_plugin`: create the plugin state.
-        #[no_mangle]
+        $(#[$attr])*
         pub extern "C" fn __tgt_rtl_init_plugin() -> i32 {
             $crate::entries::init_plugin(&$cell)
         }
 
         /// `__tgt_rtl_deinit_plugin`: release everything the plugin holds.
-        #[no_mangle]
+        $(#[$attr])*
         pub extern "C" fn __tgt_rtl_deinit_plugin() -> i32 {
             $crate::entries::deinit_plugin(&$cell)
         }
 
         /// `__tgt_rtl_deinit_device`.
-        #[no_mangle]
+        $(#[$attr])*
         pub extern "C" fn __tgt_rtl_deinit_device(device: i32) -> i32 {
             $crate::entries::deinit_device(&$cell, device)
         }
@@ -410,7 +410,7 @@ macro_rules! __export_lifecycle {
         /// # Safety
         /// `image` is the descriptor given to `load_binary` (only its
         /// address is used).
-        #[no_mangle]
+        $(#[$attr])*
         pub unsafe extern "C" fn __tgt_rtl_unload_binary(
             device: i32,
             image: *mut $crate::abi::DeviceImage,
@@ -420,12 +420,52 @@ macro_rules! __export_lifecycle {
 
         /// `__tgt_rtl_register_destruction_cb`: `callback(data)` is called
         /// by the safety net if the library goes away while initialised.
-        #[no_mangle]
+        $(#[$attr])*
         pub extern "C" fn __tgt_rtl_register_destruction_cb(
             callback: ::core::option::Option<$crate::abi::plugin::DestructionCallback>,
             data: *mut ::core::ffi::c_void,
         ) {
             $crate::entries::register_destruction_cb(&$cell, callback, data)
+        }
+
+        /// `__tgt_rtl_last_error_message` (this project's entry).
+        ///
+        /// # Safety
+        /// `buf` is null or writable for `cap` bytes.
+        $(#[$attr])*
+        pub unsafe extern "C" fn __tgt_rtl_last_error_message(
+            buf: *mut ::core::ffi::c_char,
+            cap: usize,
+        ) -> usize {
+            $crate::entries::last_error_message(buf, cap)
+        }
+
+        /// `__tgt_rtl_run_typed_region` (this project's entry; runs
+        /// synchronously, so `async_info` is not used).
+        ///
+        /// # Safety
+        /// As the other launch entries, with `arg_types` `num_args` bytes.
+        $(#[$attr])*
+        pub unsafe extern "C-unwind" fn __tgt_rtl_run_typed_region(
+            device: i32,
+            entry: *mut ::core::ffi::c_void,
+            args: *mut *mut ::core::ffi::c_void,
+            offsets: *mut isize,
+            arg_types: *const u8,
+            num_args: i32,
+            num_teams: i32,
+            thread_limit: i32,
+            loop_tripcount: u64,
+            _async_info: *mut $crate::abi::AsyncInfo,
+        ) -> i32 {
+            let teams = (num_teams >= 0).then_some($crate::TeamConfig {
+                num_teams,
+                thread_limit,
+                loop_tripcount,
+            });
+            $crate::entries::run_typed_region(
+                &$cell, device, entry, args, offsets, arg_types, num_args, teams,
+            )
         }
 
         const _: () = {
@@ -435,6 +475,107 @@ macro_rules! __export_lifecycle {
             let _: p::DeinitDeviceFn = __tgt_rtl_deinit_device;
             let _: p::UnloadBinaryFn = __tgt_rtl_unload_binary;
             let _: p::RegisterDestructionCbFn = __tgt_rtl_register_destruction_cb;
+            let _: p::LastErrorFn = __tgt_rtl_last_error_message;
+            let _: p::RunTypedRegionFn = __tgt_rtl_run_typed_region;
         };
+    };
+}
+
+/// The [`EntryTable`](crate::abi::plugin::EntryTable) of the entries
+/// [`__export_entries!`] defined in the current scope; not public API.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __entry_table {
+    () => {
+        $crate::abi::plugin::EntryTable {
+            number_of_devices: __tgt_rtl_number_of_devices,
+            is_valid_binary: __tgt_rtl_is_valid_binary,
+            init_device: __tgt_rtl_init_device,
+            load_binary: __tgt_rtl_load_binary,
+            data_alloc: __tgt_rtl_data_alloc,
+            data_submit: __tgt_rtl_data_submit,
+            data_retrieve: __tgt_rtl_data_retrieve,
+            data_delete: __tgt_rtl_data_delete,
+            run_target_region: __tgt_rtl_run_target_region,
+            run_target_team_region: __tgt_rtl_run_target_team_region,
+            is_data_exchangable: Some(__tgt_rtl_is_data_exchangable),
+            supports_empty_images: None,
+            init_requires: Some(__tgt_rtl_init_requires),
+            data_submit_async: Some(__tgt_rtl_data_submit_async),
+            data_retrieve_async: Some(__tgt_rtl_data_retrieve_async),
+            data_exchange: Some(__tgt_rtl_data_exchange),
+            data_exchange_async: Some(__tgt_rtl_data_exchange_async),
+            run_target_region_async: Some(__tgt_rtl_run_target_region_async),
+            run_target_team_region_async: Some(__tgt_rtl_run_target_team_region_async),
+            synchronize: Some(__tgt_rtl_synchronize),
+            set_info_flag: Some(__tgt_rtl_set_info_flag),
+            print_device_info: Some(__tgt_rtl_print_device_info),
+            create_event: None,
+            record_event: None,
+            wait_event: None,
+            sync_event: None,
+            destroy_event: None,
+            init_async_info: None,
+            init_device_info: None,
+            init_plugin: Some(__tgt_rtl_init_plugin),
+            deinit_plugin: Some(__tgt_rtl_deinit_plugin),
+            deinit_device: Some(__tgt_rtl_deinit_device),
+            unload_binary: Some(__tgt_rtl_unload_binary),
+            register_destruction_cb: Some(__tgt_rtl_register_destruction_cb),
+            last_error: Some(__tgt_rtl_last_error_message),
+            run_typed_region: Some(__tgt_rtl_run_typed_region),
+        }
+    };
+}
+
+/// Declare `count` instances of a plugin built into a program, for a
+/// runtime in the same program (no library file, no exported symbol).
+///
+/// `builtin_instances!(pub mod host_instances, MyBackend, [i0, i1, i2]);`
+/// declares module `host_instances` with one private module per listed
+/// instance, each with its own [`PluginCell`](crate::PluginCell) static and
+/// its own copy of every entry (the same bodies [`export_plugin!`] exports,
+/// without `#[no_mangle]`), and
+///
+/// * `COUNT`: the number of instances;
+/// * `fn instance(index) -> Option<Instance>`: its
+///   [`EntryTable`](crate::abi::plugin::EntryTable) and a key that
+///   identifies its state.
+///
+/// Each instance is a separate plugin state, so several runtimes in one
+/// process each get their own, with its own lifecycle. Unlike an exported
+/// plugin, an instance has no safety net (its code is part of the program
+/// and cannot be unloaded before the runtime) and no fork handlers.
+#[macro_export]
+macro_rules! builtin_instances {
+    ($vis:vis mod $module:ident, $backend:ty, [$($instance:ident),+ $(,)?]) => {
+        $vis mod $module {
+            $(
+                #[allow(non_snake_case)]
+                mod $instance {
+                    #[allow(unused_imports)]
+                    use super::super::*;
+                    /// This instance's plugin state.
+                    static CELL: $crate::PluginCell<$backend> = $crate::PluginCell::new();
+                    $crate::__export_entries!(CELL);
+                    /// This instance's entries and state key.
+                    pub fn instance() -> $crate::builtin::Instance {
+                        $crate::builtin::Instance {
+                            entries: $crate::__entry_table!(),
+                            key: &CELL as *const _ as usize,
+                        }
+                    }
+                }
+            )+
+
+            /// The number of instances.
+            pub const COUNT: usize = [$(stringify!($instance)),+].len();
+
+            /// Instance `index` (`< COUNT`).
+            pub fn instance(index: usize) -> Option<$crate::builtin::Instance> {
+                let all: [fn() -> $crate::builtin::Instance; COUNT] = [$($instance::instance),+];
+                all.get(index).map(|make| make())
+            }
+        }
     };
 }

@@ -27,11 +27,13 @@
 #![deny(missing_docs)]
 
 pub mod backend;
+pub mod builtin;
 pub mod cell;
 pub mod entries;
 pub mod error;
 mod export;
 pub mod fork;
+pub mod last_error;
 pub mod report;
 pub mod safety_net;
 #[cfg(feature = "testing")]

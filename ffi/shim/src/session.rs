@@ -80,6 +80,9 @@ impl Session {
     fn runtime(&self) -> &Runtime {
         let runtime = self.runtime.get_or_init(|| {
             let mut config = Config::from_env();
+            // LLVM's runtime: plugin libraries next to libomptarget.so (or
+            // OMPTARGET_PLUGINS), never the Rust API's built-in host plugin.
+            config.builtin_host = false;
             if host_env::target_offload_policy() == TargetOffloadPolicy::Disabled {
                 // LLVM 14 loads no plugin at all when offloading is disabled.
                 config.plugins = Some(Vec::new());
@@ -88,6 +91,7 @@ impl Session {
                 eprintln!("Libomptarget error: cannot load the offload plugins: {err}");
                 Runtime::new(Config {
                     plugins: Some(Vec::new()),
+                    builtin_host: false,
                     ..Config::from_env()
                 })
                 .expect("a runtime without plugins always builds")

@@ -11,6 +11,7 @@ use libffi::low::{
     call, ffi_abi, ffi_abi_FFI_DEFAULT_ABI, ffi_cif, ffi_type, prep_cif, types, CodePtr,
 };
 pub use omptarget_plugin_kit::entries::INLINE_ARGS;
+use omptarget_plugin_kit::abi::plugin::KernelArgType;
 use std::ffi::c_void;
 use std::ptr::{addr_of_mut, NonNull};
 
@@ -32,7 +33,44 @@ pub unsafe fn call_with_pointer_args(
     args: &[*mut c_void],
 ) -> Result<(), String> {
     // SAFETY: per this function's contract.
-    unsafe { call_with_abi(ffi_abi_FFI_DEFAULT_ABI, entry, args) }
+    unsafe { call_with_abi(ffi_abi_FFI_DEFAULT_ABI, entry, args, None) }
+}
+
+/// Call `entry(args...)` as a C function returning void whose parameters
+/// have the C types `types` (one per argument): a `float` travels in an
+/// SSE register, not in the integer register a pointer-sized slot would
+/// use. Each value sits in the low bytes of its slot (x86_64 is little
+/// endian, so the slot's address is the value's address).
+///
+/// # Safety
+/// `entry` is the address of such a function.
+pub unsafe fn call_with_typed_args(
+    entry: NonNull<c_void>,
+    args: &[*mut c_void],
+    types: &[KernelArgType],
+) -> Result<(), String> {
+    if types.len() != args.len() {
+        return Err(format!("{} arguments but {} types", args.len(), types.len()));
+    }
+    // SAFETY: per this function's contract.
+    unsafe { call_with_abi(ffi_abi_FFI_DEFAULT_ABI, entry, args, Some(types)) }
+}
+
+/// libffi's descriptor of `ty` (a static libffi only reads).
+fn ffi_type_of(ty: KernelArgType) -> *mut ffi_type {
+    match ty {
+        KernelArgType::Pointer => addr_of_mut!(types::pointer),
+        KernelArgType::F32 => addr_of_mut!(types::float),
+        KernelArgType::F64 => addr_of_mut!(types::double),
+        KernelArgType::I8 => addr_of_mut!(types::sint8),
+        KernelArgType::U8 => addr_of_mut!(types::uint8),
+        KernelArgType::I16 => addr_of_mut!(types::sint16),
+        KernelArgType::U16 => addr_of_mut!(types::uint16),
+        KernelArgType::I32 => addr_of_mut!(types::sint32),
+        KernelArgType::U32 => addr_of_mut!(types::uint32),
+        KernelArgType::I64 => addr_of_mut!(types::sint64),
+        KernelArgType::U64 => addr_of_mut!(types::uint64),
+    }
 }
 
 /// [`call_with_pointer_args`] with the calling convention `abi`; a separate
@@ -44,6 +82,7 @@ unsafe fn call_with_abi(
     abi: ffi_abi,
     entry: NonNull<c_void>,
     args: &[*mut c_void],
+    typed: Option<&[KernelArgType]>,
 ) -> Result<(), String> {
     let n = args.len();
     // libffi's type descriptors are statics that libffi only reads.
@@ -63,6 +102,11 @@ unsafe fn call_with_abi(
     for (slot, arg) in arg_values.iter_mut().zip(args) {
         *slot = arg as *const *mut c_void as *mut c_void;
     }
+    if let Some(typed) = typed {
+        for (ty, arg_type) in typed.iter().zip(arg_types.iter_mut()) {
+            *arg_type = ffi_type_of(*ty);
+        }
+    }
     let mut cif = ffi_cif::default();
     // SAFETY: `cif` and the type array outlive the call; all types are
     // libffi's own descriptors.
@@ -71,7 +115,8 @@ unsafe fn call_with_abi(
     // should happen here; never call through a half-prepared interface.
     if let Err(err) = prepared {
         return Err(format!(
-            "libffi cannot prepare a call with {n} pointer arguments: {err:?}"
+            "libffi cannot prepare a call with {n} {} arguments: {err:?}",
+            if typed.is_some() { "typed" } else { "pointer" }
         ));
     }
     let values = arg_values.as_mut_ptr();
@@ -150,13 +195,46 @@ mod tests {
     fn a_refused_call_interface_is_an_error_and_calls_nothing() {
         let args = [7usize as *mut c_void];
         // SAFETY: a real function taking one pointer-sized argument.
-        let result = unsafe { call_with_abi(0, entry(must_not_run as *const ()), &args) };
+        let result = unsafe { call_with_abi(0, entry(must_not_run as *const ()), &args, None) };
         let err = result.expect_err("libffi accepted ABI 0");
         assert!(
             err.contains("libffi cannot prepare a call with 1 pointer arguments"),
             "{err}"
         );
         assert_eq!(REFUSED_CALLED.load(Ordering::SeqCst), 0);
+    }
+
+    static TYPED: std::sync::Mutex<Option<(f32, f64, i8, u16, i32, u64)>> =
+        std::sync::Mutex::new(None);
+
+    extern "C" fn typed(a: f32, b: f64, c: i8, d: u16, e: i32, f: u64) {
+        *TYPED.lock().unwrap() = Some((a, b, c, d, e, f));
+    }
+
+    /// Floats reach C `float`/`double` parameters (SSE registers), and
+    /// narrow integers their parameters, from their pointer-sized slots.
+    #[test]
+    fn typed_arguments_reach_c_parameters_of_every_scalar_type() {
+        let slots = [
+            2.5f32.to_bits() as usize,
+            (-0.125f64).to_bits() as usize,
+            -3i8 as isize as usize,
+            65535u16 as usize,
+            -70000i32 as isize as usize,
+            u64::MAX as usize,
+        ];
+        let args: Vec<*mut c_void> = slots.iter().map(|&v| v as *mut c_void).collect();
+        use KernelArgType::*;
+        let types = [F32, F64, I8, U16, I32, U64];
+        // SAFETY: `typed` has exactly these parameter types.
+        unsafe { call_with_typed_args(entry(typed as *const ()), &args, &types) }.unwrap();
+        assert_eq!(
+            *TYPED.lock().unwrap(),
+            Some((2.5, -0.125, -3, 65535, -70000, u64::MAX))
+        );
+        // SAFETY: refused before any call.
+        let err = unsafe { call_with_typed_args(entry(typed as *const ()), &args, &types[..2]) };
+        assert!(err.is_err());
     }
 
     #[test]

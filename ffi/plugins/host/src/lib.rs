@@ -104,6 +104,22 @@ impl HostDevice {
 }
 
 impl HostBackend {
+    /// `entry` is a kernel of an image loaded on `device`. Checked under
+    /// the image lock; the kernel is then called without it, so kernels
+    /// run concurrently.
+    fn check_kernel(&self, device: DeviceId, entry: NonNull<c_void>) -> Result<()> {
+        let known = lock(&self.device(device).images)
+            .iter()
+            .any(|image| image.has_kernel(entry.as_ptr()));
+        if known {
+            Ok(())
+        } else {
+            Err(PluginError::InvalidArgument(format!(
+                "{entry:p} is not a kernel of an image loaded on device {device}"
+            )))
+        }
+    }
+
     /// A backend with `config`, reporting as plugin `name`.
     pub fn new(name: &'static str, config: HostConfig) -> Self {
         Self {
@@ -306,19 +322,26 @@ impl Backend for HostBackend {
         args: &[*mut c_void],
         _teams: Option<TeamConfig>,
     ) -> Result<()> {
-        // Check under the lock, call without it: kernels run concurrently.
-        let known = lock(&self.device(device).images)
-            .iter()
-            .any(|image| image.has_kernel(entry.as_ptr()));
-        if !known {
-            return Err(PluginError::InvalidArgument(format!(
-                "{entry:p} is not a kernel of an image loaded on device {device}"
-            )));
-        }
+        self.check_kernel(device, entry)?;
         // SAFETY: `entry` is a kernel of an image loaded on this device
         // (checked above), and the caller passes its pointer-sized
         // arguments (Backend::run_region).
         unsafe { launch::call_with_pointer_args(entry, args) }.map_err(PluginError::InvalidArgument)
+    }
+
+    unsafe fn run_typed_region(
+        &self,
+        device: DeviceId,
+        entry: NonNull<c_void>,
+        args: &[*mut c_void],
+        types: &[omptarget_plugin_kit::abi::plugin::KernelArgType],
+        _teams: Option<TeamConfig>,
+    ) -> Result<()> {
+        self.check_kernel(device, entry)?;
+        // SAFETY: `entry` is a kernel of an image loaded on this device
+        // (checked above) with parameters of `types` (the caller's contract).
+        unsafe { launch::call_with_typed_args(entry, args, types) }
+            .map_err(PluginError::InvalidArgument)
     }
 
     fn print_device_info(&self, device: DeviceId) {
