@@ -1,47 +1,32 @@
-//! Offload a vector addition through omptarget's Rust API and print the
-//! result and the runtime's shutdown report.
+//! Offload a vector addition through omptarget's Rust API, then print the
+//! runtime's shutdown report.
 //!
 //! ```text
-//! cargo run -p xtask -- stage                      # builds the plugins
 //! cargo run --example vec_add [-- path/to/vec_add.so]
 //! ```
 //!
-//! Without an argument the kernel (tests/kernels/vec_add.c) is compiled with
-//! `clang-14 -shared -fPIC -O2`. Plugins come from `OMPTARGET_PLUGINS`
-//! (colon-separated), else the staged host plugin
-//! `target/omptarget/lib/libomptarget.rtl.x86_64.so`. `LIBOMPTARGET_DEBUG=1`
-//! shows what the runtime does.
-use anyhow::{bail, Context, Result};
-use omptarget::{Config, DeviceBuffer, Image, KernelArg, LaunchConfig, Runtime};
-use std::path::{Path, PathBuf};
-use std::process::Command;
+//! No plugin file to stage and no variable to set: `Config::default()`
+//! gives the built-in host plugin's devices. Without an argument the kernel
+//! (`tests/kernels/vec_add.c`) is compiled with `cc -shared -fPIC -O2`.
+//! `LIBOMPTARGET_DEBUG=1` with `Config::from_env()` shows what the runtime
+//! does.
+#[path = "support/mod.rs"]
+mod support;
+
+use anyhow::{bail, Result};
+use omptarget::{Config, DeviceBuffer, Image, Kernel, LaunchConfig, Ptr, PtrMut, Runtime};
 
 const N: usize = 1 << 20;
 
-fn main() -> Result<()> {
-    let workspace = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let scratch = tempfile::tempdir()?;
-    let kernel = match std::env::args_os().nth(1) {
-        Some(path) => PathBuf::from(path),
-        None => compile_kernel(&workspace.join("tests/kernels/vec_add.c"), scratch.path())?,
-    };
+/// `void vec_add(const float *a, const float *b, float *c, intptr_t n)`.
+type VecAdd = (Ptr<f32>, Ptr<f32>, PtrMut<f32>, isize);
 
-    let mut config = Config::from_env();
-    if config.plugins.is_none() {
-        let host = workspace.join("target/omptarget/lib/libomptarget.rtl.x86_64.so");
-        if !host.is_file() {
-            bail!(
-                "{} not found: run `cargo run -p xtask -- stage` first, or set OMPTARGET_PLUGINS",
-                host.display()
-            );
-        }
-        config.plugins = Some(vec![host]);
-    }
-    let runtime = Runtime::new(config)?;
-    for skipped in runtime.skipped_plugins() {
-        eprintln!("skipped plugin {skipped}");
-    }
-    let device = runtime.device(0).context("no offload device")?;
+fn main() -> Result<()> {
+    let scratch = tempfile::tempdir()?;
+    let kernel = support::kernel("vec_add.c", scratch.path())?;
+
+    let runtime = Runtime::new(Config::from_env())?;
+    let device = runtime.device(0)?;
     println!(
         "device 0 of {}: {}",
         runtime.device_count(),
@@ -52,26 +37,14 @@ fn main() -> Result<()> {
     let b: Vec<f32> = (0..N).map(|i| 2.0 * (N - i) as f32).collect();
     let c = {
         let image = Image::load_file(device, &kernel, &["vec_add"])?;
-        let vec_add = image.kernel("vec_add")?;
+        // SAFETY: vec_add's C parameters are `VecAdd`, and it touches
+        // a[0..n], b[0..n] and c[0..n]: every launch passes n = N and
+        // buffers of N values.
+        let vec_add: Kernel<VecAdd> = unsafe { image.kernel("vec_add")? };
         let da = DeviceBuffer::from_slice(device, &a)?;
         let db = DeviceBuffer::from_slice(device, &b)?;
-        let dc = DeviceBuffer::<f32>::new(device, N)?;
-        // SAFETY: vec_add(const float *a, const float *b, float *c, intptr_t n)
-        // reads a[0..n], b[0..n] and writes c[0..n]; all three hold N floats.
-        unsafe {
-            vec_add.launch(
-                &[
-                    (&da).into(),
-                    (&db).into(),
-                    (&dc).into(),
-                    KernelArg::scalar(N),
-                ],
-                LaunchConfig {
-                    teams: 1,
-                    threads: 1,
-                },
-            )?;
-        }
+        let mut dc = DeviceBuffer::<f32>::new(device, N)?;
+        vec_add.launch(LaunchConfig::default(), (&da, &db, &mut dc, N as isize))?;
         dc.to_vec()?
     };
 
@@ -84,20 +57,4 @@ fn main() -> Result<()> {
         bail!("vec_add failed");
     }
     Ok(())
-}
-
-fn compile_kernel(source: &Path, dir: &Path) -> Result<PathBuf> {
-    let out = dir.join("vec_add.so");
-    let status = Command::new("clang-14")
-        .args(["-shared", "-fPIC", "-O2", "-I"])
-        .arg(source.parent().unwrap())
-        .arg(source)
-        .arg("-o")
-        .arg(&out)
-        .status()
-        .context("running clang-14")?;
-    if !status.success() {
-        bail!("clang-14 failed on {}", source.display());
-    }
-    Ok(out)
 }

@@ -7,6 +7,7 @@
 //! device on first use and fails cleanly once the plugin is gone.
 mod allocator;
 pub(crate) mod images;
+pub(crate) mod queue_ops;
 pub(crate) mod table;
 mod teardown;
 
@@ -22,8 +23,14 @@ pub use crate::memory::{LiveAllocation, MemoryStats};
 pub use images::LoadedImage;
 
 /// An address in a device's memory space (opaque to the host).
+///
+/// A plain number: making one is safe ([`DevicePtr::from_raw`]), and every
+/// operation that treats it as memory ([`Device::free`], [`Device::submit`]
+/// ...) is `unsafe`, with the caller vouching that it owns the memory. The
+/// typed API's handles ([`crate::DeviceBuffer`]) own theirs and never hand
+/// them to safe code that could free or alias them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct DevicePtr(pub *mut c_void);
+pub struct DevicePtr(*mut c_void);
 // SAFETY: a device address is a number; the runtime never dereferences it,
 // so moving it between threads is moving an integer.
 unsafe impl Send for DevicePtr {}
@@ -31,6 +38,16 @@ unsafe impl Send for DevicePtr {}
 unsafe impl Sync for DevicePtr {}
 
 impl DevicePtr {
+    /// The device address `ptr`.
+    pub const fn from_raw(ptr: *mut c_void) -> Self {
+        DevicePtr(ptr)
+    }
+
+    /// The address as a pointer (never dereference it on the host).
+    pub const fn as_ptr(self) -> *mut c_void {
+        self.0
+    }
+
     /// The address as an integer.
     pub fn addr(self) -> usize {
         self.0 as usize
@@ -150,8 +167,15 @@ impl Device {
     }
 
     /// Allocate device memory, through the memory manager (which caches
-    /// small `Default`/`Device` blocks). Zero bytes is an error.
-    pub fn alloc(
+    /// small `Default`/`Device` blocks). Zero bytes is an error. The memory
+    /// belongs to the caller until [`Device::free`] (or the shutdown, which
+    /// reports it as leaked).
+    ///
+    /// # Safety
+    /// `host_ptr` is null or the host address the allocation will mirror
+    /// (LLVM's `HstPtrBegin`): the plugin may use it, for `AllocKind::Host`
+    /// or `Shared` memory in particular.
+    pub unsafe fn alloc(
         &self,
         size: usize,
         host_ptr: *mut c_void,
@@ -159,16 +183,22 @@ impl Device {
     ) -> Result<DevicePtr> {
         self.ensure_initialized()?;
         let ptr = self.memory.allocate(size, host_ptr, kind)?;
-        tracing::debug!(plugin = %self.plugin.name(), device = self.id, size, ?kind, ptr = ?ptr.0, "alloc");
+        tracing::debug!(plugin = %self.plugin.name(), device = self.id, size, ?kind, ptr = ?ptr.as_ptr(), "alloc");
         Ok(ptr)
     }
 
     /// Free memory returned by [`Device::alloc`]; unknown pointers (never
     /// allocated here, or already freed) are an error and change nothing.
     /// If the plugin fails to free, the allocation stays live.
-    pub fn free(&self, ptr: DevicePtr) -> Result<()> {
+    ///
+    /// # Safety
+    /// The caller owns `ptr`'s allocation: no handle (a
+    /// [`crate::DeviceBuffer`], a mapping of the OpenMP layer) and no queued
+    /// operation uses it any more. Freed memory is reused by later
+    /// allocations, so a stale user would read and write someone else's.
+    pub unsafe fn free(&self, ptr: DevicePtr) -> Result<()> {
         let allocation = self.memory.free(ptr)?;
-        tracing::debug!(plugin = %self.plugin.name(), device = self.id, ptr = ?ptr.0, size = allocation.size, "free");
+        tracing::debug!(plugin = %self.plugin.name(), device = self.id, ptr = ?ptr.as_ptr(), size = allocation.size, "free");
         Ok(())
     }
 

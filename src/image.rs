@@ -10,6 +10,49 @@ use crate::abi::{DeviceImage, OffloadEntry};
 use crate::{Error, Result};
 use std::ffi::{c_char, c_void, CString};
 
+/// What an entry of an image is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EntryKind {
+    /// A function: a kernel (offload entry size 0).
+    Function,
+    /// A variable of `size` bytes (offload entry size `size`).
+    Global {
+        /// Its size in bytes, from the symbol table.
+        size: usize,
+    },
+}
+
+/// The kind of each of `names` in the ELF object `elf`, from its symbol
+/// tables (dynamic symbols first, as the loader sees them).
+pub fn entry_kinds(elf: &[u8], names: &[&str]) -> std::result::Result<Vec<EntryKind>, String> {
+    use object::{Object, ObjectSymbol, SymbolKind};
+    let file = object::File::parse(elf).map_err(|e| format!("not an ELF object: {e}"))?;
+    let defined: Vec<_> = file
+        .dynamic_symbols()
+        .chain(file.symbols())
+        .filter(|s| s.is_definition())
+        .collect();
+    names
+        .iter()
+        .map(|name| {
+            let symbol = defined
+                .iter()
+                .find(|s| s.name() == Ok(*name))
+                .ok_or_else(|| format!("the object defines no symbol named {name:?}"))?;
+            match symbol.kind() {
+                SymbolKind::Text => Ok(EntryKind::Function),
+                SymbolKind::Data | SymbolKind::Tls => Ok(EntryKind::Global {
+                    size: usize::try_from(symbol.size())
+                        .map_err(|_| format!("{name:?} is too large"))?,
+                }),
+                other => Err(format!(
+                    "symbol {name:?} is neither a function nor a variable ({other:?})"
+                )),
+            }
+        })
+        .collect()
+}
+
 /// An owned `__tgt_device_image` with its bytes and entry table.
 ///
 /// Every address inside (`image_start`, `entries_begin`, the names) points
@@ -20,6 +63,7 @@ pub struct OwnedImage {
     bytes: Box<[u64]>,
     len: usize,
     names: Vec<CString>,
+    kinds: Vec<EntryKind>,
     entries: Box<[OffloadEntry]>,
     /// Boxed so its address is stable; the plugin gets `*mut` to it.
     image: Box<DeviceImage>,
@@ -34,12 +78,37 @@ unsafe impl Sync for OwnedImage {}
 impl OwnedImage {
     /// Build the image from ELF bytes and the names of its entries, in the
     /// order of the object's `omp_offloading_entries` section (if it has
-    /// one). Names must be unique, non-empty and without NUL bytes.
-    pub fn new(elf: &[u8], entry_names: &[&str]) -> Result<OwnedImage> {
+    /// one). Names must be unique, non-empty and without NUL bytes, and
+    /// each a function or variable the object defines (which one, and a
+    /// variable's size, come from its symbol table).
+    pub fn new(elf: &[u8], entry_names: &[&str]) -> std::result::Result<OwnedImage, String> {
+        if elf.len() < 4 || &elf[..4] != b"\x7fELF" {
+            return Err("the image bytes are not an ELF object".into());
+        }
+        let kinds = entry_kinds(elf, entry_names)?;
+        Self::with_kinds(elf, entry_names, kinds).map_err(|e| match e {
+            Error::InvalidArgument(reason) => reason,
+            other => other.to_string(),
+        })
+    }
+
+    /// [`OwnedImage::new`] with the entries' kinds given, not read.
+    pub fn with_kinds(
+        elf: &[u8],
+        entry_names: &[&str],
+        kinds: Vec<EntryKind>,
+    ) -> Result<OwnedImage> {
         if elf.len() < 4 || &elf[..4] != b"\x7fELF" {
             return Err(Error::InvalidArgument(
                 "image bytes are not an ELF object".into(),
             ));
+        }
+        if kinds.len() != entry_names.len() {
+            return Err(Error::InvalidArgument(format!(
+                "{} entry names but {} kinds",
+                entry_names.len(),
+                kinds.len()
+            )));
         }
         if entry_names.is_empty() {
             return Err(Error::InvalidArgument(
@@ -64,10 +133,14 @@ impl OwnedImage {
         };
         let mut entries: Box<[OffloadEntry]> = names
             .iter()
-            .map(|name| OffloadEntry {
+            .zip(&kinds)
+            .map(|(name, kind)| OffloadEntry {
                 addr: name.as_ptr() as *mut c_void,
                 name: name.as_ptr() as *mut c_char,
-                size: 0,
+                size: match kind {
+                    EntryKind::Function => 0,
+                    EntryKind::Global { size } => *size,
+                },
                 flags: 0,
                 reserved: 0,
             })
@@ -85,6 +158,7 @@ impl OwnedImage {
             bytes,
             len: elf.len(),
             names,
+            kinds,
             entries,
             image,
         })
@@ -98,6 +172,11 @@ impl OwnedImage {
     /// The entry names, in table order.
     pub fn entry_names(&self) -> impl Iterator<Item = &str> + '_ {
         self.names.iter().map(|n| n.to_str().unwrap_or(""))
+    }
+
+    /// The entries' names and kinds, in table order.
+    pub fn entries(&self) -> impl Iterator<Item = (&str, EntryKind)> + '_ {
+        self.entry_names().zip(self.kinds.iter().copied())
     }
 
     /// The number of entries.
@@ -128,7 +207,16 @@ mod tests {
     #[test]
     fn descriptor_points_into_owned_storage() {
         let elf = b"\x7fELF and some more bytes";
-        let image = OwnedImage::new(elf, &["vec_add", "saxpy"]).unwrap();
+        let image = OwnedImage::with_kinds(
+            elf,
+            &["vec_add", "saxpy", "counter"],
+            vec![
+                EntryKind::Function,
+                EntryKind::Function,
+                EntryKind::Global { size: 4 },
+            ],
+        )
+        .unwrap();
         // SAFETY: the descriptor points into `image`, alive here.
         let desc = unsafe { &*image.as_device_image() };
         assert_eq!(desc.len(), Some(elf.len()));
@@ -145,16 +233,21 @@ mod tests {
                     .unwrap()
             })
             .collect();
-        assert_eq!(names, ["vec_add", "saxpy"]);
-        assert!(entries.iter().all(|e| !e.addr.is_null() && e.size == 0));
+        assert_eq!(names, ["vec_add", "saxpy", "counter"]);
+        assert!(entries.iter().all(|e| !e.addr.is_null()));
+        let sizes: Vec<usize> = entries.iter().map(|e| e.size).collect();
+        assert_eq!(sizes, [0, 0, 4], "globals carry their size");
         assert_eq!(desc.image_start as usize % 8, 0, "aligned");
     }
 
     #[test]
     fn bad_input_is_rejected() {
+        let f = |n: usize| vec![EntryKind::Function; n];
         assert!(OwnedImage::new(b"MZ..", &["k"]).is_err());
-        assert!(OwnedImage::new(b"\x7fELF", &[]).is_err());
-        assert!(OwnedImage::new(b"\x7fELF", &["k", "k"]).is_err());
-        assert!(OwnedImage::new(b"\x7fELF", &["a\0b"]).is_err());
+        assert!(OwnedImage::new(b"\x7fELF truncated", &["k"]).is_err());
+        assert!(OwnedImage::with_kinds(b"\x7fELF", &[], f(0)).is_err());
+        assert!(OwnedImage::with_kinds(b"\x7fELF", &["k", "k"], f(2)).is_err());
+        assert!(OwnedImage::with_kinds(b"\x7fELF", &["a\0b"], f(1)).is_err());
+        assert!(OwnedImage::with_kinds(b"\x7fELF", &["k"], f(2)).is_err());
     }
 }

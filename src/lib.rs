@@ -45,10 +45,13 @@
 
 #![deny(missing_docs)]
 
-pub mod api;
+mod api;
 pub mod config;
 pub mod device;
 mod error;
+/// Device images built from parts, for the raw device layer's users (the
+/// OpenMP layer's tests); the typed API's [`Image`] is what programs use.
+#[doc(hidden)]
 pub mod image;
 mod launch;
 pub mod mapping;
@@ -65,7 +68,11 @@ mod step_outcome;
 mod sync;
 pub(crate) mod trace;
 
-pub use api::{DeviceBuffer, DeviceCopy, Image, Kernel, KernelArg, LaunchConfig};
+pub use api::{
+    scope, DeviceBuffer, DeviceCopy, Event, Global, Image, Kernel, KernelArg, KernelParam,
+    KernelSignature, LaunchArgs, LaunchConfig, Ptr, PtrMut, Queue, QueuedKernelArg,
+    QueuedLaunchArgs, Scope,
+};
 pub use config::Config;
 pub use device::{Device, DevicePtr, LoadedImage};
 pub use error::{Error, Result};
@@ -73,5 +80,10 @@ pub use launch::RegionLaunch;
 pub use plugin::{PluginInfo, SkipReason, SkippedPlugin};
 pub use report::{Phase, ShutdownReport, StepOutcome, TeardownStep};
 pub use runtime::Runtime;
+
+/// How many [`Runtime`]s of one process can use the built-in host plugin at
+/// the same time (each has its own instance, with its own devices and
+/// lifecycle); 0 without feature `builtin-host`.
+pub const BUILTIN_HOST_INSTANCES: usize = plugin::builtin::HOST_INSTANCES;
 
 pub use omptarget_abi as abi;

@@ -249,7 +249,7 @@ impl<A: DeviceAllocator> MemoryManager<A> {
             let reused = lock(&self.free_lists[bucket_of(size)].0).take(size);
             match reused {
                 Some(ptr) => {
-                    tracing::trace!(size, ptr = ?ptr.0, "reused a cached block");
+                    tracing::trace!(size, ptr = ?ptr.as_ptr(), "reused a cached block");
                     ptr
                 }
                 None => self.allocate_or_free_and_retry(size, host_ptr, kind)?,
@@ -273,7 +273,7 @@ impl<A: DeviceAllocator> MemoryManager<A> {
         let allocation = self.unrecord(ptr)?;
         if self.is_managed(allocation.size, allocation.kind) {
             lock(&self.free_lists[bucket_of(allocation.size)].0).put(allocation.size, ptr);
-            tracing::trace!(size = allocation.size, ptr = ?ptr.0, "cached a freed block");
+            tracing::trace!(size = allocation.size, ptr = ?ptr.as_ptr(), "cached a freed block");
             return Ok(allocation);
         }
         match self.allocator.free(ptr) {
@@ -365,7 +365,7 @@ impl<A: DeviceAllocator> MemoryManager<A> {
                 shard.managed_blocks -= 1;
                 shard.managed_bytes -= old.size;
             }
-            tracing::warn!(ptr = ?ptr.0, "the device returned an address that is already live");
+            tracing::warn!(ptr = ?ptr.as_ptr(), "the device returned an address that is already live");
         }
     }
 
@@ -474,7 +474,7 @@ mod tests {
             let addr = s.next;
             s.live.insert(addr, size);
             s.allocs += 1;
-            Ok(DevicePtr(addr as *mut c_void))
+            Ok(DevicePtr::from_raw(addr as *mut c_void))
         }
         fn free(&self, ptr: DevicePtr) -> Result<()> {
             if self.fail_frees.load(std::sync::atomic::Ordering::Relaxed) {
@@ -482,10 +482,10 @@ mod tests {
             }
             let mut s = self.state.lock().unwrap();
             s.live
-                .remove(&(ptr.0 as usize))
+                .remove(&(ptr.addr()))
                 .ok_or(Error::UnknownDevicePointer {
                     device: 0,
-                    ptr: ptr.0 as usize,
+                    ptr: ptr.addr(),
                 })?;
             s.frees += 1;
             Ok(())
@@ -612,7 +612,7 @@ mod tests {
         let mm = MemoryManager::new(FakeDevice::default(), DEFAULT_THRESHOLD);
         let a = alloc(&mm, 16);
         let big = alloc(&mm, 1 << 20);
-        let stranger = DevicePtr(0xdead_0000 as *mut c_void);
+        let stranger = DevicePtr::from_raw(0xdead_0000 as *mut c_void);
         assert!(matches!(
             mm.free(stranger),
             Err(Error::UnknownDevicePointer {
@@ -687,7 +687,9 @@ mod tests {
     fn aligned_addresses_spread_over_the_shards() {
         let mut used = [0usize; SHARDS];
         for i in 0..1024usize {
-            used[shard_of(DevicePtr((0x7f00_0000_0000 + i * 64) as *mut c_void))] += 1;
+            used[shard_of(DevicePtr::from_raw(
+                (0x7f00_0000_0000 + i * 64) as *mut c_void,
+            ))] += 1;
         }
         assert!(used.iter().all(|&n| n > 1024 / SHARDS / 2), "{used:?}");
     }

@@ -257,6 +257,48 @@ impl ShutdownReport {
             && self.left_to_os.is_none()
     }
 
+    /// One line: what was freed, what the program still held, what could
+    /// not be released, and whether every step succeeded.
+    ///
+    /// ```
+    /// # use omptarget::{Config, DeviceBuffer, Runtime};
+    /// let runtime = Runtime::new(Config::default())?;
+    /// std::mem::forget(DeviceBuffer::<u8>::new(runtime.device(0)?, 100)?);
+    /// let report = runtime.shutdown();
+    /// assert_eq!(
+    ///     report.summary(),
+    ///     "6 steps, 1 blocks / 100 bytes freed; the program never freed 1 allocations (100 bytes); every step succeeded"
+    /// );
+    /// # Ok::<(), omptarget::Error>(())
+    /// ```
+    pub fn summary(&self) -> String {
+        let mut line = format!(
+            "{} steps, {} blocks / {} bytes freed",
+            self.steps.len(),
+            self.blocks_freed,
+            self.bytes_freed
+        );
+        if !self.user_leaks.is_empty() {
+            let bytes: usize = self.user_leaks.iter().map(|l| l.size).sum();
+            line += &format!(
+                "; the program never freed {} allocations ({bytes} bytes)",
+                self.user_leaks.len()
+            );
+        }
+        if !self.live_mappings.is_empty() {
+            line += &format!("; {} mappings still live", self.live_mappings.len());
+        }
+        if !self.not_freed.is_empty() {
+            line += &format!("; {} things could not be released", self.not_freed.len());
+        }
+        let failed = self.steps.iter().filter(|s| !s.outcome().is_ok()).count();
+        line += &match failed {
+            0 => "; every step succeeded".to_owned(),
+            n => format!("; {n} steps failed"),
+        };
+        line
+    }
+
     /// The steps of one phase.
     pub fn steps_in(&self, phase: Phase) -> impl Iterator<Item = &TeardownStep> {
         self.steps.iter().filter(move |s| s.phase() == phase)

@@ -56,11 +56,13 @@ impl Runtime {
             None => {
                 let dir = discovery::runtime_library_dir()?;
                 tracing::debug!(dir = %dir.display(), "looking for the default plugins");
-                let found = discovery::default_plugins_in(&dir).into_iter().filter(|path| {
-                    // The built-in host plugin replaces the library.
-                    !(config.builtin_host
-                        && path.file_name() == Some(discovery::HOST_PLUGIN_NAME.as_ref()))
-                });
+                let found = discovery::default_plugins_in(&dir)
+                    .into_iter()
+                    .filter(|path| {
+                        // The built-in host plugin replaces the library.
+                        !(config.builtin_host
+                            && path.file_name() == Some(discovery::HOST_PLUGIN_NAME.as_ref()))
+                    });
                 sources.extend(found.map(PluginSource::Library));
             }
         }
@@ -216,7 +218,9 @@ impl Runtime {
         for device in self.devices.built() {
             device.release_image_storage();
         }
-        tracing::debug!("shutdown complete:\n{report}");
+        if !from_drop {
+            tracing::debug!("shutdown complete:\n{report}");
+        }
         report
     }
 }
@@ -236,10 +240,19 @@ fn builtin_host() -> Result<PluginSource> {
 }
 
 impl Drop for Runtime {
+    /// Tears the runtime down as [`Runtime::shutdown`] does, and says so
+    /// once on stderr (no variable needed): a program that drops its
+    /// runtime never sees the report, so it hears of leaks here.
     fn drop(&mut self) {
         if !self.torn_down {
             let report = self.teardown(true);
-            tracing::warn!("omptarget Runtime dropped without shutdown(); tore it down:\n{report}");
+            use std::io::Write;
+            let _ = writeln!(
+                std::io::stderr(),
+                "omptarget warning: a Runtime was dropped without shutdown(); it was torn down: {} (Runtime::shutdown returns the full report)",
+                report.summary()
+            );
+            tracing::debug!("teardown from drop:\n{report}");
         }
     }
 }

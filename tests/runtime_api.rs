@@ -4,9 +4,12 @@ mod common;
 
 use omptarget::image::OwnedImage;
 use omptarget::{
-    Config, DeviceBuffer, Error, Image, KernelArg, LaunchConfig, Phase, Runtime, StepOutcome,
-    TeardownStep,
+    Config, DeviceBuffer, Error, Image, Kernel, LaunchConfig, Phase, Ptr, PtrMut, Runtime,
+    StepOutcome, TeardownStep,
 };
+
+/// `vec_add(const float *a, const float *b, float *c, intptr_t n)`.
+type VecAdd = (Ptr<f32>, Ptr<f32>, PtrMut<f32>, isize);
 
 fn host_runtime() -> (common::PluginCopy, Runtime) {
     let plugin = common::host_plugin();
@@ -36,26 +39,13 @@ fn vec_add_runs_and_shutdown_is_clean() -> anyhow::Result<()> {
             common::build_kernel_image("vec_add.c"),
             &["vec_add"],
         )?;
-        let kernel = image.kernel("vec_add")?;
+        // SAFETY: vec_add's C signature; it touches n values of each buffer.
+        let kernel: Kernel<VecAdd> = unsafe { image.kernel("vec_add")? };
         let da = DeviceBuffer::from_slice(device, &a)?;
         let db = DeviceBuffer::from_slice(device, &b)?;
         let mut dc = DeviceBuffer::<f32>::new(device, n)?;
         dc.copy_from_host(&vec![-1.0; n])?;
-        // SAFETY: vec_add(const float*, const float*, float*, intptr_t).
-        unsafe {
-            kernel.launch(
-                &[
-                    KernelArg::buffer(&da),
-                    KernelArg::buffer(&db),
-                    KernelArg::buffer(&dc),
-                    KernelArg::scalar(n),
-                ],
-                LaunchConfig {
-                    teams: 4,
-                    threads: 8,
-                },
-            )?;
-        }
+        kernel.launch(LaunchConfig::teams(4, 8), (&da, &db, &mut dc, n as isize))?;
         device.synchronize()?;
         let mut c = vec![0.0f32; n];
         dc.copy_to_host(&mut c)?;
@@ -110,19 +100,13 @@ fn image_with_two_kernels_and_scalar_arguments() -> anyhow::Result<()> {
     let x: Vec<f32> = (0..n).map(|i| i as f32).collect();
     let y0: Vec<f32> = (0..n).map(|i| 2.0 * i as f32 + 1.0).collect();
     let dx = DeviceBuffer::from_slice(device, &x)?;
-    let dy = DeviceBuffer::from_slice(device, &y0)?;
+    let mut dy = DeviceBuffer::from_slice(device, &y0)?;
     // SAFETY: saxpy(uintptr_t a_bits, const float*, float*, intptr_t).
-    unsafe {
-        image.kernel("saxpy")?.launch(
-            &[
-                KernelArg::scalar(-1.5f32),
-                (&dx).into(),
-                (&dy).into(),
-                KernelArg::scalar(n as i64),
-            ],
-            LaunchConfig::default(),
-        )?;
-    }
+    let saxpy: Kernel<(usize, Ptr<f32>, PtrMut<f32>, isize)> = unsafe { image.kernel("saxpy")? };
+    saxpy.launch(
+        LaunchConfig::default(),
+        ((-1.5f32).to_bits() as usize, &dx, &mut dy, n as isize),
+    )?;
     let y = dy.to_vec()?;
     for i in 0..n {
         assert_eq!(y[i], -1.5 * x[i] + y0[i], "element {i}");
@@ -130,15 +114,13 @@ fn image_with_two_kernels_and_scalar_arguments() -> anyhow::Result<()> {
 
     let values: Vec<i64> = (0..1000).map(|i| i * i - 500).collect();
     let dv = DeviceBuffer::from_slice(device, &values)?;
-    let dsum = DeviceBuffer::<i64>::from_slice(device, &[0])?;
+    let mut dsum = DeviceBuffer::<i64>::from_slice(device, &[0])?;
     // SAFETY: sum_i64(const int64_t*, intptr_t, int64_t*).
-    unsafe {
-        image.kernel("sum_i64")?.launch_single(&[
-            (&dv).into(),
-            KernelArg::scalar(values.len()),
-            (&dsum).into(),
-        ])?;
-    }
+    let sum: Kernel<(Ptr<i64>, isize, PtrMut<i64>)> = unsafe { image.kernel("sum_i64")? };
+    sum.launch(
+        LaunchConfig::single(),
+        (&dv, values.len() as isize, &mut dsum),
+    )?;
     assert_eq!(dsum.to_vec()?, [values.iter().sum::<i64>()]);
     dsum.free()?;
     drop((dx, dy, dv));
@@ -155,7 +137,8 @@ fn missing_kernels_and_bad_images_are_clear_errors() -> anyhow::Result<()> {
     let so = common::build_kernel_image("saxpy.c");
 
     let image = Image::load_file(device, &so, &["saxpy", "sum_i64"])?;
-    match image.kernel("daxpy") {
+    // SAFETY: refused before any launch.
+    match unsafe { image.kernel::<()>("daxpy") } {
         Err(Error::KernelNotFound { name, available }) => {
             assert_eq!(name, "daxpy");
             assert_eq!(available, ["saxpy", "sum_i64"]);
@@ -164,15 +147,15 @@ fn missing_kernels_and_bad_images_are_clear_errors() -> anyhow::Result<()> {
     }
     drop(image);
 
-    // A name the object does not define: the plugin refuses the image.
+    // A name the object does not define: refused before the plugin sees it.
     let err = Image::load_file(device, &so, &["saxpy", "no_such_kernel"]).unwrap_err();
     assert!(
-        matches!(err, Error::ImageLoadFailed { device: 0, .. }),
+        matches!(err, Error::InvalidImage { device: 0, .. }),
         "{err}"
     );
     // Not an ELF object at all.
     let err = Image::load(device, b"definitely not ELF", &["k"]).unwrap_err();
-    assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
+    assert!(matches!(err, Error::InvalidImage { .. }), "{err}");
     // An ELF object for the wrong machine is rejected by is_valid_binary.
     let mut elf = std::fs::read(&so)?;
     elf[18] = 0xb7; // e_machine = EM_AARCH64
@@ -221,33 +204,31 @@ fn buffer_misuse_is_rejected_and_loses_nothing() -> anyhow::Result<()> {
 
     // A buffer of device 0 passed to a kernel on device 1.
     let image = Image::load_file(other, common::build_kernel_image("vec_add.c"), &["vec_add"])?;
-    let dst = DeviceBuffer::<u32>::new(other, 3)?;
-    // SAFETY: never reaches the kernel: the argument check fails first.
-    let err = unsafe {
-        image.kernel("vec_add")?.launch(
-            &[
-                (&buffer).into(),
-                (&buffer).into(),
-                (&dst).into(),
-                KernelArg::scalar(3usize),
-            ],
-            LaunchConfig::default(),
-        )
-    }
-    .unwrap_err();
+    let mut dst = DeviceBuffer::<u32>::new(other, 3)?;
+    // SAFETY: vec_add's signature (with u32 for its floats: never runs,
+    // the argument check fails first).
+    let add: Kernel<(Ptr<u32>, Ptr<u32>, PtrMut<u32>, isize)> = unsafe { image.kernel("vec_add")? };
+    let err = add
+        .launch(LaunchConfig::default(), (&buffer, &buffer, &mut dst, 3))
+        .unwrap_err();
     assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
 
     // Raw frees: unknown pointers and double frees are errors, and change nothing.
-    let raw = device.alloc(64, std::ptr::null_mut(), omptarget::abi::AllocKind::Device)?;
-    device.free(raw)?;
-    assert!(matches!(
-        device.free(raw),
-        Err(Error::UnknownDevicePointer { device: 0, .. })
-    ));
-    assert!(matches!(
-        other.free(buffer.device_ptr()),
-        Err(Error::UnknownDevicePointer { device: 1, .. })
-    ));
+    // SAFETY: no host pointer; the raw block is this test's alone.
+    let raw = unsafe { device.alloc(64, std::ptr::null_mut(), omptarget::abi::AllocKind::Device)? };
+    // SAFETY: the test owns `raw`; the second free and the free of another
+    // device's address are refused without touching memory.
+    unsafe {
+        device.free(raw)?;
+        assert!(matches!(
+            device.free(raw),
+            Err(Error::UnknownDevicePointer { device: 0, .. })
+        ));
+        assert!(matches!(
+            other.free(buffer.device_ptr()),
+            Err(Error::UnknownDevicePointer { device: 1, .. })
+        ));
+    }
     assert_eq!(buffer.to_vec()?, [1, 2, 3]);
     buffer.copy_from_host(&[7, 8, 9])?;
     assert_eq!(buffer.to_vec()?, [7, 8, 9]);
@@ -264,18 +245,21 @@ fn shutdown_frees_and_reports_what_the_user_still_holds() -> anyhow::Result<()> 
     let kept = DeviceBuffer::<u8>::new(device, 100)?;
     let kept_addr = kept.device_ptr().addr();
     std::mem::forget(kept);
-    let big = device.alloc(
-        1 << 20,
-        std::ptr::null_mut(),
-        omptarget::abi::AllocKind::Host,
-    )?;
+    // SAFETY: no host pointer; left to the shutdown on purpose.
+    let big = unsafe {
+        device.alloc(
+            1 << 20,
+            std::ptr::null_mut(),
+            omptarget::abi::AllocKind::Host,
+        )?
+    };
     let cached = DeviceBuffer::<u8>::new(device, 64)?;
     drop(cached); // into the memory manager's cache
     assert_eq!(device.memory_stats().cached_blocks, 1);
     // An image left loaded: through the raw API, with storage that
     // outlives the runtime (an Image handle cannot).
     let elf = std::fs::read(common::build_kernel_image("vec_add.c"))?;
-    let storage = OwnedImage::new(&elf, &["vec_add"])?;
+    let storage = OwnedImage::new(&elf, &["vec_add"]).map_err(anyhow::Error::msg)?;
     // SAFETY: `storage` is dropped only after the shutdown below.
     unsafe { device.load_image(storage.as_device_image())? };
 
@@ -348,24 +332,14 @@ fn one_runtime_shared_by_threads() -> anyhow::Result<()> {
             scope.spawn(move || -> anyhow::Result<()> {
                 let device = runtime.device(t % 2)?;
                 let image = Image::load_file(device, so, &["vec_add"])?;
-                let kernel = image.kernel("vec_add")?;
+                // SAFETY: vec_add's signature; n-value buffers.
+                let kernel: Kernel<VecAdd> = unsafe { image.kernel("vec_add")? };
                 for round in 0..20usize {
                     let n = 16 + round;
                     let a: Vec<f32> = (0..n).map(|i| (i * t) as f32).collect();
                     let da = DeviceBuffer::from_slice(device, &a)?;
-                    let dc = DeviceBuffer::<f32>::new(device, n)?;
-                    // SAFETY: vec_add with n-element buffers.
-                    unsafe {
-                        kernel.launch(
-                            &[
-                                (&da).into(),
-                                (&da).into(),
-                                (&dc).into(),
-                                KernelArg::scalar(n),
-                            ],
-                            LaunchConfig::default(),
-                        )?;
-                    }
+                    let mut dc = DeviceBuffer::<f32>::new(device, n)?;
+                    kernel.launch(LaunchConfig::default(), (&da, &da, &mut dc, n as isize))?;
                     let c = dc.to_vec()?;
                     assert!(c.iter().zip(&a).all(|(c, a)| *c == 2.0 * a));
                 }

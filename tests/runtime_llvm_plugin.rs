@@ -4,7 +4,8 @@
 mod common;
 
 use omptarget::{
-    Config, DeviceBuffer, Image, KernelArg, LaunchConfig, Runtime, StepOutcome, TeardownStep,
+    Config, DeviceBuffer, Error, Image, Kernel, LaunchConfig, Ptr, PtrMut, Runtime, StepOutcome,
+    TeardownStep,
 };
 use std::path::Path;
 
@@ -41,26 +42,28 @@ fn vec_add_on_llvm_x86_64_plugin() -> anyhow::Result<()> {
             common::build_kernel_image("vec_add.c"),
             &["vec_add"],
         )?;
-        let kernel = image.kernel("vec_add")?;
+        // SAFETY: vec_add(const float*, const float*, float*, intptr_t n)
+        // touches n values of each buffer.
+        let kernel: Kernel<(Ptr<f32>, Ptr<f32>, PtrMut<f32>, isize)> =
+            unsafe { image.kernel("vec_add")? };
         let da = DeviceBuffer::from_slice(device, &a)?;
         let db = DeviceBuffer::from_slice(device, &b)?;
-        let dc = DeviceBuffer::<f32>::new(device, n)?;
-        // SAFETY: vec_add(const float*, const float*, float*, intptr_t n)
-        // with three buffers of n floats.
-        unsafe {
-            kernel.launch(
-                &[
-                    (&da).into(),
-                    (&db).into(),
-                    (&dc).into(),
-                    KernelArg::scalar(n),
-                ],
-                LaunchConfig {
-                    teams: 1,
-                    threads: 1,
-                },
-            )?
-        };
+        let mut dc = DeviceBuffer::<f32>::new(device, n)?;
+        // Pointer-sized arguments only: LLVM's plugin runs it.
+        kernel.launch(LaunchConfig::teams(1, 1), (&da, &db, &mut dc, n as isize))?;
+        // A float argument needs `__tgt_rtl_run_typed_region`, which LLVM's
+        // plugin lacks: refused, never passed wrong.
+        // SAFETY: never runs (refused before the plugin is called).
+        let typed: Kernel<(f32, Ptr<f32>, PtrMut<f32>, usize)> =
+            unsafe { image.kernel("vec_add")? };
+        let err = typed
+            .launch(LaunchConfig::single(), (1.0f32, &da, &mut dc, n))
+            .unwrap_err();
+        assert!(
+            matches!(err, Error::Unsupported { .. })
+                && err.to_string().contains("floating-point kernel arguments"),
+            "{err}"
+        );
         let c = dc.to_vec()?;
         for i in 0..n {
             assert_eq!(c[i], a[i] + b[i], "element {i}");

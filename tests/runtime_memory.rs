@@ -24,22 +24,22 @@ fn count(plugin: &common::TestPlugin, call: &str) -> usize {
 fn small_blocks_are_reused_without_calling_the_plugin() {
     let (plugin, runtime) = runtime_with("devices=1\n", 8192);
     let device = runtime.device(0).unwrap();
-    let a = device.alloc(100, null_mut(), AllocKind::Default).unwrap();
-    device.free(a).unwrap();
-    let b = device.alloc(100, null_mut(), AllocKind::Default).unwrap();
+    let a = common::alloc(device, 100, null_mut(), AllocKind::Default).unwrap();
+    common::free(device, a).unwrap();
+    let b = common::alloc(device, 100, null_mut(), AllocKind::Default).unwrap();
     assert_eq!(a, b);
-    let big = device.alloc(8193, null_mut(), AllocKind::Default).unwrap();
-    device.free(big).unwrap();
+    let big = common::alloc(device, 8193, null_mut(), AllocKind::Default).unwrap();
+    common::free(device, big).unwrap();
     // Host/shared kinds bypass the manager.
-    let host = device.alloc(16, null_mut(), AllocKind::Host).unwrap();
-    device.free(host).unwrap();
+    let host = common::alloc(device, 16, null_mut(), AllocKind::Host).unwrap();
+    common::free(device, host).unwrap();
     assert_eq!(count(&plugin, "data_alloc"), 3);
     assert_eq!(
         count(&plugin, "data_delete"),
         2,
         "the big and the host block"
     );
-    device.free(b).unwrap();
+    common::free(device, b).unwrap();
     let stats = device.memory_stats();
     assert_eq!(
         (stats.cached_blocks, stats.cached_bytes, stats.live_blocks),
@@ -55,8 +55,8 @@ fn threshold_decides_what_is_cached() {
     let (plugin, runtime) = runtime_with("devices=1\n", 64);
     let device = runtime.device(0).unwrap();
     for size in [64, 65] {
-        let p = device.alloc(size, null_mut(), AllocKind::Device).unwrap();
-        device.free(p).unwrap();
+        let p = common::alloc(device, size, null_mut(), AllocKind::Device).unwrap();
+        common::free(device, p).unwrap();
     }
     assert_eq!(
         count(&plugin, "data_delete"),
@@ -72,8 +72,8 @@ fn threshold_zero_disables_the_manager() {
     let (plugin, runtime) = runtime_with("devices=1\n", 0);
     let device = runtime.device(0).unwrap();
     for _ in 0..3 {
-        let p = device.alloc(32, null_mut(), AllocKind::Default).unwrap();
-        device.free(p).unwrap();
+        let p = common::alloc(device, 32, null_mut(), AllocKind::Default).unwrap();
+        common::free(device, p).unwrap();
     }
     assert_eq!(count(&plugin, "data_alloc"), 3);
     assert_eq!(count(&plugin, "data_delete"), 3);
@@ -87,15 +87,15 @@ fn out_of_memory_frees_the_cache_and_retries_once() {
     let (plugin, runtime) = runtime_with("devices=1\nalloc_limit_bytes=4096\n", 8192);
     let device = runtime.device(0).unwrap();
     let blocks: Vec<_> = (0..3)
-        .map(|_| device.alloc(1000, null_mut(), AllocKind::Default).unwrap())
+        .map(|_| common::alloc(device, 1000, null_mut(), AllocKind::Default).unwrap())
         .collect();
     for b in blocks {
-        device.free(b).unwrap();
+        common::free(device, b).unwrap();
     }
     assert_eq!(device.memory_stats().cached_bytes, 3000);
     // 3000 cached + 2000 > 4096: the first try fails, the cache is
     // returned, the retry succeeds.
-    let p = device.alloc(2000, null_mut(), AllocKind::Default).unwrap();
+    let p = common::alloc(device, 2000, null_mut(), AllocKind::Default).unwrap();
     let lines = plugin.log_lines();
     let tail: Vec<&str> = lines[lines.len() - 5..]
         .iter()
@@ -116,9 +116,7 @@ fn out_of_memory_frees_the_cache_and_retries_once() {
     assert_eq!(device.memory_stats().cached_blocks, 0);
 
     // Too big even with an empty cache: a clean error, nothing lost.
-    let err = device
-        .alloc(3000, null_mut(), AllocKind::Default)
-        .unwrap_err();
+    let err = common::alloc(device, 3000, null_mut(), AllocKind::Default).unwrap_err();
     assert!(
         matches!(
             err,
@@ -131,7 +129,7 @@ fn out_of_memory_frees_the_cache_and_retries_once() {
         "{err}"
     );
     assert_eq!(device.live_allocations(), (1, 2000));
-    device.free(p).unwrap();
+    common::free(device, p).unwrap();
     let report = runtime.shutdown();
     assert!(report.is_clean(), "{report}");
 }

@@ -24,14 +24,16 @@ fn devices_are_numbered_in_plugin_order() {
         assert_eq!(device.local_id() as usize, if id < 2 { id } else { id - 2 });
     }
     // Device 3 is plugin b's device 1.
-    let p = runtime
-        .device(3)
-        .unwrap()
-        .alloc(8, null_mut(), AllocKind::Default)
-        .unwrap();
+    let p = common::alloc(
+        runtime.device(3).unwrap(),
+        8,
+        null_mut(),
+        AllocKind::Default,
+    )
+    .unwrap();
     assert!(b.log_lines().iter().any(|l| l == "init_device 1"));
     assert!(!a.log_lines().iter().any(|l| l.starts_with("init_device")));
-    runtime.device(3).unwrap().free(p).unwrap();
+    common::free(runtime.device(3).unwrap(), p).unwrap();
     let report = runtime.shutdown();
     assert!(report.is_clean(), "{report}");
     for plugin in [&a, &b] {
@@ -52,7 +54,7 @@ fn a_device_failing_init_is_reported_on_every_use_and_others_work() {
     assert_eq!(runtime.device_count(), 3);
     let bad = runtime.device(1).unwrap();
     for _ in 0..2 {
-        match bad.alloc(8, null_mut(), AllocKind::Default) {
+        match common::alloc(bad, 8, null_mut(), AllocKind::Default) {
             Err(Error::DeviceInitFailed {
                 device: 1, reason, ..
             }) => {
@@ -65,8 +67,8 @@ fn a_device_failing_init_is_reported_on_every_use_and_others_work() {
     assert!(!bad.is_initialized());
     for id in [0, 2] {
         let device = runtime.device(id).unwrap();
-        let p = device.alloc(8, null_mut(), AllocKind::Default).unwrap();
-        device.free(p).unwrap();
+        let p = common::alloc(device, 8, null_mut(), AllocKind::Default).unwrap();
+        common::free(device, p).unwrap();
     }
     let lines = plugin.log_lines();
     assert_eq!(
@@ -159,8 +161,8 @@ fn failed_plugins_are_skipped_cleanly_and_the_rest_still_work() {
     assert_eq!(runtime.device_count(), 1);
     assert_eq!(runtime.plugins()[0].path, good.path);
     let device = runtime.device(0).unwrap();
-    let p = device.alloc(8, null_mut(), AllocKind::Default).unwrap();
-    device.free(p).unwrap();
+    let p = common::alloc(device, 8, null_mut(), AllocKind::Default).unwrap();
+    common::free(device, p).unwrap();
     let report = runtime.shutdown();
     assert!(report.is_clean(), "{report}");
     assert!(matches!(
@@ -264,9 +266,12 @@ fn a_library_used_by_a_live_runtime_is_skipped_by_another() {
     assert_eq!(tried.len(), 1);
     assert_eq!(tried[0].reason, SkipReason::InUseByAnotherRuntime);
     // Beside the built-in host plugin it is built, and lists the skip.
-    let second =
-        Runtime::new(Config::default().with_plugins([&plugin.path]).with_builtin_host(true))
-            .unwrap();
+    let second = Runtime::new(
+        Config::default()
+            .with_plugins([&plugin.path])
+            .with_builtin_host(true),
+    )
+    .unwrap();
     assert_eq!(second.device_count(), 4, "the built-in host devices only");
     let skipped = second.skipped_plugins();
     assert_eq!(skipped.len(), 1);
@@ -286,8 +291,8 @@ fn a_library_used_by_a_live_runtime_is_skipped_by_another() {
     let second_report = second.shutdown();
     // The first runtime still works.
     let device = first.device(0).unwrap();
-    let p = device.alloc(16, null_mut(), AllocKind::Default).unwrap();
-    device.free(p).unwrap();
+    let p = common::alloc(device, 16, null_mut(), AllocKind::Default).unwrap();
+    common::free(device, p).unwrap();
     assert!(first.shutdown().is_clean());
     assert!(
         second_report.to_string().contains("another runtime"),
@@ -346,8 +351,8 @@ fn a_plugin_claiming_two_to_the_thirty_devices_is_skipped_with_the_reason() {
     assert_eq!(plugins[1].path, after.path);
     for id in 0..3 {
         let device = runtime.device(id).unwrap();
-        let p = device.alloc(8, null_mut(), AllocKind::Default).unwrap();
-        device.free(p).unwrap();
+        let p = common::alloc(device, 8, null_mut(), AllocKind::Default).unwrap();
+        common::free(device, p).unwrap();
     }
     let report = runtime.shutdown();
     assert!(report.is_clean(), "{report}");
@@ -365,8 +370,8 @@ fn devices_are_built_on_first_use_only() {
     for id in [1, 0] {
         let device = runtime.device(id).unwrap();
         assert_eq!(device.id(), id);
-        let p = device.alloc(8, null_mut(), AllocKind::Default).unwrap();
-        device.free(p).unwrap();
+        let p = common::alloc(device, 8, null_mut(), AllocKind::Default).unwrap();
+        common::free(device, p).unwrap();
     }
     assert!(runtime.device(60000).is_err());
     assert_eq!(runtime.devices_in_use(), 2);

@@ -16,10 +16,8 @@ use omptarget::{Config, DeviceBuffer, Phase, Runtime, ShutdownReport, StepOutcom
 fn populate(runtime: &Runtime, image: &OwnedImage) -> (usize, usize, usize) {
     let d0 = runtime.device(0).unwrap();
     let d1 = runtime.device(1).unwrap();
-    let cached0 = d0
-        .alloc(48, std::ptr::null_mut(), AllocKind::Default)
-        .unwrap();
-    d0.free(cached0).unwrap();
+    let cached0 = common::alloc(d0, 48, std::ptr::null_mut(), AllocKind::Default).unwrap();
+    common::free(d0, cached0).unwrap();
     let leaked = DeviceBuffer::<u64>::new(d0, 1000).unwrap(); // 8000 bytes: managed
     let leaked_addr = leaked.device_ptr().addr();
     std::mem::forget(leaked);
@@ -222,7 +220,7 @@ fn a_destroyed_plugin_is_never_called_again_and_the_losses_are_reported() {
     device.plugin().invoke_destruction_callback();
     assert!(!runtime.plugins()[0].alive);
     assert!(matches!(
-        device.alloc(16, std::ptr::null_mut(), AllocKind::Default),
+        common::alloc(device, 16, std::ptr::null_mut(), AllocKind::Default),
         Err(omptarget::Error::PluginDead { .. })
     ));
     assert!(matches!(

@@ -58,7 +58,7 @@ impl<'a> Offload<'a> {
         };
         dev.ops
             .alloc(size, std::ptr::null_mut(), kind)
-            .map(|p| p.0)
+            .map(|p| p.as_ptr())
             .unwrap_or(std::ptr::null_mut())
     }
 
@@ -98,7 +98,10 @@ impl<'a> Offload<'a> {
             free_if_early();
             return;
         };
-        if let Err(error) = dev.ops.free(DevicePtr(device_ptr)) {
+        // SAFETY: `omp_target_free`'s contract (this function's): the
+        // program frees memory it got from `omp_target_alloc` and no longer
+        // uses; unknown pointers are refused by the device.
+        if let Err(error) = unsafe { dev.ops.free(DevicePtr::from_raw(device_ptr)) } {
             if matches!(error, omptarget::Error::UnknownDevicePointer { .. }) && free_if_early() {
                 return;
             }
@@ -261,9 +264,9 @@ impl<'a> Offload<'a> {
             // `dst_addr` of `dst_dev`, `length` bytes each.
             && unsafe {
                 src_dev.ops.data_exchange(
-                    DevicePtr(src_addr as *mut c_void),
+                    DevicePtr::from_raw(src_addr as *mut c_void),
                     dst_dev.ops,
-                    DevicePtr(dst_addr as *mut c_void),
+                    DevicePtr::from_raw(dst_addr as *mut c_void),
                     length,
                 )
             }

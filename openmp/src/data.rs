@@ -276,7 +276,7 @@ impl<'a> Offload<'a> {
                     // with POINTER_SIZE bytes.
                     let copied = unsafe {
                         dev.ops.submit(
-                            DevicePtr(pointer_target as *mut c_void),
+                            DevicePtr::from_raw(pointer_target as *mut c_void),
                             value_addr as *const c_void,
                             POINTER_SIZE as usize,
                         )

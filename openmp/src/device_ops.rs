@@ -26,7 +26,8 @@ pub trait DeviceOps: Send + Sync {
     /// `__tgt_rtl_init_device`.
     fn init(&self, requires_flags: i64) -> Result<(), OpFailed>;
     /// `__tgt_rtl_data_alloc` (through the memory manager where the core
-    /// uses one).
+    /// uses one). `host_ptr` is null or the host address the allocation
+    /// mirrors (the program's mapped variable), which the plugin may use.
     fn alloc(
         &self,
         size: usize,
@@ -34,7 +35,11 @@ pub trait DeviceOps: Send + Sync {
         kind: AllocKind,
     ) -> Result<DevicePtr, OpFailed>;
     /// `__tgt_rtl_data_delete`.
-    fn free(&self, ptr: DevicePtr) -> Result<(), OpFailed>;
+    ///
+    /// # Safety
+    /// The caller owns `ptr`'s allocation: no mapping, buffer or queued
+    /// operation uses it any more.
+    unsafe fn free(&self, ptr: DevicePtr) -> Result<(), OpFailed>;
     /// `__tgt_rtl_data_submit`: host -> device.
     ///
     /// # Safety
@@ -175,10 +180,13 @@ impl DeviceOps for omptarget::device::Device {
         host_ptr: *mut c_void,
         kind: AllocKind,
     ) -> Result<DevicePtr, OpFailed> {
-        omptarget::device::Device::alloc(self, size, host_ptr, kind)
+        // SAFETY: `host_ptr` is null or the program's own mapped host
+        // address (this trait's contract for `alloc`).
+        unsafe { omptarget::device::Device::alloc(self, size, host_ptr, kind) }
     }
-    fn free(&self, ptr: DevicePtr) -> Result<(), OpFailed> {
-        omptarget::device::Device::free(self, ptr)
+    unsafe fn free(&self, ptr: DevicePtr) -> Result<(), OpFailed> {
+        // SAFETY: the caller owns the allocation (this trait's contract).
+        unsafe { omptarget::device::Device::free(self, ptr) }
     }
     unsafe fn submit(
         &self,

@@ -220,7 +220,7 @@ impl<'a> Offload<'a> {
         // is device memory of `dev`, which is what `DeviceOps::submit` asks.
         unsafe {
             dev.ops.submit(
-                DevicePtr(target as *mut c_void),
+                DevicePtr::from_raw(target as *mut c_void),
                 host as *const c_void,
                 size as usize,
             )
@@ -245,7 +245,7 @@ impl<'a> Offload<'a> {
         unsafe {
             dev.ops.retrieve(
                 host as *mut c_void,
-                DevicePtr(target as *mut c_void),
+                DevicePtr::from_raw(target as *mut c_void),
                 size as usize,
             )
         }
@@ -273,13 +273,17 @@ impl DeviceMemory for MappingMemory<'_, '_> {
                 omptarget::abi::AllocKind::Default,
             )
             .ok()
-            .map(|p| p.0 as usize)
+            .map(|p| p.addr())
     }
     fn free(&self, device_ptr: usize) -> bool {
-        self.dev
-            .ops
-            .free(DevicePtr(device_ptr as *mut c_void))
-            .is_ok()
+        // SAFETY: the mapping table frees only blocks it allocated through
+        // `alloc` above, once their entry is gone.
+        unsafe {
+            self.dev
+                .ops
+                .free(DevicePtr::from_raw(device_ptr as *mut c_void))
+        }
+        .is_ok()
     }
     unsafe fn submit(&self, device_ptr: usize, host_ptr: usize, size: usize, name: usize) -> bool {
         self.offload
@@ -289,7 +293,7 @@ impl DeviceMemory for MappingMemory<'_, '_> {
         // `alloc`, i.e. of `self.dev`.
         unsafe {
             self.dev.ops.submit(
-                DevicePtr(device_ptr as *mut c_void),
+                DevicePtr::from_raw(device_ptr as *mut c_void),
                 host_ptr as *const c_void,
                 size,
             )

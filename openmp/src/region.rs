@@ -82,7 +82,7 @@ impl<'o, 'a> PrivateArguments<'o, 'a> {
                 .dev
                 .ops
                 .alloc(size as usize, host_begin as *mut c_void, AllocKind::Default)
-                .map(|p| p.0 as usize)
+                .map(|p| p.addr())
                 .ok()
                 .filter(|&p| p != 0)
                 .ok_or(OffloadError::PrivateAllocFailed)?;
@@ -149,7 +149,7 @@ impl<'o, 'a> PrivateArguments<'o, 'a> {
                 buffer.as_mut_ptr() as *mut c_void,
                 AllocKind::Default,
             )
-            .map(|p| p.0 as usize)
+            .map(|p| p.addr())
             .ok()
             .filter(|&p| p != 0)
             .ok_or(OffloadError::PrivatePackFailed)?;
@@ -176,7 +176,15 @@ impl<'o, 'a> PrivateArguments<'o, 'a> {
     /// LLVM's `free`: release every buffer.
     fn free(&mut self) -> Result<(), OffloadError> {
         for buffer in std::mem::take(&mut self.buffers) {
-            if self.dev.ops.free(DevicePtr(buffer as *mut c_void)).is_err() {
+            // SAFETY: a buffer this value allocated for the region's
+            // private arguments; the region has completed.
+            if unsafe {
+                self.dev
+                    .ops
+                    .free(DevicePtr::from_raw(buffer as *mut c_void))
+            }
+            .is_err()
+            {
                 return Err(OffloadError::PrivateFreeFailed);
             }
         }
@@ -188,7 +196,13 @@ impl Drop for PrivateArguments<'_, '_> {
     /// On failure paths LLVM leaks the buffers; we give them back.
     fn drop(&mut self) {
         for buffer in std::mem::take(&mut self.buffers) {
-            let _ = self.dev.ops.free(DevicePtr(buffer as *mut c_void));
+            // SAFETY: a buffer this value allocated; on this failure path
+            // no region runs with it any more.
+            let _ = unsafe {
+                self.dev
+                    .ops
+                    .free(DevicePtr::from_raw(buffer as *mut c_void))
+            };
         }
     }
 }

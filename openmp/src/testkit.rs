@@ -113,17 +113,17 @@ impl DeviceOps for TestDevice {
         if self.fail_alloc.load(Ordering::SeqCst) || size > (1 << 30) {
             return Err(injected("data_alloc"));
         }
-        Ok(DevicePtr(self.buffer(size) as *mut c_void))
+        Ok(DevicePtr::from_raw(self.buffer(size) as *mut c_void))
     }
-    fn free(&self, ptr: DevicePtr) -> Result<(), OpFailed> {
+    unsafe fn free(&self, ptr: DevicePtr) -> Result<(), OpFailed> {
         if self.fail_free.load(Ordering::SeqCst) {
             return Err(injected("data_delete"));
         }
-        match self.buffers.lock().unwrap().remove(&(ptr.0 as usize)) {
+        match self.buffers.lock().unwrap().remove(&(ptr.addr())) {
             Some(_) => Ok(()),
             None => Err(omptarget::Error::UnknownDevicePointer {
                 device: 0,
-                ptr: ptr.0 as usize,
+                ptr: ptr.addr(),
             }),
         }
     }
@@ -139,7 +139,7 @@ impl DeviceOps for TestDevice {
         // SAFETY: the trait's `# Safety`: `src..src+size` is readable, and
         // `dst` is memory of this device, i.e. one of our host `buffers`
         // (test devices keep their memory on the host).
-        unsafe { std::ptr::copy(src as *const u8, dst.0 as *mut u8, size) };
+        unsafe { std::ptr::copy(src as *const u8, dst.as_ptr() as *mut u8, size) };
         Ok(())
     }
     unsafe fn retrieve(
@@ -150,7 +150,7 @@ impl DeviceOps for TestDevice {
     ) -> Result<(), OpFailed> {
         // SAFETY: the trait's `# Safety`: `dst..dst+size` is writable, and
         // `src` is memory of this device, one of our host `buffers`.
-        unsafe { std::ptr::copy(src.0 as *const u8, dst as *mut u8, size) };
+        unsafe { std::ptr::copy(src.as_ptr() as *const u8, dst as *mut u8, size) };
         Ok(())
     }
     fn is_data_exchangable(&self, dst: &dyn DeviceOps) -> bool {
@@ -167,7 +167,7 @@ impl DeviceOps for TestDevice {
         // SAFETY: the trait's `# Safety`: `src` is memory of this device and
         // `dst` of `dst_device` (a `TestDevice`, `is_data_exchangable`), both
         // host `buffers` of `size` bytes or more.
-        unsafe { std::ptr::copy(src.0 as *const u8, dst.0 as *mut u8, size) };
+        unsafe { std::ptr::copy(src.as_ptr() as *const u8, dst.as_ptr() as *mut u8, size) };
         Ok(())
     }
     unsafe fn unload_binary(&self, _image: *mut DeviceImage) -> Result<bool, OpFailed> {
@@ -514,5 +514,6 @@ fn injected(entry: &'static str) -> OpFailed {
         device: 0,
         entry,
         code: -1,
+        reason: None,
     }
 }

@@ -1,329 +1,352 @@
-//! `Image`: a device object loaded on one device; `Kernel`: one of its
-//! entries; `KernelArg`/`LaunchConfig`: how to call it.
-use super::{DeviceBuffer, DeviceCopy};
-use crate::device::images::KeepAlive;
-use crate::image::OwnedImage;
+//! Typed kernels: a [`Kernel`] is typed by the tuple of its C parameter
+//! types (its signature), declared once when it is looked up; every launch
+//! is then checked against it at compile time.
+//!
+//! | C parameter | in the signature | passed at launch |
+//! |---|---|---|
+//! | `const T *` | [`Ptr<T>`] | `&DeviceBuffer<T>` |
+//! | `T *` | [`PtrMut<T>`] | `&mut DeviceBuffer<T>` (on a [`crate::Queue`]: `&DeviceBuffer<T>`) |
+//! | `float`, `double` | `f32`, `f64` | the value |
+//! | `int8_t` ... `uint64_t`, `intptr_t`, `size_t` | `i8` ... `u64`, `isize`, `usize` | the value |
+//!
+//! ```compile_fail,E0308
+//! # use omptarget::{DeviceBuffer, Kernel, LaunchConfig, Ptr, PtrMut};
+//! # fn f(k: Kernel<'_, (Ptr<f32>, PtrMut<f32>, usize)>, a: &DeviceBuffer<f32>) {
+//! // One argument for a three-parameter kernel does not compile.
+//! k.launch(LaunchConfig::default(), (a,));
+//! # }
+//! ```
+//!
+//! ```compile_fail,E0277
+//! # use omptarget::{DeviceBuffer, Kernel, LaunchConfig, Ptr, PtrMut};
+//! # fn f(k: Kernel<'_, (Ptr<f32>, PtrMut<f32>, usize)>, a: &DeviceBuffer<f32>, c: &mut DeviceBuffer<f32>) {
+//! // A `f64` for a `size_t` parameter does not compile.
+//! k.launch(LaunchConfig::default(), (a, c, 2.0f64));
+//! # }
+//! ```
+//!
+//! ```compile_fail,E0502
+//! # use omptarget::{DeviceBuffer, Kernel, LaunchConfig, Ptr, PtrMut};
+//! # fn f(k: Kernel<'_, (Ptr<f32>, PtrMut<f32>, usize)>, mut a: DeviceBuffer<f32>) {
+//! // The same buffer as input and output breaks Rust's aliasing rules.
+//! k.launch(LaunchConfig::default(), (&a, &mut a, 16usize));
+//! # }
+//! ```
+use super::DeviceBuffer;
+use super::DeviceCopy;
+use crate::abi::plugin::KernelArgType;
 use crate::launch::RegionLaunch;
 use crate::{Device, Error, Result};
-use std::ffi::{c_void, CStr};
+use std::ffi::c_void;
 use std::marker::PhantomData;
-use std::path::Path;
-use std::sync::Arc;
 
-/// An image loaded on a device. Dropping it unloads it (if the plugin can;
-/// otherwise it stays loaded, with its storage, until shutdown).
-pub struct Image<'rt> {
-    device: &'rt Device,
-    storage: Arc<OwnedImage>,
-    /// (name, device address, size) per entry, in table order.
-    entries: Vec<(String, usize, usize)>,
-    /// Still to be unloaded.
-    loaded: bool,
+/// A `const T *` kernel parameter: the kernel reads the buffer.
+pub struct Ptr<T: DeviceCopy>(PhantomData<fn() -> T>);
+
+/// A `T *` kernel parameter: the kernel may write the buffer.
+pub struct PtrMut<T: DeviceCopy>(PhantomData<fn() -> T>);
+
+/// One C parameter type of a kernel signature.
+///
+/// Implemented for [`Ptr<T>`], [`PtrMut<T>`] and the C scalar types
+/// (`f32`, `f64`, `i8` to `u64`, `isize`, `usize`).
+pub trait KernelParam: sealed::Sealed {
+    /// How the plugin passes it.
+    #[doc(hidden)]
+    const TYPE: KernelArgType;
 }
 
-impl<'rt> Image<'rt> {
-    /// Load the device shared object `elf` on `device`. `entry_names` are
-    /// its kernels (and globals), in the order of its
-    /// `omp_offloading_entries` section if it has one; the plugin must
-    /// report the same names, else [`Error::EntryMismatch`].
-    pub fn load(device: &'rt Device, elf: &[u8], entry_names: &[&str]) -> Result<Image<'rt>> {
-        let storage = Arc::new(OwnedImage::new(elf, entry_names)?);
-        let desc = storage.as_device_image();
-        // SAFETY: `desc` points into `storage`, alive while we hold it.
-        if !unsafe { device.is_valid_image(desc) }? {
-            return Err(Error::InvalidImage {
-                device: device.id(),
-                plugin: device.plugin_name().to_owned(),
-                reason: "is_valid_binary rejected it".into(),
-            });
-        }
-        let keepalive: KeepAlive = storage.clone();
-        // SAFETY: the device keeps `storage` alive as long as the image is
-        // loaded (and until the plugin is closed).
-        let loaded = unsafe { device.load_image_kept(desc, Some(keepalive)) }?;
-        let image = Image {
-            device,
-            storage,
-            entries: Vec::new(),
-            loaded: true,
-        };
-        // From here on `image` unloads itself if checking fails.
-        image.with_entries(loaded.entries)
-    }
+/// A kernel's parameter list: a tuple of [`KernelParam`]s (up to 12).
+pub trait KernelSignature: sealed::Sealed {
+    /// The C type of each parameter, in order.
+    #[doc(hidden)]
+    const TYPES: &'static [KernelArgType];
+}
 
-    /// [`Image::load`] from a file.
-    pub fn load_file(
-        device: &'rt Device,
-        path: impl AsRef<Path>,
-        entry_names: &[&str],
-    ) -> Result<Image<'rt>> {
-        let path = path.as_ref();
-        let elf = std::fs::read(path).map_err(|source| Error::Io {
-            path: path.to_path_buf(),
-            source,
-        })?;
-        Self::load(device, &elf, entry_names)
-    }
+/// A value passed for parameter type `P` in a blocking launch:
+/// `&DeviceBuffer<T>` for [`Ptr<T>`], `&mut DeviceBuffer<T>` for
+/// [`PtrMut<T>`], the value itself for a scalar.
+pub trait KernelArg<P: KernelParam> {
+    /// The pointer-sized slot, and the device of a buffer.
+    #[doc(hidden)]
+    fn slot(&self) -> (usize, Option<usize>);
+}
 
-    /// Check the target table against our entry names and keep it.
-    fn with_entries(mut self, table: Vec<crate::abi::OffloadEntry>) -> Result<Self> {
-        let expected: Vec<String> = self.storage.entry_names().map(str::to_owned).collect();
-        if table.len() != expected.len() {
-            return Err(Error::EntryMismatch {
-                device: self.device.id(),
-                index: table.len().min(expected.len()),
-                expected: format!("{} entries", expected.len()),
-                found: format!("{} entries", table.len()),
-            });
+/// A value passed for parameter type `P` in a launch on a
+/// [`crate::Queue`]: `&DeviceBuffer<T>` for both pointer kinds (a queue
+/// orders its operations on device memory; see [`crate::Queue`]), the
+/// value itself for a scalar.
+pub trait QueuedKernelArg<P: KernelParam> {
+    /// The pointer-sized slot, and the device of a buffer.
+    #[doc(hidden)]
+    fn queued_slot(&self) -> (usize, Option<usize>);
+}
+
+/// The arguments of one launch of a kernel with signature `S`: a tuple
+/// with one [`KernelArg`] per parameter.
+pub trait LaunchArgs<S: KernelSignature> {
+    /// Each argument's slot and buffer device, in order.
+    #[doc(hidden)]
+    fn slots(&self) -> Vec<(usize, Option<usize>)>;
+}
+
+/// [`LaunchArgs`] for a launch on a [`crate::Queue`].
+pub trait QueuedLaunchArgs<S: KernelSignature> {
+    /// Each argument's slot and buffer device, in order.
+    #[doc(hidden)]
+    fn queued_slots(&self) -> Vec<(usize, Option<usize>)>;
+}
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+impl<T: DeviceCopy> sealed::Sealed for Ptr<T> {}
+impl<T: DeviceCopy> sealed::Sealed for PtrMut<T> {}
+impl<T: DeviceCopy> KernelParam for Ptr<T> {
+    const TYPE: KernelArgType = KernelArgType::Pointer;
+}
+impl<T: DeviceCopy> KernelParam for PtrMut<T> {
+    const TYPE: KernelArgType = KernelArgType::Pointer;
+}
+
+impl<T: DeviceCopy> KernelArg<Ptr<T>> for &DeviceBuffer<'_, T> {
+    fn slot(&self) -> (usize, Option<usize>) {
+        (self.device_ptr().addr(), Some(self.device().id()))
+    }
+}
+impl<T: DeviceCopy> KernelArg<PtrMut<T>> for &mut DeviceBuffer<'_, T> {
+    fn slot(&self) -> (usize, Option<usize>) {
+        (self.device_ptr().addr(), Some(self.device().id()))
+    }
+}
+impl<T: DeviceCopy> QueuedKernelArg<Ptr<T>> for &DeviceBuffer<'_, T> {
+    fn queued_slot(&self) -> (usize, Option<usize>) {
+        (self.device_ptr().addr(), Some(self.device().id()))
+    }
+}
+impl<T: DeviceCopy> QueuedKernelArg<PtrMut<T>> for &DeviceBuffer<'_, T> {
+    fn queued_slot(&self) -> (usize, Option<usize>) {
+        (self.device_ptr().addr(), Some(self.device().id()))
+    }
+}
+
+macro_rules! scalar_params {
+    ($($t:ty => $kind:ident, $slot:expr;)*) => { $(
+        impl sealed::Sealed for $t {}
+        impl KernelParam for $t {
+            const TYPE: KernelArgType = KernelArgType::$kind;
         }
-        for (index, (entry, name)) in table.iter().zip(expected).enumerate() {
-            if !entry.name.is_null() {
-                // SAFETY: the plugin contract: a non-null name in a target
-                // table is a host-readable C string.
-                let found = unsafe { CStr::from_ptr(entry.name) }.to_string_lossy();
-                if found != name {
-                    return Err(Error::EntryMismatch {
-                        device: self.device.id(),
-                        index,
-                        expected: name,
-                        found: found.into_owned(),
-                    });
-                }
+        impl KernelArg<$t> for $t {
+            fn slot(&self) -> (usize, Option<usize>) {
+                let to_slot: fn($t) -> usize = $slot;
+                (to_slot(*self), None)
             }
-            self.entries.push((name, entry.addr as usize, entry.size));
         }
-        Ok(self)
+        impl QueuedKernelArg<$t> for $t {
+            fn queued_slot(&self) -> (usize, Option<usize>) {
+                KernelArg::<$t>::slot(self)
+            }
+        }
+    )* };
+}
+// Integers sign- or zero-extended to the slot (what the x86_64 and CUDA
+// ABIs expect of a caller); floats as their bit pattern in the low bytes.
+scalar_params! {
+    i8 => I8, |v| v as isize as usize;
+    u8 => U8, |v| v as usize;
+    i16 => I16, |v| v as isize as usize;
+    u16 => U16, |v| v as usize;
+    i32 => I32, |v| v as isize as usize;
+    u32 => U32, |v| v as usize;
+    i64 => I64, |v| v as isize as usize;
+    u64 => U64, |v| v as usize;
+    isize => Pointer, |v| v as usize;
+    usize => Pointer, |v| v;
+    f32 => F32, |v| v.to_bits() as usize;
+    f64 => F64, |v| v.to_bits() as usize;
+}
+
+macro_rules! signatures {
+    ($(($($p:ident $a:ident $i:tt),*);)*) => { $(
+        impl<$($p: KernelParam),*> sealed::Sealed for ($($p,)*) {}
+        impl<$($p: KernelParam),*> KernelSignature for ($($p,)*) {
+            const TYPES: &'static [KernelArgType] = &[$($p::TYPE),*];
+        }
+        impl<$($p: KernelParam, $a: KernelArg<$p>),*> LaunchArgs<($($p,)*)> for ($($a,)*) {
+            #[allow(unused_variables)]
+            fn slots(&self) -> Vec<(usize, Option<usize>)> {
+                vec![$(self.$i.slot()),*]
+            }
+        }
+        impl<$($p: KernelParam, $a: QueuedKernelArg<$p>),*> QueuedLaunchArgs<($($p,)*)> for ($($a,)*) {
+            #[allow(unused_variables)]
+            fn queued_slots(&self) -> Vec<(usize, Option<usize>)> {
+                vec![$(self.$i.queued_slot()),*]
+            }
+        }
+    )* };
+}
+signatures! {
+    ();
+    (P0 A0 0);
+    (P0 A0 0, P1 A1 1);
+    (P0 A0 0, P1 A1 1, P2 A2 2);
+    (P0 A0 0, P1 A1 1, P2 A2 2, P3 A3 3);
+    (P0 A0 0, P1 A1 1, P2 A2 2, P3 A3 3, P4 A4 4);
+    (P0 A0 0, P1 A1 1, P2 A2 2, P3 A3 3, P4 A4 4, P5 A5 5);
+    (P0 A0 0, P1 A1 1, P2 A2 2, P3 A3 3, P4 A4 4, P5 A5 5, P6 A6 6);
+    (P0 A0 0, P1 A1 1, P2 A2 2, P3 A3 3, P4 A4 4, P5 A5 5, P6 A6 6, P7 A7 7);
+    (P0 A0 0, P1 A1 1, P2 A2 2, P3 A3 3, P4 A4 4, P5 A5 5, P6 A6 6, P7 A7 7, P8 A8 8);
+    (P0 A0 0, P1 A1 1, P2 A2 2, P3 A3 3, P4 A4 4, P5 A5 5, P6 A6 6, P7 A7 7, P8 A8 8, P9 A9 9);
+    (P0 A0 0, P1 A1 1, P2 A2 2, P3 A3 3, P4 A4 4, P5 A5 5, P6 A6 6, P7 A7 7, P8 A8 8, P9 A9 9, P10 A10 10);
+    (P0 A0 0, P1 A1 1, P2 A2 2, P3 A3 3, P4 A4 4, P5 A5 5, P6 A6 6, P7 A7 7, P8 A8 8, P9 A9 9, P10 A10 10, P11 A11 11);
+}
+
+/// How to launch a kernel: as a teams region (the default, with the
+/// plugin's choice of teams and threads), or as a region without teams
+/// ([`LaunchConfig::single`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LaunchConfig {
+    launch: Launch,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+enum Launch {
+    /// Teams and threads per team; 0 lets the plugin choose.
+    #[default]
+    Default,
+    Teams {
+        teams: u32,
+        threads: u32,
+    },
+    Single,
+}
+
+impl LaunchConfig {
+    /// A teams region of `teams` teams of at most `threads` threads each
+    /// (0 for either lets the plugin choose).
+    pub fn teams(teams: u32, threads: u32) -> Self {
+        LaunchConfig {
+            launch: Launch::Teams { teams, threads },
+        }
     }
 
-    /// The kernel named `name`.
-    pub fn kernel(&self, name: &str) -> Result<Kernel<'_>> {
-        let Some((name, addr, size)) = self.entries.iter().find(|(n, ..)| n == name) else {
-            return Err(Error::KernelNotFound {
-                name: name.to_owned(),
-                available: self.entries.iter().map(|(n, ..)| n.clone()).collect(),
-            });
+    /// A region without teams (`#pragma omp target` alone): one thread.
+    pub fn single() -> Self {
+        LaunchConfig {
+            launch: Launch::Single,
+        }
+    }
+
+    pub(crate) fn region(self) -> Result<RegionLaunch> {
+        let to_i32 = |v: u32, what: &str| {
+            i32::try_from(v).map_err(|_| Error::InvalidArgument(format!("{what} {v} exceeds i32")))
         };
-        if *size != 0 {
-            return Err(Error::InvalidArgument(format!(
-                "entry {name:?} is a global variable of {size} bytes, not a kernel"
-            )));
-        }
-        if *addr == 0 {
-            return Err(Error::InvalidArgument(format!(
-                "the plugin gave entry {name:?} no device address"
-            )));
-        }
-        Ok(Kernel {
-            device: self.device,
-            name,
-            addr: *addr,
+        Ok(match self.launch {
+            Launch::Default => RegionLaunch::Teams {
+                num_teams: 0,
+                thread_limit: 0,
+                loop_tripcount: 0,
+            },
+            Launch::Teams { teams, threads } => RegionLaunch::Teams {
+                num_teams: to_i32(teams, "teams")?,
+                thread_limit: to_i32(threads, "threads")?,
+                loop_tripcount: 0,
+            },
+            Launch::Single => RegionLaunch::Single,
         })
     }
-
-    /// The entry names, in table order.
-    pub fn entry_names(&self) -> impl Iterator<Item = &str> {
-        self.entries.iter().map(|(n, ..)| n.as_str())
-    }
-
-    /// The device it is loaded on.
-    pub fn device(&self) -> &'rt Device {
-        self.device
-    }
-
-    /// Unload now, reporting a failure (drop only logs it). `Ok(false)`:
-    /// the plugin cannot unload; the image stays loaded until shutdown.
-    pub fn unload(mut self) -> Result<bool> {
-        self.unload_once()
-    }
-
-    fn unload_once(&mut self) -> Result<bool> {
-        if !std::mem::replace(&mut self.loaded, false) {
-            return Ok(true);
-        }
-        // SAFETY: loaded on this device by `load`; the device keeps its own
-        // reference to the storage if the plugin cannot unload.
-        unsafe { self.device.unload_image(self.storage.as_device_image()) }
-    }
 }
 
-impl Drop for Image<'_> {
-    fn drop(&mut self) {
-        if let Err(err) = self.unload_once() {
-            tracing::warn!(
-                device = self.device.id(),
-                "unloading a dropped Image failed: {err}"
-            );
-        }
-    }
+/// A kernel of a loaded [`crate::Image`], typed by its signature `S` (see
+/// the [module docs](self) for the parameter types). Borrows the image, so
+/// it cannot outlive it:
+///
+/// ```compile_fail,E0505
+/// # use omptarget::{Device, Image, Kernel, Ptr};
+/// # fn f(device: &Device, bytes: &[u8]) -> omptarget::Result<()> {
+/// let image = Image::load(device, bytes, &["k"])?;
+/// // SAFETY: (the example does not compile, so it never runs)
+/// let kernel: Kernel<(Ptr<f32>,)> = unsafe { image.kernel("k")? };
+/// drop(image); // error: `image` is borrowed by `kernel`
+/// let _ = kernel.name();
+/// # Ok(()) }
+/// ```
+pub struct Kernel<'img, S: KernelSignature> {
+    pub(crate) device: &'img Device,
+    pub(crate) name: &'img str,
+    pub(crate) addr: usize,
+    pub(crate) _signature: PhantomData<fn(S)>,
 }
 
-impl std::fmt::Debug for Image<'_> {
+impl<S: KernelSignature> Clone for Kernel<'_, S> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<S: KernelSignature> Copy for Kernel<'_, S> {}
+
+impl<S: KernelSignature> std::fmt::Debug for Kernel<'_, S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Image")
+        f.debug_struct("Kernel")
+            .field("name", &self.name)
             .field("device", &self.device.id())
-            .field("entries", &self.entries)
+            .field("parameters", &S::TYPES)
             .finish()
     }
 }
 
-/// How to launch a kernel: a teams region with `teams` teams of at most
-/// `threads` threads; 0 lets the plugin choose.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct LaunchConfig {
-    /// Number of teams to launch (0: the plugin chooses).
-    pub teams: u32,
-    /// Maximum number of threads per team (0: the plugin chooses).
-    pub threads: u32,
-}
-
-/// A kernel of a loaded image.
-#[derive(Debug, Clone, Copy)]
-pub struct Kernel<'img> {
-    device: &'img Device,
-    name: &'img str,
-    addr: usize,
-}
-
-impl Kernel<'_> {
+impl<'img, S: KernelSignature> Kernel<'img, S> {
     /// The kernel's name.
     pub fn name(&self) -> &str {
         self.name
     }
 
-    /// Run the kernel as a teams region and wait for it to finish.
-    ///
-    /// # Safety
-    /// The kernel is native code: `args` must match its parameters (each
-    /// pointer-sized) and it must access only the buffers passed, within
-    /// their bounds.
-    pub unsafe fn launch(&self, args: &[KernelArg<'_>], config: LaunchConfig) -> Result<()> {
-        let to_i32 = |v: u32, what: &str| {
-            i32::try_from(v).map_err(|_| Error::InvalidArgument(format!("{what} {v} exceeds i32")))
-        };
-        let launch = RegionLaunch::Teams {
-            num_teams: to_i32(config.teams, "teams")?,
-            thread_limit: to_i32(config.threads, "threads")?,
-            loop_tripcount: 0,
-        };
-        // SAFETY: per this function's contract.
-        unsafe { self.run(args, launch) }
+    /// The device it runs on.
+    pub fn device(&self) -> &'img Device {
+        self.device
     }
 
-    /// Run the kernel as a region without teams (one thread) and wait.
+    /// Run the kernel with `args` (one per parameter of `S`) and wait for
+    /// it to finish.
     ///
-    /// # Safety
-    /// As for [`Kernel::launch`].
-    pub unsafe fn launch_single(&self, args: &[KernelArg<'_>]) -> Result<()> {
-        // SAFETY: per this function's contract.
-        unsafe { self.run(args, RegionLaunch::Single) }
+    /// # Errors
+    /// A buffer on another device than the kernel's ([`Error::InvalidArgument`]);
+    /// a plugin that cannot pass a scalar type ([`Error::Unsupported`]);
+    /// the plugin's failure, with its reason ([`Error::PluginCallFailed`]).
+    pub fn launch<A: LaunchArgs<S>>(&self, config: LaunchConfig, args: A) -> Result<()> {
+        let mut values = self.checked_values(args.slots())?;
+        // SAFETY: `addr` is a kernel of an image loaded on this device (the
+        // image outlives this borrow) and `S` its C signature (the contract
+        // of `Image::kernel`); the buffers are borrowed for the call.
+        unsafe {
+            self.device.run_typed_on(
+                None,
+                self.addr as *mut c_void,
+                &mut values,
+                S::TYPES,
+                config.region()?,
+            )
+        }
     }
 
-    unsafe fn run(&self, args: &[KernelArg<'_>], launch: RegionLaunch) -> Result<()> {
-        for (i, arg) in args.iter().enumerate() {
-            if let Some(device) = arg.device {
-                if device != self.device.id() {
+    /// The argument values, after checking each buffer's device.
+    pub(crate) fn checked_values(
+        &self,
+        slots: Vec<(usize, Option<usize>)>,
+    ) -> Result<Vec<*mut c_void>> {
+        for (i, (_, device)) in slots.iter().enumerate() {
+            if let Some(device) = device {
+                if *device != self.device.id() {
                     return Err(Error::InvalidArgument(format!(
-                        "argument {i} of {} is a buffer on device {device}, the kernel runs on device {}",
+                        "argument {i} of kernel {} is a buffer on device {device}; the kernel runs on device {}",
                         self.name,
                         self.device.id()
                     )));
                 }
             }
         }
-        let mut values: Vec<*mut c_void> = args.iter().map(|a| a.value as *mut c_void).collect();
-        let mut offsets = vec![0isize; values.len()];
-        // SAFETY: `addr` is a kernel of an image loaded on this device (the
-        // image outlives this borrow); the rest per the caller's contract.
-        unsafe {
-            self.device
-                .run_region(self.addr as *mut c_void, &mut values, &mut offsets, launch)
-        }
-    }
-}
-
-/// One kernel argument: a device buffer (its address) or a scalar value in
-/// a pointer-sized slot, as LLVM passes them. Borrows the buffer, so it
-/// cannot be freed while the argument exists.
-#[derive(Debug, Clone, Copy)]
-pub struct KernelArg<'a> {
-    value: usize,
-    /// The device of a buffer argument.
-    device: Option<usize>,
-    _borrow: PhantomData<&'a ()>,
-}
-
-impl<'a> KernelArg<'a> {
-    /// The address of `buffer`.
-    pub fn buffer<T: DeviceCopy>(buffer: &'a DeviceBuffer<'_, T>) -> Self {
-        KernelArg {
-            value: buffer.device_ptr().addr(),
-            device: Some(buffer.device().id()),
-            _borrow: PhantomData,
-        }
-    }
-
-    /// A scalar, passed by value in a pointer-sized slot.
-    pub fn scalar(value: impl ScalarArg) -> KernelArg<'static> {
-        KernelArg {
-            value: value.to_slot(),
-            device: None,
-            _borrow: PhantomData,
-        }
-    }
-
-    /// The pointer-sized value passed to the kernel.
-    pub fn value(&self) -> usize {
-        self.value
-    }
-}
-
-impl<'a, T: DeviceCopy> From<&'a DeviceBuffer<'_, T>> for KernelArg<'a> {
-    fn from(buffer: &'a DeviceBuffer<'_, T>) -> Self {
-        KernelArg::buffer(buffer)
-    }
-}
-
-/// A value that fits a pointer-sized kernel argument slot. Signed integers
-/// are sign-extended, unsigned ones zero-extended; floats are passed as
-/// their bit pattern in the low bytes (the kernel reads an integer
-/// parameter and reinterprets it, as clang's outlined regions do).
-pub trait ScalarArg: Copy {
-    /// The value as the bits of one pointer-sized argument slot.
-    fn to_slot(self) -> usize;
-}
-
-macro_rules! scalar_int {
-    ($($t:ty => $via:ty),*) => { $(
-        impl ScalarArg for $t {
-            fn to_slot(self) -> usize { self as $via as usize }
-        }
-    )* };
-}
-scalar_int!(i8 => isize, i16 => isize, i32 => isize, i64 => isize, isize => isize,
-            u8 => usize, u16 => usize, u32 => usize, u64 => usize, usize => usize);
-
-impl ScalarArg for f32 {
-    fn to_slot(self) -> usize {
-        self.to_bits() as usize
-    }
-}
-
-impl ScalarArg for f64 {
-    fn to_slot(self) -> usize {
-        self.to_bits() as usize
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn scalars_fill_a_pointer_sized_slot() {
-        assert_eq!(KernelArg::scalar(-1i32).value(), usize::MAX);
-        assert_eq!(KernelArg::scalar(7u8).value(), 7);
-        assert_eq!(KernelArg::scalar(1.5f32).value(), 1.5f32.to_bits() as usize);
-        assert_eq!(KernelArg::scalar(2.0f64).value(), 2.0f64.to_bits() as usize);
-        assert!(KernelArg::scalar(3u64).device.is_none());
+        Ok(slots.into_iter().map(|(v, _)| v as *mut c_void).collect())
     }
 }

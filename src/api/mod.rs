@@ -1,28 +1,16 @@
-//! The typed Rust API over a [`crate::Runtime`]: device buffers, images and
-//! kernels. Every handle borrows the runtime, so none can outlive
-//! [`crate::Runtime::shutdown`]:
-//!
-//! ```compile_fail,E0505
-//! use omptarget::{Config, DeviceBuffer, Runtime};
-//! let runtime = Runtime::new(Config::default())?;
-//! let buffer = DeviceBuffer::<f32>::new(runtime.device(0)?, 16)?;
-//! let report = runtime.shutdown(); // error: `runtime` is still borrowed
-//! drop(buffer);
-//! # Ok::<(), omptarget::Error>(())
-//! ```
-//!
-//! The same with the buffer gone before the shutdown compiles:
-//!
-//! ```no_run
-//! use omptarget::{Config, DeviceBuffer, Runtime};
-//! let runtime = Runtime::new(Config::default())?;
-//! let buffer = DeviceBuffer::<f32>::new(runtime.device(0)?, 16)?;
-//! drop(buffer);
-//! let report = runtime.shutdown();
-//! # Ok::<(), omptarget::Error>(())
-//! ```
+//! The typed Rust API over a [`crate::Runtime`]: device buffers, images,
+//! typed kernels and globals, and queues with events. Every handle borrows
+//! the runtime, so none can outlive [`crate::Runtime::shutdown`]; see the
+//! crate's front page for a walk-through.
 mod buffer;
+mod image;
 mod kernel;
+mod queue;
 
 pub use buffer::{DeviceBuffer, DeviceCopy};
-pub use kernel::{Image, Kernel, KernelArg, LaunchConfig, ScalarArg};
+pub use image::{Global, Image};
+pub use kernel::{
+    Kernel, KernelArg, KernelParam, KernelSignature, LaunchArgs, LaunchConfig, Ptr, PtrMut,
+    QueuedKernelArg, QueuedLaunchArgs,
+};
+pub use queue::{scope, Event, Queue, Scope};

@@ -44,7 +44,7 @@ impl DeviceAllocator for PluginAllocator {
                 size,
             })
         } else {
-            Ok(DevicePtr(ptr))
+            Ok(DevicePtr::from_raw(ptr))
         }
     }
 

@@ -47,153 +47,159 @@ impl EntriesExt for Entries {
 /// `lib` is a plugin library whose `__tgt_rtl_*` symbols have the types of
 /// [`crate::abi::plugin`]; the table is valid while `lib` stays open.
 unsafe fn resolve(lib: &Library) -> Result<Entries, Vec<&'static str>> {
-        let mut missing = Vec::new();
-        macro_rules! required {
-            ($name:expr) => {{
-                // SAFETY: per this function's contract.
-                let found = unsafe { symbol(lib, $name) };
-                if found.is_none() {
-                    missing.push($name);
-                }
-                found
-            }};
-        }
-        macro_rules! optional {
-            ($name:expr) => {
-                // SAFETY: per this function's contract.
-                unsafe { symbol(lib, $name) }
-            };
-        }
-        let number_of_devices = required!(names::NUMBER_OF_DEVICES);
-        let is_valid_binary = required!(names::IS_VALID_BINARY);
-        let init_device = required!(names::INIT_DEVICE);
-        let load_binary = required!(names::LOAD_BINARY);
-        let data_alloc = required!(names::DATA_ALLOC);
-        let data_submit = required!(names::DATA_SUBMIT);
-        let data_retrieve = required!(names::DATA_RETRIEVE);
-        let data_delete = required!(names::DATA_DELETE);
-        let run_target_region = required!(names::RUN_TARGET_REGION);
-        let run_target_team_region = required!(names::RUN_TARGET_TEAM_REGION);
-        // All ten present exactly when `missing` is empty.
-        let (
-            Some(number_of_devices),
-            Some(is_valid_binary),
-            Some(init_device),
-            Some(load_binary),
-            Some(data_alloc),
-            Some(data_submit),
-            Some(data_retrieve),
-            Some(data_delete),
-            Some(run_target_region),
-            Some(run_target_team_region),
-        ) = (
-            number_of_devices,
-            is_valid_binary,
-            init_device,
-            load_binary,
-            data_alloc,
-            data_submit,
-            data_retrieve,
-            data_delete,
-            run_target_region,
-            run_target_team_region,
-        )
-        else {
-            return Err(missing);
+    let mut missing = Vec::new();
+    macro_rules! required {
+        ($name:expr) => {{
+            // SAFETY: per this function's contract.
+            let found = unsafe { symbol(lib, $name) };
+            if found.is_none() {
+                missing.push($name);
+            }
+            found
+        }};
+    }
+    macro_rules! optional {
+        ($name:expr) => {
+            // SAFETY: per this function's contract.
+            unsafe { symbol(lib, $name) }
         };
-        Ok(Entries {
-            number_of_devices,
-            is_valid_binary,
-            init_device,
-            load_binary,
-            data_alloc,
-            data_submit,
-            data_retrieve,
-            data_delete,
-            run_target_region,
-            run_target_team_region,
-            is_data_exchangable: optional!(names::IS_DATA_EXCHANGABLE),
-            supports_empty_images: optional!(names::SUPPORTS_EMPTY_IMAGES),
-            init_requires: optional!(names::INIT_REQUIRES),
-            data_submit_async: optional!(names::DATA_SUBMIT_ASYNC),
-            data_retrieve_async: optional!(names::DATA_RETRIEVE_ASYNC),
-            data_exchange: optional!(names::DATA_EXCHANGE),
-            data_exchange_async: optional!(names::DATA_EXCHANGE_ASYNC),
-            run_target_region_async: optional!(names::RUN_TARGET_REGION_ASYNC),
-            run_target_team_region_async: optional!(names::RUN_TARGET_TEAM_REGION_ASYNC),
-            synchronize: optional!(names::SYNCHRONIZE),
-            set_info_flag: optional!(names::SET_INFO_FLAG),
-            print_device_info: optional!(names::PRINT_DEVICE_INFO),
-            create_event: optional!(names::CREATE_EVENT),
-            record_event: optional!(names::RECORD_EVENT),
-            wait_event: optional!(names::WAIT_EVENT),
-            sync_event: optional!(names::SYNC_EVENT),
-            destroy_event: optional!(names::DESTROY_EVENT),
-            init_async_info: optional!(names::INIT_ASYNC_INFO),
-            init_device_info: optional!(names::INIT_DEVICE_INFO),
-            init_plugin: optional!(names::INIT_PLUGIN),
-            deinit_plugin: optional!(names::DEINIT_PLUGIN),
-            deinit_device: optional!(names::DEINIT_DEVICE),
-            unload_binary: optional!(names::UNLOAD_BINARY),
-            register_destruction_cb: optional!(names::REGISTER_DESTRUCTION_CB),
-            last_error: optional!(names::LAST_ERROR_MESSAGE),
-            run_typed_region: optional!(names::RUN_TYPED_REGION),
-        })
+    }
+    let number_of_devices = required!(names::NUMBER_OF_DEVICES);
+    let is_valid_binary = required!(names::IS_VALID_BINARY);
+    let init_device = required!(names::INIT_DEVICE);
+    let load_binary = required!(names::LOAD_BINARY);
+    let data_alloc = required!(names::DATA_ALLOC);
+    let data_submit = required!(names::DATA_SUBMIT);
+    let data_retrieve = required!(names::DATA_RETRIEVE);
+    let data_delete = required!(names::DATA_DELETE);
+    let run_target_region = required!(names::RUN_TARGET_REGION);
+    let run_target_team_region = required!(names::RUN_TARGET_TEAM_REGION);
+    // All ten present exactly when `missing` is empty.
+    let (
+        Some(number_of_devices),
+        Some(is_valid_binary),
+        Some(init_device),
+        Some(load_binary),
+        Some(data_alloc),
+        Some(data_submit),
+        Some(data_retrieve),
+        Some(data_delete),
+        Some(run_target_region),
+        Some(run_target_team_region),
+    ) = (
+        number_of_devices,
+        is_valid_binary,
+        init_device,
+        load_binary,
+        data_alloc,
+        data_submit,
+        data_retrieve,
+        data_delete,
+        run_target_region,
+        run_target_team_region,
+    )
+    else {
+        return Err(missing);
+    };
+    Ok(Entries {
+        number_of_devices,
+        is_valid_binary,
+        init_device,
+        load_binary,
+        data_alloc,
+        data_submit,
+        data_retrieve,
+        data_delete,
+        run_target_region,
+        run_target_team_region,
+        is_data_exchangable: optional!(names::IS_DATA_EXCHANGABLE),
+        supports_empty_images: optional!(names::SUPPORTS_EMPTY_IMAGES),
+        init_requires: optional!(names::INIT_REQUIRES),
+        data_submit_async: optional!(names::DATA_SUBMIT_ASYNC),
+        data_retrieve_async: optional!(names::DATA_RETRIEVE_ASYNC),
+        data_exchange: optional!(names::DATA_EXCHANGE),
+        data_exchange_async: optional!(names::DATA_EXCHANGE_ASYNC),
+        run_target_region_async: optional!(names::RUN_TARGET_REGION_ASYNC),
+        run_target_team_region_async: optional!(names::RUN_TARGET_TEAM_REGION_ASYNC),
+        synchronize: optional!(names::SYNCHRONIZE),
+        set_info_flag: optional!(names::SET_INFO_FLAG),
+        print_device_info: optional!(names::PRINT_DEVICE_INFO),
+        create_event: optional!(names::CREATE_EVENT),
+        record_event: optional!(names::RECORD_EVENT),
+        wait_event: optional!(names::WAIT_EVENT),
+        sync_event: optional!(names::SYNC_EVENT),
+        destroy_event: optional!(names::DESTROY_EVENT),
+        init_async_info: optional!(names::INIT_ASYNC_INFO),
+        init_device_info: optional!(names::INIT_DEVICE_INFO),
+        init_plugin: optional!(names::INIT_PLUGIN),
+        deinit_plugin: optional!(names::DEINIT_PLUGIN),
+        deinit_device: optional!(names::DEINIT_DEVICE),
+        unload_binary: optional!(names::UNLOAD_BINARY),
+        register_destruction_cb: optional!(names::REGISTER_DESTRUCTION_CB),
+        last_error: optional!(names::LAST_ERROR_MESSAGE),
+        run_typed_region: optional!(names::RUN_TYPED_REGION),
+    })
 }
 
 /// Names of the optional entries `entries` has, for diagnostics.
 fn optional_exported(entries: &Entries) -> Vec<&'static str> {
-        let all: [(&'static str, bool); 26] = [
-            (names::LAST_ERROR_MESSAGE, entries.last_error.is_some()),
-            (names::RUN_TYPED_REGION, entries.run_typed_region.is_some()),
-            (
-                names::IS_DATA_EXCHANGABLE,
-                entries.is_data_exchangable.is_some(),
-            ),
-            (
-                names::SUPPORTS_EMPTY_IMAGES,
-                entries.supports_empty_images.is_some(),
-            ),
-            (names::INIT_REQUIRES, entries.init_requires.is_some()),
-            (names::DATA_SUBMIT_ASYNC, entries.data_submit_async.is_some()),
-            (
-                names::DATA_RETRIEVE_ASYNC,
-                entries.data_retrieve_async.is_some(),
-            ),
-            (names::DATA_EXCHANGE, entries.data_exchange.is_some()),
-            (
-                names::DATA_EXCHANGE_ASYNC,
-                entries.data_exchange_async.is_some(),
-            ),
-            (
-                names::RUN_TARGET_REGION_ASYNC,
-                entries.run_target_region_async.is_some(),
-            ),
-            (
-                names::RUN_TARGET_TEAM_REGION_ASYNC,
-                entries.run_target_team_region_async.is_some(),
-            ),
-            (names::SYNCHRONIZE, entries.synchronize.is_some()),
-            (names::SET_INFO_FLAG, entries.set_info_flag.is_some()),
-            (names::PRINT_DEVICE_INFO, entries.print_device_info.is_some()),
-            (names::CREATE_EVENT, entries.create_event.is_some()),
-            (names::RECORD_EVENT, entries.record_event.is_some()),
-            (names::WAIT_EVENT, entries.wait_event.is_some()),
-            (names::SYNC_EVENT, entries.sync_event.is_some()),
-            (names::DESTROY_EVENT, entries.destroy_event.is_some()),
-            (names::INIT_ASYNC_INFO, entries.init_async_info.is_some()),
-            (names::INIT_DEVICE_INFO, entries.init_device_info.is_some()),
-            (names::INIT_PLUGIN, entries.init_plugin.is_some()),
-            (names::DEINIT_PLUGIN, entries.deinit_plugin.is_some()),
-            (names::DEINIT_DEVICE, entries.deinit_device.is_some()),
-            (names::UNLOAD_BINARY, entries.unload_binary.is_some()),
-            (
-                names::REGISTER_DESTRUCTION_CB,
-                entries.register_destruction_cb.is_some(),
-            ),
-        ];
-        all.iter()
-            .filter(|(_, has)| *has)
-            .map(|(n, _)| *n)
-            .collect()
-    }
+    let all: [(&'static str, bool); 26] = [
+        (names::LAST_ERROR_MESSAGE, entries.last_error.is_some()),
+        (names::RUN_TYPED_REGION, entries.run_typed_region.is_some()),
+        (
+            names::IS_DATA_EXCHANGABLE,
+            entries.is_data_exchangable.is_some(),
+        ),
+        (
+            names::SUPPORTS_EMPTY_IMAGES,
+            entries.supports_empty_images.is_some(),
+        ),
+        (names::INIT_REQUIRES, entries.init_requires.is_some()),
+        (
+            names::DATA_SUBMIT_ASYNC,
+            entries.data_submit_async.is_some(),
+        ),
+        (
+            names::DATA_RETRIEVE_ASYNC,
+            entries.data_retrieve_async.is_some(),
+        ),
+        (names::DATA_EXCHANGE, entries.data_exchange.is_some()),
+        (
+            names::DATA_EXCHANGE_ASYNC,
+            entries.data_exchange_async.is_some(),
+        ),
+        (
+            names::RUN_TARGET_REGION_ASYNC,
+            entries.run_target_region_async.is_some(),
+        ),
+        (
+            names::RUN_TARGET_TEAM_REGION_ASYNC,
+            entries.run_target_team_region_async.is_some(),
+        ),
+        (names::SYNCHRONIZE, entries.synchronize.is_some()),
+        (names::SET_INFO_FLAG, entries.set_info_flag.is_some()),
+        (
+            names::PRINT_DEVICE_INFO,
+            entries.print_device_info.is_some(),
+        ),
+        (names::CREATE_EVENT, entries.create_event.is_some()),
+        (names::RECORD_EVENT, entries.record_event.is_some()),
+        (names::WAIT_EVENT, entries.wait_event.is_some()),
+        (names::SYNC_EVENT, entries.sync_event.is_some()),
+        (names::DESTROY_EVENT, entries.destroy_event.is_some()),
+        (names::INIT_ASYNC_INFO, entries.init_async_info.is_some()),
+        (names::INIT_DEVICE_INFO, entries.init_device_info.is_some()),
+        (names::INIT_PLUGIN, entries.init_plugin.is_some()),
+        (names::DEINIT_PLUGIN, entries.deinit_plugin.is_some()),
+        (names::DEINIT_DEVICE, entries.deinit_device.is_some()),
+        (names::UNLOAD_BINARY, entries.unload_binary.is_some()),
+        (
+            names::REGISTER_DESTRUCTION_CB,
+            entries.register_destruction_cb.is_some(),
+        ),
+    ];
+    all.iter()
+        .filter(|(_, has)| *has)
+        .map(|(n, _)| *n)
+        .collect()
+}

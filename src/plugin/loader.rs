@@ -6,10 +6,10 @@
 //! (`deinit_plugin` if `init_plugin` succeeded, then close).
 use super::builtin::BuiltinPlugin;
 use super::claim::Claim;
-use super::PluginCode;
 use super::entries::{Entries, EntriesExt};
 use super::liveness::{on_plugin_destroyed, Liveness};
 use super::Plugin;
+use super::PluginCode;
 use crate::step_outcome::StepOutcome;
 use libloading::Library;
 use scopeguard::ScopeGuard;
@@ -203,7 +203,8 @@ impl Partial {
         }
         if let Some(library) = self.library.take() {
             self.liveness.mark_closed();
-            let deinit_ok = !matches!(undone.first(), Some(("deinit_plugin", o)) if *o != StepOutcome::Done);
+            let deinit_ok =
+                !matches!(undone.first(), Some(("deinit_plugin", o)) if *o != StepOutcome::Done);
             let outcome = library.close(deinit_ok, &mut self.claim);
             undone.push(("close", outcome));
             // `deinit_plugin` success means the plugin forgot the callback.
@@ -337,11 +338,14 @@ fn load(source: &PluginSource, first_device: usize, room: usize) -> Result<Plugi
     })
 }
 
-
 /// What [`load`] starts from: the code (kept open), its entries or the
 /// required ones it lacks, and this runtime's claim on its state (`None`:
 /// another runtime holds it).
-type Opened = (PluginCode, Result<Entries, Vec<&'static str>>, Option<Claim>);
+type Opened = (
+    PluginCode,
+    Result<Entries, Vec<&'static str>>,
+    Option<Claim>,
+);
 
 /// `dlopen` a plugin library, resolve its entries and claim it.
 fn open_library(path: &Path) -> Result<Opened, SkipReason> {
@@ -369,6 +373,10 @@ fn open_library(path: &Path) -> Result<Opened, SkipReason> {
 
 /// Claim a free instance of a built-in plugin.
 fn claim_builtin(builtin: &BuiltinPlugin) -> Result<Opened, SkipReason> {
+    // The runtime returns every failure of a built-in plugin, with the
+    // plugin's message, as an error value: no second copy on stderr.
+    #[cfg(feature = "builtin-host")]
+    omptarget_plugin_kit::report::errors_are_returned();
     for index in 0..builtin.instances {
         let Some(instance) = (builtin.instance)(index) else {
             break;

@@ -12,6 +12,8 @@ pub struct Instance {
 
 impl std::fmt::Debug for Instance {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Instance").field("key", &self.key).finish_non_exhaustive()
+        f.debug_struct("Instance")
+            .field("key", &self.key)
+            .finish_non_exhaustive()
     }
 }

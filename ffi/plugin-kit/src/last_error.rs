@@ -90,7 +90,10 @@ mod tests {
     fn a_message_is_read_once_and_long_ones_are_cut_on_a_char_boundary() {
         assert_eq!(take(), None);
         set(&"load_binary: undefined symbol: foo");
-        assert_eq!(take().as_deref(), Some("load_binary: undefined symbol: foo"));
+        assert_eq!(
+            take().as_deref(),
+            Some("load_binary: undefined symbol: foo")
+        );
         assert_eq!(take(), None, "read once");
         let long = "é".repeat(CAPACITY); // 2 bytes each
         set(&long);

@@ -9,7 +9,7 @@
 
 use std::fmt::Display;
 use std::io::Write;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
 const UNKNOWN: u8 = 0;
 const OFF: u8 = 1;
@@ -32,8 +32,25 @@ pub fn debug_enabled() -> bool {
     }
 }
 
-/// Print `omptarget-rs plugin <plugin>: error in <entry>: <message>`.
+/// Set once a runtime in this copy of the kit reads every failure's
+/// message back (`__tgt_rtl_last_error_message`) into its own error values:
+/// the built-in plugins of a Rust program. Their failures then print only
+/// as debug lines, instead of on stderr beside the error the program gets.
+/// (A plugin library has its own copy of this flag, never set.)
+static ERRORS_RETURNED: AtomicBool = AtomicBool::new(false);
+
+/// See [`ERRORS_RETURNED`]: for the runtime that uses built-in plugins.
+pub fn errors_are_returned() {
+    ERRORS_RETURNED.store(true, Ordering::Relaxed);
+}
+
+/// Print `omptarget-rs plugin <plugin>: error in <entry>: <message>` (a
+/// debug line only, when the runtime returns the message itself).
 pub fn error(plugin: &str, entry: &str, message: &dyn Display) {
+    if ERRORS_RETURNED.load(Ordering::Relaxed) {
+        debug(plugin, &format_args!("error in {entry}: {message}"));
+        return;
+    }
     let line = format!("omptarget-rs plugin {plugin}: error in {entry}: {message}\n");
     let _ = std::io::stderr().write_all(line.as_bytes());
 }

@@ -10,8 +10,8 @@
 use libffi::low::{
     call, ffi_abi, ffi_abi_FFI_DEFAULT_ABI, ffi_cif, ffi_type, prep_cif, types, CodePtr,
 };
-pub use omptarget_plugin_kit::entries::INLINE_ARGS;
 use omptarget_plugin_kit::abi::plugin::KernelArgType;
+pub use omptarget_plugin_kit::entries::INLINE_ARGS;
 use std::ffi::c_void;
 use std::ptr::{addr_of_mut, NonNull};
 
@@ -50,7 +50,11 @@ pub unsafe fn call_with_typed_args(
     types: &[KernelArgType],
 ) -> Result<(), String> {
     if types.len() != args.len() {
-        return Err(format!("{} arguments but {} types", args.len(), types.len()));
+        return Err(format!(
+            "{} arguments but {} types",
+            args.len(),
+            types.len()
+        ));
     }
     // SAFETY: per this function's contract.
     unsafe { call_with_abi(ffi_abi_FFI_DEFAULT_ABI, entry, args, Some(types)) }

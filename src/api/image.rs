@@ -1,0 +1,308 @@
+//! `Image`: a device object loaded on one device, its kernels and globals.
+use super::kernel::{Kernel, KernelSignature};
+use super::DeviceCopy;
+use crate::device::images::KeepAlive;
+use crate::image::{EntryKind, OwnedImage};
+use crate::{Device, DevicePtr, Error, Result};
+use std::ffi::{c_void, CStr};
+use std::marker::PhantomData;
+use std::path::Path;
+use std::sync::Arc;
+
+/// One entry of a loaded image.
+#[derive(Debug)]
+struct Entry {
+    name: String,
+    kind: EntryKind,
+    /// The device address the plugin gave it.
+    addr: usize,
+}
+
+/// A device object (an x86_64 shared object for the host plugin, a cubin
+/// for CUDA) loaded on one device, with the kernels and globals it was
+/// loaded for. Dropping it unloads it (if the plugin can; otherwise it
+/// stays loaded, with its storage, until shutdown).
+pub struct Image<'rt> {
+    device: &'rt Device,
+    storage: Arc<OwnedImage>,
+    entries: Vec<Entry>,
+    /// Still to be unloaded.
+    loaded: bool,
+}
+
+impl<'rt> Image<'rt> {
+    /// Load the device object `bytes` on `device`, for the entries named
+    /// `entry_names`: its kernels (functions) and globals (variables). The
+    /// object's symbol table says which is which, and each global's size.
+    ///
+    /// # Errors
+    /// * [`Error::InvalidImage`]: not an ELF object, no symbol of that
+    ///   name, or the plugin rejects the object;
+    /// * [`Error::ImageLoadFailed`], with the plugin's or the loader's
+    ///   reason (e.g. `undefined symbol: ...`).
+    pub fn load(device: &'rt Device, bytes: &[u8], entry_names: &[&str]) -> Result<Image<'rt>> {
+        let storage = Arc::new(OwnedImage::new(bytes, entry_names).map_err(|reason| {
+            Error::InvalidImage {
+                device: device.id(),
+                plugin: device.plugin_name().to_owned(),
+                reason,
+            }
+        })?);
+        let desc = storage.as_device_image();
+        // SAFETY: `desc` points into `storage`, alive while we hold it.
+        if !unsafe { device.is_valid_image(desc) }? {
+            return Err(Error::InvalidImage {
+                device: device.id(),
+                plugin: device.plugin_name().to_owned(),
+                reason: format!(
+                    "the plugin cannot run it (is_valid_binary said no){}",
+                    device
+                        .plugin()
+                        .take_last_error()
+                        .map(|r| format!(": {r}"))
+                        .unwrap_or_default()
+                ),
+            });
+        }
+        let keepalive: KeepAlive = storage.clone();
+        // SAFETY: the device keeps `storage` alive as long as the image is
+        // loaded (and until the plugin is closed).
+        let loaded = unsafe { device.load_image_kept(desc, Some(keepalive)) }?;
+        let image = Image {
+            device,
+            storage,
+            entries: Vec::new(),
+            loaded: true,
+        };
+        // From here on `image` unloads itself if checking fails.
+        image.with_entries(loaded.entries)
+    }
+
+    /// [`Image::load`] from a file.
+    pub fn load_file(
+        device: &'rt Device,
+        path: impl AsRef<Path>,
+        entry_names: &[&str],
+    ) -> Result<Image<'rt>> {
+        let path = path.as_ref();
+        let bytes = std::fs::read(path).map_err(|source| Error::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Self::load(device, &bytes, entry_names)
+    }
+
+    /// Check the target table against our entries and keep it.
+    fn with_entries(mut self, table: Vec<crate::abi::OffloadEntry>) -> Result<Self> {
+        let expected: Vec<(String, EntryKind)> = self
+            .storage
+            .entries()
+            .map(|(name, kind)| (name.to_owned(), kind))
+            .collect();
+        if table.len() != expected.len() {
+            return Err(Error::EntryMismatch {
+                device: self.device.id(),
+                index: table.len().min(expected.len()),
+                expected: format!("{} entries", expected.len()),
+                found: format!("{} entries", table.len()),
+            });
+        }
+        for (index, (entry, (name, kind))) in table.iter().zip(expected).enumerate() {
+            if !entry.name.is_null() {
+                // SAFETY: the plugin contract: a non-null name in a target
+                // table is a host-readable C string.
+                let found = unsafe { CStr::from_ptr(entry.name) }.to_string_lossy();
+                if found != name {
+                    return Err(Error::EntryMismatch {
+                        device: self.device.id(),
+                        index,
+                        expected: name,
+                        found: found.into_owned(),
+                    });
+                }
+            }
+            if entry.addr.is_null() {
+                return Err(Error::InvalidImage {
+                    device: self.device.id(),
+                    plugin: self.device.plugin_name().to_owned(),
+                    reason: format!("the plugin gave entry {name:?} no device address"),
+                });
+            }
+            self.entries.push(Entry {
+                name,
+                kind,
+                addr: entry.addr as usize,
+            });
+        }
+        Ok(self)
+    }
+
+    fn entry(&self, name: &str) -> Result<&Entry> {
+        self.entries
+            .iter()
+            .find(|e| e.name == name)
+            .ok_or_else(|| Error::KernelNotFound {
+                name: name.to_owned(),
+                available: self.entries.iter().map(|e| e.name.clone()).collect(),
+            })
+    }
+
+    /// The kernel named `name`, with the C signature `S` (a tuple of
+    /// [`crate::KernelParam`]s, e.g. `(Ptr<f32>, PtrMut<f32>, usize)` for
+    /// `void k(const float *, float *, size_t)`).
+    ///
+    /// # Safety
+    /// The object code cannot be checked against a Rust type, so the caller
+    /// vouches, once, for every launch of the returned kernel:
+    /// * the function's parameters are exactly `S`, in order;
+    /// * it reads and writes only the buffers passed to it, within their
+    ///   lengths (when a length is an argument, pass the buffer's);
+    /// * it writes only through [`crate::PtrMut`] parameters.
+    ///
+    /// # Errors
+    /// [`Error::KernelNotFound`]; [`Error::InvalidArgument`] when `name` is
+    /// a global variable, not a function.
+    pub unsafe fn kernel<S: KernelSignature>(&self, name: &str) -> Result<Kernel<'_, S>> {
+        let entry = self.entry(name)?;
+        match entry.kind {
+            EntryKind::Function => Ok(Kernel {
+                device: self.device,
+                name: &entry.name,
+                addr: entry.addr,
+                _signature: PhantomData,
+            }),
+            EntryKind::Global { size } => Err(Error::InvalidArgument(format!(
+                "{name:?} is a global variable of {size} bytes, not a kernel (use Image::global)"
+            ))),
+        }
+    }
+
+    /// The global variable named `name`, as a `T`.
+    ///
+    /// # Errors
+    /// [`Error::KernelNotFound`] (no such entry); [`Error::InvalidArgument`]
+    /// when `name` is a function, or its size is not `size_of::<T>()`.
+    pub fn global<T: DeviceCopy>(&self, name: &str) -> Result<Global<'_, T>> {
+        let entry = self.entry(name)?;
+        match entry.kind {
+            EntryKind::Global { size } if size == std::mem::size_of::<T>() => Ok(Global {
+                device: self.device,
+                name: &entry.name,
+                ptr: DevicePtr::from_raw(entry.addr as *mut c_void),
+                _value: PhantomData,
+            }),
+            EntryKind::Global { size } => Err(Error::InvalidArgument(format!(
+                "global {name:?} has {size} bytes; a {} has {}",
+                std::any::type_name::<T>(),
+                std::mem::size_of::<T>()
+            ))),
+            EntryKind::Function => Err(Error::InvalidArgument(format!(
+                "{name:?} is a function, not a global variable (use Image::kernel)"
+            ))),
+        }
+    }
+
+    /// The entry names, in the order they were given.
+    pub fn entry_names(&self) -> impl Iterator<Item = &str> {
+        self.entries.iter().map(|e| e.name.as_str())
+    }
+
+    /// The device it is loaded on.
+    pub fn device(&self) -> &'rt Device {
+        self.device
+    }
+
+    /// Unload now, reporting a failure (drop only logs it). `Ok(false)`:
+    /// the plugin cannot unload; the image stays loaded until shutdown.
+    pub fn unload(mut self) -> Result<bool> {
+        self.unload_once()
+    }
+
+    fn unload_once(&mut self) -> Result<bool> {
+        if !std::mem::replace(&mut self.loaded, false) {
+            return Ok(true);
+        }
+        // SAFETY: loaded on this device by `load`; the device keeps its own
+        // reference to the storage if the plugin cannot unload.
+        unsafe { self.device.unload_image(self.storage.as_device_image()) }
+    }
+}
+
+impl Drop for Image<'_> {
+    fn drop(&mut self) {
+        if let Err(err) = self.unload_once() {
+            tracing::warn!(
+                device = self.device.id(),
+                "unloading a dropped Image failed: {err}"
+            );
+        }
+    }
+}
+
+impl std::fmt::Debug for Image<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Image")
+            .field("device", &self.device.id())
+            .field("entries", &self.entries)
+            .finish()
+    }
+}
+
+/// A global variable of a loaded image, typed as `T`. Borrows the image.
+pub struct Global<'img, T: DeviceCopy> {
+    device: &'img Device,
+    name: &'img str,
+    ptr: DevicePtr,
+    _value: PhantomData<T>,
+}
+
+impl<T: DeviceCopy> Global<'_, T> {
+    /// The variable's name.
+    pub fn name(&self) -> &str {
+        self.name
+    }
+
+    /// Its device address (to pass to code that takes addresses).
+    pub fn device_ptr(&self) -> DevicePtr {
+        self.ptr
+    }
+
+    /// Read its current value from the device.
+    pub fn read(&self) -> Result<T> {
+        let mut value = std::mem::MaybeUninit::<T>::uninit();
+        // SAFETY: `value` is writable for size_of::<T>() bytes and any bytes
+        // are a valid `T` (DeviceCopy); the global is that large (checked
+        // by `Image::global`) and lives while the image is loaded.
+        unsafe {
+            self.device.retrieve(
+                value.as_mut_ptr().cast(),
+                self.ptr,
+                std::mem::size_of::<T>(),
+            )?;
+            Ok(value.assume_init())
+        }
+    }
+
+    /// Write `value` to the device.
+    pub fn write(&mut self, value: &T) -> Result<()> {
+        // SAFETY: `value` is readable for size_of::<T>() bytes; the global
+        // is that large and lives while the image is loaded.
+        unsafe {
+            self.device.submit(
+                self.ptr,
+                (value as *const T).cast(),
+                std::mem::size_of::<T>(),
+            )
+        }
+    }
+}
+
+impl<T: DeviceCopy> std::fmt::Debug for Global<'_, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Global")
+            .field("name", &self.name)
+            .field("device", &self.device.id())
+            .field("type", &std::any::type_name::<T>())
+            .finish()
+    }
+}

@@ -1,0 +1,296 @@
+//! Operations on a plugin queue (`__tgt_async_info`) and its events: what
+//! the typed API's [`crate::Queue`] and [`crate::Event`] are built on.
+//!
+//! Each operation uses the plugin's `_async` entry with the caller's queue
+//! when the plugin has one, so a GPU plugin runs it in stream order; a
+//! plugin without it runs the operation synchronously, which is a valid
+//! (fully ordered) queue. Events use the plugin's event entries; a plugin
+//! without them gets host-side events: recording one synchronises the
+//! queue, so the event is complete when it exists.
+use super::{to_i64, Device, DevicePtr};
+use crate::abi::plugin::KernelArgType;
+use crate::abi::{self, AsyncInfo};
+use crate::launch::RegionLaunch;
+use crate::{Error, Result};
+use std::ffi::c_void;
+
+/// A plugin event, or none: then the event completed when it was recorded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RawEvent(pub(crate) *mut c_void);
+
+impl Device {
+    /// Copy `size` bytes host -> device on `queue`.
+    ///
+    /// # Safety
+    /// `src` stays readable for `size` bytes and `dst..dst+size` is device
+    /// memory of this device, until `queue` is synchronised.
+    pub(crate) unsafe fn submit_on(
+        &self,
+        queue: &mut AsyncInfo,
+        dst: DevicePtr,
+        src: *const c_void,
+        size: usize,
+    ) -> Result<()> {
+        self.ensure_initialized()?;
+        let size64 = to_i64(size)?;
+        let local = self.local_id;
+        let src = src as *mut c_void;
+        let code = self.plugin.call(|e| match e.data_submit_async {
+            // SAFETY: per this function's contract.
+            Some(submit) => unsafe { submit(local, dst.as_ptr(), src, size64, queue) },
+            // SAFETY: per this function's contract.
+            None => unsafe { (e.data_submit)(local, dst.as_ptr(), src, size64) },
+        })?;
+        self.check("data_submit_async", code)
+    }
+
+    /// Copy `size` bytes device -> host on `queue`.
+    ///
+    /// # Safety
+    /// `dst` stays writable for `size` bytes (and unread by the host) and
+    /// `src..src+size` is device memory of this device, until `queue` is
+    /// synchronised.
+    pub(crate) unsafe fn retrieve_on(
+        &self,
+        queue: &mut AsyncInfo,
+        dst: *mut c_void,
+        src: DevicePtr,
+        size: usize,
+    ) -> Result<()> {
+        self.ensure_initialized()?;
+        let size64 = to_i64(size)?;
+        let local = self.local_id;
+        let code = self.plugin.call(|e| match e.data_retrieve_async {
+            // SAFETY: per this function's contract.
+            Some(retrieve) => unsafe { retrieve(local, dst, src.as_ptr(), size64, queue) },
+            // SAFETY: per this function's contract.
+            None => unsafe { (e.data_retrieve)(local, dst, src.as_ptr(), size64) },
+        })?;
+        self.check("data_retrieve_async", code)
+    }
+
+    /// Copy `size` bytes from this device's `src` to `dst_device`'s `dst`
+    /// on `queue` (this device's): straight when the plugin can exchange
+    /// data between the two, else through a host buffer (synchronously).
+    ///
+    /// # Safety
+    /// Both ranges are device memory of their devices, `size` bytes long,
+    /// until `queue` is synchronised.
+    pub(crate) unsafe fn copy_to_device_on(
+        &self,
+        queue: &mut AsyncInfo,
+        src: DevicePtr,
+        dst_device: &Device,
+        dst: DevicePtr,
+        size: usize,
+    ) -> Result<()> {
+        self.ensure_initialized()?;
+        dst_device.ensure_initialized()?;
+        if self.can_exchange_with(dst_device) {
+            let size64 = to_i64(size)?;
+            let (src_id, dst_id) = (self.local_id, dst_device.local_id);
+            let code = self.plugin.call(|e| {
+                match (e.data_exchange_async, e.data_exchange) {
+                    // SAFETY: per this function's contract.
+                    (Some(exchange), _) => unsafe {
+                        exchange(src_id, src.as_ptr(), dst_id, dst.as_ptr(), size64, queue)
+                    },
+                    // SAFETY: per this function's contract.
+                    (None, Some(exchange)) => unsafe {
+                        exchange(src_id, src.as_ptr(), dst_id, dst.as_ptr(), size64)
+                    },
+                    (None, None) => abi::OFFLOAD_FAIL,
+                }
+            })?;
+            return self.check("data_exchange_async", code);
+        }
+        // Through the host: everything queued before must have happened.
+        self.synchronize_queue(queue)?;
+        let mut staging = vec![0u8; size];
+        // SAFETY: `staging` holds `size` bytes; the ranges per the contract.
+        unsafe {
+            self.retrieve(staging.as_mut_ptr().cast(), src, size)?;
+            dst_device.submit(dst, staging.as_ptr().cast(), size)
+        }
+    }
+
+    /// Run a kernel on `queue` (`None`: run and wait). With the plugin's
+    /// `run_typed_region` every C scalar type is passed as such; without
+    /// it only pointer-sized arguments can be passed, and others are
+    /// refused.
+    ///
+    /// # Safety
+    /// `entry` is a kernel of an image loaded on this device whose C
+    /// parameters are `types`; `args` hold its values (each in the low
+    /// bytes of its slot), and every device address among them stays
+    /// valid for what the kernel does until the queue is synchronised.
+    pub(crate) unsafe fn run_typed_on(
+        &self,
+        queue: Option<&mut AsyncInfo>,
+        entry: *mut c_void,
+        args: &mut [*mut c_void],
+        types: &[KernelArgType],
+        launch: RegionLaunch,
+    ) -> Result<()> {
+        if args.len() != types.len() {
+            return Err(Error::InvalidArgument(format!(
+                "{} arguments but {} types",
+                args.len(),
+                types.len()
+            )));
+        }
+        let typed = self.plugin.call(|e| e.run_typed_region)?;
+        let Some(run_typed) = typed else {
+            if let Some(other) = types.iter().find(|t| **t != KernelArgType::Pointer) {
+                return Err(Error::Unsupported {
+                    plugin: self.plugin.name().to_owned(),
+                    what: match other {
+                        KernelArgType::F32 | KernelArgType::F64 => {
+                            "floating-point kernel arguments (it has no __tgt_rtl_run_typed_region)"
+                        }
+                        _ => "kernel arguments narrower than a pointer (it has no __tgt_rtl_run_typed_region)",
+                    },
+                });
+            }
+            let mut offsets = vec![0isize; args.len()];
+            // SAFETY: per this function's contract (all pointer-sized).
+            return unsafe { self.run_region(entry, args, &mut offsets, launch) };
+        };
+        self.ensure_initialized()?;
+        let num_args = i32::try_from(args.len())
+            .map_err(|_| Error::InvalidArgument(format!("{} arguments", args.len())))?;
+        let mut offsets = vec![0isize; args.len()];
+        let codes: Vec<u8> = types.iter().map(|t| *t as u8).collect();
+        let (num_teams, thread_limit, tripcount) = match launch {
+            RegionLaunch::Single => (-1, 0, 0),
+            RegionLaunch::Teams {
+                num_teams,
+                thread_limit,
+                loop_tripcount,
+            } => (num_teams.max(0), thread_limit, loop_tripcount),
+        };
+        let local = self.local_id;
+        let queue = queue.map_or(std::ptr::null_mut(), |q| q as *mut AsyncInfo);
+        let mut outcome = None;
+        // A kernel may end its thread: intercept it before our frames (as
+        // `run_region` does).
+        if let Err(exit) = omptarget_thread_exit::call_intercepting_exit(|| {
+            outcome = Some(self.plugin.call(|_| {
+                // SAFETY: per this function's contract; the arrays hold
+                // `num_args` elements each.
+                unsafe {
+                    run_typed(
+                        local,
+                        entry,
+                        args.as_mut_ptr(),
+                        offsets.as_mut_ptr(),
+                        codes.as_ptr(),
+                        num_args,
+                        num_teams,
+                        thread_limit,
+                        tripcount,
+                        queue,
+                    )
+                }
+            }))
+        }) {
+            omptarget_thread_exit::set_pending(exit);
+            return Err(Error::ThreadExiting);
+        }
+        let Some(code) = outcome else {
+            return Err(Error::ThreadExiting);
+        };
+        self.check("run_typed_region", code?)
+    }
+
+    /// Wait for everything on `queue` (`synchronize`), which also gives the
+    /// queue back to the plugin. A queue the plugin never set needs nothing.
+    pub(crate) fn synchronize_queue(&self, queue: &mut AsyncInfo) -> Result<()> {
+        if queue.queue.is_null() {
+            return self.plugin.call(|_| ());
+        }
+        let local = self.local_id;
+        let code = self.plugin.call(|e| match e.synchronize {
+            // SAFETY: `queue` was set by this plugin for this device.
+            Some(sync) => unsafe { sync(local, queue) },
+            None => abi::OFFLOAD_SUCCESS,
+        })?;
+        self.check("synchronize", code)
+    }
+
+    /// Record an event after everything queued so far on `queue`.
+    pub(crate) fn record_event_on(&self, queue: &mut AsyncInfo) -> Result<RawEvent> {
+        self.ensure_initialized()?;
+        let local = self.local_id;
+        let entries = self
+            .plugin
+            .call(|e| (e.create_event, e.record_event, e.destroy_event))?;
+        let (Some(create), Some(record), Some(destroy)) = entries else {
+            // Host-side event: complete once everything before it is.
+            self.synchronize_queue(queue)?;
+            return Ok(RawEvent(std::ptr::null_mut()));
+        };
+        let mut event = std::ptr::null_mut();
+        // SAFETY: `event` is a writable slot.
+        let code = self.plugin.call(|_| unsafe { create(local, &mut event) })?;
+        self.check("create_event", code)?;
+        // SAFETY: a fresh event of this device; `queue` is this device's.
+        let code = self
+            .plugin
+            .call(|_| unsafe { record(local, event, queue) })?;
+        if let Err(err) = self.check("record_event", code) {
+            // SAFETY: created above, recorded nowhere.
+            let _ = self.plugin.call(|_| unsafe { destroy(local, event) });
+            return Err(err);
+        }
+        Ok(RawEvent(event))
+    }
+
+    /// Make `queue` wait for `event` (of this device's plugin).
+    pub(crate) fn wait_event_on(&self, queue: &mut AsyncInfo, event: RawEvent) -> Result<()> {
+        if event.0.is_null() {
+            return Ok(());
+        }
+        let local = self.local_id;
+        let code = self.plugin.call(|e| match e.wait_event {
+            // SAFETY: an event of this plugin; `queue` is this device's.
+            Some(wait) => unsafe { wait(local, event.0, queue) },
+            None => abi::OFFLOAD_FAIL,
+        })?;
+        self.check("wait_event", code)
+    }
+
+    /// Block until `event` has happened.
+    pub(crate) fn sync_event(&self, event: RawEvent) -> Result<()> {
+        if event.0.is_null() {
+            return Ok(());
+        }
+        let local = self.local_id;
+        let code = self.plugin.call(|e| match e.sync_event {
+            // SAFETY: an event this device created.
+            Some(sync) => unsafe { sync(local, event.0) },
+            None => abi::OFFLOAD_FAIL,
+        })?;
+        self.check("sync_event", code)
+    }
+
+    /// Destroy `event` (after it is no longer waited on).
+    pub(crate) fn destroy_event(&self, event: RawEvent) -> Result<()> {
+        if event.0.is_null() {
+            return Ok(());
+        }
+        let local = self.local_id;
+        let code = self.plugin.call(|e| match e.destroy_event {
+            // SAFETY: an event this device created, destroyed once.
+            Some(destroy) => unsafe { destroy(local, event.0) },
+            None => abi::OFFLOAD_SUCCESS,
+        })?;
+        self.check("destroy_event", code)
+    }
+
+    /// True when both devices are served by the same plugin (so an event
+    /// of one can be waited for on a queue of the other).
+    pub(crate) fn same_plugin(&self, other: &Device) -> bool {
+        std::sync::Arc::ptr_eq(&self.plugin, &other.plugin)
+    }
+}

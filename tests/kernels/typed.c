@@ -1,0 +1,37 @@
+/* Kernels with C parameters of every scalar type, and globals: what the
+ * Rust API's typed kernels (omptarget::Kernel<S>) and globals pass and read.
+ * Built with `cc -shared -fPIC`; no offload entry section is needed. */
+#include <stddef.h>
+#include <stdint.h>
+
+/* y[i] = a * x[i]: a float parameter (an SSE register on x86_64). */
+void scale_f32(float a, const float *x, float *y, size_t n) {
+  for (size_t i = 0; i < n; ++i)
+    y[i] = a * x[i];
+}
+
+/* Every C scalar type, written back as doubles. */
+void scalars(int8_t a, uint8_t b, int16_t c, uint16_t d, int32_t e, uint32_t f,
+             int64_t g, uint64_t h, float x, double y, double *out) {
+  out[0] = a;
+  out[1] = b;
+  out[2] = c;
+  out[3] = d;
+  out[4] = e;
+  out[5] = f;
+  out[6] = (double)g;
+  out[7] = (double)h;
+  out[8] = x;
+  out[9] = y;
+}
+
+/* A global counter and a global table. */
+int32_t counter = 41;
+double table[4] = {1.0, 2.0, 3.0, 4.0};
+
+void bump(int32_t by) { counter += by; }
+
+/* out[0] = sum(table) */
+void sum_table(double *out) {
+  out[0] = table[0] + table[1] + table[2] + table[3];
+}

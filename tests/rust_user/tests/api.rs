@@ -1,0 +1,381 @@
+//! The Rust API as a user meets it: `omptarget` by path with its default
+//! features, `Runtime::new(Config::default())`, no staged file, no
+//! variable. Every rule of the API is a test here; the lifetime and
+//! aliasing rules are `compile_fail` doctests in the crate itself.
+use omptarget::{
+    Config, DeviceBuffer, Error, Image, Kernel, LaunchConfig, Ptr, PtrMut, Runtime, SkipReason,
+};
+use omptarget_user_tests::kernel;
+
+fn runtime() -> Runtime {
+    Runtime::new(Config::default()).expect("the default runtime has the built-in host devices")
+}
+
+#[test]
+fn the_default_runtime_has_host_devices_and_a_clean_shutdown() -> anyhow::Result<()> {
+    let runtime = runtime();
+    assert_eq!(runtime.device_count(), 4, "OMPTARGET_HOST_DEVICES default");
+    let plugins = runtime.plugins();
+    assert_eq!(plugins.len(), 1);
+    assert!(plugins[0].name.contains("built-in host"), "{plugins:?}");
+    let device = runtime.device(0)?;
+    let buffer = DeviceBuffer::from_slice(device, &[1u8, 2, 3])?;
+    assert_eq!(buffer.to_vec()?, [1, 2, 3]);
+    drop(buffer);
+    let report = runtime.shutdown();
+    assert!(report.is_clean(), "{report}");
+    // The same lifecycle as a plugin library: drain, deinit device,
+    // deinit plugin, close (the built-in instance is given back).
+    let text = report.to_string();
+    for step in ["drain", "deinit device", "deinit plugin", "close plugin"] {
+        assert!(text.contains(step), "{step}: {text}");
+    }
+    Ok(())
+}
+
+/// `cargo test` runs tests on parallel threads, each with its own runtime:
+/// each gets devices and its own lifecycle.
+#[test]
+fn runtimes_on_parallel_threads_each_get_their_own_devices() -> anyhow::Result<()> {
+    let so = kernel("vec_add.c")?;
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..6)
+            .map(|t| {
+                let so = &so;
+                scope.spawn(move || -> anyhow::Result<()> {
+                    let runtime = runtime();
+                    assert_eq!(runtime.device_count(), 4);
+                    let device = runtime.device(t % 4)?;
+                    let image = Image::load_file(device, so, &["vec_add"])?;
+                    // SAFETY: vec_add(const float *a, const float *b, float
+                    // *c, intptr_t n) touches n values of each buffer.
+                    let add: Kernel<(Ptr<f32>, Ptr<f32>, PtrMut<f32>, isize)> =
+                        unsafe { image.kernel("vec_add")? };
+                    let a: Vec<f32> = (0..100).map(|i| (i * t) as f32).collect();
+                    let da = DeviceBuffer::from_slice(device, &a)?;
+                    let mut dc = DeviceBuffer::<f32>::new(device, 100)?;
+                    add.launch(LaunchConfig::default(), (&da, &da, &mut dc, 100isize))?;
+                    let c = dc.to_vec()?;
+                    assert!(c.iter().zip(&a).all(|(c, a)| *c == 2.0 * a));
+                    drop((da, dc, image));
+                    let report = runtime.shutdown();
+                    assert!(report.is_clean(), "{report}");
+                    Ok(())
+                })
+            })
+            .collect();
+        for worker in workers {
+            worker.join().expect("no panic")?;
+        }
+        Ok(())
+    })
+}
+
+#[test]
+fn asked_for_plugins_that_all_fail_make_new_fail_with_each_reason() {
+    let config = Config::default().with_plugins([
+        "/nonexistent/libomptarget.rtl.cuda.so",
+        "/also/missing/libomptarget.rtl.x86_64.so",
+    ]);
+    let err = Runtime::new(config).unwrap_err();
+    let Error::NoPluginLoaded { tried } = &err else {
+        panic!("{err}");
+    };
+    assert_eq!(tried.len(), 2);
+    assert!(tried
+        .iter()
+        .all(|t| matches!(t.reason, SkipReason::OpenFailed(_))));
+    let text = err.to_string();
+    assert!(
+        text.contains("/nonexistent/libomptarget.rtl.cuda.so: cannot open"),
+        "{text}"
+    );
+    assert!(text.contains("No such file"), "{text}");
+}
+
+#[test]
+fn image_errors_carry_the_reason() -> anyhow::Result<()> {
+    let runtime = runtime();
+    let device = runtime.device(0)?;
+    // The loader's reason for refusing the object.
+    let err = Image::load_file(device, kernel("needs_missing.c")?, &["reads_missing"]).unwrap_err();
+    assert!(matches!(err, Error::ImageLoadFailed { .. }), "{err}");
+    let text = err.to_string();
+    assert!(
+        text.contains("undefined symbol: omptarget_no_such_variable"),
+        "{text}"
+    );
+    // A name the object does not define.
+    let err = Image::load_file(device, kernel("vec_add.c")?, &["vec_sub"]).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("defines no symbol named \"vec_sub\""),
+        "{err}"
+    );
+    // Not an ELF object.
+    let err = Image::load(device, b"not an object", &["k"]).unwrap_err();
+    assert!(matches!(err, Error::InvalidImage { .. }), "{err}");
+    assert_eq!(device.loaded_image_count(), 0, "nothing stays loaded");
+    assert!(runtime.shutdown().is_clean());
+    Ok(())
+}
+
+#[test]
+fn every_c_scalar_type_reaches_its_parameter() -> anyhow::Result<()> {
+    let runtime = runtime();
+    let device = runtime.device(1)?;
+    let image = Image::load_file(device, kernel("typed.c")?, &["scalars", "scale_f32"])?;
+    type Scalars = (i8, u8, i16, u16, i32, u32, i64, u64, f32, f64, PtrMut<f64>);
+    // SAFETY: the C signature is exactly `Scalars`; `out` has 10 values.
+    let scalars: Kernel<Scalars> = unsafe { image.kernel("scalars")? };
+    let mut out = DeviceBuffer::<f64>::new(device, 10)?;
+    scalars.launch(
+        LaunchConfig::single(),
+        (
+            -5i8,
+            250u8,
+            -30000i16,
+            65000u16,
+            -2_000_000_000i32,
+            4_000_000_000u32,
+            -(1i64 << 40),
+            1u64 << 52,
+            2.5f32,
+            -0.125f64,
+            &mut out,
+        ),
+    )?;
+    assert_eq!(
+        out.to_vec()?,
+        [
+            -5.0,
+            250.0,
+            -30000.0,
+            65000.0,
+            -2e9,
+            4e9,
+            -(2f64.powi(40)),
+            2f64.powi(52),
+            2.5,
+            -0.125
+        ]
+    );
+
+    // A float scalar in front of pointers (it travels in an SSE register).
+    // SAFETY: scale_f32(float, const float *, float *, size_t) touches n values.
+    let scale: Kernel<(f32, Ptr<f32>, PtrMut<f32>, usize)> = unsafe { image.kernel("scale_f32")? };
+    let x = DeviceBuffer::from_slice(device, &[1.0f32, 2.0, 3.0])?;
+    let mut y = DeviceBuffer::<f32>::new(device, 3)?;
+    scale.launch(LaunchConfig::teams(1, 1), (2.0f32, &x, &mut y, 3usize))?;
+    assert_eq!(y.to_vec()?, [2.0, 4.0, 6.0]);
+    drop((out, x, y, image));
+    assert!(runtime.shutdown().is_clean());
+    Ok(())
+}
+
+#[test]
+fn globals_have_typed_handles_and_are_not_kernels() -> anyhow::Result<()> {
+    let runtime = runtime();
+    let device = runtime.device(0)?;
+    let image = Image::load_file(
+        device,
+        kernel("typed.c")?,
+        &["counter", "table", "bump", "sum_table"],
+    )?;
+    // A global refused as a kernel, a kernel refused as a global.
+    // SAFETY: refused before anything runs.
+    let err = unsafe { image.kernel::<()>("counter") }.unwrap_err();
+    assert!(
+        err.to_string().contains("global variable of 4 bytes"),
+        "{err}"
+    );
+    assert!(image.global::<i32>("bump").is_err());
+    assert!(image.global::<i64>("counter").is_err(), "size checked");
+
+    let mut counter = image.global::<i32>("counter")?;
+    assert_eq!(counter.read()?, 41);
+    // SAFETY: bump(int32_t) touches only the global.
+    let bump: Kernel<(i32,)> = unsafe { image.kernel("bump")? };
+    bump.launch(LaunchConfig::single(), (2,))?;
+    assert_eq!(counter.read()?, 43);
+    counter.write(&-7)?;
+    assert_eq!(counter.read()?, -7);
+
+    let mut table = image.global::<[f64; 4]>("table")?;
+    table.write(&[10.0, 20.0, 30.0, 40.5])?;
+    // SAFETY: sum_table(double *out) writes out[0].
+    let sum: Kernel<(PtrMut<f64>,)> = unsafe { image.kernel("sum_table")? };
+    let mut out = DeviceBuffer::<f64>::new(device, 1)?;
+    sum.launch(LaunchConfig::single(), (&mut out,))?;
+    assert_eq!(out.to_vec()?, [100.5]);
+    drop((out, image));
+    assert!(runtime.shutdown().is_clean());
+    Ok(())
+}
+
+#[test]
+fn launch_checks_devices_and_the_plugin_reports_its_failures() -> anyhow::Result<()> {
+    let runtime = runtime();
+    let (d0, d1) = (runtime.device(0)?, runtime.device(1)?);
+    let image = Image::load_file(d1, kernel("vec_add.c")?, &["vec_add"])?;
+    // SAFETY: vec_add's signature; never runs (the device check fails).
+    let add: Kernel<(Ptr<f32>, Ptr<f32>, PtrMut<f32>, isize)> = unsafe { image.kernel("vec_add")? };
+    let on_d0 = DeviceBuffer::from_slice(d0, &[1.0f32; 4])?;
+    let mut out = DeviceBuffer::<f32>::new(d1, 4)?;
+    let err = add
+        .launch(LaunchConfig::default(), (&on_d0, &on_d0, &mut out, 4))
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("is a buffer on device 0; the kernel runs on device 1"),
+        "{err}"
+    );
+    drop((on_d0, out, image));
+    assert!(runtime.shutdown().is_clean());
+    Ok(())
+}
+
+#[test]
+fn sub_range_device_to_device_and_fill() -> anyhow::Result<()> {
+    let runtime = runtime();
+    let (d0, d1) = (runtime.device(0)?, runtime.device(2)?);
+    let mut a = DeviceBuffer::from_slice(d0, &[0u16, 1, 2, 3, 4, 5, 6, 7])?;
+    a.copy_from_host_at(6, &[60, 70])?;
+    let mut middle = [0u16; 3];
+    a.copy_to_host_at(2, &mut middle)?;
+    assert_eq!(middle, [2, 3, 4]);
+    // Out of range: an error, and nothing changed.
+    assert!(a.copy_from_host_at(7, &[1, 2]).is_err());
+    assert!(a.copy_to_host_at(usize::MAX, &mut middle).is_err());
+    assert_eq!(a.to_vec()?, [0, 1, 2, 3, 4, 5, 60, 70]);
+
+    // Same device, then across devices, then a sub-range.
+    let mut same = DeviceBuffer::<u16>::new(d0, 8)?;
+    same.copy_from(&a)?;
+    let mut other = DeviceBuffer::<u16>::new(d1, 8)?;
+    other.copy_from(&same)?;
+    assert_eq!(other.to_vec()?, [0, 1, 2, 3, 4, 5, 60, 70]);
+    other.fill(9)?;
+    other.copy_from_at(1, &a, 5..8)?;
+    assert_eq!(other.to_vec()?, [9, 5, 60, 70, 9, 9, 9, 9]);
+    assert!(other.copy_from_at(6, &a, 0..3).is_err(), "past the end");
+    assert!(matches!(
+        other.copy_from(&DeviceBuffer::<u16>::new(d0, 3)?),
+        Err(Error::LengthMismatch { .. })
+    ));
+
+    // A fill larger than the staging chunk.
+    let mut big = DeviceBuffer::<u64>::new(d1, 300_000)?;
+    big.fill(u64::MAX - 1)?;
+    assert!(big.to_vec()?.iter().all(|&v| v == u64::MAX - 1));
+    drop((a, same, other, big));
+    assert!(runtime.shutdown().is_clean());
+    Ok(())
+}
+
+#[test]
+fn a_queue_pipeline_across_two_devices_with_events() -> anyhow::Result<()> {
+    let runtime = runtime();
+    let (d0, d1) = (runtime.device(0)?, runtime.device(1)?);
+    let so = kernel("typed.c")?;
+    let image0 = Image::load_file(d0, &so, &["scale_f32"])?;
+    let image1 = Image::load_file(d1, &so, &["scale_f32"])?;
+    // SAFETY: scale_f32(float, const float *, float *, size_t) touches n values.
+    let scale0: Kernel<(f32, Ptr<f32>, PtrMut<f32>, usize)> =
+        unsafe { image0.kernel("scale_f32")? };
+    // SAFETY: as above.
+    let scale1: Kernel<(f32, Ptr<f32>, PtrMut<f32>, usize)> =
+        unsafe { image1.kernel("scale_f32")? };
+    let n = 1000;
+    let input: Vec<f32> = (0..n).map(|i| i as f32).collect();
+    let mut output = vec![0f32; n];
+    let x0 = DeviceBuffer::<f32>::new(d0, n)?;
+    let y0 = DeviceBuffer::<f32>::new(d0, n)?;
+    let x1 = DeviceBuffer::<f32>::new(d1, n)?;
+    let y1 = DeviceBuffer::<f32>::new(d1, n)?;
+    omptarget::scope(|s| {
+        let q0 = s.queue(d0)?;
+        let q1 = s.queue(d1)?;
+        q0.copy_to_device(&x0, &input)?;
+        q0.launch(&scale0, LaunchConfig::default(), (2.0f32, &x0, &y0, n))?;
+        q0.copy_between(&x1, &y0)?; // device 0 -> device 1
+        let copied = q0.record_event()?;
+        q1.wait_for(&copied)?;
+        q1.launch(&scale1, LaunchConfig::default(), (0.5f32, &x1, &y1, n))?;
+        q1.copy_to_host(&mut output, &y1)?;
+        Ok(())
+    })?;
+    // 2 * 0.5 = 1: the pipeline ran, in order, and the scope waited.
+    assert_eq!(output, input);
+    drop((x0, y0, x1, y1, image0, image1));
+    assert!(runtime.shutdown().is_clean());
+    Ok(())
+}
+
+#[test]
+fn a_panicking_scope_still_waits_and_loses_nothing() -> anyhow::Result<()> {
+    let runtime = runtime();
+    let device = runtime.device(0)?;
+    let buffer = DeviceBuffer::from_slice(device, &[5u32; 64])?;
+    let mut host = vec![0u32; 64];
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        omptarget::scope(|s| -> omptarget::Result<()> {
+            let queue = s.queue(device)?;
+            queue.copy_to_host(&mut host, &buffer)?;
+            panic!("the program panics with a copy queued");
+        })
+    }));
+    assert!(outcome.is_err());
+    assert_eq!(
+        host, [5; 64],
+        "the queued copy completed before the unwind went on"
+    );
+    // Queue errors: a buffer of another device.
+    let other = DeviceBuffer::<u32>::new(runtime.device(1)?, 64)?;
+    let err = omptarget::scope(|s| s.queue(device)?.copy_to_device(&other, &host)).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("is on device 1, the queue on device 0"),
+        "{err}"
+    );
+    drop((buffer, other));
+    assert!(runtime.shutdown().is_clean());
+    Ok(())
+}
+
+/// A runtime dropped without `shutdown` says so once on stderr (no
+/// variable needed), with what the program leaked. Checked in a child
+/// process (this binary, re-run) to read its stderr.
+#[test]
+fn a_dropped_runtime_warns_once_with_its_leaks() -> anyhow::Result<()> {
+    if std::env::var_os("OMPTARGET_USER_TEST_DROP_CHILD").is_some() {
+        let runtime = Runtime::new(Config::from_env())?;
+        std::mem::forget(DeviceBuffer::<u8>::new(runtime.device(0)?, 100)?);
+        drop(runtime);
+        return Ok(());
+    }
+    for debug in ["0", "1"] {
+        let out = std::process::Command::new(std::env::current_exe()?)
+            .args([
+                "--exact",
+                "a_dropped_runtime_warns_once_with_its_leaks",
+                "--nocapture",
+            ])
+            .env("OMPTARGET_USER_TEST_DROP_CHILD", "1")
+            .env("LIBOMPTARGET_DEBUG", debug)
+            .output()?;
+        assert!(out.status.success());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let warnings = stderr
+            .lines()
+            .filter(|l| l.contains("dropped without shutdown"))
+            .collect::<Vec<_>>();
+        assert_eq!(warnings.len(), 1, "LIBOMPTARGET_DEBUG={debug}:\n{stderr}");
+        assert!(
+            warnings[0].contains("the program never freed 1 allocations (100 bytes)"),
+            "{}",
+            warnings[0]
+        );
+    }
+    Ok(())
+}
