@@ -32,6 +32,7 @@ pub const ENV_DEBUG: &str = "LIBOMPTARGET_DEBUG";
 /// # Ok::<(), omptarget::Error>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Config {
     /// Load the host plugin built into this crate first (feature
     /// `builtin-host`, on by default): in-process x86_64 devices with no
@@ -45,8 +46,14 @@ pub struct Config {
     /// `OMPTARGET_PLUGINS` (colon-separated).
     ///
     /// [`crate::Runtime::new`] fails when plugins were asked for (the
-    /// built-in one or a list) and none loaded.
+    /// built-in one or a list) and none loaded, unless
+    /// [`Config::require_a_plugin`] is off.
     pub plugins: Option<Vec<PathBuf>>,
+    /// Fail [`crate::Runtime::new`] when plugins were asked for and none
+    /// loaded (default `true`). LLVM's C ABI (`libomptarget.so`) turns it
+    /// off: an OpenMP program then runs its regions on the host, and the
+    /// skipped plugins are listed in the shutdown report.
+    pub require_a_plugin: bool,
     /// Memory manager threshold in bytes; 0 disables the manager.
     /// Env: `LIBOMPTARGET_MEMORY_MANAGER_THRESHOLD`. Default 8 KiB.
     pub memory_manager_threshold: usize,
@@ -59,6 +66,7 @@ impl Default for Config {
         Config {
             builtin_host: true,
             plugins: None,
+            require_a_plugin: true,
             memory_manager_threshold: crate::memory::DEFAULT_THRESHOLD,
             debug_level: 0,
         }

@@ -67,8 +67,9 @@ impl Runtime {
             }
         }
         // An empty list asks for no plugin (the shim's `OMP_TARGET_OFFLOAD=DISABLED`).
-        let asked_for =
-            config.builtin_host || config.plugins.as_ref().is_some_and(|list| !list.is_empty());
+        let asked_for = config.require_a_plugin
+            && (config.builtin_host
+                || config.plugins.as_ref().is_some_and(|list| !list.is_empty()));
         let (plugins, skipped) = loader::load_all(&sources);
         if asked_for && plugins.is_empty() {
             return Err(Error::NoPluginLoaded { tried: skipped });

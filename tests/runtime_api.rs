@@ -205,9 +205,10 @@ fn buffer_misuse_is_rejected_and_loses_nothing() -> anyhow::Result<()> {
     // A buffer of device 0 passed to a kernel on device 1.
     let image = Image::load_file(other, common::build_kernel_image("vec_add.c"), &["vec_add"])?;
     let mut dst = DeviceBuffer::<u32>::new(other, 3)?;
+    type VecAddU32 = (Ptr<u32>, Ptr<u32>, PtrMut<u32>, isize);
     // SAFETY: vec_add's signature (with u32 for its floats: never runs,
     // the argument check fails first).
-    let add: Kernel<(Ptr<u32>, Ptr<u32>, PtrMut<u32>, isize)> = unsafe { image.kernel("vec_add")? };
+    let add: Kernel<VecAddU32> = unsafe { image.kernel("vec_add")? };
     let err = add
         .launch(LaunchConfig::default(), (&buffer, &buffer, &mut dst, 3))
         .unwrap_err();

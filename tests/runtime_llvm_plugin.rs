@@ -42,20 +42,20 @@ fn vec_add_on_llvm_x86_64_plugin() -> anyhow::Result<()> {
             common::build_kernel_image("vec_add.c"),
             &["vec_add"],
         )?;
+        type VecAdd = (Ptr<f32>, Ptr<f32>, PtrMut<f32>, isize);
         // SAFETY: vec_add(const float*, const float*, float*, intptr_t n)
         // touches n values of each buffer.
-        let kernel: Kernel<(Ptr<f32>, Ptr<f32>, PtrMut<f32>, isize)> =
-            unsafe { image.kernel("vec_add")? };
+        let kernel: Kernel<VecAdd> = unsafe { image.kernel("vec_add")? };
         let da = DeviceBuffer::from_slice(device, &a)?;
         let db = DeviceBuffer::from_slice(device, &b)?;
         let mut dc = DeviceBuffer::<f32>::new(device, n)?;
         // Pointer-sized arguments only: LLVM's plugin runs it.
         kernel.launch(LaunchConfig::teams(1, 1), (&da, &db, &mut dc, n as isize))?;
+        type Scale = (f32, Ptr<f32>, PtrMut<f32>, usize);
         // A float argument needs `__tgt_rtl_run_typed_region`, which LLVM's
         // plugin lacks: refused, never passed wrong.
         // SAFETY: never runs (refused before the plugin is called).
-        let typed: Kernel<(f32, Ptr<f32>, PtrMut<f32>, usize)> =
-            unsafe { image.kernel("vec_add")? };
+        let typed: Kernel<Scale> = unsafe { image.kernel("vec_add")? };
         let err = typed
             .launch(LaunchConfig::single(), (1.0f32, &da, &mut dc, n))
             .unwrap_err();

@@ -56,8 +56,8 @@ impl<'a> Offload<'a> {
         let Some(dev) = self.ready_device(device_num.into()) else {
             return std::ptr::null_mut();
         };
-        dev.ops
-            .alloc(size, std::ptr::null_mut(), kind)
+        // SAFETY: no host pointer.
+        unsafe { dev.ops.alloc(size, std::ptr::null_mut(), kind) }
             .map(|p| p.as_ptr())
             .unwrap_or(std::ptr::null_mut())
     }

@@ -26,9 +26,13 @@ pub trait DeviceOps: Send + Sync {
     /// `__tgt_rtl_init_device`.
     fn init(&self, requires_flags: i64) -> Result<(), OpFailed>;
     /// `__tgt_rtl_data_alloc` (through the memory manager where the core
-    /// uses one). `host_ptr` is null or the host address the allocation
-    /// mirrors (the program's mapped variable), which the plugin may use.
-    fn alloc(
+    /// uses one).
+    ///
+    /// # Safety
+    /// `host_ptr` is null or the host address the allocation mirrors (the
+    /// program's mapped variable, or a buffer the caller owns), which the
+    /// plugin may use.
+    unsafe fn alloc(
         &self,
         size: usize,
         host_ptr: *mut c_void,
@@ -174,14 +178,13 @@ impl DeviceOps for omptarget::device::Device {
     fn init(&self, requires_flags: i64) -> Result<(), OpFailed> {
         self.ensure_initialized_with_requires(requires_flags)
     }
-    fn alloc(
+    unsafe fn alloc(
         &self,
         size: usize,
         host_ptr: *mut c_void,
         kind: AllocKind,
     ) -> Result<DevicePtr, OpFailed> {
-        // SAFETY: `host_ptr` is null or the program's own mapped host
-        // address (this trait's contract for `alloc`).
+        // SAFETY: this trait's contract for `alloc`.
         unsafe { omptarget::device::Device::alloc(self, size, host_ptr, kind) }
     }
     unsafe fn free(&self, ptr: DevicePtr) -> Result<(), OpFailed> {

@@ -265,15 +265,17 @@ pub(crate) struct MappingMemory<'a, 'b> {
 
 impl DeviceMemory for MappingMemory<'_, '_> {
     fn alloc(&self, size: usize, host_ptr: usize) -> Option<usize> {
-        self.dev
-            .ops
-            .alloc(
+        // SAFETY: `host_ptr` is the host address of the mapping being
+        // created: the program's mapped variable.
+        unsafe {
+            self.dev.ops.alloc(
                 size,
                 host_ptr as *mut c_void,
                 omptarget::abi::AllocKind::Default,
             )
-            .ok()
-            .map(|p| p.addr())
+        }
+        .ok()
+        .map(|p| p.addr())
     }
     fn free(&self, device_ptr: usize) -> bool {
         // SAFETY: the mapping table frees only blocks it allocated through

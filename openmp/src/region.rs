@@ -78,14 +78,17 @@ impl<'o, 'a> PrivateArguments<'o, 'a> {
             return Err(OffloadError::PrivateAllocFailed);
         }
         if size > FIRST_PRIVATE_PACK_THRESHOLD || !first_private || alloc_immediately {
-            let target = self
-                .dev
-                .ops
-                .alloc(size as usize, host_begin as *mut c_void, AllocKind::Default)
-                .map(|p| p.addr())
-                .ok()
-                .filter(|&p| p != 0)
-                .ok_or(OffloadError::PrivateAllocFailed)?;
+            // SAFETY: `host_begin` is the argument's host address (the
+            // program's, per this function's contract).
+            let target = unsafe {
+                self.dev
+                    .ops
+                    .alloc(size as usize, host_begin as *mut c_void, AllocKind::Default)
+            }
+            .map(|p| p.addr())
+            .ok()
+            .filter(|&p| p != 0)
+            .ok_or(OffloadError::PrivateAllocFailed)?;
             if first_private
                 // SAFETY: our `# Safety`: a first-private argument's host
                 // range is readable; `target` was just allocated on
@@ -141,18 +144,19 @@ impl<'o, 'a> PrivateArguments<'o, 'a> {
             };
             at += arg.aligned_size as usize;
         }
-        let target = self
-            .dev
-            .ops
-            .alloc(
+        // SAFETY: `buffer` is this value's own packing buffer, alive until
+        // the region has its copy.
+        let target = unsafe {
+            self.dev.ops.alloc(
                 buffer.len(),
                 buffer.as_mut_ptr() as *mut c_void,
                 AllocKind::Default,
             )
-            .map(|p| p.addr())
-            .ok()
-            .filter(|&p| p != 0)
-            .ok_or(OffloadError::PrivatePackFailed)?;
+        }
+        .map(|p| p.addr())
+        .ok()
+        .filter(|&p| p != 0)
+        .ok_or(OffloadError::PrivatePackFailed)?;
         self.buffers.push(target);
         // SAFETY: `buffer` is a live Vec of `buffer.len()` readable bytes;
         // `target` was just allocated on `self.dev` with that many bytes.

@@ -104,7 +104,7 @@ impl DeviceOps for TestDevice {
             Ok(())
         }
     }
-    fn alloc(
+    unsafe fn alloc(
         &self,
         size: usize,
         _host: *mut c_void,

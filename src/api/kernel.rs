@@ -9,7 +9,7 @@
 //! | `float`, `double` | `f32`, `f64` | the value |
 //! | `int8_t` ... `uint64_t`, `intptr_t`, `size_t` | `i8` ... `u64`, `isize`, `usize` | the value |
 //!
-//! ```compile_fail,E0308
+//! ```compile_fail,E0277
 //! # use omptarget::{DeviceBuffer, Kernel, LaunchConfig, Ptr, PtrMut};
 //! # fn f(k: Kernel<'_, (Ptr<f32>, PtrMut<f32>, usize)>, a: &DeviceBuffer<f32>) {
 //! // One argument for a three-parameter kernel does not compile.

@@ -14,7 +14,7 @@
 //! forgetting one (`mem::forget`) changes nothing, because the scope, not
 //! the handle, waits:
 //!
-//! ```compile_fail,E0502
+//! ```compile_fail,E0499
 //! # use omptarget::{Config, DeviceBuffer, Runtime};
 //! # let runtime = Runtime::new(Config::default())?;
 //! # let device = runtime.device(0)?;
@@ -26,6 +26,16 @@
 //!     host[0] = 1.0; // error: `host` is borrowed until the scope ends
 //!     Ok(())
 //! })?;
+//! # Ok::<(), omptarget::Error>(())
+//! ```
+//!
+//! A queue cannot leave its scope either:
+//!
+//! ```compile_fail
+//! # use omptarget::{Config, Runtime};
+//! # let runtime = Runtime::new(Config::default())?;
+//! # let device = runtime.device(0)?;
+//! let escaped = omptarget::scope(|s| s.queue(device))?; // error: lifetime
 //! # Ok::<(), omptarget::Error>(())
 //! ```
 //!

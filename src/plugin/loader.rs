@@ -118,6 +118,7 @@ pub(crate) enum PluginSource {
     /// A library file, opened with `dlopen`.
     Library(PathBuf),
     /// A plugin built into this crate (one of its free instances).
+    #[cfg_attr(not(feature = "builtin-host"), allow(dead_code))]
     Builtin(BuiltinPlugin),
 }
 
@@ -375,7 +376,6 @@ fn open_library(path: &Path) -> Result<Opened, SkipReason> {
 fn claim_builtin(builtin: &BuiltinPlugin) -> Result<Opened, SkipReason> {
     // The runtime returns every failure of a built-in plugin, with the
     // plugin's message, as an error value: no second copy on stderr.
-    #[cfg(feature = "builtin-host")]
     omptarget_plugin_kit::report::errors_are_returned();
     for index in 0..builtin.instances {
         let Some(instance) = (builtin.instance)(index) else {

@@ -83,18 +83,19 @@ impl Session {
             // LLVM's runtime: plugin libraries next to libomptarget.so (or
             // OMPTARGET_PLUGINS), never the Rust API's built-in host plugin.
             config.builtin_host = false;
+            // Like LLVM: no plugin means host fallback, not an error.
+            config.require_a_plugin = false;
             if host_env::target_offload_policy() == TargetOffloadPolicy::Disabled {
                 // LLVM 14 loads no plugin at all when offloading is disabled.
                 config.plugins = Some(Vec::new());
             }
             let runtime = Runtime::new(config).unwrap_or_else(|err| {
                 eprintln!("Libomptarget error: cannot load the offload plugins: {err}");
-                Runtime::new(Config {
-                    plugins: Some(Vec::new()),
-                    builtin_host: false,
-                    ..Config::from_env()
-                })
-                .expect("a runtime without plugins always builds")
+                let mut none = Config::from_env();
+                none.plugins = Some(Vec::new());
+                none.builtin_host = false;
+                none.require_a_plugin = false;
+                Runtime::new(none).expect("a runtime without plugins always builds")
             });
             // After the plugins registered theirs: the runtime's fork gate
             // must close before they take their own locks (prepare handlers

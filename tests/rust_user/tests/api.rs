@@ -7,6 +7,11 @@ use omptarget::{
 };
 use omptarget_user_tests::kernel;
 
+/// `void vec_add(const float *a, const float *b, float *c, intptr_t n)`.
+type VecAdd = (Ptr<f32>, Ptr<f32>, PtrMut<f32>, isize);
+/// `void scale_f32(float a, const float *x, float *y, size_t n)`.
+type Scale = (f32, Ptr<f32>, PtrMut<f32>, usize);
+
 fn runtime() -> Runtime {
     Runtime::new(Config::default()).expect("the default runtime has the built-in host devices")
 }
@@ -49,8 +54,7 @@ fn runtimes_on_parallel_threads_each_get_their_own_devices() -> anyhow::Result<(
                     let image = Image::load_file(device, so, &["vec_add"])?;
                     // SAFETY: vec_add(const float *a, const float *b, float
                     // *c, intptr_t n) touches n values of each buffer.
-                    let add: Kernel<(Ptr<f32>, Ptr<f32>, PtrMut<f32>, isize)> =
-                        unsafe { image.kernel("vec_add")? };
+                    let add: Kernel<VecAdd> = unsafe { image.kernel("vec_add")? };
                     let a: Vec<f32> = (0..100).map(|i| (i * t) as f32).collect();
                     let da = DeviceBuffer::from_slice(device, &a)?;
                     let mut dc = DeviceBuffer::<f32>::new(device, 100)?;
@@ -163,7 +167,7 @@ fn every_c_scalar_type_reaches_its_parameter() -> anyhow::Result<()> {
 
     // A float scalar in front of pointers (it travels in an SSE register).
     // SAFETY: scale_f32(float, const float *, float *, size_t) touches n values.
-    let scale: Kernel<(f32, Ptr<f32>, PtrMut<f32>, usize)> = unsafe { image.kernel("scale_f32")? };
+    let scale: Kernel<Scale> = unsafe { image.kernel("scale_f32")? };
     let x = DeviceBuffer::from_slice(device, &[1.0f32, 2.0, 3.0])?;
     let mut y = DeviceBuffer::<f32>::new(device, 3)?;
     scale.launch(LaunchConfig::teams(1, 1), (2.0f32, &x, &mut y, 3usize))?;
@@ -219,7 +223,7 @@ fn launch_checks_devices_and_the_plugin_reports_its_failures() -> anyhow::Result
     let (d0, d1) = (runtime.device(0)?, runtime.device(1)?);
     let image = Image::load_file(d1, kernel("vec_add.c")?, &["vec_add"])?;
     // SAFETY: vec_add's signature; never runs (the device check fails).
-    let add: Kernel<(Ptr<f32>, Ptr<f32>, PtrMut<f32>, isize)> = unsafe { image.kernel("vec_add")? };
+    let add: Kernel<VecAdd> = unsafe { image.kernel("vec_add")? };
     let on_d0 = DeviceBuffer::from_slice(d0, &[1.0f32; 4])?;
     let mut out = DeviceBuffer::<f32>::new(d1, 4)?;
     let err = add
@@ -281,11 +285,9 @@ fn a_queue_pipeline_across_two_devices_with_events() -> anyhow::Result<()> {
     let image0 = Image::load_file(d0, &so, &["scale_f32"])?;
     let image1 = Image::load_file(d1, &so, &["scale_f32"])?;
     // SAFETY: scale_f32(float, const float *, float *, size_t) touches n values.
-    let scale0: Kernel<(f32, Ptr<f32>, PtrMut<f32>, usize)> =
-        unsafe { image0.kernel("scale_f32")? };
+    let scale0: Kernel<Scale> = unsafe { image0.kernel("scale_f32")? };
     // SAFETY: as above.
-    let scale1: Kernel<(f32, Ptr<f32>, PtrMut<f32>, usize)> =
-        unsafe { image1.kernel("scale_f32")? };
+    let scale1: Kernel<Scale> = unsafe { image1.kernel("scale_f32")? };
     let n = 1000;
     let input: Vec<f32> = (0..n).map(|i| i as f32).collect();
     let mut output = vec![0f32; n];

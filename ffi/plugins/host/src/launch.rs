@@ -208,8 +208,9 @@ mod tests {
         assert_eq!(REFUSED_CALLED.load(Ordering::SeqCst), 0);
     }
 
-    static TYPED: std::sync::Mutex<Option<(f32, f64, i8, u16, i32, u64)>> =
-        std::sync::Mutex::new(None);
+    /// What `typed` received.
+    type Received = (f32, f64, i8, u16, i32, u64);
+    static TYPED: std::sync::Mutex<Option<Received>> = std::sync::Mutex::new(None);
 
     extern "C" fn typed(a: f32, b: f64, c: i8, d: u16, e: i32, f: u64) {
         *TYPED.lock().unwrap() = Some((a, b, c, d, e, f));
