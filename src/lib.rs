@@ -1,47 +1,135 @@
 //! omptarget: an OpenMP offload runtime whose whole lifecycle is explicit.
 //!
-//! A [`Runtime`] value owns its plugins, devices, loaded images, mapping
-//! tables and memory managers. [`Runtime::new`] builds it;
-//! [`Runtime::shutdown`] tears it down in one fixed order and returns a
-//! [`ShutdownReport`]. See DESIGN.md for the ownership graph and the
-//! teardown order.
+//! A [`Runtime`] owns its plugins, devices, loaded images and memory: built
+//! by [`Runtime::new`], torn down by [`Runtime::shutdown`] in one fixed
+//! order, which returns a [`ShutdownReport`] of what it freed, what the
+//! program never freed and what could not be freed. Handles borrow the
+//! runtime, so none outlives the shutdown. The same runtime serves clang's
+//! OpenMP programs through `libomptarget.so` (the `omptarget-shim` crate).
 //!
-//! The typed API ([`DeviceBuffer`], [`Image`], [`Kernel`]) borrows the
-//! runtime; the raw device operations ([`Device::alloc`],
-//! [`Device::submit`], [`Device::run_region`] …) are for callers that
-//! manage device memory and images themselves.
+//! # A walk through the API
 //!
-//! This crate is LLVM's plugin manager, not its OpenMP semantics: those
-//! (registration of host binaries, `target data`, target regions,
-//! `omp_target_*`) live in the `omptarget-openmp` crate (`openmp/`), which
-//! the C shim uses.
+//! **1. A runtime.** [`Config::default`] gives the built-in host plugin's
+//! devices: x86_64 code run in-process, 4 devices, nothing to stage. GPU
+//! plugins (`libomptarget.rtl.cuda.so`) found next to the program join them.
 //!
-//! # The OpenMP layer's interface
+//! ```
+//! # fn main() -> anyhow::Result<()> {
+//! use omptarget::{Config, DeviceBuffer, Image, Kernel, LaunchConfig, Ptr, PtrMut, Runtime};
 //!
-//! Beyond the typed API, what `omptarget-openmp` needs from this crate is
-//! public on purpose, and is this:
+//! let runtime = Runtime::new(Config::default())?;
+//! let device = runtime.device(0)?;
+//! # let dir = tempfile::tempdir()?;
+//! # let kernels = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/kernels");
+//! # let so = dir.path().join("typed.so");
+//! # let built = std::process::Command::new("cc")
+//! #     .args(["-shared", "-fPIC", "-O2"]).arg(kernels.join("typed.c")).arg("-o").arg(&so)
+//! #     .status()?;
+//! # assert!(built.success());
+//! # Ok(()) }
+//! ```
 //!
-//! * [`mapping`]: LLVM 14's host-to-device mapping table, reference counts
-//!   and shadow pointers. Each [`Device`] owns one
-//!   ([`Device::mappings`], reported at shutdown); the OpenMP layer drives
-//!   it, handing it device memory as a [`mapping::DeviceMemory`]. This
-//!   module is that interface; a program using the typed API needs none of
-//!   it.
-//! * Raw device operations, which are the plugin's entries behind the
-//!   device's own checks: [`Device::ensure_initialized_with_requires`],
-//!   [`Device::alloc`] / [`Device::free`], [`Device::submit`] /
-//!   [`Device::retrieve`], [`Device::can_exchange_with`] /
-//!   [`Device::exchange`], [`Device::load_image_kept`] /
-//!   [`Device::unload_image`], [`Device::run_region`] (with
-//!   [`RegionLaunch`]).
-//! * The plugins in load order and their devices, as LLVM numbers them:
-//!   [`Runtime::plugin_count`], [`Runtime::plugin`],
-//!   [`Runtime::plugin_device`], [`plugin::Plugin::device_count`],
-//!   [`plugin::Plugin::is_valid_binary`],
-//!   [`plugin::Plugin::supports_empty_images`]; the program's `requires`
-//!   flags reach a device through
-//!   [`Device::ensure_initialized_with_requires`], their one route.
-//! * [`abi`]: the C ABI's types (re-exported `omptarget-abi`).
+//! **2. Buffers and copies.** A [`DeviceBuffer`] owns `len` values on one
+//! device; copies go whole, by sub-range, between devices, or as a fill.
+//!
+//! ```
+//! # fn main() -> anyhow::Result<()> {
+//! # use omptarget::{Config, DeviceBuffer, Image, Kernel, LaunchConfig, Ptr, PtrMut, Runtime};
+//! # let runtime = Runtime::new(Config::default())?;
+//! # let device = runtime.device(0)?;
+//! let x = DeviceBuffer::from_slice(device, &[1.0f32, 2.0, 3.0, 4.0])?;
+//! let mut y = DeviceBuffer::<f32>::new(device, 4)?;
+//! y.fill(0.0)?;
+//! y.copy_from_host_at(3, &[9.0])?;
+//! assert_eq!(y.to_vec()?, [0.0, 0.0, 0.0, 9.0]);
+//! # Ok(()) }
+//! ```
+//!
+//! **3. Kernels.** An [`Image`] is a device object loaded on one device
+//! (for the host plugin, a shared object: `cc -shared -fPIC`). A
+//! [`Kernel`] is typed by its C parameters, declared once, in an `unsafe`
+//! lookup (the object code cannot be checked); every launch is then
+//! checked at compile time: the number of arguments, their types, and
+//! Rust's aliasing rules for the buffers ([`Ptr`] is `const T *`,
+//! [`PtrMut`] is `T *`). Globals have typed handles ([`Global`]).
+//!
+//! ```
+//! # fn main() -> anyhow::Result<()> {
+//! # use omptarget::{Config, DeviceBuffer, Image, Kernel, LaunchConfig, Ptr, PtrMut, Runtime};
+//! # let runtime = Runtime::new(Config::default())?;
+//! # let device = runtime.device(0)?;
+//! # let dir = tempfile::tempdir()?;
+//! # let kernels = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/kernels");
+//! # let so = dir.path().join("typed.so");
+//! # assert!(std::process::Command::new("cc").args(["-shared", "-fPIC"])
+//! #     .arg(kernels.join("typed.c")).arg("-o").arg(&so).status()?.success());
+//! # let x = DeviceBuffer::from_slice(device, &[1.0f32, 2.0, 3.0, 4.0])?;
+//! # let mut y = DeviceBuffer::<f32>::new(device, 4)?;
+//! // void scale_f32(float a, const float *x, float *y, size_t n)
+//! let image = Image::load_file(device, &so, &["scale_f32", "counter"])?;
+//! // SAFETY: that is its C signature, and it touches n values of x and y.
+//! let scale: Kernel<(f32, Ptr<f32>, PtrMut<f32>, usize)> = unsafe { image.kernel("scale_f32")? };
+//! scale.launch(LaunchConfig::default(), (2.0f32, &x, &mut y, 4usize))?;
+//! assert_eq!(y.to_vec()?, [2.0, 4.0, 6.0, 8.0]);
+//! assert_eq!(image.global::<i32>("counter")?.read()?, 41);
+//! # Ok(()) }
+//! ```
+//!
+//! **4. Queues.** Inside [`scope`], a [`Queue`] (a plugin queue: a CUDA
+//! stream on a GPU) runs copies and launches asynchronously, in order;
+//! [`Event`]s order queues against each other. What a queue borrows stays
+//! borrowed until the scope has waited for every queue.
+//!
+//! ```
+//! # fn main() -> anyhow::Result<()> {
+//! # use omptarget::{Config, DeviceBuffer, Runtime};
+//! # let runtime = Runtime::new(Config::default())?;
+//! # let (d0, d1) = (runtime.device(0)?, runtime.device(1)?);
+//! let input = vec![7u64; 1000];
+//! let mut output = vec![0u64; 1000];
+//! let (a, b) = (DeviceBuffer::<u64>::new(d0, 1000)?, DeviceBuffer::<u64>::new(d1, 1000)?);
+//! omptarget::scope(|s| {
+//!     let (q0, q1) = (s.queue(d0)?, s.queue(d1)?);
+//!     q0.copy_to_device(&a, &input)?;
+//!     q0.copy_between(&b, &a)?;
+//!     q1.wait_for(&q0.record_event()?)?;
+//!     q1.copy_to_host(&mut output, &b)?;
+//!     Ok(())
+//! })?;
+//! assert_eq!(output, input);
+//! # Ok(()) }
+//! ```
+//!
+//! **5. Shutdown and report.** Dropping a handle frees or unloads it;
+//! [`Runtime::shutdown`] then drains the memory managers, frees what the
+//! program leaked (and lists it), unloads images, and deinitialises the
+//! devices and plugins. A runtime dropped without `shutdown` does the same
+//! and prints a one-line warning.
+//!
+//! ```
+//! # fn main() -> anyhow::Result<()> {
+//! # use omptarget::{Config, DeviceBuffer, Runtime};
+//! let runtime = Runtime::new(Config::default())?;
+//! std::mem::forget(DeviceBuffer::<u8>::new(runtime.device(0)?, 64)?); // a leak
+//! let report = runtime.shutdown();
+//! assert_eq!(report.user_leaks.len(), 1);
+//! assert_eq!(report.user_leaks[0].size, 64);
+//! println!("{report}");
+//! # Ok(()) }
+//! ```
+//!
+//! More in `examples/`: `vec_add`, `multi_device_threads`,
+//! `async_pipeline`, `leak_report`.
+//!
+//! # The raw device layer
+//!
+//! Below the typed API, [`Device`]'s raw operations ([`Device::alloc`],
+//! [`Device::free`], [`Device::submit`], [`Device::run_region`] ...) are
+//! the plugin's entries behind the device's checks. They are `unsafe`: the
+//! caller vouches for the memory they touch. They, the `mapping` tables
+//! and the per-plugin queries ([`Runtime::plugin`], [`plugin::Plugin`])
+//! are what the OpenMP layer (`omptarget-openmp`, LLVM's OpenMP semantics
+//! for the C ABI) is built on; a Rust program needs none of them.
 
 #![deny(missing_docs)]
 
@@ -54,6 +142,10 @@ mod error;
 #[doc(hidden)]
 pub mod image;
 mod launch;
+// LLVM 14's host-to-device mapping tables: the OpenMP layer's interface
+// (`omptarget-openmp`), not part of the API for programs, so hidden from
+// these docs (its source documents every item; DESIGN.md describes it).
+#[doc(hidden)]
 pub mod mapping;
 /// The caching memory manager. Public only with the `internals` feature,
 /// for the benchmarks in `benches/`; users see it through [`Device`].

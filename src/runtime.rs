@@ -150,7 +150,7 @@ impl Runtime {
     /// Tear everything down in the fixed order and say what happened.
     ///
     /// Every handle borrowing the runtime must be gone first: the compiler
-    /// enforces it (see [`crate::api`]).
+    /// enforces it (see [`crate::DeviceBuffer`]).
     pub fn shutdown(mut self) -> ShutdownReport {
         self.teardown(false)
     }

@@ -1,37 +1,4 @@
-//! Typed kernels: a [`Kernel`] is typed by the tuple of its C parameter
-//! types (its signature), declared once when it is looked up; every launch
-//! is then checked against it at compile time.
-//!
-//! | C parameter | in the signature | passed at launch |
-//! |---|---|---|
-//! | `const T *` | [`Ptr<T>`] | `&DeviceBuffer<T>` |
-//! | `T *` | [`PtrMut<T>`] | `&mut DeviceBuffer<T>` (on a [`crate::Queue`]: `&DeviceBuffer<T>`) |
-//! | `float`, `double` | `f32`, `f64` | the value |
-//! | `int8_t` ... `uint64_t`, `intptr_t`, `size_t` | `i8` ... `u64`, `isize`, `usize` | the value |
-//!
-//! ```compile_fail,E0277
-//! # use omptarget::{DeviceBuffer, Kernel, LaunchConfig, Ptr, PtrMut};
-//! # fn f(k: Kernel<'_, (Ptr<f32>, PtrMut<f32>, usize)>, a: &DeviceBuffer<f32>) {
-//! // One argument for a three-parameter kernel does not compile.
-//! k.launch(LaunchConfig::default(), (a,));
-//! # }
-//! ```
-//!
-//! ```compile_fail,E0277
-//! # use omptarget::{DeviceBuffer, Kernel, LaunchConfig, Ptr, PtrMut};
-//! # fn f(k: Kernel<'_, (Ptr<f32>, PtrMut<f32>, usize)>, a: &DeviceBuffer<f32>, c: &mut DeviceBuffer<f32>) {
-//! // A `f64` for a `size_t` parameter does not compile.
-//! k.launch(LaunchConfig::default(), (a, c, 2.0f64));
-//! # }
-//! ```
-//!
-//! ```compile_fail,E0502
-//! # use omptarget::{DeviceBuffer, Kernel, LaunchConfig, Ptr, PtrMut};
-//! # fn f(k: Kernel<'_, (Ptr<f32>, PtrMut<f32>, usize)>, mut a: DeviceBuffer<f32>) {
-//! // The same buffer as input and output breaks Rust's aliasing rules.
-//! k.launch(LaunchConfig::default(), (&a, &mut a, 16usize));
-//! # }
-//! ```
+//! Typed kernels ([`Kernel`]), their signatures and launch configuration.
 use super::DeviceBuffer;
 use super::DeviceCopy;
 use crate::abi::plugin::KernelArgType;
@@ -260,7 +227,7 @@ impl LaunchConfig {
 }
 
 /// A kernel of a loaded [`crate::Image`], typed by its signature `S` (see
-/// the [module docs](self) for the parameter types). Borrows the image, so
+/// the table below for the parameter types). Borrows the image, so
 /// it cannot outlive it:
 ///
 /// ```compile_fail,E0505
@@ -272,6 +239,41 @@ impl LaunchConfig {
 /// drop(image); // error: `image` is borrowed by `kernel`
 /// let _ = kernel.name();
 /// # Ok(()) }
+/// ```
+///
+/// Typed kernels: a [`Kernel`] is typed by the tuple of its C parameter
+/// types (its signature), declared once when it is looked up; every launch
+/// is then checked against it at compile time.
+///
+/// | C parameter | in the signature | passed at launch |
+/// |---|---|---|
+/// | `const T *` | [`Ptr<T>`] | `&DeviceBuffer<T>` |
+/// | `T *` | [`PtrMut<T>`] | `&mut DeviceBuffer<T>` (on a [`crate::Queue`]: `&DeviceBuffer<T>`) |
+/// | `float`, `double` | `f32`, `f64` | the value |
+/// | `int8_t` ... `uint64_t`, `intptr_t`, `size_t` | `i8` ... `u64`, `isize`, `usize` | the value |
+///
+/// ```compile_fail,E0277
+/// # use omptarget::{DeviceBuffer, Kernel, LaunchConfig, Ptr, PtrMut};
+/// # fn f(k: Kernel<'_, (Ptr<f32>, PtrMut<f32>, usize)>, a: &DeviceBuffer<f32>) {
+/// // One argument for a three-parameter kernel does not compile.
+/// k.launch(LaunchConfig::default(), (a,));
+/// # }
+/// ```
+///
+/// ```compile_fail,E0277
+/// # use omptarget::{DeviceBuffer, Kernel, LaunchConfig, Ptr, PtrMut};
+/// # fn f(k: Kernel<'_, (Ptr<f32>, PtrMut<f32>, usize)>, a: &DeviceBuffer<f32>, c: &mut DeviceBuffer<f32>) {
+/// // A `f64` for a `size_t` parameter does not compile.
+/// k.launch(LaunchConfig::default(), (a, c, 2.0f64));
+/// # }
+/// ```
+///
+/// ```compile_fail,E0502
+/// # use omptarget::{DeviceBuffer, Kernel, LaunchConfig, Ptr, PtrMut};
+/// # fn f(k: Kernel<'_, (Ptr<f32>, PtrMut<f32>, usize)>, mut a: DeviceBuffer<f32>) {
+/// // The same buffer as input and output breaks Rust's aliasing rules.
+/// k.launch(LaunchConfig::default(), (&a, &mut a, 16usize));
+/// # }
 /// ```
 pub struct Kernel<'img, S: KernelSignature> {
     pub(crate) device: &'img Device,

@@ -1,52 +1,4 @@
-//! Queues and events: asynchronous copies and launches, in a scope that
-//! waits for all of them before it returns.
-//!
-//! A [`Queue`] is one plugin queue (`__tgt_async_info`: a CUDA stream on a
-//! GPU). Its operations run in the order they were queued, and may still
-//! run after the call that queued them returned; an [`Event`] marks a point
-//! in a queue that another queue (or the host) can wait for.
-//!
-//! Host memory a queued copy reads or writes must stay put until the copy
-//! happened, so queues only exist inside [`scope`], like threads inside
-//! [`std::thread::scope`]: everything a queue uses is borrowed for the
-//! whole scope, and `scope` synchronises every queue before it returns
-//! (also when the closure panics). No handle can leave the scope, and
-//! forgetting one (`mem::forget`) changes nothing, because the scope, not
-//! the handle, waits:
-//!
-//! ```compile_fail,E0499
-//! # use omptarget::{Config, DeviceBuffer, Runtime};
-//! # let runtime = Runtime::new(Config::default())?;
-//! # let device = runtime.device(0)?;
-//! # let buffer = DeviceBuffer::<f32>::new(device, 4)?;
-//! let mut host = vec![0.0f32; 4];
-//! omptarget::scope(|s| {
-//!     let queue = s.queue(device)?;
-//!     queue.copy_to_host(&mut host, &buffer)?;
-//!     host[0] = 1.0; // error: `host` is borrowed until the scope ends
-//!     Ok(())
-//! })?;
-//! # Ok::<(), omptarget::Error>(())
-//! ```
-//!
-//! A queue cannot leave its scope either:
-//!
-//! ```compile_fail
-//! # use omptarget::{Config, Runtime};
-//! # let runtime = Runtime::new(Config::default())?;
-//! # let device = runtime.device(0)?;
-//! let escaped = omptarget::scope(|s| s.queue(device))?; // error: lifetime
-//! # Ok::<(), omptarget::Error>(())
-//! ```
-//!
-//! The host plugin runs every queued operation at once (a valid queue: it
-//! is in order); a GPU plugin runs them on its stream, one to one.
-//!
-//! Device buffers are borrowed shared by queued operations, written ones
-//! included: the queue, not the borrow checker, orders them. Two queues
-//! that touch one buffer without an event between them race on device
-//! memory, as two CUDA streams do; the values are then unspecified, but
-//! host memory is never at risk.
+//! Queues and events in a scope ([`scope`], [`Queue`], [`Event`]).
 use super::kernel::{Kernel, KernelSignature, QueuedLaunchArgs};
 use super::{DeviceBuffer, DeviceCopy};
 use crate::abi::AsyncInfo;
@@ -165,8 +117,57 @@ impl std::fmt::Debug for Scope<'_, '_> {
     }
 }
 
-/// One queue of a [`scope`] on one device. See the [module docs](self).
+/// One queue of a [`scope`] on one device.
 #[derive(Clone, Copy)]
+/// Queues and events: asynchronous copies and launches, in a scope that
+/// waits for all of them before it returns.
+///
+/// A [`Queue`] is one plugin queue (`__tgt_async_info`: a CUDA stream on a
+/// GPU). Its operations run in the order they were queued, and may still
+/// run after the call that queued them returned; an [`Event`] marks a point
+/// in a queue that another queue (or the host) can wait for.
+///
+/// Host memory a queued copy reads or writes must stay put until the copy
+/// happened, so queues only exist inside [`scope`], like threads inside
+/// [`std::thread::scope`]: everything a queue uses is borrowed for the
+/// whole scope, and `scope` synchronises every queue before it returns
+/// (also when the closure panics). No handle can leave the scope, and
+/// forgetting one (`mem::forget`) changes nothing, because the scope, not
+/// the handle, waits:
+///
+/// ```compile_fail,E0499
+/// # use omptarget::{Config, DeviceBuffer, Runtime};
+/// # let runtime = Runtime::new(Config::default())?;
+/// # let device = runtime.device(0)?;
+/// # let buffer = DeviceBuffer::<f32>::new(device, 4)?;
+/// let mut host = vec![0.0f32; 4];
+/// omptarget::scope(|s| {
+///     let queue = s.queue(device)?;
+///     queue.copy_to_host(&mut host, &buffer)?;
+///     host[0] = 1.0; // error: `host` is borrowed until the scope ends
+///     Ok(())
+/// })?;
+/// # Ok::<(), omptarget::Error>(())
+/// ```
+///
+/// A queue cannot leave its scope either:
+///
+/// ```compile_fail
+/// # use omptarget::{Config, Runtime};
+/// # let runtime = Runtime::new(Config::default())?;
+/// # let device = runtime.device(0)?;
+/// let escaped = omptarget::scope(|s| s.queue(device))?; // error: lifetime
+/// # Ok::<(), omptarget::Error>(())
+/// ```
+///
+/// The host plugin runs every queued operation at once (a valid queue: it
+/// is in order); a GPU plugin runs them on its stream, one to one.
+///
+/// Device buffers are borrowed shared by queued operations, written ones
+/// included: the queue, not the borrow checker, orders them. Two queues
+/// that touch one buffer without an event between them race on device
+/// memory, as two CUDA streams do; the values are then unspecified, but
+/// host memory is never at risk.
 pub struct Queue<'scope, 'env> {
     scope: &'scope Scope<'scope, 'env>,
     index: usize,
