@@ -32,6 +32,10 @@ pub const STEPS: &[Step] = &[
         run: cargo_test_workspace,
     },
     Step {
+        name: "the Rust API examples, run",
+        run: run_examples,
+    },
+    Step {
         name: "loom: the shim's lifecycle state machine, every interleaving",
         run: loom_lifecycle,
     },
@@ -181,6 +185,26 @@ fn no_global_dtors() -> Result<()> {
     let mut libs = dtors::shared_libraries(&staged.lib_dir)?;
     libs.extend(dtors::shared_libraries(&staged.test_plugin_dir)?);
     dtors::check(&libs)
+}
+
+/// Every example of `examples/` runs and exits as documented (they check
+/// their own results; `leak_report` leaks on purpose and exits 1).
+fn run_examples() -> Result<()> {
+    for (example, expected) in [
+        ("vec_add", 0),
+        ("multi_device_threads", 0),
+        ("async_pipeline", 0),
+        ("leak_report", 1),
+    ] {
+        let mut cmd = cmd::cargo();
+        cmd.args(["run", "-q", "--example", example]);
+        println!("$ {}", cmd::show(&cmd));
+        let status = cmd.status().context("running cargo run --example")?;
+        if status.code() != Some(expected) {
+            bail!("example {example} exited with {status}, expected {expected}");
+        }
+    }
+    Ok(())
 }
 
 /// The Rust API's integration tests under valgrind: no definite or indirect
