@@ -10,7 +10,8 @@
 //!
 //! Everything a queue borrows (host vectors, device buffers, kernels) is
 //! declared before `omptarget::scope`, which waits for every queue before
-//! it returns. On the host plugin every queued operation completes at once;
+//! it returns; buffers the queues write are lent to the scope
+//! (`Scope::bind`). On the host plugin every queued operation completes at once;
 //! on a GPU each queue is a stream.
 #[path = "support/mod.rs"]
 mod support;
@@ -54,8 +55,10 @@ fn main() -> Result<()> {
         for ((input, output), (x0, y0, x1, y1)) in input
             .chunks(CHUNK)
             .zip(output.chunks_mut(CHUNK))
-            .zip(&buffers)
+            .zip(&mut buffers)
         {
+            // Written by the queues: lent to the scope until it ends.
+            let (x0, y0, x1, y1) = (s.bind(x0), s.bind(y0), s.bind(x1), s.bind(y1));
             a.copy_to_device(x0, input)?;
             a.launch(&scale0, LaunchConfig::default(), (2.0f32, x0, y0, CHUNK))?;
             a.copy_between(x1, y0)?;
@@ -64,7 +67,7 @@ fn main() -> Result<()> {
             b.launch(&scale1, LaunchConfig::default(), (10.0f32, x1, y1, CHUNK))?;
             b.copy_to_host(output, y1)?;
         }
-        Ok(())
+        anyhow::Ok(())
     })?;
 
     let wrong = output

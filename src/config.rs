@@ -116,6 +116,26 @@ impl Config {
         self
     }
 
+    /// Look for the default plugin libraries next to the runtime's library
+    /// (`plugins = None`), besides the built-in host plugin if it is on.
+    pub fn with_default_plugins(mut self) -> Self {
+        self.plugins = None;
+        self
+    }
+
+    /// Whether [`crate::Runtime::new`] fails when every plugin asked for
+    /// failed to load (default `true`).
+    pub fn with_require_a_plugin(mut self, require: bool) -> Self {
+        self.require_a_plugin = require;
+        self
+    }
+
+    /// Set the debug level (`LIBOMPTARGET_DEBUG`'s meaning; 0: off).
+    pub fn with_debug_level(mut self, level: u32) -> Self {
+        self.debug_level = level;
+        self
+    }
+
     /// Load the built-in host plugin (first) or not.
     pub fn with_builtin_host(mut self, builtin_host: bool) -> Self {
         self.builtin_host = builtin_host;

@@ -78,7 +78,8 @@
 //! **4. Queues.** Inside [`scope`], a [`Queue`] (a plugin queue: a CUDA
 //! stream on a GPU) runs copies and launches asynchronously, in order;
 //! [`Event`]s order queues against each other. What a queue borrows stays
-//! borrowed until the scope has waited for every queue.
+//! borrowed until the scope has waited for every queue; a buffer a queue
+//! writes is lent to the scope exclusively ([`Scope::bind`]).
 //!
 //! ```
 //! # fn main() -> anyhow::Result<()> {
@@ -87,14 +88,17 @@
 //! # let (d0, d1) = (runtime.device(0)?, runtime.device(1)?);
 //! let input = vec![7u64; 1000];
 //! let mut output = vec![0u64; 1000];
-//! let (a, b) = (DeviceBuffer::<u64>::new(d0, 1000)?, DeviceBuffer::<u64>::new(d1, 1000)?);
+//! let mut a = DeviceBuffer::<u64>::new(d0, 1000)?;
+//! let mut b = DeviceBuffer::<u64>::new(d1, 1000)?;
 //! omptarget::scope(|s| {
 //!     let (q0, q1) = (s.queue(d0)?, s.queue(d1)?);
-//!     q0.copy_to_device(&a, &input)?;
-//!     q0.copy_between(&b, &a)?;
+//!     // Buffers the queues write are lent to the scope.
+//!     let (a, b) = (s.bind(&mut a), s.bind(&mut b));
+//!     q0.copy_to_device(a, &input)?;
+//!     q0.copy_between(b, a)?;
 //!     q1.wait_for(&q0.record_event()?)?;
-//!     q1.copy_to_host(&mut output, &b)?;
-//!     Ok(())
+//!     q1.copy_to_host(&mut output, b)?;
+//!     Ok::<_, omptarget::Error>(())
 //! })?;
 //! assert_eq!(output, input);
 //! # Ok(()) }
@@ -162,8 +166,8 @@ pub(crate) mod trace;
 
 pub use api::{
     scope, DeviceBuffer, DeviceCopy, Event, Global, Image, Kernel, KernelArg, KernelParam,
-    KernelSignature, LaunchArgs, LaunchConfig, Ptr, PtrMut, Queue, QueuedKernelArg,
-    QueuedLaunchArgs, Scope,
+    KernelSignature, LaunchArgs, LaunchConfig, Ptr, PtrMut, Queue, QueueSource, QueuedKernelArg,
+    QueuedLaunchArgs, Scope, ScopedBuffer,
 };
 pub use config::Config;
 pub use device::{Device, DevicePtr, LoadedImage};

@@ -225,6 +225,12 @@ impl<'rt, T: DeviceCopy> DeviceBuffer<'rt, T> {
         src: &DeviceBuffer<'_, T>,
         range: Range<usize>,
     ) -> Result<()> {
+        if range.start > range.end {
+            return Err(Error::InvalidArgument(format!(
+                "the source range {}..{} is reversed",
+                range.start, range.end
+            )));
+        }
         let src_range = src.range(range.start, range.len())?;
         let dst_range = self.range(offset, range.len())?;
         let bytes = range.len() * std::mem::size_of::<T>();

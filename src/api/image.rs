@@ -16,6 +16,9 @@ struct Entry {
     kind: EntryKind,
     /// The device address the plugin gave it.
     addr: usize,
+    /// Serialises the host's reads and writes of a global through its
+    /// [`Global`] handles (any number of which may exist, on any thread).
+    access: std::sync::Mutex<()>,
 }
 
 /// A device object (an x86_64 shared object for the host plugin, a cubin
@@ -132,6 +135,7 @@ impl<'rt> Image<'rt> {
                 name,
                 kind,
                 addr: entry.addr as usize,
+                access: std::sync::Mutex::new(()),
             });
         }
         Ok(self)
@@ -157,7 +161,9 @@ impl<'rt> Image<'rt> {
     /// * the function's parameters are exactly `S`, in order;
     /// * it reads and writes only the buffers passed to it, within their
     ///   lengths (when a length is an argument, pass the buffer's);
-    /// * it writes only through [`crate::PtrMut`] parameters.
+    /// * it writes only through [`crate::PtrMut`] parameters, and to globals
+    ///   of its image that no [`Global`] handle reads or writes while it
+    ///   runs.
     ///
     /// # Errors
     /// [`Error::KernelNotFound`]; [`Error::InvalidArgument`] when `name` is
@@ -189,6 +195,7 @@ impl<'rt> Image<'rt> {
                 device: self.device,
                 name: &entry.name,
                 ptr: DevicePtr::from_raw(entry.addr as *mut c_void),
+                access: &entry.access,
                 _value: PhantomData,
             }),
             EntryKind::Global { size } => Err(Error::InvalidArgument(format!(
@@ -249,10 +256,12 @@ impl std::fmt::Debug for Image<'_> {
 }
 
 /// A global variable of a loaded image, typed as `T`. Borrows the image.
+/// Reads and writes through every handle of one variable are serialised.
 pub struct Global<'img, T: DeviceCopy> {
     device: &'img Device,
     name: &'img str,
     ptr: DevicePtr,
+    access: &'img std::sync::Mutex<()>,
     _value: PhantomData<T>,
 }
 
@@ -269,6 +278,7 @@ impl<T: DeviceCopy> Global<'_, T> {
 
     /// Read its current value from the device.
     pub fn read(&self) -> Result<T> {
+        let _access = crate::sync::lock(self.access);
         let mut value = std::mem::MaybeUninit::<T>::uninit();
         // SAFETY: `value` is writable for size_of::<T>() bytes and any bytes
         // are a valid `T` (DeviceCopy); the global is that large (checked
@@ -284,7 +294,8 @@ impl<T: DeviceCopy> Global<'_, T> {
     }
 
     /// Write `value` to the device.
-    pub fn write(&mut self, value: &T) -> Result<()> {
+    pub fn write(&self, value: &T) -> Result<()> {
+        let _access = crate::sync::lock(self.access);
         // SAFETY: `value` is readable for size_of::<T>() bytes; the global
         // is that large and lives while the image is loaded.
         unsafe {

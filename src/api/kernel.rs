@@ -36,17 +36,17 @@ pub trait KernelSignature: sealed::Sealed {
 pub trait KernelArg<P: KernelParam> {
     /// The pointer-sized slot, and the device of a buffer.
     #[doc(hidden)]
-    fn slot(&self) -> (usize, Option<usize>);
+    fn slot(&self) -> (usize, Option<DeviceRef>);
 }
 
 /// A value passed for parameter type `P` in a launch on a
-/// [`crate::Queue`]: `&DeviceBuffer<T>` for both pointer kinds (a queue
-/// orders its operations on device memory; see [`crate::Queue`]), the
-/// value itself for a scalar.
+/// [`crate::Queue`]: `&DeviceBuffer<T>` or a [`crate::ScopedBuffer`] for
+/// [`Ptr<T>`], a [`crate::ScopedBuffer`] (the buffer lent to the scope
+/// exclusively) for [`PtrMut<T>`], the value itself for a scalar.
 pub trait QueuedKernelArg<P: KernelParam> {
     /// The pointer-sized slot, and the device of a buffer.
     #[doc(hidden)]
-    fn queued_slot(&self) -> (usize, Option<usize>);
+    fn queued_slot(&self) -> (usize, Option<DeviceRef>);
 }
 
 /// The arguments of one launch of a kernel with signature `S`: a tuple
@@ -54,14 +54,14 @@ pub trait QueuedKernelArg<P: KernelParam> {
 pub trait LaunchArgs<S: KernelSignature> {
     /// Each argument's slot and buffer device, in order.
     #[doc(hidden)]
-    fn slots(&self) -> Vec<(usize, Option<usize>)>;
+    fn slots(&self) -> Vec<(usize, Option<DeviceRef>)>;
 }
 
 /// [`LaunchArgs`] for a launch on a [`crate::Queue`].
 pub trait QueuedLaunchArgs<S: KernelSignature> {
     /// Each argument's slot and buffer device, in order.
     #[doc(hidden)]
-    fn queued_slots(&self) -> Vec<(usize, Option<usize>)>;
+    fn queued_slots(&self) -> Vec<(usize, Option<DeviceRef>)>;
 }
 
 mod sealed {
@@ -77,24 +77,41 @@ impl<T: DeviceCopy> KernelParam for PtrMut<T> {
     const TYPE: KernelArgType = KernelArgType::Pointer;
 }
 
+/// Which device a buffer argument lives on: its address (identity: two
+/// runtimes both have a device 0) and its number (for messages).
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy)]
+pub struct DeviceRef {
+    addr: usize,
+    id: usize,
+}
+
+impl DeviceRef {
+    pub(crate) fn of(device: &Device) -> Self {
+        DeviceRef {
+            addr: device as *const Device as usize,
+            id: device.id(),
+        }
+    }
+
+    pub(crate) fn is(&self, device: &Device) -> bool {
+        self.addr == device as *const Device as usize
+    }
+}
+
 impl<T: DeviceCopy> KernelArg<Ptr<T>> for &DeviceBuffer<'_, T> {
-    fn slot(&self) -> (usize, Option<usize>) {
-        (self.device_ptr().addr(), Some(self.device().id()))
+    fn slot(&self) -> (usize, Option<DeviceRef>) {
+        (self.device_ptr().addr(), Some(DeviceRef::of(self.device())))
     }
 }
 impl<T: DeviceCopy> KernelArg<PtrMut<T>> for &mut DeviceBuffer<'_, T> {
-    fn slot(&self) -> (usize, Option<usize>) {
-        (self.device_ptr().addr(), Some(self.device().id()))
+    fn slot(&self) -> (usize, Option<DeviceRef>) {
+        (self.device_ptr().addr(), Some(DeviceRef::of(self.device())))
     }
 }
 impl<T: DeviceCopy> QueuedKernelArg<Ptr<T>> for &DeviceBuffer<'_, T> {
-    fn queued_slot(&self) -> (usize, Option<usize>) {
-        (self.device_ptr().addr(), Some(self.device().id()))
-    }
-}
-impl<T: DeviceCopy> QueuedKernelArg<PtrMut<T>> for &DeviceBuffer<'_, T> {
-    fn queued_slot(&self) -> (usize, Option<usize>) {
-        (self.device_ptr().addr(), Some(self.device().id()))
+    fn queued_slot(&self) -> (usize, Option<DeviceRef>) {
+        (self.device_ptr().addr(), Some(DeviceRef::of(self.device())))
     }
 }
 
@@ -105,13 +122,13 @@ macro_rules! scalar_params {
             const TYPE: KernelArgType = KernelArgType::$kind;
         }
         impl KernelArg<$t> for $t {
-            fn slot(&self) -> (usize, Option<usize>) {
+            fn slot(&self) -> (usize, Option<DeviceRef>) {
                 let to_slot: fn($t) -> usize = $slot;
                 (to_slot(*self), None)
             }
         }
         impl QueuedKernelArg<$t> for $t {
-            fn queued_slot(&self) -> (usize, Option<usize>) {
+            fn queued_slot(&self) -> (usize, Option<DeviceRef>) {
                 KernelArg::<$t>::slot(self)
             }
         }
@@ -142,13 +159,13 @@ macro_rules! signatures {
         }
         impl<$($p: KernelParam, $a: KernelArg<$p>),*> LaunchArgs<($($p,)*)> for ($($a,)*) {
             #[allow(unused_variables)]
-            fn slots(&self) -> Vec<(usize, Option<usize>)> {
+            fn slots(&self) -> Vec<(usize, Option<DeviceRef>)> {
                 vec![$(self.$i.slot()),*]
             }
         }
         impl<$($p: KernelParam, $a: QueuedKernelArg<$p>),*> QueuedLaunchArgs<($($p,)*)> for ($($a,)*) {
             #[allow(unused_variables)]
-            fn queued_slots(&self) -> Vec<(usize, Option<usize>)> {
+            fn queued_slots(&self) -> Vec<(usize, Option<DeviceRef>)> {
                 vec![$(self.$i.queued_slot()),*]
             }
         }
@@ -248,7 +265,7 @@ impl LaunchConfig {
 /// | C parameter | in the signature | passed at launch |
 /// |---|---|---|
 /// | `const T *` | [`Ptr<T>`] | `&DeviceBuffer<T>` |
-/// | `T *` | [`PtrMut<T>`] | `&mut DeviceBuffer<T>` (on a [`crate::Queue`]: `&DeviceBuffer<T>`) |
+/// | `T *` | [`PtrMut<T>`] | `&mut DeviceBuffer<T>` (on a [`crate::Queue`]: a [`crate::ScopedBuffer`]) |
 /// | `float`, `double` | `f32`, `f64` | the value |
 /// | `int8_t` ... `uint64_t`, `intptr_t`, `size_t` | `i8` ... `u64`, `isize`, `usize` | the value |
 ///
@@ -336,14 +353,16 @@ impl<'img, S: KernelSignature> Kernel<'img, S> {
     /// The argument values, after checking each buffer's device.
     pub(crate) fn checked_values(
         &self,
-        slots: Vec<(usize, Option<usize>)>,
+        slots: Vec<(usize, Option<DeviceRef>)>,
     ) -> Result<Vec<*mut c_void>> {
         for (i, (_, device)) in slots.iter().enumerate() {
             if let Some(device) = device {
-                if *device != self.device.id() {
+                if !device.is(self.device) {
                     return Err(Error::InvalidArgument(format!(
-                        "argument {i} of kernel {} is a buffer on device {device}; the kernel runs on device {}",
+                        "argument {i} of kernel {} is a buffer on device {}{}; the kernel runs on device {}",
                         self.name,
+                        device.id,
+                        if device.id == self.device.id() { " of another runtime" } else { "" },
                         self.device.id()
                     )));
                 }

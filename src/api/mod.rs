@@ -13,4 +13,4 @@ pub use kernel::{
     Kernel, KernelArg, KernelParam, KernelSignature, LaunchArgs, LaunchConfig, Ptr, PtrMut,
     QueuedKernelArg, QueuedLaunchArgs,
 };
-pub use queue::{scope, Event, Queue, Scope};
+pub use queue::{scope, Event, Queue, QueueSource, Scope, ScopedBuffer};

@@ -1,9 +1,11 @@
 //! Queues and events in a scope ([`scope`], [`Queue`], [`Event`]).
-use super::kernel::{Kernel, KernelSignature, QueuedLaunchArgs};
+use super::kernel::{
+    DeviceRef, Kernel, KernelSignature, Ptr, PtrMut, QueuedKernelArg, QueuedLaunchArgs,
+};
 use super::{DeviceBuffer, DeviceCopy};
 use crate::abi::AsyncInfo;
 use crate::device::queue_ops::RawEvent;
-use crate::{Device, Error, LaunchConfig, Result};
+use crate::{Device, DevicePtr, Error, LaunchConfig, Result};
 use std::cell::RefCell;
 use std::ffi::c_void;
 use std::marker::PhantomData;
@@ -18,20 +20,21 @@ use std::marker::PhantomData;
 /// let device = runtime.device(0)?;
 /// let input = vec![1u32, 2, 3, 4];
 /// let mut output = vec![0u32; 4];
-/// let buffer = DeviceBuffer::<u32>::new(device, 4)?;
+/// let mut buffer = DeviceBuffer::<u32>::new(device, 4)?;
 /// omptarget::scope(|s| {
 ///     let queue = s.queue(device)?;
-///     queue.copy_to_device(&buffer, &input)?;
-///     queue.copy_to_host(&mut output, &buffer)?;
-///     Ok(())
+///     let lent = s.bind(&mut buffer); // written by the queue: lent to the scope
+///     queue.copy_to_device(lent, &input)?;
+///     queue.copy_to_host(&mut output, lent)?;
+///     Ok::<_, omptarget::Error>(())
 /// })?;
 /// assert_eq!(output, input); // the scope waited for the queue
 /// # drop(buffer); runtime.shutdown();
 /// # Ok::<(), omptarget::Error>(())
 /// ```
-pub fn scope<'env, R>(
-    f: impl for<'scope> FnOnce(&'scope Scope<'scope, 'env>) -> Result<R>,
-) -> Result<R> {
+pub fn scope<'env, R, E: From<Error>>(
+    f: impl for<'scope> FnOnce(&'scope Scope<'scope, 'env>) -> std::result::Result<R, E>,
+) -> std::result::Result<R, E> {
     let scope = Scope {
         queues: RefCell::new(Vec::new()),
         events: RefCell::new(Vec::new()),
@@ -80,13 +83,41 @@ impl<'scope, 'env> Scope<'scope, 'env> {
         })
     }
 
+    /// Lend `buffer` to the scope for queued writes (copies into it,
+    /// kernels writing it): exclusively, until the scope ends, so no other
+    /// thread can read or write it while a queue may.
+    pub fn bind<T: DeviceCopy>(
+        &'scope self,
+        buffer: &'scope mut DeviceBuffer<'_, T>,
+    ) -> ScopedBuffer<'scope, T> {
+        ScopedBuffer {
+            device: buffer.device(),
+            ptr: buffer.device_ptr(),
+            len: buffer.len(),
+            _lent: PhantomData,
+        }
+    }
+
     /// Wait for every queue, then destroy every event (once, at the end of
     /// [`scope`], also when the closure panicked).
+    ///
+    /// A queue that cannot be synchronised may still be copying into host
+    /// memory the scope is about to release; returning would make that a
+    /// use after free, so the process aborts instead (with the reason). A
+    /// plugin already destroyed runs nothing, so that case is an error.
     fn finish(&self) -> Result<()> {
         let mut first_error = None;
         for (device, queue) in self.queues.borrow_mut().iter_mut() {
-            if let Err(err) = device.synchronize_queue(queue) {
-                first_error.get_or_insert(err);
+            let synced = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                device.synchronize_queue(queue)
+            }));
+            match synced {
+                Ok(Ok(())) => {}
+                Ok(Err(err @ Error::PluginDead { .. })) => {
+                    first_error.get_or_insert(err);
+                }
+                Ok(Err(err)) => abort_unsynchronised(device, &err),
+                Err(_) => abort_unsynchronised(device, &"a panic"),
             }
         }
         for (device, event) in self.events.borrow_mut().drain(..) {
@@ -108,6 +139,18 @@ impl<'scope, 'env> Scope<'scope, 'env> {
     }
 }
 
+/// See [`Scope::finish`].
+fn abort_unsynchronised(device: &Device, why: &dyn std::fmt::Display) -> ! {
+    use std::io::Write;
+    let _ = writeln!(
+        std::io::stderr(),
+        "omptarget: fatal: a queue on device {} could not be synchronised at the end of its scope ({why}); \
+         it may still use host memory the scope would release, so the process aborts",
+        device.id()
+    );
+    std::process::abort()
+}
+
 impl std::fmt::Debug for Scope<'_, '_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Scope")
@@ -115,6 +158,88 @@ impl std::fmt::Debug for Scope<'_, '_> {
             .field("events", &self.events.borrow().len())
             .finish()
     }
+}
+
+/// A device buffer lent to a [`Scope`] with [`Scope::bind`]: what queued
+/// copies write into and queued kernels write through ([`crate::PtrMut`]).
+/// The buffer stays exclusively borrowed until the scope has waited for
+/// every queue.
+pub struct ScopedBuffer<'scope, T: DeviceCopy> {
+    device: &'scope Device,
+    ptr: DevicePtr,
+    len: usize,
+    /// The exclusive loan, and not `Send`: only the scope's thread queues.
+    _lent: PhantomData<(&'scope mut T, *const ())>,
+}
+
+impl<T: DeviceCopy> Clone for ScopedBuffer<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T: DeviceCopy> Copy for ScopedBuffer<'_, T> {}
+
+impl<T: DeviceCopy> std::fmt::Debug for ScopedBuffer<'_, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ScopedBuffer")
+            .field("device", &self.device.id())
+            .field("len", &self.len)
+            .finish()
+    }
+}
+
+/// What a queued copy may read from: a `&DeviceBuffer` (shared: nobody
+/// can write it meanwhile) or a [`ScopedBuffer`].
+pub trait QueueSource<'scope, T: DeviceCopy>: Copy + sealed::Sealed {
+    /// (device, address, length)
+    #[doc(hidden)]
+    fn parts(self) -> (&'scope Device, DevicePtr, usize);
+}
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+impl<T: DeviceCopy> sealed::Sealed for &DeviceBuffer<'_, T> {}
+impl<'scope, T: DeviceCopy> QueueSource<'scope, T> for &'scope DeviceBuffer<'_, T> {
+    fn parts(self) -> (&'scope Device, DevicePtr, usize) {
+        (self.device(), self.device_ptr(), self.len())
+    }
+}
+impl<T: DeviceCopy> sealed::Sealed for ScopedBuffer<'_, T> {}
+impl<'scope, T: DeviceCopy> QueueSource<'scope, T> for ScopedBuffer<'scope, T> {
+    fn parts(self) -> (&'scope Device, DevicePtr, usize) {
+        (self.device, self.ptr, self.len)
+    }
+}
+
+impl<T: DeviceCopy> QueuedKernelArg<Ptr<T>> for ScopedBuffer<'_, T> {
+    fn queued_slot(&self) -> (usize, Option<DeviceRef>) {
+        (self.ptr.addr(), Some(DeviceRef::of(self.device)))
+    }
+}
+impl<T: DeviceCopy> QueuedKernelArg<PtrMut<T>> for ScopedBuffer<'_, T> {
+    fn queued_slot(&self) -> (usize, Option<DeviceRef>) {
+        (self.ptr.addr(), Some(DeviceRef::of(self.device)))
+    }
+}
+
+/// Values `offset..offset + len` of a buffer of `buffer_len`, if in range.
+fn range_in(buffer_len: usize, offset: usize, len: usize) -> Result<std::ops::Range<usize>> {
+    match offset.checked_add(len) {
+        Some(end) if end <= buffer_len => Ok(offset..end),
+        _ => Err(Error::InvalidArgument(format!(
+            "values {offset}..{offset}+{len} are not within the buffer of {buffer_len} values"
+        ))),
+    }
+}
+
+/// The device address of value `index` of a buffer of `T` at `ptr`.
+fn element<T>(ptr: DevicePtr, index: usize) -> DevicePtr {
+    DevicePtr::from_raw(
+        ptr.as_ptr()
+            .wrapping_byte_add(index * std::mem::size_of::<T>()),
+    )
 }
 
 /// One queue of a [`scope`] on one device.
@@ -145,7 +270,25 @@ impl std::fmt::Debug for Scope<'_, '_> {
 ///     let queue = s.queue(device)?;
 ///     queue.copy_to_host(&mut host, &buffer)?;
 ///     host[0] = 1.0; // error: `host` is borrowed until the scope ends
-///     Ok(())
+///     Ok::<_, omptarget::Error>(())
+/// })?;
+/// # Ok::<(), omptarget::Error>(())
+/// ```
+///
+/// A buffer lent to the scope for queued writes cannot be used elsewhere
+/// until the scope ends:
+///
+/// ```compile_fail,E0502
+/// # use omptarget::{Config, DeviceBuffer, Runtime};
+/// # let runtime = Runtime::new(Config::default())?;
+/// # let device = runtime.device(0)?;
+/// let mut buffer = DeviceBuffer::<f32>::new(device, 4)?;
+/// let input = vec![1.0f32; 4];
+/// omptarget::scope(|s| {
+///     let lent = s.bind(&mut buffer);
+///     s.queue(device)?.copy_to_device(lent, &input)?;
+///     let _ = buffer.to_vec(); // error: lent to the scope
+///     Ok::<_, omptarget::Error>(())
 /// })?;
 /// # Ok::<(), omptarget::Error>(())
 /// ```
@@ -163,11 +306,15 @@ impl std::fmt::Debug for Scope<'_, '_> {
 /// The host plugin runs every queued operation at once (a valid queue: it
 /// is in order); a GPU plugin runs them on its stream, one to one.
 ///
-/// Device buffers are borrowed shared by queued operations, written ones
-/// included: the queue, not the borrow checker, orders them. Two queues
-/// that touch one buffer without an event between them race on device
-/// memory, as two CUDA streams do; the values are then unspecified, but
-/// host memory is never at risk.
+/// A buffer that queued operations write (copies into it, kernels writing
+/// through [`crate::PtrMut`]) is lent to the scope with [`Scope::bind`]:
+/// exclusively, so no other thread reads or writes it until the scope has
+/// waited. Buffers only read may be passed as `&DeviceBuffer`. Within the
+/// scope, the queues order their operations; two queues of one scope that
+/// touch a lent buffer without an event between them race on device
+/// memory, as two CUDA streams do (the values are then unspecified; on the
+/// host plugin every queued operation runs on the scope's own thread, one
+/// after the other, so host memory is never raced).
 pub struct Queue<'scope, 'env> {
     scope: &'scope Scope<'scope, 'env>,
     index: usize,
@@ -180,13 +327,18 @@ impl<'scope, 'env> Queue<'scope, 'env> {
         self.device
     }
 
-    fn check_device<T: DeviceCopy>(&self, buffer: &DeviceBuffer<'_, T>) -> Result<()> {
-        if buffer.device().id() == self.device.id() {
+    fn check_device(&self, device: &Device) -> Result<()> {
+        if std::ptr::eq(device, self.device) {
             Ok(())
         } else {
             Err(Error::InvalidArgument(format!(
-                "the buffer is on device {}, the queue on device {}",
-                buffer.device().id(),
+                "the buffer is on device {}{}, the queue on device {}",
+                device.id(),
+                if device.id() == self.device.id() {
+                    " of another runtime"
+                } else {
+                    ""
+                },
                 self.device.id()
             )))
         }
@@ -195,30 +347,35 @@ impl<'scope, 'env> Queue<'scope, 'env> {
     /// Queue a copy of `src` into `dst` (same length).
     pub fn copy_to_device<T: DeviceCopy>(
         &self,
-        dst: &'scope DeviceBuffer<'_, T>,
+        dst: ScopedBuffer<'scope, T>,
         src: &'scope [T],
     ) -> Result<()> {
-        dst.check_len(src.len())?;
+        if dst.len != src.len() {
+            return Err(Error::LengthMismatch {
+                device_len: dst.len,
+                host_len: src.len(),
+            });
+        }
         self.copy_to_device_at(dst, 0, src)
     }
 
     /// Queue a copy of `src` into `dst`'s values from `offset` on.
     pub fn copy_to_device_at<T: DeviceCopy>(
         &self,
-        dst: &'scope DeviceBuffer<'_, T>,
+        dst: ScopedBuffer<'scope, T>,
         offset: usize,
         src: &'scope [T],
     ) -> Result<()> {
-        self.check_device(dst)?;
-        let range = dst.range(offset, src.len())?;
+        self.check_device(dst.device)?;
+        let range = range_in(dst.len, offset, src.len())?;
         self.scope.with_queue(self.index, |queue| {
-            // SAFETY: `src` and `dst` are borrowed for the scope, which
-            // synchronises this queue before it ends; `range` lies within
-            // `dst` (checked).
+            // SAFETY: `src` is borrowed and `dst` lent exclusively for the
+            // scope, which synchronises this queue before it ends; `range`
+            // lies within `dst` (checked).
             unsafe {
                 self.device.submit_on(
                     queue,
-                    dst.byte_ptr(range.start),
+                    element::<T>(dst.ptr, range.start),
                     src.as_ptr().cast::<c_void>(),
                     std::mem::size_of_val(src),
                 )
@@ -230,9 +387,15 @@ impl<'scope, 'env> Queue<'scope, 'env> {
     pub fn copy_to_host<T: DeviceCopy>(
         &self,
         dst: &'scope mut [T],
-        src: &'scope DeviceBuffer<'_, T>,
+        src: impl QueueSource<'scope, T>,
     ) -> Result<()> {
-        src.check_len(dst.len())?;
+        let (_, _, len) = src.parts();
+        if len != dst.len() {
+            return Err(Error::LengthMismatch {
+                device_len: len,
+                host_len: dst.len(),
+            });
+        }
         self.copy_to_host_at(dst, src, 0)
     }
 
@@ -240,20 +403,22 @@ impl<'scope, 'env> Queue<'scope, 'env> {
     pub fn copy_to_host_at<T: DeviceCopy>(
         &self,
         dst: &'scope mut [T],
-        src: &'scope DeviceBuffer<'_, T>,
+        src: impl QueueSource<'scope, T>,
         offset: usize,
     ) -> Result<()> {
-        self.check_device(src)?;
-        let range = src.range(offset, dst.len())?;
+        let (device, ptr, len) = src.parts();
+        self.check_device(device)?;
+        let range = range_in(len, offset, dst.len())?;
         self.scope.with_queue(self.index, |queue| {
             // SAFETY: `dst` is borrowed exclusively for the scope, which
             // synchronises this queue before it ends (so the host cannot
-            // read it meanwhile); any bytes are a valid `T`.
+            // read it meanwhile); any bytes are a valid `T`; `src` cannot
+            // be written by anyone else meanwhile (shared or lent).
             unsafe {
                 self.device.retrieve_on(
                     queue,
                     dst.as_mut_ptr().cast::<c_void>(),
-                    src.byte_ptr(range.start),
+                    element::<T>(ptr, range.start),
                     std::mem::size_of_val(dst),
                 )
             }
@@ -261,38 +426,45 @@ impl<'scope, 'env> Queue<'scope, 'env> {
     }
 
     /// Queue a copy of the whole of `src` into `dst` (same length; `src` on
-    /// this queue's device, `dst` on any).
+    /// this queue's device, `dst` on any device of this runtime).
     pub fn copy_between<T: DeviceCopy>(
         &self,
-        dst: &'scope DeviceBuffer<'_, T>,
-        src: &'scope DeviceBuffer<'_, T>,
+        dst: ScopedBuffer<'scope, T>,
+        src: impl QueueSource<'scope, T>,
     ) -> Result<()> {
-        self.check_device(src)?;
-        src.check_len(dst.len())?;
+        let (src_device, src_ptr, src_len) = src.parts();
+        self.check_device(src_device)?;
+        if src_len != dst.len {
+            return Err(Error::LengthMismatch {
+                device_len: dst.len,
+                host_len: src_len,
+            });
+        }
         self.scope.with_queue(self.index, |queue| {
-            // SAFETY: both buffers are borrowed for the scope, which
-            // synchronises this queue before it ends.
+            // SAFETY: both buffers are borrowed (or lent) for the scope,
+            // which synchronises this queue before it ends.
             unsafe {
                 self.device.copy_to_device_on(
                     queue,
-                    src.device_ptr(),
-                    dst.device(),
-                    dst.device_ptr(),
-                    src.size_bytes(),
+                    src_ptr,
+                    dst.device,
+                    dst.ptr,
+                    src_len * std::mem::size_of::<T>(),
                 )
             }
         })
     }
 
-    /// Queue a launch of `kernel` (on this queue's device) with `args`.
-    /// Buffers are passed as `&DeviceBuffer`, written ones included.
+    /// Queue a launch of `kernel` (on this queue's device) with `args`:
+    /// buffers it reads as `&DeviceBuffer` or [`ScopedBuffer`], buffers it
+    /// writes as [`ScopedBuffer`] ([`Scope::bind`]).
     pub fn launch<S: KernelSignature, A: QueuedLaunchArgs<S> + 'scope>(
         &self,
         kernel: &Kernel<'env, S>,
         config: LaunchConfig,
         args: A,
     ) -> Result<()> {
-        if kernel.device.id() != self.device.id() {
+        if !std::ptr::eq(kernel.device, self.device) {
             return Err(Error::InvalidArgument(format!(
                 "kernel {} is loaded on device {}, the queue runs on device {}",
                 kernel.name,

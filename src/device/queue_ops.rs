@@ -35,6 +35,10 @@ impl Device {
         let size64 = to_i64(size)?;
         let local = self.local_id;
         let src = src as *mut c_void;
+        if self.plugin.call(|e| e.data_submit_async.is_none())? {
+            // The blocking entry must not overtake what is queued already.
+            self.synchronize_queue(queue)?;
+        }
         let code = self.plugin.call(|e| match e.data_submit_async {
             // SAFETY: per this function's contract.
             Some(submit) => unsafe { submit(local, dst.as_ptr(), src, size64, queue) },
@@ -60,6 +64,10 @@ impl Device {
         self.ensure_initialized()?;
         let size64 = to_i64(size)?;
         let local = self.local_id;
+        if self.plugin.call(|e| e.data_retrieve_async.is_none())? {
+            // The blocking entry must not overtake what is queued already.
+            self.synchronize_queue(queue)?;
+        }
         let code = self.plugin.call(|e| match e.data_retrieve_async {
             // SAFETY: per this function's contract.
             Some(retrieve) => unsafe { retrieve(local, dst, src.as_ptr(), size64, queue) },
@@ -87,6 +95,10 @@ impl Device {
         self.ensure_initialized()?;
         dst_device.ensure_initialized()?;
         if self.can_exchange_with(dst_device) {
+            if self.plugin.call(|e| e.data_exchange_async.is_none())? {
+                // The blocking entry must not overtake what is queued.
+                self.synchronize_queue(queue)?;
+            }
             let size64 = to_i64(size)?;
             let (src_id, dst_id) = (self.local_id, dst_device.local_id);
             let code = self.plugin.call(|e| {
@@ -151,6 +163,10 @@ impl Device {
                         _ => "kernel arguments narrower than a pointer (it has no __tgt_rtl_run_typed_region)",
                     },
                 });
+            }
+            // The blocking launch must not overtake what is queued.
+            if let Some(queue) = queue {
+                self.synchronize_queue(queue)?;
             }
             let mut offsets = vec![0isize; args.len()];
             // SAFETY: per this function's contract (all pointer-sized).
@@ -252,11 +268,15 @@ impl Device {
             return Ok(());
         }
         let local = self.local_id;
-        let code = self.plugin.call(|e| match e.wait_event {
-            // SAFETY: an event of this plugin; `queue` is this device's.
-            Some(wait) => unsafe { wait(local, event.0, queue) },
-            None => abi::OFFLOAD_FAIL,
-        })?;
+        let Some(wait) = self.plugin.call(|e| e.wait_event)? else {
+            // Its events came from `create_event`, so it has them all, or
+            // is broken: wait on the host instead.
+            return self.sync_event(event);
+        };
+        // SAFETY: an event of this plugin; `queue` is this device's.
+        let code = self
+            .plugin
+            .call(|_| unsafe { wait(local, event.0, queue) })?;
         self.check("wait_event", code)
     }
 
@@ -266,11 +286,14 @@ impl Device {
             return Ok(());
         }
         let local = self.local_id;
-        let code = self.plugin.call(|e| match e.sync_event {
-            // SAFETY: an event this device created.
-            Some(sync) => unsafe { sync(local, event.0) },
-            None => abi::OFFLOAD_FAIL,
-        })?;
+        let Some(sync) = self.plugin.call(|e| e.sync_event)? else {
+            return Err(Error::Unsupported {
+                plugin: self.plugin.name().to_owned(),
+                what: "waiting for an event on the host (it has no __tgt_rtl_sync_event)",
+            });
+        };
+        // SAFETY: an event this device created.
+        let code = self.plugin.call(|_| unsafe { sync(local, event.0) })?;
         self.check("sync_event", code)
     }
 

@@ -41,15 +41,18 @@ pub const INLINE_ARGS: usize = 16;
 /// `on_error` instead. The failure's message is also kept for
 /// `__tgt_rtl_last_error_message` ([`last_error`]).
 fn guard<B: Backend, T>(entry: &str, on_error: T, f: impl FnOnce() -> Result<T>) -> T {
+    // A message is about this call only: never a stale one from before.
+    crate::last_error::clear();
     let outcome = catch_unwind(AssertUnwindSafe(f));
-    match &outcome {
+    // Formatting runs the error's Display: behind the boundary too.
+    let _ = catch_unwind(AssertUnwindSafe(|| match &outcome {
         Ok(Ok(_)) => {}
         Ok(Err(error)) => crate::last_error::set(&format_args!("{entry}: {error}")),
         Err(payload) => crate::last_error::set(&format_args!(
             "{entry}: panic: {}",
             panic_message(payload.as_ref())
         )),
-    }
+    }));
     match outcome {
         Ok(Ok(value)) => value,
         // An image the backend cannot load is reported by the runtime

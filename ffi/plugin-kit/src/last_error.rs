@@ -52,8 +52,19 @@ pub fn set(message: &dyn fmt::Display) {
     });
 }
 
+/// Forget this thread's message (every entry starts with this, so a
+/// message is always about the call that just failed).
+pub fn clear() {
+    let _ = LAST.try_with(|last| {
+        if let Ok(mut last) = last.try_borrow_mut() {
+            last.len = 0;
+        }
+    });
+}
+
 /// Copy this thread's last failure message into `buf` (at most `cap`
-/// bytes), forget it, and return its full length (0: none).
+/// bytes), forget it, and return its length (0: none; the kept message
+/// itself is at most [`CAPACITY`] bytes, cut at a character boundary).
 ///
 /// # Safety
 /// `buf` is null or writable for `cap` bytes.

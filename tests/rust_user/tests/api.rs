@@ -196,7 +196,7 @@ fn globals_have_typed_handles_and_are_not_kernels() -> anyhow::Result<()> {
     assert!(image.global::<i32>("bump").is_err());
     assert!(image.global::<i64>("counter").is_err(), "size checked");
 
-    let mut counter = image.global::<i32>("counter")?;
+    let counter = image.global::<i32>("counter")?;
     assert_eq!(counter.read()?, 41);
     // SAFETY: bump(int32_t) touches only the global.
     let bump: Kernel<(i32,)> = unsafe { image.kernel("bump")? };
@@ -205,7 +205,7 @@ fn globals_have_typed_handles_and_are_not_kernels() -> anyhow::Result<()> {
     counter.write(&-7)?;
     assert_eq!(counter.read()?, -7);
 
-    let mut table = image.global::<[f64; 4]>("table")?;
+    let table = image.global::<[f64; 4]>("table")?;
     table.write(&[10.0, 20.0, 30.0, 40.5])?;
     // SAFETY: sum_table(double *out) writes out[0].
     let sum: Kernel<(PtrMut<f64>,)> = unsafe { image.kernel("sum_table")? };
@@ -291,21 +291,23 @@ fn a_queue_pipeline_across_two_devices_with_events() -> anyhow::Result<()> {
     let n = 1000;
     let input: Vec<f32> = (0..n).map(|i| i as f32).collect();
     let mut output = vec![0f32; n];
-    let x0 = DeviceBuffer::<f32>::new(d0, n)?;
-    let y0 = DeviceBuffer::<f32>::new(d0, n)?;
-    let x1 = DeviceBuffer::<f32>::new(d1, n)?;
-    let y1 = DeviceBuffer::<f32>::new(d1, n)?;
+    let mut x0 = DeviceBuffer::<f32>::new(d0, n)?;
+    let mut y0 = DeviceBuffer::<f32>::new(d0, n)?;
+    let mut x1 = DeviceBuffer::<f32>::new(d1, n)?;
+    let mut y1 = DeviceBuffer::<f32>::new(d1, n)?;
     omptarget::scope(|s| {
         let q0 = s.queue(d0)?;
         let q1 = s.queue(d1)?;
-        q0.copy_to_device(&x0, &input)?;
-        q0.launch(&scale0, LaunchConfig::default(), (2.0f32, &x0, &y0, n))?;
-        q0.copy_between(&x1, &y0)?; // device 0 -> device 1
+        let (x0, y0) = (s.bind(&mut x0), s.bind(&mut y0));
+        let (x1, y1) = (s.bind(&mut x1), s.bind(&mut y1));
+        q0.copy_to_device(x0, &input)?;
+        q0.launch(&scale0, LaunchConfig::default(), (2.0f32, x0, y0, n))?;
+        q0.copy_between(x1, y0)?; // device 0 -> device 1
         let copied = q0.record_event()?;
         q1.wait_for(&copied)?;
-        q1.launch(&scale1, LaunchConfig::default(), (0.5f32, &x1, &y1, n))?;
-        q1.copy_to_host(&mut output, &y1)?;
-        Ok(())
+        q1.launch(&scale1, LaunchConfig::default(), (0.5f32, x1, y1, n))?;
+        q1.copy_to_host(&mut output, y1)?;
+        anyhow::Ok(())
     })?;
     // 2 * 0.5 = 1: the pipeline ran, in order, and the scope waited.
     assert_eq!(output, input);
@@ -333,8 +335,9 @@ fn a_panicking_scope_still_waits_and_loses_nothing() -> anyhow::Result<()> {
         "the queued copy completed before the unwind went on"
     );
     // Queue errors: a buffer of another device.
-    let other = DeviceBuffer::<u32>::new(runtime.device(1)?, 64)?;
-    let err = omptarget::scope(|s| s.queue(device)?.copy_to_device(&other, &host)).unwrap_err();
+    let mut other = DeviceBuffer::<u32>::new(runtime.device(1)?, 64)?;
+    let err = omptarget::scope(|s| s.queue(device)?.copy_to_device(s.bind(&mut other), &host))
+        .unwrap_err();
     assert!(
         err.to_string()
             .contains("is on device 1, the queue on device 0"),
@@ -379,5 +382,77 @@ fn a_dropped_runtime_warns_once_with_its_leaks() -> anyhow::Result<()> {
             warnings[0]
         );
     }
+    Ok(())
+}
+
+/// Device numbers repeat across runtimes (each has a device 0): a buffer of
+/// another runtime is refused by identity, not by number.
+#[test]
+fn buffers_of_another_runtime_are_refused() -> anyhow::Result<()> {
+    let (first, second) = (runtime(), runtime());
+    let (d_first, d_second) = (first.device(0)?, second.device(0)?);
+    let image = Image::load_file(d_first, kernel("vec_add.c")?, &["vec_add"])?;
+    // SAFETY: vec_add's signature; never runs (refused first).
+    let add: Kernel<VecAdd> = unsafe { image.kernel("vec_add")? };
+    let foreign = DeviceBuffer::from_slice(d_second, &[1.0f32; 4])?;
+    let mut out = DeviceBuffer::<f32>::new(d_first, 4)?;
+    let err = add
+        .launch(LaunchConfig::default(), (&foreign, &foreign, &mut out, 4))
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("device 0 of another runtime"),
+        "{err}"
+    );
+    let mut host = vec![0f32; 4];
+    let err =
+        omptarget::scope(|s| s.queue(d_first)?.copy_to_host(&mut host, &foreign)).unwrap_err();
+    assert!(err.to_string().contains("of another runtime"), "{err}");
+    // A blocking copy between runtimes goes through the host: allowed.
+    out.copy_from(&foreign)?;
+    assert_eq!(out.to_vec()?, [1.0; 4]);
+    drop((image, foreign, out));
+    assert!(first.shutdown().is_clean());
+    assert!(second.shutdown().is_clean());
+    Ok(())
+}
+
+#[test]
+fn global_handles_on_several_threads_are_serialised() -> anyhow::Result<()> {
+    let runtime = runtime();
+    let device = runtime.device(3)?;
+    let image = Image::load_file(device, kernel("typed.c")?, &["table"])?;
+    std::thread::scope(|s| {
+        for t in 0..4 {
+            let image = &image;
+            s.spawn(move || -> anyhow::Result<()> {
+                let table = image.global::<[f64; 4]>("table")?;
+                for i in 0..200 {
+                    let v = (t * 1000 + i) as f64;
+                    table.write(&[v; 4])?;
+                    let read = table.read()?;
+                    // Whole values only: never a mix of two writers.
+                    assert!(read.iter().all(|x| *x == read[0]), "{read:?}");
+                }
+                Ok(())
+            });
+        }
+    });
+    drop(image);
+    assert!(runtime.shutdown().is_clean());
+    Ok(())
+}
+
+#[test]
+fn a_reversed_source_range_is_an_error() -> anyhow::Result<()> {
+    let runtime = runtime();
+    let device = runtime.device(0)?;
+    let src = DeviceBuffer::from_slice(device, &[1u8, 2, 3, 4, 5, 6])?;
+    let mut dst = DeviceBuffer::from_slice(device, &[0u8; 6])?;
+    #[allow(clippy::reversed_empty_ranges)]
+    let err = dst.copy_from_at(0, &src, 5..2).unwrap_err();
+    assert!(err.to_string().contains("reversed"), "{err}");
+    assert_eq!(dst.to_vec()?, [0; 6]);
+    drop((src, dst));
+    assert!(runtime.shutdown().is_clean());
     Ok(())
 }
