@@ -12,7 +12,23 @@ use crate::abi::plugin::KernelArgType;
 use crate::abi::{self, AsyncInfo};
 use crate::launch::RegionLaunch;
 use crate::{Error, Result};
+use omptarget_plugin_kit::entries::INLINE_ARGS;
 use std::ffi::c_void;
+
+/// `n` zero offsets: on the stack for up to [`INLINE_ARGS`] arguments (so a
+/// common launch allocates none), else in `heap`.
+fn zero_offsets<'a>(
+    n: usize,
+    inline: &'a mut [isize; INLINE_ARGS],
+    heap: &'a mut Vec<isize>,
+) -> &'a mut [isize] {
+    if n <= INLINE_ARGS {
+        &mut inline[..n]
+    } else {
+        heap.resize(n, 0);
+        heap
+    }
+}
 
 /// A plugin event, or none: then the event completed when it was recorded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -168,15 +184,18 @@ impl Device {
             if let Some(queue) = queue {
                 self.synchronize_queue(queue)?;
             }
-            let mut offsets = vec![0isize; args.len()];
+            let (mut inline, mut heap) = ([0isize; INLINE_ARGS], Vec::new());
+            let offsets = zero_offsets(args.len(), &mut inline, &mut heap);
             // SAFETY: per this function's contract (all pointer-sized).
-            return unsafe { self.run_region(entry, args, &mut offsets, launch) };
+            return unsafe { self.run_region(entry, args, offsets, launch) };
         };
         self.ensure_initialized()?;
         let num_args = i32::try_from(args.len())
             .map_err(|_| Error::InvalidArgument(format!("{} arguments", args.len())))?;
-        let mut offsets = vec![0isize; args.len()];
-        let codes: Vec<u8> = types.iter().map(|t| *t as u8).collect();
+        let (mut inline, mut heap) = ([0isize; INLINE_ARGS], Vec::new());
+        let offsets = zero_offsets(args.len(), &mut inline, &mut heap);
+        // `KernelArgType` is `repr(u8)`: the slice already is the byte codes.
+        let codes = types.as_ptr().cast::<u8>();
         let (num_teams, thread_limit, tripcount) = match launch {
             RegionLaunch::Single => (-1, 0, 0),
             RegionLaunch::Teams {
@@ -200,7 +219,7 @@ impl Device {
                         entry,
                         args.as_mut_ptr(),
                         offsets.as_mut_ptr(),
-                        codes.as_ptr(),
+                        codes,
                         num_args,
                         num_teams,
                         thread_limit,

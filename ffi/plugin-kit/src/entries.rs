@@ -438,6 +438,28 @@ pub unsafe fn data_exchange<B: Backend>(
     })
 }
 
+/// Fill `values` with `args[i] + offsets[i]` (the launch entries' argument
+/// arrays; untouched, and allowed null, when `values` is empty).
+///
+/// # Safety
+/// Non-null `args` and `offsets` hold `values.len()` elements each.
+unsafe fn gather_args(
+    values: &mut [*mut c_void],
+    args: *mut *mut c_void,
+    offsets: *mut isize,
+) -> Result<()> {
+    if values.is_empty() {
+        return Ok(());
+    }
+    let args = non_null("args", args)?.as_ptr();
+    let offsets = non_null("offsets", offsets)?.as_ptr();
+    for (i, value) in values.iter_mut().enumerate() {
+        // SAFETY: non-null arrays of `values.len()` elements (contract).
+        *value = unsafe { (*args.add(i)).wrapping_byte_offset(*offsets.add(i)) };
+    }
+    Ok(())
+}
+
 /// `__tgt_rtl_run_target[_team]_region[_async]`: `teams` is `None` for a
 /// plain target region.
 ///
@@ -482,15 +504,8 @@ pub unsafe fn run_region<B: Backend>(
                 heap.resize(count, ptr::null_mut());
                 &mut heap
             };
-            if count > 0 {
-                let args = non_null("args", args)?.as_ptr();
-                let offsets = non_null("offsets", offsets)?.as_ptr();
-                for (i, value) in values.iter_mut().enumerate() {
-                    // SAFETY: `args` and `offsets` are non-null arrays of
-                    // `num_args` elements (module contract), and i < count.
-                    *value = unsafe { (*args.add(i)).wrapping_byte_offset(*offsets.add(i)) };
-                }
-            }
+            // SAFETY: `num_args` elements each (module contract).
+            unsafe { gather_args(values, args, offsets)? };
             // SAFETY: `entry` is a kernel of an image loaded on this device
             // whose parameters match `values` (module contract; the host
             // backend also checks the entry against its images).
@@ -550,17 +565,15 @@ pub unsafe fn run_typed_region<B: Backend>(
                     heap_types.resize(count, KernelArgType::Pointer);
                     (&mut heap, &mut heap_types)
                 };
+            // SAFETY: `num_args` elements each (this function's contract).
+            unsafe { gather_args(values, args, offsets)? };
             if count > 0 {
-                let args = non_null("args", args)?.as_ptr();
-                let offsets = non_null("offsets", offsets)?.as_ptr();
                 let codes = non_null("arg_types", arg_types as *mut u8)?.as_ptr();
-                for i in 0..count {
-                    // SAFETY: three non-null arrays of `num_args` elements
-                    // (this function's contract), and i < count.
-                    let (arg, offset, code) =
-                        unsafe { (*args.add(i), *offsets.add(i), *codes.add(i)) };
-                    values[i] = arg.wrapping_byte_offset(offset);
-                    types[i] = KernelArgType::from_code(code).ok_or_else(|| {
+                for (i, ty) in types.iter_mut().enumerate() {
+                    // SAFETY: a non-null array of `num_args` bytes (this
+                    // function's contract), and i < count.
+                    let code = unsafe { *codes.add(i) };
+                    *ty = KernelArgType::from_code(code).ok_or_else(|| {
                         PluginError::InvalidArgument(format!(
                             "argument {i} has the unknown type code {code}"
                         ))
