@@ -291,7 +291,6 @@ impl<'a> Offload<'a> {
     ) -> Result<(), OffloadError> {
         let entry = self
             .registry
-            .lock_tables()
             .target_entry(host_ptr as usize, dev.id as usize);
         let entry = match entry {
             Ok(entry) => entry,
