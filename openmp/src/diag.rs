@@ -65,6 +65,14 @@ impl Fatal {
         }
     }
 
+    /// `__tgt_target_nowait_query` with no handle: LLVM 19+'s fatal error.
+    pub fn invalid_async_handle() -> Self {
+        Fatal::new(
+            1,
+            "Receive an invalid async handle from the current OpenMP task. Is this a target nowait region?",
+        )
+    }
+
     /// The exact bytes LLVM writes before aborting.
     pub fn render(&self) -> String {
         format!("{self}\n")

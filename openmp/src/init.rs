@@ -91,7 +91,12 @@ impl<'a> Offload<'a> {
                     // SAFETY: a ctor address is a host entry of a registered
                     // binary; a kernel without arguments.
                     let ran = unsafe {
-                        self.run_target(dev, ctor as *mut c_void, &MapArgs::empty(), 1, 1, true)
+                        self.run_target(
+                            dev,
+                            ctor as *mut c_void,
+                            &MapArgs::empty(),
+                            &super::region::KernelLaunch::legacy(1, 1, true),
+                        )
                     };
                     if ran.is_err() {
                         return Err(self.report(OffloadError::CtorFailed { ctor }));

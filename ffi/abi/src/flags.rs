@@ -71,6 +71,14 @@ pub mod declare_target {
     pub const CTOR: i32 = 0x02;
     /// A global destructor to run on the device before unloading.
     pub const DTOR: i32 = 0x04;
+    /// `declare target indirect` (LLVM 17+): a function callable through a
+    /// host function pointer on the device.
+    pub const INDIRECT: i32 = 0x08;
+    /// `OMP_REGISTER_REQUIRES` (LLVM 19+): not a symbol but the binary's
+    /// `requires` flags, in the entry's `data` word (clang 19 stores them in
+    /// the 32-byte entry's last word, clang 20+ in `data`); replaces the
+    /// `__tgt_register_requires` call of older releases.
+    pub const REGISTER_REQUIRES: i32 = 0x10;
 }
 
 /// `TargetAllocTy`: the `kind` argument of `__tgt_rtl_data_alloc`.

@@ -14,6 +14,7 @@ mod export;
 mod host_env;
 mod info;
 mod interop;
+mod kernel;
 mod libomp;
 mod lifecycle;
 mod mapper;

@@ -8,7 +8,8 @@ use crate::host_env::{self, Libomp};
 use omptarget::{Config, Runtime};
 use omptarget_abi::{AllocKind, AsyncInfo, BinDesc, DeviceInfo};
 use omptarget_openmp::{
-    EmptyPlatform, Fatal, Ident, MapArgs, Offload, Platform, Registry, TargetOffloadPolicy,
+    EmptyPlatform, Fatal, Ident, KernelLaunch, MapArgs, Offload, Platform, Registry,
+    TargetOffloadPolicy,
 };
 use std::ffi::{c_char, c_int, c_void};
 use std::sync::OnceLock;
@@ -158,6 +159,9 @@ impl Session {
     /// `desc` is valid until its `unregister_lib`.
     pub unsafe fn register_lib(&self, desc: *mut BinDesc) {
         self.runtime();
+        // LLVM 19+ binaries carry their `requires` flags in their entries.
+        // SAFETY: `desc` is valid (our caller's contract).
+        or_abort(unsafe { self.offload().register_lib_requires(desc) });
         // SAFETY: `desc` stays valid until its `unregister_lib` (our
         // caller's contract, the callee's too).
         unsafe { self.offload().register_lib(desc) }
@@ -227,6 +231,26 @@ impl Session {
                 thread_limit,
                 teams.is_some(),
             )
+        })
+    }
+
+    /// `__tgt_target_kernel[_nowait]`.
+    ///
+    /// # Safety
+    /// As [`Session::target`]; with `launch.implicit_dyn_ptr` the kernel
+    /// takes a leading `void *` before the arguments `args` describes.
+    pub unsafe fn target_kernel(
+        &self,
+        loc: *mut c_void,
+        device_id: i64,
+        host_ptr: *mut c_void,
+        args: &MapArgs,
+        launch: &KernelLaunch,
+    ) -> i32 {
+        // SAFETY: our caller's contract is the callee's.
+        or_abort(unsafe {
+            self.offload()
+                .target_kernel(loc as *const Ident, device_id, host_ptr, args, launch)
         })
     }
 
