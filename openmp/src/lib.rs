@@ -80,6 +80,7 @@
 
 #![deny(missing_docs)]
 pub mod api;
+mod api_llvm19;
 pub mod args;
 pub mod data;
 pub mod device_ops;
@@ -100,6 +101,7 @@ mod ptr_hash;
 pub mod region;
 pub mod registration;
 pub mod registry;
+pub mod release;
 pub mod update;
 
 #[cfg(test)]
@@ -115,6 +117,7 @@ pub use mapper::{mapper_num_components, push_mapper_component, MapComponent, Map
 pub use policy::TargetOffloadPolicy;
 pub use region::KernelLaunch;
 pub use registry::Registry;
+pub use release::Release;
 
 use omptarget::device::DevicePtr;
 use omptarget::mapping::{DeviceMemory, MapEvent};
@@ -132,6 +135,12 @@ pub trait HostEnv: Sync {
     fn target_offload_policy(&self) -> TargetOffloadPolicy;
     /// Print one diagnostic on stderr ([`Diagnostic::write_to_stderr`]).
     fn emit(&self, diagnostic: &Diagnostic);
+    /// The LLVM release that built the binary making the current call,
+    /// whose runtime's behaviour the call follows ([`Release`]); LLVM 14
+    /// when it cannot be told.
+    fn caller_release(&self) -> Release {
+        Release::Llvm14
+    }
     /// Run a kernel (the plugin's `run_target*` call). The offload layer
     /// holds no lock of its own while `kernel` runs, so the host may let a
     /// `fork()` proceed meanwhile (the shim's fork gate).

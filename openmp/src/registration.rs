@@ -127,7 +127,11 @@ impl Offload<'_> {
         plugins.loaded = true;
         let policy = self.host.target_offload_policy();
         self.registry.set_policy(policy);
-        if policy == super::TargetOffloadPolicy::Disabled {
+        // LLVM 19+ load the plugins even with offloading disabled (their
+        // devices count, nothing runs there); LLVM 14 loads none.
+        if policy == super::TargetOffloadPolicy::Disabled
+            && !self.host.caller_release().counts_devices_when_disabled()
+        {
             return;
         }
         plugins.available = (0..self.platform.plugin_count())

@@ -70,6 +70,28 @@ fn apt_get() -> Command {
 }
 
 pub fn deps() -> Result<()> {
+    install_packages()?;
+    llvm_releases()
+}
+
+/// LLVM 19's and 22's OpenMP runtimes, unpacked (not installed: they
+/// conflict with libomp-14-dev) into `target/omptarget/llvm-releases` by
+/// `.ci/llvm-releases.sh`: the references of the clang-19/22 differential
+/// runs.
+fn llvm_releases() -> Result<()> {
+    let root = crate::stage::workspace_root();
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| root.join("target"));
+    let dest = target.join("omptarget/llvm-releases");
+    cmd::run(
+        Command::new("bash")
+            .arg(root.join(".ci/llvm-releases.sh"))
+            .arg(&dest),
+    )
+}
+
+fn install_packages() -> Result<()> {
     let packages = packages();
     let todo = missing()?;
     if todo.is_empty() {

@@ -224,7 +224,8 @@ unsafe extern "C-unwind" fn __tgt_target_nowait_query(handle: *mut *mut c_void) 
     guard("__tgt_target_nowait_query", OFFLOAD_FAIL, || {
         // SAFETY: our caller's contract: null or readable.
         if handle.is_null() || unsafe { *handle }.is_null() {
-            omptarget_openmp::Fatal::invalid_async_handle().abort();
+            omptarget_openmp::Fatal::invalid_async_handle()
+                .abort_as(crate::caller::calling_release());
         }
         eprintln!(
             "Libomptarget error: __tgt_target_nowait_query: not a handle of this runtime \

@@ -8,7 +8,9 @@
 //! unwinds into C.
 
 mod api;
+mod api_llvm19;
 mod boundary;
+mod caller;
 mod data;
 mod export;
 mod host_env;
