@@ -81,6 +81,7 @@
 #![deny(missing_docs)]
 pub mod api;
 mod api_llvm19;
+mod cxx_vector;
 pub mod args;
 pub mod data;
 pub mod device_ops;
