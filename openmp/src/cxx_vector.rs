@@ -212,7 +212,11 @@ mod tests {
         }
         assert_eq!(capacities, [1, 2, 4, 4, 8, 8, 8, 8, 16]);
         assert_eq!(v.len(), 9);
-        assert!(v.as_slice().iter().enumerate().all(|(i, c)| c.size == i as i64));
+        assert!(v
+            .as_slice()
+            .iter()
+            .enumerate()
+            .all(|(i, c)| c.size == i as i64));
         // SAFETY: as above; nothing uses it afterwards.
         unsafe { v.release() };
         assert!(v.is_empty() && v.as_slice().is_empty());

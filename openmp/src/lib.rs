@@ -81,8 +81,8 @@
 #![deny(missing_docs)]
 pub mod api;
 mod api_llvm19;
-mod cxx_vector;
 pub mod args;
+mod cxx_vector;
 pub mod data;
 pub mod device_ops;
 mod device_table;
