@@ -111,6 +111,15 @@ impl Release {
         }
     }
 
+    /// The newer of two releases.
+    pub fn max_by_major(self, other: Release) -> Release {
+        if other.major() > self.major() {
+            other
+        } else {
+            self
+        }
+    }
+
     /// Parse `14`, `19` or `22`.
     pub fn parse(text: &str) -> Option<Release> {
         Release::ALL
