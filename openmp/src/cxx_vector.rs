@@ -124,7 +124,7 @@ impl CxxVector {
 
     /// The elements.
     pub fn as_slice(&self) -> &[MapComponent] {
-        if self.start.is_null() {
+        if self.is_empty() {
             return &[];
         }
         // SAFETY: `start..finish` holds `len()` initialised elements (this

@@ -53,7 +53,10 @@ pub(crate) struct Entries {
 unsafe fn layout_of(begin: *const u64, len: usize) -> EntryLayout {
     // SAFETY: our `# Safety`: the first two words are readable.
     let (first, second) = unsafe { (*begin, *begin.add(1)) };
-    if first == 0 && second & 0xffff_ffff == 0x0001_0001 && len % size_of::<OffloadEntryV2>() == 0 {
+    if first == 0
+        && second & 0xffff_ffff == 0x0001_0001
+        && len.checked_rem(size_of::<OffloadEntryV2>()) == Some(0)
+    {
         EntryLayout::V2
     } else {
         EntryLayout::V1
@@ -97,7 +100,7 @@ pub(crate) unsafe fn read(begin: *const c_void, end: *const c_void) -> Entries {
     };
     match layout {
         EntryLayout::V1 => {
-            if len % size_of::<OffloadEntryV1>() != 0 {
+            if len.checked_rem(size_of::<OffloadEntryV1>()) != Some(0) {
                 return Entries::default();
             }
             let count = len / size_of::<OffloadEntryV1>();

@@ -276,10 +276,8 @@ mod tests {
         assert_eq!(entries.len(), 1, "the requires entry is not a symbol");
         assert_eq!(entries[0].addr as usize, 0x1000);
         // SAFETY: names point into the copy.
-        assert_eq!(
-            unsafe { CStr::from_ptr(entries[0].name) },
-            kernel.as_c_str()
-        );
+        let name = unsafe { CStr::from_ptr(entries[0].name) };
+        assert_eq!(name, kernel.as_c_str());
     }
 
     #[test]
