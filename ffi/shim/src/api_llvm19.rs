@@ -157,3 +157,40 @@ export_c!(
     omp_target_memcpy_async,
     omp_target_memcpy_rect_async
 );
+
+/// `llvm_omp_target_lock_mem(ptr, size, device)`: pin host memory for a
+/// device and return the address the device uses for it. Host devices
+/// share the host's memory, so (as LLVM's host plugin) that is `ptr`
+/// itself; an unknown device is the caller's release's error
+/// (LLVM 19/22: fatal).
+extern "C-unwind" fn llvm_omp_target_lock_mem(
+    ptr: *mut c_void,
+    _size: usize,
+    device_num: c_int,
+) -> *mut c_void {
+    guard("llvm_omp_target_lock_mem", null_mut(), || {
+        with_session(|s| s.lock_mem(ptr, device_num))
+    })
+}
+
+/// `llvm_omp_target_unlock_mem(ptr, device)`: nothing to undo on a host
+/// device.
+extern "C-unwind" fn llvm_omp_target_unlock_mem(ptr: *mut c_void, device_num: c_int) {
+    guard("llvm_omp_target_unlock_mem", (), || {
+        with_session(|s| {
+            s.lock_mem(ptr, device_num);
+        })
+    })
+}
+
+/// Dynamic shared memory exists only inside device kernels: null on the
+/// host, as LLVM answers.
+extern "C-unwind" fn llvm_omp_target_dynamic_shared_alloc() -> *mut c_void {
+    null_mut()
+}
+
+export_c!(
+    llvm_omp_target_lock_mem,
+    llvm_omp_target_unlock_mem,
+    llvm_omp_target_dynamic_shared_alloc
+);

@@ -309,6 +309,21 @@ impl Session {
         offload.get_mapped_ptr(ptr, device_num)
     }
 
+    /// `llvm_omp_target_lock_mem` / `_unlock_mem` (LLVM 19+) on host
+    /// devices: the pointer itself for a device (or the initial device);
+    /// an unknown device is the caller's release's error.
+    pub fn lock_mem(&self, ptr: *mut c_void, device_num: c_int) -> *mut c_void {
+        let offload = self.offload();
+        self.check_device_number(&offload, device_num);
+        let known = device_num == offload.initial_device()
+            || (0..offload.num_devices()).contains(&device_num);
+        if known {
+            ptr
+        } else {
+            std::ptr::null_mut()
+        }
+    }
+
     /// `omp_target_memset` (LLVM 19+).
     ///
     /// # Safety
