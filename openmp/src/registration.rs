@@ -153,6 +153,8 @@ impl Offload<'_> {
     /// `desc` is null or a valid descriptor whose arrays stay valid until
     /// `unregister_lib(desc)`.
     pub unsafe fn register_lib(&self, desc: *mut BinDesc) {
+        let _span =
+            omptarget::profile::span(omptarget::profile::Kind::Registration, "register_lib");
         // SAFETY: our `# Safety`: `desc` is null (`None`) or a valid
         // descriptor; the reference lives only in this call.
         let Some(desc_ref) = (unsafe { desc.as_ref() }) else {
@@ -276,6 +278,8 @@ impl Offload<'_> {
     /// `desc` is null or the descriptor passed to `register_lib`, still
     /// valid.
     pub unsafe fn unregister_lib(&self, desc: *mut BinDesc) {
+        let _span =
+            omptarget::profile::span(omptarget::profile::Kind::Registration, "unregister_lib");
         // SAFETY: our `# Safety` is `unregister_lib_then`'s.
         unsafe { self.unregister_lib_then(desc, true) }
     }
