@@ -215,9 +215,12 @@ impl Device {
     /// operation uses it any more. Freed memory is reused by later
     /// allocations, so a stale user would read and write someone else's.
     pub unsafe fn free(&self, ptr: DevicePtr) -> Result<()> {
-        let _span =
+        let mut span =
             crate::profile::span(crate::profile::Kind::Free, "free").map(|s| s.device(self.id));
         let allocation = self.memory.free(ptr)?;
+        if let Some(span) = span.as_mut() {
+            span.set_bytes(allocation.size);
+        }
         tracing::debug!(plugin = %self.plugin.name(), device = self.id, ptr = ?ptr.as_ptr(), size = allocation.size, "free");
         Ok(())
     }

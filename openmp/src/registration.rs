@@ -292,6 +292,8 @@ impl Offload<'_> {
     /// # Safety
     /// As [`Offload::unregister_lib`].
     pub unsafe fn unregister_lib_before_teardown(&self, desc: *mut BinDesc) {
+        let _span =
+            omptarget::profile::span(omptarget::profile::Kind::Registration, "unregister_lib");
         // SAFETY: our `# Safety` (as `unregister_lib`) is
         // `unregister_lib_then`'s.
         unsafe { self.unregister_lib_then(desc, false) }

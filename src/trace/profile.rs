@@ -141,6 +141,11 @@ impl Span {
         self
     }
 
+    /// Set the bytes once they are known (a free learns its size late).
+    pub fn set_bytes(&mut self, bytes: usize) {
+        self.event.bytes = Some(bytes as u64);
+    }
+
     /// A detail only known at run time (a kernel's name).
     pub fn detail(mut self, detail: &str) -> Self {
         self.event.detail = Some(detail.into());
