@@ -36,6 +36,10 @@ pub const STEPS: &[Step] = &[
         run: run_examples,
     },
     Step {
+        name: "install (debug) into target/install-check, run a clang-14 program through it",
+        run: crate::install::check,
+    },
+    Step {
         name: "loom: the shim's lifecycle state machine, every interleaving",
         run: loom_lifecycle,
     },
