@@ -25,6 +25,24 @@ pub struct RunOptions {
     pub program: Vec<OsString>,
 }
 
+/// Interrupts from the terminal (SIGINT, SIGQUIT) reach the whole
+/// foreground process group: the program decides what they do, and this
+/// process lives on to print the reports and return the program's status.
+/// A handler that does nothing, not `SIG_IGN`, which the program would
+/// inherit across exec.
+fn forward_interrupts_to_the_program() {
+    extern "C" fn ignore(_: libc::c_int) {}
+    for signal in [libc::SIGINT, libc::SIGQUIT] {
+        // SAFETY: installs an async-signal-safe handler that does nothing.
+        unsafe {
+            libc::signal(
+                signal,
+                ignore as extern "C" fn(libc::c_int) as libc::sighandler_t,
+            )
+        };
+    }
+}
+
 /// The first line of a leak report that found leaks.
 const LEAKS_MARK: &str = "omptarget leak report: LEAKS:";
 
@@ -60,6 +78,7 @@ pub fn run(options: &RunOptions) -> Result<ExitCode> {
     } else {
         None
     };
+    forward_interrupts_to_the_program();
     let status = cmd
         .status()
         .with_context(|| format!("cannot run {}", program.to_string_lossy()))?;

@@ -290,3 +290,19 @@ fn run_with_profile_writes_a_trace_that_profile_summarises() {
         text(&out.stderr)
     );
 }
+
+#[test]
+fn an_interrupt_leaves_the_program_to_decide_and_run_returns_its_status() {
+    let dir = tempfile::tempdir().unwrap();
+    staged_host_plugin();
+    // The program ignores SIGINT; only `omptarget` gets one here.
+    let mut child = Command::new(OMPTARGET)
+        .current_dir(dir.path())
+        .args(["run", "--", "sh", "-c", "trap '' INT; sleep 1; exit 4"])
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    // SAFETY: signals our own child process.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    assert_eq!(child.wait().unwrap().code(), Some(4));
+}
