@@ -50,6 +50,31 @@ impl Runtime {
     /// not an error (the runtime then has no device, like LLVM's).
     pub fn new(config: Config) -> Result<Runtime> {
         crate::trace::install(config.debug_level);
+        // Before the plugins load, so that their loading is recorded too.
+        // One runtime of the process records at a time; it writes the file.
+        let profiling = match &config.profile {
+            Some(path) if crate::profile::start() => {
+                tracing::debug!(path = %path.display(), "recording a profile");
+                true
+            }
+            Some(path) => {
+                eprintln!(
+                    "omptarget warning: not recording a profile into {}: another runtime of this process is recording one",
+                    path.display()
+                );
+                false
+            }
+            None => false,
+        };
+        let runtime = Self::load(config, profiling);
+        if runtime.is_err() && profiling {
+            crate::profile::discard();
+        }
+        runtime
+    }
+
+    /// [`Runtime::new`] after the profile's start.
+    fn load(config: Config, profiling: bool) -> Result<Runtime> {
         let mut sources = Vec::new();
         if config.builtin_host {
             sources.push(builtin_host()?);
@@ -79,21 +104,6 @@ impl Runtime {
         }
         let devices = DeviceTable::new(&plugins, config.memory_manager_threshold)
             .with_alloc_origins(config.alloc_origins);
-        // One runtime of the process records at a time; it writes the file.
-        let profiling = match &config.profile {
-            Some(path) if crate::profile::start() => {
-                tracing::debug!(path = %path.display(), "recording a profile");
-                true
-            }
-            Some(path) => {
-                eprintln!(
-                    "omptarget warning: not recording a profile into {}: another runtime of this process is recording one",
-                    path.display()
-                );
-                false
-            }
-            None => false,
-        };
         tracing::debug!(
             plugins = plugins.len(),
             skipped = skipped.len(),

@@ -36,7 +36,7 @@ static EPOCH: OnceLock<Instant> = OnceLock::new();
 
 /// What kind of operation a span is: the event's `cat` in the trace, and
 /// the rows of `omptarget profile`'s table.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Kind {
     /// Registering or unregistering an offload binary, loading its images.
     Registration,
@@ -57,6 +57,7 @@ pub enum Kind {
     /// A teardown step.
     Teardown,
     /// The plugin call beneath an operation.
+    #[default]
     Plugin,
 }
 
@@ -79,6 +80,7 @@ impl Kind {
 }
 
 /// One complete event.
+#[derive(Default)]
 struct Event {
     kind: Kind,
     name: &'static str,
@@ -91,9 +93,13 @@ struct Event {
 }
 
 /// An open span; the event is recorded when it is dropped. `None` (from
-/// [`span`]) when no profile is being recorded.
+/// [`span`]) when no profile is being recorded. One pointer: what the hot
+/// paths carry when profiling is off is a null `Option<Span>`.
 #[must_use = "the span ends when dropped"]
-pub struct Span {
+pub struct Span(Box<Open>);
+
+/// The event being timed.
+struct Open {
     event: Event,
     start: Instant,
 }
@@ -112,7 +118,7 @@ pub fn span(kind: Kind, name: &'static str) -> Option<Span> {
 fn open(kind: Kind, name: &'static str) -> Span {
     let start = Instant::now();
     let epoch = *EPOCH.get_or_init(|| start);
-    Span {
+    Span(Box::new(Open {
         event: Event {
             kind,
             name,
@@ -125,30 +131,30 @@ fn open(kind: Kind, name: &'static str) -> Span {
             bytes: None,
         },
         start,
-    }
+    }))
 }
 
 impl Span {
     /// The device the operation is on.
     pub fn device(mut self, device: usize) -> Self {
-        self.event.device = Some(device);
+        self.0.event.device = Some(device);
         self
     }
 
     /// The bytes it moves or allocates.
     pub fn bytes(mut self, bytes: usize) -> Self {
-        self.event.bytes = Some(bytes as u64);
+        self.0.event.bytes = Some(bytes as u64);
         self
     }
 
     /// Set the bytes once they are known (a free learns its size late).
     pub fn set_bytes(&mut self, bytes: usize) {
-        self.event.bytes = Some(bytes as u64);
+        self.0.event.bytes = Some(bytes as u64);
     }
 
     /// A detail only known at run time (a kernel's name).
     pub fn detail(mut self, detail: &str) -> Self {
-        self.event.detail = Some(detail.into());
+        self.0.event.detail = Some(detail.into());
         self
     }
 }
@@ -168,22 +174,9 @@ pub(crate) fn symbol_name(addr: *const std::ffi::c_void) -> Option<String> {
 
 impl Drop for Span {
     fn drop(&mut self) {
-        self.event.dur_ns = self.start.elapsed().as_nanos() as u64;
+        self.0.event.dur_ns = self.0.start.elapsed().as_nanos() as u64;
         if let Some(events) = lock(&RECORDING).as_mut() {
-            let event = std::mem::replace(
-                &mut self.event,
-                Event {
-                    kind: Kind::Plugin,
-                    name: "",
-                    detail: None,
-                    start_ns: 0,
-                    dur_ns: 0,
-                    tid: 0,
-                    device: None,
-                    bytes: None,
-                },
-            );
-            events.push(event);
+            events.push(std::mem::take(&mut self.0.event));
         }
     }
 }
@@ -199,6 +192,13 @@ pub(crate) fn start() -> bool {
     *recording = Some(Vec::new());
     ENABLED.store(true, Ordering::Relaxed);
     true
+}
+
+/// Stop recording and drop what was recorded (the runtime that started it
+/// failed to build).
+pub(crate) fn discard() {
+    ENABLED.store(false, Ordering::Relaxed);
+    lock(&RECORDING).take();
 }
 
 /// Stop recording and write the trace to `path`.
@@ -266,6 +266,14 @@ fn to_chrome_json(mut events: Vec<Event>) -> serde_json::Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_span_that_is_off_is_one_null_pointer() {
+        assert_eq!(
+            std::mem::size_of::<Option<Span>>(),
+            std::mem::size_of::<usize>()
+        );
+    }
 
     #[test]
     fn off_records_nothing_and_on_nests_by_time() {
