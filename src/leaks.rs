@@ -188,7 +188,6 @@ impl fmt::Display for LeakReport {
                 self.blocks_freed, self.bytes_freed
             )?;
         }
-        crate::origin::release_symbol_cache();
         Ok(())
     }
 }

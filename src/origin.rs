@@ -14,12 +14,17 @@
 //!   data` region. A few frames of unwinding, only when asked for.
 //! * [`OriginCapture::Off`] records nothing.
 //!
-//! Resolution goes through the `backtrace` crate (gimli over the object's
-//! DWARF): with `-g` it gives the function, file and line; without debug
-//! info, the symbol at best.
+//! The stack walk is the `backtrace` crate's (no allocation). Resolution
+//! reads the DWARF of the object the address lies in with `addr2line`
+//! (gimli): with `-g` it gives the function, file and line; without debug
+//! info, the symbol at best. The reader is dropped after each address, so
+//! the report leaves no cache alive (`backtrace::resolve` would keep one
+//! for the rest of the process).
 use std::ffi::c_void;
 use std::fmt;
+use std::os::unix::ffi::OsStrExt;
 use std::panic::Location;
+use std::path::PathBuf;
 
 /// What a device records about where each allocation was made.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -128,7 +133,30 @@ fn first_address_outside_the_runtime() -> Option<usize> {
     found
 }
 
-/// Resolve a return address: the call instruction is the byte before it.
+/// The file and load address of the object `addr` lies in. The main
+/// program's name from dladdr is its `argv[0]`, which may be relative to a
+/// directory the program left: `/proc/self/exe` names it instead.
+fn object_of(addr: usize) -> Option<(PathBuf, usize)> {
+    // SAFETY: dladdr only reads the loader's tables; `info` is written by it.
+    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+    // SAFETY: `addr` is only compared against the loaded objects' ranges.
+    if unsafe { libc::dladdr(addr as *const c_void, &mut info) } == 0 || info.dli_fname.is_null() {
+        return None;
+    }
+    // SAFETY: dladdr set `dli_fname` to a NUL-terminated path.
+    let name = unsafe { std::ffi::CStr::from_ptr(info.dli_fname) };
+    let path = PathBuf::from(std::ffi::OsStr::from_bytes(name.to_bytes()));
+    let path = if path.is_absolute() {
+        path
+    } else {
+        PathBuf::from("/proc/self/exe")
+    };
+    Some((path, info.dli_fbase as usize))
+}
+
+/// Resolve a return address with the DWARF of the object it lies in
+/// (`addr2line`, which reads the file and is dropped afterwards: nothing
+/// stays cached). The call instruction is the byte before the address.
 fn resolve_address(address: usize) -> SourceLocation {
     let mut location = SourceLocation {
         address,
@@ -136,22 +164,38 @@ fn resolve_address(address: usize) -> SourceLocation {
         file: None,
         line: None,
     };
-    backtrace::resolve(address.saturating_sub(1) as *mut c_void, |symbol| {
+    let Some((path, base)) = object_of(address) else {
+        return location;
+    };
+    let Ok(loader) = addr2line::Loader::new(&path) else {
+        return location;
+    };
+    let call = address.saturating_sub(1);
+    // A position-independent object's addresses are relative to where it
+    // was loaded; a fixed-address executable's are absolute.
+    for probe in [call.wrapping_sub(base) as u64, call as u64] {
+        if let Ok(mut frames) = loader.find_frames(probe) {
+            // The innermost frame: an inlined function, not its caller.
+            if let Ok(Some(frame)) = frames.next() {
+                location.function = frame
+                    .function
+                    .as_ref()
+                    .and_then(|f| f.demangle().ok())
+                    .map(|name| name.into_owned());
+                if let Some(at) = frame.location {
+                    location.file = at.file.map(str::to_owned);
+                    location.line = at.line;
+                }
+            }
+        }
         if location.function.is_none() {
-            location.function = symbol.name().map(|n| n.to_string());
+            location.function = loader.find_symbol(probe).map(str::to_owned);
         }
-        if location.file.is_none() {
-            location.file = symbol.filename().map(|p| p.display().to_string());
-            location.line = symbol.lineno();
+        if location.function.is_some() || location.file.is_some() {
+            break;
         }
-    });
+    }
     location
-}
-
-/// Drop the symbol caches [`AllocOrigin::resolve`] filled: the runtime
-/// keeps no memory alive after its report.
-pub(crate) fn release_symbol_cache() {
-    backtrace::clear_symbol_cache();
 }
 
 #[cfg(test)]
