@@ -1,6 +1,7 @@
 //! A program that leaks device memory on purpose, and the report that says
 //! so: the shutdown frees what the program never freed, through the
-//! plugin, and lists each block.
+//! plugin, and lists each block; the leak report names the line of each
+//! leaking allocation (`#[track_caller]`, no stack walk).
 //!
 //! ```text
 //! cargo run --example leak_report
@@ -31,5 +32,16 @@ fn main() -> Result<()> {
             leak.size, leak.address, leak.device
         );
     }
-    std::process::exit(if report.user_leaks.is_empty() { 0 } else { 1 });
+    let leaks = report.leaks();
+    print!("{leaks}");
+    // Each leak names the line above that allocated it.
+    for leak in &leaks.allocations {
+        let at = leak
+            .origin
+            .resolve()
+            .expect("the Rust API records its caller");
+        assert_eq!(at.file.as_deref(), Some(file!()), "{at}");
+    }
+    assert_eq!(leaks.bytes_freed, 8000 + 64);
+    std::process::exit(if leaks.is_empty() { 0 } else { 1 });
 }

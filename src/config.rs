@@ -8,6 +8,10 @@
 //! * `LIBOMPTARGET_MEMORY_MANAGER_THRESHOLD`: largest allocation (bytes) the
 //!   per-device memory manager caches; `0` disables it. Default 8 KiB.
 //! * `LIBOMPTARGET_DEBUG`: `1` or higher prints debug events to stderr.
+//! * `LIBOMPTARGET_PROFILE`: a file the runtime writes a Chrome trace of
+//!   its operations to, at shutdown.
+//! * `OMPTARGET_LEAK_REPORT`: set and non-empty, allocations record the
+//!   return address into the program that made them (for the leak report).
 use crate::{Error, Result};
 use std::path::PathBuf;
 
@@ -17,6 +21,11 @@ pub const ENV_PLUGINS: &str = "OMPTARGET_PLUGINS";
 pub const ENV_MM_THRESHOLD: &str = "LIBOMPTARGET_MEMORY_MANAGER_THRESHOLD";
 /// Env var with the debug level.
 pub const ENV_DEBUG: &str = "LIBOMPTARGET_DEBUG";
+/// Env var with the profile's file name (LLVM's variable).
+pub const ENV_PROFILE: &str = "LIBOMPTARGET_PROFILE";
+/// Env var asking for a leak report (read here: its allocations record
+/// where they were made; the C shim prints the report).
+pub const ENV_LEAK_REPORT: &str = "OMPTARGET_LEAK_REPORT";
 
 /// How a [`crate::Runtime`] is built.
 ///
@@ -59,6 +68,15 @@ pub struct Config {
     pub memory_manager_threshold: usize,
     /// Debug level. Env: `LIBOMPTARGET_DEBUG`.
     pub debug_level: u32,
+    /// Write a Chrome trace of the runtime's operations to this file at
+    /// shutdown (one runtime of a process at a time). Env:
+    /// `LIBOMPTARGET_PROFILE`.
+    pub profile: Option<PathBuf>,
+    /// What each allocation records about where it was made, for
+    /// [`crate::ShutdownReport::leaks`]. Default: the Rust caller (free);
+    /// with `OMPTARGET_LEAK_REPORT` set, the return address into the
+    /// program (what the C shim needs).
+    pub alloc_origins: crate::origin::OriginCapture,
 }
 
 impl Default for Config {
@@ -69,6 +87,8 @@ impl Default for Config {
             require_a_plugin: true,
             memory_manager_threshold: crate::memory::DEFAULT_THRESHOLD,
             debug_level: 0,
+            profile: None,
+            alloc_origins: crate::origin::OriginCapture::Caller,
         }
     }
 }
@@ -142,6 +162,18 @@ impl Config {
         self
     }
 
+    /// Write a Chrome trace to `path` at shutdown.
+    pub fn with_profile(mut self, path: impl Into<PathBuf>) -> Self {
+        self.profile = Some(path.into());
+        self
+    }
+
+    /// What allocations record about where they were made.
+    pub fn with_alloc_origins(mut self, capture: crate::origin::OriginCapture) -> Self {
+        self.alloc_origins = capture;
+        self
+    }
+
     /// Set the memory manager threshold (0 disables the manager).
     pub fn with_memory_manager_threshold(mut self, bytes: usize) -> Self {
         self.memory_manager_threshold = bytes;
@@ -178,6 +210,12 @@ impl Config {
                     reason: format!("not a byte count ({e})"),
                 }),
             }
+        }
+        if let Some(value) = lookup(ENV_PROFILE).filter(|v| !v.trim().is_empty()) {
+            config.profile = Some(PathBuf::from(value));
+        }
+        if lookup(ENV_LEAK_REPORT).is_some_and(|v| !v.trim().is_empty() && v.trim() != "0") {
+            config.alloc_origins = crate::origin::OriginCapture::ReturnAddress;
         }
         config
     }
@@ -241,6 +279,14 @@ mod tests {
             ])
         );
         assert_eq!(config.memory_manager_threshold, 0);
+        let (config, _) = config_from(&[(ENV_PROFILE, "/tmp/p.json"), (ENV_LEAK_REPORT, "1")]);
+        assert_eq!(config.profile, Some(PathBuf::from("/tmp/p.json")));
+        assert_eq!(
+            config.alloc_origins,
+            crate::origin::OriginCapture::ReturnAddress
+        );
+        let (config, _) = config_from(&[(ENV_PROFILE, ""), (ENV_LEAK_REPORT, "0")]);
+        assert_eq!(config, Config::default());
     }
 
     #[test]

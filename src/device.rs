@@ -68,6 +68,8 @@ pub struct Device {
     /// Images loaded on the device, in load order.
     images: Mutex<Vec<ImageRecord>>,
     mappings: crate::mapping::MappingTable,
+    /// What each allocation records about where it was made.
+    origins: crate::origin::OriginCapture,
 }
 
 impl std::fmt::Debug for Device {
@@ -82,7 +84,13 @@ impl std::fmt::Debug for Device {
 }
 
 impl Device {
-    pub(crate) fn new(id: usize, plugin: Arc<Plugin>, local_id: i32, threshold: usize) -> Device {
+    pub(crate) fn new(
+        id: usize,
+        plugin: Arc<Plugin>,
+        local_id: i32,
+        threshold: usize,
+        origins: crate::origin::OriginCapture,
+    ) -> Device {
         let allocator = PluginAllocator::new(plugin.clone(), id, local_id);
         Device {
             id,
@@ -92,6 +100,7 @@ impl Device {
             memory: MemoryManager::new(allocator, threshold),
             images: Mutex::new(Vec::new()),
             mappings: Default::default(),
+            origins,
         }
     }
 
@@ -171,18 +180,27 @@ impl Device {
     /// belongs to the caller until [`Device::free`] (or the shutdown, which
     /// reports it as leaked).
     ///
+    /// The allocation records where it was made (`#[track_caller]`, or the
+    /// program's return address: [`crate::Config::alloc_origins`]) for the
+    /// leak report.
+    ///
     /// # Safety
     /// `host_ptr` is null or the host address the allocation will mirror
     /// (LLVM's `HstPtrBegin`): the plugin may use it, for `AllocKind::Host`
     /// or `Shared` memory in particular.
+    #[track_caller]
     pub unsafe fn alloc(
         &self,
         size: usize,
         host_ptr: *mut c_void,
         kind: abi::AllocKind,
     ) -> Result<DevicePtr> {
+        let origin =
+            crate::origin::AllocOrigin::capture(self.origins, std::panic::Location::caller());
+        let _span = crate::profile::span(crate::profile::Kind::Alloc, "alloc")
+            .map(|s| s.device(self.id).bytes(size));
         self.ensure_initialized()?;
-        let ptr = self.memory.allocate(size, host_ptr, kind)?;
+        let ptr = self.memory.allocate_from(size, host_ptr, kind, origin)?;
         tracing::debug!(plugin = %self.plugin.name(), device = self.id, size, ?kind, ptr = ?ptr.as_ptr(), "alloc");
         Ok(ptr)
     }
@@ -197,7 +215,12 @@ impl Device {
     /// operation uses it any more. Freed memory is reused by later
     /// allocations, so a stale user would read and write someone else's.
     pub unsafe fn free(&self, ptr: DevicePtr) -> Result<()> {
+        let mut span =
+            crate::profile::span(crate::profile::Kind::Free, "free").map(|s| s.device(self.id));
         let allocation = self.memory.free(ptr)?;
+        if let Some(span) = span.as_mut() {
+            span.set_bytes(allocation.size);
+        }
         tracing::debug!(plugin = %self.plugin.name(), device = self.id, ptr = ?ptr.as_ptr(), size = allocation.size, "free");
         Ok(())
     }
@@ -222,13 +245,15 @@ impl Device {
     /// # Safety
     /// `src` is readable for `size` bytes; `dst..dst+size` is device memory.
     pub unsafe fn submit(&self, dst: DevicePtr, src: *const c_void, size: usize) -> Result<()> {
+        let _span = crate::profile::span(crate::profile::Kind::TransferToDevice, "submit")
+            .map(|s| s.device(self.id).bytes(size));
         self.ensure_initialized()?;
         let size64 = to_i64(size)?;
         let local = self.local_id;
         let src = src as *mut c_void;
-        let code = self
-            .plugin
-            .call(|e| match (e.data_submit_async, e.synchronize) {
+        let code = self.plugin.call(|e| {
+            let _call = crate::profile::span(crate::profile::Kind::Plugin, "data_submit");
+            match (e.data_submit_async, e.synchronize) {
                 // Like LLVM: the async entry on a private queue, then wait.
                 // SAFETY: per this function's contract.
                 (Some(submit), Some(sync)) => with_queue(local, sync, |q| unsafe {
@@ -236,7 +261,8 @@ impl Device {
                 }),
                 // SAFETY: per this function's contract.
                 _ => unsafe { (e.data_submit)(local, dst.0, src, size64) },
-            })?;
+            }
+        })?;
         self.check("data_submit", code)
     }
 
@@ -245,19 +271,22 @@ impl Device {
     /// # Safety
     /// `dst` is writable for `size` bytes; `src..src+size` is device memory.
     pub unsafe fn retrieve(&self, dst: *mut c_void, src: DevicePtr, size: usize) -> Result<()> {
+        let _span = crate::profile::span(crate::profile::Kind::TransferFromDevice, "retrieve")
+            .map(|s| s.device(self.id).bytes(size));
         self.ensure_initialized()?;
         let size64 = to_i64(size)?;
         let local = self.local_id;
-        let code = self
-            .plugin
-            .call(|e| match (e.data_retrieve_async, e.synchronize) {
+        let code = self.plugin.call(|e| {
+            let _call = crate::profile::span(crate::profile::Kind::Plugin, "data_retrieve");
+            match (e.data_retrieve_async, e.synchronize) {
                 // SAFETY: per this function's contract.
                 (Some(retrieve), Some(sync)) => with_queue(local, sync, |q| unsafe {
                     retrieve(local, dst, src.0, size64, q)
                 }),
                 // SAFETY: per this function's contract.
                 _ => unsafe { (e.data_retrieve)(local, dst, src.0, size64) },
-            })?;
+            }
+        })?;
         self.check("data_retrieve", code)
     }
 
@@ -292,6 +321,8 @@ impl Device {
         dst: DevicePtr,
         size: usize,
     ) -> Result<()> {
+        let _span = crate::profile::span(crate::profile::Kind::TransferDeviceToDevice, "exchange")
+            .map(|s| s.device(self.id).bytes(size));
         self.ensure_initialized()?;
         dst_device.ensure_initialized()?;
         if !self.can_exchange_with(dst_device) {
@@ -303,6 +334,7 @@ impl Device {
         let size64 = to_i64(size)?;
         let (src_id, dst_id) = (self.local_id, dst_device.local_id);
         let code = self.plugin.call(|e| {
+            let _call = crate::profile::span(crate::profile::Kind::Plugin, "data_exchange");
             match (e.data_exchange_async, e.synchronize, e.data_exchange) {
                 // SAFETY: per this function's contract.
                 (Some(exchange), Some(sync), _) => with_queue(src_id, sync, |q| unsafe {

@@ -47,43 +47,74 @@ impl Device {
                 offsets.len()
             )));
         }
+        let _span = crate::profile::span(crate::profile::Kind::Launch, "launch").map(|s| {
+            let s = s.device(self.id());
+            // A host-plugin kernel is a symbol of its image; others have none.
+            match crate::trace::profile::symbol_name(entry) {
+                Some(name) => s.detail(&name),
+                None => s,
+            }
+        });
         let num_args = i32::try_from(args.len())
             .map_err(|_| Error::InvalidArgument(format!("{} arguments", args.len())))?;
         self.ensure_initialized()?;
         let local = self.local_id();
         let (args_ptr, offsets_ptr) = (args.as_mut_ptr(), offsets.as_mut_ptr());
         tracing::debug!(plugin = %self.plugin_name(), device = self.id(), ?entry, num_args, ?launch, "launch");
-        let launched = || match launch {
-            RegionLaunch::Single => (
-                "run_target_region",
-                self.plugin()
-                    .call(|e| match (e.run_target_region_async, e.synchronize) {
-                        (Some(run), Some(sync)) => with_queue(local, sync, |q| {
-                            // SAFETY: `entry` is a kernel of an image loaded on
-                            // this device and `args`/`offsets` match it (this
-                            // function's contract); `q` is a fresh queue.
-                            unsafe { run(local, entry, args_ptr, offsets_ptr, num_args, q) }
+        let launched = || {
+            let _call = crate::profile::span(
+                crate::profile::Kind::Plugin,
+                match launch {
+                    RegionLaunch::Single => "run_target_region",
+                    RegionLaunch::Teams { .. } => "run_target_team_region",
+                },
+            );
+            match launch {
+                RegionLaunch::Single => (
+                    "run_target_region",
+                    self.plugin()
+                        .call(|e| match (e.run_target_region_async, e.synchronize) {
+                            (Some(run), Some(sync)) => with_queue(local, sync, |q| {
+                                // SAFETY: `entry` is a kernel of an image loaded on
+                                // this device and `args`/`offsets` match it (this
+                                // function's contract); `q` is a fresh queue.
+                                unsafe { run(local, entry, args_ptr, offsets_ptr, num_args, q) }
+                            }),
+                            // SAFETY: as above, without a queue.
+                            _ => unsafe {
+                                (e.run_target_region)(local, entry, args_ptr, offsets_ptr, num_args)
+                            },
                         }),
-                        // SAFETY: as above, without a queue.
-                        _ => unsafe {
-                            (e.run_target_region)(local, entry, args_ptr, offsets_ptr, num_args)
-                        },
-                    }),
-            ),
-            RegionLaunch::Teams {
-                num_teams,
-                thread_limit,
-                loop_tripcount,
-            } => (
-                "run_target_team_region",
-                self.plugin()
-                    .call(|e| match (e.run_target_team_region_async, e.synchronize) {
-                        (Some(run), Some(sync)) => with_queue(local, sync, |q| {
-                            // SAFETY: `entry` is a kernel of an image loaded on
-                            // this device and `args`/`offsets` match it (this
-                            // function's contract); `q` is a fresh queue.
-                            unsafe {
-                                run(
+                ),
+                RegionLaunch::Teams {
+                    num_teams,
+                    thread_limit,
+                    loop_tripcount,
+                } => (
+                    "run_target_team_region",
+                    self.plugin()
+                        .call(|e| match (e.run_target_team_region_async, e.synchronize) {
+                            (Some(run), Some(sync)) => with_queue(local, sync, |q| {
+                                // SAFETY: `entry` is a kernel of an image loaded on
+                                // this device and `args`/`offsets` match it (this
+                                // function's contract); `q` is a fresh queue.
+                                unsafe {
+                                    run(
+                                        local,
+                                        entry,
+                                        args_ptr,
+                                        offsets_ptr,
+                                        num_args,
+                                        num_teams,
+                                        thread_limit,
+                                        loop_tripcount,
+                                        q,
+                                    )
+                                }
+                            }),
+                            // SAFETY: as above, without a queue.
+                            _ => unsafe {
+                                (e.run_target_team_region)(
                                     local,
                                     entry,
                                     args_ptr,
@@ -92,25 +123,11 @@ impl Device {
                                     num_teams,
                                     thread_limit,
                                     loop_tripcount,
-                                    q,
                                 )
-                            }
+                            },
                         }),
-                        // SAFETY: as above, without a queue.
-                        _ => unsafe {
-                            (e.run_target_team_region)(
-                                local,
-                                entry,
-                                args_ptr,
-                                offsets_ptr,
-                                num_args,
-                                num_teams,
-                                thread_limit,
-                                loop_tripcount,
-                            )
-                        },
-                    }),
-            ),
+                ),
+            }
         };
         // A kernel may end its thread: intercept that before any frame of
         // ours (a panic boundary up the stack would abort on it), return

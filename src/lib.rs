@@ -146,6 +146,7 @@ mod error;
 #[doc(hidden)]
 pub mod image;
 mod launch;
+pub mod leaks;
 // LLVM 14's host-to-device mapping tables: the OpenMP layer's interface
 // (`omptarget-openmp`), not part of the API for programs, so hidden from
 // these docs (its source documents every item; DESIGN.md describes it).
@@ -157,6 +158,7 @@ pub mod mapping;
 pub mod memory;
 #[cfg(not(feature = "internals"))]
 mod memory;
+pub mod origin;
 pub mod plugin;
 pub mod report;
 mod runtime;
@@ -176,6 +178,7 @@ pub use launch::RegionLaunch;
 pub use plugin::{PluginInfo, SkipReason, SkippedPlugin};
 pub use report::{Phase, ShutdownReport, StepOutcome, TeardownStep};
 pub use runtime::Runtime;
+pub use trace::profile;
 
 /// How many [`Runtime`]s of one process can use the built-in host plugin at
 /// the same time (each has its own instance, with its own devices and

@@ -58,6 +58,8 @@ pub struct LiveAllocation {
     pub size: usize,
     /// The kind of memory it was allocated as (device, host, shared, default).
     pub kind: AllocKind,
+    /// Where it was allocated (for the leak report).
+    pub origin: crate::origin::AllocOrigin,
 }
 
 /// What the manager holds right now.
@@ -277,16 +279,28 @@ impl<A: DeviceAllocator> MemoryManager<A> {
     /// allocates (after freeing the cache and retrying once if it is out of
     /// memory). `Host`/`Shared` requests go to the device as they are. The
     /// block is recorded live.
+    #[cfg(any(test, feature = "internals"))]
     pub fn allocate(
         &self,
         size: usize,
         host_ptr: *mut c_void,
         kind: AllocKind,
     ) -> Result<DevicePtr> {
+        self.allocate_from(size, host_ptr, kind, crate::origin::AllocOrigin::Unknown)
+    }
+
+    /// [`MemoryManager::allocate`], recording where the allocation was made.
+    pub fn allocate_from(
+        &self,
+        size: usize,
+        host_ptr: *mut c_void,
+        kind: AllocKind,
+        origin: crate::origin::AllocOrigin,
+    ) -> Result<DevicePtr> {
         if size == 0 {
             return Err(Error::InvalidArgument("allocation of 0 bytes".into()));
         }
-        let allocation = LiveAllocation { size, kind };
+        let allocation = LiveAllocation { size, kind, origin };
         let ptr = if let Some(class) = self.managed_class(size, kind) {
             if let Some(ptr) = self.reuse(class.index, allocation) {
                 tracing::trace!(size, ptr = ?ptr.as_ptr(), "reused a cached block");
@@ -829,7 +843,8 @@ mod tests {
             mm.allocation(a),
             Some(LiveAllocation {
                 size: 16,
-                kind: AllocKind::Default
+                kind: AllocKind::Default,
+                origin: crate::origin::AllocOrigin::Unknown,
             })
         );
         assert_eq!(mm.allocation(big), None);

@@ -188,6 +188,8 @@ pub struct UserLeak {
     pub size: usize,
     /// The kind of memory it was allocated as (device, host, shared, default).
     pub kind: crate::abi::AllocKind,
+    /// Where it was allocated (resolve it with [`crate::origin::AllocOrigin::resolve`]).
+    pub origin: crate::origin::AllocOrigin,
 }
 
 /// A mapping-table entry still present at shutdown.
@@ -297,6 +299,26 @@ impl ShutdownReport {
             n => format!("; {n} steps failed"),
         };
         line
+    }
+
+    /// What the program leaked: every allocation never freed and mapping
+    /// never released (device, size, host range, where it was allocated),
+    /// and what the runtime freed for it.
+    ///
+    /// ```
+    /// # use omptarget::{Config, DeviceBuffer, Runtime};
+    /// let runtime = Runtime::new(Config::default())?;
+    /// std::mem::forget(DeviceBuffer::<u8>::new(runtime.device(0)?, 100)?);
+    /// let leaks = runtime.shutdown().leaks();
+    /// assert_eq!(leaks.allocations.len(), 1);
+    /// assert_eq!(leaks.bytes_freed, 100);
+    /// let text = leaks.to_string();
+    /// assert!(text.starts_with("omptarget leak report: LEAKS: 1 allocations never freed"));
+    /// assert!(text.contains("allocated at src/report.rs:"), "{text}");
+    /// # Ok::<(), omptarget::Error>(())
+    /// ```
+    pub fn leaks(&self) -> crate::leaks::LeakReport {
+        crate::leaks::LeakReport::of(self)
     }
 
     /// The steps of one phase.

@@ -25,6 +25,9 @@ pub struct Runtime {
     devices: DeviceTable,
     skipped: Vec<SkippedPlugin>,
     torn_down: bool,
+    /// This runtime started the profile recording (`Config::profile`) and
+    /// writes it at the end of its teardown.
+    profiling: bool,
 }
 
 // The C shim shares one runtime across threads.
@@ -47,6 +50,31 @@ impl Runtime {
     /// not an error (the runtime then has no device, like LLVM's).
     pub fn new(config: Config) -> Result<Runtime> {
         crate::trace::install(config.debug_level);
+        // Before the plugins load, so that their loading is recorded too.
+        // One runtime of the process records at a time; it writes the file.
+        let profiling = match &config.profile {
+            Some(path) if crate::profile::start() => {
+                tracing::debug!(path = %path.display(), "recording a profile");
+                true
+            }
+            Some(path) => {
+                eprintln!(
+                    "omptarget warning: not recording a profile into {}: another runtime of this process is recording one",
+                    path.display()
+                );
+                false
+            }
+            None => false,
+        };
+        let runtime = Self::load(config, profiling);
+        if runtime.is_err() && profiling {
+            crate::profile::discard();
+        }
+        runtime
+    }
+
+    /// [`Runtime::new`] after the profile's start.
+    fn load(config: Config, profiling: bool) -> Result<Runtime> {
         let mut sources = Vec::new();
         if config.builtin_host {
             sources.push(builtin_host()?);
@@ -74,7 +102,8 @@ impl Runtime {
         if asked_for && plugins.is_empty() {
             return Err(Error::NoPluginLoaded { tried: skipped });
         }
-        let devices = DeviceTable::new(&plugins, config.memory_manager_threshold);
+        let devices = DeviceTable::new(&plugins, config.memory_manager_threshold)
+            .with_alloc_origins(config.alloc_origins);
         tracing::debug!(
             plugins = plugins.len(),
             skipped = skipped.len(),
@@ -87,6 +116,7 @@ impl Runtime {
             devices,
             skipped,
             torn_down: false,
+            profiling,
         })
     }
 
@@ -181,7 +211,24 @@ impl Runtime {
         }
         report.left_to_os = Some(why.to_owned());
         tracing::debug!("partial teardown at exit:\n{report}");
+        self.write_profile();
         report
+    }
+
+    /// Write the profile this runtime recorded, if it recorded one.
+    fn write_profile(&self) {
+        let Some(path) = self.config.profile.as_ref().filter(|_| self.profiling) else {
+            return;
+        };
+        match crate::profile::finish(path) {
+            Ok(events) => {
+                tracing::debug!(path = %path.display(), events, "profile written")
+            }
+            Err(err) => eprintln!(
+                "omptarget error: cannot write the profile to {}: {err}",
+                path.display()
+            ),
+        }
     }
 
     fn teardown(&mut self, from_drop: bool) -> ShutdownReport {
@@ -191,29 +238,48 @@ impl Runtime {
             skipped_plugins: self.skipped.clone(),
             ..Default::default()
         };
-        for device in self.devices.built() {
-            device.teardown_drain_memory_manager(&mut report);
+        use crate::profile::{span, Kind::Teardown};
+        {
+            let _step = span(Teardown, "drain memory managers");
+            for device in self.devices.built() {
+                device.teardown_drain_memory_manager(&mut report);
+            }
         }
-        for device in self.devices.built() {
-            device.teardown_free_user_allocations(&mut report);
+        {
+            let _step = span(Teardown, "free user allocations");
+            for device in self.devices.built() {
+                device.teardown_free_user_allocations(&mut report);
+            }
         }
-        for device in self.devices.built() {
-            device.teardown_unload_images(&mut report);
+        {
+            let _step = span(Teardown, "unload images");
+            for device in self.devices.built() {
+                device.teardown_unload_images(&mut report);
+            }
         }
-        for device in self.devices.built() {
-            device.teardown_deinit(&mut report);
+        {
+            let _step = span(Teardown, "deinit devices");
+            for device in self.devices.built() {
+                device.teardown_deinit(&mut report);
+            }
         }
-        for plugin in &self.plugins {
-            report.push(TeardownStep::DeinitPlugin {
-                plugin: plugin.name().to_owned(),
-                outcome: plugin.deinit(),
-            });
+        {
+            let _step = span(Teardown, "deinit plugins");
+            for plugin in &self.plugins {
+                report.push(TeardownStep::DeinitPlugin {
+                    plugin: plugin.name().to_owned(),
+                    outcome: plugin.deinit(),
+                });
+            }
         }
-        for plugin in &self.plugins {
-            report.push(TeardownStep::ClosePlugin {
-                plugin: plugin.name().to_owned(),
-                outcome: plugin.close(),
-            });
+        {
+            let _step = span(Teardown, "close plugins");
+            for plugin in &self.plugins {
+                report.push(TeardownStep::ClosePlugin {
+                    plugin: plugin.name().to_owned(),
+                    outcome: plugin.close(),
+                });
+            }
         }
         // Image storage may be used by a plugin until it is closed.
         for device in self.devices.built() {
@@ -222,6 +288,7 @@ impl Runtime {
         if !from_drop {
             tracing::debug!("shutdown complete:\n{report}");
         }
+        self.write_profile();
         report
     }
 }

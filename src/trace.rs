@@ -9,6 +9,7 @@
 //! The subscriber is our own ([`stderr`]): it keeps nothing in
 //! thread-locals, so debug output works during the shutdown at process exit
 //! too (after the C runtime destroyed the thread-locals).
+pub mod profile;
 mod stderr;
 
 use std::sync::Once;

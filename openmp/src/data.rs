@@ -62,6 +62,8 @@ impl<'a> Offload<'a> {
         device_id: i64,
         args: &MapArgs,
     ) -> Result<(), Fatal> {
+        let _span =
+            omptarget::profile::span(omptarget::profile::Kind::Mapping, "target data begin");
         let op = |dev: &DeviceCtx<'a>| {
             // SAFETY: our `# Safety`: `args` is a valid view of the call's
             // arrays, naming host memory as the map types say.
@@ -83,6 +85,7 @@ impl<'a> Offload<'a> {
         device_id: i64,
         args: &MapArgs,
     ) -> Result<(), Fatal> {
+        let _span = omptarget::profile::span(omptarget::profile::Kind::Mapping, "target data end");
         let op = |dev: &DeviceCtx<'a>| {
             // SAFETY: our `# Safety`: `args` is a valid view of the call's
             // arrays, naming host memory as the map types say.

@@ -53,6 +53,8 @@ impl<'a> Offload<'a> {
     /// order, holding no lock while the plugin loads. Stops at the first
     /// failure, reported as LLVM reports it.
     pub(crate) fn load_images(&self, dev: &DeviceCtx<'a>) -> Result<(), OffloadError> {
+        let _span = omptarget::profile::span(omptarget::profile::Kind::Registration, "load images")
+            .map(|s| s.device(dev.id as usize));
         'listing: loop {
             let (jobs, missing_image) = self.load_jobs(dev);
             for job in jobs {

@@ -288,6 +288,8 @@ impl<'a> Offload<'a> {
         args: &MapArgs,
         launch: &KernelLaunch,
     ) -> Result<i32, Fatal> {
+        // The region: its mappings, the launch and the copies back.
+        let _span = omptarget::profile::span(omptarget::profile::Kind::Launch, "target");
         // SAFETY: our `# Safety`: `loc` is null or a valid `ident_t`.
         let Some(dev) = (unsafe { self.check_device_and_ctors(device_id, loc) })? else {
             return Ok(OMP_TGT_FAIL);

@@ -175,6 +175,8 @@ impl Offload<'_> {
     /// `desc` is null or a valid descriptor whose arrays stay valid until
     /// `unregister_lib(desc)`.
     pub unsafe fn register_lib(&self, desc: *mut BinDesc) {
+        let _span =
+            omptarget::profile::span(omptarget::profile::Kind::Registration, "register_lib");
         // SAFETY: our `# Safety`: `desc` is null (`None`) or a valid
         // descriptor; the reference lives only in this call.
         let Some(desc_ref) = (unsafe { desc.as_ref() }) else {
@@ -325,6 +327,8 @@ impl Offload<'_> {
     /// `desc` is null or the descriptor passed to `register_lib`, still
     /// valid.
     pub unsafe fn unregister_lib(&self, desc: *mut BinDesc) {
+        let _span =
+            omptarget::profile::span(omptarget::profile::Kind::Registration, "unregister_lib");
         // SAFETY: our `# Safety` is `unregister_lib_then`'s.
         unsafe { self.unregister_lib_then(desc, true) }
     }
@@ -337,6 +341,8 @@ impl Offload<'_> {
     /// # Safety
     /// As [`Offload::unregister_lib`].
     pub unsafe fn unregister_lib_before_teardown(&self, desc: *mut BinDesc) {
+        let _span =
+            omptarget::profile::span(omptarget::profile::Kind::Registration, "unregister_lib");
         // SAFETY: our `# Safety` (as `unregister_lib`) is
         // `unregister_lib_then`'s.
         unsafe { self.unregister_lib_then(desc, false) }

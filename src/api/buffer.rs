@@ -69,6 +69,7 @@ impl<'rt, T: DeviceCopy> DeviceBuffer<'rt, T> {
     /// # drop(buffer); runtime.shutdown();
     /// # Ok::<(), omptarget::Error>(())
     /// ```
+    #[track_caller]
     pub fn new(device: &'rt Device, len: usize) -> Result<Self> {
         let bytes = len
             .checked_mul(std::mem::size_of::<T>())
@@ -100,6 +101,7 @@ impl<'rt, T: DeviceCopy> DeviceBuffer<'rt, T> {
     /// # drop(buffer); runtime.shutdown();
     /// # Ok::<(), omptarget::Error>(())
     /// ```
+    #[track_caller]
     pub fn from_slice(device: &'rt Device, values: &[T]) -> Result<Self> {
         let mut buffer = Self::new(device, values.len())?;
         buffer.copy_from_host(values)?;

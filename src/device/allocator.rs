@@ -31,6 +31,7 @@ impl DeviceAllocator for PluginAllocator {
         kind: abi::AllocKind,
     ) -> Result<DevicePtr> {
         let size64 = super::to_i64(size)?;
+        let _call = crate::profile::span(crate::profile::Kind::Plugin, "data_alloc");
         // SAFETY: a valid device number, size and kind; `host_ptr` is only a
         // hint the plugin may use (never dereferenced by LLVM's plugins).
         let ptr = self
@@ -49,6 +50,7 @@ impl DeviceAllocator for PluginAllocator {
     }
 
     fn free(&self, ptr: DevicePtr) -> Result<()> {
+        let _call = crate::profile::span(crate::profile::Kind::Plugin, "data_delete");
         // SAFETY: `ptr` came from data_alloc of this device.
         let code = self
             .plugin

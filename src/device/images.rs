@@ -74,10 +74,13 @@ impl Device {
         image: *mut abi::DeviceImage,
         keepalive: Option<Arc<dyn Any + Send + Sync>>,
     ) -> Result<LoadedImage> {
+        let _span = crate::profile::span(crate::profile::Kind::Registration, "load image")
+            .map(|s| s.device(self.id));
         self.ensure_initialized()?;
         let local = self.local_id;
         let table = {
             let _legacy = self.plugin.legacy_image_guard();
+            let _call = crate::profile::span(crate::profile::Kind::Plugin, "load_binary");
             self.plugin.call(|e| {
                 // SAFETY: per this function's contract `image` is a valid
                 // descriptor; the device is initialised.
@@ -133,6 +136,8 @@ impl Device {
         };
         let local = self.local_id;
         let legacy = self.plugin.legacy_image_guard();
+        let _call = crate::profile::span(crate::profile::Kind::Plugin, "unload_binary")
+            .map(|s| s.device(self.id));
         let unloaded = self
             .plugin
             .call(|e| match e.unload_binary {

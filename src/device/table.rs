@@ -30,6 +30,8 @@ pub(crate) struct DeviceTable {
     ranges: Vec<PluginRange>,
     chunks: Box<[OnceLock<Box<Chunk>>]>,
     memory_manager_threshold: usize,
+    /// What the devices' allocations record about where they were made.
+    origins: crate::origin::OriginCapture,
 }
 
 impl DeviceTable {
@@ -53,7 +55,14 @@ impl DeviceTable {
             ranges,
             chunks,
             memory_manager_threshold,
+            origins: Default::default(),
         }
+    }
+
+    /// Devices built from now on record `origins` for their allocations.
+    pub(crate) fn with_alloc_origins(mut self, origins: crate::origin::OriginCapture) -> Self {
+        self.origins = origins;
+        self
     }
 
     /// The number of devices.
@@ -83,6 +92,7 @@ impl DeviceTable {
             range.plugin.clone(),
             local,
             self.memory_manager_threshold,
+            self.origins,
         )
     }
 

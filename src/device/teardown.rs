@@ -61,6 +61,7 @@ impl Device {
             address,
             size: allocation.size,
             kind: allocation.kind,
+            origin: allocation.origin,
         }
     }
 
@@ -125,6 +126,7 @@ impl Device {
                 let mut errors = Vec::new();
                 for record in images.iter() {
                     let local = self.local_id;
+                    let _call = crate::profile::span(crate::profile::Kind::Plugin, "unload_binary");
                     // SAFETY: the image was loaded on this device and its
                     // storage is still alive (released after close).
                     let result = self
@@ -159,6 +161,8 @@ impl Device {
             return;
         }
         let local = self.local_id;
+        let _call = crate::profile::span(crate::profile::Kind::Plugin, "deinit_device")
+            .map(|s| s.device(self.id));
         let outcome = match self.plugin.entries().deinit_device {
             None => StepOutcome::NotExported,
             // SAFETY: an initialised device whose memory and images are gone.

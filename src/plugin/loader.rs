@@ -140,7 +140,11 @@ pub(crate) fn load_all(sources: &[PluginSource]) -> (Vec<Arc<Plugin>>, Vec<Skipp
     let mut next_device = 0;
     for source in sources {
         let path = source.path();
-        match load(source, next_device, device_room(next_device)) {
+        let loading = {
+            let _span = crate::profile::span(crate::profile::Kind::Registration, "load plugin");
+            load(source, next_device, device_room(next_device))
+        };
+        match loading {
             Ok(plugin) => {
                 tracing::debug!(
                     plugin = %plugin.name,

@@ -277,6 +277,7 @@ impl Plugin {
         let Some(deinit) = self.entries.deinit_plugin else {
             return StepOutcome::NotExported;
         };
+        let _call = crate::profile::span(crate::profile::Kind::Plugin, "deinit_plugin");
         // SAFETY: the entry is valid while the plugin is callable, which
         // `call` checks; it takes no arguments.
         match self.call(|_| unsafe { deinit() }) {

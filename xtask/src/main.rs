@@ -3,6 +3,10 @@
 //! * `stage [--release]`: build the plugins and the shim and copy them,
 //!   under LLVM's names, into `target/omptarget/lib` (test-only plugins into
 //!   `target/omptarget/test-plugins`).
+//! * `install --prefix DIR [--debug]`: the `omptarget` command in
+//!   `DIR/bin`, the runtime and its plugins (every staged name) in `DIR/lib`.
+//! * `install-check`: the `test` step that installs (debug) into
+//!   `target/install-check` and runs a clang-14 program through it.
 //! * `deps`: install the Debian packages the build and tests need.
 //! * `test`: every CI check (see `test::STEPS`).
 //! * `demo`: the main job: a clang-14 and a clang-22 offload program on the staged
@@ -15,6 +19,7 @@
 mod cmd;
 mod deps;
 mod dtors;
+mod install;
 mod stage;
 mod test;
 mod valgrind;
@@ -24,6 +29,9 @@ use std::path::PathBuf;
 
 const USAGE: &str = "usage: cargo xtask <command>
   stage [--release]       build plugins + shim into target/omptarget/lib
+  install --prefix DIR [--debug]
+                          omptarget in DIR/bin, the runtime and plugins in DIR/lib
+  install-check           install (debug) into target/install-check, run a clang-14 program through it
   deps                    apt-get install what the build and tests need
   test                    stage, cargo test --workspace, extra checks
   demo                    clang-14 and clang-22 offload programs on the staged runtime, then the Rust example
@@ -41,6 +49,18 @@ fn main() -> Result<()> {
             println!("{}", staged.lib_dir.display());
             Ok(())
         }
+        Some("install") => {
+            let debug = rest.iter().any(|a| a == "--debug");
+            let prefix = match rest.iter().position(|a| a == "--prefix") {
+                Some(i) => rest.get(i + 1),
+                None => None,
+            };
+            let Some(prefix) = prefix else {
+                bail!("usage: cargo xtask install --prefix DIR [--debug]");
+            };
+            install::install(std::path::Path::new(prefix), debug)
+        }
+        Some("install-check") => install::check(),
         Some("deps") => deps::deps(),
         Some("test") => test::test(),
         Some("demo") => demo(),

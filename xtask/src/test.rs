@@ -36,6 +36,10 @@ pub const STEPS: &[Step] = &[
         run: run_examples,
     },
     Step {
+        name: "install (debug) into target/install-check, run a clang-14 program through it",
+        run: crate::install::check,
+    },
+    Step {
         name: "benchmarks, each run once (quick mode: results checked, no time asserted)",
         run: benchmarks_once,
     },

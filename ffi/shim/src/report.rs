@@ -5,19 +5,35 @@
 //! (created if missing): a process that shuts down several runtimes (one
 //! per dlopen/dlclose cycle of an offload library) keeps every report.
 //! Unset or empty: the report is only logged at debug level.
+//!
+//! `OMPTARGET_LEAK_REPORT` takes the same values for the leak report
+//! ([`omptarget::leaks::LeakReport`]): what the program never freed or
+//! unmapped, with the source location of each allocating call where the
+//! program has debug info. Set, it also makes every allocation record its
+//! return address into the program (`omptarget::Config::from_env`).
 
 use omptarget::ShutdownReport;
 use std::io::Write;
 
 pub(crate) fn emit(report: &ShutdownReport) {
     tracing::debug!(target: "omptarget::shutdown", "{report}");
-    let Some(dest) = std::env::var_os("OMPTARGET_SHUTDOWN_REPORT") else {
+    write_to_var("OMPTARGET_SHUTDOWN_REPORT", "shutdown report", || {
+        format!("{report}\n")
+    });
+    write_to_var("OMPTARGET_LEAK_REPORT", "leak report", || {
+        report.leaks().to_string()
+    });
+}
+
+/// Write `text()` where `var` says: `1` or `stderr`, or a file appended to.
+fn write_to_var(var: &str, what: &str, text: impl FnOnce() -> String) {
+    let Some(dest) = std::env::var_os(var) else {
         return;
     };
-    if dest.is_empty() {
+    if dest.is_empty() || dest == "0" {
         return;
     }
-    let text = format!("{report}\n");
+    let text = text();
     if dest == "1" || dest == "stderr" {
         eprint!("{text}");
     } else if let Err(err) = std::fs::OpenOptions::new()
@@ -27,7 +43,7 @@ pub(crate) fn emit(report: &ShutdownReport) {
         .and_then(|mut file| file.write_all(text.as_bytes()))
     {
         eprintln!(
-            "Libomptarget error: cannot write the shutdown report to {}: {err}",
+            "Libomptarget error: cannot write the {what} to {}: {err}",
             dest.to_string_lossy()
         );
     }

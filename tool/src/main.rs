@@ -1,0 +1,89 @@
+//! `omptarget`: what users need around the runtime.
+//!
+//! * `omptarget info [--json]`: every plugin tried (loaded, or skipped and
+//!   why) and every device with its properties.
+//! * `omptarget run [--profile FILE] [--leak-report] [--report] -- PROGRAM
+//!   ARGS...`: run a clang offload program on this runtime (the libraries
+//!   installed beside this binary, or staged in the repository), with no
+//!   `LD_LIBRARY_PATH` to set; the exit status is the program's (1 for a
+//!   leak with `--leak-report`).
+//! * `omptarget profile FILE`: a summary table of a `LIBOMPTARGET_PROFILE`
+//!   trace.
+mod info;
+mod libdir;
+mod profile;
+mod run;
+
+use clap::{Parser, Subcommand};
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(
+    name = "omptarget",
+    version,
+    about = "The omptarget-rs OpenMP offload runtime's tool"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Plugins tried (loaded or skipped, and why) and devices with their properties.
+    Info {
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run an OpenMP offload program on this runtime.
+    Run {
+        /// Write a Chrome trace (LIBOMPTARGET_PROFILE) to FILE.
+        #[arg(long, value_name = "FILE")]
+        profile: Option<PathBuf>,
+        /// Print the leak report at exit; a leak makes the exit status 1.
+        #[arg(long)]
+        leak_report: bool,
+        /// Print the runtime's shutdown report at exit.
+        #[arg(long)]
+        report: bool,
+        /// The program and its arguments.
+        #[arg(
+            required = true,
+            trailing_var_arg = true,
+            allow_hyphen_values = true,
+            value_name = "PROGRAM"
+        )]
+        program: Vec<OsString>,
+    },
+    /// Summarise a profile written by LIBOMPTARGET_PROFILE or `run --profile`.
+    Profile {
+        /// The trace file.
+        file: PathBuf,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Info { json } => info::info(json).map(|()| ExitCode::SUCCESS),
+        Command::Run {
+            profile,
+            leak_report,
+            report,
+            program,
+        } => run::run(&run::RunOptions {
+            profile,
+            leak_report,
+            report,
+            program,
+        }),
+        Command::Profile { file } => profile::summary(&file).map(|()| ExitCode::SUCCESS),
+    };
+    result.unwrap_or_else(|err| {
+        eprintln!("omptarget: error: {err:#}");
+        ExitCode::from(2)
+    })
+}

@@ -1,0 +1,119 @@
+//! `omptarget run`: a clang offload program on this runtime.
+//!
+//! The program finds our `libomptarget.so` (and, for newer clang releases,
+//! the SONAMEs they ask for) through `LD_LIBRARY_PATH`, which is set to
+//! the runtime's library folder in front of what the user had; it beats
+//! the `RUNPATH` clang writes. The reports are asked for with the
+//! runtime's own variables, so they are written by the runtime at its
+//! shutdown, also when the program calls `exit()`.
+use crate::libdir;
+use anyhow::{Context, Result};
+use std::ffi::OsString;
+use std::os::unix::process::ExitStatusExt;
+use std::path::PathBuf;
+use std::process::{Command, ExitCode};
+
+/// What `run` was asked for.
+pub struct RunOptions {
+    /// `--profile FILE`.
+    pub profile: Option<PathBuf>,
+    /// `--leak-report`.
+    pub leak_report: bool,
+    /// `--report`.
+    pub report: bool,
+    /// The program and its arguments.
+    pub program: Vec<OsString>,
+}
+
+/// Interrupts from the terminal (SIGINT, SIGQUIT) reach the whole
+/// foreground process group: the program decides what they do, and this
+/// process lives on to print the reports and return the program's status.
+/// A handler that does nothing, not `SIG_IGN`, which the program would
+/// inherit across exec.
+fn forward_interrupts_to_the_program() {
+    extern "C" fn ignore(_: libc::c_int) {}
+    for signal in [libc::SIGINT, libc::SIGQUIT] {
+        // SAFETY: installs an async-signal-safe handler that does nothing.
+        unsafe {
+            libc::signal(
+                signal,
+                ignore as extern "C" fn(libc::c_int) as libc::sighandler_t,
+            )
+        };
+    }
+}
+
+/// The first line of a leak report that found leaks.
+const LEAKS_MARK: &str = "omptarget leak report: LEAKS:";
+
+/// Run the program; its exit status, or 1 for a leak with `--leak-report`
+/// when the program itself succeeded.
+pub fn run(options: &RunOptions) -> Result<ExitCode> {
+    let lib_dir = libdir::find()?;
+    let (program, args) = options.program.split_first().context("no program to run")?;
+    let mut cmd = Command::new(program);
+    cmd.args(args);
+    let mut path = OsString::from(lib_dir.as_os_str());
+    if let Some(old) = std::env::var_os("LD_LIBRARY_PATH").filter(|v| !v.is_empty()) {
+        path.push(":");
+        path.push(old);
+    }
+    cmd.env("LD_LIBRARY_PATH", path);
+    if let Some(profile) = &options.profile {
+        cmd.env("LIBOMPTARGET_PROFILE", std::path::absolute(profile)?);
+    }
+    if options.report {
+        cmd.env("OMPTARGET_SHUTDOWN_REPORT", "stderr");
+    }
+    // The runtime appends one report per shutdown to this file; read at
+    // the end, it goes to stderr after everything the program printed.
+    let leak_file = if options.leak_report {
+        let file = tempfile::Builder::new()
+            .prefix("omptarget-leaks-")
+            .suffix(".txt")
+            .tempfile()
+            .context("creating the leak report's file")?;
+        cmd.env("OMPTARGET_LEAK_REPORT", file.path());
+        Some(file)
+    } else {
+        None
+    };
+    forward_interrupts_to_the_program();
+    let status = cmd
+        .status()
+        .with_context(|| format!("cannot run {}", program.to_string_lossy()))?;
+    let code = match (status.code(), status.signal()) {
+        (Some(code), _) => code,
+        (None, Some(signal)) => {
+            eprintln!(
+                "omptarget: {} was killed by signal {signal}",
+                program.to_string_lossy()
+            );
+            128 + signal
+        }
+        (None, None) => 1,
+    };
+    let mut leaked = false;
+    if let Some(file) = &leak_file {
+        let text = std::fs::read_to_string(file.path()).context("reading the leak report")?;
+        if text.is_empty() {
+            eprintln!(
+                "omptarget: no leak report: {} never started the offload runtime",
+                program.to_string_lossy()
+            );
+        } else {
+            eprint!("{text}");
+            leaked = text.lines().any(|l| l.starts_with(LEAKS_MARK));
+        }
+    }
+    if let Some(profile) = &options.profile {
+        if !profile.exists() {
+            eprintln!(
+                "omptarget: no profile written to {}: the program never started the offload runtime",
+                profile.display()
+            );
+        }
+    }
+    let code = if code == 0 && leaked { 1 } else { code };
+    Ok(ExitCode::from(u8::try_from(code & 0xff).unwrap_or(1)))
+}

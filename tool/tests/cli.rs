@@ -1,0 +1,308 @@
+//! The `omptarget` command on real clang-14 programs (the C programs of
+//! `ffi/shim/tests/c`), with the libraries `cargo xtask stage` puts in
+//! `target/omptarget/lib`, which the binary finds from its own location.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const OMPTARGET: &str = env!("CARGO_BIN_EXE_omptarget");
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_owned()
+}
+
+fn c_source(name: &str) -> PathBuf {
+    repo().join("ffi/shim/tests/c").join(name)
+}
+
+/// The staged host plugin (`cargo xtask stage` made it).
+fn staged_host_plugin() -> PathBuf {
+    let exe = Path::new(OMPTARGET).canonicalize().unwrap();
+    let lib = exe.parent().unwrap().join("../omptarget/lib");
+    let plugin = lib.join("libomptarget.rtl.x86_64.so");
+    assert!(
+        plugin.is_file(),
+        "run `cargo xtask stage` first: {} is missing",
+        plugin.display()
+    );
+    plugin
+}
+
+/// `omptarget ARGS` in `dir`, without inherited offload settings.
+fn omptarget(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(OMPTARGET);
+    cmd.current_dir(dir).args(args);
+    for (key, _) in std::env::vars_os() {
+        let key = key.to_string_lossy().into_owned();
+        if key.starts_with("LIBOMPTARGET_")
+            || key.starts_with("OMPTARGET_")
+            || key.starts_with("OMP_")
+        {
+            cmd.env_remove(key);
+        }
+    }
+    cmd.envs(env.iter().copied());
+    cmd.output().expect("running omptarget")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Compile a C program of `ffi/shim/tests/c` with clang-14 for x86_64 offload.
+fn clang14(dir: &Path, source: &str, extra: &[&str]) -> PathBuf {
+    let out = dir.join(source.trim_end_matches(".c"));
+    let status = Command::new("clang-14")
+        .args(["-fopenmp", "-fopenmp-targets=x86_64-pc-linux-gnu", "-O1"])
+        .args(extra)
+        .arg(c_source(source))
+        .arg("-o")
+        .arg(&out)
+        .status()
+        .expect("clang-14 (cargo xtask deps installs it)");
+    assert!(status.success());
+    out
+}
+
+fn line_of(source: &str, marker: &str) -> usize {
+    std::fs::read_to_string(c_source(source))
+        .unwrap()
+        .lines()
+        .position(|l| l.contains(marker))
+        .unwrap()
+        + 1
+}
+
+#[test]
+fn info_lists_every_plugin_tried_and_every_device() {
+    let dir = tempfile::tempdir().unwrap();
+    let plugins = format!(
+        "{}:/nonexistent/libomptarget.rtl.none.so",
+        staged_host_plugin().display()
+    );
+    let env = [
+        ("OMPTARGET_PLUGINS", plugins.as_str()),
+        ("OMPTARGET_HOST_DEVICES", "2"),
+    ];
+    let out = omptarget(dir.path(), &["info", "--json"], &env);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let info: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let plugins = info["plugins"].as_array().unwrap();
+    assert_eq!(plugins.len(), 2, "{info}");
+    assert_eq!(plugins[0]["name"], "libomptarget.rtl.x86_64.so");
+    assert_eq!(plugins[0]["loaded"], true);
+    assert_eq!(plugins[0]["devices"], 2);
+    assert_eq!(plugins[1]["loaded"], false);
+    assert!(
+        plugins[1]["why"]
+            .as_str()
+            .unwrap()
+            .starts_with("cannot open"),
+        "{info}"
+    );
+    let devices = info["devices"].as_array().unwrap();
+    assert_eq!(devices.len(), 2);
+    for (i, d) in devices.iter().enumerate() {
+        assert_eq!(d["id"], i);
+        assert_eq!(d["initialised"], true, "{d}");
+        assert_eq!(d["plugin_device"], i);
+        assert_eq!(d["memory_manager_threshold"], 8192);
+    }
+    assert_eq!(devices[0]["direct_copy_to"], serde_json::json!([1]));
+
+    let out = omptarget(dir.path(), &["info"], &env);
+    assert!(out.status.success());
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("plugins (2 tried):\n  loaded   "),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("  skipped  /nonexistent/libomptarget.rtl.none.so: cannot open"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("devices (2):\n  device 0: libomptarget.rtl.x86_64.so device 0, ready"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn info_without_a_variable_tries_the_plugins_next_to_the_runtime() {
+    let dir = tempfile::tempdir().unwrap();
+    staged_host_plugin();
+    let out = omptarget(dir.path(), &["info", "--json"], &[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let info: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let tried = info["plugins_tried"].as_array().unwrap();
+    assert!(
+        tried.iter().any(|p| p
+            .as_str()
+            .unwrap()
+            .ends_with("/omptarget/lib/libomptarget.rtl.x86_64.so")),
+        "{info}"
+    );
+    assert_eq!(info["devices"].as_array().unwrap().len(), 4, "{info}");
+}
+
+#[test]
+fn run_with_leak_report_names_each_leak_and_exits_1() {
+    let dir = tempfile::tempdir().unwrap();
+    staged_host_plugin();
+    let program = clang14(dir.path(), "leaky.c", &["-g"]);
+    let program = program.to_str().unwrap();
+    let out = omptarget(dir.path(), &["run", "--leak-report", "--", program], &[]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(text(&out.stdout).contains("sum=499500\n"));
+    assert!(stderr.starts_with("omptarget leak report: LEAKS: 1 allocations never freed, 1 mappings never released, 12096 bytes\n"), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "allocated at leak_a_block at {}:{}\n",
+            c_source("leaky.c").display(),
+            line_of("leaky.c", "LEAK_ALLOC")
+        )),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!(
+            "allocated at map_and_forget at {}:{}\n",
+            c_source("leaky.c").display(),
+            line_of("leaky.c", "LEAK_MAP")
+        )),
+        "{stderr}"
+    );
+
+    // The same program leaking nothing: the program's status, 0.
+    let out = omptarget(
+        dir.path(),
+        &["run", "--leak-report", "--", program, "clean"],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stderr),
+        "omptarget leak report: no leaks\n  the runtime freed 0 allocations (0 bytes) the program still held\n"
+    );
+}
+
+#[test]
+fn run_passes_arguments_and_returns_the_programs_status() {
+    let dir = tempfile::tempdir().unwrap();
+    staged_host_plugin();
+    // A program that never offloads has no runtime, hence no report.
+    let out = omptarget(
+        dir.path(),
+        &[
+            "run",
+            "--leak-report",
+            "--",
+            "sh",
+            "-c",
+            "echo $LD_LIBRARY_PATH; exit 7",
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(7));
+    assert!(
+        text(&out.stdout).contains("/omptarget/lib"),
+        "{}",
+        text(&out.stdout)
+    );
+    assert!(text(&out.stderr).contains("no leak report: sh never started the offload runtime"));
+    let out = omptarget(dir.path(), &["run", "--", "/nonexistent/program"], &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).starts_with("omptarget: error: cannot run /nonexistent/program: "));
+    let out = omptarget(dir.path(), &["run"], &[]);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "clap refuses a run without a program"
+    );
+}
+
+#[test]
+fn run_with_profile_writes_a_trace_that_profile_summarises() {
+    let dir = tempfile::tempdir().unwrap();
+    staged_host_plugin();
+    let program = clang14(dir.path(), "profiled.c", &[]);
+    let out = omptarget(
+        dir.path(),
+        &[
+            "run",
+            "--profile",
+            "trace.json",
+            "--report",
+            "--",
+            program.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).starts_with("omptarget shutdown: "),
+        "{}",
+        text(&out.stderr)
+    );
+    let trace = dir.path().join("trace.json");
+    assert!(trace.is_file());
+    let out = omptarget(dir.path(), &["profile", "trace.json"], &[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let table = text(&out.stdout);
+    let line = line_of("profiled.c", "omp target teams");
+    assert!(table.contains(&format!("_main_l{line}\n")), "{table}");
+    assert!(
+        table.contains("  host to device            1           4096"),
+        "{table}"
+    );
+    assert!(
+        table.contains("  device to host            2           8192"),
+        "{table}"
+    );
+    assert!(
+        table.contains("  2 allocations, 4352 bytes; 2 frees, 4352 bytes; largest 4096 bytes\n"),
+        "{table}"
+    );
+    for kind in [
+        "registration",
+        "mapping",
+        "launch",
+        "alloc",
+        "free",
+        "teardown",
+        "plugin",
+    ] {
+        assert!(
+            table.contains(&format!("\n  {kind:<14} ")),
+            "{kind}: {table}"
+        );
+    }
+
+    std::fs::write(dir.path().join("bad.json"), "{").unwrap();
+    let out = omptarget(dir.path(), &["profile", "bad.json"], &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("bad.json is not a JSON trace"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn an_interrupt_leaves_the_program_to_decide_and_run_returns_its_status() {
+    let dir = tempfile::tempdir().unwrap();
+    staged_host_plugin();
+    // The program ignores SIGINT; only `omptarget` gets one here.
+    let mut child = Command::new(OMPTARGET)
+        .current_dir(dir.path())
+        .args(["run", "--", "sh", "-c", "trap '' INT; sleep 1; exit 4"])
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    // SAFETY: signals our own child process.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    assert_eq!(child.wait().unwrap().code(), Some(4));
+}
