@@ -1,0 +1,300 @@
+//! A loaded image: its `CUmodule`, its kernels, and the target table the
+//! runtime gets, plus what LLVM's device runtime expects to find set up at
+//! load (the device environment) and per kernel (its execution mode).
+
+use crate::device::DeviceInfo;
+use crate::driver::{check, CudaError};
+use crate::launch::{ExecMode, KernelLimits};
+use cudarc::driver::sys::{self, CUfunction, CUmodule};
+use omptarget_abi::{OffloadEntry, TargetTable};
+use omptarget_plugin_kit::error::{PluginError, Result};
+use std::ffi::{c_void, CStr, CString};
+
+/// Device environment global of clang 19/22's device runtime.
+pub const DEVICE_ENV_19: &str = "__omp_rtl_device_environment";
+/// Device environment global of clang 14's device runtime.
+pub const DEVICE_ENV_14: &str = "omptarget_device_environment";
+
+/// A kernel of a loaded module. Its address is the target table's entry
+/// address, so launches find it (and are checked against it).
+#[derive(Debug)]
+pub struct Kernel {
+    /// The driver's function.
+    pub function: CUfunction,
+    /// Mode and thread limit.
+    pub limits: KernelLimits,
+    /// Its name, for messages.
+    pub name: String,
+}
+
+/// A module and what was built for it; freed by [`LoadedModule::unload`].
+pub struct LoadedModule {
+    /// The descriptor's address (`unload_binary` names images by it).
+    pub key: usize,
+    /// The driver's module.
+    pub module: CUmodule,
+    /// Boxed so their addresses stay put.
+    pub kernels: Vec<Box<Kernel>>,
+    /// The device entries the table points into.
+    pub entries: Box<[OffloadEntry]>,
+    /// The table given to the runtime.
+    pub table: Box<TargetTable>,
+}
+
+impl LoadedModule {
+    /// Whether `entry` is one of this module's kernels; its copy if so.
+    pub fn kernel(&self, entry: *mut c_void) -> Option<&Kernel> {
+        self.kernels
+            .iter()
+            .map(|k| &**k)
+            .find(|k| std::ptr::eq(*k as *const Kernel, entry as *const Kernel))
+    }
+
+    /// `cuModuleUnload` (the context is current).
+    pub fn unload(self) -> Result<(), CudaError> {
+        // SAFETY: a module of this context, unloaded once (`self` is
+        // consumed); its functions are not used afterwards (the runtime
+        // drops the table at unload).
+        check("cuModuleUnload", unsafe { sys::cuModuleUnload(self.module) })
+    }
+}
+
+fn c_name(name: &str) -> Result<CString> {
+    CString::new(name).map_err(|_| PluginError::InvalidImage(format!("symbol {name:?} has a NUL")))
+}
+
+/// `cuModuleGetGlobal_v2`: address and size, `None` if the module has no
+/// such symbol.
+fn global(module: CUmodule, name: &str) -> Result<Option<(u64, usize)>> {
+    let cname = c_name(name)?;
+    let (mut ptr, mut size) = (0, 0);
+    // SAFETY: writable out-parameters, a NUL-terminated name, a live module.
+    let code = unsafe { sys::cuModuleGetGlobal_v2(&mut ptr, &mut size, module, cname.as_ptr()) };
+    if code == sys::CUresult::CUDA_ERROR_NOT_FOUND {
+        return Ok(None);
+    }
+    check("cuModuleGetGlobal_v2", code)?;
+    Ok(Some((ptr, size)))
+}
+
+fn write_global(ptr: u64, bytes: &[u8]) -> Result<(), CudaError> {
+    copy_sync(|stream| {
+        // SAFETY: `ptr` is a global of at least `bytes.len()` bytes (the
+        // caller checked its size); `bytes` outlives the synchronisation.
+        unsafe { sys::cuMemcpyHtoDAsync_v2(ptr, bytes.as_ptr().cast(), bytes.len(), stream) }
+    })
+}
+
+fn read_global(ptr: u64, out: &mut [u8]) -> Result<(), CudaError> {
+    copy_sync(|stream| {
+        // SAFETY: as `write_global`, in the other direction.
+        unsafe { sys::cuMemcpyDtoHAsync_v2(out.as_mut_ptr().cast(), ptr, out.len(), stream) }
+    })
+}
+
+/// One copy at load time on a stream of its own, waited for and destroyed.
+fn copy_sync(op: impl FnOnce(sys::CUstream) -> sys::CUresult) -> Result<(), CudaError> {
+    let mut stream = std::ptr::null_mut();
+    // SAFETY: writable out-parameter; the context is current.
+    check("cuStreamCreate", unsafe { sys::cuStreamCreate(&mut stream, 0) })?;
+    let result = check("cuMemcpy*Async_v2", op(stream)).and_then(|()| {
+        // SAFETY: the stream created above.
+        check("cuStreamSynchronize", unsafe { sys::cuStreamSynchronize(stream) })
+    });
+    // SAFETY: created above, destroyed once.
+    let destroyed = check("cuStreamDestroy_v2", unsafe { sys::cuStreamDestroy_v2(stream) });
+    result.and(destroyed)
+}
+
+/// LLVM's `DeviceEnvironmentTy`: debug kind, number of devices, device
+/// number, dynamic shared memory size (u32 each); clang 19/22's adds the
+/// clock frequency (u64) and then fields this plugin leaves zero (the
+/// indirect call table and hardware parallelism).
+pub fn device_environment(size: usize, devices: usize, device: usize, info: &DeviceInfo) -> Vec<u8> {
+    let mut env = vec![0u8; size];
+    let debug = std::env::var("LIBOMPTARGET_DEVICE_RTL_DEBUG")
+        .ok()
+        .and_then(|v| v.trim().parse::<u32>().ok())
+        .unwrap_or(0);
+    let fields = [
+        debug,
+        u32::try_from(devices).unwrap_or(u32::MAX),
+        u32::try_from(device).unwrap_or(u32::MAX),
+        dynamic_shared_memory(),
+    ];
+    for (i, v) in fields.iter().enumerate() {
+        if let Some(slot) = env.get_mut(i * 4..i * 4 + 4) {
+            slot.copy_from_slice(&v.to_le_bytes());
+        }
+    }
+    if let Some(slot) = env.get_mut(16..24) {
+        slot.copy_from_slice(&(u64::from(info.clock_khz) * 1000).to_le_bytes());
+    }
+    env
+}
+
+/// `LIBOMPTARGET_SHARED_MEMORY_SIZE`: dynamic shared memory per launch.
+pub fn dynamic_shared_memory() -> u32 {
+    std::env::var("LIBOMPTARGET_SHARED_MEMORY_SIZE")
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// Execution mode and thread limit of `name`: the kernel environment
+/// (clang 19/22: `ExecMode` is its third byte, `MaxThreads` the i32 at 8)
+/// or `<name>_exec_mode` (clang 14); generic if neither exists, as LLVM.
+fn kernel_limits(module: CUmodule, function: CUfunction, name: &str) -> Result<KernelLimits> {
+    let mut max = 0;
+    // SAFETY: writable out-parameter, a function of a live module.
+    check("cuFuncGetAttribute", unsafe {
+        sys::cuFuncGetAttribute(
+            &mut max,
+            sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
+            function,
+        )
+    })?;
+    let mut limits = KernelLimits {
+        mode: ExecMode::Generic,
+        max_threads: u32::try_from(max).unwrap_or(0).max(1),
+    };
+    let flags = if let Some((ptr, size)) = global(module, &format!("{name}_kernel_environment"))? {
+        let mut env = [0u8; 12];
+        if size < env.len() {
+            return Err(PluginError::InvalidImage(format!(
+                "{name}_kernel_environment has {size} bytes, fewer than a kernel environment's"
+            )));
+        }
+        read_global(ptr, &mut env)?;
+        let max_threads = i32::from_le_bytes([env[8], env[9], env[10], env[11]]);
+        if let Ok(m) = u32::try_from(max_threads) {
+            if m > 0 {
+                limits.max_threads = limits.max_threads.min(m);
+            }
+        }
+        Some(env[2])
+    } else if let Some((ptr, size)) = global(module, &format!("{name}_exec_mode"))? {
+        if size != 1 {
+            return Err(PluginError::InvalidImage(format!(
+                "{name}_exec_mode has {size} bytes, not 1"
+            )));
+        }
+        let mut mode = [0u8];
+        read_global(ptr, &mut mode)?;
+        Some(mode[0])
+    } else {
+        None
+    };
+    if let Some(flags) = flags {
+        limits.mode = ExecMode::from_flags(flags).ok_or_else(|| {
+            PluginError::InvalidImage(format!("kernel {name} has the unknown exec mode {flags}"))
+        })?;
+    }
+    Ok(limits)
+}
+
+/// Load `elf` into the current context and build its target table from
+/// the host `entries`; the device environment is written first.
+pub fn load(
+    key: usize,
+    elf: &[u8],
+    entries: &[OffloadEntry],
+    devices: usize,
+    device: usize,
+    info: &DeviceInfo,
+) -> Result<LoadedModule> {
+    let mut module = std::ptr::null_mut();
+    // SAFETY: `elf` is a whole cubin (checked by `image::parse`), read
+    // during the call only.
+    check("cuModuleLoadData", unsafe {
+        sys::cuModuleLoadData(&mut module, elf.as_ptr().cast())
+    })
+    .map_err(|e| PluginError::InvalidImage(e.to_string()))?;
+    let mut loaded = LoadedModule {
+        key,
+        module,
+        kernels: Vec::new(),
+        entries: Box::new([]),
+        table: Box::new(TargetTable {
+            entries_begin: std::ptr::null_mut(),
+            entries_end: std::ptr::null_mut(),
+        }),
+    };
+    match fill(&mut loaded, entries, devices, device, info) {
+        Ok(()) => Ok(loaded),
+        Err(e) => {
+            // Leave nothing behind on failure.
+            let _ = loaded.unload();
+            Err(e)
+        }
+    }
+}
+
+fn fill(
+    loaded: &mut LoadedModule,
+    entries: &[OffloadEntry],
+    devices: usize,
+    device: usize,
+    info: &DeviceInfo,
+) -> Result<()> {
+    let module = loaded.module;
+    for name in [DEVICE_ENV_19, DEVICE_ENV_14] {
+        if let Some((ptr, size)) = global(module, name)? {
+            if size < 16 {
+                return Err(PluginError::InvalidImage(format!(
+                    "{name} has {size} bytes, fewer than a device environment's 16"
+                )));
+            }
+            write_global(ptr, &device_environment(size, devices, device, info))?;
+            break;
+        }
+    }
+    let mut table: Vec<OffloadEntry> = Vec::with_capacity(entries.len());
+    for entry in entries {
+        let mut out = *entry;
+        if entry.name.is_null() {
+            return Err(PluginError::InvalidImage("an offload entry has no name".into()));
+        }
+        // SAFETY: entry names are NUL-terminated strings of the host
+        // table, alive while the image is registered.
+        let name = unsafe { CStr::from_ptr(entry.name) }
+            .to_str()
+            .map_err(|_| PluginError::InvalidImage("an entry name is not UTF-8".into()))?;
+        if entry.size == 0 {
+            let cname = c_name(name)?;
+            let mut function = std::ptr::null_mut();
+            // SAFETY: writable out-parameter, a live module, a C string.
+            check("cuModuleGetFunction", unsafe {
+                sys::cuModuleGetFunction(&mut function, module, cname.as_ptr())
+            })
+            .map_err(|e| PluginError::InvalidImage(format!("kernel {name}: {e}")))?;
+            let limits = kernel_limits(module, function, name)?;
+            let kernel = Box::new(Kernel {
+                function,
+                limits,
+                name: name.to_owned(),
+            });
+            out.addr = &*kernel as *const Kernel as *mut c_void;
+            loaded.kernels.push(kernel);
+        } else {
+            let (ptr, size) = global(module, name)?.ok_or_else(|| {
+                PluginError::InvalidImage(format!("the image has no global named {name}"))
+            })?;
+            if size != entry.size {
+                return Err(PluginError::InvalidImage(format!(
+                    "global {name} has {size} bytes on the device, {} on the host",
+                    entry.size
+                )));
+            }
+            out.addr = ptr as usize as *mut c_void;
+        }
+        table.push(out);
+    }
+    loaded.entries = table.into_boxed_slice();
+    let range = loaded.entries.as_mut_ptr_range();
+    loaded.table = Box::new(TargetTable {
+        entries_begin: range.start,
+        entries_end: range.end,
+    });
+    Ok(())
+}
