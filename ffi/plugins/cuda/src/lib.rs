@@ -356,14 +356,18 @@ impl Backend for CudaBackend {
                     cubin.sm, info.sm, info.name
                 )));
             }
+            let stream = state.take_stream()?;
             let loaded = module::load(
+                stream,
                 image.desc.as_ptr() as usize,
                 cubin.elf,
                 image.entries,
                 devices,
                 device.index(),
                 info,
-            )?;
+            );
+            state.give_stream(stream);
+            let loaded = loaded?;
             let table = NonNull::from(&*loaded.table);
             report::debug(
                 Self::NAME,

@@ -5,7 +5,7 @@
 use crate::device::DeviceInfo;
 use crate::driver::{check, CudaError};
 use crate::launch::{ExecMode, KernelLimits};
-use cudarc::driver::sys::{self, CUfunction, CUmodule};
+use cudarc::driver::sys::{self, CUfunction, CUmodule, CUstream};
 use omptarget_abi::{OffloadEntry, TargetTable};
 use omptarget_plugin_kit::error::{PluginError, Result};
 use std::ffi::{c_void, CStr, CString};
@@ -77,33 +77,29 @@ fn global(module: CUmodule, name: &str) -> Result<Option<(u64, usize)>> {
     Ok(Some((ptr, size)))
 }
 
-fn write_global(ptr: u64, bytes: &[u8]) -> Result<(), CudaError> {
-    copy_sync(|stream| {
+fn write_global(stream: CUstream, ptr: u64, bytes: &[u8]) -> Result<(), CudaError> {
+    copy_sync(stream, |stream| {
         // SAFETY: `ptr` is a global of at least `bytes.len()` bytes (the
         // caller checked its size); `bytes` outlives the synchronisation.
         unsafe { sys::cuMemcpyHtoDAsync_v2(ptr, bytes.as_ptr().cast(), bytes.len(), stream) }
     })
 }
 
-fn read_global(ptr: u64, out: &mut [u8]) -> Result<(), CudaError> {
-    copy_sync(|stream| {
+fn read_global(stream: CUstream, ptr: u64, out: &mut [u8]) -> Result<(), CudaError> {
+    copy_sync(stream, |stream| {
         // SAFETY: as `write_global`, in the other direction.
         unsafe { sys::cuMemcpyDtoHAsync_v2(out.as_mut_ptr().cast(), ptr, out.len(), stream) }
     })
 }
 
-/// One copy at load time on a stream of its own, waited for and destroyed.
-fn copy_sync(op: impl FnOnce(sys::CUstream) -> sys::CUresult) -> Result<(), CudaError> {
-    let mut stream = std::ptr::null_mut();
-    // SAFETY: writable out-parameter; the context is current.
-    check("cuStreamCreate", unsafe { sys::cuStreamCreate(&mut stream, 0) })?;
-    let result = check("cuMemcpy*Async_v2", op(stream)).and_then(|()| {
-        // SAFETY: the stream created above.
-        check("cuStreamSynchronize", unsafe { sys::cuStreamSynchronize(stream) })
-    });
-    // SAFETY: created above, destroyed once.
-    let destroyed = check("cuStreamDestroy_v2", unsafe { sys::cuStreamDestroy_v2(stream) });
-    result.and(destroyed)
+/// One copy at load time on the loader's stream, waited for.
+fn copy_sync(
+    stream: CUstream,
+    op: impl FnOnce(CUstream) -> sys::CUresult,
+) -> Result<(), CudaError> {
+    check("cuMemcpy*Async_v2", op(stream))?;
+    // SAFETY: a stream of the current context, lent to this load.
+    check("cuStreamSynchronize", unsafe { sys::cuStreamSynchronize(stream) })
 }
 
 /// LLVM's `DeviceEnvironmentTy`: debug kind, number of devices, device
@@ -144,7 +140,12 @@ pub fn dynamic_shared_memory() -> u32 {
 /// Execution mode and thread limit of `name`: the kernel environment
 /// (clang 19/22: `ExecMode` is its third byte, `MaxThreads` the i32 at 8)
 /// or `<name>_exec_mode` (clang 14); generic if neither exists, as LLVM.
-fn kernel_limits(module: CUmodule, function: CUfunction, name: &str) -> Result<KernelLimits> {
+fn kernel_limits(
+    stream: CUstream,
+    module: CUmodule,
+    function: CUfunction,
+    name: &str,
+) -> Result<KernelLimits> {
     let mut max = 0;
     // SAFETY: writable out-parameter, a function of a live module.
     check("cuFuncGetAttribute", unsafe {
@@ -165,7 +166,7 @@ fn kernel_limits(module: CUmodule, function: CUfunction, name: &str) -> Result<K
                 "{name}_kernel_environment has {size} bytes, fewer than a kernel environment's"
             )));
         }
-        read_global(ptr, &mut env)?;
+        read_global(stream, ptr, &mut env)?;
         let max_threads = i32::from_le_bytes([env[8], env[9], env[10], env[11]]);
         if let Ok(m) = u32::try_from(max_threads) {
             if m > 0 {
@@ -180,7 +181,7 @@ fn kernel_limits(module: CUmodule, function: CUfunction, name: &str) -> Result<K
             )));
         }
         let mut mode = [0u8];
-        read_global(ptr, &mut mode)?;
+        read_global(stream, ptr, &mut mode)?;
         Some(mode[0])
     } else {
         None
@@ -194,8 +195,10 @@ fn kernel_limits(module: CUmodule, function: CUfunction, name: &str) -> Result<K
 }
 
 /// Load `elf` into the current context and build its target table from
-/// the host `entries`; the device environment is written first.
+/// the host `entries`; the device environment is written first. Copies
+/// run on `stream` (a stream of this context, lent for the load).
 pub fn load(
+    stream: CUstream,
     key: usize,
     elf: &[u8],
     entries: &[OffloadEntry],
@@ -220,7 +223,7 @@ pub fn load(
             entries_end: std::ptr::null_mut(),
         }),
     };
-    match fill(&mut loaded, entries, devices, device, info) {
+    match fill(stream, &mut loaded, entries, devices, device, info) {
         Ok(()) => Ok(loaded),
         Err(e) => {
             // Leave nothing behind on failure.
@@ -231,6 +234,7 @@ pub fn load(
 }
 
 fn fill(
+    stream: CUstream,
     loaded: &mut LoadedModule,
     entries: &[OffloadEntry],
     devices: usize,
@@ -245,7 +249,7 @@ fn fill(
                     "{name} has {size} bytes, fewer than a device environment's 16"
                 )));
             }
-            write_global(ptr, &device_environment(size, devices, device, info))?;
+            write_global(stream, ptr, &device_environment(size, devices, device, info))?;
             break;
         }
     }
@@ -268,7 +272,7 @@ fn fill(
                 sys::cuModuleGetFunction(&mut function, module, cname.as_ptr())
             })
             .map_err(|e| PluginError::InvalidImage(format!("kernel {name}: {e}")))?;
-            let limits = kernel_limits(module, function, name)?;
+            let limits = kernel_limits(stream, module, function, name)?;
             let kernel = Box::new(Kernel {
                 function,
                 limits,

@@ -1,0 +1,229 @@
+//! The CUDA plugin's C entries called directly (as LLVM's libomptarget
+//! would), against the fake driver: the plugin's own teardown order with
+//! everything still held, one stream per queue, and a driver that is gone
+//! before the teardown (`CUDA_ERROR_DEINITIALIZED`).
+mod common;
+
+use common::{first, last, log_lines};
+use omptarget_plugin_kit::abi::{AsyncInfo, OFFLOAD_FAIL, OFFLOAD_SUCCESS};
+use omptarget_plugin_kit::testing::{ImageFixture, Plugin};
+use std::ffi::c_void;
+use std::path::Path;
+
+fn fixture() -> ImageFixture {
+    ImageFixture::new(
+        common::test_cubin(90),
+        &[("spmd_kernel", 0), ("generic_kernel", 0), ("counter", 4)],
+    )
+}
+
+/// Open the plugin, load the image on device 0 and allocate one block of
+/// each kind; returns the plugin and the fixture (kept alive).
+fn set_up() -> (Plugin, ImageFixture, Vec<*mut c_void>) {
+    let plugin = Plugin::open(&common::cuda_plugin());
+    // SAFETY: the plugin's entries, called as a runtime does.
+    unsafe {
+        assert_eq!((plugin.init_plugin.unwrap())(), OFFLOAD_SUCCESS);
+        assert_eq!((plugin.number_of_devices)(), 1);
+        assert_eq!((plugin.init_device)(0), OFFLOAD_SUCCESS);
+    }
+    let image = fixture();
+    // SAFETY: a valid image descriptor, alive while `image` is.
+    let table = unsafe { (plugin.load_binary)(0, image.desc()) };
+    assert!(!table.is_null());
+    let blocks = (0..3)
+        // SAFETY: kinds 0..3 are device, host and shared.
+        .map(|kind| unsafe { (plugin.data_alloc)(0, 64, std::ptr::null_mut(), kind) })
+        .collect::<Vec<_>>();
+    assert!(blocks.iter().all(|b| !b.is_null()));
+    (plugin, image, blocks)
+}
+
+fn run(name: &str, log: &Path) -> (std::process::Output, Vec<String>) {
+    let out = common::run_child(
+        name,
+        &common::fake_driver_dir(&[]),
+        &[("FAKE_CUDA_LOG", log.to_str().unwrap())],
+    );
+    (out, log_lines(log))
+}
+
+#[test]
+fn deinit_device_releases_in_order_what_the_runtime_left() {
+    if common::in_child() {
+        let (plugin, _image, blocks) = set_up();
+        let host = [1u8; 64];
+        let mut queue = AsyncInfo {
+            queue: std::ptr::null_mut(),
+        };
+        // SAFETY: a device block of 64 bytes and 64 host bytes; the queue
+        // is never synchronised: its stream is still lent at deinit.
+        let code = unsafe {
+            (plugin.data_submit_async.unwrap())(
+                0,
+                blocks[0],
+                host.as_ptr() as *mut c_void,
+                64,
+                &mut queue,
+            )
+        };
+        assert_eq!(code, OFFLOAD_SUCCESS);
+        assert!(!queue.queue.is_null(), "the queue got a stream");
+        println!("MARK deinit");
+        // SAFETY: entries called as a runtime does at shutdown.
+        unsafe {
+            assert_eq!((plugin.deinit_device.unwrap())(0), OFFLOAD_SUCCESS);
+            assert_eq!((plugin.deinit_plugin.unwrap())(), OFFLOAD_SUCCESS);
+        }
+        plugin.close();
+        return;
+    }
+    let log = common::log_path("plugin-order");
+    let (out, lines) = run("deinit_device_releases_in_order_what_the_runtime_left", &log);
+    assert!(out.status.success(), "{}", common::child_stderr(&out));
+    assert!(!lines.iter().any(|l| l.starts_with("VIOLATION")), "{lines:#?}");
+    let sync = last(&lines, "cuCtxSynchronize").unwrap();
+    let unload = first(&lines, "cuModuleUnload").unwrap();
+    let frees: Vec<usize> = lines
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| l.starts_with("cuMemFree"))
+        .map(|(i, _)| i)
+        .collect();
+    let streams = first(&lines, "cuStreamDestroy_v2").unwrap();
+    let release = first(&lines, "cuDevicePrimaryCtxRelease_v2").unwrap();
+    assert_eq!(frees.len(), 3, "device, host and shared blocks: {lines:#?}");
+    assert!(
+        sync < unload
+            && unload < frees[0]
+            && frees[2] < streams
+            && streams < release
+            && lines[release + 1] == "CONTEXT_DESTROYED 0",
+        "{lines:#?}"
+    );
+    // The host block went back with cuMemFreeHost.
+    assert_eq!(
+        lines.iter().filter(|l| l.starts_with("cuMemFreeHost")).count(),
+        1
+    );
+    assert_eq!(
+        lines.last().unwrap(),
+        "EXIT contexts=0 allocations=0 modules=0 streams=0"
+    );
+}
+
+#[test]
+fn each_queue_gets_its_own_stream_until_synchronised() {
+    if common::in_child() {
+        let (plugin, _image, blocks) = set_up();
+        let input = [7u8; 64];
+        let mut output = [0u8; 64];
+        let mut a = AsyncInfo {
+            queue: std::ptr::null_mut(),
+        };
+        let mut b = AsyncInfo {
+            queue: std::ptr::null_mut(),
+        };
+        // SAFETY: 64-byte device blocks and host arrays that outlive the
+        // synchronisation below.
+        unsafe {
+            let submit = plugin.data_submit_async.unwrap();
+            let retrieve = plugin.data_retrieve_async.unwrap();
+            let sync = plugin.synchronize.unwrap();
+            assert_eq!(
+                submit(0, blocks[0], input.as_ptr() as *mut c_void, 64, &mut a),
+                OFFLOAD_SUCCESS
+            );
+            assert_eq!(
+                submit(0, blocks[2], input.as_ptr() as *mut c_void, 64, &mut b),
+                OFFLOAD_SUCCESS
+            );
+            assert_ne!(a.queue, b.queue, "two queues, two streams");
+            assert_eq!(
+                retrieve(0, output.as_mut_ptr().cast(), blocks[0], 64, &mut a),
+                OFFLOAD_SUCCESS
+            );
+            let stream_a = a.queue;
+            assert_eq!(sync(0, &mut a), OFFLOAD_SUCCESS);
+            assert!(a.queue.is_null(), "synchronize gives the stream back");
+            assert_eq!(sync(0, &mut b), OFFLOAD_SUCCESS);
+            // The pool hands the stream out again.
+            assert_eq!(
+                submit(0, blocks[0], input.as_ptr() as *mut c_void, 64, &mut a),
+                OFFLOAD_SUCCESS
+            );
+            assert!(a.queue == stream_a || a.queue == b.queue || !a.queue.is_null());
+            assert_eq!(sync(0, &mut a), OFFLOAD_SUCCESS);
+            // A pointer the plugin never allocated is refused, with a reason.
+            assert_eq!((plugin.data_delete)(0, 0x1000 as *mut c_void), OFFLOAD_FAIL);
+            for block in &blocks {
+                assert_eq!((plugin.data_delete)(0, *block), OFFLOAD_SUCCESS);
+            }
+            assert_eq!((plugin.deinit_plugin.unwrap())(), OFFLOAD_SUCCESS);
+        }
+        assert_eq!(output, input);
+        plugin.close();
+        return;
+    }
+    let log = common::log_path("queues");
+    let (out, lines) = run("each_queue_gets_its_own_stream_until_synchronised", &log);
+    let stderr = common::child_stderr(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert!(!lines.iter().any(|l| l.starts_with("VIOLATION")), "{lines:#?}");
+    // Two streams for two queues: the loader's went back to the pool and
+    // serves queue `a`.
+    let created = lines.iter().filter(|l| l.starts_with("cuStreamCreate")).count();
+    assert_eq!(created, 2, "{lines:#?}");
+    assert!(
+        stderr.contains("was not allocated on device 0"),
+        "the bad free's reason: {stderr}"
+    );
+    assert_eq!(
+        lines.last().unwrap(),
+        "EXIT contexts=0 allocations=0 modules=0 streams=0"
+    );
+}
+
+#[test]
+fn a_driver_gone_before_teardown_is_reported_never_fatal() {
+    if common::in_child() {
+        let (plugin, _image, _blocks) = set_up();
+        // The driver shuts down first (as at process exit).
+        // SAFETY: the fake driver the plugin loaded; its test hook takes
+        // no arguments.
+        unsafe {
+            let cuda = libloading::Library::new("libcuda.so.1").unwrap();
+            let shutdown: libloading::Symbol<unsafe extern "C" fn()> =
+                cuda.get(b"fake_cuda_shutdown").unwrap();
+            shutdown();
+        }
+        // SAFETY: entries called as a runtime does at shutdown.
+        unsafe {
+            assert_eq!((plugin.deinit_device.unwrap())(0), OFFLOAD_FAIL);
+            assert_eq!((plugin.deinit_plugin.unwrap())(), OFFLOAD_SUCCESS);
+        }
+        plugin.close();
+        println!("EXITING");
+        return;
+    }
+    let log = common::log_path("deinitialized");
+    let (out, lines) = run(
+        "a_driver_gone_before_teardown_is_reported_never_fatal",
+        &log,
+    );
+    let stderr = common::child_stderr(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("EXITING"));
+    assert!(
+        stderr.contains("the CUDA driver was already deinitialised")
+            && stderr.contains("CUDA_ERROR_DEINITIALIZED"),
+        "{stderr}"
+    );
+    // One refused call, then nothing more is asked of a driver that is gone.
+    let shutdown = first(&lines, "SHUTDOWN").unwrap();
+    let after: Vec<_> = lines[shutdown + 1..]
+        .iter()
+        .filter(|l| !l.starts_with("EXIT"))
+        .collect();
+    assert_eq!(after, ["DEINITIALIZED cuCtxSetCurrent"], "{lines:#?}");
+}
