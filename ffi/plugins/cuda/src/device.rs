@@ -44,7 +44,12 @@ fn attribute(device: CUdevice, attr: CUdevice_attribute) -> Result<u32, CudaErro
 
 /// A positive number from the environment variable `name`.
 fn env_count(name: &str) -> Option<u32> {
-    std::env::var(name).ok()?.trim().parse().ok().filter(|n| *n > 0)
+    std::env::var(name)
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+        .filter(|n| *n > 0)
 }
 
 impl DeviceInfo {
@@ -54,14 +59,20 @@ impl DeviceInfo {
         let mut handle = 0;
         let ordinal = i32::try_from(ordinal).unwrap_or(i32::MAX);
         // SAFETY: `handle` is writable; the driver is open.
-        check("cuDeviceGet", unsafe { sys::cuDeviceGet(&mut handle, ordinal) })?;
+        check("cuDeviceGet", unsafe {
+            sys::cuDeviceGet(&mut handle, ordinal)
+        })?;
         let mut raw = [0 as std::ffi::c_char; 256];
         // SAFETY: `raw` holds 256 writable chars; the driver writes a
         // NUL-terminated name of at most that many.
         check("cuDeviceGetName", unsafe {
             sys::cuDeviceGetName(raw.as_mut_ptr(), raw.len() as i32, handle)
         })?;
-        let bytes: Vec<u8> = raw.iter().take_while(|c| **c != 0).map(|c| *c as u8).collect();
+        let bytes: Vec<u8> = raw
+            .iter()
+            .take_while(|c| **c != 0)
+            .map(|c| *c as u8)
+            .collect();
         let mut total_memory = 0;
         // SAFETY: `total_memory` is writable.
         check("cuDeviceTotalMem_v2", unsafe {
@@ -130,8 +141,12 @@ unsafe impl Send for DeviceState {}
 
 /// Make `context` current on this thread (every driver call on a device
 /// starts with it: the runtime calls entries from any thread).
-pub fn make_current(context: CUcontext) -> Result<(), CudaError> {
-    // SAFETY: a context this plugin retained and has not released.
+///
+/// # Safety
+/// `context` is a primary context this plugin retained and has not
+/// released.
+pub unsafe fn make_current(context: CUcontext) -> Result<(), CudaError> {
+    // SAFETY: per this function's contract.
     check("cuCtxSetCurrent", unsafe { sys::cuCtxSetCurrent(context) })
 }
 
@@ -158,7 +173,8 @@ impl DeviceState {
         check("cuDevicePrimaryCtxRetain", unsafe {
             sys::cuDevicePrimaryCtxRetain(&mut context, info.handle)
         })?;
-        if let Err(e) = make_current(context) {
+        // SAFETY: retained just above.
+        if let Err(e) = unsafe { make_current(context) } {
             // SAFETY: retained just above; nothing else uses it.
             let _ = unsafe { sys::cuDevicePrimaryCtxRelease_v2(info.handle) };
             return Err(e);
@@ -205,7 +221,9 @@ impl DeviceState {
     pub fn release(mut self, handle: CUdevice) -> (Released, Result<(), CudaError>) {
         let mut done = Released::default();
         let mut first: Option<CudaError> = None;
-        let mut alive = step(make_current(self.context), &mut first);
+        // SAFETY: `self` holds the one retain of its context until the end
+        // of this function.
+        let mut alive = step(unsafe { make_current(self.context) }, &mut first);
         if alive {
             // SAFETY: the context is current.
             alive = step(
@@ -237,7 +255,9 @@ impl DeviceState {
             };
             // SAFETY: a stream of this context, destroyed once (popped).
             alive = step(
-                check("cuStreamDestroy_v2", unsafe { sys::cuStreamDestroy_v2(stream) }),
+                check("cuStreamDestroy_v2", unsafe {
+                    sys::cuStreamDestroy_v2(stream)
+                }),
                 &mut first,
             );
             done.streams += 1;
@@ -275,7 +295,9 @@ pub fn alloc(size: usize, kind: AllocKind) -> Result<usize, CudaError> {
         AllocKind::Device | AllocKind::Default => {
             let mut ptr = 0;
             // SAFETY: `ptr` is writable; a context is current (caller).
-            check("cuMemAlloc_v2", unsafe { sys::cuMemAlloc_v2(&mut ptr, size) })?;
+            check("cuMemAlloc_v2", unsafe {
+                sys::cuMemAlloc_v2(&mut ptr, size)
+            })?;
             Ok(ptr as usize)
         }
         AllocKind::Host => {

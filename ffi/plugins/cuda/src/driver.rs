@@ -71,7 +71,11 @@ impl fmt::Display for CudaError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // The enum's name, not cuGetErrorName: formatting must work when
         // the driver is gone.
-        write!(f, "{} failed: {:?} ({})", self.call, self.code, self.code as u32)
+        write!(
+            f,
+            "{} failed: {:?} ({})",
+            self.call, self.code, self.code as u32
+        )
     }
 }
 
@@ -105,10 +109,9 @@ impl fmt::Display for Unavailable {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::NoLibrary => f.write_str("no CUDA driver (libcuda.so.1) found: 0 devices"),
-            Self::MissingSymbol(name, why) => write!(
-                f,
-                "the CUDA driver lacks {name} ({why}): 0 devices"
-            ),
+            Self::MissingSymbol(name, why) => {
+                write!(f, "the CUDA driver lacks {name} ({why}): 0 devices")
+            }
             Self::Failed(e) => write!(f, "the CUDA driver is unusable, {e}: 0 devices"),
         }
     }
@@ -136,8 +139,10 @@ pub fn open() -> Result<usize, Unavailable> {
     check("cuInit", unsafe { sys::cuInit(0) }).map_err(Unavailable::Failed)?;
     let mut count = 0;
     // SAFETY: `count` is a writable int.
-    check("cuDeviceGetCount", unsafe { sys::cuDeviceGetCount(&mut count) })
-        .map_err(Unavailable::Failed)?;
+    check("cuDeviceGetCount", unsafe {
+        sys::cuDeviceGetCount(&mut count)
+    })
+    .map_err(Unavailable::Failed)?;
     Ok(usize::try_from(count).unwrap_or(0))
 }
 

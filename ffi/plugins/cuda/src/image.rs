@@ -132,7 +132,11 @@ pub fn unwrap_offload_binary(blob: &[u8]) -> Result<&[u8], String> {
         .ok()
         .zip(usize::try_from(len).ok())
         .and_then(|(at, len)| blob.get(at..at.checked_add(len)?))
-        .ok_or_else(|| bad(&format!("its image ({len} bytes at {offset}) lies outside it")))
+        .ok_or_else(|| {
+            bad(&format!(
+                "its image ({len} bytes at {offset}) lies outside it"
+            ))
+        })
 }
 
 /// Check an ELF header for a 64-bit little-endian `EM_CUDA` file and read

@@ -89,7 +89,8 @@ impl CudaBackend {
         let state = guard
             .as_mut()
             .ok_or(PluginError::DeviceNotInitialised(device.index()))?;
-        device::make_current(state.context)?;
+        // SAFETY: an initialised device's state holds its retained context.
+        unsafe { device::make_current(state.context) }?;
         op(state, &dev.info)
     }
 
@@ -132,7 +133,10 @@ impl CudaBackend {
     /// Wait for `stream` (without the device lock) and put it back in the pool.
     fn wait_and_return(&self, device: DeviceId, stream: CUstream) -> Result<()> {
         let context = self.with_state(device, |state, _| Ok(state.context))?;
-        device::make_current(context)?;
+        // SAFETY: the device is initialised (read just above) and stays so
+        // during an entry call: deinit_device runs under the plugin's
+        // write lock, never beside another entry.
+        unsafe { device::make_current(context) }?;
         // SAFETY: a stream of this device, lent to this call only, and the
         // device stays initialised during an entry call (the runtime's contract).
         let waited = check("cuStreamSynchronize", unsafe {
@@ -320,7 +324,10 @@ impl Backend for CudaBackend {
         if !runs {
             report::debug(
                 Self::NAME,
-                &format_args!("image rejected: built for {}, which no device here runs", cubin.sm),
+                &format_args!(
+                    "image rejected: built for {}, which no device here runs",
+                    cubin.sm
+                ),
             );
         }
         runs
@@ -375,7 +382,11 @@ impl Backend for CudaBackend {
                     "device {device}: loaded a {} cubin ({} bytes{}), {} kernel(s)",
                     cubin.sm,
                     cubin.elf.len(),
-                    if cubin.wrapped { ", from an OffloadBinary" } else { "" },
+                    if cubin.wrapped {
+                        ", from an OffloadBinary"
+                    } else {
+                        ""
+                    },
                     loaded.kernels.len()
                 ),
             );
@@ -420,7 +431,9 @@ impl Backend for CudaBackend {
                 }
                 PluginError::from(e)
             })?;
-            state.allocations.insert(address, device::Allocation { size, kind });
+            state
+                .allocations
+                .insert(address, device::Allocation { size, kind });
             NonNull::new(address as *mut c_void)
                 .ok_or_else(|| PluginError::backend("the driver returned a null allocation"))
         })
@@ -557,7 +570,9 @@ impl Backend for CudaBackend {
     fn synchronize(&self, device: DeviceId) -> Result<()> {
         self.with_state(device, |_, _| {
             // SAFETY: the device's context is current.
-            Ok(check("cuCtxSynchronize", unsafe { sys::cuCtxSynchronize() })?)
+            Ok(check("cuCtxSynchronize", unsafe {
+                sys::cuCtxSynchronize()
+            })?)
         })
     }
 

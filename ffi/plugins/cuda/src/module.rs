@@ -55,7 +55,9 @@ impl LoadedModule {
         // SAFETY: a module of this context, unloaded once (`self` is
         // consumed); its functions are not used afterwards (the runtime
         // drops the table at unload).
-        check("cuModuleUnload", unsafe { sys::cuModuleUnload(self.module) })
+        check("cuModuleUnload", unsafe {
+            sys::cuModuleUnload(self.module)
+        })
     }
 }
 
@@ -99,14 +101,21 @@ fn copy_sync(
 ) -> Result<(), CudaError> {
     check("cuMemcpy*Async_v2", op(stream))?;
     // SAFETY: a stream of the current context, lent to this load.
-    check("cuStreamSynchronize", unsafe { sys::cuStreamSynchronize(stream) })
+    check("cuStreamSynchronize", unsafe {
+        sys::cuStreamSynchronize(stream)
+    })
 }
 
 /// LLVM's `DeviceEnvironmentTy`: debug kind, number of devices, device
 /// number, dynamic shared memory size (u32 each); clang 19/22's adds the
 /// clock frequency (u64) and then fields this plugin leaves zero (the
 /// indirect call table and hardware parallelism).
-pub fn device_environment(size: usize, devices: usize, device: usize, info: &DeviceInfo) -> Vec<u8> {
+pub fn device_environment(
+    size: usize,
+    devices: usize,
+    device: usize,
+    info: &DeviceInfo,
+) -> Vec<u8> {
     let mut env = vec![0u8; size];
     let debug = std::env::var("LIBOMPTARGET_DEVICE_RTL_DEBUG")
         .ok()
@@ -249,7 +258,11 @@ fn fill(
                     "{name} has {size} bytes, fewer than a device environment's 16"
                 )));
             }
-            write_global(stream, ptr, &device_environment(size, devices, device, info))?;
+            write_global(
+                stream,
+                ptr,
+                &device_environment(size, devices, device, info),
+            )?;
             break;
         }
     }
@@ -257,7 +270,9 @@ fn fill(
     for entry in entries {
         let mut out = *entry;
         if entry.name.is_null() {
-            return Err(PluginError::InvalidImage("an offload entry has no name".into()));
+            return Err(PluginError::InvalidImage(
+                "an offload entry has no name".into(),
+            ));
         }
         // SAFETY: entry names are NUL-terminated strings of the host
         // table, alive while the image is registered.
@@ -296,9 +311,9 @@ fn fill(
     }
     loaded.entries = table.into_boxed_slice();
     let range = loaded.entries.as_mut_ptr_range();
-    loaded.table = Box::new(TargetTable {
+    *loaded.table = TargetTable {
         entries_begin: range.start,
         entries_end: range.end,
-    });
+    };
     Ok(())
 }

@@ -29,7 +29,10 @@ fn run(name: &str, log: &Path, env: &[(&str, &str)]) -> (String, String, Vec<Str
 }
 
 fn no_violations(lines: &[String]) {
-    let bad: Vec<_> = lines.iter().filter(|l| l.starts_with("VIOLATION")).collect();
+    let bad: Vec<_> = lines
+        .iter()
+        .filter(|l| l.starts_with("VIOLATION"))
+        .collect();
     assert!(bad.is_empty(), "the driver saw rule violations: {bad:#?}");
 }
 
@@ -55,8 +58,11 @@ fn shutdown_releases_everything_in_the_documented_order() {
         // SAFETY: as above.
         let generic: Kernel<(PtrMut<i32>, i32)> =
             unsafe { image.kernel("generic_kernel").unwrap() };
-        spmd.launch(LaunchConfig::teams(4, 64), (&mut data, 4)).unwrap();
-        generic.launch(LaunchConfig::teams(2, 64), (&mut data, 4)).unwrap();
+        spmd.launch(LaunchConfig::teams(4, 64), (&mut data, 4))
+            .unwrap();
+        generic
+            .launch(LaunchConfig::teams(2, 64), (&mut data, 4))
+            .unwrap();
         spmd.launch(LaunchConfig::single(), (&mut data, 4)).unwrap();
         // Queued work on a stream of its own, synchronised by the scope.
         let mut back = vec![0i32; 4];
@@ -75,7 +81,6 @@ fn shutdown_releases_everything_in_the_documented_order() {
         other.copy_from(&data).unwrap();
         assert_eq!(other.to_vec().unwrap(), [5, 6, 7, 8]);
         // Left for shutdown: `data`, `other` and the image, still live.
-        std::mem::forget((counter, spmd, generic));
         std::mem::forget((data, other, image));
         let report = runtime.shutdown();
         println!("REPORT\n{report}");
@@ -136,9 +141,7 @@ fn shutdown_releases_everything_in_the_documented_order() {
         "EXIT contexts=0 allocations=0 modules=0 streams=0"
     );
     // Nothing touches the context after it is gone.
-    assert!(lines[destroyed + 1..]
-        .iter()
-        .all(|l| l.starts_with("EXIT")));
+    assert!(lines[destroyed + 1..].iter().all(|l| l.starts_with("EXIT")));
     // The report lists the steps.
     for step in [
         "2. free user allocations  device 0 (libomptarget.rtl.cuda.so): 2 blocks, 32 bytes: ok",
@@ -192,10 +195,16 @@ fn out_of_memory_makes_the_memory_manager_free_its_cache_and_retry() {
     assert!(lines[retry + 1].starts_with("ALLOCATED"), "{lines:#?}");
     // The failed try is an error line of the plugin; nothing else.
     assert!(
-        stderr.is_empty() || stderr.lines().all(|l| l.contains("CUDA_ERROR_OUT_OF_MEMORY")),
+        stderr.is_empty()
+            || stderr
+                .lines()
+                .all(|l| l.contains("CUDA_ERROR_OUT_OF_MEMORY")),
         "{stderr}"
     );
-    assert!(lines.last().unwrap().starts_with("EXIT contexts=0 allocations=0"));
+    assert!(lines
+        .last()
+        .unwrap()
+        .starts_with("EXIT contexts=0 allocations=0"));
 }
 
 #[test]
@@ -225,10 +234,16 @@ fn a_failing_cu_init_means_no_devices_and_a_debug_line() {
         assert!(stdout.contains("DEVICES 4"), "{stdout}");
         // The only calls: cuInit (after cudarc's presence check opened and
         // closed the library once, which logs an EXIT line).
-        assert!(lines.iter().all(|l| !l.starts_with("cu") || l == "cuInit 0"), "{lines:#?}");
+        assert!(
+            lines
+                .iter()
+                .all(|l| !l.starts_with("cu") || l == "cuInit 0"),
+            "{lines:#?}"
+        );
         assert!(first(&lines, "cuInit").is_some());
         assert!(first(&lines, "cuDevicePrimaryCtxRetain").is_none());
-        let line = "the CUDA driver is unusable, cuInit failed: CUDA_ERROR_NO_DEVICE (100): 0 devices";
+        let line =
+            "the CUDA driver is unusable, cuInit failed: CUDA_ERROR_NO_DEVICE (100): 0 devices";
         if debug == "1" {
             assert!(stderr.contains(line), "{stderr}");
         } else {
@@ -320,7 +335,10 @@ fn an_image_for_another_architecture_is_refused_with_the_reason() {
     );
     // The runtime asks is_valid_binary first: the plugin says no (its
     // debug line says why), so the image never reaches the driver.
-    assert!(stdout.contains("ERROR image rejected by device 0"), "{stdout}");
+    assert!(
+        stdout.contains("ERROR image rejected by device 0"),
+        "{stdout}"
+    );
     assert!(first(&lines, "cuModuleLoadData").is_none(), "{lines:#?}");
     no_violations(&lines);
 }

@@ -79,9 +79,15 @@ fn deinit_device_releases_in_order_what_the_runtime_left() {
         return;
     }
     let log = common::log_path("plugin-order");
-    let (out, lines) = run("deinit_device_releases_in_order_what_the_runtime_left", &log);
+    let (out, lines) = run(
+        "deinit_device_releases_in_order_what_the_runtime_left",
+        &log,
+    );
     assert!(out.status.success(), "{}", common::child_stderr(&out));
-    assert!(!lines.iter().any(|l| l.starts_with("VIOLATION")), "{lines:#?}");
+    assert!(
+        !lines.iter().any(|l| l.starts_with("VIOLATION")),
+        "{lines:#?}"
+    );
     let sync = last(&lines, "cuCtxSynchronize").unwrap();
     let unload = first(&lines, "cuModuleUnload").unwrap();
     let frees: Vec<usize> = lines
@@ -103,7 +109,10 @@ fn deinit_device_releases_in_order_what_the_runtime_left() {
     );
     // The host block went back with cuMemFreeHost.
     assert_eq!(
-        lines.iter().filter(|l| l.starts_with("cuMemFreeHost")).count(),
+        lines
+            .iter()
+            .filter(|l| l.starts_with("cuMemFreeHost"))
+            .count(),
         1
     );
     assert_eq!(
@@ -169,10 +178,16 @@ fn each_queue_gets_its_own_stream_until_synchronised() {
     let (out, lines) = run("each_queue_gets_its_own_stream_until_synchronised", &log);
     let stderr = common::child_stderr(&out);
     assert!(out.status.success(), "{stderr}");
-    assert!(!lines.iter().any(|l| l.starts_with("VIOLATION")), "{lines:#?}");
+    assert!(
+        !lines.iter().any(|l| l.starts_with("VIOLATION")),
+        "{lines:#?}"
+    );
     // Two streams for two queues: the loader's went back to the pool and
     // serves queue `a`.
-    let created = lines.iter().filter(|l| l.starts_with("cuStreamCreate")).count();
+    let created = lines
+        .iter()
+        .filter(|l| l.starts_with("cuStreamCreate"))
+        .count();
     assert_eq!(created, 2, "{lines:#?}");
     assert!(
         stderr.contains("was not allocated on device 0"),

@@ -91,10 +91,8 @@ pub fn empty_dir() -> PathBuf {
 
 /// A fresh, empty log file path for one scenario.
 pub fn log_path(name: &str) -> PathBuf {
-    let path = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
-        "fake-cuda-{name}-{}.log",
-        std::process::id()
-    ));
+    let path = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("fake-cuda-{name}-{}.log", std::process::id()));
     let _ = std::fs::remove_file(&path);
     path
 }
@@ -196,7 +194,8 @@ pub fn cubin(sm: u32, symbols: &[Sym<'_>]) -> Vec<u8> {
     }
     let shoff = out.len() as u64;
     // (type, flags, (offset, size), link, info, align, entsize)
-    let sections: [(u32, u64, (u64, u64), u32, u32, u64, u64); 6] = [
+    type Section = (u32, u64, (u64, u64), u32, u32, u64, u64);
+    let sections: [Section; 6] = [
         (0, 0, (0, 0), 0, 0, 0, 0),
         (1, 0x6, text_at, 0, 0, 16, 0),
         (1, 0x3, data_at, 0, 0, 8, 0),
