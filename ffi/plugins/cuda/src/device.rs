@@ -132,6 +132,21 @@ pub struct DeviceState {
     pub idle_streams: Vec<CUstream>,
     /// Loaded modules, in load order.
     pub modules: Vec<LoadedModule>,
+    /// Per-launch memory (launch environments) freed when its stream is
+    /// synchronised; its blocks are in `allocations` too, so teardown frees
+    /// whatever a never-synchronised queue left.
+    pub deferred: Vec<Deferred>,
+}
+
+/// Device blocks of a queued launch, and the host bytes its copy reads.
+pub struct Deferred {
+    /// The stream the launch was queued on.
+    pub stream: CUstream,
+    /// Device addresses, each in `allocations`.
+    pub blocks: Vec<usize>,
+    /// The source of the queued host-to-device copy: kept until the
+    /// stream is synchronised.
+    pub host: Box<[u8; 16]>,
 }
 
 // SAFETY: the handles are the driver's, usable from any thread once the
@@ -185,6 +200,7 @@ impl DeviceState {
             streams: Vec::new(),
             idle_streams: Vec::new(),
             modules: Vec::new(),
+            deferred: Vec::new(),
         })
     }
 
@@ -206,10 +222,70 @@ impl DeviceState {
         Ok(stream)
     }
 
-    /// Give a stream back to the pool.
-    pub fn give_stream(&mut self, stream: CUstream) {
+    /// Give a stream back to the pool, after it was synchronised: the
+    /// per-launch memory of its launches is freed.
+    pub fn give_stream(&mut self, stream: CUstream) -> Result<(), CudaError> {
         debug_assert!(self.streams.contains(&stream));
         self.idle_streams.push(stream);
+        let mut result = Ok(());
+        let mut i = 0;
+        while i < self.deferred.len() {
+            if self.deferred[i].stream != stream {
+                i += 1;
+                continue;
+            }
+            for block in self.deferred.swap_remove(i).blocks {
+                if let Some(allocation) = self.allocations.remove(&block) {
+                    result = result.and(free(block, allocation.kind));
+                }
+            }
+        }
+        result
+    }
+
+    /// A clang 19/22 `KernelLaunchEnvironmentTy` for a launch on `stream`:
+    /// `ReductionCnt` and `ReductionIterCnt` zero, then the address of a
+    /// new `buffer_bytes` reduction buffer; both freed when the stream is
+    /// synchronised ([`DeviceState::give_stream`]). Returns its address.
+    pub fn launch_environment(
+        &mut self,
+        stream: CUstream,
+        buffer_bytes: usize,
+    ) -> Result<usize, CudaError> {
+        let mut deferred = Deferred {
+            stream,
+            blocks: Vec::with_capacity(2),
+            host: Box::new([0u8; 16]),
+        };
+        let mut make = |size: usize, deferred: &mut Deferred| -> Result<usize, CudaError> {
+            let address = alloc(size, AllocKind::Device)?;
+            self.allocations.insert(
+                address,
+                Allocation {
+                    size,
+                    kind: AllocKind::Device,
+                },
+            );
+            deferred.blocks.push(address);
+            Ok(address)
+        };
+        let made = make(buffer_bytes, &mut deferred).and_then(|buffer| {
+            let env = make(16, &mut deferred)?;
+            deferred.host[8..].copy_from_slice(&(buffer as u64).to_le_bytes());
+            Ok(env)
+        });
+        let host = deferred.host.as_ptr();
+        // Recorded first: whatever happens next, the blocks are freed at
+        // the stream's synchronisation (or at teardown).
+        self.deferred.push(deferred);
+        let env = made?;
+        // SAFETY: `env` is a 16-byte block of this context; `host` is
+        // boxed in the deferred record, alive until the stream is
+        // synchronised; the context is current (the caller's).
+        check("cuMemcpyHtoDAsync_v2", unsafe {
+            sys::cuMemcpyHtoDAsync_v2(env as u64, host.cast(), 16, stream)
+        })?;
+        Ok(env)
     }
 
     /// Tear the device down in the documented order: synchronise, unload

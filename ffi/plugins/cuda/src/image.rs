@@ -278,6 +278,17 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn a_real_clang_19_offload_binary_is_sm_90_of_abi_8() {
+        // `scripts/gpu-build.sh`'s clang-19 saxpy (ptxas 12.9, sm_90).
+        let blob = include_bytes!("../tests/fixtures/saxpy_sm90.offload");
+        let c = parse(blob).unwrap();
+        assert!(c.wrapped);
+        assert_eq!(c.elf[8], CUDA_ABI_V2);
+        assert_eq!(c.sm, Sm::from_number(90));
+        assert_eq!(c.elf.as_ptr() as usize - blob.as_ptr() as usize, 144);
+    }
+
+    #[test]
     fn compatibility_follows_cuda_rules() {
         let sm = Sm::from_number;
         assert!(sm(80).runs_on(sm(86)));

@@ -39,6 +39,7 @@ pub mod module;
 
 use device::{DeviceInfo, DeviceState};
 use driver::{check, CudaError};
+use module::LaunchEnv;
 use omptarget_abi::plugin::KernelArgType;
 use omptarget_abi::{AllocKind, AsyncInfo, DeviceImage, TargetTable};
 use omptarget_plugin_kit::backend::{Backend, DeviceId, ImageRef, InitCause, TeamConfig};
@@ -120,7 +121,7 @@ impl CudaBackend {
                             // before the stream is reused.
                             // SAFETY: a stream of this device's context.
                             let _ = unsafe { sys::cuStreamSynchronize(stream) };
-                            state.give_stream(stream);
+                            let _ = state.give_stream(stream);
                             Err(e)
                         }
                     }
@@ -142,11 +143,9 @@ impl CudaBackend {
         let waited = check("cuStreamSynchronize", unsafe {
             sys::cuStreamSynchronize(stream)
         });
-        self.with_state(device, |state, _| {
-            state.give_stream(stream);
-            Ok(())
-        })?;
-        Ok(waited?)
+        let returned = self.with_state(device, |state, _| Ok(state.give_stream(stream)))?;
+        waited?;
+        Ok(returned?)
     }
 
     /// Launch `entry` on `on`.
@@ -173,6 +172,7 @@ impl CudaBackend {
                         "{entry:p} is not a kernel of an image loaded on device {device}"
                     ))
                 })?;
+            let (function, launch_env) = (kernel.function, kernel.launch_env);
             let (blocks, threads) = launch::geometry(teams, kernel.limits, info.limits);
             report::debug(
                 CudaBackend::NAME,
@@ -197,12 +197,35 @@ impl CudaBackend {
             for (param, arg) in params.iter_mut().zip(args) {
                 *param = arg as *const *mut c_void as *mut c_void;
             }
+            // A clang 19/22 kernel's implicit first argument: the OpenMP
+            // layer passes a null placeholder, LLVM's plugins a launch
+            // environment (all ones when the kernel has no reduction).
+            let replaced = if launch_env != LaunchEnv::None
+                && args.first().is_some_and(|a| a.is_null())
+            {
+                Some(match launch_env {
+                    LaunchEnv::Reduction {
+                        data_size,
+                        buffer_length,
+                    } => {
+                        let bytes = data_size as usize * buffer_length as usize;
+                        state.launch_environment(stream, bytes)? as *mut c_void
+                    }
+                    _ => usize::MAX as *mut c_void,
+                })
+            } else {
+                None
+            };
+            let mut first = replaced.unwrap_or(std::ptr::null_mut());
+            if replaced.is_some() {
+                params[0] = &mut first as *mut *mut c_void as *mut c_void;
+            }
             // SAFETY: a function of a module loaded in this context; the
             // parameters point at `args`, which outlive the call (the driver
             // copies them at launch); the kernel's own contract is the caller's.
             check("cuLaunchKernel", unsafe {
                 sys::cuLaunchKernel(
-                    kernel.function,
+                    function,
                     blocks,
                     1,
                     1,
@@ -373,7 +396,7 @@ impl Backend for CudaBackend {
                 device.index(),
                 info,
             );
-            state.give_stream(stream);
+            state.give_stream(stream)?;
             let loaded = loaded?;
             let table = NonNull::from(&*loaded.table);
             report::debug(

@@ -23,8 +23,30 @@ pub struct Kernel {
     pub function: CUfunction,
     /// Mode and thread limit.
     pub limits: KernelLimits,
+    /// What its implicit first argument needs (clang 19/22 kernels).
+    pub launch_env: LaunchEnv,
     /// Its name, for messages.
     pub name: String,
+}
+
+/// The implicit first argument of clang 19/22 kernels (`dyn_ptr`, which
+/// the OpenMP layer passes as a null placeholder): LLVM's plugins pass a
+/// `KernelLaunchEnvironmentTy` there, which the device runtime reads for
+/// cross-team reductions only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LaunchEnv {
+    /// A clang 14 kernel (no kernel environment): arguments as given.
+    None,
+    /// No reduction: LLVM passes the all-ones pointer.
+    Unused,
+    /// A teams reduction: a launch environment with a reduction buffer of
+    /// `data_size * buffer_length` bytes, per launch.
+    Reduction {
+        /// `ReductionDataSize`.
+        data_size: u32,
+        /// `ReductionBufferLength`.
+        buffer_length: u32,
+    },
 }
 
 /// A module and what was built for it; freed by [`LoadedModule::unload`].
@@ -146,15 +168,18 @@ pub fn dynamic_shared_memory() -> u32 {
         .unwrap_or(0)
 }
 
-/// Execution mode and thread limit of `name`: the kernel environment
-/// (clang 19/22: `ExecMode` is its third byte, `MaxThreads` the i32 at 8)
-/// or `<name>_exec_mode` (clang 14); generic if neither exists, as LLVM.
+/// Execution mode, thread limit and launch environment of `name`: from
+/// the kernel environment (clang 19/22's `ConfigurationEnvironmentTy`:
+/// `ExecMode` is byte 2, then the i32s `MinThreads`, `MaxThreads`,
+/// `MinTeams`, `MaxTeams`, `ReductionDataSize`, `ReductionBufferLength`
+/// from byte 4) or `<name>_exec_mode` (clang 14); generic if neither
+/// exists, as LLVM.
 fn kernel_limits(
     stream: CUstream,
     module: CUmodule,
     function: CUfunction,
     name: &str,
-) -> Result<KernelLimits> {
+) -> Result<(KernelLimits, LaunchEnv)> {
     let mut max = 0;
     // SAFETY: writable out-parameter, a function of a live module.
     check("cuFuncGetAttribute", unsafe {
@@ -168,20 +193,31 @@ fn kernel_limits(
         mode: ExecMode::Generic,
         max_threads: u32::try_from(max).unwrap_or(0).max(1),
     };
+    let mut launch_env = LaunchEnv::None;
     let flags = if let Some((ptr, size)) = global(module, &format!("{name}_kernel_environment"))? {
-        let mut env = [0u8; 12];
+        let mut env = [0u8; 28];
         if size < env.len() {
             return Err(PluginError::InvalidImage(format!(
                 "{name}_kernel_environment has {size} bytes, fewer than a kernel environment's"
             )));
         }
         read_global(stream, ptr, &mut env)?;
-        let max_threads = i32::from_le_bytes([env[8], env[9], env[10], env[11]]);
-        if let Ok(m) = u32::try_from(max_threads) {
+        let field =
+            |at: usize| i32::from_le_bytes([env[at], env[at + 1], env[at + 2], env[at + 3]]);
+        if let Ok(m) = u32::try_from(field(8)) {
             if m > 0 {
                 limits.max_threads = limits.max_threads.min(m);
             }
         }
+        launch_env = match (u32::try_from(field(20)), u32::try_from(field(24))) {
+            (Ok(data_size), Ok(buffer_length)) if data_size > 0 && buffer_length > 0 => {
+                LaunchEnv::Reduction {
+                    data_size,
+                    buffer_length,
+                }
+            }
+            _ => LaunchEnv::Unused,
+        };
         Some(env[2])
     } else if let Some((ptr, size)) = global(module, &format!("{name}_exec_mode"))? {
         if size != 1 {
@@ -200,7 +236,7 @@ fn kernel_limits(
             PluginError::InvalidImage(format!("kernel {name} has the unknown exec mode {flags}"))
         })?;
     }
-    Ok(limits)
+    Ok((limits, launch_env))
 }
 
 /// Load `elf` into the current context and build its target table from
@@ -287,10 +323,11 @@ fn fill(
                 sys::cuModuleGetFunction(&mut function, module, cname.as_ptr())
             })
             .map_err(|e| PluginError::InvalidImage(format!("kernel {name}: {e}")))?;
-            let limits = kernel_limits(stream, module, function, name)?;
+            let (limits, launch_env) = kernel_limits(stream, module, function, name)?;
             let kernel = Box::new(Kernel {
                 function,
                 limits,
+                launch_env,
                 name: name.to_owned(),
             });
             out.addr = &*kernel as *const Kernel as *mut c_void;

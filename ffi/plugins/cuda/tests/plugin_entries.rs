@@ -242,3 +242,90 @@ fn a_driver_gone_before_teardown_is_reported_never_fatal() {
         .collect();
     assert_eq!(after, ["DEINITIALIZED cuCtxSetCurrent"], "{lines:#?}");
 }
+
+/// The `.llvm.offloading` section of `examples/c/saxpy_offload.c` built by
+/// `scripts/gpu-build.sh` (clang-19 `--offload-arch=sm_90`, ptxas 12.9):
+/// an OffloadBinary holding a real cubin of ELF ABI version 8.
+const CLANG19_SAXPY: &[u8] = include_bytes!("fixtures/saxpy_sm90.offload");
+const SAXPY: &str = "__omp_offloading_fe00_5121a9_main_l27";
+const REDUCTION: &str = "__omp_offloading_fe00_5121a9_main_l30";
+
+#[test]
+fn a_real_clang_19_image_gets_its_launch_environment() {
+    if common::in_child() {
+        let plugin = Plugin::open(&common::cuda_plugin());
+        let image = ImageFixture::new(CLANG19_SAXPY.to_vec(), &[(SAXPY, 0), (REDUCTION, 0)]);
+        // SAFETY: the plugin's entries, called as a runtime does, with a
+        // valid image and argument arrays of `args.len()` elements.
+        unsafe {
+            assert_eq!((plugin.is_valid_binary)(image.desc()), 1);
+            assert_eq!((plugin.init_device)(0), OFFLOAD_SUCCESS);
+            let table = (plugin.load_binary)(0, image.desc());
+            assert!(!table.is_null());
+            let entries = std::slice::from_raw_parts((*table).entries_begin, 2);
+            // The OpenMP layer's null placeholder first, then the mapped args.
+            let mut args = [
+                std::ptr::null_mut(),
+                0x1000 as *mut c_void,
+                0x2000 as *mut c_void,
+            ];
+            let mut offsets = [0isize; 3];
+            for entry in entries {
+                let code = (plugin.run_target_team_region)(
+                    0,
+                    entry.addr,
+                    args.as_mut_ptr(),
+                    offsets.as_mut_ptr(),
+                    3,
+                    0,
+                    0,
+                    1 << 20,
+                );
+                assert_eq!(code, OFFLOAD_SUCCESS);
+            }
+            assert_eq!((plugin.deinit_plugin.unwrap())(), OFFLOAD_SUCCESS);
+        }
+        plugin.close();
+        return;
+    }
+    let log = common::log_path("clang19");
+    let (out, lines) = run("a_real_clang_19_image_gets_its_launch_environment", &log);
+    assert!(out.status.success(), "{}", common::child_stderr(&out));
+    assert!(
+        !lines.iter().any(|l| l.starts_with("VIOLATION")),
+        "{lines:#?}"
+    );
+    // SPMD with MaxThreads 128 from the kernel environment: 2^20 / 128 blocks.
+    let saxpy = lines
+        .iter()
+        .find(|l| l.starts_with(&format!("cuLaunchKernel {SAXPY} ")))
+        .unwrap();
+    assert!(
+        saxpy.contains("grid=8192,1,1 block=128,1,1") && saxpy.ends_with("arg0=0xffffffffffffffff"),
+        "{saxpy}"
+    );
+    // The reduction kernel gets a launch environment with an 8 x 1024-byte
+    // buffer, freed once its stream is synchronised.
+    let reduction = lines
+        .iter()
+        .position(|l| l.starts_with(&format!("cuLaunchKernel {REDUCTION} ")))
+        .unwrap();
+    assert!(
+        !lines[reduction].ends_with("arg0=0xffffffffffffffff")
+            && !lines[reduction].ends_with("arg0=(nil)"),
+        "{}",
+        lines[reduction]
+    );
+    assert!(lines[..reduction].iter().any(|l| l == "cuMemAlloc_v2 8192"));
+    assert!(lines[..reduction].iter().any(|l| l == "cuMemAlloc_v2 16"));
+    let frees = lines[reduction..]
+        .iter()
+        .take_while(|l| !l.starts_with("cuDevicePrimaryCtxRelease"))
+        .filter(|l| l.starts_with("cuMemFree_v2"))
+        .count();
+    assert_eq!(frees, 2, "{lines:#?}");
+    assert_eq!(
+        lines.last().unwrap(),
+        "EXIT contexts=0 allocations=0 modules=0 streams=0"
+    );
+}

@@ -58,7 +58,10 @@ fn exit_with_live_device_memory_frees_it_all_before_the_context_goes() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stdout}\n{stderr}");
-    assert!(stdout.contains("devices 1") && stdout.contains("live yes"), "{stdout}");
+    assert!(
+        stdout.contains("devices 1") && stdout.contains("live yes"),
+        "{stdout}"
+    );
     let lines = log_lines(&log);
     assert!(
         !lines.iter().any(|l| l.starts_with("VIOLATION")),
@@ -108,7 +111,12 @@ fn a_clang_14_program_runs_on_the_host_plugin_beside_a_cuda_plugin_without_a_dri
     let exe = dir.join("saxpy");
     let src = common::workspace_root().join("examples/c/saxpy_offload.c");
     let status = Command::new("clang-14")
-        .args(["-fopenmp", "-fopenmp-targets=x86_64-pc-linux-gnu", "-O1", "-o"])
+        .args([
+            "-fopenmp",
+            "-fopenmp-targets=x86_64-pc-linux-gnu",
+            "-O1",
+            "-o",
+        ])
         .arg(&exe)
         .arg(&src)
         .status();
