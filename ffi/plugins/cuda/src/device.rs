@@ -247,7 +247,10 @@ impl DeviceState {
     /// `ReductionCnt` and `ReductionIterCnt` zero, then the address of a
     /// new `buffer_bytes` reduction buffer; both freed when the stream is
     /// synchronised ([`DeviceState::give_stream`]). Returns its address.
-    pub fn launch_environment(
+    ///
+    /// # Safety
+    /// `stream` is a stream of this device, whose context is current.
+    pub unsafe fn launch_environment(
         &mut self,
         stream: CUstream,
         buffer_bytes: usize,
@@ -281,7 +284,8 @@ impl DeviceState {
         let env = made?;
         // SAFETY: `env` is a 16-byte block of this context; `host` is
         // boxed in the deferred record, alive until the stream is
-        // synchronised; the context is current (the caller's).
+        // synchronised; `stream` is this context's and current (this
+        // function's contract).
         check("cuMemcpyHtoDAsync_v2", unsafe {
             sys::cuMemcpyHtoDAsync_v2(env as u64, host.cast(), 16, stream)
         })?;

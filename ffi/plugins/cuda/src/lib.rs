@@ -209,7 +209,9 @@ impl CudaBackend {
                         buffer_length,
                     } => {
                         let bytes = data_size as usize * buffer_length as usize;
-                        state.launch_environment(stream, bytes)? as *mut c_void
+                        // SAFETY: `stream` is this device's (from `enqueue`),
+                        // its context made current by `with_state`.
+                        unsafe { state.launch_environment(stream, bytes)? as *mut c_void }
                     }
                     _ => usize::MAX as *mut c_void,
                 })
