@@ -173,12 +173,14 @@ pub fn dynamic_shared_memory() -> u32 {
 /// `ExecMode` is byte 2, then the i32s `MinThreads`, `MaxThreads`,
 /// `MinTeams`, `MaxTeams`, `ReductionDataSize`, `ReductionBufferLength`
 /// from byte 4) or `<name>_exec_mode` (clang 14); generic if neither
-/// exists, as LLVM.
+/// exists in an OpenMP image, as LLVM; SPMD (the threads asked for) in an
+/// image without the OpenMP device runtime.
 fn kernel_limits(
     stream: CUstream,
     module: CUmodule,
     function: CUfunction,
     name: &str,
+    openmp: bool,
 ) -> Result<(KernelLimits, LaunchEnv)> {
     let mut max = 0;
     // SAFETY: writable out-parameter, a function of a live module.
@@ -190,7 +192,11 @@ fn kernel_limits(
         )
     })?;
     let mut limits = KernelLimits {
-        mode: ExecMode::Generic,
+        mode: if openmp {
+            ExecMode::Generic
+        } else {
+            ExecMode::Spmd
+        },
         max_threads: u32::try_from(max).unwrap_or(0).max(1),
     };
     let mut launch_env = LaunchEnv::None;
@@ -287,8 +293,13 @@ fn fill(
     info: &DeviceInfo,
 ) -> Result<()> {
     let module = loaded.module;
+    // An image without a device environment has no OpenMP device runtime
+    // (a plain CUDA kernel for the Rust API): its kernels run with exactly
+    // the threads asked for, where OpenMP kernels without a mode are generic.
+    let mut openmp = false;
     for name in [DEVICE_ENV_19, DEVICE_ENV_14] {
         if let Some((ptr, size)) = global(module, name)? {
+            openmp = true;
             if size < 16 {
                 return Err(PluginError::InvalidImage(format!(
                     "{name} has {size} bytes, fewer than a device environment's 16"
@@ -323,7 +334,7 @@ fn fill(
                 sys::cuModuleGetFunction(&mut function, module, cname.as_ptr())
             })
             .map_err(|e| PluginError::InvalidImage(format!("kernel {name}: {e}")))?;
-            let (limits, launch_env) = kernel_limits(stream, module, function, name)?;
+            let (limits, launch_env) = kernel_limits(stream, module, function, name, openmp)?;
             let kernel = Box::new(Kernel {
                 function,
                 limits,
