@@ -39,7 +39,9 @@ check() {
   if [[ $rc -ne 0 ]]; then
     local why="exit $rc"
     [[ $rc -eq 124 ]] && why="timed out after ${LIMIT}s"
-    line FAIL "$name" "$why: $(grep -m1 -iE 'error|fail|wrong|leak' "$file.err" "$file.out" | cut -c1-150)"
+    local detail
+    detail=$(cat "$file.err" "$file.out" | grep -m1 -iE 'error|fail|wrong|leak|lacks|undefined' | cut -c1-160)
+    line FAIL "$name" "$why: ${detail:-see $file.err}"
     failures=$((failures + 1))
     return 1
   fi
