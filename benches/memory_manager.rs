@@ -23,12 +23,12 @@ impl DeviceAllocator for Malloc {
                 size,
             })
         } else {
-            Ok(DevicePtr(p))
+            Ok(DevicePtr::from_raw(p))
         }
     }
     fn free(&self, ptr: DevicePtr) -> Result<()> {
         // SAFETY: from `allocate`.
-        unsafe { libc::free(ptr.0) };
+        unsafe { libc::free(ptr.as_ptr()) };
         Ok(())
     }
 }

@@ -3,9 +3,13 @@
 //! `MemoryManager.h`:
 //!
 //! * requests of `Default`/`Device` kind of at most `threshold` bytes are
-//!   *managed*: freeing one puts it on a free list (bucketed by the power of
-//!   two below its size) instead of returning it to the device, and a later
-//!   request of exactly the same size takes it back;
+//!   *managed*: they are rounded up to a size class (multiples of 16 up to
+//!   64 bytes, then four classes per power of two: at most 25% more), and
+//!   freeing one puts it on its class's free list instead of returning it
+//!   to the device, where any later request of the same class takes it
+//!   back. (LLVM's manager reuses a block only for exactly the same size,
+//!   so a program that allocates varied sizes grows its cache without
+//!   bound, every miss a fresh device allocation.)
 //! * larger requests, and `Host`/`Shared` ones, go straight to the device;
 //! * when the device fails an allocation, every cached block is returned to
 //!   it and the allocation is retried once;
@@ -23,17 +27,11 @@
 //! without a plugin; a device uses its plugin's entries.
 use crate::sync::lock;
 use crate::{abi::AllocKind, DevicePtr, Error, Result};
-use std::collections::{BTreeMap, HashMap};
 use std::ffi::c_void;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Mutex;
 
 /// Default threshold (bytes), as LLVM's: 8 KiB.
 pub const DEFAULT_THRESHOLD: usize = 1 << 13;
-
-/// Number of size buckets: 0, then powers of two from 4 to 8 KiB (a bucket
-/// holds sizes from its bound up to the next one; the last holds the rest).
-const BUCKETS: usize = 13;
 
 /// Number of shards of the live-block table (a power of two).
 const SHARDS: usize = 16;
@@ -87,33 +85,7 @@ pub struct DrainOutcome {
     pub failed: Vec<(DevicePtr, usize, Error)>,
 }
 
-/// Hashes a device address (the only key the manager hashes) with one
-/// multiplication: addresses are already spread out, and SipHash cost more
-/// than the rest of an alloc+free. The fold brings the well-mixed high bits
-/// of the product down to the low bits that pick a hash-table slot.
-#[derive(Default, Clone, Copy)]
-struct AddressHasher(u64);
-
-impl Hasher for AddressHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        // Not used for pointers (they hash through `write_usize`); kept
-        // correct for any other key.
-        for &b in bytes {
-            self.write_u64(u64::from(b));
-        }
-    }
-    fn write_u64(&mut self, n: u64) {
-        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
-    fn write_usize(&mut self, n: usize) {
-        self.write_u64(n as u64);
-    }
-    fn finish(&self) -> u64 {
-        self.0 ^ (self.0 >> 32)
-    }
-}
-
-type AddressMap<V> = HashMap<DevicePtr, V, BuildHasherDefault<AddressHasher>>;
+type AddressMap<V> = omptarget_plugin_kit::address_map::AddressMap<DevicePtr, V>;
 
 /// The shard of the live table that records `ptr`.
 fn shard_of(ptr: DevicePtr) -> usize {
@@ -130,38 +102,10 @@ struct LiveShard {
     managed_bytes: usize,
 }
 
-/// The free blocks of one bucket, by exact size, with their counts. A size
-/// keeps its (possibly empty) list once used, so the steady alloc/free of
-/// one size allocates nothing; drain empties the map.
+/// The free blocks of one size class (all of its size).
 #[derive(Default)]
 struct FreeList {
-    by_size: BTreeMap<usize, Vec<DevicePtr>>,
-    blocks: usize,
-    bytes: usize,
-}
-
-impl FreeList {
-    fn take(&mut self, size: usize) -> Option<DevicePtr> {
-        let ptr = self.by_size.get_mut(&size)?.pop()?;
-        self.blocks -= 1;
-        self.bytes -= size;
-        Some(ptr)
-    }
-
-    fn put(&mut self, size: usize, ptr: DevicePtr) {
-        self.by_size.entry(size).or_default().push(ptr);
-        self.blocks += 1;
-        self.bytes += size;
-    }
-
-    fn take_all(&mut self) -> Vec<(DevicePtr, usize)> {
-        self.blocks = 0;
-        self.bytes = 0;
-        std::mem::take(&mut self.by_size)
-            .into_iter()
-            .flat_map(|(size, ptrs)| ptrs.into_iter().map(move |p| (p, size)))
-            .collect()
-    }
+    blocks: Vec<DevicePtr>,
 }
 
 /// A value on its own cache line, so that two threads working on
@@ -171,12 +115,13 @@ impl FreeList {
 struct Padded<T>(T);
 
 /// The caching allocator and live-allocation table of one device.
-/// Thread-safe: one lock per free-list bucket and one per table shard; at
-/// most one is held at a time, never across a device call.
+/// Thread-safe: one lock per size class and one per table shard; at most
+/// one is held at a time, never across a device call.
 pub struct MemoryManager<A> {
     allocator: A,
     threshold: usize,
-    free_lists: [Padded<Mutex<FreeList>>; BUCKETS],
+    /// One list per size class up to the threshold's (none when 0).
+    free_lists: Box<[Padded<Mutex<FreeList>>]>,
     /// Every block handed out and not yet freed, sharded by address.
     live: [Padded<Mutex<LiveShard>>; SHARDS],
 }
@@ -184,10 +129,14 @@ pub struct MemoryManager<A> {
 impl<A: DeviceAllocator> MemoryManager<A> {
     /// A manager caching blocks of at most `threshold` bytes (0: none).
     pub fn new(allocator: A, threshold: usize) -> Self {
+        let classes = match SizeClass::of(threshold) {
+            Some(last) if threshold > 0 => last.index + 1,
+            _ => 0,
+        };
         MemoryManager {
             allocator,
             threshold,
-            free_lists: Default::default(),
+            free_lists: (0..classes).map(|_| Padded::default()).collect(),
             live: Default::default(),
         }
     }
@@ -211,10 +160,10 @@ impl<A: DeviceAllocator> MemoryManager<A> {
             threshold: self.threshold,
             ..Default::default()
         };
-        for list in &self.free_lists {
-            let list = lock(&list.0);
-            stats.cached_blocks += list.blocks;
-            stats.cached_bytes += list.bytes;
+        for (index, list) in self.free_lists.iter().enumerate() {
+            let blocks = lock(&list.0).blocks.len();
+            stats.cached_blocks += blocks;
+            stats.cached_bytes += blocks * SizeClass::from_index(index).size;
         }
         for shard in &self.live {
             let shard = lock(&shard.0);
@@ -224,13 +173,24 @@ impl<A: DeviceAllocator> MemoryManager<A> {
         stats
     }
 
+    /// The size class of a block that is cached when freed; `None` for
+    /// the others.
+    fn managed_class(&self, size: usize, kind: AllocKind) -> Option<SizeClass> {
+        if matches!(kind, AllocKind::Default | AllocKind::Device) && size <= self.threshold {
+            SizeClass::of(size)
+        } else {
+            None
+        }
+    }
+
     /// True for the blocks that are cached when freed.
     fn is_managed(&self, size: usize, kind: AllocKind) -> bool {
-        matches!(kind, AllocKind::Default | AllocKind::Device) && size <= self.threshold
+        self.managed_class(size, kind).is_some()
     }
 
     /// Allocate `size` (> 0) bytes. A managed request takes a cached block
-    /// of exactly this size if there is one; otherwise, and for larger
+    /// of its size class if there is one, else the device allocates the
+    /// class's size; for larger
     /// `Default`/`Device` requests, the device allocates (after freeing the
     /// cache and retrying once if it is out of memory). `Host`/`Shared`
     /// requests go to the device as they are. The block is recorded live.
@@ -243,16 +203,25 @@ impl<A: DeviceAllocator> MemoryManager<A> {
         if size == 0 {
             return Err(Error::InvalidArgument("allocation of 0 bytes".into()));
         }
-        let managed = self.is_managed(size, kind);
-        let ptr = if managed {
-            // The bucket's lock is released before any device call.
-            let reused = lock(&self.free_lists[bucket_of(size)].0).take(size);
+        let ptr = if let Some(class) = self.managed_class(size, kind) {
+            // The class's lock is released before any device call.
+            let reused = lock(&self.free_lists[class.index].0).blocks.pop();
             match reused {
                 Some(ptr) => {
                     tracing::trace!(size, ptr = ?ptr.as_ptr(), "reused a cached block");
                     ptr
                 }
-                None => self.allocate_or_free_and_retry(size, host_ptr, kind)?,
+                // An out-of-memory error names the size the caller asked for.
+                None => self
+                    .allocate_or_free_and_retry(class.size, host_ptr, kind)
+                    .map_err(|e| match e {
+                        Error::OutOfMemory { device, plugin, .. } => Error::OutOfMemory {
+                            device,
+                            plugin,
+                            size,
+                        },
+                        other => other,
+                    })?,
             }
         } else if let AllocKind::Default | AllocKind::Device = kind {
             tracing::trace!(size, threshold = self.threshold, "unmanaged allocation");
@@ -271,8 +240,8 @@ impl<A: DeviceAllocator> MemoryManager<A> {
     /// Returns what was freed.
     pub fn free(&self, ptr: DevicePtr) -> Result<LiveAllocation> {
         let allocation = self.unrecord(ptr)?;
-        if self.is_managed(allocation.size, allocation.kind) {
-            lock(&self.free_lists[bucket_of(allocation.size)].0).put(allocation.size, ptr);
+        if let Some(class) = self.managed_class(allocation.size, allocation.kind) {
+            lock(&self.free_lists[class.index].0).blocks.push(ptr);
             tracing::trace!(size = allocation.size, ptr = ?ptr.as_ptr(), "cached a freed block");
             return Ok(allocation);
         }
@@ -336,9 +305,10 @@ impl<A: DeviceAllocator> MemoryManager<A> {
     /// Return every cached block to the device.
     pub fn drain(&self) -> DrainOutcome {
         let mut outcome = DrainOutcome::default();
-        for list in &self.free_lists {
-            let blocks = lock(&list.0).take_all();
-            for (ptr, size) in blocks {
+        for (index, list) in self.free_lists.iter().enumerate() {
+            let size = SizeClass::from_index(index).size;
+            let blocks = std::mem::take(&mut lock(&list.0).blocks);
+            for ptr in blocks {
                 match self.allocator.free(ptr) {
                     Ok(()) => {
                         outcome.blocks += 1;
@@ -408,19 +378,60 @@ impl<A: DeviceAllocator> MemoryManager<A> {
     }
 }
 
-/// The bucket of a managed size: 0 below 4 bytes, else the power of two
-/// at or below it (4 -> 1, 8 -> 2, ...), at most the last bucket.
-fn bucket_of(size: usize) -> usize {
-    if size < 4 {
-        0
-    } else {
-        (size.ilog2() as usize - 1).min(BUCKETS - 1)
+/// The size class of a managed block: its index among the free lists and
+/// the size the device allocates for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct SizeClass {
+    index: usize,
+    size: usize,
+}
+
+impl SizeClass {
+    /// Classes of 16, 32, 48 and 64 bytes, then four per power of two
+    /// (80, 96, 112, 128, 160, ...). `None` for 0 and for sizes whose class
+    /// would not fit in `usize`.
+    fn of(size: usize) -> Option<SizeClass> {
+        if size == 0 {
+            return None;
+        }
+        if size <= 64 {
+            let steps = size.div_ceil(16);
+            return Some(SizeClass {
+                index: steps - 1,
+                size: steps * 16,
+            });
+        }
+        let below = size - 1;
+        let log = below.ilog2() as usize; // >= 6
+        let step = 1usize << (log - 2);
+        let quarter = below / step; // 4..=7
+        Some(SizeClass {
+            index: 4 + (log - 6) * 4 + (quarter - 4),
+            size: (quarter + 1).checked_mul(step)?,
+        })
+    }
+
+    /// The class with this index (the inverse of [`SizeClass::of`]).
+    fn from_index(index: usize) -> SizeClass {
+        if index < 4 {
+            return SizeClass {
+                index,
+                size: (index + 1) * 16,
+            };
+        }
+        let log = 6 + (index - 4) / 4;
+        let quarter = 4 + (index - 4) % 4;
+        SizeClass {
+            index,
+            size: (quarter + 1) << (log - 2),
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::HashMap;
     use std::sync::Arc;
 
     /// A fake device: hands out fresh addresses, counts calls, can be
@@ -507,36 +518,85 @@ mod tests {
     }
 
     #[test]
-    fn buckets_are_floor_powers_of_two() {
-        assert_eq!(bucket_of(1), 0);
-        assert_eq!(bucket_of(3), 0);
-        assert_eq!(bucket_of(4), 1);
-        assert_eq!(bucket_of(7), 1);
-        assert_eq!(bucket_of(8), 2);
-        assert_eq!(bucket_of(4095), 10);
-        assert_eq!(bucket_of(4096), 11);
-        assert_eq!(bucket_of(8192), 12);
-        assert_eq!(bucket_of(1 << 20), 12);
+    fn size_classes_round_up_by_at_most_a_quarter() {
+        let class = |size| SizeClass::of(size).map(|c| (c.index, c.size));
+        assert_eq!(class(0), None);
+        assert_eq!(class(1), Some((0, 16)));
+        assert_eq!(class(16), Some((0, 16)));
+        assert_eq!(class(17), Some((1, 32)));
+        assert_eq!(class(64), Some((3, 64)));
+        assert_eq!(class(65), Some((4, 80)));
+        assert_eq!(class(100), Some((6, 112)));
+        assert_eq!(class(128), Some((7, 128)));
+        assert_eq!(class(129), Some((8, 160)));
+        assert_eq!(class(4096), Some((27, 4096)));
+        assert_eq!(class(4097), Some((28, 5120)));
+        assert_eq!(class(8192), Some((31, 8192)));
+        assert_eq!(class(usize::MAX), None);
+        for size in (1..70_000).chain([1 << 40, (1 << 40) + 1, usize::MAX / 2]) {
+            let c = SizeClass::of(size).unwrap();
+            assert!(
+                c.size >= size && (c.size - size < 16 || c.size - size <= size / 4),
+                "{size}: {c:?}"
+            );
+            assert_eq!(SizeClass::from_index(c.index), c, "{size}");
+            if size > 1 {
+                assert!(SizeClass::of(size - 1).unwrap().index <= c.index);
+            }
+        }
     }
 
     #[test]
-    fn freed_small_block_is_reused_for_the_same_size() {
+    fn freed_small_block_is_reused_for_its_size_class() {
         let mm = MemoryManager::new(FakeDevice::default(), DEFAULT_THRESHOLD);
         let a = alloc(&mm, 100);
+        assert_eq!(
+            mm.allocator().live_bytes(),
+            112,
+            "the device allocates the class"
+        );
         mm.free(a).unwrap();
         assert_eq!(mm.stats().cached_blocks, 1);
-        assert_eq!(mm.stats().cached_bytes, 100);
+        assert_eq!(mm.stats().cached_bytes, 112);
         let b = alloc(&mm, 100);
         assert_eq!(a, b, "same size takes the cached block");
-        assert_eq!(mm.allocator().allocs(), 1);
-        // A different size in the same bucket does not take it.
         mm.free(b).unwrap();
-        let c = alloc(&mm, 101);
-        assert_ne!(c, a);
+        let c = alloc(&mm, 110);
+        assert_eq!(c, a, "another size of the same class takes it too");
+        assert_eq!(mm.allocator().allocs(), 1);
+        // A size of the next class does not.
+        mm.free(c).unwrap();
+        let d = alloc(&mm, 113);
+        assert_ne!(d, a);
         assert_eq!(mm.allocator().allocs(), 2);
         assert_eq!(mm.allocator().frees(), 0);
         let s = mm.stats();
-        assert_eq!((s.cached_blocks, s.live_blocks, s.live_bytes), (1, 1, 101));
+        assert_eq!((s.cached_blocks, s.live_blocks, s.live_bytes), (1, 1, 113));
+    }
+
+    #[test]
+    fn varied_sizes_do_not_grow_the_cache_beyond_the_live_peak() {
+        // Allocate and free random sizes with at most 50 live: the device
+        // sees at most one block per class and live slot, not one per size.
+        let mm = MemoryManager::new(FakeDevice::default(), DEFAULT_THRESHOLD);
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut live = Vec::new();
+        for _ in 0..20_000 {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            if live.len() == 50 {
+                mm.free(live.swap_remove((seed % 50) as usize)).unwrap();
+            }
+            live.push(alloc(&mm, 1 + (seed >> 40) as usize % DEFAULT_THRESHOLD));
+        }
+        let s = mm.stats();
+        assert!(s.cached_blocks + s.live_blocks <= 50 * 32, "{s:?}");
+        assert!(
+            mm.allocator().allocs() < 2_000,
+            "{}",
+            mm.allocator().allocs()
+        );
     }
 
     #[test]
@@ -580,14 +640,19 @@ mod tests {
         for b in blocks {
             mm.free(b).unwrap();
         }
-        assert_eq!(mm.stats().cached_bytes, 900);
-        // 500 bytes fit only once the 900 cached bytes are returned.
+        assert_eq!(
+            mm.stats().cached_bytes,
+            960,
+            "3 blocks of the 320-byte class"
+        );
+        // 500 bytes (class 512) fit only once the cached bytes are returned.
         let _big = alloc(&mm, 500);
         assert_eq!(mm.allocator().frees(), 3);
         let s = mm.stats();
         assert_eq!((s.cached_blocks, s.cached_bytes), (0, 0));
         assert_eq!((s.live_blocks, s.live_bytes), (1, 500));
-        // Still too big after the retry: the error comes through.
+        // Still too big after the retry: the error comes through, with the
+        // size asked for (not its class's 640).
         let err = mm
             .allocate(600, std::ptr::null_mut(), AllocKind::Default)
             .unwrap_err();

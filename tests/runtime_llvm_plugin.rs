@@ -94,12 +94,13 @@ fn vec_add_on_llvm_x86_64_plugin() -> anyhow::Result<()> {
             ..
         })
     ));
-    // The cache held the three 4000-byte buffers; drained first.
+    // The cache held the three 4000-byte buffers, allocated as their size
+    // class (4096 bytes); drained first.
     match &report.steps[0] {
         TeardownStep::DrainMemoryManager {
             device: 2,
             blocks: 3,
-            bytes: 12000,
+            bytes: 12288,
             outcome: StepOutcome::Done,
             ..
         } => {}

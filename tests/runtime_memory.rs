@@ -43,10 +43,11 @@ fn small_blocks_are_reused_without_calling_the_plugin() {
     let stats = device.memory_stats();
     assert_eq!(
         (stats.cached_blocks, stats.cached_bytes, stats.live_blocks),
-        (1, 100, 0)
+        (1, 112, 0),
+        "100 bytes were allocated as their size class, 112"
     );
     let report = runtime.shutdown();
-    assert_eq!((report.blocks_freed, report.bytes_freed), (1, 100));
+    assert_eq!((report.blocks_freed, report.bytes_freed), (1, 112));
     assert_eq!(count(&plugin, "data_delete"), 3);
 }
 
@@ -87,22 +88,22 @@ fn out_of_memory_frees_the_cache_and_retries_once() {
     let (plugin, runtime) = runtime_with("devices=1\nalloc_limit_bytes=4096\n", 8192);
     let device = runtime.device(0).unwrap();
     let blocks: Vec<_> = (0..3)
-        .map(|_| common::alloc(device, 1000, null_mut(), AllocKind::Default).unwrap())
+        .map(|_| common::alloc(device, 1024, null_mut(), AllocKind::Default).unwrap())
         .collect();
     for b in blocks {
         common::free(device, b).unwrap();
     }
-    assert_eq!(device.memory_stats().cached_bytes, 3000);
-    // 3000 cached + 2000 > 4096: the first try fails, the cache is
+    assert_eq!(device.memory_stats().cached_bytes, 3072);
+    // 3072 cached + 2048 > 4096 (sizes of whole classes): the first try fails, the cache is
     // returned, the retry succeeds.
-    let p = common::alloc(device, 2000, null_mut(), AllocKind::Default).unwrap();
+    let p = common::alloc(device, 2048, null_mut(), AllocKind::Default).unwrap();
     let lines = plugin.log_lines();
     let tail: Vec<&str> = lines[lines.len() - 5..]
         .iter()
         .map(|l| l.as_str())
         .collect();
     assert!(
-        tail[0].starts_with("data_alloc 0 2000") && tail[0].ends_with("null"),
+        tail[0].starts_with("data_alloc 0 2048") && tail[0].ends_with("null"),
         "{tail:?}"
     );
     assert!(
@@ -110,7 +111,7 @@ fn out_of_memory_frees_the_cache_and_retries_once() {
         "{tail:?}"
     );
     assert!(
-        tail[4].starts_with("data_alloc 0 2000") && !tail[4].ends_with("null"),
+        tail[4].starts_with("data_alloc 0 2048") && !tail[4].ends_with("null"),
         "{tail:?}"
     );
     assert_eq!(device.memory_stats().cached_blocks, 0);
@@ -128,7 +129,7 @@ fn out_of_memory_frees_the_cache_and_retries_once() {
         ),
         "{err}"
     );
-    assert_eq!(device.live_allocations(), (1, 2000));
+    assert_eq!(device.live_allocations(), (1, 2048));
     common::free(device, p).unwrap();
     let report = runtime.shutdown();
     assert!(report.is_clean(), "{report}");

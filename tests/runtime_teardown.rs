@@ -23,12 +23,12 @@ fn populate(runtime: &Runtime, image: &OwnedImage) -> (usize, usize, usize) {
     std::mem::forget(leaked);
     // SAFETY: the caller keeps `image` alive until after the teardown.
     unsafe { d0.load_image(image.as_device_image()).unwrap() };
-    let cached1 = DeviceBuffer::<u8>::new(d1, 200).unwrap();
+    let cached1 = DeviceBuffer::<u8>::new(d1, 192).unwrap(); // a whole size class
     let cached1_addr = cached1.device_ptr().addr();
     drop(cached1);
     assert_eq!(d0.memory_stats().cached_blocks, 1);
     assert_eq!(d0.memory_stats().live_blocks, 1);
-    assert_eq!(d1.memory_stats().cached_bytes, 200);
+    assert_eq!(d1.memory_stats().cached_bytes, 192);
     assert!(!runtime.device(2).unwrap().is_initialized());
     (cached0.addr(), leaked_addr, cached1_addr)
 }
@@ -100,7 +100,7 @@ fn assert_report(report: &ShutdownReport, from_drop: bool) {
         DrainMemoryManager {
             device: 1,
             blocks: 1,
-            bytes: 200,
+            bytes: 192,
             outcome: StepOutcome::Done,
             ..
         }
@@ -177,7 +177,7 @@ fn assert_report(report: &ShutdownReport, from_drop: bool) {
     assert!(phases.windows(2).all(|w| w[0] <= w[1]), "phases in order");
     assert_eq!(
         (report.blocks_freed, report.bytes_freed),
-        (3, 48 + 200 + 8000)
+        (3, 48 + 192 + 8000)
     );
     assert_eq!(report.user_leaks.len(), 1);
     assert_eq!(report.user_leaks[0].size, 8000);

@@ -36,6 +36,10 @@ pub const STEPS: &[Step] = &[
         run: run_examples,
     },
     Step {
+        name: "benchmarks, each run once (quick mode: results checked, no time asserted)",
+        run: benchmarks_once,
+    },
+    Step {
         name: "loom: the shim's lifecycle state machine, every interleaving",
         run: loom_lifecycle,
     },
@@ -203,6 +207,43 @@ fn run_examples() -> Result<()> {
         if status.code() != Some(expected) {
             bail!("example {example} exited with {status}, expected {expected}");
         }
+    }
+    Ok(())
+}
+
+/// Every benchmark runs once so that none rots; none asserts a time. The
+/// criterion benches run in criterion's test mode (`cargo test --benches`:
+/// each benchmark once), the LLVM comparison with `--quick` (one pair of
+/// runs on the staged debug libraries; its programs check their results).
+fn benchmarks_once() -> Result<()> {
+    let mut cmd = cmd::cargo();
+    cmd.args([
+        "test",
+        "-p",
+        "omptarget",
+        "--benches",
+        "--features",
+        "internals",
+    ]);
+    println!("$ {}", cmd::show(&cmd));
+    if !cmd
+        .status()
+        .context("running cargo test --benches")?
+        .success()
+    {
+        bail!("a criterion benchmark failed in test mode");
+    }
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut cmd = std::process::Command::new("python3");
+    cmd.arg(root.join("benches/llvm_comparison/compare.py"))
+        .arg("--quick");
+    println!("$ {}", cmd::show(&cmd));
+    if !cmd
+        .status()
+        .context("running compare.py --quick")?
+        .success()
+    {
+        bail!("benches/llvm_comparison/compare.py --quick failed");
     }
     Ok(())
 }

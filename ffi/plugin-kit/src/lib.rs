@@ -26,6 +26,7 @@
 
 #![deny(missing_docs)]
 
+pub mod address_map;
 pub mod backend;
 pub mod builtin;
 pub mod cell;

@@ -3,17 +3,17 @@
 //! `deinit_device` can release what the runtime left.
 
 use omptarget_plugin_kit::error::{PluginError, Result};
-// BTreeMap, not HashMap: std's RandomState keeps its keys in a thread-local,
-// and a thread-local of a dlopen'd library costs a glibc DTV block that stays
-// reachable after dlclose (valgrind shows it with our stack).
-use std::collections::BTreeMap;
+// The kit's address map, not std's RandomState: that keeps its keys in a
+// thread-local, which in a dlopen'd library costs a glibc DTV block that
+// stays reachable after dlclose.
+use omptarget_plugin_kit::address_map::AddressMap;
 use std::ffi::c_void;
 use std::ptr::NonNull;
 
 /// The live blocks of one device: address -> size requested.
 #[derive(Debug, Default)]
 pub struct Allocations {
-    blocks: BTreeMap<usize, usize>,
+    blocks: AddressMap<usize, usize>,
     live_bytes: usize,
 }
 

@@ -1,0 +1,333 @@
+#!/usr/bin/env python3
+"""Run the same clang offload binaries on LLVM's libomptarget and on ours,
+alternating, and compare them.
+
+One command builds the C benchmarks (offload_overhead.c, one_region.c) with
+each clang release that has a reference runtime here, stages a release build
+of our runtime, runs every binary PAIRS times on each runtime (the order
+alternates from pair to pair, so drift in the machine's load hits both
+alike), and prints a table: per row the median and min-max of each runtime
+and the ratio ours / LLVM (below 1: we are faster), with the issue's target.
+
+Usage (from anywhere in the repository):
+  benches/llvm_comparison/compare.py                 # 5 pairs, 20000 iterations, clang 14/19/22
+  benches/llvm_comparison/compare.py --pairs 9 --compilers 14
+  benches/llvm_comparison/compare.py --update-doc    # also rewrite BENCHMARKS.md's table and plot
+  benches/llvm_comparison/compare.py --quick         # CI: 1 pair, few iterations, debug libs,
+                                                     # checks results, asserts no time
+
+A release whose reference runtime is missing is skipped with a message
+(clang 19/22 need `cargo xtask deps`, which unpacks LLVM 19's and 22's
+runtimes under target/omptarget/llvm-releases).
+"""
+import argparse
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+HERE = os.path.join(ROOT, "benches", "llvm_comparison")
+RELEASES_ROOT = os.path.join(ROOT, "target", "omptarget", "llvm-releases", "root")
+
+# The issue's targets: ratio ours / LLVM at most this (None: no target).
+TARGETS = {
+    "empty_region": 0.33,
+    "map_tofrom_scalar": 0.33,
+    "target_alloc_free_64B": 0.5,
+    "target_alloc_free_4KiB": 0.5,
+    "alloc_free_1000_live_random": 0.5,
+    "enter_data_at_100k_mappings": 0.5,
+    "is_present_at_100k_mappings": 0.5,
+    "exit_data_at_100k_mappings": 0.5,
+    "one_region_process_wall_ms": 0.1,
+    "one_region_process_peak_rss_mb": 0.08,
+}
+# Derived rows: (name, how, target, target is "at most" (True) or "at least").
+GROWTH = ["enter_data", "is_present", "exit_data"]
+THREADS = [2, 8]
+
+
+def reference_lib(release):
+    """LLVM's own runtime for a clang release, or None."""
+    if release == "14":
+        d = "/usr/lib/llvm-14/lib"
+        return d if os.path.exists(os.path.join(d, "libomptarget.so")) else None
+    d = os.path.join(RELEASES_ROOT, "usr", "lib", f"llvm-{release}", "lib")
+    return d if os.path.exists(os.path.join(d, f"libomptarget.so.{release}.1")) else None
+
+
+def soname(release):
+    return "libomptarget.so" if release == "14" else f"libomptarget.so.{release}.1"
+
+
+def build(release, out_dir):
+    cc = shutil.which(f"clang-{release}")
+    if not cc:
+        return None
+    bins = {}
+    for prog in ("offload_overhead", "one_region"):
+        out = os.path.join(out_dir, f"{prog}.clang{release}")
+        subprocess.run([cc, "-O2", "-fopenmp", "-fopenmp-targets=x86_64-pc-linux-gnu",
+                        os.path.join(HERE, f"{prog}.c"), "-o", out, "-lpthread"], check=True)
+        bins[prog] = out
+    return bins
+
+
+def run_once(binary, args, lib_path, env_extra):
+    """Run a binary; return (stdout, wall seconds, peak RSS in KiB)."""
+    env = dict(os.environ, LD_LIBRARY_PATH=lib_path, **env_extra)
+    t0 = time.perf_counter()
+    proc = subprocess.Popen([binary, *args], env=env, stdout=subprocess.PIPE)
+    out = proc.stdout.read().decode()
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0 or "FAILED" in out:
+        sys.exit(f"{binary} on {lib_path} failed ({proc.returncode}):\n{out}")
+    return out, wall, usage.ru_maxrss
+
+
+def parse(out, expect_lib):
+    values = {}
+    for line in out.splitlines():
+        key, _, value = line.partition(" ")
+        if key == "runtime":
+            if not value.startswith(expect_lib + "/"):
+                sys.exit(f"the run loaded {value}, not a library in {expect_lib}")
+        elif key not in ("multithreaded", "first_region_once", "peak_rss_kb"):
+            values[key] = float(value)
+    return values
+
+
+def measure(release, bins, ours_lib, ref_lib, pairs, iters, mode):
+    """{row: {"llvm": [...], "ours": [...]}} over the pairs."""
+    env = {"OO_MULTITHREADED": "1"} if mode == "multi" else {}
+    # Ours first on the path; the reference folder still provides libomp
+    # (and, for 19/22, what their libomptarget links against).
+    libs = {"llvm": ref_lib, "ours": f"{ours_lib}:{ref_lib}"}
+    expect = {"llvm": ref_lib, "ours": ours_lib}
+    rows = {}
+    for pair in range(pairs):
+        order = ("llvm", "ours") if pair % 2 == 0 else ("ours", "llvm")
+        for who in order:
+            out, _, _ = run_once(bins["offload_overhead"], [str(iters)], libs[who], env)
+            for key, value in parse(out, expect[who]).items():
+                rows.setdefault(key, {"llvm": [], "ours": []})[who].append(value)
+            # The whole process with one region: wall time and peak RSS.
+            walls, rss = [], []
+            for _ in range(3):
+                out, wall, peak = run_once(bins["one_region"], [], libs[who], env)
+                walls.append(wall * 1e3)
+                rss.append(peak / 1024)
+            rows.setdefault("one_region_process_wall_ms", {"llvm": [], "ours": []})[who].append(
+                statistics.median(walls))
+            rows.setdefault("one_region_process_peak_rss_mb", {"llvm": [], "ours": []})[
+                who].append(statistics.median(rss))
+    return rows
+
+
+def derived(rows):
+    """Growth 1k -> 100k mappings and thread scaling, per pair."""
+    out = {}
+    for op in GROWTH:
+        lo, hi = rows.get(f"{op}_at_1k_mappings"), rows.get(f"{op}_at_100k_mappings")
+        if lo and hi:
+            out[f"{op}_growth_1k_to_100k"] = {
+                who: [h / l for l, h in zip(lo[who], hi[who])] for who in ("llvm", "ours")}
+    one = rows.get("empty_region_1_thread")
+    for n in THREADS:
+        many = rows.get(f"empty_region_{n}_threads_aggregate")
+        if one and many:
+            out[f"threads_{n}_speedup_vs_1"] = {
+                who: [o / m for o, m in zip(one[who], many[who])] for who in ("llvm", "ours")}
+    return out
+
+
+DERIVED_TARGETS = {  # (bound, "max" or "min") on our own value, not a ratio
+    "enter_data_growth_1k_to_100k": (1.5, "max"),
+    "is_present_growth_1k_to_100k": (1.5, "max"),
+    "exit_data_growth_1k_to_100k": (1.5, "max"),
+    "threads_2_speedup_vs_1": (1.6, "min"),
+    "update_to_64MiB_vs_memcpy": (0.95, "min"),
+}
+
+
+def fmt(v):
+    if v >= 100:
+        return f"{v:.0f}"
+    if v >= 10:
+        return f"{v:.1f}"
+    return f"{v:.2f}"
+
+
+def table(release, rows, extra, pairs):
+    lines = [f"clang-{release} binaries, {pairs} pairs (medians; min-max)", "",
+             "| row | LLVM | ours | ours / LLVM | target | met |",
+             "|---|---|---|---|---|---|"]
+    plot = []
+    for name, vals in list(rows.items()) + list(extra.items()):
+        l, o = vals["llvm"], vals["ours"]
+        lm, om = statistics.median(l), statistics.median(o)
+        cell = lambda v, m: f"{fmt(m)} ({fmt(min(v))}-{fmt(max(v))})"
+        if name in DERIVED_TARGETS:
+            bound, kind = DERIVED_TARGETS[name]
+            met = om <= bound if kind == "max" else om >= bound
+            lines.append(f"| {name} | {cell(l, lm)} | {cell(o, om)} | | "
+                         f"{'<=' if kind == 'max' else '>='} {bound} | {'yes' if met else 'no'} |")
+            continue
+        if name.endswith(("_growth_1k_to_100k", "_speedup_vs_1")):
+            lines.append(f"| {name} | {cell(l, lm)} | {cell(o, om)} | | | |")
+            continue
+        ratio = om / lm if lm > 0 else float("nan")
+        target = TARGETS.get(name)
+        met = "" if target is None else ("yes" if ratio <= target else "no")
+        lines.append(f"| {name} | {cell(l, lm)} | {cell(o, om)} | {ratio:.2f} | "
+                     f"{'' if target is None else '<= ' + str(target)} | {met} |")
+        plot.append((name, ratio, target))
+    return "\n".join(lines), plot
+
+
+def svg(plots, path):
+    """A horizontal bar chart of ours / LLVM per row (log scale), one group
+    of bars per clang release, with the target of each row marked."""
+    import math
+    names = []
+    for _, plot in plots:
+        for name, _, _ in plot:
+            if name not in names:
+                names.append(name)
+    releases = [r for r, _ in plots]
+    colors = ["#4878a8", "#e08b3c", "#5aa05a"]
+    bar, gap, left, width = 10, 8, 260, 420
+    height = 40 + len(names) * (bar * len(releases) + gap) + 30
+    lo, hi = math.log10(0.05), math.log10(20)
+    x = lambda r: left + (math.log10(min(max(r, 0.05), 20)) - lo) / (hi - lo) * width
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + width + 40}" '
+           f'height="{height}" font-family="sans-serif" font-size="11">',
+           '<rect width="100%" height="100%" fill="white"/>',
+           f'<text x="{left}" y="16" font-size="13">ours / LLVM (log scale; left of 1 is '
+           'faster; | marks the target)</text>']
+    for tick in (0.1, 0.33, 0.5, 1, 2, 5, 10):
+        out.append(f'<line x1="{x(tick):.1f}" y1="24" x2="{x(tick):.1f}" y2="{height - 24}" '
+                   f'stroke="{"#000" if tick == 1 else "#ddd"}"/>')
+        out.append(f'<text x="{x(tick):.1f}" y="{height - 10}" text-anchor="middle">{tick}</text>')
+    y = 32
+    for name in names:
+        out.append(f'<text x="{left - 6}" y="{y + bar * len(releases) / 2 + 4:.0f}" '
+                   f'text-anchor="end">{name}</text>')
+        for i, (release, plot) in enumerate(plots):
+            found = [(r, t) for n, r, t in plot if n == name]
+            if found:
+                r, t = found[0]
+                x0, x1 = sorted((x(1), x(r)))
+                out.append(f'<rect x="{x0:.1f}" y="{y}" width="{max(x1 - x0, 1):.1f}" '
+                           f'height="{bar - 1}" fill="{colors[i % 3]}"><title>clang-{release} '
+                           f'{name}: {r:.2f}</title></rect>')
+                if t:
+                    out.append(f'<line x1="{x(t):.1f}" y1="{y - 1}" x2="{x(t):.1f}" '
+                               f'y2="{y + bar}" stroke="#c00" stroke-width="2"/>')
+            y += bar
+        y += gap
+    for i, release in enumerate(releases):
+        out.append(f'<rect x="{left + width - 110 + i * 50}" y="{height - 22}" width="10" '
+                   f'height="10" fill="{colors[i % 3]}"/><text x="{left + width - 96 + i * 50}" '
+                   f'y="{height - 13}">clang-{release}</text>')
+    out.append("</svg>")
+    with open(path, "w") as f:
+        f.write("\n".join(out) + "\n")
+
+
+def machine():
+    cpu = "unknown CPU"
+    try:
+        with open("/proc/cpuinfo") as f:
+            m = re.search(r"model name\s*:\s*(.*)", f.read())
+            cpu = m.group(1) if m else cpu
+    except OSError:
+        pass
+    return (f"{platform.machine()}, {os.cpu_count()} cores ({cpu}), "
+            f"load average {os.getloadavg()[0]:.1f} at the start")
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--pairs", type=int, default=5)
+    p.add_argument("--iters", type=int, default=20000)
+    p.add_argument("--compilers", default="14,19,22")
+    p.add_argument("--mode", choices=("single", "multi"), default="single")
+    p.add_argument("--lib", help="our staged lib folder (default: stage a release build)")
+    p.add_argument("--out-dir", default=os.path.join(ROOT, "target", "bench"))
+    p.add_argument("--update-doc", action="store_true",
+                   help="rewrite the table in BENCHMARKS.md and benches/ratios.svg")
+    p.add_argument("--quick", action="store_true",
+                   help="1 pair, 300 iterations, the staged debug libraries: checks, no timing")
+    a = p.parse_args()
+    if a.quick:
+        a.pairs, a.iters = 1, 300
+        a.lib = a.lib or os.path.join(ROOT, "target", "omptarget", "lib")
+    if a.pairs < 1 or a.iters < 1:
+        sys.exit("--pairs and --iters must be positive")
+    os.makedirs(a.out_dir, exist_ok=True)
+    if a.lib:
+        ours = os.path.abspath(a.lib)
+    else:
+        staged = subprocess.run(["cargo", "run", "-q", "-p", "xtask", "--", "stage", "--release"],
+                                cwd=ROOT, check=True, stdout=subprocess.PIPE).stdout.decode()
+        ours = os.path.abspath(staged.strip().splitlines()[-1])
+
+    started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    header = (f"Machine: {machine()}. Mode: {a.mode}-threaded process. "
+              f"{a.iters} iterations per op per run. Started {started}.")
+    print(header)
+    tables, plots = [], []
+    for release in a.compilers.split(","):
+        ref = reference_lib(release)
+        if ref is None:
+            print(f"\nclang-{release}: skipped: LLVM {release}'s runtime is not here "
+                  "(cargo xtask deps unpacks it)")
+            continue
+        if not os.path.exists(os.path.join(ours, soname(release))):
+            print(f"\nclang-{release}: skipped: {ours} has no {soname(release)}")
+            continue
+        bins = build(release, a.out_dir)
+        if bins is None:
+            print(f"\nclang-{release}: skipped: clang-{release} is not installed")
+            continue
+        rows = measure(release, bins, ours, ref, a.pairs, a.iters, a.mode)
+        text, plot = table(release, rows, derived(rows), a.pairs)
+        if a.quick:
+            print(f"\nclang-{release}: {len(rows)} rows measured, every check passed")
+        else:
+            print("\n" + text)
+        tables.append(text)
+        plots.append((release, plot))
+    if not tables:
+        sys.exit("no release could be compared")
+    if a.quick:
+        print("\nquick mode: every program ran and passed its checks; the figures mean nothing")
+        return
+    svg(plots, os.path.join(a.out_dir, "ratios.svg"))
+    print(f"\nplot: {os.path.join(a.out_dir, 'ratios.svg')}")
+    if a.update_doc:
+        shutil.copy(os.path.join(a.out_dir, "ratios.svg"), os.path.join(ROOT, "benches", "ratios.svg"))
+        doc = os.path.join(ROOT, "BENCHMARKS.md")
+        text = open(doc).read()
+        begin, end = "<!-- compare.py begin -->", "<!-- compare.py end -->"
+        if begin not in text or end not in text:
+            sys.exit(f"{doc} has no {begin} ... {end} section")
+        cmd = "benches/llvm_comparison/compare.py " + " ".join(sys.argv[1:])
+        body = (f"{begin}\n`{cmd.strip()}`\n\n{header}\n\n" + "\n\n".join(tables) +
+                "\n\n![ours / LLVM per row](benches/ratios.svg)\n" + end)
+        text = text[:text.index(begin)] + body + text[text.index(end) + len(end):]
+        with open(doc, "w") as f:
+            f.write(text)
+        print(f"updated {doc} and benches/ratios.svg")
+
+
+if __name__ == "__main__":
+    main()
