@@ -159,13 +159,13 @@ fn out_of_memory_makes_the_memory_manager_free_its_cache_and_retry() {
         let runtime = cuda_runtime();
         let device = runtime.device(0).unwrap();
         let blocks: Vec<_> = (0..3)
-            .map(|_| DeviceBuffer::<u8>::new(device, 1000).unwrap())
+            .map(|_| DeviceBuffer::<u8>::new(device, 1024).unwrap())
             .collect();
         drop(blocks);
-        assert_eq!(device.memory_stats().cached_bytes, 3000);
-        // 3000 cached + 2000 > 4096: the driver says out of memory, the
-        // cache goes back, the retry succeeds.
-        let big = DeviceBuffer::<u8>::new(device, 2000).unwrap();
+        assert_eq!(device.memory_stats().cached_bytes, 3072);
+        // 3072 cached + 2048 > 4096 (whole size classes): the driver says
+        // out of memory, the cache goes back, the retry succeeds.
+        let big = DeviceBuffer::<u8>::new(device, 2048).unwrap();
         assert_eq!(device.memory_stats().cached_blocks, 0);
         drop(big);
         let report = runtime.shutdown();
@@ -179,7 +179,7 @@ fn out_of_memory_makes_the_memory_manager_free_its_cache_and_retry() {
         &[("FAKE_CUDA_MEM_LIMIT", "4096")],
     );
     no_violations(&lines);
-    let oom = first(&lines, "OOM cuMemAlloc_v2 2000").expect("an out-of-memory answer");
+    let oom = first(&lines, "OOM cuMemAlloc_v2 2048").expect("an out-of-memory answer");
     let frees = lines[oom..]
         .iter()
         .take_while(|l| !l.starts_with("cuMemAlloc_v2"))
@@ -190,7 +190,7 @@ fn out_of_memory_makes_the_memory_manager_free_its_cache_and_retry() {
         + 1
         + lines[oom + 1..]
             .iter()
-            .position(|l| l.starts_with("cuMemAlloc_v2 2000"))
+            .position(|l| l.starts_with("cuMemAlloc_v2 2048"))
             .unwrap();
     assert!(lines[retry + 1].starts_with("ALLOCATED"), "{lines:#?}");
     // The failed try is an error line of the plugin; nothing else.
