@@ -12,6 +12,11 @@
 //! 5. calls the backend and turns the `Result` into the C return value:
 //!    `OFFLOAD_SUCCESS`/`OFFLOAD_FAIL`, a pointer/null, or a count/0.
 //!
+//! The copy and launch bodies take `async_info: Option<*mut AsyncInfo>`:
+//! `None` for the blocking entry, `Some` for its `_async` variant, whose
+//! `__tgt_async_info` goes to the backend's queue-aware method (a null one
+//! runs the blocking operation).
+//!
 //! # Safety (all functions)
 //! The pointer arguments are what the `__tgt_rtl_*` ABI says they are:
 //! each non-null pointer is valid for the access the entry makes (an image
