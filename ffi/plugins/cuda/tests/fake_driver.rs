@@ -342,3 +342,52 @@ fn an_image_for_another_architecture_is_refused_with_the_reason() {
     assert!(first(&lines, "cuModuleLoadData").is_none(), "{lines:#?}");
     no_violations(&lines);
 }
+
+#[test]
+fn two_devices_exchange_data_and_release_both_contexts() {
+    if common::in_child() {
+        let runtime = cuda_runtime();
+        assert_eq!(runtime.device_count(), 2);
+        let (d0, d1) = (runtime.device(0).unwrap(), runtime.device(1).unwrap());
+        let a = DeviceBuffer::from_slice(d0, &[1u32, 2, 3, 4]).unwrap();
+        let mut b = DeviceBuffer::<u32>::new(d1, 4).unwrap();
+        // Across devices: the plugin's peer copy.
+        b.copy_from(&a).unwrap();
+        assert_eq!(b.to_vec().unwrap(), [1, 2, 3, 4]);
+        // An image unloaded while the runtime lives: its module goes then.
+        let image = Image::load(d1, &common::test_cubin(90), &["spmd_kernel"]).unwrap();
+        assert!(image.unload().unwrap());
+        drop((a, b));
+        let report = runtime.shutdown();
+        assert!(report.is_clean(), "{report}");
+        return;
+    }
+    let log = common::log_path("two");
+    let (_, stderr, lines) = run(
+        "two_devices_exchange_data_and_release_both_contexts",
+        &log,
+        &[("FAKE_CUDA_DEVICES", "2")],
+    );
+    assert!(stderr.trim().is_empty(), "{stderr}");
+    no_violations(&lines);
+    assert!(
+        first(&lines, "cuMemcpyPeerAsync 16").is_some(),
+        "{lines:#?}"
+    );
+    let unload = first(&lines, "cuModuleUnload").unwrap();
+    let first_release = first(&lines, "cuDevicePrimaryCtxRelease_v2").unwrap();
+    assert!(
+        unload < first_release,
+        "unloaded at Image::unload, not at shutdown"
+    );
+    for device in ["0", "1"] {
+        assert!(
+            lines.contains(&format!("CONTEXT_DESTROYED {device}")),
+            "{lines:#?}"
+        );
+    }
+    assert_eq!(
+        lines.last().unwrap(),
+        "EXIT contexts=0 allocations=0 modules=0 streams=0"
+    );
+}
