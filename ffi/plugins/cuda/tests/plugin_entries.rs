@@ -329,3 +329,57 @@ fn a_real_clang_19_image_gets_its_launch_environment() {
         "EXIT contexts=0 allocations=0 modules=0 streams=0"
     );
 }
+
+/// The scenarios above again, each child under valgrind: no memory error,
+/// nothing definitely or indirectly lost (the plugin is dlclosed at the end
+/// of each), and still no rule broken in the driver.
+#[test]
+fn the_plugin_under_valgrind_loses_nothing() {
+    if common::in_child() {
+        return;
+    }
+    if std::process::Command::new("valgrind")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        assert!(std::env::var_os("CI").is_none(), "CI needs valgrind");
+        eprintln!("skipped: no valgrind");
+        return;
+    }
+    let exe = std::env::current_exe().unwrap();
+    for scenario in [
+        "deinit_device_releases_in_order_what_the_runtime_left",
+        "each_queue_gets_its_own_stream_until_synchronised",
+        "a_real_clang_19_image_gets_its_launch_environment",
+    ] {
+        let log = common::log_path(&format!("valgrind-{scenario}"));
+        let out = std::process::Command::new("valgrind")
+            .args([
+                "-q",
+                "--leak-check=full",
+                "--errors-for-leak-kinds=definite,indirect",
+                "--error-exitcode=9",
+            ])
+            .arg(&exe)
+            .args([scenario, "--exact", "--test-threads=1"])
+            .env("CUDA_TEST_CHILD", "1")
+            .env("LD_LIBRARY_PATH", common::fake_driver_dir(&[]))
+            .env("FAKE_CUDA_LOG", &log)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{scenario} under valgrind:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let lines = log_lines(&log);
+        assert!(
+            lines
+                .last()
+                .is_some_and(|l| l == "EXIT contexts=0 allocations=0 modules=0 streams=0"),
+            "{scenario}: {lines:#?}"
+        );
+        assert!(!lines.iter().any(|l| l.starts_with("VIOLATION")));
+    }
+}
