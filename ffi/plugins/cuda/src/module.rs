@@ -130,8 +130,9 @@ fn copy_sync(
 
 /// LLVM's `DeviceEnvironmentTy`: debug kind, number of devices, device
 /// number, dynamic shared memory size (u32 each); clang 19/22's adds the
-/// clock frequency (u64) and then fields this plugin leaves zero (the
-/// indirect call table and hardware parallelism).
+/// clock frequency, the indirect call table's address and size (left
+/// zero: no indirect calls are registered) and the hardware parallelism
+/// (u64 each, 48 bytes in all).
 pub fn device_environment(
     size: usize,
     devices: usize,
@@ -156,6 +157,14 @@ pub fn device_environment(
     }
     if let Some(slot) = env.get_mut(16..24) {
         slot.copy_from_slice(&(u64::from(info.clock_khz) * 1000).to_le_bytes());
+    }
+    // After the indirect call table (address and size, left empty):
+    // `HardwareParallelism`, the warps the device runs at once, as LLVM's
+    // CUDA plugin computes it.
+    if let Some(slot) = env.get_mut(40..48) {
+        let warps = u64::from(info.multiprocessors)
+            * u64::from(info.threads_per_multiprocessor / info.limits.warp_size.max(1));
+        slot.copy_from_slice(&warps.to_le_bytes());
     }
     env
 }
@@ -364,4 +373,53 @@ fn fill(
         entries_end: range.end,
     };
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::image::Sm;
+    use crate::launch::Limits;
+
+    fn h200() -> DeviceInfo {
+        DeviceInfo {
+            handle: 0,
+            name: "test".into(),
+            sm: Sm::from_number(90),
+            limits: Limits {
+                max_threads_per_block: 1024,
+                max_blocks: i32::MAX as u32,
+                warp_size: 32,
+                default_teams: 128,
+                default_threads: 128,
+                teams_from_env: false,
+            },
+            multiprocessors: 132,
+            threads_per_multiprocessor: 2048,
+            clock_khz: 1_980_000,
+            total_memory: 1 << 30,
+        }
+    }
+
+    fn u32_at(b: &[u8], at: usize) -> u32 {
+        u32::from_le_bytes(b[at..at + 4].try_into().unwrap())
+    }
+
+    fn u64_at(b: &[u8], at: usize) -> u64 {
+        u64::from_le_bytes(b[at..at + 8].try_into().unwrap())
+    }
+
+    #[test]
+    fn the_device_environment_of_clang_14_and_19() {
+        // clang 14: 16 bytes, four u32.
+        let env = device_environment(16, 3, 2, &h200());
+        assert_eq!(env.len(), 16);
+        assert_eq!((u32_at(&env, 4), u32_at(&env, 8)), (3, 2));
+        // clang 19/22: 48 bytes with the clock and the hardware parallelism.
+        let env = device_environment(48, 1, 0, &h200());
+        assert_eq!((u32_at(&env, 4), u32_at(&env, 8)), (1, 0));
+        assert_eq!(u64_at(&env, 16), 1_980_000_000);
+        assert_eq!((u64_at(&env, 24), u64_at(&env, 32)), (0, 0));
+        assert_eq!(u64_at(&env, 40), 132 * 64);
+    }
 }
