@@ -164,3 +164,72 @@ fn a_clang_14_program_runs_on_the_host_plugin_beside_a_cuda_plugin_without_a_dri
         "{report}"
     );
 }
+
+/// `scripts/gpu-build.sh`'s clang-19 `offload_check` (sm_90), when it was
+/// built, on the staged runtime through the fake driver: registration of
+/// a clang-19 binary, its OffloadBinary image, every kernel launched (the
+/// reduction with a launch environment), and `exit()` with device memory
+/// live, all without breaking a driver rule. The fake runs no kernel, so
+/// the program's results are not checked here (gpu-check.sh does on a GPU).
+/// Skipped when the bundle was not built or the staged runtime cannot
+/// serve clang-19 binaries yet (`__tgt_target_kernel`).
+#[test]
+fn a_clang_19_program_runs_through_the_fake_driver() {
+    let bundle = common::workspace_root().join("target/gpu-bundle");
+    let exe = bundle.join("bin/offload_check");
+    let shim = common::lib_dir().join("libomptarget.so");
+    let nm = Command::new("nm").arg("-D").arg(&shim).output().unwrap();
+    let serves_19 = String::from_utf8_lossy(&nm.stdout).contains(" T __tgt_target_kernel");
+    if !exe.exists() || !serves_19 || !common::lib_dir().join("libomptarget.so.19.1").exists() {
+        eprintln!(
+            "skipped: needs scripts/gpu-build.sh's bundle and a runtime with __tgt_target_kernel"
+        );
+        return;
+    }
+    let log = common::log_path("clang19-program");
+    let path = format!(
+        "{}:{}:{}",
+        common::fake_driver_dir(&[]).display(),
+        common::lib_dir().display(),
+        bundle.join("lib").display()
+    );
+    let out = Command::new(&exe)
+        .arg("leak")
+        .env("LD_LIBRARY_PATH", path)
+        .env("FAKE_CUDA_LOG", &log)
+        .env_remove("OMPTARGET_PLUGINS")
+        .env_remove("LIBOMPTARGET_DEBUG")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("# ran on the initial device: 0"),
+        "{stdout}"
+    );
+    let lines = log_lines(&log);
+    assert!(
+        !lines.iter().any(|l| l.starts_with("VIOLATION")),
+        "{lines:#?}"
+    );
+    let launches: Vec<_> = lines
+        .iter()
+        .filter(|l| l.starts_with("cuLaunchKernel"))
+        .collect();
+    assert!(launches.len() >= 6, "{launches:#?}");
+    // Exactly one kernel has a cross-team reduction: a real launch
+    // environment; every other gets the all-ones pointer.
+    let with_env = launches
+        .iter()
+        .filter(|l| !l.ends_with("arg0=0xffffffffffffffff"))
+        .count();
+    assert_eq!(with_env, 1, "{launches:#?}");
+    assert_eq!(
+        lines.last().unwrap(),
+        "EXIT contexts=0 allocations=0 modules=0 streams=0"
+    );
+}
