@@ -391,3 +391,43 @@ fn two_devices_exchange_data_and_release_both_contexts() {
         "EXIT contexts=0 allocations=0 modules=0 streams=0"
     );
 }
+
+#[test]
+fn a_plugin_destroyed_before_the_runtime_is_never_called_again() {
+    if common::in_child() {
+        let runtime = cuda_runtime();
+        let device = runtime.device(0).unwrap();
+        let image = Image::load(device, &common::test_cubin(90), &["spmd_kernel"]).unwrap();
+        let live = DeviceBuffer::<u8>::new(device, 4096).unwrap();
+        std::mem::forget((live, image));
+        // What the plugin library's safety net does when it goes away
+        // while initialised (the seed: LLVM 14 then freed through it).
+        device.plugin().invoke_destruction_callback();
+        let log = std::env::var("FAKE_CUDA_LOG").unwrap();
+        let mut f = std::fs::OpenOptions::new().append(true).open(log).unwrap();
+        std::io::Write::write_all(&mut f, b"MARK destroyed\n").unwrap();
+        let report = runtime.shutdown();
+        println!("REPORT\n{report}");
+        return;
+    }
+    let log = common::log_path("destroyed");
+    let (stdout, _, lines) = run(
+        "a_plugin_destroyed_before_the_runtime_is_never_called_again",
+        &log,
+        &[],
+    );
+    no_violations(&lines);
+    let mark = first(&lines, "MARK destroyed").unwrap();
+    // Not one driver call after the plugin was destroyed: what it held is
+    // left to the driver, and the report says so.
+    assert!(
+        lines[mark + 1..].iter().all(|l| l.starts_with("EXIT")),
+        "{:#?}",
+        &lines[mark..]
+    );
+    assert!(
+        stdout.contains("4. deinit device          device 0 (libomptarget.rtl.cuda.so): plugin already destroyed, not called"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("4096 bytes"), "{stdout}");
+}
