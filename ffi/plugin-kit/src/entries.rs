@@ -725,3 +725,23 @@ pub fn register_destruction_cb<B: Backend>(
         Ok(())
     })
 }
+
+/// The body of an entry a backend's plugin exports beside
+/// [`crate::export_plugin!`]'s own (the CUDA plugin's event entries):
+/// `f` runs on the backend for `device`, checked in range and initialised,
+/// behind the same panic boundary, failure report and lazy initialisation
+/// as every entry of the kit. Returns `OFFLOAD_SUCCESS` or `OFFLOAD_FAIL`.
+pub fn device_entry<B: Backend>(
+    cell: &PluginCell<B>,
+    entry: &str,
+    device: i32,
+    f: impl FnOnce(&B, crate::DeviceId) -> Result<()>,
+) -> i32 {
+    status::<B>(entry, || {
+        report::debug(B::NAME, &format_args!("{entry} {device}"));
+        cell.with_live(|live| {
+            let device = live.initialised_device(device)?;
+            f(live.backend(), device)
+        })
+    })
+}

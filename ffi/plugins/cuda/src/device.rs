@@ -7,7 +7,7 @@ use crate::driver::{check, CudaError};
 use crate::image::Sm;
 use crate::launch::{Limits, DEFAULT_TEAMS, DEFAULT_THREADS};
 use crate::module::LoadedModule;
-use cudarc::driver::sys::{self, CUcontext, CUdevice, CUdevice_attribute, CUstream};
+use cudarc::driver::sys::{self, CUcontext, CUdevice, CUdevice_attribute, CUevent, CUstream};
 use omptarget_abi::AllocKind;
 use std::collections::BTreeMap;
 
@@ -130,6 +130,8 @@ pub struct DeviceState {
     pub streams: Vec<CUstream>,
     /// Streams not lent to any `__tgt_async_info`.
     pub idle_streams: Vec<CUstream>,
+    /// Events created and not destroyed yet.
+    pub events: Vec<CUevent>,
     /// Loaded modules, in load order.
     pub modules: Vec<LoadedModule>,
     /// Per-launch memory (launch environments) freed when its stream is
@@ -176,6 +178,8 @@ pub struct Released {
     pub bytes: usize,
     /// Streams destroyed.
     pub streams: usize,
+    /// Events destroyed (the runtime left them).
+    pub events: usize,
     /// Streams still lent to a queue nobody synchronised.
     pub unsynchronised_queues: usize,
 }
@@ -199,6 +203,7 @@ impl DeviceState {
             allocations: BTreeMap::new(),
             streams: Vec::new(),
             idle_streams: Vec::new(),
+            events: Vec::new(),
             modules: Vec::new(),
             deferred: Vec::new(),
         })
@@ -293,8 +298,8 @@ impl DeviceState {
     }
 
     /// Tear the device down in the documented order: synchronise, unload
-    /// modules, free every allocation, destroy streams, release the
-    /// primary context. Every step runs even if an earlier one failed
+    /// modules, free every allocation, destroy events and streams, release
+    /// the primary context. Every step runs even if an earlier one failed
     /// (what it holds is released either way), except after
     /// `CUDA_ERROR_DEINITIALIZED`: the driver is gone, and everything it
     /// held with it, so no further call is made. The first error is returned.
@@ -327,6 +332,19 @@ impl DeviceState {
             alive = step(free(address, allocation.kind), &mut first);
             done.blocks += 1;
             done.bytes += allocation.size;
+        }
+        while alive {
+            let Some(event) = self.events.pop() else {
+                break;
+            };
+            // SAFETY: an event of this context, destroyed once (popped).
+            alive = step(
+                check("cuEventDestroy_v2", unsafe {
+                    sys::cuEventDestroy_v2(event)
+                }),
+                &mut first,
+            );
+            done.events += 1;
         }
         done.unsynchronised_queues = self.streams.len() - self.idle_streams.len();
         while alive {

@@ -43,6 +43,11 @@ pub const REQUIRED_SYMBOLS: &[&str] = &[
     "cuModuleGetGlobal_v2",
     "cuFuncGetAttribute",
     "cuLaunchKernel",
+    "cuEventCreate",
+    "cuEventRecord",
+    "cuStreamWaitEvent",
+    "cuEventSynchronize",
+    "cuEventDestroy_v2",
 ];
 
 /// A failed driver call.

@@ -71,7 +71,11 @@ fn shutdown_releases_everything_in_the_documented_order() {
             let d = s.bind(&mut data);
             q.copy_to_device(d, &[5, 6, 7, 8])?;
             q.launch(&spmd, LaunchConfig::teams(1, 32), (d, 4))?;
-            q.copy_to_host(&mut back, d)?;
+            // A second queue waits for the first on the device (an event).
+            let q2 = s.queue(device)?;
+            let ready = q.record_event()?;
+            q2.wait_for(&ready)?;
+            q2.copy_to_host(&mut back, d)?;
             Ok(())
         })
         .unwrap();
@@ -112,6 +116,11 @@ fn shutdown_releases_everything_in_the_documented_order() {
         .iter()
         .take(6)
         .any(|l| l.starts_with("cuMemcpyHtoDAsync_v2 48")));
+    // Events: created, recorded on one stream, waited for on another.
+    let record = first(&lines, "cuEventRecord").expect("an event was recorded");
+    let wait = first(&lines, "cuStreamWaitEvent").expect("a queue waited for it");
+    assert!(first(&lines, "cuEventCreate").unwrap() < record && record < wait);
+    assert!(first(&lines, "cuEventDestroy_v2").is_some());
     // The runtime's order (DESIGN.md): memory managers and user blocks
     // first, then images, then the device (the plugin synchronises,
     // destroys its streams and releases the context last).
@@ -138,7 +147,7 @@ fn shutdown_releases_everything_in_the_documented_order() {
     assert_eq!((retains, releases), (1, 1));
     assert_eq!(
         lines.last().unwrap(),
-        "EXIT contexts=0 allocations=0 modules=0 streams=0"
+        "EXIT contexts=0 allocations=0 modules=0 streams=0 events=0"
     );
     // Nothing touches the context after it is gone.
     assert!(lines[destroyed + 1..].iter().all(|l| l.starts_with("EXIT")));
@@ -388,7 +397,7 @@ fn two_devices_exchange_data_and_release_both_contexts() {
     }
     assert_eq!(
         lines.last().unwrap(),
-        "EXIT contexts=0 allocations=0 modules=0 streams=0"
+        "EXIT contexts=0 allocations=0 modules=0 streams=0 events=0"
     );
 }
 

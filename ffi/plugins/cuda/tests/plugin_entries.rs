@@ -69,6 +69,16 @@ fn deinit_device_releases_in_order_what_the_runtime_left() {
         };
         assert_eq!(code, OFFLOAD_SUCCESS);
         assert!(!queue.queue.is_null(), "the queue got a stream");
+        // An event the runtime never destroys.
+        // SAFETY: the plugin's own entry, of LLVM's `__tgt_rtl_create_event` type.
+        unsafe {
+            let library = libloading::Library::new(common::cuda_plugin()).unwrap();
+            let create: libloading::Symbol<omptarget_plugin_kit::abi::plugin::CreateEventFn> =
+                library.get(b"__tgt_rtl_create_event").unwrap();
+            let mut event = std::ptr::null_mut();
+            assert_eq!(create(0, &mut event), OFFLOAD_SUCCESS);
+            assert!(!event.is_null());
+        }
         println!("MARK deinit");
         // SAFETY: entries called as a runtime does at shutdown.
         unsafe {
@@ -96,9 +106,11 @@ fn deinit_device_releases_in_order_what_the_runtime_left() {
         .filter(|(_, l)| l.starts_with("cuMemFree"))
         .map(|(i, _)| i)
         .collect();
+    let events = first(&lines, "cuEventDestroy_v2").unwrap();
     let streams = first(&lines, "cuStreamDestroy_v2").unwrap();
     let release = first(&lines, "cuDevicePrimaryCtxRelease_v2").unwrap();
     assert_eq!(frees.len(), 3, "device, host and shared blocks: {lines:#?}");
+    assert!(frees[2] < events && events < streams, "{lines:#?}");
     assert!(
         sync < unload
             && unload < frees[0]
@@ -117,7 +129,7 @@ fn deinit_device_releases_in_order_what_the_runtime_left() {
     );
     assert_eq!(
         lines.last().unwrap(),
-        "EXIT contexts=0 allocations=0 modules=0 streams=0"
+        "EXIT contexts=0 allocations=0 modules=0 streams=0 events=0"
     );
 }
 
@@ -195,7 +207,7 @@ fn each_queue_gets_its_own_stream_until_synchronised() {
     );
     assert_eq!(
         lines.last().unwrap(),
-        "EXIT contexts=0 allocations=0 modules=0 streams=0"
+        "EXIT contexts=0 allocations=0 modules=0 streams=0 events=0"
     );
 }
 
@@ -326,7 +338,7 @@ fn a_real_clang_19_image_gets_its_launch_environment() {
     assert_eq!(frees, 2, "{lines:#?}");
     assert_eq!(
         lines.last().unwrap(),
-        "EXIT contexts=0 allocations=0 modules=0 streams=0"
+        "EXIT contexts=0 allocations=0 modules=0 streams=0 events=0"
     );
 }
 
@@ -377,7 +389,7 @@ fn the_plugin_under_valgrind_loses_nothing() {
         assert!(
             lines
                 .last()
-                .is_some_and(|l| l == "EXIT contexts=0 allocations=0 modules=0 streams=0"),
+                .is_some_and(|l| l == "EXIT contexts=0 allocations=0 modules=0 streams=0 events=0"),
             "{scenario}: {lines:#?}"
         );
         assert!(!lines.iter().any(|l| l.starts_with("VIOLATION")));

@@ -78,7 +78,7 @@ fn exit_with_live_device_memory_frees_it_all_before_the_context_goes() {
     assert!(first(&lines, "cuModuleUnload").unwrap() < destroyed);
     assert_eq!(
         lines.last().unwrap(),
-        "EXIT contexts=0 allocations=0 modules=0 streams=0",
+        "EXIT contexts=0 allocations=0 modules=0 streams=0 events=0",
         "{lines:#?}"
     );
     // The report says what the program left.
@@ -230,6 +230,6 @@ fn a_clang_19_program_runs_through_the_fake_driver() {
     assert_eq!(with_env, 1, "{launches:#?}");
     assert_eq!(
         lines.last().unwrap(),
-        "EXIT contexts=0 allocations=0 modules=0 streams=0"
+        "EXIT contexts=0 allocations=0 modules=0 streams=0 events=0"
     );
 }

@@ -8,8 +8,8 @@
  *
  *   - no call on a context after its last release (the context is gone);
  *   - no free after the context is gone, no free of an unknown pointer;
- *   - every allocation freed, every module unloaded and every stream
- *     destroyed before the last release of its context;
+ *   - every allocation freed, every module unloaded and every stream and
+ *     event destroyed before the last release of its context;
  *   - copies touch only live allocations or module globals.
  *
  * A broken rule is logged as a line starting with "VIOLATION". At process
@@ -57,6 +57,7 @@ enum {
 #define MAX_STREAMS 256
 #define MAX_MODULES 64
 #define MAX_SYMBOLS 64
+#define MAX_EVENTS 256
 
 struct ctx {
     int device;
@@ -73,6 +74,11 @@ struct alloc {
 };
 
 struct stream {
+    struct ctx *ctx;
+    int live;
+};
+
+struct event {
     struct ctx *ctx;
     int live;
 };
@@ -97,6 +103,7 @@ static struct ctx ctxs[MAX_DEVICES];
 static struct alloc allocs[MAX_ALLOCS];
 static struct stream streams[MAX_STREAMS];
 static struct module modules[MAX_MODULES];
+static struct event events[MAX_EVENTS];
 static __thread struct ctx *current;
 static int initialised;
 static int shut_down;
@@ -266,6 +273,11 @@ CUresult cuDevicePrimaryCtxRelease_v2(CUdevice d) {
             if (streams[i].live && streams[i].ctx == c) {
                 VIOLATION("stream %d not destroyed when the context of device %d was destroyed", i, d);
                 streams[i].live = 0;
+            }
+        for (int i = 0; i < MAX_EVENTS; i++)
+            if (events[i].live && events[i].ctx == c) {
+                VIOLATION("event %d not destroyed when the context of device %d was destroyed", i, d);
+                events[i].live = 0;
             }
     }
     pthread_mutex_unlock(&lock);
@@ -492,6 +504,81 @@ CUresult cuStreamDestroy_v2(void *stream) {
     return r;
 }
 
+static CUresult need_event(const char *call, void *event) {
+    struct event *e = event;
+    if (e < events || e >= events + MAX_EVENTS || !e->live) {
+        VIOLATION("%s on an event that does not exist", call);
+        return INVALID_HANDLE;
+    }
+    if (e->ctx->refs <= 0) {
+        VIOLATION("%s on an event of a destroyed context", call);
+        return INVALID_CONTEXT;
+    }
+    return SUCCESS;
+}
+
+CUresult cuEventCreate(void **out, unsigned flags) {
+    ENTER("cuEventCreate", "%u", flags);
+    pthread_mutex_lock(&lock);
+    CUresult r = need_ctx("cuEventCreate");
+    if (!r) {
+        r = OUT_OF_MEMORY;
+        for (int i = 0; i < MAX_EVENTS; i++)
+            if (!events[i].live) {
+                events[i] = (struct event){current, 1};
+                *out = &events[i];
+                r = SUCCESS;
+                break;
+            }
+    }
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+
+CUresult cuEventRecord(void *event, void *stream) {
+    ENTER("cuEventRecord", "");
+    pthread_mutex_lock(&lock);
+    CUresult r = need_ctx("cuEventRecord");
+    if (!r)
+        r = need_stream("cuEventRecord", stream);
+    if (!r)
+        r = need_event("cuEventRecord", event);
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+
+CUresult cuStreamWaitEvent(void *stream, void *event, unsigned flags) {
+    ENTER("cuStreamWaitEvent", "%u", flags);
+    pthread_mutex_lock(&lock);
+    CUresult r = need_ctx("cuStreamWaitEvent");
+    if (!r)
+        r = need_stream("cuStreamWaitEvent", stream);
+    if (!r)
+        r = need_event("cuStreamWaitEvent", event);
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+
+CUresult cuEventSynchronize(void *event) {
+    ENTER("cuEventSynchronize", "");
+    pthread_mutex_lock(&lock);
+    CUresult r = need_event("cuEventSynchronize", event);
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+
+CUresult cuEventDestroy_v2(void *event) {
+    ENTER("cuEventDestroy_v2", "");
+    pthread_mutex_lock(&lock);
+    CUresult r = need_ctx("cuEventDestroy_v2");
+    if (!r)
+        r = need_event("cuEventDestroy_v2", event);
+    if (!r)
+        ((struct event *)event)->live = 0;
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+
 /* Read the image's symbol table: functions and objects; an object's
  * device memory starts as its bytes in the file (PROGBITS) or zeros. */
 static CUresult parse_image(const unsigned char *img, struct module *m) {
@@ -647,7 +734,7 @@ CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned
 }
 
 __attribute__((destructor)) static void at_exit_summary(void) {
-    int contexts = 0, blocks = 0, mods = 0, strs = 0;
+    int contexts = 0, blocks = 0, mods = 0, strs = 0, evs = 0;
     for (int i = 0; i < MAX_DEVICES; i++)
         contexts += ctxs[i].refs > 0;
     for (int i = 0; i < MAX_ALLOCS; i++)
@@ -656,5 +743,8 @@ __attribute__((destructor)) static void at_exit_summary(void) {
         mods += modules[i].live;
     for (int i = 0; i < MAX_STREAMS; i++)
         strs += streams[i].live;
-    logf_("EXIT contexts=%d allocations=%d modules=%d streams=%d", contexts, blocks, mods, strs);
+    for (int i = 0; i < MAX_EVENTS; i++)
+        evs += events[i].live;
+    logf_("EXIT contexts=%d allocations=%d modules=%d streams=%d events=%d", contexts, blocks, mods,
+          strs, evs);
 }
