@@ -25,9 +25,11 @@
 //!   `TARGET_ALLOC_HOST`, `cuMemAllocManaged` for `TARGET_ALLOC_SHARED`;
 //!   an out-of-memory answer fails the entry, so the runtime's memory
 //!   manager frees its cache and retries.
+//! * **Events**: CUDA events behind LLVM's `__tgt_rtl_*_event` entries,
+//!   which the cdylib exports (the kit has none); tracked per device.
 //! * **Teardown** ([`device::DeviceState::release`]): synchronise, unload
-//!   modules, free every allocation, destroy streams, release the primary
-//!   context (the one retain of `init_device`). `CUDA_ERROR_DEINITIALIZED`
+//!   modules, free every allocation, destroy events and streams, release
+//!   the primary context (the one retain of `init_device`). `CUDA_ERROR_DEINITIALIZED`
 //!   (the driver went away first, e.g. at process exit) stops the teardown
 //!   and is reported as an error of the entry, never a crash.
 
