@@ -27,7 +27,9 @@
 //! without a plugin; a device uses its plugin's entries.
 use crate::sync::lock;
 use crate::{abi::AllocKind, DevicePtr, Error, Result};
+use std::cell::Cell;
 use std::ffi::c_void;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Mutex;
 
 /// Default threshold (bytes), as LLVM's: 8 KiB.
@@ -95,51 +97,132 @@ fn shard_of(ptr: DevicePtr) -> usize {
     (h >> (64 - SHARDS.trailing_zeros())) as usize
 }
 
-/// One shard of the live table: blocks handed out, with the counts of the
-/// managed ones among them (for [`MemoryStats`]).
+/// Words of the per-shard bitmap of non-empty class lists: room for 256
+/// classes ([`SizeClass::of`] gives at most 236, for sizes near `usize::MAX`).
+const CLASS_WORDS: usize = 4;
+
+/// One shard: the blocks handed out whose address falls in it, and the
+/// cached blocks of that address range, by size class. A block's live
+/// record and its place on a free list are in the same shard (its
+/// address's), so a free, and an allocation served from the cache, take
+/// one lock.
 #[derive(Default)]
-struct LiveShard {
-    blocks: AddressMap<LiveAllocation>,
+struct Shard {
+    live: AddressMap<LiveAllocation>,
     managed_blocks: usize,
     managed_bytes: usize,
+    /// Cached blocks by class index; grown on a class's first use, so the
+    /// steady alloc/free of one class allocates nothing.
+    free: Vec<Vec<DevicePtr>>,
 }
 
-/// The free blocks of one size class (all of its size).
+impl Shard {
+    fn insert_live(&mut self, ptr: DevicePtr, allocation: LiveAllocation, managed: bool) {
+        if managed {
+            self.managed_blocks += 1;
+            self.managed_bytes += allocation.size;
+        }
+        if let Some(old) = self.live.insert(ptr, allocation) {
+            // The device handed out an address that is still live: keep
+            // the counts right and say so.
+            if managed {
+                self.managed_blocks -= 1;
+                self.managed_bytes -= old.size;
+            }
+            tracing::warn!(ptr = ?ptr.as_ptr(), "the device returned an address that is already live");
+        }
+    }
+
+    fn remove_live(
+        &mut self,
+        ptr: DevicePtr,
+        is_managed: impl Fn(&LiveAllocation) -> bool,
+    ) -> Option<LiveAllocation> {
+        let allocation = self.live.remove(&ptr)?;
+        if is_managed(&allocation) {
+            self.managed_blocks -= 1;
+            self.managed_bytes -= allocation.size;
+        }
+        Some(allocation)
+    }
+}
+
+/// A shard under its lock, with the bitmap of its non-empty class lists.
 #[derive(Default)]
-struct FreeList {
-    blocks: Vec<DevicePtr>,
+struct ShardCell {
+    state: Mutex<Shard>,
+    /// Bit `c`: this shard's list of class `c` is not empty. Written only
+    /// under the lock (plain stores, no read-modify-write), read without it
+    /// to choose which shard to lock for a cached block; a stale bit costs
+    /// a lock or a device allocation, never a wrong answer.
+    nonempty: [AtomicU64; CLASS_WORDS],
+}
+
+impl ShardCell {
+    fn has(&self, class: usize) -> bool {
+        self.nonempty[class / 64].load(Relaxed) & (1 << (class % 64)) != 0
+    }
+
+    fn set(&self, class: usize, nonempty: bool) {
+        let word = &self.nonempty[class / 64];
+        let bit = 1u64 << (class % 64);
+        let old = word.load(Relaxed);
+        word.store(if nonempty { old | bit } else { old & !bit }, Relaxed);
+    }
+
+    /// Take a cached block of `class`, if this shard has one.
+    fn pop(&self, shard: &mut Shard, class: usize) -> Option<DevicePtr> {
+        let list = shard.free.get_mut(class)?;
+        let ptr = list.pop()?;
+        if list.is_empty() {
+            self.set(class, false);
+        }
+        Some(ptr)
+    }
+
+    /// Cache a freed block of `class`.
+    fn push(&self, shard: &mut Shard, class: usize, ptr: DevicePtr) {
+        if shard.free.len() <= class {
+            shard.free.resize_with(class + 1, Vec::new);
+        }
+        shard.free[class].push(ptr);
+        if shard.free[class].len() == 1 {
+            self.set(class, true);
+        }
+    }
+}
+
+thread_local! {
+    /// The shard of the block this thread freed or reused last: where its
+    /// next allocation looks first. Constant-initialised and without a
+    /// destructor (no exit-time code, as the design requires).
+    static SHARD_HINT: Cell<u8> = const { Cell::new(0) };
 }
 
 /// A value on its own cache line, so that two threads working on
-/// neighbouring shards or buckets do not share one.
+/// neighbouring shards do not share one.
 #[derive(Default)]
 #[repr(align(64))]
 struct Padded<T>(T);
 
 /// The caching allocator and live-allocation table of one device.
-/// Thread-safe: one lock per size class and one per table shard; at most
-/// one is held at a time, never across a device call.
+/// Thread-safe: one lock per shard of the address space; at most one is
+/// held at a time, never across a device call.
 pub struct MemoryManager<A> {
     allocator: A,
     threshold: usize,
-    /// One list per size class up to the threshold's (none when 0).
-    free_lists: Box<[Padded<Mutex<FreeList>>]>,
-    /// Every block handed out and not yet freed, sharded by address.
-    live: [Padded<Mutex<LiveShard>>; SHARDS],
+    /// Every block handed out and not yet freed, and every cached block,
+    /// sharded by address.
+    shards: [Padded<ShardCell>; SHARDS],
 }
 
 impl<A: DeviceAllocator> MemoryManager<A> {
     /// A manager caching blocks of at most `threshold` bytes (0: none).
     pub fn new(allocator: A, threshold: usize) -> Self {
-        let classes = match SizeClass::of(threshold) {
-            Some(last) if threshold > 0 => last.index + 1,
-            _ => 0,
-        };
         MemoryManager {
             allocator,
             threshold,
-            free_lists: (0..classes).map(|_| Padded::default()).collect(),
-            live: Default::default(),
+            shards: Default::default(),
         }
     }
 
@@ -155,20 +238,19 @@ impl<A: DeviceAllocator> MemoryManager<A> {
         self.threshold > 0
     }
 
-    /// What the manager holds (a snapshot: each shard and bucket is read
-    /// under its own lock, not all at once).
+    /// What the manager holds (a snapshot: each shard is read under its own
+    /// lock, not all at once).
     pub fn stats(&self) -> MemoryStats {
         let mut stats = MemoryStats {
             threshold: self.threshold,
             ..Default::default()
         };
-        for (index, list) in self.free_lists.iter().enumerate() {
-            let blocks = lock(&list.0).blocks.len();
-            stats.cached_blocks += blocks;
-            stats.cached_bytes += blocks * SizeClass::from_index(index).size;
-        }
-        for shard in &self.live {
-            let shard = lock(&shard.0);
+        for cell in &self.shards {
+            let shard = lock(&cell.0.state);
+            for (class, list) in shard.free.iter().enumerate() {
+                stats.cached_blocks += list.len();
+                stats.cached_bytes += list.len() * SizeClass::from_index(class).size;
+            }
             stats.live_blocks += shard.managed_blocks;
             stats.live_bytes += shard.managed_bytes;
         }
@@ -186,16 +268,17 @@ impl<A: DeviceAllocator> MemoryManager<A> {
     }
 
     /// True for the blocks that are cached when freed.
-    fn is_managed(&self, size: usize, kind: AllocKind) -> bool {
-        self.managed_class(size, kind).is_some()
+    fn is_managed(&self, allocation: &LiveAllocation) -> bool {
+        self.managed_class(allocation.size, allocation.kind)
+            .is_some()
     }
 
     /// Allocate `size` (> 0) bytes. A managed request takes a cached block
     /// of its size class if there is one, else the device allocates the
-    /// class's size; for larger
-    /// `Default`/`Device` requests, the device allocates (after freeing the
-    /// cache and retrying once if it is out of memory). `Host`/`Shared`
-    /// requests go to the device as they are. The block is recorded live.
+    /// class's size; for larger `Default`/`Device` requests the device
+    /// allocates (after freeing the cache and retrying once if it is out of
+    /// memory). `Host`/`Shared` requests go to the device as they are. The
+    /// block is recorded live.
     #[cfg(any(test, feature = "internals"))]
     pub fn allocate(
         &self,
@@ -217,34 +300,54 @@ impl<A: DeviceAllocator> MemoryManager<A> {
         if size == 0 {
             return Err(Error::InvalidArgument("allocation of 0 bytes".into()));
         }
+        let allocation = LiveAllocation { size, kind, origin };
         let ptr = if let Some(class) = self.managed_class(size, kind) {
-            // The class's lock is released before any device call.
-            let reused = lock(&self.free_lists[class.index].0).blocks.pop();
-            match reused {
-                Some(ptr) => {
-                    tracing::trace!(size, ptr = ?ptr.as_ptr(), "reused a cached block");
-                    ptr
-                }
-                // An out-of-memory error names the size the caller asked for.
-                None => self
-                    .allocate_or_free_and_retry(class.size, host_ptr, kind)
-                    .map_err(|e| match e {
-                        Error::OutOfMemory { device, plugin, .. } => Error::OutOfMemory {
-                            device,
-                            plugin,
-                            size,
-                        },
-                        other => other,
-                    })?,
+            if let Some(ptr) = self.reuse(class.index, allocation) {
+                tracing::trace!(size, ptr = ?ptr.as_ptr(), "reused a cached block");
+                return Ok(ptr);
             }
+            // An out-of-memory error names the size the caller asked for.
+            self.allocate_or_free_and_retry(class.size, host_ptr, kind)
+                .map_err(|e| match e {
+                    Error::OutOfMemory { device, plugin, .. } => Error::OutOfMemory {
+                        device,
+                        plugin,
+                        size,
+                    },
+                    other => other,
+                })?
         } else if let AllocKind::Default | AllocKind::Device = kind {
             tracing::trace!(size, threshold = self.threshold, "unmanaged allocation");
             self.allocate_or_free_and_retry(size, host_ptr, kind)?
         } else {
             self.allocator.allocate(size, host_ptr, kind)?
         };
-        self.record(ptr, LiveAllocation { size, kind, origin });
+        self.record(ptr, allocation);
         Ok(ptr)
+    }
+
+    /// A cached block of `class`, recorded live as `allocation` under the
+    /// same lock: from the shard this thread used last, else from any
+    /// shard whose bitmap says it has one.
+    fn reuse(&self, class: usize, allocation: LiveAllocation) -> Option<DevicePtr> {
+        let first = usize::from(SHARD_HINT.with(Cell::get)) % SHARDS;
+        let others = (1..SHARDS).map(|i| (first + i) % SHARDS);
+        for index in std::iter::once(first).chain(others) {
+            let cell = &self.shards[index].0;
+            if !cell.has(class) {
+                continue;
+            }
+            let mut shard = lock(&cell.state);
+            if let Some(ptr) = cell.pop(&mut shard, class) {
+                shard.insert_live(ptr, allocation, true);
+                drop(shard);
+                if index != first {
+                    SHARD_HINT.with(|h| h.set(index as u8));
+                }
+                return Some(ptr);
+            }
+        }
+        None
     }
 
     /// Free `ptr`: a managed block goes back on its free list, anything else
@@ -253,12 +356,20 @@ impl<A: DeviceAllocator> MemoryManager<A> {
     /// changes nothing; if the device fails to free, the block stays live.
     /// Returns what was freed.
     pub fn free(&self, ptr: DevicePtr) -> Result<LiveAllocation> {
-        let allocation = self.unrecord(ptr)?;
+        let index = shard_of(ptr);
+        let cell = &self.shards[index].0;
+        let mut shard = lock(&cell.state);
+        let allocation = shard
+            .remove_live(ptr, |a| self.is_managed(a))
+            .ok_or_else(|| self.unknown(ptr))?;
         if let Some(class) = self.managed_class(allocation.size, allocation.kind) {
-            lock(&self.free_lists[class.index].0).blocks.push(ptr);
+            cell.push(&mut shard, class.index, ptr);
+            drop(shard);
+            SHARD_HINT.with(|h| h.set(index as u8));
             tracing::trace!(size = allocation.size, ptr = ?ptr.as_ptr(), "cached a freed block");
             return Ok(allocation);
         }
+        drop(shard);
         match self.allocator.free(ptr) {
             Ok(()) => Ok(allocation),
             Err(e) => {
@@ -276,7 +387,7 @@ impl<A: DeviceAllocator> MemoryManager<A> {
     pub fn release(&self, ptr: DevicePtr) -> Result<bool> {
         let allocation = self.unrecord(ptr)?;
         match self.allocator.free(ptr) {
-            Ok(()) => Ok(self.is_managed(allocation.size, allocation.kind)),
+            Ok(()) => Ok(self.is_managed(&allocation)),
             Err(e) => {
                 self.record(ptr, allocation);
                 Err(e)
@@ -286,30 +397,29 @@ impl<A: DeviceAllocator> MemoryManager<A> {
 
     /// The live allocation at `ptr`, if any.
     pub fn allocation(&self, ptr: DevicePtr) -> Option<LiveAllocation> {
-        lock(&self.live[shard_of(ptr)].0).blocks.get(&ptr).copied()
+        lock(&self.shards[shard_of(ptr)].0.state)
+            .live
+            .get(&ptr)
+            .copied()
     }
 
     /// Number and total bytes of the live allocations, managed or not.
     pub fn live_allocations(&self) -> (usize, usize) {
-        self.live.iter().fold((0, 0), |(count, bytes), shard| {
-            let shard = lock(&shard.0);
-            let shard_bytes: usize = shard.blocks.values().map(|a| a.size).sum();
-            (count + shard.blocks.len(), bytes + shard_bytes)
+        self.shards.iter().fold((0, 0), |(count, bytes), cell| {
+            let shard = lock(&cell.0.state);
+            let shard_bytes: usize = shard.live.values().map(|a| a.size).sum();
+            (count + shard.live.len(), bytes + shard_bytes)
         })
     }
 
     /// Every live allocation, by address.
     pub fn live(&self) -> Vec<(DevicePtr, LiveAllocation)> {
         let mut all: Vec<_> = self
-            .live
+            .shards
             .iter()
-            .flat_map(|shard| {
-                let shard = lock(&shard.0);
-                shard
-                    .blocks
-                    .iter()
-                    .map(|(p, a)| (*p, *a))
-                    .collect::<Vec<_>>()
+            .flat_map(|cell| {
+                let shard = lock(&cell.0.state);
+                shard.live.iter().map(|(p, a)| (*p, *a)).collect::<Vec<_>>()
             })
             .collect();
         all.sort_by_key(|(ptr, _)| ptr.addr());
@@ -319,16 +429,26 @@ impl<A: DeviceAllocator> MemoryManager<A> {
     /// Return every cached block to the device.
     pub fn drain(&self) -> DrainOutcome {
         let mut outcome = DrainOutcome::default();
-        for (index, list) in self.free_lists.iter().enumerate() {
-            let size = SizeClass::from_index(index).size;
-            let blocks = std::mem::take(&mut lock(&list.0).blocks);
-            for ptr in blocks {
-                match self.allocator.free(ptr) {
-                    Ok(()) => {
-                        outcome.blocks += 1;
-                        outcome.bytes += size;
+        for cell in &self.shards {
+            let lists = {
+                let mut shard = lock(&cell.0.state);
+                for (class, list) in shard.free.iter().enumerate() {
+                    if !list.is_empty() {
+                        cell.0.set(class, false);
                     }
-                    Err(e) => outcome.failed.push((ptr, size, e)),
+                }
+                std::mem::take(&mut shard.free)
+            };
+            for (class, list) in lists.into_iter().enumerate() {
+                let size = SizeClass::from_index(class).size;
+                for ptr in list {
+                    match self.allocator.free(ptr) {
+                        Ok(()) => {
+                            outcome.blocks += 1;
+                            outcome.bytes += size;
+                        }
+                        Err(e) => outcome.failed.push((ptr, size, e)),
+                    }
                 }
             }
         }
@@ -337,37 +457,22 @@ impl<A: DeviceAllocator> MemoryManager<A> {
 
     /// Record `ptr` as handed out.
     fn record(&self, ptr: DevicePtr, allocation: LiveAllocation) {
-        let mut shard = lock(&self.live[shard_of(ptr)].0);
-        if self.is_managed(allocation.size, allocation.kind) {
-            shard.managed_blocks += 1;
-            shard.managed_bytes += allocation.size;
-        }
-        if let Some(old) = shard.blocks.insert(ptr, allocation) {
-            // The device handed out an address that is still live: keep the
-            // counts right and say so.
-            if self.is_managed(old.size, old.kind) {
-                shard.managed_blocks -= 1;
-                shard.managed_bytes -= old.size;
-            }
-            tracing::warn!(ptr = ?ptr.as_ptr(), "the device returned an address that is already live");
-        }
+        let managed = self.is_managed(&allocation);
+        lock(&self.shards[shard_of(ptr)].0.state).insert_live(ptr, allocation, managed);
     }
 
     /// Forget the live block `ptr`, or say it is not live.
     fn unrecord(&self, ptr: DevicePtr) -> Result<LiveAllocation> {
-        let mut shard = lock(&self.live[shard_of(ptr)].0);
-        let allocation = shard
-            .blocks
-            .remove(&ptr)
-            .ok_or_else(|| Error::UnknownDevicePointer {
-                device: self.allocator.device_number(),
-                ptr: ptr.addr(),
-            })?;
-        if self.is_managed(allocation.size, allocation.kind) {
-            shard.managed_blocks -= 1;
-            shard.managed_bytes -= allocation.size;
+        lock(&self.shards[shard_of(ptr)].0.state)
+            .remove_live(ptr, |a| self.is_managed(a))
+            .ok_or_else(|| self.unknown(ptr))
+    }
+
+    fn unknown(&self, ptr: DevicePtr) -> Error {
+        Error::UnknownDevicePointer {
+            device: self.allocator.device_number(),
+            ptr: ptr.addr(),
         }
-        Ok(allocation)
     }
 
     fn allocate_or_free_and_retry(
@@ -586,6 +691,36 @@ mod tests {
         assert_eq!(mm.allocator().frees(), 0);
         let s = mm.stats();
         assert_eq!((s.cached_blocks, s.live_blocks, s.live_bytes), (1, 1, 113));
+    }
+
+    #[test]
+    fn blocks_freed_on_another_thread_are_reused() {
+        // One thread allocates, another frees: the allocating thread never
+        // frees, so its shard hint is never its blocks' shard, yet it finds
+        // them through the shards' bitmaps instead of growing the cache.
+        let mm = Arc::new(MemoryManager::new(FakeDevice::default(), DEFAULT_THRESHOLD));
+        let (to_free, freed) = std::sync::mpsc::sync_channel::<DevicePtr>(8);
+        let freer = {
+            let mm = Arc::clone(&mm);
+            std::thread::spawn(move || {
+                for ptr in freed {
+                    mm.free(ptr).unwrap();
+                }
+            })
+        };
+        for round in 0..2_000 {
+            to_free.send(alloc(&mm, 64 + round % 3 * 200)).unwrap();
+        }
+        drop(to_free);
+        freer.join().unwrap();
+        let s = mm.stats();
+        assert_eq!(s.live_blocks, 0);
+        assert!(s.cached_blocks <= 3 * 10, "{s:?}");
+        assert!(
+            mm.allocator().allocs() <= 3 * 10,
+            "{}",
+            mm.allocator().allocs()
+        );
     }
 
     #[test]

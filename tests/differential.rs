@@ -1,10 +1,14 @@
-//! Differential suite: every program in `tests/c` (clang-14 OpenMP offload
-//! programs, see tests/c/README.md) runs on LLVM 14's libomptarget (the
-//! reference, `/usr/lib/llvm-14/lib`) and on ours (`target/omptarget/lib`,
-//! staged with `cargo run -q -p xtask -- stage`); exit status and stdout must
-//! be identical, and stderr too (hex addresses normalised) for programs marked
-//! `// CHECK-STDERR`. Each reference run must also end as the program's
-//! `// EXIT:` directive says, so a changed or broken reference is noticed.
+//! Differential suite: every program in `tests/c` (OpenMP offload programs,
+//! see tests/c/README.md) is built with clang-14, clang-19 and clang-22
+//! (one test per release), and each binary runs on its own release's
+//! libomptarget (the reference: LLVM 14's in `/usr/lib/llvm-14/lib`, LLVM
+//! 19's and 22's unpacked by `cargo xtask deps`) and on ours
+//! (`target/omptarget/lib`, staged with `cargo run -q -p xtask -- stage`);
+//! exit status and stdout must be identical, and stderr too (hex addresses
+//! normalised) for programs marked `// CHECK-STDERR` (for the releases it
+//! names, if any). Each reference run must also end as the program's
+//! `// EXIT:` (or `// EXIT-19:`, `// EXIT-22:`) directive says, so a changed
+//! or broken reference is noticed.
 //!
 //! Environment knobs:
 //! - `OMPTARGET_DIFF_SELFCHECK=1`: check mode. Runs only the reference, twice
@@ -27,9 +31,9 @@ mod c_support;
 use c_support::build::{self, Built, Toolchain};
 use c_support::compare::{line_diff, normalise_addresses};
 use c_support::exec::{self, RunOutput};
+use c_support::release::Release;
 use c_support::spec::{self, Program};
 use c_support::{paths, pool, stage};
-use std::path::Path;
 use std::time::Duration;
 
 /// The suite is meant to cover this many programs at least; fewer means the
@@ -57,7 +61,7 @@ enum Outcome {
 fn run_on(
     program: &Program,
     built: &Built,
-    lib_dir: &Path,
+    lib_dir: impl AsRef<std::ffi::OsStr>,
     label: &str,
 ) -> Result<RunOutput, String> {
     let cmd = exec::command(&built.binary, &built.args, &program.env, lib_dir);
@@ -76,6 +80,7 @@ fn run_on(
 /// or an empty list.
 fn differences(
     program: &Program,
+    release: Release,
     a: &RunOutput,
     a_name: &str,
     b: &RunOutput,
@@ -93,7 +98,7 @@ fn differences(
     if !d.is_empty() {
         diffs.push(format!("stdout (-{a_name} +{b_name}):\n{d}"));
     }
-    if program.check_stderr {
+    if program.checks_stderr(release) {
         let d = line_diff(
             &normalise_addresses(&a.stderr),
             &normalise_addresses(&b.stderr),
@@ -109,14 +114,19 @@ fn differences(
 }
 
 /// The reference must end as the program's EXIT directive says.
-fn check_expected_exit(program: &Program, reference: &RunOutput) -> Result<(), String> {
-    if reference.exit == Some(program.expected_exit) {
+fn check_expected_exit(
+    program: &Program,
+    release: Release,
+    reference: &RunOutput,
+) -> Result<(), String> {
+    let expected = program.expected_exit_for(release);
+    if reference.exit == Some(expected) {
         return Ok(());
     }
     Err(format!(
         "reference run ended with {} but `// EXIT:` expects {} (stderr:\n{})",
         reference.exit_text(),
-        program.expected_exit,
+        expected,
         indent(&reference.stderr)
     ))
 }
@@ -135,21 +145,22 @@ fn check_against_ours(
         Ok(b) => b,
         Err(e) => return Outcome::Fail(e),
     };
-    let reference = match run_on(program, &built, paths::reference_lib_dir(), "reference") {
+    let release = tc.release;
+    let reference = match run_on(program, &built, release.reference_lib_dir(), "reference") {
         Ok(r) => r,
         Err(e) => return Outcome::Fail(e),
     };
-    if let Err(e) = check_expected_exit(program, &reference) {
+    if let Err(e) = check_expected_exit(program, release, &reference) {
         return Outcome::Fail(e);
     }
     let Ok(our_dir) = ours else {
         return Outcome::ReferenceOnly;
     };
-    let ours = match run_on(program, &built, our_dir, "ours") {
+    let ours = match run_on(program, &built, release.our_library_path(our_dir), "ours") {
         Ok(r) => r,
         Err(e) => return Outcome::Fail(e),
     };
-    let diffs = differences(program, &reference, "reference", &ours, "ours");
+    let diffs = differences(program, release, &reference, "reference", &ours, "ours");
     if diffs.is_empty() {
         Outcome::Pass
     } else {
@@ -165,16 +176,16 @@ fn check_reference_determinism(program: &Program, tc: &Toolchain) -> Outcome {
     };
     let runs: Result<Vec<RunOutput>, String> = ["reference", "reference2"]
         .iter()
-        .map(|label| run_on(program, &built, paths::reference_lib_dir(), label))
+        .map(|label| run_on(program, &built, tc.release.reference_lib_dir(), label))
         .collect();
     let runs = match runs {
         Ok(r) => r,
         Err(e) => return Outcome::Fail(e),
     };
-    if let Err(e) = check_expected_exit(program, &runs[0]) {
+    if let Err(e) = check_expected_exit(program, tc.release, &runs[0]) {
         return Outcome::Fail(e);
     }
-    let diffs = differences(program, &runs[0], "run1", &runs[1], "run2");
+    let diffs = differences(program, tc.release, &runs[0], "run1", &runs[1], "run2");
     if diffs.is_empty() {
         Outcome::Pass
     } else {
@@ -192,10 +203,29 @@ fn verdict(outcome: &Outcome) -> &'static str {
 
 #[test]
 fn c_programs_match_llvm14() {
-    let tc = Toolchain::detect().unwrap_or_else(|e| panic!("{e}"));
+    run_suite(Release::Llvm14);
+}
+
+#[test]
+fn c_programs_built_by_clang_19_match_llvm19() {
+    run_suite(Release::Llvm19);
+}
+
+#[test]
+fn c_programs_built_by_clang_22_match_llvm22() {
+    run_suite(Release::Llvm22);
+}
+
+/// Build every program of `release` with its clang, run each on the
+/// release's runtime and ours, and compare.
+fn run_suite(release: Release) {
+    let tc = Toolchain::detect_release(release).unwrap_or_else(|e| panic!("{e}"));
     let filter = std::env::var("OMPTARGET_DIFF_FILTER").ok();
-    let programs =
-        spec::discover(&paths::programs_dir(), filter.as_deref()).unwrap_or_else(|e| panic!("{e}"));
+    let programs: Vec<Program> = spec::discover(&paths::programs_dir(), filter.as_deref())
+        .unwrap_or_else(|e| panic!("{e}"))
+        .into_iter()
+        .filter(|p| p.releases.contains(&release))
+        .collect();
     if filter.is_none() {
         assert!(
             programs.len() >= MIN_PROGRAMS,
@@ -204,10 +234,14 @@ fn c_programs_match_llvm14() {
             paths::programs_dir().display()
         );
     }
-    assert!(
-        !programs.is_empty(),
-        "no program matches OMPTARGET_DIFF_FILTER={filter:?}"
-    );
+    if programs.is_empty() {
+        // A filter may name programs of other releases only (RELEASES).
+        eprintln!(
+            "no clang-{} program matches OMPTARGET_DIFF_FILTER={filter:?}",
+            release.major()
+        );
+        return;
+    }
     let selfcheck = std::env::var("OMPTARGET_DIFF_SELFCHECK").is_ok_and(|v| v == "1");
     let ours = if selfcheck {
         Err(String::new())
@@ -237,7 +271,10 @@ fn c_programs_match_llvm14() {
     } else {
         "reference vs ours"
     };
-    let mut summary = format!("C differential suite ({mode}, {jobs} jobs):\n");
+    let mut summary = format!(
+        "C differential suite, clang-{} ({mode}, {jobs} jobs):\n",
+        release.major()
+    );
     let mut failures = String::new();
     let (mut passed, mut failed, mut reference_only) = (0, 0, 0);
     for (program, outcome) in programs.iter().zip(&outcomes) {

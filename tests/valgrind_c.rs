@@ -2,8 +2,9 @@
 //! (`target/omptarget/lib`, staged with `cargo run -q -p xtask -- stage`)
 //! under valgrind's memcheck.
 //!
-//! `every_program_is_clean_under_valgrind`: each program (except those marked
-//! `// NO-VALGRIND: reason`) runs under
+//! `every_program_is_clean_under_valgrind` (clang-14 builds) and its
+//! clang-19 and clang-22 siblings: each program of the release (except those
+//! marked `// NO-VALGRIND: reason`) runs under
 //! `valgrind --leak-check=full --errors-for-leak-kinds=definite,indirect
 //! --show-leak-kinds=all --xml=yes`, and the XML report must show
 //! - no memory error (invalid reads/writes, bad frees, fishy arguments, ...),
@@ -80,6 +81,7 @@ mod c_support;
 
 use c_support::build::{self, Built, Toolchain};
 use c_support::exec;
+use c_support::release::Release;
 use c_support::spec::{self, Exit, Program};
 use c_support::valgrind_xml::{self, Error, Report};
 use c_support::{paths, pool, stage};
@@ -183,6 +185,7 @@ fn run_under_valgrind(
     built: &Built,
     args: &[String],
     subject: &Subject,
+    release: Release,
     xml: &Path,
 ) -> Result<(exec::RunOutput, Report), String> {
     let supp = paths::workspace_root().join("tests/c_support/valgrind.supp");
@@ -216,7 +219,13 @@ fn run_under_valgrind(
         "OMPTARGET_SHUTDOWN_REPORT".into(),
         report_file.to_string_lossy().into_owned(),
     ));
-    let cmd = exec::command(Path::new("valgrind"), &vg_args, &env, &subject.lib_dir);
+    // clang 19/22 binaries find their release's libomp after our runtime.
+    let cmd = exec::command(
+        Path::new("valgrind"),
+        &vg_args,
+        &env,
+        release.our_library_path(&subject.lib_dir),
+    );
     let out = exec::run(cmd, timeout()).map_err(|e| format!("cannot run valgrind: {e}"))?;
     let text = std::fs::read_to_string(xml).map_err(|e| {
         format!(
@@ -240,10 +249,12 @@ fn check_program(program: &Program, tc: &Toolchain, subject: &Subject) -> Vec<St
         Err(e) => return vec![e],
     };
     let xml = built.out_dir.join("valgrind.xml");
-    let (out, report) = match run_under_valgrind(program, &built, &built.args, subject, &xml) {
-        Ok(r) => r,
-        Err(e) => return vec![e],
-    };
+    let release = tc.release;
+    let (out, report) =
+        match run_under_valgrind(program, &built, &built.args, subject, release, &xml) {
+            Ok(r) => r,
+            Err(e) => return vec![e],
+        };
     let mut problems = Vec::new();
     let all_memory_errors: Vec<&Error> = report.errors.iter().filter(|e| !e.is_leak()).collect();
     let memory_errors: Vec<&Error> = all_memory_errors
@@ -251,10 +262,10 @@ fn check_program(program: &Program, tc: &Toolchain, subject: &Subject) -> Vec<St
         .copied()
         .filter(|e| !subject.is_clang_casted_slot_artifact(e))
         .collect();
-    let dies_by_signal = matches!(program.expected_exit, Exit::Signal(_));
+    let dies_by_signal = matches!(program.expected_exit_for(release), Exit::Signal(_));
     // valgrind exits with VALGRIND_ERROR_EXIT for tolerated errors too.
     let expected_exit = if all_memory_errors.is_empty() || dies_by_signal {
-        program.expected_exit
+        program.expected_exit_for(release)
     } else {
         Exit::Code(VALGRIND_ERROR_EXIT)
     };
@@ -349,14 +360,36 @@ fn check_libraries_closed(report: &Path) -> Vec<String> {
 
 #[test]
 fn every_program_is_clean_under_valgrind() {
-    let tc = Toolchain::detect().unwrap_or_else(|e| panic!("{e}"));
+    valgrind_suite(Release::Llvm14);
+}
+
+#[test]
+fn every_clang_19_program_is_clean_under_valgrind() {
+    valgrind_suite(Release::Llvm19);
+}
+
+#[test]
+fn every_clang_22_program_is_clean_under_valgrind() {
+    valgrind_suite(Release::Llvm22);
+}
+
+/// Every program of `release`, built by its clang, under valgrind on ours.
+fn valgrind_suite(release: Release) {
+    let tc = Toolchain::detect_release(release).unwrap_or_else(|e| panic!("{e}"));
     detect_valgrind().unwrap_or_else(|e| panic!("{e}"));
     let subject = subject();
     let filter = std::env::var("OMPTARGET_DIFF_FILTER").ok();
-    let programs =
-        spec::discover(&paths::programs_dir(), filter.as_deref()).unwrap_or_else(|e| panic!("{e}"));
+    let programs: Vec<Program> = spec::discover(&paths::programs_dir(), filter.as_deref())
+        .unwrap_or_else(|e| panic!("{e}"))
+        .into_iter()
+        .filter(|p| p.releases.contains(&release))
+        .collect();
     let (skipped, programs): (Vec<Program>, Vec<Program>) =
         programs.into_iter().partition(|p| p.no_valgrind.is_some());
+    if programs.is_empty() && filter.is_some() {
+        eprintln!("no clang-{} program to check", release.major());
+        return;
+    }
     assert!(!programs.is_empty(), "no program to check");
     let results = pool::par_map(&programs, pool::jobs(), |program| {
         let problems = check_program(program, &tc, &subject);
@@ -371,7 +404,11 @@ fn every_program_is_clean_under_valgrind() {
         );
         problems
     });
-    let mut summary = format!("valgrind on {}:\n", subject.lib_dir.display());
+    let mut summary = format!(
+        "valgrind on {}, clang-{} builds:\n",
+        subject.lib_dir.display(),
+        release.major()
+    );
     let mut details = String::new();
     let mut dirty = 0;
     for (program, problems) in programs.iter().zip(&results) {
@@ -430,7 +467,7 @@ fn dlopen_loop_memory_does_not_grow() {
     let runs = pool::par_map(&counts, 2, |n| {
         let xml = built.out_dir.join(format!("valgrind-{n}.xml"));
         let args = vec![library.clone(), n.to_string()];
-        let (out, report) = run_under_valgrind(&program, &built, &args, &subject, &xml)
+        let (out, report) = run_under_valgrind(&program, &built, &args, &subject, tc.release, &xml)
             .unwrap_or_else(|e| panic!("{e}"));
         let expected_line = format!("iterations={n} ");
         // valgrind exits with VALGRIND_ERROR_EXIT for tolerated errors too.

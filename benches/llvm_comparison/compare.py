@@ -65,14 +65,18 @@ def soname(release):
     return "libomptarget.so" if release == "14" else f"libomptarget.so.{release}.1"
 
 
-def build(release, out_dir):
+def build(release, out_dir, ref_lib):
     cc = shutil.which(f"clang-{release}")
     if not cc:
         return None
+    # clang 19/22: omp.h and the link-time libomp/libomptarget come from the
+    # unpacked runtime (their libomp-dev packages conflict with 14's).
+    extra = [] if release == "14" else [
+        f"-I{os.path.join(ref_lib, 'clang', release, 'include')}", f"-L{ref_lib}"]
     bins = {}
     for prog in ("offload_overhead", "one_region"):
         out = os.path.join(out_dir, f"{prog}.clang{release}")
-        subprocess.run([cc, "-O2", "-fopenmp", "-fopenmp-targets=x86_64-pc-linux-gnu",
+        subprocess.run([cc, "-O2", "-fopenmp", "-fopenmp-targets=x86_64-pc-linux-gnu", *extra,
                         os.path.join(HERE, f"{prog}.c"), "-o", out, "-lpthread"], check=True)
         bins[prog] = out
     return bins
@@ -294,7 +298,7 @@ def main():
         if not os.path.exists(os.path.join(ours, soname(release))):
             print(f"\nclang-{release}: skipped: {ours} has no {soname(release)}")
             continue
-        bins = build(release, a.out_dir)
+        bins = build(release, a.out_dir, ref)
         if bins is None:
             print(f"\nclang-{release}: skipped: clang-{release} is not installed")
             continue

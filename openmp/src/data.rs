@@ -10,6 +10,7 @@ use super::{DeviceCtx, Offload};
 use omptarget::abi::map_type as mt;
 use omptarget::device::DevicePtr;
 use omptarget::mapping::{MapRequest, ShadowPtr, ShadowVisit, UnmapRequest};
+use smallvec::SmallVec;
 use std::ffi::c_void;
 
 /// Struct sections mapped from a member onward are padded down to this
@@ -169,9 +170,15 @@ impl<'a> Offload<'a> {
         let usm = self.registry.unified_shared_memory();
         let table = dev.ops.mappings();
         let memory = self.memory(dev);
+        // clang 22's ATTACH entries act after every other entry is mapped.
+        let mut attaches: SmallVec<[usize; 4]> = SmallVec::new();
         for i in 0..args.len() {
             let t = args.map_type(i);
             if has(t, mt::LITERAL) || has(t, mt::PRIVATE) {
+                continue;
+            }
+            if has(t, mt::ATTACH) {
+                attaches.push(i);
                 continue;
             }
             if let Some(mapper) = args.mapper(i) {
@@ -249,8 +256,15 @@ impl<'a> Offload<'a> {
             let target = tpr.target.unwrap_or(0);
 
             if has(t, mt::RETURN_PARAM) {
-                let delta = begin.wrapping_sub(base);
-                args.set_base(i, target.wrapping_sub(delta) as *mut c_void);
+                let keep_host = tpr.target.is_none()
+                    && self
+                        .host
+                        .caller_release()
+                        .unmapped_use_device_ptr_is_host_ptr();
+                if !keep_host {
+                    let delta = begin.wrapping_sub(base);
+                    args.set_base(i, target.wrapping_sub(delta) as *mut c_void);
+                }
             }
 
             if let Some((pointer_host, pointer_target, pointer_entry)) = pointer {
@@ -289,6 +303,80 @@ impl<'a> Offload<'a> {
                     }
                 }
             }
+        }
+        for i in attaches {
+            // SAFETY: our `# Safety`: an ATTACH entry's base is host memory
+            // holding a pointer.
+            unsafe { self.attach(dev, args, i) }?;
+        }
+        Ok(())
+    }
+
+    /// clang 22's ATTACH entry `i`: if the pointer at `base` and its
+    /// pointee section at `begin` are both mapped, point the device copy of
+    /// the pointer at the device copy of the pointee (recorded as a shadow
+    /// pointer, so the host value comes back when the pointer's data is
+    /// copied from the device, as for `PTR_AND_OBJ`); otherwise nothing.
+    ///
+    /// # Safety
+    /// Entry `i`'s base is host memory holding a pointer.
+    unsafe fn attach(
+        &self,
+        dev: &DeviceCtx<'a>,
+        args: &MapArgs,
+        i: usize,
+    ) -> Result<(), OffloadError> {
+        let table = dev.ops.mappings();
+        let usm = self.registry.unified_shared_memory();
+        let lookup = |host_begin: usize, size: i64| {
+            table.get_tgt_ptr_begin(&UnmapRequest {
+                host_begin,
+                size,
+                update_refcount: false,
+                hold: false,
+                must_contain: false,
+                force_delete: false,
+                unified_shared_memory: usm,
+            })
+        };
+        let pointer_host = args.base(i) as usize;
+        let pointee_begin = args.begin(i) as usize;
+        let pointer = lookup(pointer_host, POINTER_SIZE);
+        let (Some(pointer_target), false) = (pointer.target, pointer.is_host_ptr) else {
+            return Ok(());
+        };
+        let pointee = lookup(pointee_begin, 0);
+        let (Some(pointee_target), false) = (pointee.target, pointee.is_host_ptr) else {
+            return Ok(());
+        };
+        // SAFETY: our `# Safety`: the base holds a pointer.
+        let pointer_value = unsafe { *(pointer_host as *const usize) };
+        let expected = pointee_target.wrapping_sub(pointee_begin.wrapping_sub(pointer_value));
+        let shadow = ShadowPtr {
+            host_ptr_value: pointer_value,
+            target_ptr_addr: pointer_target,
+            target_ptr_value: expected,
+        };
+        if !table.upsert_shadow(pointer_host, shadow) {
+            return Ok(());
+        }
+        let _update = pointer.entry.as_ref().map(|e| {
+            e.set_may_contain_attached_pointers();
+            e.lock_update()
+        });
+        let value = expected;
+        // SAFETY: `value` is a live local of POINTER_SIZE bytes;
+        // `pointer_target` is the device copy of the pointer, mapped on
+        // `dev` with at least POINTER_SIZE bytes (found just above).
+        let copied = unsafe {
+            dev.ops.submit(
+                DevicePtr::from_raw(pointer_target as *mut c_void),
+                &value as *const usize as *const c_void,
+                POINTER_SIZE as usize,
+            )
+        };
+        if copied.is_err() {
+            return Err(self.report(OffloadError::CopyToDeviceFailed));
         }
         Ok(())
     }
@@ -333,7 +421,7 @@ impl<'a> Offload<'a> {
 
         for i in (0..args.len()).rev() {
             let t = args.map_type(i);
-            if has(t, mt::LITERAL) || has(t, mt::PRIVATE) {
+            if has(t, mt::LITERAL) || has(t, mt::PRIVATE) || has(t, mt::ATTACH) {
                 continue;
             }
             if let Some(mapper) = args.mapper(i) {

@@ -2,6 +2,7 @@
 //! libomptarget prints it (release build: `REPORT` always prints, `DP`
 //! never does), and the source locations the compiler passes.
 
+use crate::release::Release;
 use std::ffi::{c_char, CStr};
 use std::fmt;
 use std::io::Write;
@@ -25,13 +26,20 @@ pub enum Diagnostic {
 }
 
 impl Diagnostic {
-    /// The exact bytes LLVM writes for this diagnostic.
+    /// The exact bytes LLVM 14 writes for this diagnostic.
     pub fn render(&self) -> String {
+        self.render_as(Release::Llvm14)
+    }
+
+    /// The bytes `release`'s runtime writes (its prefix, see
+    /// [`Release::prefix`]).
+    pub fn render_as(&self, release: Release) -> String {
+        let prefix = release.prefix();
         match self {
-            Diagnostic::Message(text) => format!("Libomptarget message: {text}\n"),
-            Diagnostic::Error(text) => format!("Libomptarget error: {text}\n"),
+            Diagnostic::Message(text) => format!("{prefix} message: {text}\n"),
+            Diagnostic::Error(text) => format!("{prefix} error: {text}\n"),
             Diagnostic::Info { device, text } => {
-                format!("Libomptarget device {device} info: {text}")
+                format!("{prefix} device {device} info: {text}")
             }
             Diagnostic::Raw(text) => text.clone(),
         }
@@ -65,14 +73,50 @@ impl Fatal {
         }
     }
 
-    /// The exact bytes LLVM writes before aborting.
+    /// `__tgt_target_nowait_query` with no handle: LLVM 19+'s fatal error.
+    pub fn invalid_async_handle() -> Self {
+        Fatal::new(
+            1,
+            "Receive an invalid async handle from the current OpenMP task. Is this a target nowait region?",
+        )
+    }
+
+    /// LLVM 19+'s fatal error for an unknown device number (whose value is
+    /// also the code), worded as `release` words it.
+    pub fn device_out_of_range(device: i64, available: usize, release: Release) -> Self {
+        let what = match release {
+            Release::Llvm22 => "\"invalid value\" device number",
+            _ => "Device number",
+        };
+        Fatal::new(
+            device as i32,
+            format!("{what} '{device}' out of range, only {available} devices available"),
+        )
+    }
+
+    /// The exact bytes LLVM 14 writes before aborting.
     pub fn render(&self) -> String {
         format!("{self}\n")
     }
 
-    /// Print the message and abort the process, as LLVM does.
+    /// The bytes `release`'s runtime writes before aborting.
+    pub fn render_as(&self, release: Release) -> String {
+        format!(
+            "{} fatal error {}: {}\n",
+            release.prefix(),
+            self.code,
+            self.text
+        )
+    }
+
+    /// Print the message and abort the process, as LLVM 14 does.
     pub fn abort(&self) -> ! {
-        let _ = std::io::stderr().write_all(self.render().as_bytes());
+        self.abort_as(Release::Llvm14)
+    }
+
+    /// Print the message as `release`'s runtime does and abort.
+    pub fn abort_as(&self, release: Release) -> ! {
+        let _ = std::io::stderr().write_all(self.render_as(release).as_bytes());
         std::process::abort()
     }
 }

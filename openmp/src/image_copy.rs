@@ -10,9 +10,9 @@
 //! it stays alive while a load may read it and, through the device's image
 //! record, for as long as the image is loaded (until it is unloaded, or the
 //! plugin is closed when it cannot unload images).
-use super::registration::entries;
+use super::{entry_layout, offload_binary};
 use omptarget::abi::{DeviceImage, OffloadEntry};
-use std::ffi::{c_char, CStr, CString};
+use std::ffi::{c_char, c_void, CStr, CString};
 
 /// A registered device image, copied; see the module docs.
 ///
@@ -52,30 +52,48 @@ impl ImageCopy {
     pub(crate) unsafe fn new(image: *const DeviceImage) -> ImageCopy {
         // SAFETY: per this function's contract.
         let original = unsafe { &*image };
-        let len = original.len().unwrap_or(0);
+        let whole = original.len().unwrap_or(0);
+        // The bare device image: an OffloadBinary blob is unwrapped (a
+        // malformed one is copied as it is, for the plugins to refuse).
+        let (skip, len) = if original.image_start.is_null() || whole == 0 {
+            (0, whole)
+        } else {
+            // SAFETY: `whole` bytes from `image_start` are the image (per
+            // the contract), read only during this call.
+            let view =
+                unsafe { std::slice::from_raw_parts(original.image_start.cast::<u8>(), whole) };
+            match offload_binary::image_range(view) {
+                Ok(Some(range)) => (range.start, range.len()),
+                _ => (0, whole),
+            }
+        };
         let mut bytes = vec![0u64; len.div_ceil(8)].into_boxed_slice();
         if len > 0 {
-            // SAFETY: `len` bytes from `image_start` are the image (per the
-            // contract); `bytes` holds at least `len` bytes; no overlap.
+            // SAFETY: `skip + len <= whole` bytes from `image_start` are the
+            // image (per the contract); `bytes` holds at least `len` bytes;
+            // no overlap.
             unsafe {
                 std::ptr::copy_nonoverlapping(
-                    original.image_start.cast::<u8>(),
+                    original.image_start.cast::<u8>().add(skip),
                     bytes.as_mut_ptr().cast::<u8>(),
                     len,
                 )
             };
         }
+        // Read in the layout the library's compiler wrote (`entry_layout`);
+        // the copy holds 32-byte entries whatever the original held.
         // SAFETY: per this function's contract.
-        let host = unsafe { entries(original.entries_begin, original.entries_end) };
-        // clang 20+ tables hold 56-byte records, which start with a zero
-        // word where a 32-byte entry has its non-null address: the runtime
-        // does not run those, so they are copied verbatim, names uncopied
-        // (reading them as 32-byte entries would follow garbage pointers).
-        let layout_v1 = host.first().is_some_and(|e| !e.addr.is_null());
+        let host = unsafe {
+            entry_layout::read(
+                original.entries_begin as *const c_void,
+                original.entries_end as *const c_void,
+            )
+        }
+        .entries;
         let names: Vec<Option<CString>> = host
             .iter()
             .map(|e| {
-                (layout_v1 && !e.name.is_null())
+                (!e.name.is_null())
                     // SAFETY: a non-null name is a NUL-terminated string.
                     .then(|| unsafe { CStr::from_ptr(e.name) }.to_owned())
             })
@@ -88,9 +106,10 @@ impl ImageCopy {
                 ..*e
             })
             .collect();
-        let (entries_begin, entries_end) = if host.is_empty() {
-            // Keep what the compiler wrote (null or an empty range).
-            (original.entries_begin, original.entries_end)
+        let (entries_begin, entries_end) = if copied.is_empty() {
+            // Keep what the compiler wrote as an empty range (null, or a
+            // table of `requires` entries only, which plugins must not read).
+            (original.entries_begin, original.entries_begin)
         } else {
             let range = copied.as_mut_ptr_range();
             (range.start, range.end)
@@ -138,8 +157,8 @@ impl std::fmt::Debug for ImageCopy {
 
 #[cfg(test)]
 mod tests {
+    use super::super::registration::entries;
     use super::*;
-    use std::ffi::c_void;
 
     #[test]
     fn the_copy_outlives_the_original_and_keeps_every_field() {
@@ -200,6 +219,65 @@ mod tests {
             })
             .collect();
         assert_eq!(seen, [(0x1000, "kernel", 0, 0), (0x2000, "global", 8, 2)]);
+    }
+
+    #[test]
+    fn a_clang_22_image_is_unwrapped_and_its_entries_become_32_byte_ones() {
+        use omptarget::abi::{declare_target, OffloadEntryV2};
+        let elf = b"\x7fELF device".to_vec();
+        let mut blob = Vec::new();
+        blob.extend_from_slice(&super::offload_binary::MAGIC);
+        blob.extend_from_slice(&1u32.to_le_bytes());
+        blob.extend_from_slice(&(144 + elf.len() as u64).to_le_bytes());
+        blob.extend_from_slice(&32u64.to_le_bytes());
+        blob.extend_from_slice(&40u64.to_le_bytes());
+        blob.extend_from_slice(&[1, 0, 1, 0, 0, 0, 0, 0]);
+        blob.extend_from_slice(&80u64.to_le_bytes());
+        blob.extend_from_slice(&0u64.to_le_bytes());
+        blob.extend_from_slice(&144u64.to_le_bytes());
+        blob.extend_from_slice(&(elf.len() as u64).to_le_bytes());
+        blob.resize(144, 0);
+        blob.extend_from_slice(&elf);
+        let (kernel, req) = (CString::new("kernel").unwrap(), CString::new("").unwrap());
+        let entry = |address: usize, name: &CString, flags: i32, data: u64| OffloadEntryV2 {
+            reserved: 0,
+            version: 1,
+            kind: 1,
+            flags: flags as u32,
+            address: address as *mut c_void,
+            symbol_name: name.as_ptr() as *mut c_char,
+            size: 0,
+            data,
+            aux_addr: std::ptr::null_mut(),
+        };
+        let mut host = [
+            entry(0, &req, declare_target::REGISTER_REQUIRES, 1),
+            entry(0x1000, &kernel, 0, 0),
+        ];
+        let range = blob.as_mut_ptr_range();
+        let entry_range = host.as_mut_ptr_range();
+        let original = DeviceImage {
+            image_start: range.start.cast(),
+            image_end: range.end.cast(),
+            entries_begin: entry_range.start.cast(),
+            entries_end: entry_range.end.cast(),
+        };
+        // SAFETY: `original` and everything it points to is alive here.
+        let copy = unsafe { ImageCopy::new(&original) };
+        // SAFETY: the copy owns everything it points to.
+        let image = unsafe { &*copy.device_image() };
+        // SAFETY: the copy's byte range.
+        let bytes = unsafe {
+            std::slice::from_raw_parts(image.image_start.cast::<u8>(), image.len().unwrap())
+        };
+        assert_eq!(bytes, &elf[..], "the bare ELF, not the blob");
+        // SAFETY: the copy's entry range.
+        let entries = unsafe { entries(image.entries_begin, image.entries_end) };
+        assert_eq!(entries.len(), 1, "the requires entry is not a symbol");
+        assert_eq!(entries[0].addr as usize, 0x1000);
+        // SAFETY: names point into the copy.
+        let name = unsafe { CStr::from_ptr(entries[0].name) };
+        assert_eq!(name, kernel.as_c_str());
     }
 
     #[test]

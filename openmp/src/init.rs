@@ -51,6 +51,17 @@ impl<'a> Offload<'a> {
         if device_id == i64::from(self.registry.initial_device()) {
             return Ok(None);
         }
+        let devices = self.registry.num_devices();
+        if !(0..devices as i64).contains(&device_id) {
+            let release = self.host.caller_release();
+            if release.invalid_device_is_fatal() {
+                return Err(Fatal::device_out_of_range(
+                    device_id,
+                    devices as usize,
+                    release,
+                ));
+            }
+        }
         let Some(dev) = self.ready_device(device_id) else {
             self.report(OffloadError::DeviceNotReady { device: device_id });
             // SAFETY: our `# Safety`: `loc` is null or a valid `ident_t`.
@@ -91,7 +102,12 @@ impl<'a> Offload<'a> {
                     // SAFETY: a ctor address is a host entry of a registered
                     // binary; a kernel without arguments.
                     let ran = unsafe {
-                        self.run_target(dev, ctor as *mut c_void, &MapArgs::empty(), 1, 1, true)
+                        self.run_target(
+                            dev,
+                            ctor as *mut c_void,
+                            &MapArgs::empty(),
+                            &super::region::KernelLaunch::legacy(1, 1, true),
+                        )
                     };
                     if ran.is_err() {
                         return Err(self.report(OffloadError::CtorFailed { ctor }));

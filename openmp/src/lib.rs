@@ -80,11 +80,14 @@
 
 #![deny(missing_docs)]
 pub mod api;
+mod api_llvm19;
 pub mod args;
+mod cxx_vector;
 pub mod data;
 pub mod device_ops;
 mod device_table;
 pub mod diag;
+pub mod entry_layout;
 pub mod error;
 mod host_blocks;
 mod image_copy;
@@ -93,11 +96,13 @@ pub mod info;
 pub mod init;
 mod load;
 pub mod mapper;
+pub mod offload_binary;
 pub mod policy;
 mod ptr_hash;
 pub mod region;
 pub mod registration;
 pub mod registry;
+pub mod release;
 pub mod update;
 
 #[cfg(test)]
@@ -111,7 +116,9 @@ pub use diag::{Diagnostic, Fatal, Ident, SourceInfo};
 pub use error::OffloadError;
 pub use mapper::{mapper_num_components, push_mapper_component, MapComponent, MapperComponents};
 pub use policy::TargetOffloadPolicy;
+pub use region::KernelLaunch;
 pub use registry::Registry;
+pub use release::Release;
 
 use omptarget::device::DevicePtr;
 use omptarget::mapping::{DeviceMemory, MapEvent};
@@ -129,6 +136,12 @@ pub trait HostEnv: Sync {
     fn target_offload_policy(&self) -> TargetOffloadPolicy;
     /// Print one diagnostic on stderr ([`Diagnostic::write_to_stderr`]).
     fn emit(&self, diagnostic: &Diagnostic);
+    /// The LLVM release that built the binary making the current call,
+    /// whose runtime's behaviour the call follows ([`Release`]); LLVM 14
+    /// when it cannot be told.
+    fn caller_release(&self) -> Release {
+        Release::Llvm14
+    }
     /// Run a kernel (the plugin's `run_target*` call). The offload layer
     /// holds no lock of its own while `kernel` runs, so the host may let a
     /// `fork()` proceed meanwhile (the shim's fork gate).

@@ -93,7 +93,7 @@ impl<'a> Offload<'a> {
     fn load_jobs(&self, dev: &DeviceCtx<'a>) -> (Vec<LoadJob>, bool) {
         let device = dev.id as usize;
         let supports_empty = dev.ops.supports_empty_images();
-        let tables = self.registry.lock_tables();
+        let tables = self.registry.read_tables();
         let mut jobs = Vec::new();
         for entries_begin in &tables.registration_order {
             let Some(table) = tables.by_entries_begin.get(entries_begin) else {

@@ -1,12 +1,17 @@
 //! User-defined mappers: the runtime calls the compiler's mapper function
 //! with a handle; the mapper calls back `__tgt_push_mapper_component` and
 //! `__tgt_mapper_num_components` with that handle. The handle is a pointer
-//! to a [`MapperComponents`] that lives on the runtime's stack for the call.
+//! to a libstdc++ `std::vector` of LLVM's 40-byte component struct
+//! ([`super::cxx_vector`]), as in LLVM, so that a C++ program can own one:
+//! the runtime's own (a [`MapperComponents`]) lives on its stack for the call.
 
 use super::args::{MapArgs, MapperFn, OwnedMapArgs};
+use super::cxx_vector::CxxVector;
 use std::ffi::c_void;
 
-/// One component a mapper pushed.
+/// One component a mapper pushed: LLVM's `MapComponentInfoTy` (40 bytes,
+/// this field order).
+#[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MapComponent {
     /// Base pointer (the pointer or object the section belongs to).
@@ -22,11 +27,20 @@ pub struct MapComponent {
     pub name: *mut c_void,
 }
 
-/// The components of one mapper call (LLVM's `MapperComponentsTy`).
+/// The components of one mapper call (LLVM's `MapperComponentsTy`, whose
+/// only member is the vector: a pointer to it is a pointer to the vector).
+#[repr(C)]
 #[derive(Debug, Default)]
 pub struct MapperComponents {
-    /// The components pushed so far, in push order.
-    pub components: Vec<MapComponent>,
+    vec: CxxVector,
+}
+
+impl Drop for MapperComponents {
+    fn drop(&mut self) {
+        // SAFETY: the vector was built by this value's pushes only (the
+        // handle lent to the mapper does not outlive `collect`).
+        unsafe { self.vec.release() }
+    }
 }
 
 impl MapperComponents {
@@ -55,10 +69,15 @@ impl MapperComponents {
         components
     }
 
+    /// The components pushed, in push order.
+    pub fn components(&self) -> &[MapComponent] {
+        self.vec.as_slice()
+    }
+
     /// The components as argument arrays for targetDataBegin/End/Update.
     pub fn to_args(&self) -> OwnedMapArgs {
         let mut args = OwnedMapArgs::default();
-        for c in &self.components {
+        for c in self.components() {
             args.bases.push(c.base);
             args.begins.push(c.begin);
             args.sizes.push(c.size);
@@ -74,10 +93,10 @@ impl MapperComponents {
 /// # Safety
 /// `handle` is null or the handle the runtime passed to the running mapper.
 pub unsafe fn mapper_num_components(handle: *mut c_void) -> i64 {
-    // SAFETY: our `# Safety`: `handle` is null (`None`) or the handle
-    // `collect` passed, a live `MapperComponents` not mutated meanwhile.
-    match unsafe { (handle as *const MapperComponents).as_ref() } {
-        Some(components) => components.components.len() as i64,
+    // SAFETY: our `# Safety`: `handle` is null (`None`) or a mapper's
+    // handle, a live vector not mutated meanwhile.
+    match unsafe { (handle as *const CxxVector).as_ref() } {
+        Some(components) => components.len() as i64,
         None => 0,
     }
 }
@@ -96,17 +115,20 @@ pub unsafe fn push_mapper_component(
     map_type: i64,
     name: *mut c_void,
 ) {
-    // SAFETY: our `# Safety`: `handle` is null (`None`) or the handle
-    // `collect` passed, a live `MapperComponents` that no other thread uses,
-    // so this is the only reference to it.
-    if let Some(components) = unsafe { (handle as *mut MapperComponents).as_mut() } {
-        components.components.push(MapComponent {
-            base,
-            begin,
-            size,
-            map_type,
-            name,
-        });
+    // SAFETY: our `# Safety`: `handle` is null (`None`) or a mapper's
+    // handle, a live vector that no other thread uses, so this is the only
+    // reference to it.
+    if let Some(components) = unsafe { (handle as *mut CxxVector).as_mut() } {
+        // SAFETY: as above; its storage is the C++ runtime's (or ours).
+        unsafe {
+            components.push(MapComponent {
+                base,
+                begin,
+                size,
+                map_type,
+                name,
+            })
+        };
     }
 }
 
@@ -174,9 +196,9 @@ mod tests {
                 std::ptr::null_mut(),
             )
         };
-        assert_eq!(c.components.len(), 2);
-        assert_eq!(c.components[1].size, 4);
-        assert_eq!(c.components[1].map_type, 0x13);
+        assert_eq!(c.components().len(), 2);
+        assert_eq!(c.components()[1].size, 4);
+        assert_eq!(c.components()[1].map_type, 0x13);
         let mut owned = c.to_args();
         let view = owned.view();
         assert_eq!(view.len(), 2);

@@ -211,6 +211,42 @@ impl Drop for PrivateArguments<'_, '_> {
     }
 }
 
+/// How one target region is launched: what the legacy `__tgt_target*`
+/// entries pass as arguments, and what `__tgt_target_kernel`'s argument
+/// block (LLVM 16+) adds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KernelLaunch {
+    /// Teams requested (dimension 0; the host plugin, like LLVM's, runs
+    /// one team whatever the count).
+    pub num_teams: i32,
+    /// Threads per team requested (dimension 0).
+    pub thread_limit: i32,
+    /// A teams region (`run_team_region`) rather than a plain one.
+    pub teams: bool,
+    /// The loop trip count the argument block carries; `None` for the
+    /// legacy entries, whose count comes from
+    /// `__kmpc_push_target_tripcount`.
+    pub tripcount: Option<u64>,
+    /// Pass the implicit leading `dyn_ptr` argument (null: no dynamic group
+    /// memory), which kernels of an argument block of version 3 or later
+    /// (clang 19+) take before the mapped arguments. The plugin passes
+    /// arguments through unchanged, so the OpenMP layer prepends it.
+    pub implicit_dyn_ptr: bool,
+}
+
+impl KernelLaunch {
+    /// A launch of the legacy `__tgt_target[_teams]*` entries (clang 14).
+    pub const fn legacy(num_teams: i32, thread_limit: i32, teams: bool) -> Self {
+        KernelLaunch {
+            num_teams,
+            thread_limit,
+            teams,
+            tripcount: None,
+            implicit_dyn_ptr: false,
+        }
+    }
+}
+
 impl<'a> Offload<'a> {
     /// `__tgt_target_mapper` (`teams == false`) and
     /// `__tgt_target_teams_mapper` (`teams == true`): run a target region.
@@ -232,6 +268,26 @@ impl<'a> Offload<'a> {
         thread_limit: i32,
         teams: bool,
     ) -> Result<i32, Fatal> {
+        let launch = KernelLaunch::legacy(num_teams, thread_limit, teams);
+        // SAFETY: our `# Safety` is the callee's.
+        unsafe { self.target_kernel(loc, device_id, host_ptr, args, &launch) }
+    }
+
+    /// `__tgt_target_kernel[_nowait]` (clang 16+), once the shim decoded
+    /// the argument block into `args` and `launch`; as [`Offload::target`]
+    /// otherwise.
+    ///
+    /// # Safety
+    /// As [`Offload::target`]; with `launch.implicit_dyn_ptr` the kernel
+    /// takes a leading `void *` before the arguments `args` describes.
+    pub unsafe fn target_kernel(
+        &self,
+        loc: *const Ident,
+        device_id: i64,
+        host_ptr: *mut c_void,
+        args: &MapArgs,
+        launch: &KernelLaunch,
+    ) -> Result<i32, Fatal> {
         // The region: its mappings, the launch and the copies back.
         let _span = omptarget::profile::span(omptarget::profile::Kind::Launch, "target");
         // SAFETY: our `# Safety`: `loc` is null or a valid `ident_t`.
@@ -242,8 +298,7 @@ impl<'a> Offload<'a> {
         unsafe { self.info_kernel_arguments(loc, dev.id.into(), args, "Entering OpenMP kernel") };
         // SAFETY: our `# Safety`: `host_ptr` is the region's host entry
         // address and `args` a valid view of the call's arrays.
-        let ok = unsafe { self.run_target(&dev, host_ptr, args, num_teams, thread_limit, teams) }
-            .is_ok();
+        let ok = unsafe { self.run_target(&dev, host_ptr, args, launch) }.is_ok();
         // SAFETY: our `# Safety`: `loc` is null or a valid `ident_t`.
         unsafe { self.handle_target_outcome(ok, loc) }?;
         Ok(OMP_TGT_SUCCESS)
@@ -287,13 +342,10 @@ impl<'a> Offload<'a> {
         dev: &DeviceCtx<'a>,
         host_ptr: *mut c_void,
         args: &MapArgs,
-        num_teams: i32,
-        thread_limit: i32,
-        teams: bool,
+        launch: &KernelLaunch,
     ) -> Result<(), OffloadError> {
         let entry = self
             .registry
-            .lock_tables()
             .target_entry(host_ptr as usize, dev.id as usize);
         let entry = match entry {
             Ok(entry) => entry,
@@ -314,6 +366,12 @@ impl<'a> Offload<'a> {
         let mut kernel_args: KernelArgs = SmallVec::with_capacity(args.len());
         let mut offsets: KernelOffsets = SmallVec::with_capacity(args.len());
         let mut privates = PrivateArguments::new(self, dev);
+        if launch.implicit_dyn_ptr {
+            // LLVM passes null without dynamic group memory, which the host
+            // plugin has none of.
+            kernel_args.push(std::ptr::null_mut());
+            offsets.push(0);
+        }
 
         if !args.is_empty()
             // SAFETY: our `# Safety`: `args` is a valid view of the call's
@@ -326,7 +384,13 @@ impl<'a> Offload<'a> {
             return Err(self.report(OffloadError::ProcessDataBeforeFailed));
         }
 
-        let tripcount = if teams { self.take_tripcount(dev) } else { 0 };
+        let teams = launch.teams;
+        let (num_teams, thread_limit) = (launch.num_teams, launch.thread_limit);
+        let tripcount = match launch.tripcount {
+            Some(count) => count,
+            None if teams => self.take_tripcount(dev),
+            None => 0,
+        };
         // No lock of ours is held from here to the kernel's end.
         let mut launched = None;
         self.host.kernel_section(&mut || {

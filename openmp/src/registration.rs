@@ -13,11 +13,13 @@
 //! unloading an image holds none of ours).
 
 use super::diag::Fatal;
+use super::entry_layout;
 use super::image_copy::ImageCopy;
 use super::info::INFO_DUMP_TABLE;
 use super::registry::{DeviceSlot, HostEntry, Plugins, TranslationTable, UsedPlugin};
 use super::Offload;
 use omptarget::abi::{declare_target, requires, BinDesc, DeviceImage, OffloadEntry};
+use std::ffi::c_void;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -43,6 +45,22 @@ pub(crate) unsafe fn entries<'e>(
     // non-null, `begin < end`), so it is a valid array of `count` entries
     // that stays unmutated for the caller-bounded `'e`.
     unsafe { std::slice::from_raw_parts(begin, count) }
+}
+
+/// A descriptor's host entries in the layout its compiler wrote
+/// ([`entry_layout`]), as 32-byte entries.
+///
+/// # Safety
+/// `desc`'s host entry range is null, empty or a valid table, unmutated
+/// during the call.
+unsafe fn host_entries(desc: &BinDesc) -> entry_layout::Entries {
+    // SAFETY: our `# Safety`.
+    unsafe {
+        entry_layout::read(
+            desc.host_entries_begin as *const c_void,
+            desc.host_entries_end as *const c_void,
+        )
+    }
 }
 
 /// Pointers to the device images of a descriptor (none when the array is
@@ -109,7 +127,11 @@ impl Offload<'_> {
         plugins.loaded = true;
         let policy = self.host.target_offload_policy();
         self.registry.set_policy(policy);
-        if policy == super::TargetOffloadPolicy::Disabled {
+        // LLVM 19+ load the plugins even with offloading disabled (their
+        // devices count, nothing runs there); LLVM 14 loads none.
+        if policy == super::TargetOffloadPolicy::Disabled
+            && !self.host.caller_release().counts_devices_when_disabled()
+        {
             return;
         }
         plugins.available = (0..self.platform.plugin_count())
@@ -162,6 +184,9 @@ impl Offload<'_> {
         };
         let desc_key = desc as usize;
         let entries_begin = desc_ref.host_entries_begin as usize;
+        // SAFETY: our `# Safety`: `desc`'s host entry range is valid.
+        let layout = unsafe { host_entries(desc_ref) }.layout;
+        tracing::debug!(desc = desc_key, ?layout, "registering a library");
         self.registry
             .lock_tables()
             .registered_descs
@@ -170,6 +195,12 @@ impl Offload<'_> {
         // LLVM loads the plugins on the first registration, whatever it holds.
         self.load_plugins_once(&mut self.registry.write_plugins());
         for image_ptr in images(desc_ref) {
+            // The runtime's copy first: plugins are offered the bare device
+            // image with 32-byte entries, whatever the compiler's release
+            // wrapped it in (`image_copy`, `entry_layout`).
+            // SAFETY: our `# Safety`: `desc`'s image array is valid, so
+            // `image_ptr` (in its bounds) is a valid device image of it.
+            let fresh = Arc::new(unsafe { ImageCopy::new(image_ptr) });
             // Hold the device list only while choosing the plugin; the
             // table and pending-ctor locks are taken after it is released.
             let used = {
@@ -178,9 +209,9 @@ impl Offload<'_> {
                     .available
                     .iter()
                     .copied()
-                    // SAFETY: our `# Safety`: `desc`'s image array is valid,
-                    // so `image_ptr` (in its bounds) is a valid device image.
-                    .find(|&p| unsafe { self.platform.is_valid_binary(p, image_ptr) })
+                    // SAFETY: the copy is a valid device image owning its
+                    // bytes and entries, alive for this call.
+                    .find(|&p| unsafe { self.platform.is_valid_binary(p, fresh.device_image()) })
                 else {
                     continue;
                 };
@@ -190,10 +221,30 @@ impl Offload<'_> {
                 [used.first_device..used.first_device + used.device_count];
             // SAFETY: our `# Safety`: `desc` is valid with valid arrays, so
             // `image_ptr` is a valid image of it, and its host entry range.
-            unsafe { self.register_image(desc_ref, entries_begin, used, image_ptr) };
-            // SAFETY: as above, `image_ptr` is a valid image (nothing
-            // mutates it during this call) whose entry range is valid.
-            unsafe { register_ctors_dtors(desc_key, &*image_ptr, slots) };
+            let copy =
+                unsafe { self.register_image(desc_ref, entries_begin, used, image_ptr, fresh) };
+            // SAFETY: the copy owns its (32-byte) entry range.
+            unsafe { register_ctors_dtors(desc_key, &*copy.device_image(), slots) };
+        }
+    }
+
+    /// LLVM 19+'s `requires` entries (`REGISTER_REQUIRES`): clang 19 and 22
+    /// pass the binary's `requires` flags in its entry table instead of
+    /// calling `__tgt_register_requires`. Checked as that call is, before
+    /// the images are registered (as LLVM 19's `registerLib` does).
+    ///
+    /// # Safety
+    /// `desc` is null or a valid descriptor (as [`Offload::register_lib`]).
+    pub unsafe fn register_lib_requires(&self, desc: *const BinDesc) -> Result<(), Fatal> {
+        // SAFETY: our `# Safety`: null or a valid descriptor.
+        let Some(desc) = (unsafe { desc.as_ref() }) else {
+            return Ok(());
+        };
+        // SAFETY: our `# Safety`: its host entry range is valid.
+        let table = unsafe { host_entries(desc) };
+        match table.requires {
+            Some(flags) => self.register_requires(flags),
+            None => Ok(()),
         }
     }
 
@@ -209,23 +260,20 @@ impl Offload<'_> {
         entries_begin: usize,
         used: UsedPlugin,
         image: *mut DeviceImage,
-    ) {
-        // Copied before the lock: the copy may be large.
-        // SAFETY: our `# Safety`: `image` is a valid image of a registered
-        // binary, which is `ImageCopy::new`'s contract.
-        let fresh = Arc::new(unsafe { ImageCopy::new(image) });
+        fresh: Arc<ImageCopy>,
+    ) -> Arc<ImageCopy> {
         let mut tables = self.registry.lock_tables();
         if !tables.by_entries_begin.contains_key(&entries_begin) {
             // SAFETY: our `# Safety`: `desc`'s host entry range is valid; the
             // slice is used only within this statement, under `desc`'s borrow.
-            let host_entries: Vec<HostEntry> =
-                unsafe { entries(desc.host_entries_begin, desc.host_entries_end) }
-                    .iter()
-                    .map(|e| HostEntry {
-                        addr: e.addr as usize,
-                        size: e.size,
-                    })
-                    .collect();
+            let host_entries: Vec<HostEntry> = unsafe { host_entries(desc) }
+                .entries
+                .iter()
+                .map(|e| HostEntry {
+                    addr: e.addr as usize,
+                    size: e.size,
+                })
+                .collect();
             for (index, entry) in host_entries.iter().enumerate() {
                 tables
                     .host_index
@@ -246,7 +294,7 @@ impl Offload<'_> {
             );
         }
         let Some(table) = tables.by_entries_begin.get_mut(&entries_begin) else {
-            return;
+            return fresh;
         };
         // The same image registered again keeps its copy (and what is
         // loaded from it).
@@ -267,6 +315,7 @@ impl Offload<'_> {
                 table.targets[device] = None;
             }
         }
+        copy
     }
 
     /// `__tgt_unregister_lib(desc)`: run the destructors of the binary on
@@ -312,12 +361,30 @@ impl Offload<'_> {
         };
         let desc_key = desc as usize;
         let used: Vec<UsedPlugin> = self.registry.read_plugins().used.clone();
+        let entries_begin = desc_ref.host_entries_begin as usize;
         for image_ptr in images(desc_ref) {
+            // Plugins know the runtime's copy (bare image, 32-byte entries),
+            // never the library's own bytes.
+            let copy = self
+                .registry
+                .lock_tables()
+                .by_entries_begin
+                .get(&entries_begin)
+                .and_then(|t| {
+                    t.images
+                        .iter()
+                        .flatten()
+                        .find(|c| c.original() == image_ptr as usize)
+                        .cloned()
+                });
+            let Some(copy) = copy else {
+                continue;
+            };
             let Some(plugin) = used
                 .iter()
-                // SAFETY: our `# Safety`: `desc`'s image array is valid, so
-                // `image_ptr` (in its bounds) is a valid device image.
-                .find(|u| unsafe { self.platform.is_valid_binary(u.plugin, image_ptr) })
+                // SAFETY: the copy is a valid device image owning its bytes
+                // and entries, alive for this call.
+                .find(|u| unsafe { self.platform.is_valid_binary(u.plugin, copy.device_image()) })
             else {
                 continue;
             };
@@ -329,13 +396,11 @@ impl Offload<'_> {
             }
         }
 
-        let entries_begin = desc_ref.host_entries_begin as usize;
         let removed = {
             let mut tables = self.registry.lock_tables();
             // SAFETY: our `# Safety`: `desc`'s host entry range is valid; the
-            // slice lives only in this loop, under `desc_ref`'s borrow.
-            for entry in unsafe { entries(desc_ref.host_entries_begin, desc_ref.host_entries_end) }
-            {
+            // entries' names are not read.
+            for entry in unsafe { host_entries(desc_ref) }.entries {
                 let addr = entry.addr as usize;
                 tables.host_cache.remove(&addr);
                 if let Some(owners) = tables.host_index.get_mut(&addr) {
@@ -420,9 +485,7 @@ impl Offload<'_> {
                         &dev,
                         dtor as *mut std::ffi::c_void,
                         &super::MapArgs::empty(),
-                        1,
-                        1,
-                        true,
+                        &super::region::KernelLaunch::legacy(1, 1, true),
                     )
                 };
             }

@@ -7,8 +7,9 @@
 //! the plugins and devices stay the runtime's). Operations on it are
 //! methods of [`super::Offload`], which pairs it with the runtime.
 //!
-//! The per-call path takes no lock of the registry but `tables` (once, to
-//! resolve a region's entry): requires flags and policy are atomics, device
+//! The per-call path takes no lock of the registry: a region's entry comes
+//! from the thread's cache of its last launch while the tables' generation
+//! is unchanged (else from `tables`, once), requires flags and policy are atomics, device
 //! slots a `DeviceTable` read without a lock, and a device's pending
 //! ctors are checked with an atomic flag before `pending` is locked.
 //!
@@ -33,6 +34,62 @@ use std::sync::atomic::{
     AtomicBool, AtomicI32, AtomicI64, AtomicU32, AtomicU64, AtomicUsize, Ordering,
 };
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+/// The generation of every registry's tables: moved on at the end of each
+/// [`Registry::lock_tables`]. Process-wide and never reused, so a cached
+/// entry can name neither a changed table nor a registry that was dropped
+/// and whose address a new one took (the new one's first registration
+/// moves it on). 0 is never a generation: the empty cache matches nothing.
+static TABLES_GENERATION: AtomicU64 = AtomicU64::new(1);
+
+/// What identifies a cached launch entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct LaunchKey {
+    registry: usize,
+    host_ptr: usize,
+    device: usize,
+    generation: u64,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct CachedLaunch {
+    key: LaunchKey,
+    entry: TargetEntry,
+}
+
+thread_local! {
+    /// The last region this thread launched: constant-initialised, plain
+    /// data, no destructor (no exit-time code).
+    static LAST_LAUNCH: std::cell::Cell<CachedLaunch> = const {
+        std::cell::Cell::new(CachedLaunch {
+            key: LaunchKey { registry: 0, host_ptr: 0, device: 0, generation: 0 },
+            entry: TargetEntry { addr: 0, size: 0 },
+        })
+    };
+}
+
+/// The tables locked by [`Registry::lock_tables`]; dropping it moves the
+/// generation on while the lock is still held (the field drops after).
+pub(crate) struct TablesGuard<'r>(MutexGuard<'r, Tables>);
+
+impl std::ops::Deref for TablesGuard<'_> {
+    type Target = Tables;
+    fn deref(&self) -> &Tables {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for TablesGuard<'_> {
+    fn deref_mut(&mut self) -> &mut Tables {
+        &mut self.0
+    }
+}
+
+impl Drop for TablesGuard<'_> {
+    fn drop(&mut self) {
+        TABLES_GENERATION.fetch_add(1, Ordering::AcqRel);
+    }
+}
 
 /// Registration state of one runtime. Internally synchronised.
 #[derive(Debug)]
@@ -264,8 +321,8 @@ impl Tables {
     }
 
     /// The device entry of host entry `host_ptr` on `device` (LLVM's
-    /// `getTableMap`, then the target table): one lock of the tables per
-    /// launch.
+    /// `getTableMap`, then the target table); the launch path asks
+    /// [`Registry::target_entry`], which caches it per thread.
     pub fn target_entry(
         &mut self,
         host_ptr: usize,
@@ -333,8 +390,47 @@ impl Registry {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    pub(crate) fn lock_tables(&self) -> MutexGuard<'_, Tables> {
+    /// The tables, to read or change. Every such lock ends by moving the
+    /// tables' generation on (see [`TablesGuard`]), so the threads' cached
+    /// launch entries are dropped; the launch path itself reads through
+    /// [`Registry::target_entry`].
+    pub(crate) fn lock_tables(&self) -> TablesGuard<'_> {
+        TablesGuard(lock(&self.tables))
+    }
+
+    /// The tables, only to read them: no new generation.
+    pub(crate) fn read_tables(&self) -> MutexGuard<'_, Tables> {
         lock(&self.tables)
+    }
+
+    /// The device entry of host entry `host_ptr` on `device`, for a launch.
+    /// A thread launching the same region again finds it in its own cache,
+    /// valid while the tables' generation is unchanged: no lock, no write
+    /// to memory another thread uses. Only a miss locks the tables.
+    ///
+    /// A hit is what the locked lookup would have answered when the
+    /// generation was read: the same as an answer under the lock that a
+    /// concurrent unregistration makes stale before the kernel starts.
+    pub(crate) fn target_entry(
+        &self,
+        host_ptr: usize,
+        device: usize,
+    ) -> Result<TargetEntry, MissingEntry> {
+        let key = LaunchKey {
+            registry: self as *const Registry as usize,
+            host_ptr,
+            device,
+            generation: TABLES_GENERATION.load(Ordering::Acquire),
+        };
+        if let Some(entry) = LAST_LAUNCH.with(|last| {
+            let last = last.get();
+            (last.key == key).then_some(last.entry)
+        }) {
+            return Ok(entry);
+        }
+        let entry = self.read_tables().target_entry(host_ptr, device)?;
+        LAST_LAUNCH.with(|last| last.set(CachedLaunch { key, entry }));
+        Ok(entry)
     }
 
     /// `omp_get_num_devices()`: devices of the plugins in use.
@@ -424,12 +520,12 @@ impl Registry {
     /// Number of host binaries registered and not unregistered (the shim
     /// shuts the runtime down when this drops to zero).
     pub fn registered_libs(&self) -> usize {
-        self.lock_tables().registered_descs.len()
+        self.read_tables().registered_descs.len()
     }
 
     /// Is the descriptor at `desc` registered?
     pub fn is_registered(&self, desc: usize) -> bool {
-        self.lock_tables().registered_descs.contains(&desc)
+        self.read_tables().registered_descs.contains(&desc)
     }
 
     /// (plugin, local device) of each OpenMP device number, in order.

@@ -61,7 +61,7 @@ impl<'a> Offload<'a> {
     ) -> Result<(), OffloadError> {
         for i in 0..args.len() {
             let t = args.map_type(i);
-            if t & (mt::LITERAL | mt::PRIVATE) != 0 {
+            if t & (mt::LITERAL | mt::PRIVATE | mt::ATTACH) != 0 {
                 continue;
             }
             if let Some(mapper) = args.mapper(i) {

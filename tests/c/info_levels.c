@@ -1,3 +1,5 @@
+// RELEASES: 14
+// (LLVM 19 and 22 print INFO in another format, not reproduced yet.)
 // CHECK-STDERR
 // EXTRA-BUILD: {cc} {offload} {debug} -fPIC -shared lib/dlopen_kernels.c -o {out}/libdlopen_kernels.so
 // LDFLAGS: -ldl

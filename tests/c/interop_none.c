@@ -1,3 +1,5 @@
+// RELEASES: 14 22
+// (LLVM 19's host plugin crashes in interop init, SIGSEGV: nothing to compare.)
 // CFLAGS: -fopenmp-version=51
 // The interop construct and API (OpenMP 5.1) on the x86_64 plugin, which has
 // no foreign runtime: "interop init" yields omp_interop_none, destroy of

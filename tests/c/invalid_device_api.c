@@ -1,3 +1,6 @@
+// EXIT-19: SIGABRT
+// EXIT-22: SIGABRT
+// (LLVM 19 and 22: omp_target_alloc on an unknown device is a fatal error.)
 // CHECK-STDERR
 // Device-memory API calls with device numbers that do not exist (too large,
 // negative): they fail softly. omp_target_alloc returns NULL,

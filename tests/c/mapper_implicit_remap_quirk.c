@@ -1,3 +1,5 @@
+// RELEASES: 14 19
+// (LLVM 22's runtime no longer has this quirk; ours keeps LLVM 14's.)
 // LLVM 14 quirk with a default mapper (declare mapper(Array a) map(a,
 // a.buf[0:a.len])) on data already mapped by target enter data:
 // 1. the implicit map of x in a later target region copies the struct to the

@@ -1,4 +1,5 @@
-// CHECK-STDERR
+// CHECK-STDERR: 14
+// (LLVM 19/22's own plugin adds a "PluginInterface" line for malloc(-1).)
 // Bad input to the device-memory API where libomptarget 14 behaves
 // deterministically: zero and "negative" (huge size_t) sizes, NULL pointers.
 #include <omp.h>

@@ -1,7 +1,8 @@
-//! Building the programs with clang-14, skipping programs whose inputs have
-//! not changed since the last build.
+//! Building the programs with one release's clang (14, 19 or 22), skipping
+//! programs whose inputs have not changed since the last build.
 
 use crate::c_support::paths;
+use crate::c_support::release::Release;
 use crate::c_support::spec::{Lang, Program};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -12,42 +13,53 @@ pub const OFFLOAD_FLAGS: &[&str] = &["-fopenmp", "-fopenmp-targets=x86_64-pc-lin
 /// only partly understands).
 pub const DEBUG_FLAGS: &[&str] = &["-gdwarf-4"];
 
-/// The compilers and the reference runtime, checked once.
+/// The compilers and the reference runtime of one release, checked once.
 #[derive(Clone, Debug)]
 pub struct Toolchain {
     pub cc: PathBuf,
     pub cxx: PathBuf,
-    /// `clang-14 --version` first line, part of every build stamp.
+    /// `clang-N --version` first line, part of every build stamp.
     pub version: String,
+    /// The release these compilers belong to.
+    pub release: Release,
 }
 
 impl Toolchain {
-    /// Finds clang-14, clang++-14 and LLVM 14's libomptarget. Errors name what
-    /// is missing and how to get it: the suite is not skipped silently.
+    /// clang-14's toolchain (see [`Toolchain::detect_release`]).
     pub fn detect() -> Result<Toolchain, String> {
+        Self::detect_release(Release::Llvm14)
+    }
+
+    /// Finds clang-N, clang++-N and release N's reference runtime. Errors
+    /// name what is missing and how to get it: the suite is not skipped
+    /// silently.
+    pub fn detect_release(release: Release) -> Result<Toolchain, String> {
         let mut missing = Vec::new();
-        let cc = find_in_path("clang-14");
-        let cxx = find_in_path("clang++-14");
+        let major = release.major();
+        let cc = find_in_path(&format!("clang-{major}"));
+        let cxx = find_in_path(&format!("clang++-{major}"));
         if cc.is_none() {
-            missing.push("clang-14 (not on PATH)".to_string());
+            missing.push(format!("clang-{major} (not on PATH)"));
         }
         if cxx.is_none() {
-            missing.push("clang++-14 (not on PATH)".to_string());
+            missing.push(format!("clang++-{major} (not on PATH)"));
         }
-        for lib in [
-            "libomptarget.so",
-            "libomptarget.rtl.x86_64.so",
-            "libomp.so.5",
-        ] {
-            let path = paths::reference_lib_dir().join(lib);
+        for path in release.reference_files() {
             if !path.exists() {
                 missing.push(format!("{}", path.display()));
             }
         }
         if !missing.is_empty() {
+            let how = match release {
+                Release::Llvm14 => "On Debian/Ubuntu: apt-get install clang-14 libomp-14-dev",
+                _ => {
+                    "Run `cargo xtask deps` (it installs the compilers and unpacks LLVM 19's \
+                      and 22's runtimes with .ci/llvm-releases.sh)"
+                }
+            };
             return Err(format!(
-                "the C differential suite needs LLVM 14's OpenMP offload toolchain; missing: {}. \
-                 On Debian/Ubuntu: apt-get install clang-14 libomp-14-dev",
+                "the C differential suite needs LLVM {major}'s OpenMP offload toolchain; \
+                 missing: {}. {how}",
                 missing.join(", ")
             ));
         }
@@ -61,7 +73,12 @@ impl Toolchain {
             .next()
             .unwrap_or_default()
             .to_string();
-        Ok(Toolchain { cc, cxx, version })
+        Ok(Toolchain {
+            cc,
+            cxx,
+            version,
+            release,
+        })
     }
 }
 
@@ -86,7 +103,10 @@ pub fn expand(words: &[String], tc: &Toolchain, out_dir: &Path) -> Vec<String> {
     let mut expanded = Vec::new();
     for word in words {
         match word.as_str() {
-            "{offload}" => expanded.extend(OFFLOAD_FLAGS.iter().map(|s| s.to_string())),
+            "{offload}" => {
+                expanded.extend(OFFLOAD_FLAGS.iter().map(|s| s.to_string()));
+                expanded.extend(tc.release.extra_flags());
+            }
             "{debug}" => expanded.extend(DEBUG_FLAGS.iter().map(|s| s.to_string())),
             _ => expanded.push(
                 word.replace("{out}", &out_dir.to_string_lossy())
@@ -115,6 +135,7 @@ fn build_commands(program: &Program, tc: &Toolchain, out_dir: &Path) -> Vec<Vec<
     };
     let mut main = vec![compiler.to_string_lossy().into_owned()];
     main.extend(OFFLOAD_FLAGS.iter().map(|s| s.to_string()));
+    main.extend(tc.release.extra_flags());
     main.extend(DEBUG_FLAGS.iter().map(|s| s.to_string()));
     main.extend(expand(&program.cflags, tc, out_dir));
     // A path relative to tests/c keeps source locations in libomptarget's
@@ -165,7 +186,10 @@ fn fingerprint(program: &Program, tc: &Toolchain, commands: &[Vec<String>]) -> R
 /// there shows the same inputs were built before. Errors carry the failing
 /// command and the compiler's output.
 pub fn build(program: &Program, tc: &Toolchain) -> Result<Built, String> {
-    let out_dir = paths::build_root().join(&program.name);
+    let out_dir = paths::target_dir()
+        .join("omptarget")
+        .join(tc.release.build_dir_name())
+        .join(&program.name);
     std::fs::create_dir_all(&out_dir).map_err(|e| format!("{}: {e}", out_dir.display()))?;
     // Two tests (or two test processes, e.g. under nextest) may build the
     // same program at once: serialise on a lock file in its directory.

@@ -34,12 +34,12 @@ impl RunOutput {
 }
 
 /// Prepares `program` (a path) with `args`, the scrubbed environment, `env`
-/// and `LD_LIBRARY_PATH=lib_dir`.
+/// and `LD_LIBRARY_PATH=lib_dir` (a directory, or a `:`-separated list).
 pub fn command(
     program: &Path,
     args: &[String],
     env: &[(String, String)],
-    lib_dir: &Path,
+    lib_dir: impl AsRef<std::ffi::OsStr>,
 ) -> Command {
     let mut cmd = Command::new(program);
     cmd.args(args);
@@ -53,7 +53,7 @@ pub fn command(
         }
     }
     cmd.envs(env.iter().map(|(k, v)| (k, v)));
-    cmd.env("LD_LIBRARY_PATH", lib_dir);
+    cmd.env("LD_LIBRARY_PATH", lib_dir.as_ref());
     cmd
 }
 

@@ -12,6 +12,7 @@ pub mod compare;
 pub mod exec;
 pub mod paths;
 pub mod pool;
+pub mod release;
 pub mod spec;
 pub mod stage;
 pub mod valgrind_xml;

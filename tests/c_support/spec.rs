@@ -12,11 +12,18 @@
 //! - `// EXIT: 0 | N | SIGABRT | SIGSEGV`: how the program ends on LLVM 14
 //!   (default 0); the reference run is checked against it.
 //! - `// NO-VALGRIND: reason`: skip under valgrind (reason required).
+//! - `// RELEASES: 14 19 22`: the releases whose clang builds the program
+//!   (default: all three; see `release.rs`).
+//! - `// EXIT-19: ...` / `// EXIT-22: ...`: how the program ends on that
+//!   release's runtime, where it differs from `EXIT`.
+//! - `// CHECK-STDERR: 14 ...`: compare stderr only for these releases
+//!   (their runtimes word messages differently).
 //!
 //! Templates in ARGS, CFLAGS, LDFLAGS, EXTRA-BUILD: `{out}` the program's
 //! build directory, `{cc}` clang-14, `{cxx}` clang++-14, `{offload}` the
 //! offload flags, `{debug}` the debug-info flag.
 
+use crate::c_support::release::Release;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -87,6 +94,38 @@ pub struct Program {
     pub extra_build: Vec<String>,
     pub expected_exit: Exit,
     pub no_valgrind: Option<String>,
+    /// The releases that build and run it (`RELEASES`).
+    pub releases: Vec<Release>,
+    /// `EXIT-N` overrides of `expected_exit`.
+    pub release_exits: Vec<(Release, Exit)>,
+    /// `CHECK-STDERR: N ...`: stderr is compared for these releases only.
+    pub stderr_releases: Option<Vec<Release>>,
+}
+
+impl Program {
+    /// Whether stderr is compared for `release`.
+    pub fn checks_stderr(&self, release: Release) -> bool {
+        self.check_stderr
+            && self
+                .stderr_releases
+                .as_ref()
+                .is_none_or(|only| only.contains(&release))
+    }
+
+    /// How the program ends on `release`'s own runtime.
+    pub fn expected_exit_for(&self, release: Release) -> Exit {
+        self.release_exits
+            .iter()
+            .find(|(r, _)| *r == release)
+            .map_or(self.expected_exit, |(_, e)| *e)
+    }
+}
+
+fn parse_releases(value: &str) -> Result<Vec<Release>, String> {
+    value
+        .split_whitespace()
+        .map(|w| Release::parse(w).ok_or_else(|| format!("{w:?} is not a release (14, 19, 22)")))
+        .collect()
 }
 
 impl Program {
@@ -116,6 +155,9 @@ impl Program {
             extra_build: Vec::new(),
             expected_exit: Exit::Code(0),
             no_valgrind: None,
+            releases: Release::ALL.to_vec(),
+            release_exits: Vec::new(),
+            stderr_releases: None,
         };
         let err = |line: usize, msg: String| format!("{file_name}:{line}: {msg}");
         for (idx, line) in text.lines().enumerate() {
@@ -136,7 +178,19 @@ impl Program {
                         p.env.push((k.to_string(), v.to_string()));
                     }
                 }
-                "CHECK-STDERR" => p.check_stderr = true,
+                "CHECK-STDERR" => {
+                    p.check_stderr = true;
+                    if !value.is_empty() {
+                        p.stderr_releases =
+                            Some(parse_releases(value).map_err(|e| err(idx + 1, e))?);
+                    }
+                }
+                "RELEASES" => p.releases = parse_releases(value).map_err(|e| err(idx + 1, e))?,
+                "EXIT-19" | "EXIT-22" => {
+                    let release = Release::parse(&key[5..]).expect("19 or 22");
+                    let exit = parse_exit(value).map_err(|e| err(idx + 1, e))?;
+                    p.release_exits.push((release, exit));
+                }
                 "CXX" => p.lang = Lang::Cxx,
                 "ARGS" => p.args.extend(words()),
                 "CFLAGS" => p.cflags.extend(words()),
@@ -172,7 +226,8 @@ fn split_directive(comment: &str) -> Option<(&str, &str)> {
 
 fn is_directive_key(s: &str) -> bool {
     s.len() >= 3
-        && s.chars().all(|c| c.is_ascii_uppercase() || c == '-')
+        && s.chars()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '-')
         && s.chars().next().is_some_and(|c| c.is_ascii_uppercase())
 }
 

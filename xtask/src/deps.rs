@@ -70,6 +70,41 @@ fn apt_get() -> Command {
 }
 
 pub fn deps() -> Result<()> {
+    install_packages()?;
+    llvm_releases()
+}
+
+/// LLVM 19's and 22's OpenMP runtimes, unpacked (not installed: they
+/// conflict with libomp-14-dev) into `target/omptarget/llvm-releases` by
+/// `.ci/llvm-releases.sh`: the references of the clang-19/22 differential
+/// runs.
+fn llvm_releases() -> Result<()> {
+    let root = crate::stage::workspace_root();
+    let dest = llvm_releases_dir();
+    cmd::run(
+        Command::new("bash")
+            .arg(root.join(".ci/llvm-releases.sh"))
+            .arg(&dest),
+    )
+}
+
+/// `target/omptarget/llvm-releases`: where LLVM 19's and 22's runtimes
+/// are unpacked (under `root/`).
+pub fn llvm_releases_dir() -> std::path::PathBuf {
+    let root = crate::stage::workspace_root();
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| root.join("target"))
+        .join("omptarget/llvm-releases")
+}
+
+/// LLVM `major`'s unpacked library directory (its libomptarget, libomp,
+/// and `clang/N/include/omp.h`).
+pub fn llvm_release_lib_dir(major: u32) -> std::path::PathBuf {
+    llvm_releases_dir().join(format!("root/usr/lib/llvm-{major}/lib"))
+}
+
+fn install_packages() -> Result<()> {
     let packages = packages();
     let todo = missing()?;
     if todo.is_empty() {

@@ -9,7 +9,7 @@
 //!   `target/install-check` and runs a clang-14 program through it.
 //! * `deps`: install the Debian packages the build and tests need.
 //! * `test`: every CI check (see `test::STEPS`).
-//! * `demo`: the main job: a clang-14 offload program on the staged
+//! * `demo`: the main job: a clang-14 and a clang-22 offload program on the staged
 //!   runtime, with its shutdown report; then the Rust API example.
 //! * `valgrind <test> [args]`: one integration test under valgrind.
 //! * `lint`: rustfmt check and clippy with warnings denied.
@@ -34,7 +34,7 @@ const USAGE: &str = "usage: cargo xtask <command>
   install-check           install (debug) into target/install-check, run a clang-14 program through it
   deps                    apt-get install what the build and tests need
   test                    stage, cargo test --workspace, extra checks
-  demo                    a clang-14 offload program on the staged runtime, then the Rust example
+  demo                    clang-14 and clang-22 offload programs on the staged runtime, then the Rust example
   valgrind <test> [args]  run integration test <test> under valgrind
   lint                    cargo fmt --check; cargo clippy -D warnings
   check-dtors [lib.so..]  no global destructors (default: staged libs)";
@@ -102,23 +102,44 @@ fn demo() -> Result<()> {
         .expect("lib dir has a parent")
         .join("demo");
     std::fs::create_dir_all(&out)?;
-    let exe = out.join("saxpy_offload");
-    cmd::run(
-        std::process::Command::new("clang-14")
-            .args(["-fopenmp", "-fopenmp-targets=x86_64-pc-linux-gnu", "-O2"])
-            .arg(root.join("examples/c/saxpy_offload.c"))
-            .arg("-o")
-            .arg(&exe),
-    )?;
-    println!(
-        "(LD_LIBRARY_PATH={} OMPTARGET_SHUTDOWN_REPORT=1)",
-        staged.lib_dir.display()
-    );
-    cmd::run(
-        std::process::Command::new(&exe)
-            .env("LD_LIBRARY_PATH", &staged.lib_dir)
-            .env("OMPTARGET_SHUTDOWN_REPORT", "1"),
-    )?;
+    // The same program built by clang 14 and by clang 22 (which links
+    // libomptarget.so.22.1, 56-byte entries, __tgt_target_kernel), each run
+    // on the one staged runtime.
+    let llvm22 = deps::llvm_release_lib_dir(22);
+    if !llvm22.join("libomp.so.5").exists() {
+        anyhow::bail!(
+            "{} is missing: run `cargo xtask deps` first (it unpacks LLVM 22's libomp)",
+            llvm22.display()
+        );
+    }
+    for major in [14u32, 22] {
+        let exe = out.join(format!("saxpy_offload_clang{major}"));
+        let mut compile = std::process::Command::new(format!("clang-{major}"));
+        compile.args(["-fopenmp", "-fopenmp-targets=x86_64-pc-linux-gnu", "-O2"]);
+        if major != 14 {
+            compile
+                .arg(format!("-I{}", llvm22.join("clang/22/include").display()))
+                .arg(format!("-L{}", llvm22.display()));
+        }
+        cmd::run(
+            compile
+                .arg(root.join("examples/c/saxpy_offload.c"))
+                .arg("-o")
+                .arg(&exe),
+        )?;
+        // clang 22's binary finds LLVM 22's libomp after our libraries.
+        let path = if major == 14 {
+            staged.lib_dir.display().to_string()
+        } else {
+            format!("{}:{}", staged.lib_dir.display(), llvm22.display())
+        };
+        println!("== clang-{major} binary (LD_LIBRARY_PATH={path} OMPTARGET_SHUTDOWN_REPORT=1)");
+        cmd::run(
+            std::process::Command::new(&exe)
+                .env("LD_LIBRARY_PATH", &path)
+                .env("OMPTARGET_SHUTDOWN_REPORT", "1"),
+        )?;
+    }
     cmd::run(cmd::cargo().args(["run", "--example", "vec_add"]))
 }
 

@@ -40,6 +40,10 @@ const ARTIFACTS: &[(&str, &str, &str, bool)] = &[
     ),
 ];
 
+/// The names clang 19 and 22 binaries link `libomptarget.so` by (their
+/// `DT_NEEDED`), staged as symbolic links to it.
+pub const SHIM_ALIASES: &[&str] = &["libomptarget.so.19.1", "libomptarget.so.22.1"];
+
 pub fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
@@ -86,6 +90,17 @@ pub fn stage(release: bool) -> Result<Staged> {
         let tmp = dir.join(format!(".{name}.{}", std::process::id()));
         std::fs::copy(&src, &tmp).with_context(|| format!("copying {}", src.display()))?;
         std::fs::rename(&tmp, dir.join(name))?;
+    }
+    // clang 19 and 22 binaries ask for these names (`readelf -d`). Links to
+    // the one file, not copies: the dynamic loader recognises a library by
+    // its inode, so a clang-14 program that dlopens a clang-22 library gets
+    // the runtime it already has, not a second one.
+    for alias in SHIM_ALIASES {
+        let tmp = lib_dir.join(format!(".{alias}.{}", std::process::id()));
+        let _ = std::fs::remove_file(&tmp);
+        std::os::unix::fs::symlink("libomptarget.so", &tmp)
+            .with_context(|| format!("linking {}", tmp.display()))?;
+        std::fs::rename(&tmp, lib_dir.join(alias))?;
     }
     Ok(Staged {
         lib_dir,

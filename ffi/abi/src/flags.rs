@@ -31,6 +31,13 @@ pub mod map_type {
     pub const PRESENT: i64 = 0x1000;
     /// `ompx_hold`: a separate reference count that structured regions hold.
     pub const OMPX_HOLD: i64 = 0x2000;
+    /// `ATTACH` (clang 22): not data to map but a pointer to attach. The
+    /// base is the host address of a pointer, the begin its pointee's
+    /// section; after the construct's other entries are mapped, if both
+    /// are mapped, the device copy of the pointer is set to the device
+    /// address of the pointee (clang 14 to 19 express this with
+    /// `PTR_AND_OBJ` and `MEMBER_OF`).
+    pub const ATTACH: i64 = 0x4000;
     /// Descriptor for a non-contiguous `target update`.
     pub const NON_CONTIG: i64 = 0x1000_0000_0000;
     /// Member of a struct: the parent's index plus one sits in the 16 MSBs.
@@ -71,6 +78,14 @@ pub mod declare_target {
     pub const CTOR: i32 = 0x02;
     /// A global destructor to run on the device before unloading.
     pub const DTOR: i32 = 0x04;
+    /// `declare target indirect` (LLVM 17+): a function callable through a
+    /// host function pointer on the device.
+    pub const INDIRECT: i32 = 0x08;
+    /// `OMP_REGISTER_REQUIRES` (LLVM 19+): not a symbol but the binary's
+    /// `requires` flags, in the entry's `data` word (clang 19 stores them in
+    /// the 32-byte entry's last word, clang 20+ in `data`); replaces the
+    /// `__tgt_register_requires` call of older releases.
+    pub const REGISTER_REQUIRES: i32 = 0x10;
 }
 
 /// `TargetAllocTy`: the `kind` argument of `__tgt_rtl_data_alloc`.

@@ -2,7 +2,7 @@
 //! looked up in the process at run time.
 
 use crate::libomp;
-use omptarget_openmp::{Diagnostic, HostEnv, TargetOffloadPolicy};
+use omptarget_openmp::{Diagnostic, HostEnv, Release, TargetOffloadPolicy};
 
 /// libomp as the program linked it (or sensible answers without it).
 pub(crate) struct Libomp;
@@ -26,7 +26,13 @@ impl HostEnv for Libomp {
             return;
         }
         crate::lifecycle::park_if_closed_by_another_thread();
-        diagnostic.write_to_stderr();
+        // Worded as the caller's release words it (one write, as before).
+        let text = diagnostic.render_as(self.caller_release());
+        let _ = std::io::Write::write_all(&mut std::io::stderr(), text.as_bytes());
+    }
+
+    fn caller_release(&self) -> Release {
+        crate::caller::calling_release()
     }
 
     fn kernel_section(&self, kernel: &mut dyn FnMut()) {

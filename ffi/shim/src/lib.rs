@@ -8,12 +8,15 @@
 //! unwinds into C.
 
 mod api;
+mod api_llvm19;
 mod boundary;
+mod caller;
 mod data;
 mod export;
 mod host_env;
 mod info;
 mod interop;
+mod kernel;
 mod libomp;
 mod lifecycle;
 mod mapper;

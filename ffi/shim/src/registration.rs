@@ -47,6 +47,8 @@ unsafe extern "C-unwind" fn __tgt_unregister_lib(desc: *mut BinDesc) {
         unregister_library(desc as *const std::ffi::c_void, |s| unsafe {
             s.unregister_lib(desc)
         });
+        // The library's addresses may be reused by the next one loaded.
+        crate::caller::forget_objects();
     })
 }
 

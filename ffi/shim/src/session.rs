@@ -8,7 +8,8 @@ use crate::host_env::{self, Libomp};
 use omptarget::{Config, Runtime};
 use omptarget_abi::{AllocKind, AsyncInfo, BinDesc, DeviceInfo};
 use omptarget_openmp::{
-    EmptyPlatform, Fatal, Ident, MapArgs, Offload, Platform, Registry, TargetOffloadPolicy,
+    EmptyPlatform, Fatal, Ident, KernelLaunch, MapArgs, Offload, Platform, Registry,
+    TargetOffloadPolicy,
 };
 use std::ffi::{c_char, c_int, c_void};
 use std::sync::OnceLock;
@@ -58,7 +59,7 @@ fn or_abort<T>(result: Result<T, Fatal>) -> T {
             // At exit, another thread's runtime call may fail because the
             // exit finalized its plugin: not an abort of the process.
             crate::lifecycle::park_if_closed_by_another_thread();
-            fatal.abort()
+            fatal.abort_as(crate::caller::calling_release())
         }
     }
 }
@@ -85,7 +86,10 @@ impl Session {
             config.builtin_host = false;
             // Like LLVM: no plugin means host fallback, not an error.
             config.require_a_plugin = false;
-            if host_env::target_offload_policy() == TargetOffloadPolicy::Disabled {
+            // LLVM 19+ load plugins even then (their devices are counted).
+            if host_env::target_offload_policy() == TargetOffloadPolicy::Disabled
+                && !crate::caller::calling_release().counts_devices_when_disabled()
+            {
                 // LLVM 14 loads no plugin at all when offloading is disabled.
                 config.plugins = Some(Vec::new());
             }
@@ -158,6 +162,9 @@ impl Session {
     /// `desc` is valid until its `unregister_lib`.
     pub unsafe fn register_lib(&self, desc: *mut BinDesc) {
         self.runtime();
+        // LLVM 19+ binaries carry their `requires` flags in their entries.
+        // SAFETY: `desc` is valid (our caller's contract).
+        or_abort(unsafe { self.offload().register_lib_requires(desc) });
         // SAFETY: `desc` stays valid until its `unregister_lib` (our
         // caller's contract, the callee's too).
         unsafe { self.offload().register_lib(desc) }
@@ -230,6 +237,26 @@ impl Session {
         })
     }
 
+    /// `__tgt_target_kernel[_nowait]`.
+    ///
+    /// # Safety
+    /// As [`Session::target`]; with `launch.implicit_dyn_ptr` the kernel
+    /// takes a leading `void *` before the arguments `args` describes.
+    pub unsafe fn target_kernel(
+        &self,
+        loc: *mut c_void,
+        device_id: i64,
+        host_ptr: *mut c_void,
+        args: &MapArgs,
+        launch: &KernelLaunch,
+    ) -> i32 {
+        // SAFETY: our caller's contract is the callee's.
+        or_abort(unsafe {
+            self.offload()
+                .target_kernel(loc as *const Ident, device_id, host_ptr, args, launch)
+        })
+    }
+
     /// # Safety
     /// `loc` is null or a valid `ident_t`.
     pub unsafe fn push_tripcount(&self, loc: *mut c_void, device_id: i64, count: u64) {
@@ -249,7 +276,67 @@ impl Session {
     }
 
     pub fn target_alloc(&self, size: usize, device_num: c_int, kind: AllocKind) -> *mut c_void {
-        self.offload().target_alloc(size, device_num, kind)
+        let offload = self.offload();
+        if size != 0 {
+            // LLVM 19+: an unknown device is fatal here (LLVM 14: null).
+            self.check_device_number(&offload, device_num);
+        }
+        offload.target_alloc(size, device_num, kind)
+    }
+
+    /// LLVM 19+'s fatal error for a device number that is neither a device
+    /// nor the initial device, when the caller's release has it
+    /// ([`omptarget_openmp::Release::invalid_device_is_fatal`]).
+    fn check_device_number(&self, offload: &Offload<'_>, device_num: c_int) {
+        let devices = offload.num_devices();
+        if device_num == offload.initial_device() || (0..devices).contains(&device_num) {
+            return;
+        }
+        let release = crate::caller::calling_release();
+        if release.invalid_device_is_fatal() {
+            crate::lifecycle::park_if_closed_by_another_thread();
+            Fatal::device_out_of_range(device_num.into(), devices as usize, release)
+                .abort_as(release);
+        }
+    }
+
+    /// `omp_get_mapped_ptr` (LLVM 19+; a negative device number is fatal).
+    pub fn get_mapped_ptr(&self, ptr: *const c_void, device_num: c_int) -> *mut c_void {
+        let offload = self.offload();
+        if !ptr.is_null() && device_num < 0 {
+            self.check_device_number(&offload, device_num);
+        }
+        offload.get_mapped_ptr(ptr, device_num)
+    }
+
+    /// `llvm_omp_target_lock_mem` / `_unlock_mem` (LLVM 19+) on host
+    /// devices: the pointer itself for a device (or the initial device);
+    /// an unknown device is the caller's release's error.
+    pub fn lock_mem(&self, ptr: *mut c_void, device_num: c_int) -> *mut c_void {
+        let offload = self.offload();
+        self.check_device_number(&offload, device_num);
+        let known = device_num == offload.initial_device()
+            || (0..offload.num_devices()).contains(&device_num);
+        if known {
+            ptr
+        } else {
+            std::ptr::null_mut()
+        }
+    }
+
+    /// `omp_target_memset` (LLVM 19+).
+    ///
+    /// # Safety
+    /// `ptr` names `len` bytes of memory of `device_num`.
+    pub unsafe fn target_memset(
+        &self,
+        ptr: *mut c_void,
+        byte: c_int,
+        len: usize,
+        device_num: c_int,
+    ) -> *mut c_void {
+        // SAFETY: our caller's contract is the callee's.
+        unsafe { self.offload().target_memset(ptr, byte, len, device_num) }
     }
 
     /// # Safety

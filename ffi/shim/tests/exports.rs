@@ -1,11 +1,46 @@
-//! The shim exports exactly what LLVM 14's libomptarget.so exports, each
-//! symbol with the version node `VERS1.0`, and nothing else of ours.
+//! The shim exports what LLVM 14's libomptarget.so exports plus the entries
+//! clang 19 and 22 binaries and their OpenMP API call ([`LLVM_19_22`], each
+//! exported by LLVM 19's or 22's own library), each symbol with the version
+//! node `VERS1.0`, and nothing else of ours.
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::process::Command;
 
 const LLVM14: &str = "/usr/lib/llvm-14/lib/libomptarget.so";
+
+/// What we export beyond LLVM 14's list: entries of LLVM 19 and 22.
+const LLVM_19_22: &[&str] = &[
+    "__tgt_rtl_deinit",
+    "__tgt_rtl_init",
+    "__tgt_target_kernel",
+    "__tgt_target_kernel_nowait",
+    "__tgt_target_nowait_query",
+    "llvm_omp_target_dynamic_shared_alloc",
+    "llvm_omp_target_free_device",
+    "llvm_omp_target_free_host",
+    "llvm_omp_target_free_shared",
+    "llvm_omp_target_lock_mem",
+    "llvm_omp_target_unlock_mem",
+    "omp_get_device_num",
+    "omp_get_mapped_ptr",
+    "omp_target_memcpy_async",
+    "omp_target_memcpy_rect_async",
+    "omp_target_memset",
+    "omp_target_memset_async",
+];
+
+/// LLVM 19's and 22's libraries, as `cargo xtask deps` unpacks them.
+fn newer_llvm_libraries() -> Vec<PathBuf> {
+    let root = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target"))
+        .join("omptarget/llvm-releases/root/usr/lib");
+    vec![
+        root.join("llvm-19/lib/libomptarget.so.19.1"),
+        root.join("llvm-22/lib/libomptarget.so.22.1"),
+    ]
+}
 
 fn built_shim() -> PathBuf {
     let target = std::env::var_os("CARGO_TARGET_DIR")
@@ -55,10 +90,11 @@ fn every_export_is_llvm14s_with_version_vers1_0() {
         .collect();
     assert_eq!(ours, map, "the built library and exports.map disagree");
     if std::path::Path::new(LLVM14).exists() {
-        let llvm = defined_dynamic_symbols(std::path::Path::new(LLVM14));
+        let mut expected = defined_dynamic_symbols(std::path::Path::new(LLVM14));
+        expected.extend(LLVM_19_22.iter().map(|s| format!("{s}@@VERS1.0")));
         assert_eq!(
-            ours, llvm,
-            "our exports differ from LLVM 14's libomptarget.so"
+            ours, expected,
+            "our exports differ from LLVM 14's libomptarget.so plus LLVM_19_22"
         );
     } else {
         assert!(
@@ -66,6 +102,29 @@ fn every_export_is_llvm14s_with_version_vers1_0() {
             "{LLVM14} is missing (install libomp-14-dev)"
         );
         eprintln!("skipping the comparison with LLVM 14: {LLVM14} is not installed");
+    }
+}
+
+#[test]
+fn each_addition_is_an_export_of_llvm_19_or_22() {
+    let libraries = newer_llvm_libraries();
+    if libraries.iter().any(|l| !l.exists()) {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "LLVM 19/22 runtimes missing (run `cargo xtask deps`)"
+        );
+        eprintln!("skipping: LLVM 19/22 runtimes are not unpacked (cargo xtask deps)");
+        return;
+    }
+    let theirs: BTreeSet<String> = libraries
+        .iter()
+        .flat_map(|l| defined_dynamic_symbols(l))
+        .collect();
+    for name in LLVM_19_22 {
+        assert!(
+            theirs.contains(&format!("{name}@@VERS1.0")),
+            "{name} is exported by neither LLVM 19's nor LLVM 22's libomptarget"
+        );
     }
 }
 

@@ -178,3 +178,38 @@ fn unknown_host_entry_has_no_target_pointer() {
         )
     );
 }
+
+#[test]
+fn a_region_of_an_unregistered_binary_is_not_launched_from_the_thread_cache() {
+    // This thread launches `cycle`'s region (its entry is cached), the
+    // binary is unregistered, and the same call must fail as LLVM's does,
+    // never launch the unloaded image's kernel from the cache.
+    let w = World::mandatory(&[(TAG_A, 1)]);
+    let cycle = TestBinary::new(&[TAG_A], &[HostItem::Kernel { flags: 0 }]);
+    let off = w.off();
+    // SAFETY: `cycle` owns a valid descriptor and the arrays it points to, alive and unchanged
+    // for as long as the runtime uses them in this test.
+    unsafe { off.register_lib(cycle.desc()) };
+    // SAFETY: `loc` is null; `cycle.addrs[0]` is the host address of an entry of the registered
+    // binary, whose test kernel takes no arguments, and `MapArgs::empty()` has no arrays to
+    // read.
+    let launch = || unsafe {
+        off.target(
+            null(),
+            0,
+            cycle.addrs[0] as *mut c_void,
+            &MapArgs::empty(),
+            0,
+            0,
+            false,
+        )
+    };
+    launch().unwrap();
+    launch().unwrap();
+    let dev0 = w.platform.dev(0, 0);
+    // SAFETY: `cycle.desc()` is the descriptor registered above, still alive and valid.
+    unsafe { off.unregister_lib(cycle.desc()) };
+    assert_eq!(dev0.unloads.load(std::sync::atomic::Ordering::SeqCst), 1);
+    assert!(launch().is_err(), "the entry went with its binary");
+    assert!(w.stderr().contains("Libomptarget"), "{}", w.stderr());
+}

@@ -1,0 +1,196 @@
+//! The OpenMP API calls that LLVM 19 and 22 export and LLVM 14 did not:
+//! `omp_get_mapped_ptr`, `omp_get_device_num`, `omp_target_memset`, the
+//! `_async` copies and fill, and `llvm_omp_target_free_*`.
+//!
+//! The `_async` calls run synchronously and return when the copy or fill
+//! is done: LLVM runs them as a hidden-helper task whose completion the
+//! dependence objects order; completing before returning satisfies every
+//! such order (DESIGN.md, "Releases"). Their dependence lists are not read.
+
+use crate::boundary::guard;
+use crate::export::export_c;
+use crate::lifecycle::with_session;
+use omptarget_abi::OFFLOAD_FAIL;
+use std::ffi::{c_int, c_void};
+use std::ptr::null_mut;
+
+extern "C-unwind" fn omp_get_mapped_ptr(ptr: *const c_void, device_num: c_int) -> *mut c_void {
+    guard("omp_get_mapped_ptr", null_mut(), || {
+        with_session(|s| s.get_mapped_ptr(ptr, device_num))
+    })
+}
+
+/// On the host (where every call of this library is made) the device
+/// number is the initial device's.
+extern "C-unwind" fn omp_get_device_num() -> c_int {
+    guard("omp_get_device_num", 0, || {
+        with_session(|s| s.initial_device())
+    })
+}
+
+/// # Safety
+/// `ptr` names `len` bytes of memory of `device_num`.
+unsafe extern "C-unwind" fn omp_target_memset(
+    ptr: *mut c_void,
+    byte: c_int,
+    len: usize,
+    device_num: c_int,
+) -> *mut c_void {
+    guard("omp_target_memset", ptr, || {
+        // SAFETY: our caller's contract is the callee's.
+        with_session(|s| unsafe { s.target_memset(ptr, byte, len, device_num) })
+    })
+}
+
+/// # Safety
+/// As `omp_target_memset`; the dependence objects are not read.
+unsafe extern "C-unwind" fn omp_target_memset_async(
+    ptr: *mut c_void,
+    byte: c_int,
+    len: usize,
+    device_num: c_int,
+    _depobj_count: c_int,
+    _depobj_list: *mut c_void,
+) -> *mut c_void {
+    guard("omp_target_memset_async", ptr, || {
+        // SAFETY: our caller's contract is the callee's.
+        with_session(|s| unsafe { s.target_memset(ptr, byte, len, device_num) })
+    })
+}
+
+/// # Safety
+/// As `omp_target_memcpy`; the dependence objects are not read.
+#[allow(clippy::too_many_arguments)]
+unsafe extern "C-unwind" fn omp_target_memcpy_async(
+    dst: *mut c_void,
+    src: *const c_void,
+    length: usize,
+    dst_offset: usize,
+    src_offset: usize,
+    dst_device: c_int,
+    src_device: c_int,
+    _depobj_count: c_int,
+    _depobj_list: *mut c_void,
+) -> c_int {
+    guard("omp_target_memcpy_async", OFFLOAD_FAIL, || {
+        with_session(|s| {
+            // SAFETY: our caller's contract is `target_memcpy`'s.
+            unsafe {
+                s.target_memcpy(
+                    dst, src, length, dst_offset, src_offset, dst_device, src_device,
+                )
+            }
+        })
+    })
+}
+
+/// # Safety
+/// As `omp_target_memcpy_rect`; the dependence objects are not read.
+#[allow(clippy::too_many_arguments)]
+unsafe extern "C-unwind" fn omp_target_memcpy_rect_async(
+    dst: *mut c_void,
+    src: *const c_void,
+    element_size: usize,
+    num_dims: c_int,
+    volume: *const usize,
+    dst_offsets: *const usize,
+    src_offsets: *const usize,
+    dst_dimensions: *const usize,
+    src_dimensions: *const usize,
+    dst_device: c_int,
+    src_device: c_int,
+    _depobj_count: c_int,
+    _depobj_list: *mut c_void,
+) -> c_int {
+    guard("omp_target_memcpy_rect_async", OFFLOAD_FAIL, || {
+        with_session(|s| {
+            // SAFETY: our caller's contract is `target_memcpy_rect`'s.
+            unsafe {
+                s.target_memcpy_rect(
+                    dst,
+                    src,
+                    element_size,
+                    num_dims,
+                    volume,
+                    dst_offsets,
+                    src_offsets,
+                    dst_dimensions,
+                    src_dimensions,
+                    dst_device,
+                    src_device,
+                )
+            }
+        })
+    })
+}
+
+/// `llvm_omp_target_free_{device,host,shared}`: as `omp_target_free` (the
+/// device knows each allocation's kind).
+macro_rules! free_kind {
+    ($($name:ident),+) => {
+        $(
+            /// # Safety
+            /// `device_ptr` is null or came from the matching
+            /// `llvm_omp_target_alloc_*` on `device_num`, not freed since.
+            unsafe extern "C-unwind" fn $name(device_ptr: *mut c_void, device_num: c_int) {
+                guard(stringify!($name), (), || {
+                    // SAFETY: our caller's contract is `target_free`'s.
+                    with_session(|s| unsafe { s.target_free(device_ptr, device_num) });
+                })
+            }
+        )+
+        export_c!($($name),+);
+    };
+}
+
+free_kind!(
+    llvm_omp_target_free_device,
+    llvm_omp_target_free_host,
+    llvm_omp_target_free_shared
+);
+
+export_c!(
+    omp_get_mapped_ptr,
+    omp_get_device_num,
+    omp_target_memset,
+    omp_target_memset_async,
+    omp_target_memcpy_async,
+    omp_target_memcpy_rect_async
+);
+
+/// `llvm_omp_target_lock_mem(ptr, size, device)`: pin host memory for a
+/// device and return the address the device uses for it. Host devices
+/// share the host's memory, so (as LLVM's host plugin) that is `ptr`
+/// itself; an unknown device is the caller's release's error
+/// (LLVM 19/22: fatal).
+extern "C-unwind" fn llvm_omp_target_lock_mem(
+    ptr: *mut c_void,
+    _size: usize,
+    device_num: c_int,
+) -> *mut c_void {
+    guard("llvm_omp_target_lock_mem", null_mut(), || {
+        with_session(|s| s.lock_mem(ptr, device_num))
+    })
+}
+
+/// `llvm_omp_target_unlock_mem(ptr, device)`: nothing to undo on a host
+/// device.
+extern "C-unwind" fn llvm_omp_target_unlock_mem(ptr: *mut c_void, device_num: c_int) {
+    guard("llvm_omp_target_unlock_mem", (), || {
+        with_session(|s| {
+            s.lock_mem(ptr, device_num);
+        })
+    })
+}
+
+/// Dynamic shared memory exists only inside device kernels: null on the
+/// host, as LLVM answers.
+extern "C-unwind" fn llvm_omp_target_dynamic_shared_alloc() -> *mut c_void {
+    null_mut()
+}
+
+export_c!(
+    llvm_omp_target_lock_mem,
+    llvm_omp_target_unlock_mem,
+    llvm_omp_target_dynamic_shared_alloc
+);

@@ -1,0 +1,212 @@
+//! Which LLVM release built the binary that is calling the runtime.
+//!
+//! A call follows the behaviour of its caller's release (DESIGN.md,
+//! "Releases"), and one process may mix them (a clang-14 program that
+//! dlopens a clang-22 library). The C ABI passes no release, so it is read
+//! off the caller's code: walk the stack (`_Unwind_Backtrace`, frames of
+//! clang's binaries have unwind tables) to the first frame whose object
+//! links a `libomptarget.so*` (its `DT_NEEDED`, read from the loaded
+//! object's dynamic section); frames of this library, libomp, libgcc and
+//! libc link none and are passed over. The name it links gives the release
+//! ([`Release::from_needed`]).
+//!
+//! Only calls whose behaviour differs between releases ask (error paths,
+//! mostly), so the walk costs nothing on the hot paths. Answers are cached
+//! per object in a fixed table (no heap block stays alive at exit).
+//! `dl_iterate_phdr` takes only glibc's short list lock, never the
+//! dynamic loader's lock a constructor holds.
+
+use omptarget_openmp::Release;
+use std::ffi::{c_int, c_void, CStr};
+use std::sync::Mutex;
+
+extern "C" {
+    fn _Unwind_Backtrace(
+        trace: extern "C" fn(ctx: *mut c_void, arg: *mut c_void) -> c_int,
+        arg: *mut c_void,
+    ) -> c_int;
+    fn _Unwind_GetIP(ctx: *mut c_void) -> usize;
+}
+
+/// `Elf64_Dyn` (libc does not define it for glibc targets).
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct Dyn {
+    d_tag: i64,
+    d_val: u64,
+}
+const DT_NULL: i64 = 0;
+const DT_NEEDED: i64 = 1;
+const DT_STRTAB: i64 = 5;
+
+/// Frames looked at, at most (ours are a few dozen deep at worst).
+const MAX_FRAMES: usize = 96;
+const URC_NO_REASON: c_int = 0;
+const URC_END_OF_STACK: c_int = 5;
+
+struct Frames {
+    ips: [usize; MAX_FRAMES],
+    len: usize,
+}
+
+extern "C" fn collect(ctx: *mut c_void, arg: *mut c_void) -> c_int {
+    // SAFETY: `arg` is the `Frames` `calling_release` passes, alive and
+    // not otherwise borrowed during the walk.
+    let frames = unsafe { &mut *(arg as *mut Frames) };
+    if frames.len == MAX_FRAMES {
+        return URC_END_OF_STACK;
+    }
+    // SAFETY: `ctx` is the unwinder's context for this frame.
+    frames.ips[frames.len] = unsafe { _Unwind_GetIP(ctx) };
+    frames.len += 1;
+    URC_NO_REASON
+}
+
+/// What an object links: `Some(release)` if it links libomptarget.
+#[derive(Clone, Copy)]
+struct Object {
+    /// `[start, end)` of its loaded segments.
+    start: usize,
+    end: usize,
+    release: Option<Release>,
+}
+
+/// Objects looked up so far (a fixed table: no heap).
+static CACHE: Mutex<([Option<Object>; 32], usize)> = Mutex::new(([None; 32], 0));
+
+struct Lookup {
+    ip: usize,
+    found: Option<Object>,
+}
+
+/// `dl_iterate_phdr` callback: the object whose loaded segments hold
+/// `ip`, with the release its `DT_NEEDED` names.
+unsafe extern "C" fn find_object(
+    info: *mut libc::dl_phdr_info,
+    _size: usize,
+    data: *mut c_void,
+) -> c_int {
+    // SAFETY: `data` is the `Lookup` `object_of` passes; `info` is glibc's
+    // description of one loaded object, valid during the callback.
+    let (lookup, info) = unsafe { (&mut *(data as *mut Lookup), &*info) };
+    let bias = info.dlpi_addr as usize;
+    // SAFETY: glibc's program header array of `dlpi_phnum` entries.
+    let headers = unsafe { std::slice::from_raw_parts(info.dlpi_phdr, info.dlpi_phnum as usize) };
+    let (mut start, mut end, mut dynamic) = (usize::MAX, 0usize, None);
+    for h in headers {
+        if h.p_type == libc::PT_LOAD {
+            start = start.min(bias + h.p_vaddr as usize);
+            end = end.max(bias + (h.p_vaddr + h.p_memsz) as usize);
+        } else if h.p_type == libc::PT_DYNAMIC {
+            dynamic = Some(bias + h.p_vaddr as usize);
+        }
+    }
+    if !(start..end).contains(&lookup.ip) {
+        return 0;
+    }
+    // SAFETY: the object's dynamic section, mapped while it is loaded.
+    let release = dynamic.and_then(|d| unsafe { needed_release(d as *const Dyn, bias) });
+    lookup.found = Some(Object {
+        start,
+        end,
+        release,
+    });
+    1
+}
+
+/// The release named by the first `libomptarget.so*` in a dynamic section.
+///
+/// # Safety
+/// `dynamic` is a loaded object's `DT_NULL`-terminated dynamic section.
+unsafe fn needed_release(dynamic: *const Dyn, bias: usize) -> Option<Release> {
+    let mut strtab = 0usize;
+    let mut at = dynamic;
+    // SAFETY: our `# Safety`: entries up to DT_NULL are readable.
+    while unsafe { (*at).d_tag } != DT_NULL {
+        // SAFETY: as above.
+        let entry = unsafe { *at };
+        if entry.d_tag == DT_STRTAB {
+            strtab = entry.d_val as usize;
+        }
+        // SAFETY: still within the section (not past DT_NULL).
+        at = unsafe { at.add(1) };
+    }
+    if strtab == 0 {
+        return None;
+    }
+    // glibc relocates DT_STRTAB in place for most objects, not for all
+    // (the vDSO); an unrelocated one lies below the load bias.
+    if strtab < bias {
+        strtab += bias;
+    }
+    let mut at = dynamic;
+    // SAFETY: our `# Safety`, as above.
+    while unsafe { (*at).d_tag } != DT_NULL {
+        // SAFETY: as above.
+        let entry = unsafe { *at };
+        if entry.d_tag == DT_NEEDED {
+            // SAFETY: a DT_NEEDED value is an offset into the loaded
+            // string table, to a NUL-terminated name.
+            let name = unsafe { CStr::from_ptr((strtab + entry.d_val as usize) as *const _) };
+            if let Some(release) = Release::from_needed(name.to_bytes()) {
+                return Some(release);
+            }
+        }
+        // SAFETY: still within the section.
+        at = unsafe { at.add(1) };
+    }
+    None
+}
+
+/// The loaded object holding `ip`, from the cache or `dl_iterate_phdr`.
+fn object_of(ip: usize) -> Option<Object> {
+    {
+        let cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(hit) = cache.0[..cache.1]
+            .iter()
+            .flatten()
+            .find(|o| (o.start..o.end).contains(&ip))
+        {
+            return Some(*hit);
+        }
+    }
+    let mut lookup = Lookup { ip, found: None };
+    // SAFETY: `find_object` only reads glibc's object descriptions and
+    // writes `lookup`, which outlives the call.
+    unsafe { libc::dl_iterate_phdr(Some(find_object), &mut lookup as *mut Lookup as *mut c_void) };
+    let found = lookup.found?;
+    let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+    // Objects can be unloaded and their addresses reused: a full table
+    // starts over rather than grow.
+    if cache.1 == cache.0.len() {
+        cache.1 = 0;
+    }
+    let slot = cache.1;
+    cache.0[slot] = Some(found);
+    cache.1 += 1;
+    Some(found)
+}
+
+/// Forget cached objects (a library was unloaded: its addresses may be
+/// reused by another).
+pub(crate) fn forget_objects() {
+    let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+    cache.1 = 0;
+}
+
+/// The release of the binary whose code called into the runtime; LLVM 14
+/// when no frame on the stack belongs to a binary linking libomptarget.
+pub(crate) fn calling_release() -> Release {
+    let mut frames = Frames {
+        ips: [0; MAX_FRAMES],
+        len: 0,
+    };
+    // SAFETY: `collect` writes only into `frames`, which outlives the walk.
+    unsafe { _Unwind_Backtrace(collect, &mut frames as *mut Frames as *mut c_void) };
+    frames.ips[..frames.len]
+        .iter()
+        // A return address points after the call; the call is before it.
+        .filter_map(|&ip| object_of(ip.saturating_sub(1)))
+        .find_map(|o| o.release)
+        .unwrap_or_default()
+}

@@ -1,0 +1,105 @@
+//! The LLVM release whose behaviour a call follows.
+//!
+//! One runtime serves binaries of clang 14, 19 and 22. Where their own
+//! runtimes behave differently for the same call, this one behaves as the
+//! runtime of the release that built the calling binary (the shim tells,
+//! through [`super::HostEnv::caller_release`], from the `libomptarget`
+//! name that binary links against). Each difference is a method here, and
+//! DESIGN.md lists them in one table.
+
+/// An LLVM release with its own libomptarget behaviour.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
+pub enum Release {
+    /// LLVM 14 (binaries link `libomptarget.so`).
+    #[default]
+    Llvm14,
+    /// LLVM 19 (`libomptarget.so.19.1`; also 15 to 19, which link
+    /// `libomptarget.so.N[.1]` and share its launch ABI).
+    Llvm19,
+    /// LLVM 22 (`libomptarget.so.22.1`; also 20 and 21, whose 56-byte
+    /// entries it shares).
+    Llvm22,
+}
+
+impl Release {
+    /// The release of a binary that links the runtime as `name` (its
+    /// `DT_NEEDED`): `libomptarget.so` is LLVM 14's name (clang 14 links the
+    /// unversioned library), `libomptarget.so.N.1` release N's. `None` when
+    /// `name` is not libomptarget's.
+    pub fn from_needed(name: &[u8]) -> Option<Release> {
+        let rest = name.strip_prefix(b"libomptarget.so")?;
+        if rest.is_empty() {
+            return Some(Release::Llvm14);
+        }
+        let version = rest.strip_prefix(b".")?;
+        let major: u32 = std::str::from_utf8(version)
+            .ok()?
+            .split('.')
+            .next()?
+            .parse()
+            .ok()?;
+        Some(match major {
+            0..=14 => Release::Llvm14,
+            15..=19 => Release::Llvm19,
+            _ => Release::Llvm22,
+        })
+    }
+
+    /// What every diagnostic line starts with: LLVM 14 prints
+    /// `Libomptarget error: ...`, LLVM 19 and 22 `omptarget error: ...`.
+    pub fn prefix(self) -> &'static str {
+        match self {
+            Release::Llvm14 => "Libomptarget",
+            Release::Llvm19 | Release::Llvm22 => "omptarget",
+        }
+    }
+
+    /// An unknown device number in a target construct or an `omp_*` call:
+    /// LLVM 14 reports `Device N is not ready.` (and falls back or fails);
+    /// LLVM 19 and 22 end the process with `omptarget fatal error N: Device
+    /// number 'N' out of range, only M devices available` (the device
+    /// number is the exit code).
+    pub fn invalid_device_is_fatal(self) -> bool {
+        self >= Release::Llvm19
+    }
+
+    /// With `OMP_TARGET_OFFLOAD=DISABLED`, LLVM 14 and 22 load no plugin
+    /// (0 devices; the initial device is 0); LLVM 19 loads them anyway, so
+    /// `omp_get_num_devices()` and `omp_get_initial_device()` count them.
+    pub fn counts_devices_when_disabled(self) -> bool {
+        self == Release::Llvm19
+    }
+
+    /// `use_device_ptr` of a pointer whose pointee is not mapped: LLVM 14
+    /// and 19 give the region a null pointer, LLVM 22 the host address.
+    pub fn unmapped_use_device_ptr_is_host_ptr(self) -> bool {
+        self == Release::Llvm22
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Release;
+
+    #[test]
+    fn the_linked_name_gives_the_release() {
+        assert_eq!(
+            Release::from_needed(b"libomptarget.so"),
+            Some(Release::Llvm14)
+        );
+        assert_eq!(
+            Release::from_needed(b"libomptarget.so.19.1"),
+            Some(Release::Llvm19)
+        );
+        assert_eq!(
+            Release::from_needed(b"libomptarget.so.22.1"),
+            Some(Release::Llvm22)
+        );
+        assert_eq!(
+            Release::from_needed(b"libomptarget.so.17"),
+            Some(Release::Llvm19)
+        );
+        assert_eq!(Release::from_needed(b"libomp.so.5"), None);
+        assert_eq!(Release::from_needed(b"libomptarget.so.x"), None);
+    }
+}
