@@ -73,7 +73,9 @@ def build(release, out_dir, ref_lib):
     # unpacked runtime (their libomp-dev packages conflict with 14's).
     extra = [] if release == "14" else [
         f"-I{os.path.join(ref_lib, 'clang', release, 'include')}", f"-L{ref_lib}"]
-    bins = {}
+    bins = {"measure": os.path.join(out_dir, "measure")}
+    subprocess.run(["cc", "-O2", os.path.join(HERE, "measure.c"), "-o", bins["measure"]],
+                   check=True)
     for prog in ("offload_overhead", "one_region"):
         out = os.path.join(out_dir, f"{prog}.clang{release}")
         subprocess.run([cc, "-O2", "-fopenmp", "-fopenmp-targets=x86_64-pc-linux-gnu", *extra,
@@ -82,18 +84,19 @@ def build(release, out_dir, ref_lib):
     return bins
 
 
-def run_once(binary, args, lib_path, env_extra):
-    """Run a binary; return (stdout, wall seconds, peak RSS in KiB)."""
+def run_once(binary, args, lib_path, env_extra, measure):
+    """Run a binary through `measure` (measure.c); return (stdout, wall
+    seconds, peak RSS in KiB). The child is forked by that small program,
+    not by Python: exec keeps the old address space's high-water mark, so a
+    child of Python would report at least Python's RSS."""
     env = dict(os.environ, LD_LIBRARY_PATH=lib_path, **env_extra)
-    t0 = time.perf_counter()
-    proc = subprocess.Popen([binary, *args], env=env, stdout=subprocess.PIPE)
-    out = proc.stdout.read().decode()
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - t0
-    proc.returncode = os.waitstatus_to_exitcode(status)
+    proc = subprocess.run([measure, binary, *args], env=env, capture_output=True)
+    out, err = proc.stdout.decode(), proc.stderr.decode()
     if proc.returncode != 0 or "FAILED" in out:
-        sys.exit(f"{binary} on {lib_path} failed ({proc.returncode}):\n{out}")
-    return out, wall, usage.ru_maxrss
+        sys.exit(f"{binary} on {lib_path} failed ({proc.returncode}):\n{out}{err}")
+    figures = dict(line.split() for line in err.splitlines()
+                   if line.startswith(("wall_ns ", "peak_rss_kb ")))
+    return out, int(figures["wall_ns"]) / 1e9, int(figures["peak_rss_kb"])
 
 
 def parse(out, expect_lib):
@@ -119,13 +122,15 @@ def measure(release, bins, ours_lib, ref_lib, pairs, iters, mode):
     for pair in range(pairs):
         order = ("llvm", "ours") if pair % 2 == 0 else ("ours", "llvm")
         for who in order:
-            out, _, _ = run_once(bins["offload_overhead"], [str(iters)], libs[who], env)
+            out, _, _ = run_once(bins["offload_overhead"], [str(iters)], libs[who], env,
+                                 bins["measure"])
             for key, value in parse(out, expect[who]).items():
                 rows.setdefault(key, {"llvm": [], "ours": []})[who].append(value)
             # The whole process with one region: wall time and peak RSS.
             walls, rss = [], []
             for _ in range(3):
-                out, wall, peak = run_once(bins["one_region"], [], libs[who], env)
+                out, wall, peak = run_once(bins["one_region"], [], libs[who], env,
+                                           bins["measure"])
                 walls.append(wall * 1e3)
                 rss.append(peak / 1024)
             rows.setdefault("one_region_process_wall_ms", {"llvm": [], "ours": []})[who].append(

@@ -21,6 +21,12 @@ const ARTIFACTS: &[(&str, &str, &str, bool)] = &[
         true,
     ),
     (
+        "omptarget-plugin-cuda-rtl",
+        "libomptarget_rtl_cuda.so",
+        "libomptarget.rtl.cuda.so",
+        true,
+    ),
+    (
         "omptarget-shim",
         "libomptarget_shim.so",
         "libomptarget.so",

@@ -1,7 +1,7 @@
 //! The trait a plugin backend implements, and the checked values it receives.
 
 use crate::error::Result;
-use omptarget_abi::{AllocKind, DeviceImage, OffloadEntry, TargetTable};
+use omptarget_abi::{AllocKind, AsyncInfo, DeviceImage, OffloadEntry, TargetTable};
 use std::ffi::c_void;
 use std::fmt;
 use std::ptr::NonNull;
@@ -223,6 +223,97 @@ pub trait Backend: Send + Sync + Sized + 'static {
     /// that run synchronously have nothing to wait for).
     fn synchronize(&self, _device: DeviceId) -> Result<()> {
         Ok(())
+    }
+
+    // The queue-aware entries (`__tgt_rtl_*_async`, `__tgt_rtl_synchronize`
+    // with its `__tgt_async_info`). A backend with real queues (CUDA
+    // streams) overrides them; the defaults run the blocking operation, so
+    // a backend without queues (the host one) needs nothing. `queue` is the
+    // caller's `__tgt_async_info`: the backend may set its `queue` field on
+    // first use and must clear it when `synchronize_queue` gives it back.
+
+    /// Queue a host -> device copy on `queue`; by default [`Backend::data_submit`].
+    ///
+    /// # Safety
+    /// As [`Backend::data_submit`], and both ranges stay valid until the
+    /// queue is synchronised.
+    unsafe fn data_submit_async(
+        &self,
+        device: DeviceId,
+        tgt_ptr: NonNull<c_void>,
+        host_ptr: NonNull<c_void>,
+        size: usize,
+        _queue: &mut AsyncInfo,
+    ) -> Result<()> {
+        // SAFETY: per this function's contract.
+        unsafe { self.data_submit(device, tgt_ptr, host_ptr, size) }
+    }
+
+    /// Queue a device -> host copy on `queue`; by default [`Backend::data_retrieve`].
+    ///
+    /// # Safety
+    /// As [`Backend::data_retrieve`], and both ranges stay valid until the
+    /// queue is synchronised.
+    unsafe fn data_retrieve_async(
+        &self,
+        device: DeviceId,
+        host_ptr: NonNull<c_void>,
+        tgt_ptr: NonNull<c_void>,
+        size: usize,
+        _queue: &mut AsyncInfo,
+    ) -> Result<()> {
+        // SAFETY: per this function's contract.
+        unsafe { self.data_retrieve(device, host_ptr, tgt_ptr, size) }
+    }
+
+    /// Queue a device -> device copy on `queue` (of `src`); by default
+    /// [`Backend::data_exchange`].
+    ///
+    /// # Safety
+    /// As [`Backend::data_exchange`], and both ranges stay valid until the
+    /// queue is synchronised.
+    unsafe fn data_exchange_async(
+        &self,
+        src: DeviceId,
+        src_ptr: NonNull<c_void>,
+        dst: DeviceId,
+        dst_ptr: NonNull<c_void>,
+        size: usize,
+        _queue: &mut AsyncInfo,
+    ) -> Result<()> {
+        // SAFETY: per this function's contract.
+        unsafe { self.data_exchange(src, src_ptr, dst, dst_ptr, size) }
+    }
+
+    /// Queue a launch on `queue`; `types` is `None` for LLVM's launch
+    /// entries (every argument pointer-sized). By default the blocking
+    /// [`Backend::run_region`] / [`Backend::run_typed_region`].
+    ///
+    /// # Safety
+    /// As [`Backend::run_typed_region`], and every device address among
+    /// `args` stays valid until the queue is synchronised.
+    unsafe fn run_region_async(
+        &self,
+        device: DeviceId,
+        entry: NonNull<c_void>,
+        args: &[*mut c_void],
+        types: Option<&[omptarget_abi::plugin::KernelArgType]>,
+        teams: Option<TeamConfig>,
+        _queue: &mut AsyncInfo,
+    ) -> Result<()> {
+        // SAFETY: per this function's contract.
+        unsafe {
+            match types {
+                Some(types) => self.run_typed_region(device, entry, args, types, teams),
+                None => self.run_region(device, entry, args, teams),
+            }
+        }
+    }
+
+    /// Wait for everything on `queue` and give the queue back (clearing
+    /// its `queue` field); by default [`Backend::synchronize`].
+    fn synchronize_queue(&self, device: DeviceId, _queue: &mut AsyncInfo) -> Result<()> {
+        self.synchronize(device)
     }
 
     /// `__tgt_rtl_init_requires`: the requirement flags the backend accepts.

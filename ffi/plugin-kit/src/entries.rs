@@ -12,6 +12,11 @@
 //! 5. calls the backend and turns the `Result` into the C return value:
 //!    `OFFLOAD_SUCCESS`/`OFFLOAD_FAIL`, a pointer/null, or a count/0.
 //!
+//! The copy and launch bodies take `async_info: Option<*mut AsyncInfo>`:
+//! `None` for the blocking entry, `Some` for its `_async` variant, whose
+//! `__tgt_async_info` goes to the backend's queue-aware method (a null one
+//! runs the blocking operation).
+//!
 //! # Safety (all functions)
 //! The pointer arguments are what the `__tgt_rtl_*` ABI says they are:
 //! each non-null pointer is valid for the access the entry makes (an image
@@ -319,8 +324,9 @@ pub unsafe fn data_submit<B: Backend>(
     tgt_ptr: *mut c_void,
     host_ptr: *mut c_void,
     size: i64,
-    is_async: bool,
+    async_info: Option<*mut AsyncInfo>,
 ) -> i32 {
+    let is_async = async_info.is_some();
     let entry = if is_async {
         names::DATA_SUBMIT_ASYNC
     } else {
@@ -341,8 +347,16 @@ pub unsafe fn data_submit<B: Backend>(
             let tgt = non_null("tgt_ptr", tgt_ptr)?;
             let host = non_null("host_ptr", host_ptr)?;
             // SAFETY: `host` names `size` readable bytes and `tgt` a block
-            // of this device with room for them (module contract).
-            unsafe { live.backend().data_submit(device, tgt, host, size) }
+            // of this device with room for them, until the queue is
+            // synchronised for an async entry (module contract).
+            unsafe {
+                match queue_arg(async_info) {
+                    Some(queue) => live
+                        .backend()
+                        .data_submit_async(device, tgt, host, size, queue),
+                    None => live.backend().data_submit(device, tgt, host, size),
+                }
+            }
         })
     })
 }
@@ -358,8 +372,9 @@ pub unsafe fn data_retrieve<B: Backend>(
     host_ptr: *mut c_void,
     tgt_ptr: *mut c_void,
     size: i64,
-    is_async: bool,
+    async_info: Option<*mut AsyncInfo>,
 ) -> i32 {
+    let is_async = async_info.is_some();
     let entry = if is_async {
         names::DATA_RETRIEVE_ASYNC
     } else {
@@ -380,8 +395,16 @@ pub unsafe fn data_retrieve<B: Backend>(
             let host = non_null("host_ptr", host_ptr)?;
             let tgt = non_null("tgt_ptr", tgt_ptr)?;
             // SAFETY: `host` names `size` writable bytes and `tgt` a block
-            // of this device holding them (module contract).
-            unsafe { live.backend().data_retrieve(device, host, tgt, size) }
+            // of this device holding them, until the queue is synchronised
+            // for an async entry (module contract).
+            unsafe {
+                match queue_arg(async_info) {
+                    Some(queue) => live
+                        .backend()
+                        .data_retrieve_async(device, host, tgt, size, queue),
+                    None => live.backend().data_retrieve(device, host, tgt, size),
+                }
+            }
         })
     })
 }
@@ -408,8 +431,9 @@ pub unsafe fn data_exchange<B: Backend>(
     dst: i32,
     dst_ptr: *mut c_void,
     size: i64,
-    is_async: bool,
+    async_info: Option<*mut AsyncInfo>,
 ) -> i32 {
+    let is_async = async_info.is_some();
     let entry = if is_async {
         names::DATA_EXCHANGE_ASYNC
     } else {
@@ -432,8 +456,16 @@ pub unsafe fn data_exchange<B: Backend>(
             let src_ptr = non_null("src_ptr", src_ptr)?;
             let dst_ptr = non_null("dst_ptr", dst_ptr)?;
             // SAFETY: both pointers name `size` bytes of their devices'
-            // memory (module contract).
-            unsafe { live.backend().data_exchange(s, src_ptr, d, dst_ptr, size) }
+            // memory, until the queue is synchronised for an async entry
+            // (module contract).
+            unsafe {
+                match queue_arg(async_info) {
+                    Some(queue) => live
+                        .backend()
+                        .data_exchange_async(s, src_ptr, d, dst_ptr, size, queue),
+                    None => live.backend().data_exchange(s, src_ptr, d, dst_ptr, size),
+                }
+            }
         })
     })
 }
@@ -474,8 +506,9 @@ pub unsafe fn run_region<B: Backend>(
     offsets: *mut isize,
     num_args: i32,
     teams: Option<TeamConfig>,
-    is_async: bool,
+    async_info: Option<*mut AsyncInfo>,
 ) -> i32 {
+    let is_async = async_info.is_some();
     let name = match (teams.is_some(), is_async) {
         (false, false) => names::RUN_TARGET_REGION,
         (false, true) => names::RUN_TARGET_REGION_ASYNC,
@@ -509,7 +542,14 @@ pub unsafe fn run_region<B: Backend>(
             // SAFETY: `entry` is a kernel of an image loaded on this device
             // whose parameters match `values` (module contract; the host
             // backend also checks the entry against its images).
-            unsafe { live.backend().run_region(device, entry, values, teams) }
+            unsafe {
+                match queue_arg(async_info) {
+                    Some(queue) => live
+                        .backend()
+                        .run_region_async(device, entry, values, None, teams, queue),
+                    None => live.backend().run_region(device, entry, values, teams),
+                }
+            }
         })
     });
     // A kernel that ended its thread: everything of ours below has
@@ -535,6 +575,7 @@ pub unsafe fn run_typed_region<B: Backend>(
     arg_types: *const u8,
     num_args: i32,
     teams: Option<TeamConfig>,
+    async_info: *mut AsyncInfo,
 ) -> i32 {
     let code = status::<B>(names::RUN_TYPED_REGION, || {
         observe::<B>(if teams.is_some() {
@@ -583,8 +624,19 @@ pub unsafe fn run_typed_region<B: Backend>(
             // SAFETY: `entry` is a kernel of an image loaded on this device
             // whose parameters have `types` (this function's contract).
             unsafe {
-                live.backend()
-                    .run_typed_region(device, entry, values, types, teams)
+                match queue_arg(Some(async_info)) {
+                    Some(queue) => live.backend().run_region_async(
+                        device,
+                        entry,
+                        values,
+                        Some(types),
+                        teams,
+                        queue,
+                    ),
+                    None => live
+                        .backend()
+                        .run_typed_region(device, entry, values, types, teams),
+                }
             }
         })
     });
@@ -604,20 +656,39 @@ pub unsafe fn last_error_message(buf: *mut std::ffi::c_char, cap: usize) -> usiz
     .unwrap_or(0)
 }
 
-/// `__tgt_rtl_synchronize`. `async_info` is not used: async entries run
-/// synchronously and never set a queue.
-pub fn synchronize<B: Backend>(
+/// `__tgt_rtl_synchronize`: waits for `async_info`'s queue and gives it
+/// back ([`Backend::synchronize_queue`]); a null `async_info` waits for the
+/// whole device ([`Backend::synchronize`]).
+///
+/// # Safety
+/// `async_info` is null or a valid `__tgt_async_info` this caller owns.
+pub unsafe fn synchronize<B: Backend>(
     cell: &PluginCell<B>,
     device: i32,
-    _async_info: *mut AsyncInfo,
+    async_info: *mut AsyncInfo,
 ) -> i32 {
     status::<B>(names::SYNCHRONIZE, || {
         observe::<B>(EntryCall::Synchronize { device });
         cell.with_live(|live| {
             let device = live.initialised_device(device)?;
-            live.backend().synchronize(device)
+            match queue_arg(Some(async_info)) {
+                Some(queue) => live.backend().synchronize_queue(device, queue),
+                None => live.backend().synchronize(device),
+            }
         })
     })
+}
+
+/// The queue of an async entry: `None` for a blocking entry, and for an
+/// async entry given a null `__tgt_async_info` (it then runs blocking).
+///
+/// The returned borrow is unbounded: the caller keeps it within the entry
+/// call, during which the `__tgt_async_info` is the caller's (module
+/// contract: a non-null pointer is valid for the access the entry makes).
+fn queue_arg<'a>(async_info: Option<*mut AsyncInfo>) -> Option<&'a mut AsyncInfo> {
+    // SAFETY: non-null (`as_mut` checks), and per the module contract a
+    // valid `__tgt_async_info` that only this entry uses during the call.
+    async_info.and_then(|p| unsafe { p.as_mut() })
 }
 
 /// `__tgt_rtl_set_info_flag`.
@@ -652,5 +723,25 @@ pub fn register_destruction_cb<B: Backend>(
         observe::<B>(EntryCall::RegisterDestructionCb);
         cell.set_destruction_cb(callback, data);
         Ok(())
+    })
+}
+
+/// The body of an entry a backend's plugin exports beside
+/// [`crate::export_plugin!`]'s own (the CUDA plugin's event entries):
+/// `f` runs on the backend for `device`, checked in range and initialised,
+/// behind the same panic boundary, failure report and lazy initialisation
+/// as every entry of the kit. Returns `OFFLOAD_SUCCESS` or `OFFLOAD_FAIL`.
+pub fn device_entry<B: Backend>(
+    cell: &PluginCell<B>,
+    entry: &str,
+    device: i32,
+    f: impl FnOnce(&B, crate::DeviceId) -> Result<()>,
+) -> i32 {
+    status::<B>(entry, || {
+        report::debug(B::NAME, &format_args!("{entry} {device}"));
+        cell.with_live(|live| {
+            let device = live.initialised_device(device)?;
+            f(live.backend(), device)
+        })
     })
 }

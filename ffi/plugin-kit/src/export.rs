@@ -12,7 +12,8 @@
 ///   `data_retrieve`, `data_delete`, `run_target_region`,
 ///   `run_target_team_region`);
 /// * the optional ones: `init_requires`, `is_data_exchangable`,
-///   `data_exchange`, the `_async` variants (which run synchronously),
+///   `data_exchange`, the `_async` variants (queued by backends with
+///   queues, blocking otherwise),
 ///   `synchronize`, `set_info_flag`, `print_device_info`;
 /// * this project's lifecycle entries: `init_plugin`, `deinit_plugin`,
 ///   `deinit_device`, `unload_binary`, `register_destruction_cb`;
@@ -128,7 +129,7 @@ macro_rules! __export_required {
             host_ptr: *mut ::core::ffi::c_void,
             size: i64,
         ) -> i32 {
-            $crate::entries::data_submit(&$cell, device, tgt_ptr, host_ptr, size, false)
+            $crate::entries::data_submit(&$cell, device, tgt_ptr, host_ptr, size, None)
         }
 
         /// `__tgt_rtl_data_retrieve`.
@@ -142,7 +143,7 @@ macro_rules! __export_required {
             tgt_ptr: *mut ::core::ffi::c_void,
             size: i64,
         ) -> i32 {
-            $crate::entries::data_retrieve(&$cell, device, host_ptr, tgt_ptr, size, false)
+            $crate::entries::data_retrieve(&$cell, device, host_ptr, tgt_ptr, size, None)
         }
 
         /// `__tgt_rtl_data_delete`: `tgt_ptr` came from `data_alloc`.
@@ -167,7 +168,7 @@ macro_rules! __export_required {
             offsets: *mut isize,
             num_args: i32,
         ) -> i32 {
-            $crate::entries::run_region(&$cell, device, entry, args, offsets, num_args, None, false)
+            $crate::entries::run_region(&$cell, device, entry, args, offsets, num_args, None, None)
         }
 
         /// `__tgt_rtl_run_target_team_region`.
@@ -198,7 +199,7 @@ macro_rules! __export_required {
                 offsets,
                 num_args,
                 Some(teams),
-                false,
+                None,
             )
         }
 
@@ -246,10 +247,11 @@ macro_rules! __export_optional {
             dst_ptr: *mut ::core::ffi::c_void,
             size: i64,
         ) -> i32 {
-            $crate::entries::data_exchange(&$cell, src, src_ptr, dst, dst_ptr, size, false)
+            $crate::entries::data_exchange(&$cell, src, src_ptr, dst, dst_ptr, size, None)
         }
 
-        /// `__tgt_rtl_data_exchange_async`: runs synchronously.
+        /// `__tgt_rtl_data_exchange_async`: queued on `async_info` by
+        /// a backend with queues, blocking otherwise.
         ///
         /// # Safety
         /// As `__tgt_rtl_data_exchange`.
@@ -260,12 +262,13 @@ macro_rules! __export_optional {
             dst: i32,
             dst_ptr: *mut ::core::ffi::c_void,
             size: i64,
-            _async_info: *mut $crate::abi::AsyncInfo,
+            async_info: *mut $crate::abi::AsyncInfo,
         ) -> i32 {
-            $crate::entries::data_exchange(&$cell, src, src_ptr, dst, dst_ptr, size, true)
+            $crate::entries::data_exchange(&$cell, src, src_ptr, dst, dst_ptr, size, Some(async_info))
         }
 
-        /// `__tgt_rtl_data_submit_async`: runs synchronously.
+        /// `__tgt_rtl_data_submit_async`: queued on `async_info` by
+        /// a backend with queues, blocking otherwise.
         ///
         /// # Safety
         /// As `__tgt_rtl_data_submit`.
@@ -275,12 +278,13 @@ macro_rules! __export_optional {
             tgt_ptr: *mut ::core::ffi::c_void,
             host_ptr: *mut ::core::ffi::c_void,
             size: i64,
-            _async_info: *mut $crate::abi::AsyncInfo,
+            async_info: *mut $crate::abi::AsyncInfo,
         ) -> i32 {
-            $crate::entries::data_submit(&$cell, device, tgt_ptr, host_ptr, size, true)
+            $crate::entries::data_submit(&$cell, device, tgt_ptr, host_ptr, size, Some(async_info))
         }
 
-        /// `__tgt_rtl_data_retrieve_async`: runs synchronously.
+        /// `__tgt_rtl_data_retrieve_async`: queued on `async_info` by
+        /// a backend with queues, blocking otherwise.
         ///
         /// # Safety
         /// As `__tgt_rtl_data_retrieve`.
@@ -290,12 +294,13 @@ macro_rules! __export_optional {
             host_ptr: *mut ::core::ffi::c_void,
             tgt_ptr: *mut ::core::ffi::c_void,
             size: i64,
-            _async_info: *mut $crate::abi::AsyncInfo,
+            async_info: *mut $crate::abi::AsyncInfo,
         ) -> i32 {
-            $crate::entries::data_retrieve(&$cell, device, host_ptr, tgt_ptr, size, true)
+            $crate::entries::data_retrieve(&$cell, device, host_ptr, tgt_ptr, size, Some(async_info))
         }
 
-        /// `__tgt_rtl_run_target_region_async`: runs synchronously.
+        /// `__tgt_rtl_run_target_region_async`: queued on `async_info` by
+        /// a backend with queues, blocking otherwise.
         ///
         /// # Safety
         /// As `__tgt_rtl_run_target_region`.
@@ -306,12 +311,22 @@ macro_rules! __export_optional {
             args: *mut *mut ::core::ffi::c_void,
             offsets: *mut isize,
             num_args: i32,
-            _async_info: *mut $crate::abi::AsyncInfo,
+            async_info: *mut $crate::abi::AsyncInfo,
         ) -> i32 {
-            $crate::entries::run_region(&$cell, device, entry, args, offsets, num_args, None, true)
+            $crate::entries::run_region(
+                &$cell,
+                device,
+                entry,
+                args,
+                offsets,
+                num_args,
+                None,
+                Some(async_info),
+            )
         }
 
-        /// `__tgt_rtl_run_target_team_region_async`: runs synchronously.
+        /// `__tgt_rtl_run_target_team_region_async`: queued on `async_info` by
+        /// a backend with queues, blocking otherwise.
         ///
         /// # Safety
         /// As `__tgt_rtl_run_target_region`.
@@ -325,7 +340,7 @@ macro_rules! __export_optional {
             num_teams: i32,
             thread_limit: i32,
             loop_tripcount: u64,
-            _async_info: *mut $crate::abi::AsyncInfo,
+            async_info: *mut $crate::abi::AsyncInfo,
         ) -> i32 {
             let teams = $crate::TeamConfig {
                 num_teams,
@@ -340,13 +355,17 @@ macro_rules! __export_optional {
                 offsets,
                 num_args,
                 Some(teams),
-                true,
+                Some(async_info),
             )
         }
 
-        /// `__tgt_rtl_synchronize`: nothing is ever queued.
+        /// `__tgt_rtl_synchronize`: wait for `async_info`'s queue and
+        /// give it back (the backend's `synchronize_queue`).
+        ///
+        /// # Safety
+        /// `async_info` is null or a valid `__tgt_async_info`.
         $(#[$attr])*
-        pub extern "C" fn __tgt_rtl_synchronize(
+        pub unsafe extern "C" fn __tgt_rtl_synchronize(
             device: i32,
             async_info: *mut $crate::abi::AsyncInfo,
         ) -> i32 {
@@ -440,8 +459,8 @@ macro_rules! __export_lifecycle {
             $crate::entries::last_error_message(buf, cap)
         }
 
-        /// `__tgt_rtl_run_typed_region` (this project's entry; runs
-        /// synchronously, so `async_info` is not used).
+        /// `__tgt_rtl_run_typed_region` (this project's entry; queued on a
+        /// non-null `async_info` by a backend with queues).
         ///
         /// # Safety
         /// As the other launch entries, with `arg_types` `num_args` bytes.
@@ -456,7 +475,7 @@ macro_rules! __export_lifecycle {
             num_teams: i32,
             thread_limit: i32,
             loop_tripcount: u64,
-            _async_info: *mut $crate::abi::AsyncInfo,
+            async_info: *mut $crate::abi::AsyncInfo,
         ) -> i32 {
             let teams = (num_teams >= 0).then_some($crate::TeamConfig {
                 num_teams,
@@ -464,7 +483,7 @@ macro_rules! __export_lifecycle {
                 loop_tripcount,
             });
             $crate::entries::run_typed_region(
-                &$cell, device, entry, args, offsets, arg_types, num_args, teams,
+                &$cell, device, entry, args, offsets, arg_types, num_args, teams, async_info,
             )
         }
 

@@ -21,8 +21,8 @@
 //!
 //! The kit names no backend. Each backend is a crate of its own, like the
 //! backends of LLVM's `plugins-nextgen` next to its `common/`: the x86_64
-//! host backend is `omptarget-plugin-host` (`ffi/plugins/host`), and a CUDA
-//! one would sit beside it (`ffi/plugins/cuda`).
+//! host backend is `omptarget-plugin-host` (`ffi/plugins/host`), and the
+//! CUDA one sits beside it (`omptarget-plugin-cuda`, `ffi/plugins/cuda`).
 
 #![deny(missing_docs)]
 

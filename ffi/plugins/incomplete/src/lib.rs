@@ -77,7 +77,7 @@ pub unsafe extern "C" fn __tgt_rtl_data_submit(
 ) -> i32 {
     // SAFETY: both pointers are valid for `size` bytes (our caller's
     // contract), the access the kit's `data_submit` makes.
-    unsafe { entries::data_submit(&PLUGIN, device, tgt_ptr, host_ptr, size, false) }
+    unsafe { entries::data_submit(&PLUGIN, device, tgt_ptr, host_ptr, size, None) }
 }
 
 /// `__tgt_rtl_data_retrieve`.
@@ -93,7 +93,7 @@ pub unsafe extern "C" fn __tgt_rtl_data_retrieve(
 ) -> i32 {
     // SAFETY: both pointers are valid for `size` bytes (our caller's
     // contract), the access the kit's `data_retrieve` makes.
-    unsafe { entries::data_retrieve(&PLUGIN, device, host_ptr, tgt_ptr, size, false) }
+    unsafe { entries::data_retrieve(&PLUGIN, device, host_ptr, tgt_ptr, size, None) }
 }
 
 /// `__tgt_rtl_run_target_region`.
@@ -112,7 +112,7 @@ pub unsafe extern "C-unwind" fn __tgt_rtl_run_target_region(
     // SAFETY: `entry` is from this device's target table and `args` and
     // `offsets` hold `num_args` values each (our caller's contract), which
     // is what the kit's `run_region` requires.
-    unsafe { entries::run_region(&PLUGIN, device, entry, args, offsets, num_args, None, false) }
+    unsafe { entries::run_region(&PLUGIN, device, entry, args, offsets, num_args, None, None) }
 }
 
 const _: () = {
