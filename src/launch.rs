@@ -61,60 +61,37 @@ impl Device {
         let local = self.local_id();
         let (args_ptr, offsets_ptr) = (args.as_mut_ptr(), offsets.as_mut_ptr());
         tracing::debug!(plugin = %self.plugin_name(), device = self.id(), ?entry, num_args, ?launch, "launch");
-        let launched = || {
-            let _call = crate::profile::span(
-                crate::profile::Kind::Plugin,
-                match launch {
-                    RegionLaunch::Single => "run_target_region",
-                    RegionLaunch::Teams { .. } => "run_target_team_region",
-                },
-            );
-            match launch {
-                RegionLaunch::Single => (
-                    "run_target_region",
-                    self.plugin()
-                        .call(|e| match (e.run_target_region_async, e.synchronize) {
-                            (Some(run), Some(sync)) => with_queue(local, sync, |q| {
-                                // SAFETY: `entry` is a kernel of an image loaded on
-                                // this device and `args`/`offsets` match it (this
-                                // function's contract); `q` is a fresh queue.
-                                unsafe { run(local, entry, args_ptr, offsets_ptr, num_args, q) }
-                            }),
-                            // SAFETY: as above, without a queue.
-                            _ => unsafe {
-                                (e.run_target_region)(local, entry, args_ptr, offsets_ptr, num_args)
-                            },
+        let launched = || match launch {
+            RegionLaunch::Single => (
+                "run_target_region",
+                self.plugin()
+                    .call(|e| match (e.run_target_region_async, e.synchronize) {
+                        (Some(run), Some(sync)) => with_queue(local, sync, |q| {
+                            // SAFETY: `entry` is a kernel of an image loaded on
+                            // this device and `args`/`offsets` match it (this
+                            // function's contract); `q` is a fresh queue.
+                            unsafe { run(local, entry, args_ptr, offsets_ptr, num_args, q) }
                         }),
-                ),
-                RegionLaunch::Teams {
-                    num_teams,
-                    thread_limit,
-                    loop_tripcount,
-                } => (
-                    "run_target_team_region",
-                    self.plugin()
-                        .call(|e| match (e.run_target_team_region_async, e.synchronize) {
-                            (Some(run), Some(sync)) => with_queue(local, sync, |q| {
-                                // SAFETY: `entry` is a kernel of an image loaded on
-                                // this device and `args`/`offsets` match it (this
-                                // function's contract); `q` is a fresh queue.
-                                unsafe {
-                                    run(
-                                        local,
-                                        entry,
-                                        args_ptr,
-                                        offsets_ptr,
-                                        num_args,
-                                        num_teams,
-                                        thread_limit,
-                                        loop_tripcount,
-                                        q,
-                                    )
-                                }
-                            }),
-                            // SAFETY: as above, without a queue.
-                            _ => unsafe {
-                                (e.run_target_team_region)(
+                        // SAFETY: as above, without a queue.
+                        _ => unsafe {
+                            (e.run_target_region)(local, entry, args_ptr, offsets_ptr, num_args)
+                        },
+                    }),
+            ),
+            RegionLaunch::Teams {
+                num_teams,
+                thread_limit,
+                loop_tripcount,
+            } => (
+                "run_target_team_region",
+                self.plugin()
+                    .call(|e| match (e.run_target_team_region_async, e.synchronize) {
+                        (Some(run), Some(sync)) => with_queue(local, sync, |q| {
+                            // SAFETY: `entry` is a kernel of an image loaded on
+                            // this device and `args`/`offsets` match it (this
+                            // function's contract); `q` is a fresh queue.
+                            unsafe {
+                                run(
                                     local,
                                     entry,
                                     args_ptr,
@@ -123,22 +100,45 @@ impl Device {
                                     num_teams,
                                     thread_limit,
                                     loop_tripcount,
+                                    q,
                                 )
-                            },
+                            }
                         }),
-                ),
-            }
+                        // SAFETY: as above, without a queue.
+                        _ => unsafe {
+                            (e.run_target_team_region)(
+                                local,
+                                entry,
+                                args_ptr,
+                                offsets_ptr,
+                                num_args,
+                                num_teams,
+                                thread_limit,
+                                loop_tripcount,
+                            )
+                        },
+                    }),
+            ),
         };
         // A kernel may end its thread: intercept that before any frame of
         // ours (a panic boundary up the stack would abort on it), return
         // normally, and leave the exit pending for the outermost frame.
         let mut outcome = None;
+        // The plugin call beneath the launch, in the profile.
+        let call = crate::profile::span(
+            crate::profile::Kind::Plugin,
+            match launch {
+                RegionLaunch::Single => "run_target_region",
+                RegionLaunch::Teams { .. } => "run_target_team_region",
+            },
+        );
         if let Err(exit) =
             omptarget_thread_exit::call_intercepting_exit(|| outcome = Some(launched()))
         {
             omptarget_thread_exit::set_pending(exit);
             return Err(Error::ThreadExiting);
         }
+        drop(call);
         let Some((entry_name, code)) = outcome else {
             return Err(Error::ThreadExiting);
         };

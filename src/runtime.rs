@@ -221,9 +221,10 @@ impl Runtime {
             return;
         };
         match crate::profile::finish(path) {
-            Ok(events) => {
+            Ok(Some(events)) => {
                 tracing::debug!(path = %path.display(), events, "profile written")
             }
+            Ok(None) => {}
             Err(err) => eprintln!(
                 "omptarget error: cannot write the profile to {}: {err}",
                 path.display()

@@ -201,10 +201,14 @@ pub(crate) fn discard() {
     lock(&RECORDING).take();
 }
 
-/// Stop recording and write the trace to `path`.
-pub(crate) fn finish(path: &Path) -> std::io::Result<usize> {
+/// Stop recording and write the trace to `path`: the number of events,
+/// or `None` (and no file touched) when no recording was open, e.g. the
+/// partial teardown at exit already wrote it.
+pub(crate) fn finish(path: &Path) -> std::io::Result<Option<usize>> {
     ENABLED.store(false, Ordering::Relaxed);
-    let events = lock(&RECORDING).take().unwrap_or_default();
+    let Some(events) = lock(&RECORDING).take() else {
+        return Ok(None);
+    };
     let count = events.len();
     let json = to_chrome_json(events);
     let tmp = path.with_extension(format!("tmp{}", std::process::id()));
@@ -213,7 +217,7 @@ pub(crate) fn finish(path: &Path) -> std::io::Result<usize> {
     file.flush()?;
     drop(file);
     std::fs::rename(&tmp, path)?;
-    Ok(count)
+    Ok(Some(count))
 }
 
 fn to_chrome_json(mut events: Vec<Event>) -> serde_json::Value {
@@ -287,7 +291,9 @@ mod tests {
             let _inner = span(Kind::Plugin, "run_target_region");
         }
         let _ = span(Kind::TransferToDevice, "data_submit").map(|s| s.bytes(64));
-        assert!(finish(&path).unwrap() >= 3);
+        assert!(finish(&path).unwrap().unwrap() >= 3);
+        // Written once: a second finish leaves the file alone.
+        assert_eq!(finish(&path).unwrap(), None);
         assert!(span(Kind::Launch, "k").is_none());
         let json: serde_json::Value =
             serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();

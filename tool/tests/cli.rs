@@ -306,3 +306,111 @@ fn an_interrupt_leaves_the_program_to_decide_and_run_returns_its_status() {
     assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
     assert_eq!(child.wait().unwrap().code(), Some(4));
 }
+
+/// `target/omptarget/llvm-releases/root/usr/lib/llvm-N/lib`: LLVM N's
+/// runtime, unpacked by `cargo xtask deps` (its libomp, omp.h and
+/// link-time libraries), or `None` (skipped locally, a failure in CI).
+fn release_lib_dir(major: u32) -> Option<PathBuf> {
+    let exe = Path::new(OMPTARGET).canonicalize().unwrap();
+    let target = exe.parent().unwrap().parent().unwrap();
+    let dir = target.join(format!(
+        "omptarget/llvm-releases/root/usr/lib/llvm-{major}/lib"
+    ));
+    if dir.join("libomp.so.5").exists() {
+        return Some(dir);
+    }
+    let why = format!("{} is missing (cargo xtask deps unpacks it)", dir.display());
+    assert!(std::env::var_os("CI").is_none(), "{why}");
+    eprintln!("skipped: {why}");
+    None
+}
+
+#[test]
+fn run_serves_clang_19_and_22_binaries_with_their_reports() {
+    for major in [19, 22] {
+        let Some(release_lib) = release_lib_dir(major) else {
+            continue;
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let program = dir.path().join(format!("leaky{major}"));
+        let include = release_lib.join(format!("clang/{major}/include"));
+        let status = Command::new(format!("clang-{major}"))
+            .args([
+                "-fopenmp",
+                "-fopenmp-targets=x86_64-pc-linux-gnu",
+                "-O1",
+                "-g",
+            ])
+            .arg(format!("-I{}", include.display()))
+            .arg(format!("-L{}", release_lib.display()))
+            .arg(c_source("leaky.c"))
+            .arg("-o")
+            .arg(&program)
+            .status()
+            .expect("clang (cargo xtask deps installs it)");
+        assert!(status.success());
+        // The release's libomp.so.5 from where it was unpacked (a system
+        // with libomp-N-dev finds it through the binary's RUNPATH).
+        let library_path = release_lib.display().to_string();
+        let out = omptarget(
+            dir.path(),
+            &[
+                "run",
+                "--leak-report",
+                "--profile",
+                "trace.json",
+                "--",
+                program.to_str().unwrap(),
+            ],
+            &[("LD_LIBRARY_PATH", &library_path), ("LD_DEBUG", "libs")],
+        );
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "clang-{major}: {stderr}");
+        assert!(text(&out.stdout).contains("sum=499500\n"), "clang-{major}");
+        // Our runtime, under the name this release's binaries ask for.
+        let ours = staged_host_plugin()
+            .parent()
+            .unwrap()
+            .canonicalize()
+            .unwrap();
+        assert!(
+            stderr.contains(&format!(
+                "calling init: {}/libomptarget.so.{major}.1",
+                ours.display()
+            )),
+            "clang-{major}: {stderr}"
+        );
+        assert!(stderr.contains("omptarget leak report: LEAKS: 1 allocations never freed, 1 mappings never released, 12096 bytes\n"), "clang-{major}: {stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "allocated at leak_a_block at {}:{}\n",
+                c_source("leaky.c").display(),
+                line_of("leaky.c", "LEAK_ALLOC")
+            )),
+            "clang-{major}: {stderr}"
+        );
+        assert!(
+            stderr.contains(&format!(
+                "allocated at map_and_forget at {}:{}\n",
+                c_source("leaky.c").display(),
+                line_of("leaky.c", "LEAK_MAP")
+            )),
+            "clang-{major}: {stderr}"
+        );
+        let trace: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(dir.path().join("trace.json")).unwrap()).unwrap();
+        let launches = trace["traceEvents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| {
+                e["cat"] == "launch"
+                    && e["name"]
+                        .as_str()
+                        .unwrap()
+                        .starts_with("launch __omp_offloading_")
+            })
+            .count();
+        assert_eq!(launches, 1, "clang-{major}: {trace}");
+    }
+}

@@ -96,6 +96,28 @@ pub fn check() -> Result<()> {
     let stderr = String::from_utf8_lossy(&out.stderr);
     let runtime = prefix.join("lib/libomptarget.so");
     let plugin = prefix.join("lib/libomptarget.rtl.x86_64.so");
+    // Every name the staged folder has (the SONAMEs clang 19/22 binaries
+    // ask for among them) is installed and leads to the same runtime.
+    let staged = stage::target_dir().join("omptarget/lib");
+    for entry in std::fs::read_dir(&staged)? {
+        let name = entry?.file_name();
+        if name.to_string_lossy().starts_with('.') {
+            continue;
+        }
+        let installed = prefix.join("lib").join(&name);
+        if !installed.exists() {
+            bail!("{} was not installed", installed.display());
+        }
+        let staged_name = staged.join(&name).canonicalize()?;
+        let same = staged_name.file_name() == installed.canonicalize()?.file_name();
+        if !same {
+            bail!(
+                "{} leads elsewhere than {}",
+                installed.display(),
+                staged_name.display()
+            );
+        }
+    }
     if !out.status.success() {
         bail!(
             "the installed `omptarget run` failed ({}):\n{stderr}",

