@@ -64,7 +64,10 @@ fn guard<B: Backend, T>(entry: &str, on_error: T, f: impl FnOnce() -> Result<T>)
         // ("Unable to generate entries table ..."), as with LLVM's plugins;
         // the backend's reason is debug detail. Every other failure is
         // printed: the runtime sees only the failure code.
-        Ok(Err(error @ crate::error::PluginError::InvalidImage(_))) => {
+        Ok(Err(
+            error @ (crate::error::PluginError::InvalidImage(_)
+            | crate::error::PluginError::OutOfMemory(_)),
+        )) => {
             report::debug(B::NAME, &format_args!("error in {entry}: {error}"));
             on_error
         }

@@ -28,6 +28,12 @@ pub enum PluginError {
     /// The device image is not one this backend runs, or is malformed.
     #[error("invalid device image: {0}")]
     InvalidImage(String),
+    /// The device has no room for an allocation. The runtime answers it
+    /// (its memory manager frees its cache and retries, then reports its
+    /// own out-of-memory error), so the entry layer prints it only as a
+    /// debug line, as LLVM's plugins do.
+    #[error("out of device memory: {0}")]
+    OutOfMemory(String),
     /// The backend does not implement this optional operation.
     #[error("{0} is not supported by this plugin")]
     Unsupported(&'static str),

@@ -451,12 +451,10 @@ impl Backend for CudaBackend {
         self.with_state(device, |state, _| {
             let address = device::alloc(size, kind).map_err(|e: CudaError| {
                 if e.is_out_of_memory() {
-                    report::debug(
-                        Self::NAME,
-                        &format_args!("device {device}: out of memory for {size} bytes"),
-                    );
+                    PluginError::OutOfMemory(format!("device {device}, {size} bytes: {e}"))
+                } else {
+                    PluginError::from(e)
                 }
-                PluginError::from(e)
             })?;
             state
                 .allocations

@@ -202,14 +202,8 @@ fn out_of_memory_makes_the_memory_manager_free_its_cache_and_retry() {
             .position(|l| l.starts_with("cuMemAlloc_v2 2048"))
             .unwrap();
     assert!(lines[retry + 1].starts_with("ALLOCATED"), "{lines:#?}");
-    // The failed try is an error line of the plugin; nothing else.
-    assert!(
-        stderr.is_empty()
-            || stderr
-                .lines()
-                .all(|l| l.contains("CUDA_ERROR_OUT_OF_MEMORY")),
-        "{stderr}"
-    );
+    // The runtime recovered: nothing printed (the failed try is a debug line).
+    assert!(stderr.trim().is_empty(), "{stderr}");
     assert!(lines
         .last()
         .unwrap()

@@ -165,25 +165,30 @@ fn a_clang_14_program_runs_on_the_host_plugin_beside_a_cuda_plugin_without_a_dri
     );
 }
 
-/// `scripts/gpu-build.sh`'s clang-19 `offload_check` (sm_90), when it was
-/// built, on the staged runtime through the fake driver: registration of
-/// a clang-19 binary, its OffloadBinary image, every kernel launched (the
-/// reduction with a launch environment), and `exit()` with device memory
-/// live, all without breaking a driver rule. The fake runs no kernel, so
-/// the program's results are not checked here (gpu-check.sh does on a GPU).
-/// Skipped when the bundle was not built or the staged runtime cannot
-/// serve clang-19 binaries yet (`__tgt_target_kernel`).
+/// `scripts/gpu/offload_check.c` as `scripts/gpu-build.sh` builds it
+/// (clang-19, `--offload-arch=sm_90`; kept as the fixture
+/// `tests/fixtures/offload_check_clang19_sm90`), on the staged runtime
+/// through the fake driver: registration of a clang-19 binary, its
+/// OffloadBinary image, every kernel launched (the reduction with a launch
+/// environment), and `exit()` with device memory live, all without
+/// breaking a driver rule. The fake runs no kernel, so the program's
+/// results are not checked here (gpu-check.sh does on a GPU). It needs
+/// LLVM 19's `libomp.so.5`, which `cargo xtask deps` unpacks.
 #[test]
 fn a_clang_19_program_runs_through_the_fake_driver() {
-    let bundle = common::workspace_root().join("target/gpu-bundle");
-    let exe = bundle.join("bin/offload_check");
-    let shim = common::lib_dir().join("libomptarget.so");
-    let nm = Command::new("nm").arg("-D").arg(&shim).output().unwrap();
-    let serves_19 = String::from_utf8_lossy(&nm.stdout).contains(" T __tgt_target_kernel");
-    if !exe.exists() || !serves_19 || !common::lib_dir().join("libomptarget.so.19.1").exists() {
-        eprintln!(
-            "skipped: needs scripts/gpu-build.sh's bundle and a runtime with __tgt_target_kernel"
+    let exe =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/offload_check_clang19_sm90");
+    let llvm19 = common::lib_dir()
+        .parent()
+        .unwrap()
+        .join("llvm-releases/root/usr/lib/llvm-19/lib");
+    if !llvm19.join("libomp.so.5").exists() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{} lacks libomp.so.5: run cargo xtask deps",
+            llvm19.display()
         );
+        eprintln!("skipped: no LLVM 19 libomp (cargo xtask deps unpacks it)");
         return;
     }
     let log = common::log_path("clang19-program");
@@ -191,7 +196,7 @@ fn a_clang_19_program_runs_through_the_fake_driver() {
         "{}:{}:{}",
         common::fake_driver_dir(&[]).display(),
         common::lib_dir().display(),
-        bundle.join("lib").display()
+        llvm19.display()
     );
     let out = Command::new(&exe)
         .arg("leak")
