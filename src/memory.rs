@@ -93,8 +93,12 @@ type AddressMap<V> = omptarget_plugin_kit::address_map::AddressMap<DevicePtr, V>
 
 /// The shard of the live table that records `ptr`.
 fn shard_of(ptr: DevicePtr) -> usize {
+    // Bits 40-43 of the product: not the top bits, which the address map's
+    // hasher keeps as hashbrown's 7-bit tags (a shard whose keys all shared
+    // their top 4 bits would have tags that differ in 3 bits only), and not
+    // bits 32-39, which it folds into the low bits that pick a slot.
     let h = (ptr.addr() as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    (h >> (64 - SHARDS.trailing_zeros())) as usize
+    (h >> 40) as usize & (SHARDS - 1)
 }
 
 /// Words of the per-shard bitmap of non-empty class lists: room for 256
@@ -117,15 +121,21 @@ struct Shard {
 }
 
 impl Shard {
-    fn insert_live(&mut self, ptr: DevicePtr, allocation: LiveAllocation, managed: bool) {
-        if managed {
+    fn insert_live(
+        &mut self,
+        ptr: DevicePtr,
+        allocation: LiveAllocation,
+        is_managed: impl Fn(&LiveAllocation) -> bool,
+    ) {
+        if is_managed(&allocation) {
             self.managed_blocks += 1;
             self.managed_bytes += allocation.size;
         }
         if let Some(old) = self.live.insert(ptr, allocation) {
-            // The device handed out an address that is still live: keep
-            // the counts right and say so.
-            if managed {
+            // The device handed out an address that is still live: the old
+            // record is gone, so its counts go (managed or not: the old and
+            // the new record may differ in that); say so.
+            if is_managed(&old) {
                 self.managed_blocks -= 1;
                 self.managed_bytes -= old.size;
             }
@@ -339,7 +349,7 @@ impl<A: DeviceAllocator> MemoryManager<A> {
             }
             let mut shard = lock(&cell.state);
             if let Some(ptr) = cell.pop(&mut shard, class) {
-                shard.insert_live(ptr, allocation, true);
+                shard.insert_live(ptr, allocation, |a| self.is_managed(a));
                 drop(shard);
                 if index != first {
                     SHARD_HINT.with(|h| h.set(index as u8));
@@ -457,8 +467,8 @@ impl<A: DeviceAllocator> MemoryManager<A> {
 
     /// Record `ptr` as handed out.
     fn record(&self, ptr: DevicePtr, allocation: LiveAllocation) {
-        let managed = self.is_managed(&allocation);
-        lock(&self.shards[shard_of(ptr)].0.state).insert_live(ptr, allocation, managed);
+        lock(&self.shards[shard_of(ptr)].0.state)
+            .insert_live(ptr, allocation, |a| self.is_managed(a));
     }
 
     /// Forget the live block `ptr`, or say it is not live.
@@ -691,6 +701,39 @@ mod tests {
         assert_eq!(mm.allocator().frees(), 0);
         let s = mm.stats();
         assert_eq!((s.cached_blocks, s.live_blocks, s.live_bytes), (1, 1, 113));
+    }
+
+    #[test]
+    fn a_device_returning_a_live_address_keeps_the_counts_right() {
+        // A misbehaving device hands out the address of a live unmanaged
+        // block again, for a managed request: the old record goes, and
+        // with it only its own counts (it was never counted as managed).
+        struct SameAddress(std::sync::atomic::AtomicUsize);
+        impl DeviceAllocator for SameAddress {
+            fn allocate(&self, _: usize, _: *mut c_void, _: AllocKind) -> Result<DevicePtr> {
+                self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                Ok(DevicePtr::from_raw(0x1000 as *mut c_void))
+            }
+            fn free(&self, _: DevicePtr) -> Result<()> {
+                Ok(())
+            }
+        }
+        let mm = MemoryManager::new(SameAddress(Default::default()), DEFAULT_THRESHOLD);
+        let host = mm
+            .allocate(1 << 20, std::ptr::null_mut(), AllocKind::Host)
+            .unwrap();
+        let small = alloc(&mm, 16);
+        assert_eq!(host, small);
+        let s = mm.stats();
+        assert_eq!((s.live_blocks, s.live_bytes), (1, 16));
+        assert_eq!(mm.live_allocations(), (1, 16));
+        // And the other way round: the managed record is replaced by an
+        // unmanaged one, whose counts are not the manager's.
+        mm.allocate(4 << 20, std::ptr::null_mut(), AllocKind::Shared)
+            .unwrap();
+        let s = mm.stats();
+        assert_eq!((s.live_blocks, s.live_bytes), (0, 0));
+        assert_eq!(mm.live_allocations(), (1, 4 << 20));
     }
 
     #[test]

@@ -398,7 +398,9 @@ impl Registry {
         TablesGuard(lock(&self.tables))
     }
 
-    /// The tables, only to read them: no new generation.
+    /// The tables, only to read them: no new generation. (A lookup may
+    /// fill the host-entry memo `host_cache`, which stores the answer the
+    /// lookup gives anyway, so no cached launch entry can change by it.)
     pub(crate) fn read_tables(&self) -> MutexGuard<'_, Tables> {
         lock(&self.tables)
     }
