@@ -122,17 +122,36 @@ impl fmt::Display for Unavailable {
     }
 }
 
+/// The driver's names on Linux: its SONAME, then the development link
+/// (the one name LLVM's plugin opens).
+const DRIVER_NAMES: [&str; 2] = ["libcuda.so.1", "libcuda.so"];
+
+/// The driver opened under one of [`DRIVER_NAMES`], or `None`.
+///
+/// Asked before cudarc's loader, which tries 34 names of every platform and
+/// packaging, each a search of every library folder: without a driver that
+/// was ~470 failed `openat` calls, 2 ms of a short process's start
+/// (BENCHMARKS.md, `one_region_process_wall_ms`).
+fn probe_driver() -> Option<libloading::Library> {
+    DRIVER_NAMES.iter().find_map(|name| {
+        // SAFETY: loading the driver runs only its initialisers; the handle
+        // is kept until cudarc holds its own (see `open`).
+        unsafe { libloading::Library::new(name) }.ok()
+    })
+}
+
 /// Load the driver, check every symbol this plugin calls, `cuInit` it and
 /// count its devices.
 pub fn open() -> Result<usize, Unavailable> {
-    // SAFETY: dlopens each candidate name and closes it again; loading a
-    // driver library runs only its initialisers.
-    if !unsafe { sys::is_culib_present() } {
+    let Some(probe) = probe_driver() else {
         return Err(Unavailable::NoLibrary);
-    }
-    // SAFETY: present (checked above), so cudarc's loader does not panic;
-    // the library stays loaded for the process (cudarc keeps it).
+    };
+    // SAFETY: the driver is loaded (the probe holds it), so cudarc's loader
+    // finds it under one of its names and does not panic; the library stays
+    // loaded for the process (cudarc keeps its handle in a static).
     let lib = unsafe { sys::culib() };
+    // cudarc's handle keeps the driver loaded: the probe's can go.
+    drop(probe);
     for name in REQUIRED_SYMBOLS {
         // SAFETY: only the symbol's presence is checked; the pointer is
         // dropped unused.

@@ -11,8 +11,15 @@ use common::{first, log_lines};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// Build seed.c against the staged libomptarget.so; returns the program.
+/// Build seed.c against the staged libomptarget.so, once per test process
+/// (two tests building the same path at once made one run a file the
+/// other's `cc` was still writing: ETXTBSY); returns the program.
 fn seed_program() -> PathBuf {
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT.get_or_init(build_seed_program).clone()
+}
+
+fn build_seed_program() -> PathBuf {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("seed-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let exe = dir.join("seed");
@@ -163,6 +170,26 @@ fn a_clang_14_program_runs_on_the_host_plugin_beside_a_cuda_plugin_without_a_dri
             .contains("libomptarget.rtl.cuda.so: reports 0 devices; deinit_plugin: ok; close: ok"),
         "{report}"
     );
+    // The plugin looks for the driver under its Linux names only, not
+    // under cudarc's 34 candidates (each a search of every library folder:
+    // ~2 ms of a short process's start; BENCHMARKS.md).
+    let out = Command::new(&exe)
+        .env("LD_LIBRARY_PATH", &path)
+        .env("LD_DEBUG", "libs")
+        .env_remove("OMPTARGET_PLUGINS")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let loader_log = String::from_utf8_lossy(&out.stderr);
+    let mut searched: Vec<&str> = loader_log
+        .lines()
+        .filter_map(|l| l.split("find library=").nth(1))
+        .filter_map(|l| l.split(' ').next())
+        .filter(|name| name.contains("cuda") && !name.contains("omptarget"))
+        .collect();
+    searched.sort_unstable();
+    searched.dedup();
+    assert_eq!(searched, ["libcuda.so", "libcuda.so.1"], "{loader_log}");
 }
 
 /// `scripts/gpu/offload_check.c` as `scripts/gpu-build.sh` builds it
