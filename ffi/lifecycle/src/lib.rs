@@ -19,9 +19,9 @@
 //!
 //! | event | what happens | waits? |
 //! |---|---|---|
-//! | a call (API, register, unregister) | [`Lifecycle::enter`]: count a reader, check the closed bit and the fork gate, use the published session (create and publish one if none) | only a gated call (an API call of a thread not inside the runtime already) for a fork in progress; registrations never (they run under the dynamic loader's lock) |
+//! | a call (API, register, unregister) | [`Lifecycle::enter`]: count a reader in its thread's stripe, then read the closed bit and the fork gate, use the published session (create and publish one if none) | only a gated call (an API call of a thread not inside the runtime already) for a fork in progress; registrations never (they run under the dynamic loader's lock) |
 //! | a call returns (or is unwound) | the [`Reader`] is dropped: one reader less | never |
-//! | process exit, from any thread, inside a kernel or not | [`Lifecycle::close`]: set the closed bit and read the readers in the same atomic step; no reader: the session for a full teardown; readers: a partial one, the rest left to the OS | spins at most [`CLOSE_SPINS`] yields for callers that are only backing out; never for a call |
+//! | process exit, from any thread, inside a kernel or not | [`Lifecycle::close`]: set the closed bit, then sum the readers' stripes (a reader counts itself, then reads the bit: one of the two sees the other); no reader: the session for a full teardown; readers: a partial one, the rest left to the OS | spins at most [`CLOSE_SPINS`] yields for callers that are only backing out; never for a call |
 //! | a kernel runs | [`Lifecycle::kernel`]: the reader is counted as in a kernel (holding no lock of the runtime) until it returns | on return, for a fork in progress (short: the fork waits for nobody in a kernel) |
 //! | fork, before | [`Lifecycle::prepare_fork`]: close the fork gate, wait until every reader of another thread is in a kernel (none holds a runtime lock) | yes, for calls between their locks (never for a kernel) |
 //! | fork, in the parent | [`Lifecycle::after_fork_in_parent`]: open the gate | never |
@@ -48,30 +48,33 @@
 
 #![deny(missing_docs)]
 
+mod read_mostly;
+mod striped;
 mod sync;
 
+pub use read_mostly::{ReadGuard, ReadMostly, WriteGuard};
 use std::ptr;
 use std::sync::atomic::Ordering::SeqCst;
-use sync::{yield_now, AtomicPtr, AtomicUsize};
+pub use striped::StripedCounts;
+use sync::{store_load_order, yield_now, AtomicPtr, AtomicUsize};
 
-/// The top bit of the state word: closed. The other bits count readers.
+/// The flags word: closed.
 const CLOSED: usize = 1 << (usize::BITS - 1);
-/// The fork gate is closed: a fork is between its prepare handler and its
-/// end.
+/// The flags word: the fork gate is closed (a fork is between its prepare
+/// handler and its end).
 const FORKING: usize = 1 << (usize::BITS - 2);
-/// One reader inside a kernel: the kernel count sits above the readers'.
+/// In a stripe: one reader inside a kernel (the kernel count sits above
+/// the readers').
 const KERNEL: usize = 1 << 31;
-/// The readers' bits (all calls in flight, in kernels or not).
+/// A stripe's readers' bits (all calls in flight, in kernels or not).
 const READERS: usize = KERNEL - 1;
-/// The kernels' bits.
-const KERNELS: usize = FORKING - KERNEL;
 
-fn readers_of(state: usize) -> usize {
-    state & READERS
+fn readers_of(count: usize) -> usize {
+    count & READERS
 }
 
-fn kernels_of(state: usize) -> usize {
-    (state & KERNELS) / KERNEL
+fn kernels_of(count: usize) -> usize {
+    count / KERNEL
 }
 
 /// How many times [`Lifecycle::close`] yields for callers that counted
@@ -85,10 +88,14 @@ pub const CLOSE_SPINS: usize = 2;
 
 /// The state machine. One `static` of it in the shim.
 pub struct Lifecycle<S> {
-    /// [`CLOSED`] | [`FORKING`] | readers in kernels ([`KERNEL`] each) |
-    /// readers. One word, so that every event is one atomic step on it:
-    /// a reader that counts itself sees the gate in the same step.
-    state: AtomicUsize,
+    /// [`CLOSED`] | [`FORKING`]: written only by a close and by forks.
+    flags: AtomicUsize,
+    /// The readers, each counted in its thread's stripe ([`StripedCounts`]):
+    /// a call writes only its own stripe's cache line, never one that every
+    /// thread writes. A reader counts itself, then reads `flags`; a close or
+    /// a fork sets its flag, then sums the stripes. All four are `SeqCst`, so
+    /// either the reader sees the flag or the sum sees the reader.
+    readers: StripedCounts,
     /// The live session, or null. Owned by the lifecycle (a `Box<S>`).
     slot: AtomicPtr<S>,
     /// Readers inherited by a fork child from the parent's other threads:
@@ -116,6 +123,8 @@ unsafe impl<S: Send + Sync> Send for Lifecycle<S> {}
 pub struct Reader<'a, S> {
     lifecycle: &'a Lifecycle<S>,
     session: &'a S,
+    /// The stripe this reader is counted in.
+    stripe: usize,
 }
 
 impl<S> std::ops::Deref for Reader<'_, S> {
@@ -127,7 +136,7 @@ impl<S> std::ops::Deref for Reader<'_, S> {
 
 impl<S> Drop for Reader<'_, S> {
     fn drop(&mut self) {
-        self.lifecycle.state.fetch_sub(1, SeqCst);
+        self.lifecycle.readers.sub(self.stripe, 1);
     }
 }
 
@@ -174,7 +183,8 @@ impl<S> Lifecycle<S> {
     #[cfg(not(loom))]
     pub const fn new() -> Self {
         Lifecycle {
-            state: AtomicUsize::new(0),
+            flags: AtomicUsize::new(0),
+            readers: StripedCounts::new(),
             slot: AtomicPtr::new(ptr::null_mut()),
             phantoms: AtomicUsize::new(0),
             closer: AtomicUsize::new(0),
@@ -186,7 +196,8 @@ impl<S> Lifecycle<S> {
     #[cfg(loom)]
     pub fn new() -> Self {
         Lifecycle {
-            state: AtomicUsize::new(0),
+            flags: AtomicUsize::new(0),
+            readers: StripedCounts::new(),
             slot: AtomicPtr::new(ptr::null_mut()),
             phantoms: AtomicUsize::new(0),
             closer: AtomicUsize::new(0),
@@ -205,17 +216,20 @@ impl<S> Lifecycle<S> {
     /// run under the dynamic loader's lock, which a call the fork waits for
     /// may need; they never wait.
     pub fn enter(&self, me: usize, gated: bool, create: impl Fn() -> Box<S>) -> Entered<'_, S> {
+        let stripe = StripedCounts::stripe_of(me);
         loop {
-            let before = self.state.fetch_add(1, SeqCst);
-            if before & CLOSED != 0 {
-                self.state.fetch_sub(1, SeqCst);
+            self.readers.add(stripe, 1);
+            store_load_order();
+            let flags = self.flags.load(SeqCst);
+            if flags & CLOSED != 0 {
+                self.readers.sub(stripe, 1);
                 return Entered::Closed {
                     by_this_thread: self.closer.load(SeqCst) == me,
                 };
             }
-            if gated && self.fork_gate_closed_for(before, me) {
+            if gated && self.fork_gate_closed_for(flags, me) {
                 // Counted after the fork began: back out, wait, retry.
-                self.state.fetch_sub(1, SeqCst);
+                self.readers.sub(stripe, 1);
                 self.wait_for_fork();
                 continue;
             }
@@ -240,6 +254,7 @@ impl<S> Lifecycle<S> {
         }
         Entered::Open(Reader {
             lifecycle: self,
+            stripe,
             // SAFETY: `p` is non-null (ours or the winner's, both from
             // `Box::into_raw`) and we are a counted reader of an open
             // lifecycle: `close` neither frees nor hands out a session while
@@ -254,22 +269,23 @@ impl<S> Lifecycle<S> {
     /// the thread `me`, which has `own` calls of its own in flight (an
     /// `exit` inside a kernel). Never waits for a call.
     pub fn close(&self, me: usize, own: usize) -> Closing<'_, S> {
-        let before = self.state.fetch_or(CLOSED, SeqCst);
+        let before = self.flags.fetch_or(CLOSED, SeqCst);
         if before & CLOSED != 0 {
             return Closing::AlreadyClosed;
         }
         self.closer.store(me, SeqCst);
+        store_load_order();
         // No reader can enter from here on: readers only go. A reader that
         // entered before the close may still publish a session it created,
         // so the slot is read only once no reader is left, or else left to
         // `finish_left`.
-        let mut readers = readers_of(self.state.load(SeqCst));
+        let mut readers = readers_of(self.readers.sum());
         for _ in 0..CLOSE_SPINS {
             if readers <= own {
                 break;
             }
             yield_now();
-            readers = readers_of(self.state.load(SeqCst));
+            readers = readers_of(self.readers.sum());
         }
         let phantoms = self.phantoms.load(SeqCst);
         if readers == 0 && phantoms == 0 {
@@ -305,8 +321,8 @@ impl<S> Lifecycle<S> {
     /// returned is used after this call (the returned box may free it). The
     /// shim calls this from its finalizer, after its own `close` is done.
     pub unsafe fn finish_left(&self) -> Option<Box<S>> {
-        if self.state.load(SeqCst) & CLOSED == 0
-            || readers_of(self.state.load(SeqCst)) != 0
+        if self.flags.load(SeqCst) & CLOSED == 0
+            || readers_of(self.readers.sum()) != 0
             || self.phantoms.load(SeqCst) != 0
         {
             return None;
@@ -329,26 +345,31 @@ impl<S> Lifecycle<S> {
         struct Leave<'l, S> {
             lifecycle: &'l Lifecycle<S>,
             me: usize,
+            stripe: usize,
         }
         impl<S> Drop for Leave<'_, S> {
             fn drop(&mut self) {
                 let lifecycle = self.lifecycle;
                 loop {
-                    let before = lifecycle.state.fetch_sub(KERNEL, SeqCst);
-                    if !lifecycle.fork_gate_closed_for(before, self.me) {
+                    lifecycle.readers.sub(self.stripe, KERNEL);
+                    store_load_order();
+                    let flags = lifecycle.flags.load(SeqCst);
+                    if !lifecycle.fork_gate_closed_for(flags, self.me) {
                         return;
                     }
                     // Back in the kernel until the fork is over: the fork
                     // may have counted us as holding no lock.
-                    lifecycle.state.fetch_add(KERNEL, SeqCst);
+                    lifecycle.readers.add(self.stripe, KERNEL);
                     lifecycle.wait_for_fork();
                 }
             }
         }
-        self.state.fetch_add(KERNEL, SeqCst);
+        let stripe = StripedCounts::stripe_of(me);
+        self.readers.add(stripe, KERNEL);
         let _leave = Leave {
             lifecycle: self,
             me,
+            stripe,
         };
         f()
     }
@@ -361,28 +382,32 @@ impl<S> Lifecycle<S> {
     /// never for a kernel; with two forks at once, the second waits for the
     /// first to end.
     pub fn prepare_fork(&self, me: usize, own_busy: usize) {
-        let mut state = self.state.load(SeqCst);
+        let mut flags = self.flags.load(SeqCst);
         loop {
-            if state & FORKING != 0 {
+            if flags & FORKING != 0 {
                 yield_now();
-                state = self.state.load(SeqCst);
+                flags = self.flags.load(SeqCst);
                 continue;
             }
             match self
-                .state
-                .compare_exchange(state, state | FORKING, SeqCst, SeqCst)
+                .flags
+                .compare_exchange(flags, flags | FORKING, SeqCst, SeqCst)
             {
                 Ok(_) => break,
-                Err(now) => state = now,
+                Err(now) => flags = now,
             }
         }
         self.forker.store(me, SeqCst);
+        store_load_order();
         // Every reader that counted itself before the gate closed is seen
-        // here; one that counts itself after sees the gate and backs out,
-        // one that leaves its kernel after goes back in.
+        // by the sums below; one that counts itself after sees the gate and
+        // backs out, one that leaves its kernel after goes back in. The sum
+        // is not one atomic snapshot, but after the gate closed a reader
+        // only goes from busy to in a kernel or gone (or flickers busy while
+        // backing out), so a sum that finds nobody busy found nobody.
         loop {
-            let state = self.state.load(SeqCst);
-            if readers_of(state).saturating_sub(kernels_of(state)) <= own_busy {
+            let count = self.readers.sum();
+            if readers_of(count).saturating_sub(kernels_of(count)) <= own_busy {
                 break;
             }
             yield_now();
@@ -392,36 +417,38 @@ impl<S> Lifecycle<S> {
     /// After `fork()`, in the parent: open the gate.
     pub fn after_fork_in_parent(&self) {
         self.forker.store(0, SeqCst);
-        self.state.fetch_and(!FORKING, SeqCst);
+        self.flags.fetch_and(!FORKING, SeqCst);
     }
 
-    /// In a fork child, from the forking thread with `own` calls in flight,
-    /// `own_kernels` of them inside a kernel: the parent's other readers
-    /// are gone and will never leave; count them as phantoms. Nothing ever
-    /// waits for them. Opens the fork gate. (The child has one thread.)
-    pub fn after_fork_in_child(&self, own: usize, own_kernels: usize) {
-        let state = self.state.load(SeqCst);
-        let gone = readers_of(state).saturating_sub(own);
+    /// In a fork child, from the forking thread `me` with `own` calls in
+    /// flight, `own_kernels` of them inside a kernel: the parent's other
+    /// readers are gone and will never leave; count them as phantoms.
+    /// Nothing ever waits for them. Opens the fork gate. (The child has one
+    /// thread.)
+    pub fn after_fork_in_child(&self, me: usize, own: usize, own_kernels: usize) {
+        let gone = readers_of(self.readers.sum()).saturating_sub(own);
         self.phantoms.fetch_add(gone, SeqCst);
+        self.readers.reset();
+        self.readers
+            .add(StripedCounts::stripe_of(me), own + own_kernels * KERNEL);
         self.forker.store(0, SeqCst);
-        self.state
-            .store((state & CLOSED) | own | (own_kernels * KERNEL), SeqCst);
+        self.flags.fetch_and(!FORKING, SeqCst);
     }
 
-    /// In the state `state`, is another thread than `me` forking?
-    fn fork_gate_closed_for(&self, state: usize, me: usize) -> bool {
-        state & FORKING != 0 && self.forker.load(SeqCst) != me
+    /// With the flags `flags`, is another thread than `me` forking?
+    fn fork_gate_closed_for(&self, flags: usize, me: usize) -> bool {
+        flags & FORKING != 0 && self.forker.load(SeqCst) != me
     }
 
     fn wait_for_fork(&self) {
-        while self.state.load(SeqCst) & FORKING != 0 {
+        while self.flags.load(SeqCst) & FORKING != 0 {
             yield_now();
         }
     }
 
-    /// Readers counted now (a snapshot, for reports).
+    /// Readers counted now (a sum of the stripes, for reports).
     pub fn readers(&self) -> usize {
-        readers_of(self.state.load(SeqCst))
+        readers_of(self.readers.sum())
     }
 
     /// Phantom readers inherited at a fork.
@@ -436,7 +463,7 @@ impl<S> Lifecycle<S> {
 
     /// Closed (by any thread).
     pub fn is_closed(&self) -> bool {
-        self.state.load(SeqCst) & CLOSED != 0
+        self.flags.load(SeqCst) & CLOSED != 0
     }
 }
 
@@ -507,7 +534,7 @@ mod tests {
         let mine = lc.enter(1, true, || Box::new(1));
         let theirs = lc.enter(2, true, || Box::new(1));
         std::mem::forget(theirs); // the thread does not exist in the child
-        lc.after_fork_in_child(1, 0);
+        lc.after_fork_in_child(1, 1, 0);
         assert_eq!((lc.readers(), lc.phantoms()), (1, 1));
         drop(mine);
         assert!(matches!(lc.close(1, 0), Closing::InUse { phantoms: 1, .. }));

@@ -11,9 +11,10 @@ use crate::error::{PluginError, Result};
 use crate::report;
 use omptarget_abi::info_type;
 use omptarget_abi::plugin::DestructionCallback;
+use omptarget_lifecycle::{ReadGuard, ReadMostly};
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicUsize, Ordering};
-use std::sync::{Mutex, Once, PoisonError, RwLock};
+use std::sync::{Mutex, Once, PoisonError};
 
 /// Where the plugin is in its lifecycle.
 enum Lifecycle<B> {
@@ -41,7 +42,10 @@ struct DeviceSlot {
 
 /// The plugin state of one cdylib. See the module docs.
 pub struct PluginCell<B> {
-    state: RwLock<Lifecycle<B>>,
+    /// Read by every entry, written by init and deinit. Not std's `RwLock`,
+    /// whose one reader count every call of every thread writes: readers
+    /// count themselves per thread ([`ReadMostly`]).
+    state: ReadMostly<Lifecycle<B>>,
     /// Mirrors "state is Live" without the lock, for the safety net.
     live: AtomicBool,
     /// The registered destruction callback as an address (0: none).
@@ -63,11 +67,17 @@ pub struct PluginCell<B> {
     own_library: bool,
 }
 
+/// The calling thread's id for [`ReadMostly`]'s stripes.
+fn thread_id() -> usize {
+    // SAFETY: `pthread_self` has no precondition and cannot fail.
+    unsafe { libc::pthread_self() as usize }
+}
+
 /// What a fork's prepare handler holds: the backend's locks, then (dropped
 /// last) the state they borrow from.
 struct HeldForFork<B: 'static> {
     _locks: crate::fork::ForkLocks<'static>,
-    _state: std::sync::RwLockReadGuard<'static, Lifecycle<B>>,
+    _state: ReadGuard<'static, Lifecycle<B>>,
 }
 
 impl<B: Backend> Default for PluginCell<B> {
@@ -80,7 +90,7 @@ impl<B: Backend> PluginCell<B> {
     /// An uninitialised cell (usable in a `static`).
     pub const fn new() -> Self {
         Self {
-            state: RwLock::new(Lifecycle::Fresh),
+            state: ReadMostly::new(Lifecycle::Fresh),
             live: AtomicBool::new(false),
             destruction_cb: AtomicUsize::new(0),
             destruction_data: AtomicPtr::new(std::ptr::null_mut()),
@@ -122,7 +132,7 @@ impl<B: Backend> PluginCell<B> {
     /// For [`crate::fork::prepare`]: the state (read) and the backend's
     /// fork locks, held until dropped.
     pub(crate) fn hold_for_fork(&'static self) -> impl crate::fork::HeldAcrossFork {
-        let state = self.state.read().unwrap_or_else(PoisonError::into_inner);
+        let state = self.state.read(thread_id());
         let locks = match &*state {
             Lifecycle::Live(live) => {
                 let locks = live.backend.lock_for_fork();
@@ -151,7 +161,7 @@ impl<B: Backend> PluginCell<B> {
 
     /// `__tgt_rtl_init_plugin`: create the state; a no-op when it exists.
     pub(crate) fn init_explicit(&self) -> Result<()> {
-        let mut state = self.state.write().unwrap_or_else(PoisonError::into_inner);
+        let mut state = self.state.write();
         if matches!(*state, Lifecycle::Live(_)) {
             report::debug(B::NAME, &"init_plugin: already initialised");
             return Ok(());
@@ -171,7 +181,7 @@ impl<B: Backend> PluginCell<B> {
 
     /// `__tgt_rtl_deinit_plugin`: drop the state through [`Backend::deinit`].
     pub(crate) fn deinit(&self) -> Result<()> {
-        let mut state = self.state.write().unwrap_or_else(PoisonError::into_inner);
+        let mut state = self.state.write();
         match std::mem::replace(&mut *state, Lifecycle::Down) {
             Lifecycle::Live(live) => {
                 self.live.store(false, Ordering::Release);
@@ -188,14 +198,14 @@ impl<B: Backend> PluginCell<B> {
     pub(crate) fn with_live<R>(&self, f: impl FnOnce(&Live<B>) -> Result<R>) -> Result<R> {
         loop {
             {
-                let state = self.state.read().unwrap_or_else(PoisonError::into_inner);
+                let state = self.state.read(thread_id());
                 match &*state {
                     Lifecycle::Live(live) => return f(live),
                     Lifecycle::Down => return Err(PluginError::NotInitialised),
                     Lifecycle::Fresh => {}
                 }
             }
-            let mut state = self.state.write().unwrap_or_else(PoisonError::into_inner);
+            let mut state = self.state.write();
             if matches!(*state, Lifecycle::Fresh) {
                 report::debug(
                     B::NAME,

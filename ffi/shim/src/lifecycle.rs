@@ -253,7 +253,7 @@ pub(crate) fn register_fork_handler() {
         LIFECYCLE.after_fork_in_parent();
     }
     extern "C" fn in_child() {
-        LIFECYCLE.after_fork_in_child(DEPTH.with(Cell::get), KERNELS.with(Cell::get));
+        LIFECYCLE.after_fork_in_child(me(), DEPTH.with(Cell::get), KERNELS.with(Cell::get));
     }
     // SAFETY: the three handlers are `extern "C" fn()` as pthread_atfork
     // expects; glibc's pthread_atfork (from libc_nonshared, linked into this

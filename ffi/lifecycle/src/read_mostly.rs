@@ -1,0 +1,244 @@
+//! [`ReadMostly`]: a reader-writer lock for state that every call reads and
+//! only a lifecycle step writes (a plugin's init and deinit).
+//!
+//! `std::sync::RwLock` keeps its readers in one word: every read of every
+//! thread writes that word's cache line, so two threads calling a plugin
+//! bounce it between cores on every call. Here a reader counts itself in
+//! its thread's stripe ([`StripedCounts`]) and then reads the `writing`
+//! flag; a writer sets the flag and then waits until the stripes sum to
+//! zero. Reads cost one atomic add and subtract on a line no other thread
+//! writes (unless two thread ids hash alike); writes are rare and wait.
+//!
+//! Like std's writer-preferring lock, a thread that reads while already
+//! reading can deadlock against a waiting writer; a writer must not read.
+
+use crate::striped::StripedCounts;
+use crate::sync::{store_load_order, yield_now, AtomicBool, Mutex, MutexGuard, UnsafeCell};
+use std::sync::atomic::Ordering::SeqCst;
+
+/// A value read by many threads at once and written by one at a time.
+pub struct ReadMostly<T> {
+    value: UnsafeCell<T>,
+    readers: StripedCounts,
+    /// A writer holds `writers` and waits for (or has) no reader.
+    writing: AtomicBool,
+    writers: Mutex<()>,
+}
+
+// SAFETY: `value` is read through `&T` by readers (needs `T: Sync`) and
+// written through `&mut T` or moved by one writer at a time while no reader
+// is counted (needs `T: Send`); the protocol above ensures the two never
+// overlap.
+unsafe impl<T: Send + Sync> Sync for ReadMostly<T> {}
+// SAFETY: moving the lock moves the owned `T` (`T: Send`).
+unsafe impl<T: Send> Send for ReadMostly<T> {}
+
+/// A read in progress (counted in the stripe `stripe`).
+pub struct ReadGuard<'a, T> {
+    lock: &'a ReadMostly<T>,
+    stripe: usize,
+    #[cfg(loom)]
+    access: loom::cell::ConstPtr<T>,
+}
+
+/// A write in progress: no reader is counted until it is dropped.
+pub struct WriteGuard<'a, T> {
+    lock: &'a ReadMostly<T>,
+    _writers: MutexGuard<'a, ()>,
+    #[cfg(loom)]
+    access: loom::cell::MutPtr<T>,
+}
+
+impl<T> ReadMostly<T> {
+    /// A lock holding `value` (usable in a `static`).
+    #[cfg(not(loom))]
+    pub const fn new(value: T) -> Self {
+        ReadMostly {
+            value: UnsafeCell::new(value),
+            readers: StripedCounts::new(),
+            writing: AtomicBool::new(false),
+            writers: Mutex::new(()),
+        }
+    }
+
+    /// A lock holding `value`.
+    #[cfg(loom)]
+    pub fn new(value: T) -> Self {
+        ReadMostly {
+            value: UnsafeCell::new(value),
+            readers: StripedCounts::new(),
+            writing: AtomicBool::new(false),
+            writers: Mutex::new(()),
+        }
+    }
+
+    /// Read, on the thread `me` (`pthread_self`, or any per-thread non-zero
+    /// id): waits only while a writer holds or waits for the lock.
+    pub fn read(&self, me: usize) -> ReadGuard<'_, T> {
+        let stripe = StripedCounts::stripe_of(me);
+        loop {
+            self.readers.add(stripe, 1);
+            store_load_order();
+            if !self.writing.load(SeqCst) {
+                return ReadGuard {
+                    lock: self,
+                    stripe,
+                    #[cfg(loom)]
+                    access: self.value.get(),
+                };
+            }
+            // A writer is waiting for readers to leave: leave, wait, retry.
+            self.readers.sub(stripe, 1);
+            let mut backoff = Backoff::default();
+            while self.writing.load(SeqCst) {
+                backoff.wait();
+            }
+        }
+    }
+
+    /// Write: waits for the other writers, then for every reader to leave.
+    pub fn write(&self) -> WriteGuard<'_, T> {
+        // A writer that panicked left the value whole (writes replace it in
+        // one step), so a poisoned lock is taken as it is.
+        let writers = self
+            .writers
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        self.writing.store(true, SeqCst);
+        store_load_order();
+        let mut backoff = Backoff::default();
+        while self.readers.sum() != 0 {
+            backoff.wait();
+        }
+        WriteGuard {
+            lock: self,
+            _writers: writers,
+            #[cfg(loom)]
+            access: self.value.get_mut(),
+        }
+    }
+}
+
+/// Yield first, then sleep: a writer may wait for a reader in a long
+/// kernel (a plugin's deinit at exit while another thread computes).
+#[derive(Default)]
+struct Backoff(u32);
+
+impl Backoff {
+    fn wait(&mut self) {
+        #[cfg(not(loom))]
+        if self.0 >= 64 {
+            std::thread::sleep(std::time::Duration::from_micros(50));
+            return;
+        }
+        self.0 += 1;
+        yield_now();
+    }
+}
+
+impl<T> std::ops::Deref for ReadGuard<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        #[cfg(loom)]
+        // SAFETY: a counted reader with no writer (checked after counting):
+        // no `&mut T` exists until this guard is dropped.
+        return unsafe { self.access.deref() };
+        #[cfg(not(loom))]
+        // SAFETY: as above.
+        unsafe {
+            &*self.lock.value.get()
+        }
+    }
+}
+
+impl<T> Drop for ReadGuard<'_, T> {
+    fn drop(&mut self) {
+        self.lock.readers.sub(self.stripe, 1);
+    }
+}
+
+impl<T> std::ops::Deref for WriteGuard<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        #[cfg(loom)]
+        // SAFETY: the only writer, and no reader is counted.
+        return unsafe { &*self.access.deref() };
+        #[cfg(not(loom))]
+        // SAFETY: the only writer, and no reader is counted.
+        unsafe {
+            &*self.lock.value.get()
+        }
+    }
+}
+
+impl<T> std::ops::DerefMut for WriteGuard<'_, T> {
+    fn deref_mut(&mut self) -> &mut T {
+        #[cfg(loom)]
+        // SAFETY: the only writer, and no reader is counted.
+        return unsafe { self.access.deref() };
+        #[cfg(not(loom))]
+        // SAFETY: the only writer, and no reader is counted.
+        unsafe {
+            &mut *self.lock.value.get()
+        }
+    }
+}
+
+impl<T> Drop for WriteGuard<'_, T> {
+    fn drop(&mut self) {
+        self.lock.writing.store(false, SeqCst);
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+
+    fn me() -> usize {
+        thread_local!(static MARK: u8 = const { 0 });
+        MARK.with(|m| m as *const u8 as usize)
+    }
+
+    #[test]
+    fn readers_share_and_a_writer_waits_for_them() {
+        let lock = ReadMostly::new(1);
+        let a = lock.read(me());
+        let b = lock.read(me() + 64);
+        assert_eq!(*a + *b, 2);
+        let wrote = AtomicUsize::new(0);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                *lock.write() = 5;
+                wrote.store(1, Relaxed);
+            });
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            assert_eq!(wrote.load(Relaxed), 0, "the writer did not wait");
+            drop(a);
+            drop(b);
+        });
+        assert_eq!(*lock.read(me()), 5);
+    }
+
+    #[test]
+    fn many_threads_never_see_a_half_write() {
+        let lock = ReadMostly::new((0u64, 0u64));
+        std::thread::scope(|s| {
+            for _ in 0..4 {
+                s.spawn(|| {
+                    for _ in 0..2000 {
+                        let v = lock.read(me());
+                        assert_eq!(v.0, v.1, "a read saw a write in progress");
+                    }
+                });
+            }
+            for i in 1..=200 {
+                let mut w = lock.write();
+                w.0 = i;
+                std::hint::black_box(&mut *w);
+                w.1 = i;
+            }
+        });
+        assert_eq!(*lock.read(me()), (200, 200));
+    }
+}
