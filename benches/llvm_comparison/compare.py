@@ -113,7 +113,13 @@ def parse(out, expect_lib):
 
 def measure(release, bins, ours_lib, ref_lib, pairs, iters, mode):
     """{row: {"llvm": [...], "ours": [...]}} over the pairs."""
-    env = {"OO_MULTITHREADED": "1"} if mode == "multi" else {}
+    # OMP_TOOL=disabled: with the reference folder on the library path,
+    # libomp finds and loads its OMPT tool libarcher.so (and libstdc++
+    # with it: +1.8 MB peak RSS, ~1 ms), which no user's process would (a
+    # folder on no search path). Both runtimes run without it.
+    env = {"OMP_TOOL": "disabled"}
+    if mode == "multi":
+        env["OO_MULTITHREADED"] = "1"
     # Ours first on the path; the reference folder still provides libomp
     # (and, for 19/22, what their libomptarget links against).
     libs = {"llvm": ref_lib, "ours": f"{ours_lib}:{ref_lib}"}
