@@ -127,7 +127,9 @@ impl<'a> Offload<'a> {
     /// Is the host entry `host_ptr` loaded on `dev` (a target table exists
     /// for its binary)?
     pub(crate) fn entry_loaded(&self, dev: &DeviceCtx<'_>, host_ptr: usize) -> bool {
-        let mut tables = self.registry.lock_tables();
+        // Only reads (the host-entry memo aside): no new tables generation,
+        // so no thread's cached launch entry is dropped.
+        let mut tables = self.registry.read_tables();
         let Some((entries_begin, _)) = tables.resolve_host_ptr(host_ptr) else {
             return false;
         };

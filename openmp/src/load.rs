@@ -121,7 +121,8 @@ impl<'a> Offload<'a> {
     /// device, and no target table there yet?
     fn still_missing(&self, dev: &DeviceCtx<'a>, job: &LoadJob) -> bool {
         let device = dev.id as usize;
-        let mut tables = self.registry.lock_tables();
+        // Only reads: no new tables generation (cached launch entries stay).
+        let mut tables = self.registry.read_tables();
         current_table(&mut tables, job, device).is_some_and(|t| t.target(device).is_none())
     }
 

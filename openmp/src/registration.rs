@@ -365,9 +365,10 @@ impl Offload<'_> {
         for image_ptr in images(desc_ref) {
             // Plugins know the runtime's copy (bare image, 32-byte entries),
             // never the library's own bytes.
+            // Only a read: no new tables generation.
             let copy = self
                 .registry
-                .lock_tables()
+                .read_tables()
                 .by_entries_begin
                 .get(&entries_begin)
                 .and_then(|t| {
