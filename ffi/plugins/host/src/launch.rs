@@ -213,67 +213,30 @@ mod tests {
         SEEN.store(a * 100 + b * 10 + c, Ordering::SeqCst);
     }
 
-    /// 18 arguments: past the inline arrays, weighted so that a swapped or
-    /// dropped argument changes the result.
-    #[allow(clippy::too_many_arguments)]
-    extern "C" fn eighteen(
-        a0: usize,
-        a1: usize,
-        a2: usize,
-        a3: usize,
-        a4: usize,
-        a5: usize,
-        a6: usize,
-        a7: usize,
-        a8: usize,
-        a9: usize,
-        a10: usize,
-        a11: usize,
-        a12: usize,
-        a13: usize,
-        a14: usize,
-        a15: usize,
-        a16: usize,
-        a17: usize,
-    ) {
-        let all = [
-            a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17,
-        ];
-        SEEN.store(
-            all.iter().enumerate().map(|(i, v)| (i + 1) * v).sum(),
-            Ordering::SeqCst,
-        );
+    /// `extern "C" fn $name($args: usize...)` storing the weighted sum
+    /// of its arguments, so that a swapped or dropped argument changes it.
+    macro_rules! weighted_kernel {
+        ($(#[$doc:meta])* $name:ident($($arg:ident),*)) => {
+            $(#[$doc])*
+            #[allow(clippy::too_many_arguments)]
+            extern "C" fn $name($($arg: usize),*) {
+                let all = [$($arg),*];
+                SEEN.store(
+                    all.iter().enumerate().map(|(i, v)| (i + 1) * v).sum(),
+                    Ordering::SeqCst,
+                );
+            }
+        };
     }
 
-    /// 16 arguments: the most a direct call takes (ten of them on the
-    /// stack), weighted as `eighteen`.
-    #[allow(clippy::too_many_arguments)]
-    extern "C" fn sixteen(
-        a0: usize,
-        a1: usize,
-        a2: usize,
-        a3: usize,
-        a4: usize,
-        a5: usize,
-        a6: usize,
-        a7: usize,
-        a8: usize,
-        a9: usize,
-        a10: usize,
-        a11: usize,
-        a12: usize,
-        a13: usize,
-        a14: usize,
-        a15: usize,
-    ) {
-        let all = [
-            a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15,
-        ];
-        SEEN.store(
-            all.iter().enumerate().map(|(i, v)| (i + 1) * v).sum(),
-            Ordering::SeqCst,
-        );
-    }
+    weighted_kernel!(
+        /// 18 arguments: past the inline arrays and the direct calls.
+        eighteen(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17)
+    );
+    weighted_kernel!(
+        /// 16 arguments: the most a direct call takes (ten on the stack).
+        sixteen(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15)
+    );
 
     fn entry(f: *const ()) -> NonNull<c_void> {
         NonNull::new(f as *mut c_void).unwrap()
