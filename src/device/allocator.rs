@@ -23,6 +23,46 @@ impl PluginAllocator {
     }
 }
 
+impl PluginAllocator {
+    /// `data_delete` per block.
+    fn free_each(&self, ptrs: &[DevicePtr]) -> Vec<(usize, Error)> {
+        ptrs.iter()
+            .enumerate()
+            .filter_map(|(i, &ptr)| self.free(ptr).err().map(|e| (i, e)))
+            .collect()
+    }
+
+    /// The error of one block a failed batch left: the batch's own when it
+    /// is a plugin failure (cloned), else the same message.
+    fn batch_failure(&self, error: &Error, reason: &str) -> Error {
+        match error {
+            Error::PluginCallFailed {
+                plugin,
+                device,
+                entry,
+                code,
+                reason,
+            } => Error::PluginCallFailed {
+                plugin: plugin.clone(),
+                device: *device,
+                entry,
+                code: *code,
+                reason: reason.clone(),
+            },
+            Error::PluginDead { plugin } => Error::PluginDead {
+                plugin: plugin.clone(),
+            },
+            _ => Error::PluginCallFailed {
+                plugin: self.plugin.name().to_owned(),
+                device: self.device,
+                entry: "data_delete_batch",
+                code: abi::OFFLOAD_FAIL,
+                reason: Some(reason.to_owned()),
+            },
+        }
+    }
+}
+
 impl DeviceAllocator for PluginAllocator {
     fn allocate(
         &self,
@@ -56,6 +96,45 @@ impl DeviceAllocator for PluginAllocator {
             .plugin
             .call(|e| unsafe { (e.data_delete)(self.local_id, ptr.0) })?;
         super::check_code(&self.plugin, self.device, "data_delete", code)
+    }
+
+    /// One `data_delete_batch` call when the plugin has that entry (ours
+    /// do), else `data_delete` per block. A failed batch leaves the blocks
+    /// it did not free non-null; each is reported with the batch's error.
+    fn free_many(&self, ptrs: &[DevicePtr]) -> Vec<(usize, Error)> {
+        let (Some(batch), Ok(n)) = (
+            self.plugin.entries().data_delete_batch,
+            i64::try_from(ptrs.len()),
+        ) else {
+            return self.free_each(ptrs);
+        };
+        if n == 0 {
+            return Vec::new();
+        }
+        let mut slots: Vec<*mut c_void> = ptrs.iter().map(|p| p.0).collect();
+        let _call = crate::profile::span(crate::profile::Kind::Plugin, "data_delete_batch");
+        // SAFETY: `slots` holds `n` pointers data_alloc of this device
+        // returned, readable and writable; the plugin nulls those it frees.
+        // A dead plugin is not called (`call`): every block then fails.
+        let code = self
+            .plugin
+            .call(|_| unsafe { batch(self.local_id, slots.as_mut_ptr(), n) })
+            .and_then(|code| {
+                super::check_code(&self.plugin, self.device, "data_delete_batch", code)
+            });
+        match code {
+            Ok(()) => Vec::new(),
+            Err(error) => {
+                let reason = error.to_string();
+                let mut failed = Vec::new();
+                for (index, slot) in slots.iter().enumerate() {
+                    if !slot.is_null() {
+                        failed.push((index, self.batch_failure(&error, &reason)));
+                    }
+                }
+                failed
+            }
+        }
     }
 
     fn device_number(&self) -> usize {
