@@ -1,5 +1,5 @@
-//! The memory manager's view of a device: `data_alloc`/`data_delete` of its
-//! plugin.
+//! The memory manager's view of a device: `data_alloc`/`data_delete` (and,
+//! for a drain, `data_delete_batch` when exported) of its plugin.
 use crate::memory::DeviceAllocator;
 use crate::plugin::Plugin;
 use crate::{abi, DevicePtr, Error, Result};
@@ -21,9 +21,7 @@ impl PluginAllocator {
             local_id,
         }
     }
-}
 
-impl PluginAllocator {
     /// `data_delete` per block.
     fn free_each(&self, ptrs: &[DevicePtr]) -> Vec<(usize, Error)> {
         ptrs.iter()
@@ -31,35 +29,30 @@ impl PluginAllocator {
             .filter_map(|(i, &ptr)| self.free(ptr).err().map(|e| (i, e)))
             .collect()
     }
+}
 
-    /// The error of one block a failed batch left: the batch's own when it
-    /// is a plugin failure (cloned), else the same message.
-    fn batch_failure(&self, error: &Error, reason: &str) -> Error {
-        match error {
-            Error::PluginCallFailed {
-                plugin,
-                device,
-                entry,
-                code,
-                reason,
-            } => Error::PluginCallFailed {
-                plugin: plugin.clone(),
-                device: *device,
-                entry,
-                code: *code,
-                reason: reason.clone(),
-            },
-            Error::PluginDead { plugin } => Error::PluginDead {
-                plugin: plugin.clone(),
-            },
-            _ => Error::PluginCallFailed {
-                plugin: self.plugin.name().to_owned(),
-                device: self.device,
-                entry: "data_delete_batch",
-                code: abi::OFFLOAD_FAIL,
-                reason: Some(reason.to_owned()),
-            },
-        }
+/// The error of each block a failed batch left: a copy of the batch's
+/// (`Error` is not `Clone`; these two are all `Plugin::call` and
+/// `check_code` return).
+fn batch_failure(error: &Error) -> Error {
+    match error {
+        Error::PluginCallFailed {
+            plugin,
+            device,
+            entry,
+            code,
+            reason,
+        } => Error::PluginCallFailed {
+            plugin: plugin.clone(),
+            device: *device,
+            entry,
+            code: *code,
+            reason: reason.clone(),
+        },
+        Error::PluginDead { plugin } => Error::PluginDead {
+            plugin: plugin.clone(),
+        },
+        other => Error::InvalidArgument(other.to_string()),
     }
 }
 
@@ -124,16 +117,12 @@ impl DeviceAllocator for PluginAllocator {
             });
         match code {
             Ok(()) => Vec::new(),
-            Err(error) => {
-                let reason = error.to_string();
-                let mut failed = Vec::new();
-                for (index, slot) in slots.iter().enumerate() {
-                    if !slot.is_null() {
-                        failed.push((index, self.batch_failure(&error, &reason)));
-                    }
-                }
-                failed
-            }
+            Err(error) => slots
+                .iter()
+                .enumerate()
+                .filter(|(_, slot)| !slot.is_null())
+                .map(|(index, _)| (index, batch_failure(&error)))
+                .collect(),
         }
     }
 

@@ -88,7 +88,7 @@ impl Allocations {
         for (index, &ptr) in ptrs.iter().enumerate() {
             match self.blocks.remove(&(ptr as usize)) {
                 Some(size) => self.live_bytes -= size,
-                _ => {
+                None => {
                     failures.add(PluginError::InvalidArgument(format!(
                         "{ptr:p} was not allocated on this device, or was freed already"
                     )));
