@@ -103,3 +103,35 @@ impl BatchFailures {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn delete_each_nulls_what_it_freed_and_counts_the_rest() {
+        let mut slots: Vec<*mut c_void> = [0x10usize, 0x20, 0, 0x30, 0x40]
+            .iter()
+            .map(|&a| a as *mut c_void)
+            .collect();
+        let mut freed = Vec::new();
+        let result = delete_each(&mut slots, |ptr| {
+            if ptr.as_ptr() as usize == 0x30 {
+                Err(PluginError::InvalidArgument("unknown".into()))
+            } else {
+                freed.push(ptr.as_ptr() as usize);
+                Ok(())
+            }
+        });
+        assert_eq!(freed, [0x10, 0x20, 0x40], "a null slot is never passed on");
+        let left: Vec<usize> = slots.iter().map(|&p| p as usize).collect();
+        assert_eq!(left, [0, 0, 0, 0x30, 0]);
+        let message = result.unwrap_err().to_string();
+        assert_eq!(
+            message,
+            "2 of 5 blocks not freed; the first: argument `ptrs[i]` is a null pointer"
+        );
+        let mut none: [*mut c_void; 0] = [];
+        assert!(delete_each(&mut none, |_| unreachable!()).is_ok());
+    }
+}
