@@ -17,6 +17,8 @@
 ///   `synchronize`, `set_info_flag`, `print_device_info`;
 /// * this project's lifecycle entries: `init_plugin`, `deinit_plugin`,
 ///   `deinit_device`, `unload_binary`, `register_destruction_cb`;
+/// * this project's other entries: `last_error_message`,
+///   `run_typed_region`, `data_delete_batch`;
 /// * the [safety net](crate::safety_net): one `.fini_array` function;
 /// * the [fork handlers](crate::fork), registered at initialisation.
 ///
