@@ -45,6 +45,17 @@ pub trait DeviceAllocator {
     fn allocate(&self, size: usize, host_ptr: *mut c_void, kind: AllocKind) -> Result<DevicePtr>;
     /// Return memory that [`DeviceAllocator::allocate`] gave.
     fn free(&self, ptr: DevicePtr) -> Result<()>;
+    /// Return many blocks (distinct, each as for [`DeviceAllocator::free`]);
+    /// the failures, as (index in `ptrs`, error), in ascending index order.
+    /// [`MemoryManager::drain`] passes them in address order, which is
+    /// what a `free` walking the heap likes best. The default frees them
+    /// one by one.
+    fn free_many(&self, ptrs: &[DevicePtr]) -> Vec<(usize, Error)> {
+        ptrs.iter()
+            .enumerate()
+            .filter_map(|(i, &ptr)| self.free(ptr).err().map(|e| (i, e)))
+            .collect()
+    }
     /// The device number errors name.
     fn device_number(&self) -> usize {
         0
@@ -436,11 +447,12 @@ impl<A: DeviceAllocator> MemoryManager<A> {
         all
     }
 
-    /// Return every cached block to the device.
+    /// Return every cached block to the device, in address order (see
+    /// [`DeviceAllocator::free_many`]).
     pub fn drain(&self) -> DrainOutcome {
-        let mut outcome = DrainOutcome::default();
+        let mut taken = Vec::with_capacity(self.shards.len());
         for cell in &self.shards {
-            let lists = {
+            taken.push({
                 let mut shard = lock(&cell.0.state);
                 for (class, list) in shard.free.iter().enumerate() {
                     if !list.is_empty() {
@@ -448,17 +460,30 @@ impl<A: DeviceAllocator> MemoryManager<A> {
                     }
                 }
                 std::mem::take(&mut shard.free)
-            };
+            });
+        }
+        let total = taken.iter().flatten().map(Vec::len).sum();
+        let mut blocks: Vec<(DevicePtr, usize)> = Vec::with_capacity(total);
+        for lists in taken {
             for (class, list) in lists.into_iter().enumerate() {
                 let size = SizeClass::from_index(class).size;
-                for ptr in list {
-                    match self.allocator.free(ptr) {
-                        Ok(()) => {
-                            outcome.blocks += 1;
-                            outcome.bytes += size;
-                        }
-                        Err(e) => outcome.failed.push((ptr, size, e)),
-                    }
+                blocks.extend(list.into_iter().map(|ptr| (ptr, size)));
+            }
+        }
+        // Address order: the order in which a `free` that walks a heap
+        // (the host plugin's malloc) touches the least memory.
+        blocks.sort_unstable_by_key(|&(ptr, _)| ptr.addr());
+        let ptrs: Vec<DevicePtr> = blocks.iter().map(|&(ptr, _)| ptr).collect();
+        let mut failed = self.allocator.free_many(&ptrs);
+        failed.sort_by_key(|&(index, _)| index);
+        let mut failed = failed.into_iter().peekable();
+        let mut outcome = DrainOutcome::default();
+        for (index, (ptr, size)) in blocks.into_iter().enumerate() {
+            match failed.next_if(|(i, _)| *i == index) {
+                Some((_, e)) => outcome.failed.push((ptr, size, e)),
+                None => {
+                    outcome.blocks += 1;
+                    outcome.bytes += size;
                 }
             }
         }
@@ -971,6 +996,70 @@ mod tests {
                 ..Default::default()
             }
         );
+    }
+
+    #[test]
+    fn drain_frees_in_address_order_and_reports_each_failure_with_its_size() {
+        /// Records each batch; fails the blocks at odd places in it,
+        /// reporting them last first (the manager must not rely on order).
+        #[derive(Default)]
+        struct OddFail {
+            device: FakeDevice,
+            batches: Mutex<Vec<Vec<usize>>>,
+        }
+        impl DeviceAllocator for OddFail {
+            fn allocate(&self, size: usize, h: *mut c_void, k: AllocKind) -> Result<DevicePtr> {
+                self.device.allocate(size, h, k)
+            }
+            fn free(&self, ptr: DevicePtr) -> Result<()> {
+                self.device.free(ptr)
+            }
+            fn free_many(&self, ptrs: &[DevicePtr]) -> Vec<(usize, Error)> {
+                lock(&self.batches).push(ptrs.iter().map(|p| p.addr()).collect());
+                let mut failed = Vec::new();
+                for (i, &ptr) in ptrs.iter().enumerate().rev() {
+                    if i % 2 == 1 {
+                        failed.push((i, Error::InvalidArgument("odd".into())));
+                    } else {
+                        self.device.free(ptr).unwrap();
+                    }
+                }
+                failed
+            }
+        }
+        let mm = MemoryManager::new(OddFail::default(), DEFAULT_THRESHOLD);
+        let sizes: Vec<usize> = (0..40).map(|i| 16 << (i % 10)).collect();
+        let blocks: Vec<(DevicePtr, usize)> = sizes.iter().map(|&s| (alloc(&mm, s), s)).collect();
+        for &(ptr, _) in blocks.iter().rev() {
+            mm.free(ptr).unwrap();
+        }
+        let drained = mm.drain();
+        let batches = lock(&mm.allocator().batches).clone();
+        assert_eq!(batches.len(), 1, "one batch");
+        let mut sorted = batches[0].clone();
+        sorted.sort_unstable();
+        assert_eq!(batches[0], sorted, "address order");
+        assert_eq!(batches[0].len(), 40);
+        let class_size = |addr: usize| {
+            let &(_, size) = blocks.iter().find(|(p, _)| p.addr() == addr).unwrap();
+            SizeClass::of(size).unwrap().size
+        };
+        let failed: Vec<(usize, usize)> = drained
+            .failed
+            .iter()
+            .map(|(ptr, size, _)| (ptr.addr(), *size))
+            .collect();
+        let expected: Vec<(usize, usize)> = batches[0]
+            .iter()
+            .skip(1)
+            .step_by(2)
+            .map(|&a| (a, class_size(a)))
+            .collect();
+        assert_eq!(failed, expected);
+        assert_eq!(drained.blocks, 20);
+        let freed: usize = batches[0].iter().step_by(2).map(|&a| class_size(a)).sum();
+        assert_eq!(drained.bytes, freed);
+        assert_eq!(mm.stats().cached_blocks, 0, "forgotten either way");
     }
 
     #[test]

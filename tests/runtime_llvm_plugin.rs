@@ -108,3 +108,41 @@ fn vec_add_on_llvm_x86_64_plugin() -> anyhow::Result<()> {
     }
     Ok(())
 }
+
+/// LLVM's plugin has no `__tgt_rtl_data_delete_batch`: the drain falls
+/// back to one `data_delete` per cached block, and frees them all.
+#[test]
+fn drain_without_the_batch_entry_deletes_block_by_block() -> anyhow::Result<()> {
+    assert!(
+        Path::new(LLVM_PLUGIN).is_file(),
+        "libomp-14-dev is not installed"
+    );
+    // A private copy: a library serves one live runtime at a time, and the
+    // other test of this file may hold LLVM_PLUGIN's.
+    let dir = tempfile::tempdir()?;
+    let copy = dir.path().join("libomptarget.rtl.x86_64.so");
+    std::fs::copy(LLVM_PLUGIN, &copy)?;
+    let runtime = Runtime::new(Config::default().with_plugins([&copy]))?;
+    {
+        let device = runtime.device(1)?;
+        let buffers: Vec<_> = (0..200)
+            .map(|i| DeviceBuffer::<u8>::new(device, 16 << (i % 9)))
+            .collect::<Result<_, _>>()?;
+        drop(buffers);
+        assert_eq!(device.memory_stats().cached_blocks, 200);
+    }
+    let report = runtime.shutdown();
+    assert!(report.is_clean(), "{report}");
+    assert_eq!(report.blocks_freed, 200, "{report}");
+    let drained = report.steps.iter().find_map(|s| match s {
+        TeardownStep::DrainMemoryManager {
+            device: 1,
+            blocks,
+            outcome,
+            ..
+        } => Some((*blocks, outcome.clone())),
+        _ => None,
+    });
+    assert_eq!(drained, Some((200, StepOutcome::Done)), "{report}");
+    Ok(())
+}

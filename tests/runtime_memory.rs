@@ -134,3 +134,66 @@ fn out_of_memory_frees_the_cache_and_retries_once() {
     let report = runtime.shutdown();
     assert!(report.is_clean(), "{report}");
 }
+
+/// Our plugins free a drain in one `data_delete_batch` call (the test
+/// plugin logs it as one `data_delete` line per block, so the log reads as
+/// before), and a batch that fails still reports every block not freed.
+#[test]
+fn drain_uses_the_batch_entry_and_reports_each_block_it_could_not_free() {
+    let (plugin, runtime) = runtime_with("devices=1\n", 8192);
+    assert!(
+        runtime.plugins()[0]
+            .optional_entries
+            .contains(&"__tgt_rtl_data_delete_batch"),
+        "{:?}",
+        runtime.plugins()[0].optional_entries
+    );
+    let device = runtime.device(0).unwrap();
+    let blocks: Vec<_> = (0..100)
+        .map(|i| common::alloc(device, 16 << (i % 9), null_mut(), AllocKind::Default).unwrap())
+        .collect();
+    for &b in &blocks {
+        common::free(device, b).unwrap();
+    }
+    assert_eq!(device.memory_stats().cached_blocks, 100);
+    assert_eq!(count(&plugin, "data_delete"), 0);
+    let report = runtime.shutdown();
+    assert!(report.is_clean(), "{report}");
+    assert_eq!(report.blocks_freed, 100);
+    let deleted: Vec<String> = plugin
+        .log_lines()
+        .into_iter()
+        .filter(|l| l.starts_with("data_delete "))
+        .collect();
+    assert_eq!(deleted.len(), 100, "each block once: {deleted:?}");
+
+    // Every `data_delete` panics, the batch's too: nothing is freed, each
+    // cached block is listed, the step failed.
+    let (_plugin, runtime) = runtime_with("devices=1\npanic_in=data_delete\n", 8192);
+    let device = runtime.device(0).unwrap();
+    let blocks: Vec<_> = (0..10)
+        .map(|_| common::alloc(device, 64, null_mut(), AllocKind::Default).unwrap())
+        .collect();
+    for &b in &blocks {
+        common::free(device, b).unwrap();
+    }
+    let report = runtime.shutdown();
+    assert_eq!(report.blocks_freed, 0, "{report}");
+    let drain = report
+        .steps
+        .iter()
+        .find(|s| s.phase() == omptarget::Phase::DrainMemoryManagers)
+        .unwrap();
+    assert!(
+        matches!(drain.outcome(), omptarget::StepOutcome::Failed(_)),
+        "{report}"
+    );
+    for b in blocks {
+        let what = format!("cached block {:#x} (64 bytes)", b.addr());
+        assert!(
+            report.not_freed.iter().any(|n| n.what == what),
+            "{what} not listed: {report}"
+        );
+    }
+    assert_eq!(report.not_freed.len(), 10, "{report}");
+}

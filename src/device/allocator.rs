@@ -1,5 +1,5 @@
-//! The memory manager's view of a device: `data_alloc`/`data_delete` of its
-//! plugin.
+//! The memory manager's view of a device: `data_alloc`/`data_delete` (and,
+//! for a drain, `data_delete_batch` when exported) of its plugin.
 use crate::memory::DeviceAllocator;
 use crate::plugin::Plugin;
 use crate::{abi, DevicePtr, Error, Result};
@@ -20,6 +20,39 @@ impl PluginAllocator {
             device,
             local_id,
         }
+    }
+
+    /// `data_delete` per block.
+    fn free_each(&self, ptrs: &[DevicePtr]) -> Vec<(usize, Error)> {
+        ptrs.iter()
+            .enumerate()
+            .filter_map(|(i, &ptr)| self.free(ptr).err().map(|e| (i, e)))
+            .collect()
+    }
+}
+
+/// The error of each block a failed batch left: a copy of the batch's
+/// (`Error` is not `Clone`; these two are all `Plugin::call` and
+/// `check_code` return).
+fn batch_failure(error: &Error) -> Error {
+    match error {
+        Error::PluginCallFailed {
+            plugin,
+            device,
+            entry,
+            code,
+            reason,
+        } => Error::PluginCallFailed {
+            plugin: plugin.clone(),
+            device: *device,
+            entry,
+            code: *code,
+            reason: reason.clone(),
+        },
+        Error::PluginDead { plugin } => Error::PluginDead {
+            plugin: plugin.clone(),
+        },
+        other => Error::InvalidArgument(other.to_string()),
     }
 }
 
@@ -56,6 +89,41 @@ impl DeviceAllocator for PluginAllocator {
             .plugin
             .call(|e| unsafe { (e.data_delete)(self.local_id, ptr.0) })?;
         super::check_code(&self.plugin, self.device, "data_delete", code)
+    }
+
+    /// One `data_delete_batch` call when the plugin has that entry (ours
+    /// do), else `data_delete` per block. A failed batch leaves the blocks
+    /// it did not free non-null; each is reported with the batch's error.
+    fn free_many(&self, ptrs: &[DevicePtr]) -> Vec<(usize, Error)> {
+        let (Some(batch), Ok(n)) = (
+            self.plugin.entries().data_delete_batch,
+            i64::try_from(ptrs.len()),
+        ) else {
+            return self.free_each(ptrs);
+        };
+        if n == 0 {
+            return Vec::new();
+        }
+        let mut slots: Vec<*mut c_void> = ptrs.iter().map(|p| p.0).collect();
+        let _call = crate::profile::span(crate::profile::Kind::Plugin, "data_delete_batch");
+        // SAFETY: `slots` holds `n` pointers data_alloc of this device
+        // returned, readable and writable; the plugin nulls those it frees.
+        // A dead plugin is not called (`call`): every block then fails.
+        let code = self
+            .plugin
+            .call(|_| unsafe { batch(self.local_id, slots.as_mut_ptr(), n) })
+            .and_then(|code| {
+                super::check_code(&self.plugin, self.device, "data_delete_batch", code)
+            });
+        match code {
+            Ok(()) => Vec::new(),
+            Err(error) => slots
+                .iter()
+                .enumerate()
+                .filter(|(_, slot)| !slot.is_null())
+                .map(|(index, _)| (index, batch_failure(&error)))
+                .collect(),
+        }
     }
 
     fn device_number(&self) -> usize {

@@ -176,6 +176,20 @@ pub type RegisterDestructionCbFn =
 /// without a message never shows a stale one.
 pub type LastErrorFn = unsafe extern "C" fn(buf: *mut c_char, cap: usize) -> usize;
 
+/// `int32_t __tgt_rtl_data_delete_batch(int32_t ID, void **Ptrs, int64_t N)`
+/// (this project's entry, optional: without it the runtime calls
+/// `data_delete` once per block): free the `N` blocks `Ptrs[0..N]`, each
+/// as `data_delete` would. Every slot whose block was freed is set to
+/// null; a slot left as it was holds a block that was not freed (not
+/// allocated on this device, freed already, a duplicate within the batch,
+/// or a null entry). Returns `OFFLOAD_SUCCESS` when all `N` were freed,
+/// `OFFLOAD_FAIL` otherwise (then `__tgt_rtl_last_error_message` says
+/// why). `N == 0` succeeds and reads nothing; a null `Ptrs` with `N > 0`,
+/// a negative `N`, or a device that is out of range or not initialised
+/// fail with every slot untouched.
+pub type DataDeleteBatchFn =
+    unsafe extern "C" fn(device: i32, ptrs: *mut *mut c_void, n: i64) -> i32;
+
 /// How one kernel argument slot of [`RunTypedRegionFn`] is passed. The slot
 /// is pointer-sized; narrower values sit in its low bytes (integers
 /// sign- or zero-extended, floats as their bit pattern).
@@ -297,6 +311,7 @@ pub struct EntryTable {
     pub register_destruction_cb: Option<RegisterDestructionCbFn>,
     pub last_error: Option<LastErrorFn>,
     pub run_typed_region: Option<RunTypedRegionFn>,
+    pub data_delete_batch: Option<DataDeleteBatchFn>,
 }
 
 /// Symbol names of every entry, so loader and plugins spell them once.
@@ -375,6 +390,8 @@ pub mod names {
     pub const LAST_ERROR_MESSAGE: &str = "__tgt_rtl_last_error_message";
     /// The symbol of [`super::RunTypedRegionFn`].
     pub const RUN_TYPED_REGION: &str = "__tgt_rtl_run_typed_region";
+    /// The symbol of [`super::DataDeleteBatchFn`].
+    pub const DATA_DELETE_BATCH: &str = "__tgt_rtl_data_delete_batch";
 
     /// Entries every plugin must export; a plugin lacking one is skipped.
     pub const REQUIRED: [&str; 10] = [

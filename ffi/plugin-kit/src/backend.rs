@@ -132,6 +132,16 @@ pub trait Backend: Send + Sync + Sized + 'static {
     /// Free memory `data_alloc` returned for `device`.
     fn data_delete(&self, device: DeviceId, tgt_ptr: NonNull<c_void>) -> Result<()>;
 
+    /// Free the blocks of `ptrs` (`__tgt_rtl_data_delete_batch`), each as
+    /// [`Backend::data_delete`] would: set each slot freed to null, leave
+    /// the others as they were, and say why some were not freed. The
+    /// default calls `data_delete` per block
+    /// ([`crate::error::delete_each`]); a backend overrides it to take its
+    /// locks once.
+    fn data_delete_batch(&self, device: DeviceId, ptrs: &mut [*mut c_void]) -> Result<()> {
+        crate::error::delete_each(ptrs, |ptr| self.data_delete(device, ptr))
+    }
+
     /// Copy `size` bytes host -> device.
     ///
     /// # Safety
@@ -393,7 +403,9 @@ pub enum EntryCall {
         /// What the entry returned (null on failure).
         result: *mut c_void,
     },
-    /// `__tgt_rtl_data_delete`.
+    /// `__tgt_rtl_data_delete`, and each block of a
+    /// `__tgt_rtl_data_delete_batch` (one per block, before the batch
+    /// runs), so a log of deletes reads the same either way.
     DataDelete {
         /// The plugin's own device number, as passed.
         device: i32,

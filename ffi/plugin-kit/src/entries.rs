@@ -316,6 +316,36 @@ pub fn data_delete<B: Backend>(cell: &PluginCell<B>, device: i32, tgt_ptr: *mut 
     })
 }
 
+/// `__tgt_rtl_data_delete_batch`: free `ptrs[0..n]`, nulling each slot
+/// freed (see [`omptarget_abi::plugin::DataDeleteBatchFn`]). Each block is
+/// reported to [`Backend::on_entry`] as a [`EntryCall::DataDelete`].
+///
+/// # Safety
+/// `ptrs` is null or valid for reads and writes of `n` pointers.
+pub unsafe fn data_delete_batch<B: Backend>(
+    cell: &PluginCell<B>,
+    device: i32,
+    ptrs: *mut *mut c_void,
+    n: i64,
+) -> i32 {
+    status::<B>(names::DATA_DELETE_BATCH, || {
+        let n = size_arg("n", n)?;
+        if n == 0 {
+            return Ok(());
+        }
+        let ptrs = non_null("ptrs", ptrs)?;
+        // SAFETY: the caller passes `n` readable and writable pointers.
+        let slots = unsafe { std::slice::from_raw_parts_mut(ptrs.as_ptr(), n) };
+        for &ptr in slots.iter() {
+            observe::<B>(EntryCall::DataDelete { device, ptr });
+        }
+        cell.with_live(|live| {
+            let device = live.initialised_device(device)?;
+            live.backend().data_delete_batch(device, slots)
+        })
+    })
+}
+
 /// `__tgt_rtl_data_submit[_async]`: host -> device. A zero size succeeds
 /// without touching the pointers.
 ///

@@ -1,5 +1,8 @@
 //! The error type of backend calls and entry checks.
 
+use std::ffi::c_void;
+use std::ptr::NonNull;
+
 /// Why an entry failed. The entry layer prints it (see [`crate::report`])
 /// and returns `OFFLOAD_FAIL`, a null pointer or 0 to the runtime.
 #[derive(Debug, thiserror::Error)]
@@ -51,3 +54,84 @@ impl PluginError {
 
 /// The result type of backend calls.
 pub type Result<T, E = PluginError> = std::result::Result<T, E>;
+
+/// Free each block of `ptrs` with `free`, setting each slot freed to null
+/// and leaving the others as they were (a null slot is not freed): the
+/// contract of `__tgt_rtl_data_delete_batch`. The error, when some were not
+/// freed, counts them and gives the first one's reason.
+pub fn delete_each(
+    ptrs: &mut [*mut c_void],
+    mut free: impl FnMut(NonNull<c_void>) -> Result<()>,
+) -> Result<()> {
+    let mut failures = BatchFailures::default();
+    for slot in ptrs.iter_mut() {
+        match NonNull::new(*slot)
+            .ok_or(PluginError::NullPointer("ptrs[i]"))
+            .and_then(&mut free)
+        {
+            Ok(()) => *slot = std::ptr::null_mut(),
+            Err(error) => failures.add(error),
+        }
+    }
+    failures.into_result(ptrs.len())
+}
+
+/// The blocks of a batch delete that were not freed: how many, and the
+/// first one's error.
+#[derive(Debug, Default)]
+pub struct BatchFailures {
+    count: usize,
+    first: Option<PluginError>,
+}
+
+impl BatchFailures {
+    /// One more block not freed, for `error`.
+    pub fn add(&mut self, error: PluginError) {
+        self.count += 1;
+        self.first.get_or_insert(error);
+    }
+
+    /// `Ok` when there were none; else an error that counts them out of
+    /// `total`, with the first one's reason.
+    pub fn into_result(self, total: usize) -> Result<()> {
+        match self.first {
+            None => Ok(()),
+            Some(first) => Err(PluginError::Backend(format!(
+                "{} of {total} blocks not freed; the first: {first}",
+                self.count
+            ))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn delete_each_nulls_what_it_freed_and_counts_the_rest() {
+        let mut slots: Vec<*mut c_void> = [0x10usize, 0x20, 0, 0x30, 0x40]
+            .iter()
+            .map(|&a| a as *mut c_void)
+            .collect();
+        let mut freed = Vec::new();
+        let result = delete_each(&mut slots, |ptr| {
+            if ptr.as_ptr() as usize == 0x30 {
+                Err(PluginError::InvalidArgument("unknown".into()))
+            } else {
+                freed.push(ptr.as_ptr() as usize);
+                Ok(())
+            }
+        });
+        assert_eq!(freed, [0x10, 0x20, 0x40], "a null slot is never passed on");
+        let left: Vec<usize> = slots.iter().map(|&p| p as usize).collect();
+        assert_eq!(left, [0, 0, 0, 0x30, 0]);
+        let message = result.unwrap_err().to_string();
+        assert_eq!(
+            message,
+            "2 of 5 blocks not freed; the first: argument `ptrs[i]` is a null pointer"
+        );
+        let mut none: [*mut c_void; 0] = [];
+        assert!(delete_each(&mut none, |_| unreachable!()).is_ok());
+    }
+}

@@ -17,6 +17,8 @@
 ///   `synchronize`, `set_info_flag`, `print_device_info`;
 /// * this project's lifecycle entries: `init_plugin`, `deinit_plugin`,
 ///   `deinit_device`, `unload_binary`, `register_destruction_cb`;
+/// * this project's other entries: `last_error_message`,
+///   `run_typed_region`, `data_delete_batch`;
 /// * the [safety net](crate::safety_net): one `.fini_array` function;
 /// * the [fork handlers](crate::fork), registered at initialisation.
 ///
@@ -153,6 +155,21 @@ macro_rules! __export_required {
             tgt_ptr: *mut ::core::ffi::c_void,
         ) -> i32 {
             $crate::entries::data_delete(&$cell, device, tgt_ptr)
+        }
+
+        /// `__tgt_rtl_data_delete_batch` (this project's entry): free
+        /// `ptrs[0..n]`, nulling each slot freed.
+        ///
+        /// # Safety
+        /// `ptrs` is null or valid for reads and writes of `n` pointers.
+        $(#[$attr])*
+        pub unsafe extern "C" fn __tgt_rtl_data_delete_batch(
+            device: i32,
+            ptrs: *mut *mut ::core::ffi::c_void,
+            n: i64,
+        ) -> i32 {
+            // SAFETY: per this function's contract.
+            unsafe { $crate::entries::data_delete_batch(&$cell, device, ptrs, n) }
         }
 
         /// `__tgt_rtl_run_target_region`.
@@ -496,6 +513,7 @@ macro_rules! __export_lifecycle {
             let _: p::RegisterDestructionCbFn = __tgt_rtl_register_destruction_cb;
             let _: p::LastErrorFn = __tgt_rtl_last_error_message;
             let _: p::RunTypedRegionFn = __tgt_rtl_run_typed_region;
+            let _: p::DataDeleteBatchFn = __tgt_rtl_data_delete_batch;
         };
     };
 }
@@ -543,6 +561,7 @@ macro_rules! __entry_table {
             register_destruction_cb: Some(__tgt_rtl_register_destruction_cb),
             last_error: Some(__tgt_rtl_last_error_message),
             run_typed_region: Some(__tgt_rtl_run_typed_region),
+            data_delete_batch: Some(__tgt_rtl_data_delete_batch),
         }
     };
 }

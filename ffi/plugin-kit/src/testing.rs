@@ -120,6 +120,9 @@ pub struct Plugin {
     pub set_info_flag: Option<p::SetInfoFlagFn>,
     /// `__tgt_rtl_print_device_info`, if the plugin exports it.
     pub print_device_info: Option<p::PrintDeviceInfoFn>,
+    /// `__tgt_rtl_data_delete_batch` (this project's), if the plugin
+    /// exports it.
+    pub data_delete_batch: Option<p::DataDeleteBatchFn>,
     library: libloading::Library,
 }
 
@@ -175,6 +178,7 @@ impl Plugin {
             init_requires: optional!(names::INIT_REQUIRES),
             set_info_flag: optional!(names::SET_INFO_FLAG),
             print_device_info: optional!(names::PRINT_DEVICE_INFO),
+            data_delete_batch: optional!(names::DATA_DELETE_BATCH),
             library,
         }
     }

@@ -173,7 +173,8 @@ fn the_trace_has_every_operation_nested_with_its_plugin_call_and_bytes() {
         ]
     );
     let drain = named(&events, "drain memory managers")[0];
-    plugin_call_inside(&events, drain, "data_delete");
+    // Our plugins free the whole cache in one batch call.
+    plugin_call_inside(&events, drain, "data_delete_batch");
     plugin_call_inside(&events, named(&events, "unload images")[0], "unload_binary");
     plugin_call_inside(
         &events,

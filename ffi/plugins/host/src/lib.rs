@@ -241,6 +241,10 @@ impl Backend for HostBackend {
         lock(&self.device(device).memory).free(tgt_ptr)
     }
 
+    fn data_delete_batch(&self, device: DeviceId, ptrs: &mut [*mut c_void]) -> Result<()> {
+        lock(&self.device(device).memory).free_batch(ptrs)
+    }
+
     unsafe fn data_submit(
         &self,
         _device: DeviceId,

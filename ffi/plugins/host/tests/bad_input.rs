@@ -241,3 +241,63 @@ fn null_pointers_negative_sizes_and_unknown_memory_fail_cleanly() {
         assert_eq!((p.unload_binary.unwrap())(0, image.desc()), OFFLOAD_FAIL);
     }
 }
+
+#[test]
+fn data_delete_batch_frees_what_it_can_and_refuses_the_rest() {
+    let (_copy, p) = host_plugin();
+    let batch = p
+        .data_delete_batch
+        .expect("the host plugin exports __tgt_rtl_data_delete_batch");
+    let mut host = [0u8; 16];
+    let h = host.as_mut_ptr().cast::<c_void>();
+    // SAFETY: the plugin library stays open while `p` lives; every array
+    // passed holds the count given (or is null, which the entry must
+    // refuse without reading); the pointers in them are blocks of device 0,
+    // `h` (host memory the plugin must refuse, not free) or null.
+    unsafe {
+        assert_eq!((p.init_device)(0), OFFLOAD_SUCCESS);
+        assert_eq!((p.init_device)(1), OFFLOAD_SUCCESS);
+        // Nothing to free: succeeds without reading the array.
+        assert_eq!(batch(0, null_mut(), 0), OFFLOAD_SUCCESS);
+        assert_eq!(batch(0, null_mut(), 3), OFFLOAD_FAIL, "null array");
+        let (a, b, c) = (alloc(&p, 0, 16), alloc(&p, 0, 4096), alloc(&p, 0, 100));
+        let mut slots = [a, b];
+        assert_eq!(batch(0, slots.as_mut_ptr(), -1), OFFLOAD_FAIL, "n < 0");
+        assert_eq!(batch(9, slots.as_mut_ptr(), 2), OFFLOAD_FAIL, "no device 9");
+        assert_eq!(
+            batch(2, slots.as_mut_ptr(), 2),
+            OFFLOAD_FAIL,
+            "not initialised"
+        );
+        assert_eq!(
+            batch(1, slots.as_mut_ptr(), 2),
+            OFFLOAD_FAIL,
+            "device 1's? no"
+        );
+        assert_eq!(slots, [a, b], "a refused batch touches no slot");
+
+        // Host memory, a null entry and a repeat are refused one by one;
+        // the rest is freed and its slots nulled.
+        let mut slots = [a, h, b, null_mut(), a, c];
+        assert_eq!(batch(0, slots.as_mut_ptr(), 6), OFFLOAD_FAIL);
+        assert_eq!(
+            slots,
+            [null_mut(), h, null_mut(), null_mut(), a, null_mut()]
+        );
+        for freed in [a, b, c] {
+            assert_eq!((p.data_delete)(0, freed), OFFLOAD_FAIL, "freed once only");
+        }
+
+        // A clean batch: everything freed, success.
+        let blocks: Vec<*mut c_void> = (0..1000).map(|i| alloc(&p, 0, 16 + i)).collect();
+        let mut slots = blocks.clone();
+        assert_eq!(batch(0, slots.as_mut_ptr(), 1000), OFFLOAD_SUCCESS);
+        assert!(slots.iter().all(|s| s.is_null()));
+        let mut again = blocks.clone();
+        assert_eq!(batch(0, again.as_mut_ptr(), 1000), OFFLOAD_FAIL);
+        assert_eq!(again, blocks, "a second batch frees nothing");
+        // The device still works.
+        let d = alloc(&p, 0, 32);
+        assert_eq!((p.data_delete)(0, d), OFFLOAD_SUCCESS);
+    }
+}

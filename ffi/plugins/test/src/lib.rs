@@ -44,6 +44,10 @@
 //!   net when the library is unloaded or the process exits.
 //!   A call is logged whether or not it succeeds (`data_alloc` after the
 //!   fact, with its result; every other entry on entry).
+//!   `data_delete_batch` is logged as one `data_delete <id> <ptr>` line per
+//!   block it is given (before it runs), so a log of frees reads the same
+//!   whichever entry the runtime used; its blocks go through the backend's
+//!   `data_delete` one by one (`panic_in=data_delete` applies).
 
 mod backend;
 mod conf;
