@@ -363,8 +363,14 @@ impl<'a> Offload<'a> {
         // `args.len()`: no regrowth while filling them.
         // On the stack for up to INLINE_ARGS arguments: a kernel that leaves
         // by siglongjmp skips this frame, and a heap block would be lost.
-        let mut kernel_args: KernelArgs = SmallVec::with_capacity(args.len());
-        let mut offsets: KernelOffsets = SmallVec::with_capacity(args.len());
+        // Built in place: `with_capacity` returns the 136-byte vectors by
+        // value, two `memcpy` calls per launch (callgrind, `empty_region`).
+        let mut kernel_args = KernelArgs::new();
+        let mut offsets = KernelOffsets::new();
+        if args.len() > INLINE_ARGS {
+            kernel_args.reserve_exact(args.len());
+            offsets.reserve_exact(args.len());
+        }
         let mut privates = PrivateArguments::new(self, dev);
         if launch.implicit_dyn_ptr {
             // LLVM passes null without dynamic group memory, which the host

@@ -8,10 +8,10 @@
 
 use crate::backend::{Backend, DeviceId, InitCause};
 use crate::error::{PluginError, Result};
+use crate::read_mostly::{thread_id, ReadGuard, ReadMostly};
 use crate::report;
 use omptarget_abi::info_type;
 use omptarget_abi::plugin::DestructionCallback;
-use omptarget_lifecycle::{ReadGuard, ReadMostly};
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Mutex, Once, PoisonError};
@@ -65,12 +65,6 @@ pub struct PluginCell<B> {
     /// ([`report::install_panic_hook`]). A plugin built into a program
     /// shares the program's std, whose panic hook is the program's.
     own_library: bool,
-}
-
-/// The calling thread's id for [`ReadMostly`]'s stripes.
-fn thread_id() -> usize {
-    // SAFETY: `pthread_self` has no precondition and cannot fail.
-    unsafe { libc::pthread_self() as usize }
 }
 
 /// What a fork's prepare handler holds: the backend's locks, then (dropped

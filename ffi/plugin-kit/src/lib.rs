@@ -35,6 +35,7 @@ pub mod error;
 mod export;
 pub mod fork;
 pub mod last_error;
+pub mod read_mostly;
 pub mod report;
 pub mod safety_net;
 #[cfg(feature = "testing")]

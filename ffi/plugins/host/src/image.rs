@@ -64,8 +64,14 @@ pub struct LoadedImage {
 
 // SAFETY: the raw pointers inside (`table`, `entries`) point into this
 // value's own heap blocks and into the loaded library, neither of which is
-// tied to a thread; all access goes through the owning device's mutex.
+// tied to a thread.
 unsafe impl Send for LoadedImage {}
+// SAFETY: through `&LoadedImage` nothing changes: every `&self` method reads
+// fields that are written only while building it, and the heap blocks the
+// raw pointers point into are only read after. The device's `ReadMostly`
+// lets launches of several threads read the list at once; loads and unloads
+// (which move or drop images) take its write side.
+unsafe impl Sync for LoadedImage {}
 
 impl LoadedImage {
     /// Load a private copy of `image` (see [`ImageStorage`]), resolve

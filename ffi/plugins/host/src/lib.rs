@@ -44,6 +44,7 @@ use omptarget_abi::{AllocKind, DeviceImage, TargetTable};
 use omptarget_plugin_kit::backend::{Backend, DeviceId, ImageRef, InitCause, TeamConfig};
 use omptarget_plugin_kit::error::{PluginError, Result};
 use omptarget_plugin_kit::fork::ForkLocks;
+use omptarget_plugin_kit::read_mostly::{self, ReadMostly};
 use omptarget_plugin_kit::report;
 use std::ffi::c_void;
 use std::path::PathBuf;
@@ -60,10 +61,22 @@ pub struct HostBackend {
 }
 
 /// One device: its loaded images (in load order) and its memory.
-#[derive(Default)]
 struct HostDevice {
-    images: Mutex<Vec<LoadedImage>>,
+    /// Read by every launch (`check_kernel`), written by image loads and
+    /// unloads: a [`ReadMostly`], so launches of different threads write
+    /// no common cache line (a `Mutex` here was the per-device lock every
+    /// launch of every thread took).
+    images: ReadMostly<Vec<LoadedImage>>,
     memory: Mutex<Allocations>,
+}
+
+impl Default for HostDevice {
+    fn default() -> Self {
+        Self {
+            images: ReadMostly::new(Vec::new()),
+            memory: Mutex::default(),
+        }
+    }
 }
 
 /// Where a loaded image came from, for the debug line.
@@ -91,7 +104,7 @@ impl HostDevice {
                 ),
             );
         }
-        let images = std::mem::take(&mut *lock(&self.images));
+        let images = std::mem::take(&mut *self.images.write());
         let mut result = Ok(());
         // Newest first, the reverse of loading.
         for image in images.into_iter().rev() {
@@ -108,7 +121,7 @@ impl HostBackend {
     /// the image lock; the kernel is then called without it, so kernels
     /// run concurrently.
     fn check_kernel(&self, device: DeviceId, entry: NonNull<c_void>) -> Result<()> {
-        let known = lock(&self.device(device).images)
+        let known = read_mostly::read(&self.device(device).images)
             .iter()
             .any(|image| image.has_kernel(entry.as_ptr()));
         if known {
@@ -142,7 +155,7 @@ impl HostBackend {
 
     /// Number of images loaded on `device`.
     pub fn loaded_images(&self, device: DeviceId) -> usize {
-        lock(&self.device(device).images).len()
+        read_mostly::read(&self.device(device).images).len()
     }
 
     /// Release every device; the first error is returned after all of them
@@ -209,14 +222,14 @@ impl Backend for HostBackend {
                 image_origin(&loaded)
             ),
         );
-        lock(&self.device(device).images).push(loaded);
+        self.device(device).images.write().push(loaded);
         Ok(table)
     }
 
     fn unload_binary(&self, device: DeviceId, image: NonNull<DeviceImage>) -> Result<()> {
         let key = image.as_ptr() as usize;
         let loaded = {
-            let mut images = lock(&self.device(device).images);
+            let mut images = self.device(device).images.write();
             let index = images.iter().rposition(|i| i.key() == key).ok_or_else(|| {
                 PluginError::InvalidArgument(format!(
                     "image {image:p} is not loaded on device {device}"
@@ -313,7 +326,7 @@ impl Backend for HostBackend {
         // backend never holds two of these at once otherwise.
         let mut held: ForkLocks<'_> = Vec::with_capacity(2 * self.devices.len());
         for device in self.devices.iter() {
-            held.push(Box::new(lock(&device.images)));
+            held.push(Box::new(device.images.write()));
             held.push(Box::new(lock(&device.memory)));
         }
         held
