@@ -52,7 +52,7 @@ mod read_mostly;
 mod striped;
 mod sync;
 
-pub use read_mostly::{ReadGuard, ReadMostly, WriteGuard};
+pub use read_mostly::{ForkWriteGuard, ReadGuard, ReadMostly, WriteGuard};
 use std::ptr;
 use std::sync::atomic::Ordering::SeqCst;
 pub use striped::StripedCounts;
@@ -63,6 +63,12 @@ const CLOSED: usize = 1 << (usize::BITS - 1);
 /// The flags word: the fork gate is closed (a fork is between its prepare
 /// handler and its end).
 const FORKING: usize = 1 << (usize::BITS - 2);
+// A stripe holds readers below bit 31 and kernels above: 64-bit words only.
+const _: () = assert!(
+    usize::BITS == 64,
+    "the lifecycle's counts need 64-bit words"
+);
+
 /// In a stripe: one reader inside a kernel (the kernel count sits above
 /// the readers').
 const KERNEL: usize = 1 << 31;

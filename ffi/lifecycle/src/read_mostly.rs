@@ -119,6 +119,39 @@ impl<T> ReadMostly<T> {
     }
 }
 
+/// [`ReadMostly::write_across_fork`]: a write held from a fork's prepare
+/// handler to its end, in the parent and in the child.
+pub struct ForkWriteGuard<'a, T> {
+    guard: WriteGuard<'a, T>,
+    /// The process that took it: dropped in another one, it is a fork child.
+    pid: u32,
+}
+
+impl<T> ReadMostly<T> {
+    /// [`Self::write`] for a `pthread_atfork` prepare handler, dropped by
+    /// the parent and child handlers. In the child it also clears the
+    /// reader counts: a reader of another thread that counted itself after
+    /// the writer's wait, saw `writing` and was about to back out when
+    /// `fork` copied the process, left a count the child would keep
+    /// forever (no such thread there), and every later write in the child
+    /// would wait for it. The child has one thread, which holds this write:
+    /// no reader is real.
+    pub fn write_across_fork(&self) -> ForkWriteGuard<'_, T> {
+        ForkWriteGuard {
+            guard: self.write(),
+            pid: std::process::id(),
+        }
+    }
+}
+
+impl<T> Drop for ForkWriteGuard<'_, T> {
+    fn drop(&mut self) {
+        if std::process::id() != self.pid {
+            self.guard.lock.readers.reset();
+        }
+    }
+}
+
 /// Yield first, then sleep: a writer may wait for a reader in a long
 /// kernel (a plugin's deinit at exit while another thread computes).
 #[derive(Default)]
@@ -218,6 +251,49 @@ mod tests {
             drop(b);
         });
         assert_eq!(*lock.read(me()), 5);
+    }
+
+    /// A reader of another thread that counted itself and was backing out
+    /// (it saw `writing`) when `fork` copied the process: the child drops
+    /// the fork's write and can write again, though that thread is not
+    /// there to take its count back.
+    #[test]
+    fn a_fork_child_does_not_wait_for_a_reader_it_does_not_have() {
+        let lock = ReadMostly::new(0u32);
+        let held = lock.write_across_fork();
+        // The other thread's count between its add and its sub.
+        let stripe = StripedCounts::stripe_of(me() + 1);
+        lock.readers.add(stripe, 1);
+        // SAFETY: the child only drops the guard, writes through the lock
+        // (no allocation, no other lock) and leaves with `_exit`.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0, "fork failed");
+        if pid == 0 {
+            drop(held);
+            *lock.write() = 1;
+            // SAFETY: ends the child without running the test harness's
+            // atexit handlers.
+            unsafe { libc::_exit(if *lock.read(me()) == 1 { 0 } else { 2 }) };
+        }
+        lock.readers.sub(stripe, 1); // the parent's thread backs out
+        drop(held);
+        let mut status = 0;
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            // SAFETY: `pid` is our child; `status` is writable.
+            let waited = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+            if waited == pid {
+                break;
+            }
+            if std::time::Instant::now() > deadline {
+                // SAFETY: our child.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+                panic!("the fork child hung on a write");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0);
+        assert_eq!(*lock.read(me()), 0, "the parent's value is its own");
     }
 
     #[test]

@@ -52,8 +52,8 @@ pub unsafe fn call_with_pointer_args(
 /// function type of that many pointers; libffi takes the rest. A direct
 /// call passes pointer-sized arguments exactly as libffi's pointer type
 /// does (integer registers, then the stack), without preparing a call
-/// interface per launch: callgrind per op, `empty_region` 2,236 -> about
-/// 2,100 instructions (BENCHMARKS.md).
+/// interface per launch: callgrind per op, `empty_region` 1,881 -> 1,615
+/// instructions (BENCHMARKS.md).
 pub const DIRECT_ARGS: usize = 16;
 
 /// `entry(args...)` through a function type with `args.len()` pointer
@@ -66,7 +66,9 @@ unsafe fn call_direct(entry: NonNull<c_void>, args: &[*mut c_void]) {
         ($($n:literal: ($($i:literal),*);)*) => {
             match args.len() {
                 $($n => {
-                    type Kernel = unsafe extern "C" fn($(arities!(@pointer $i)),*);
+                    // "C-unwind": a kernel's `pthread_exit` unwinds through
+                    // this frame to the trampoline's.
+                    type Kernel = unsafe extern "C-unwind" fn($(arities!(@pointer $i)),*);
                     // SAFETY: `entry` is a function of `$n` pointer-sized
                     // parameters returning void (our contract).
                     let kernel = unsafe { std::mem::transmute::<*mut c_void, Kernel>(entry.as_ptr()) };
@@ -205,14 +207,6 @@ mod tests {
 
     static SEEN: AtomicUsize = AtomicUsize::new(0);
 
-    extern "C" fn none() {
-        SEEN.store(1000, Ordering::SeqCst);
-    }
-
-    extern "C" fn three(a: usize, b: usize, c: usize) {
-        SEEN.store(a * 100 + b * 10 + c, Ordering::SeqCst);
-    }
-
     /// `extern "C" fn $name($args: usize...)` storing the weighted sum
     /// of its arguments, so that a swapped or dropped argument changes it.
     macro_rules! weighted_kernel {
@@ -230,13 +224,65 @@ mod tests {
     }
 
     weighted_kernel!(
-        /// 18 arguments: past the inline arrays and the direct calls.
-        eighteen(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17)
+        /// 0 arguments: no arguments.
+        k0()
     );
+    weighted_kernel!(k1(a0));
+    weighted_kernel!(k2(a0, a1));
+    weighted_kernel!(k3(a0, a1, a2));
+    weighted_kernel!(k4(a0, a1, a2, a3));
+    weighted_kernel!(k5(a0, a1, a2, a3, a4));
+    weighted_kernel!(k6(a0, a1, a2, a3, a4, a5));
+    weighted_kernel!(k7(a0, a1, a2, a3, a4, a5, a6));
+    weighted_kernel!(k8(a0, a1, a2, a3, a4, a5, a6, a7));
+    weighted_kernel!(k9(a0, a1, a2, a3, a4, a5, a6, a7, a8));
+    weighted_kernel!(k10(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9));
+    weighted_kernel!(k11(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10));
+    weighted_kernel!(k12(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11));
+    weighted_kernel!(k13(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12));
+    weighted_kernel!(k14(
+        a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13
+    ));
+    weighted_kernel!(k15(
+        a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14
+    ));
     weighted_kernel!(
         /// 16 arguments: the most a direct call takes (ten on the stack).
-        sixteen(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15)
+        k16(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15)
     );
+    weighted_kernel!(
+        /// 17 arguments: the fewest libffi takes.
+        k17(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16)
+    );
+    weighted_kernel!(
+        /// 18 arguments: past the inline arrays too.
+        k18(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17)
+    );
+
+    /// Every kernel above with its arity.
+    fn kernels() -> [(*const (), usize); 19] {
+        [
+            (k0 as *const (), 0),
+            (k1 as *const (), 1),
+            (k2 as *const (), 2),
+            (k3 as *const (), 3),
+            (k4 as *const (), 4),
+            (k5 as *const (), 5),
+            (k6 as *const (), 6),
+            (k7 as *const (), 7),
+            (k8 as *const (), 8),
+            (k9 as *const (), 9),
+            (k10 as *const (), 10),
+            (k11 as *const (), 11),
+            (k12 as *const (), 12),
+            (k13 as *const (), 13),
+            (k14 as *const (), 14),
+            (k15 as *const (), 15),
+            (k16 as *const (), 16),
+            (k17 as *const (), 17),
+            (k18 as *const (), 18),
+        ]
+    }
 
     fn entry(f: *const ()) -> NonNull<c_void> {
         NonNull::new(f as *mut c_void).unwrap()
@@ -299,25 +345,14 @@ mod tests {
     }
 
     #[test]
-    fn calls_with_no_few_and_many_arguments() {
-        // SAFETY: `none` takes no arguments, and none are passed.
-        unsafe { call_with_pointer_args(entry(none as *const ()), &[]) }.unwrap();
-        assert_eq!(SEEN.load(Ordering::SeqCst), 1000);
-        let args: Vec<*mut c_void> = [1usize, 2, 3].iter().map(|&v| v as *mut c_void).collect();
-        // SAFETY: `three` takes three pointer-sized arguments.
-        unsafe { call_with_pointer_args(entry(three as *const ()), &args) }.unwrap();
-        assert_eq!(SEEN.load(Ordering::SeqCst), 123);
-        let args: Vec<*mut c_void> = (1..=16usize).map(|v| v as *mut c_void).collect();
-        // SAFETY: `sixteen` takes sixteen pointer-sized arguments (a direct
-        // call, the largest).
-        unsafe { call_with_pointer_args(entry(sixteen as *const ()), &args) }.unwrap();
-        let expected: usize = (1..=16usize).map(|v| v * v).sum();
-        assert_eq!(SEEN.load(Ordering::SeqCst), expected);
-        // 18: through libffi.
-        let args: Vec<*mut c_void> = (1..=18usize).map(|v| v as *mut c_void).collect();
-        // SAFETY: `eighteen` takes eighteen pointer-sized arguments.
-        unsafe { call_with_pointer_args(entry(eighteen as *const ()), &args) }.unwrap();
-        let expected: usize = (1..=18usize).map(|v| v * v).sum();
-        assert_eq!(SEEN.load(Ordering::SeqCst), expected);
+    fn calls_with_every_arity_directly_and_through_libffi() {
+        for (kernel, arity) in kernels() {
+            SEEN.store(usize::MAX, Ordering::SeqCst);
+            let args: Vec<*mut c_void> = (1..=arity).map(|v| v as *mut c_void).collect();
+            // SAFETY: `kernel` takes `arity` pointer-sized arguments.
+            unsafe { call_with_pointer_args(entry(kernel), &args) }.unwrap();
+            let expected: usize = (1..=arity).map(|v| v * v).sum();
+            assert_eq!(SEEN.load(Ordering::SeqCst), expected, "{arity} arguments");
+        }
     }
 }

@@ -326,7 +326,7 @@ impl Backend for HostBackend {
         // backend never holds two of these at once otherwise.
         let mut held: ForkLocks<'_> = Vec::with_capacity(2 * self.devices.len());
         for device in self.devices.iter() {
-            held.push(Box::new(device.images.write()));
+            held.push(Box::new(device.images.write_across_fork()));
             held.push(Box::new(lock(&device.memory)));
         }
         held
