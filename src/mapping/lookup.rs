@@ -42,6 +42,28 @@ pub trait HostRange {
     fn host_end(&self) -> usize;
 }
 
+/// Does `entry` contain the section `[begin, begin+size)`? For the entry
+/// keyed exactly `begin`, this is [`lookup`]'s whole answer: the entry it
+/// examines first is the last one starting at or before `begin`, this one,
+/// and a contained section stops it there ([`contained_in`]). So a caller
+/// holding that entry from one `get`/`get_mut` descent skips the range
+/// probes and the second descent: the common case of a section mapped
+/// before and found again (an exit, a presence check, a region over mapped
+/// data).
+pub fn contains_section<E: HostRange>(entry: &E, begin: usize, size: i64) -> bool {
+    let end = begin.wrapping_add(size as usize);
+    begin >= entry.host_begin() && begin < entry.host_end() && end <= entry.host_end()
+}
+
+/// [`lookup`]'s result for a section contained in the entry keyed `key`.
+pub fn contained_in(key: usize) -> LookupResult {
+    LookupResult {
+        contained: true,
+        key: Some(key),
+        ..LookupResult::default()
+    }
+}
+
 /// LLVM's lookupMapping over a map keyed by host begin address. Address
 /// arithmetic wraps as `uintptr_t` arithmetic does in C.
 pub fn lookup<E: HostRange>(entries: &BTreeMap<usize, E>, begin: usize, size: i64) -> LookupResult {
@@ -50,8 +72,7 @@ pub fn lookup<E: HostRange>(entries: &BTreeMap<usize, E>, begin: usize, size: i6
 
     if let Some((&key, entry)) = entries.range(..=begin).next_back() {
         result.key = Some(key);
-        result.contained =
-            begin >= entry.host_begin() && begin < entry.host_end() && end <= entry.host_end();
+        result.contained = contains_section(entry, begin, size);
         result.extends_after = begin < entry.host_end() && end > entry.host_end();
     }
 
@@ -133,6 +154,29 @@ mod tests {
         let r = lookup(&m, 500, 10);
         assert!(!r.overlaps());
         assert_eq!(r.key, Some(300));
+    }
+
+    /// The exact-key fast path gives `lookup`'s answer whenever it applies,
+    /// for every section starting at an entry's begin (empty entries and
+    /// zero-length sections included).
+    #[test]
+    fn a_contained_section_at_an_entry_begin_is_the_lookup_answer() {
+        let m = map(&[
+            (0, 0),
+            (100, 200),
+            (200, 200),
+            (300, 400),
+            (usize::MAX - 8, usize::MAX),
+        ]);
+        for (&key, entry) in &m {
+            for size in [0i64, 1, 50, 99, 100, 101, 1000, -1] {
+                if contains_section(entry, key, size) {
+                    assert_eq!(contained_in(key), lookup(&m, key, size), "{key} {size}");
+                } else {
+                    assert!(!lookup(&m, key, size).contained, "{key} {size}");
+                }
+            }
+        }
     }
 
     #[test]

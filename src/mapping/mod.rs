@@ -127,6 +127,11 @@ impl MappingTable {
     /// of the entry the flags describe.
     pub fn lookup(&self, begin: usize, size: i64) -> (LookupResult, Option<MappedEntry>) {
         let entries = self.lock_entries();
+        if let Some(entry) = entries.get(&begin) {
+            if lookup::contains_section(entry, begin, size) {
+                return (lookup::contained_in(begin), Some(entry.snapshot()));
+            }
+        }
         let result = lookup::lookup(&entries, begin, size);
         let entry = result
             .key
@@ -139,6 +144,11 @@ impl MappingTable {
     /// at all (LLVM's two-argument `getTgtPtrBegin`, used for globals).
     pub fn translate(&self, begin: usize, size: i64) -> Option<usize> {
         let entries = self.lock_entries();
+        if let Some(entry) = entries.get(&begin) {
+            if lookup::contains_section(entry, begin, size) {
+                return Some(entry.translate(begin));
+            }
+        }
         let result = lookup::lookup(&entries, begin, size);
         if !result.overlaps() {
             return None;

@@ -8,7 +8,7 @@
 
 use super::entry::{EntryHandle, MapEntry};
 use super::error::{MapFailure, MappingError};
-use super::lookup::lookup;
+use super::lookup::{contains_section, lookup};
 use super::refcount::{RefCounts, RefKind};
 use super::MappingTable;
 
@@ -220,6 +220,73 @@ fn non_null(address: usize) -> Option<usize> {
     (address != 0).then_some(address)
 }
 
+/// The first branch of [`MappingTable::get_target_pointer`]: the section
+/// lies in (or, implicitly, overlaps) `entry`; count the new reference (or
+/// not) and say so.
+fn use_existing(
+    entry: &mut MapEntry,
+    request: &MapRequest,
+    kind: RefKind,
+    memory: &dyn DeviceMemory,
+    out: &mut TargetPointer,
+) {
+    let action = if request.update_refcount {
+        entry.refs.increment(kind);
+        RefAction::Incremented
+    } else {
+        out.is_new = entry.refs.total() == 1;
+        RefAction::UpdateSuppressed
+    };
+    let target = entry.translate(request.host_begin);
+    let event = MapEvent::Exists {
+        implicit: request.implicit,
+        host_begin: request.host_begin,
+        target,
+        size: request.size,
+        refs: entry.refs,
+        kind,
+        action,
+        name: request.name,
+    };
+    memory.on_event(&event);
+    out.event = Some(event);
+    out.target = non_null(target);
+    out.entry = Some(entry.handle());
+}
+
+/// The found branch of [`MappingTable::get_tgt_ptr_begin`]: count the
+/// release on `entry` (or not) and say so.
+fn unmap_found(entry: &mut MapEntry, request: &UnmapRequest, kind: RefKind, out: &mut TgtPtrBegin) {
+    out.is_last = entry.refs.decrement_removes(kind, request.force_delete);
+    let action = if !request.update_refcount {
+        RefAction::UpdateSuppressed
+    } else if request.force_delete {
+        entry.refs.reset(kind);
+        if out.is_last {
+            RefAction::ResetDeferredFinalDecrement
+        } else {
+            entry.refs.decrement(kind);
+            RefAction::Reset
+        }
+    } else if out.is_last {
+        RefAction::DeferredFinalDecrement
+    } else {
+        entry.refs.decrement(kind);
+        RefAction::Decremented
+    };
+    let target = entry.translate(request.host_begin);
+    out.event = Some(MapEvent::Found {
+        host_begin: request.host_begin,
+        target,
+        size: request.size,
+        refs: entry.refs,
+        kind,
+        action,
+    });
+    out.target = non_null(target);
+    out.entry = Some(entry.handle());
+}
+
 impl MappingTable {
     /// LLVM's `getTargetPointer`: find or create the mapping of
     /// `[host_begin, host_begin+size)` and, for a new mapping with `to` (or
@@ -231,35 +298,33 @@ impl MappingTable {
         memory: &dyn DeviceMemory,
     ) -> TargetPointer {
         let mut entries = self.lock_entries();
-        let found = lookup(&entries, request.host_begin, request.size);
         let kind = RefKind::from_hold(request.hold);
         let mut out = TargetPointer::default();
+        // The `map_var_info_t` of the entry found or made, for the copy.
+        let mut entry_name = 0;
 
+        // A section mapped before and found again at its begin: the lookup's
+        // answer in one descent (`contains_section`).
+        let exact = entries
+            .get_mut(&request.host_begin)
+            .filter(|e| contains_section(&**e, request.host_begin, request.size));
+        let found = match exact {
+            Some(entry) => {
+                entry_name = entry.name;
+                use_existing(entry, request, kind, memory, &mut out);
+                None
+            }
+            None => Some(lookup(&entries, request.host_begin, request.size)),
+        };
+
+        let Some(found) = found else {
+            return self.finish_target_pointer(entries, request, out, entry_name, memory);
+        };
         if found.contained || (found.extends() && request.implicit) {
             let key = found.key.expect("an overlapping lookup names its entry");
             let entry = entries.get_mut(&key).expect("lookup keys exist");
-            let action = if request.update_refcount {
-                entry.refs.increment(kind);
-                RefAction::Incremented
-            } else {
-                out.is_new = entry.refs.total() == 1;
-                RefAction::UpdateSuppressed
-            };
-            let target = entry.translate(request.host_begin);
-            let event = MapEvent::Exists {
-                implicit: request.implicit,
-                host_begin: request.host_begin,
-                target,
-                size: request.size,
-                refs: entry.refs,
-                kind,
-                action,
-                name: request.name,
-            };
-            memory.on_event(&event);
-            out.event = Some(event);
-            out.target = non_null(target);
-            out.entry = Some(entry.handle());
+            entry_name = entry.name;
+            use_existing(entry, request, kind, memory, &mut out);
         } else if found.extends() {
             let key = found.key.expect("an overlapping lookup names its entry");
             let entry = &entries[&key];
@@ -296,6 +361,7 @@ impl MappingTable {
                     out.is_new = true;
                     out.target = Some(device);
                     out.entry = Some(entry.handle());
+                    entry_name = request.name;
                     let event = MapEvent::Created {
                         host_begin: request.host_begin,
                         target: device,
@@ -313,10 +379,24 @@ impl MappingTable {
             }
         }
 
+        self.finish_target_pointer(entries, request, out, entry_name, memory)
+    }
+
+    /// The end of [`MappingTable::get_target_pointer`]: the copy to the
+    /// device of a new (or `always`) mapping under the entry's update lock,
+    /// taken before the table's lock (`entries`) is released; or else a wait
+    /// for a copy another thread issued for the entry.
+    fn finish_target_pointer(
+        &self,
+        entries: std::sync::MutexGuard<'_, std::collections::BTreeMap<usize, MapEntry>>,
+        request: &MapRequest,
+        mut out: TargetPointer,
+        entry_name: usize,
+        memory: &dyn DeviceMemory,
+    ) -> TargetPointer {
         let copy_to_device = request.to && (out.is_new || request.always) && !out.is_host_ptr;
         match (out.target, out.entry.clone()) {
             (Some(target), Some(handle)) if copy_to_device => {
-                let entry_name = entries.get(&handle.host_begin()).map_or(0, |e| e.name);
                 let update_guard = handle.lock_update();
                 drop(entries);
                 // SAFETY: the caller's map arguments name readable host data
@@ -352,41 +432,22 @@ impl MappingTable {
     /// atomically. Without `update_refcount` this is a plain query.
     pub fn get_tgt_ptr_begin(&self, request: &UnmapRequest) -> TgtPtrBegin {
         let mut entries = self.lock_entries();
-        let found = lookup(&entries, request.host_begin, request.size);
         let kind = RefKind::from_hold(request.hold);
         let mut out = TgtPtrBegin::default();
 
+        // The section at its entry's begin: one descent (`contains_section`).
+        let exact = entries
+            .get_mut(&request.host_begin)
+            .filter(|e| contains_section(&**e, request.host_begin, request.size));
+        if let Some(entry) = exact {
+            unmap_found(entry, request, kind, &mut out);
+            return out;
+        }
+        let found = lookup(&entries, request.host_begin, request.size);
         if found.contained || (!request.must_contain && found.extends()) {
             let key = found.key.expect("an overlapping lookup names its entry");
             let entry = entries.get_mut(&key).expect("lookup keys exist");
-            out.is_last = entry.refs.decrement_removes(kind, request.force_delete);
-            let action = if !request.update_refcount {
-                RefAction::UpdateSuppressed
-            } else if request.force_delete {
-                entry.refs.reset(kind);
-                if out.is_last {
-                    RefAction::ResetDeferredFinalDecrement
-                } else {
-                    entry.refs.decrement(kind);
-                    RefAction::Reset
-                }
-            } else if out.is_last {
-                RefAction::DeferredFinalDecrement
-            } else {
-                entry.refs.decrement(kind);
-                RefAction::Decremented
-            };
-            let target = entry.translate(request.host_begin);
-            out.event = Some(MapEvent::Found {
-                host_begin: request.host_begin,
-                target,
-                size: request.size,
-                refs: entry.refs,
-                kind,
-                action,
-            });
-            out.target = non_null(target);
-            out.entry = Some(entry.handle());
+            unmap_found(entry, request, kind, &mut out);
         } else if request.unified_shared_memory {
             out.is_host_ptr = true;
             out.target = non_null(request.host_begin);
@@ -406,25 +467,40 @@ impl MappingTable {
         memory: &dyn DeviceMemory,
     ) -> Result<Option<MapEvent>, MappingError> {
         let mut entries = self.lock_entries();
-        let found = lookup(&entries, host_begin, size);
-        if !found.overlaps() {
-            return Err(MappingError::SectionNotFound { host_begin });
-        }
-        let key = found.key.expect("an overlapping lookup names its entry");
-        let entry = entries.get_mut(&key).expect("lookup keys exist");
-        if entry.refs.decrement(RefKind::from_hold(hold)) != 0 {
-            return Ok(None);
-        }
+        let kind = RefKind::from_hold(hold);
+        // The section at its entry's begin: one descent (`contains_section`).
+        let exact = entries
+            .get_mut(&host_begin)
+            .filter(|e| contains_section(&**e, host_begin, size));
+        let key = match exact {
+            Some(entry) => {
+                if entry.refs.decrement(kind) != 0 {
+                    return Ok(None);
+                }
+                host_begin
+            }
+            None => {
+                let found = lookup(&entries, host_begin, size);
+                if !found.overlaps() {
+                    return Err(MappingError::SectionNotFound { host_begin });
+                }
+                let key = found.key.expect("an overlapping lookup names its entry");
+                let entry = entries.get_mut(&key).expect("lookup keys exist");
+                if entry.refs.decrement(kind) != 0 {
+                    return Ok(None);
+                }
+                key
+            }
+        };
+        let entry = entries.remove(&key).expect("lookup keys exist");
         // LLVM ignores the result of the device free here.
         memory.free(entry.device_begin);
-        let event = MapEvent::Removed {
+        Ok(Some(MapEvent::Removed {
             host_begin: entry.host_begin,
             target: entry.device_begin,
             size,
             name: entry.name,
-        };
-        entries.remove(&key);
-        Ok(Some(event))
+        }))
     }
 
     /// LLVM's `associatePtr`: map `[host_begin, host_begin+size)` to
