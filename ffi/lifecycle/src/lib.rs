@@ -56,7 +56,7 @@ pub use read_mostly::{ForkWriteGuard, ReadGuard, ReadMostly, WriteGuard};
 use std::ptr;
 use std::sync::atomic::Ordering::SeqCst;
 pub use striped::StripedCounts;
-use sync::{store_load_order, yield_now, AtomicPtr, AtomicUsize};
+use sync::{yield_now, AtomicPtr, AtomicUsize};
 
 /// The flags word: closed.
 const CLOSED: usize = 1 << (usize::BITS - 1);
@@ -225,7 +225,6 @@ impl<S> Lifecycle<S> {
         let stripe = StripedCounts::stripe_of(me);
         loop {
             self.readers.add(stripe, 1);
-            store_load_order();
             let flags = self.flags.load(SeqCst);
             if flags & CLOSED != 0 {
                 self.readers.sub(stripe, 1);
@@ -280,7 +279,6 @@ impl<S> Lifecycle<S> {
             return Closing::AlreadyClosed;
         }
         self.closer.store(me, SeqCst);
-        store_load_order();
         // No reader can enter from here on: readers only go. A reader that
         // entered before the close may still publish a session it created,
         // so the slot is read only once no reader is left, or else left to
@@ -358,7 +356,6 @@ impl<S> Lifecycle<S> {
                 let lifecycle = self.lifecycle;
                 loop {
                     lifecycle.readers.sub(self.stripe, KERNEL);
-                    store_load_order();
                     let flags = lifecycle.flags.load(SeqCst);
                     if !lifecycle.fork_gate_closed_for(flags, self.me) {
                         return;
@@ -404,7 +401,6 @@ impl<S> Lifecycle<S> {
             }
         }
         self.forker.store(me, SeqCst);
-        store_load_order();
         // Every reader that counted itself before the gate closed is seen
         // by the sums below; one that counts itself after sees the gate and
         // backs out, one that leaves its kernel after goes back in. The sum

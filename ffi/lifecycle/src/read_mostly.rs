@@ -13,7 +13,7 @@
 //! reading can deadlock against a waiting writer; a writer must not read.
 
 use crate::striped::StripedCounts;
-use crate::sync::{store_load_order, yield_now, AtomicBool, Mutex, MutexGuard, UnsafeCell};
+use crate::sync::{yield_now, AtomicBool, Mutex, MutexGuard, UnsafeCell};
 use std::sync::atomic::Ordering::SeqCst;
 
 /// A value read by many threads at once and written by one at a time.
@@ -37,16 +37,20 @@ unsafe impl<T: Send> Send for ReadMostly<T> {}
 pub struct ReadGuard<'a, T> {
     lock: &'a ReadMostly<T>,
     stripe: usize,
+    /// The model's record of this read, ended before the count is
+    /// (`Option` so that `drop` can end it first).
     #[cfg(loom)]
-    access: loom::cell::ConstPtr<T>,
+    access: Option<loom::cell::ConstPtr<T>>,
 }
 
 /// A write in progress: no reader is counted until it is dropped.
 pub struct WriteGuard<'a, T> {
     lock: &'a ReadMostly<T>,
     _writers: MutexGuard<'a, ()>,
+    /// The model's record of this write, ended before `writing` is
+    /// cleared.
     #[cfg(loom)]
-    access: loom::cell::MutPtr<T>,
+    access: Option<loom::cell::MutPtr<T>>,
 }
 
 impl<T> ReadMostly<T> {
@@ -78,13 +82,12 @@ impl<T> ReadMostly<T> {
         let stripe = StripedCounts::stripe_of(me);
         loop {
             self.readers.add(stripe, 1);
-            store_load_order();
             if !self.writing.load(SeqCst) {
                 return ReadGuard {
                     lock: self,
                     stripe,
                     #[cfg(loom)]
-                    access: self.value.get(),
+                    access: Some(self.value.get()),
                 };
             }
             // A writer is waiting for readers to leave: leave, wait, retry.
@@ -105,7 +108,6 @@ impl<T> ReadMostly<T> {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         self.writing.store(true, SeqCst);
-        store_load_order();
         let mut backoff = Backoff::default();
         while self.readers.sum() != 0 {
             backoff.wait();
@@ -114,7 +116,7 @@ impl<T> ReadMostly<T> {
             lock: self,
             _writers: writers,
             #[cfg(loom)]
-            access: self.value.get_mut(),
+            access: Some(self.value.get_mut()),
         }
     }
 }
@@ -175,7 +177,7 @@ impl<T> std::ops::Deref for ReadGuard<'_, T> {
         #[cfg(loom)]
         // SAFETY: a counted reader with no writer (checked after counting):
         // no `&mut T` exists until this guard is dropped.
-        return unsafe { self.access.deref() };
+        return unsafe { self.access.as_ref().expect("live until drop").deref() };
         #[cfg(not(loom))]
         // SAFETY: as above.
         unsafe {
@@ -186,6 +188,8 @@ impl<T> std::ops::Deref for ReadGuard<'_, T> {
 
 impl<T> Drop for ReadGuard<'_, T> {
     fn drop(&mut self) {
+        #[cfg(loom)]
+        drop(self.access.take());
         self.lock.readers.sub(self.stripe, 1);
     }
 }
@@ -195,7 +199,7 @@ impl<T> std::ops::Deref for WriteGuard<'_, T> {
     fn deref(&self) -> &T {
         #[cfg(loom)]
         // SAFETY: the only writer, and no reader is counted.
-        return unsafe { &*self.access.deref() };
+        return unsafe { &*self.access.as_ref().expect("live until drop").deref() };
         #[cfg(not(loom))]
         // SAFETY: the only writer, and no reader is counted.
         unsafe {
@@ -208,7 +212,7 @@ impl<T> std::ops::DerefMut for WriteGuard<'_, T> {
     fn deref_mut(&mut self) -> &mut T {
         #[cfg(loom)]
         // SAFETY: the only writer, and no reader is counted.
-        return unsafe { self.access.deref() };
+        return unsafe { self.access.as_ref().expect("live until drop").deref() };
         #[cfg(not(loom))]
         // SAFETY: the only writer, and no reader is counted.
         unsafe {
@@ -219,6 +223,8 @@ impl<T> std::ops::DerefMut for WriteGuard<'_, T> {
 
 impl<T> Drop for WriteGuard<'_, T> {
     fn drop(&mut self) {
+        #[cfg(loom)]
+        drop(self.access.take());
         self.lock.writing.store(false, SeqCst);
     }
 }
