@@ -98,7 +98,38 @@ unsafe extern "C-unwind" fn omp_target_memcpy(
     dst_device: c_int,
     src_device: c_int,
 ) -> c_int {
-    guard("omp_target_memcpy", OFFLOAD_FAIL, || {
+    // SAFETY: our caller's contract is `memcpy_as`'s.
+    unsafe {
+        memcpy_as(
+            "omp_target_memcpy",
+            dst,
+            src,
+            length,
+            dst_offset,
+            src_offset,
+            dst_device,
+            src_device,
+        )
+    }
+}
+
+/// `omp_target_memcpy` and its `_async` form (`api_llvm19`), behind the
+/// panic boundary of the export `entry`.
+///
+/// # Safety
+/// Each pointer plus its offset addresses `length` bytes on its device.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn memcpy_as(
+    entry: &'static str,
+    dst: *mut c_void,
+    src: *const c_void,
+    length: usize,
+    dst_offset: usize,
+    src_offset: usize,
+    dst_device: c_int,
+    src_device: c_int,
+) -> c_int {
+    guard(entry, OFFLOAD_FAIL, || {
         with_session(|s| {
             // SAFETY: each pointer plus its offset addresses `length` bytes
             // on its device (our caller's contract, `target_memcpy`'s too).
@@ -128,7 +159,54 @@ unsafe extern "C-unwind" fn omp_target_memcpy_rect(
     dst_device: c_int,
     src_device: c_int,
 ) -> c_int {
-    guard("omp_target_memcpy_rect", OFFLOAD_FAIL, || {
+    let rect = Rect {
+        element_size,
+        num_dims,
+        volume,
+        dst_offsets,
+        src_offsets,
+        dst_dimensions,
+        src_dimensions,
+    };
+    // SAFETY: our caller's contract is `memcpy_rect_as`'s.
+    unsafe {
+        memcpy_rect_as(
+            "omp_target_memcpy_rect",
+            dst,
+            src,
+            rect,
+            dst_device,
+            src_device,
+        )
+    }
+}
+
+/// The shape arguments of `omp_target_memcpy_rect`.
+pub(crate) struct Rect {
+    pub(crate) element_size: usize,
+    pub(crate) num_dims: c_int,
+    pub(crate) volume: *const usize,
+    pub(crate) dst_offsets: *const usize,
+    pub(crate) src_offsets: *const usize,
+    pub(crate) dst_dimensions: *const usize,
+    pub(crate) src_dimensions: *const usize,
+}
+
+/// `omp_target_memcpy_rect` and its `_async` form (`api_llvm19`), behind
+/// the panic boundary of the export `entry`.
+///
+/// # Safety
+/// The five arrays of `rect` hold `num_dims` elements each and describe
+/// sub-volumes inside both buffers.
+pub(crate) unsafe fn memcpy_rect_as(
+    entry: &'static str,
+    dst: *mut c_void,
+    src: *const c_void,
+    rect: Rect,
+    dst_device: c_int,
+    src_device: c_int,
+) -> c_int {
+    guard(entry, OFFLOAD_FAIL, || {
         with_session(|s| {
             // SAFETY: the arrays hold `num_dims` elements and describe
             // sub-volumes inside both buffers (our caller's contract,
@@ -137,13 +215,13 @@ unsafe extern "C-unwind" fn omp_target_memcpy_rect(
                 s.target_memcpy_rect(
                     dst,
                     src,
-                    element_size,
-                    num_dims,
-                    volume,
-                    dst_offsets,
-                    src_offsets,
-                    dst_dimensions,
-                    src_dimensions,
+                    rect.element_size,
+                    rect.num_dims,
+                    rect.volume,
+                    rect.dst_offsets,
+                    rect.src_offsets,
+                    rect.dst_dimensions,
+                    rect.src_dimensions,
                     dst_device,
                     src_device,
                 )

@@ -10,7 +10,6 @@
 use crate::boundary::guard;
 use crate::export::export_c;
 use crate::lifecycle::with_session;
-use omptarget_abi::OFFLOAD_FAIL;
 use std::ffi::{c_int, c_void};
 use std::ptr::null_mut;
 
@@ -72,16 +71,19 @@ unsafe extern "C-unwind" fn omp_target_memcpy_async(
     _depobj_count: c_int,
     _depobj_list: *mut c_void,
 ) -> c_int {
-    guard("omp_target_memcpy_async", OFFLOAD_FAIL, || {
-        with_session(|s| {
-            // SAFETY: our caller's contract is `target_memcpy`'s.
-            unsafe {
-                s.target_memcpy(
-                    dst, src, length, dst_offset, src_offset, dst_device, src_device,
-                )
-            }
-        })
-    })
+    // SAFETY: our caller's contract is `memcpy_as`'s.
+    unsafe {
+        crate::api::memcpy_as(
+            "omp_target_memcpy_async",
+            dst,
+            src,
+            length,
+            dst_offset,
+            src_offset,
+            dst_device,
+            src_device,
+        )
+    }
 }
 
 /// # Safety
@@ -102,26 +104,26 @@ unsafe extern "C-unwind" fn omp_target_memcpy_rect_async(
     _depobj_count: c_int,
     _depobj_list: *mut c_void,
 ) -> c_int {
-    guard("omp_target_memcpy_rect_async", OFFLOAD_FAIL, || {
-        with_session(|s| {
-            // SAFETY: our caller's contract is `target_memcpy_rect`'s.
-            unsafe {
-                s.target_memcpy_rect(
-                    dst,
-                    src,
-                    element_size,
-                    num_dims,
-                    volume,
-                    dst_offsets,
-                    src_offsets,
-                    dst_dimensions,
-                    src_dimensions,
-                    dst_device,
-                    src_device,
-                )
-            }
-        })
-    })
+    let rect = crate::api::Rect {
+        element_size,
+        num_dims,
+        volume,
+        dst_offsets,
+        src_offsets,
+        dst_dimensions,
+        src_dimensions,
+    };
+    // SAFETY: our caller's contract is `memcpy_rect_as`'s.
+    unsafe {
+        crate::api::memcpy_rect_as(
+            "omp_target_memcpy_rect_async",
+            dst,
+            src,
+            rect,
+            dst_device,
+            src_device,
+        )
+    }
 }
 
 /// `llvm_omp_target_free_{device,host,shared}`: as `omp_target_free` (the

@@ -31,6 +31,21 @@ struct RawArgs {
     mappers: *mut *mut c_void,
 }
 
+/// The argument arrays of block `a` (every version names them alike).
+macro_rules! raw_args {
+    ($num:expr, $a:expr) => {
+        RawArgs {
+            num: $num,
+            base: $a.arg_base_ptrs,
+            begin: $a.arg_ptrs,
+            sizes: $a.arg_sizes,
+            types: $a.arg_types,
+            names: $a.arg_names,
+            mappers: $a.arg_mappers,
+        }
+    };
+}
+
 /// Decode a `KernelArgsTy` block; `Err` says why it cannot be used.
 ///
 /// `num_teams == -1` means a plain target region (LLVM's `IsTeams`); the
@@ -55,15 +70,7 @@ unsafe fn decode(
         KERNEL_ARGS_V1 => {
             // SAFETY: our `# Safety`: the header says version 1.
             let a = unsafe { *(args as *const KernelArgsV1) };
-            let raw = RawArgs {
-                num,
-                base: a.arg_base_ptrs,
-                begin: a.arg_ptrs,
-                sizes: a.arg_sizes,
-                types: a.arg_types,
-                names: a.arg_names,
-                mappers: a.arg_mappers,
-            };
+            let raw = raw_args!(num, a);
             let launch = KernelLaunch {
                 num_teams: if teams { num_teams } else { 1 },
                 thread_limit,
@@ -76,15 +83,7 @@ unsafe fn decode(
         KERNEL_ARGS_V2 | KERNEL_ARGS_V3 => {
             // SAFETY: our `# Safety`: versions 2 and 3 share this layout.
             let a = unsafe { *(args as *const KernelArgsV2) };
-            let raw = RawArgs {
-                num,
-                base: a.arg_base_ptrs,
-                begin: a.arg_ptrs,
-                sizes: a.arg_sizes,
-                types: a.arg_types,
-                names: a.arg_names,
-                mappers: a.arg_mappers,
-            };
+            let raw = raw_args!(num, a);
             let clamp = |v: u32| i32::try_from(v).unwrap_or(i32::MAX);
             let launch = KernelLaunch {
                 num_teams: if teams { clamp(a.num_teams[0]) } else { 1 },
