@@ -1,0 +1,68 @@
+// Shared by the build scripts of the shim and of the host plugin
+// (`include!`d, so it has no crate of its own).
+//
+// Link the library with the Rust toolchain's own LLD and, in release
+// builds, lay its code out in the order `text-order.txt` gives: every
+// function a typical program runs (start-up, registration, a region, the
+// data paths, shutdown) first, together, and the code that only error,
+// report and debug paths run after it.
+//
+// Why: the kernel maps a library's code in 64 KiB windows around each page
+// a program touches (fault-around), so code spread over the whole text
+// makes nearly all of it resident. Measured on `one_region` (BENCHMARKS.md,
+// "Code layout"): the shim's resident code went from 1,040 KiB to 336 KiB.
+//
+// The file lists mangled names, which carry a hash of the crate's build
+// (toolchain, dependency versions, features), so release builds made with
+// another toolchain match fewer of them: LLD ignores the names it does not
+// find (`--no-warn-symbol-ordering`), the library is still correct, only
+// its layout is the linker's own. `scripts/text-order.py` rewrites the
+// files from callgrind runs and `--check` says how many names still match.
+// Debug builds link with LLD too (the tested libraries are linked as the
+// shipped ones are) but are not ordered: their names never match.
+//
+// Without the toolchain's LLD (a distribution's rustc), the default linker
+// is used as before.
+
+fn link_in_text_order() {
+    let manifest_dir = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
+    let order = std::path::Path::new(&manifest_dir).join("text-order.txt");
+    println!("cargo:rerun-if-changed={}", order.display());
+    println!("cargo:rerun-if-env-changed=OMPTARGET_DEFAULT_LINKER");
+    if std::env::var_os("OMPTARGET_DEFAULT_LINKER").is_some() {
+        return;
+    }
+    let Some(gcc_ld) = toolchain_lld_dir() else {
+        return;
+    };
+    println!("cargo:rustc-cdylib-link-arg=-B{}", gcc_ld.display());
+    println!("cargo:rustc-cdylib-link-arg=-fuse-ld=lld");
+    if std::env::var("PROFILE").as_deref() == Ok("release") && order.is_file() {
+        println!(
+            "cargo:rustc-cdylib-link-arg=-Wl,--symbol-ordering-file={}",
+            order.display()
+        );
+        println!("cargo:rustc-cdylib-link-arg=-Wl,--no-warn-symbol-ordering");
+    }
+}
+
+/// The toolchain's `gcc-ld` folder (an `ld.lld` that runs `rust-lld`), if
+/// this rustc ships one for the host.
+fn toolchain_lld_dir() -> Option<std::path::PathBuf> {
+    let rustc = std::env::var_os("RUSTC")?;
+    let out = std::process::Command::new(rustc)
+        .arg("--print")
+        .arg("sysroot")
+        .output()
+        .ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    let sysroot = String::from_utf8(out.stdout).ok()?;
+    let host = std::env::var("HOST").ok()?;
+    let dir = std::path::Path::new(sysroot.trim())
+        .join("lib/rustlib")
+        .join(host)
+        .join("bin/gcc-ld");
+    dir.join("ld.lld").is_file().then_some(dir)
+}
