@@ -52,7 +52,7 @@ mod read_mostly;
 mod striped;
 mod sync;
 
-pub use read_mostly::{ForkWriteGuard, ReadGuard, ReadMostly, WriteGuard};
+pub use read_mostly::{ForkWriteGuard, ReadGuard, ReadMostly, StillRead, WriteGuard};
 use std::ptr;
 use std::sync::atomic::Ordering::SeqCst;
 pub use striped::StripedCounts;

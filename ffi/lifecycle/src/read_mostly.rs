@@ -101,6 +101,29 @@ impl<T> ReadMostly<T> {
 
     /// Write: waits for the other writers, then for every reader to leave.
     pub fn write(&self) -> WriteGuard<'_, T> {
+        match self.write_until(None) {
+            Ok(guard) => guard,
+            Err(_) => unreachable!("a write without a deadline waits for every reader"),
+        }
+    }
+
+    /// [`Self::write`], giving up once `limit` has passed with readers
+    /// still counted (a reader inside a kernel that does not end, or this
+    /// very thread reading: either would make `write` wait forever). Then
+    /// nothing is written, the readers held back meanwhile go on, and the
+    /// error holds how many readers were still counted.
+    #[cfg(not(loom))]
+    pub fn try_write_for(
+        &self,
+        limit: std::time::Duration,
+    ) -> Result<WriteGuard<'_, T>, StillRead> {
+        self.write_until(Some(std::time::Instant::now() + limit))
+    }
+
+    fn write_until(
+        &self,
+        deadline: Option<std::time::Instant>,
+    ) -> Result<WriteGuard<'_, T>, StillRead> {
         // A writer that panicked left the value whole (writes replace it in
         // one step), so a poisoned lock is taken as it is.
         let writers = self
@@ -109,16 +132,31 @@ impl<T> ReadMostly<T> {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         self.writing.store(true, SeqCst);
         let mut backoff = Backoff::default();
-        while self.readers.sum() != 0 {
+        loop {
+            let readers = self.readers.sum();
+            if readers == 0 {
+                break;
+            }
+            if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
+                self.writing.store(false, SeqCst);
+                return Err(StillRead { readers });
+            }
             backoff.wait();
         }
-        WriteGuard {
+        Ok(WriteGuard {
             lock: self,
             _writers: writers,
             #[cfg(loom)]
             access: Some(self.value.get_mut()),
-        }
+        })
     }
+}
+
+/// [`ReadMostly::try_write_for`] gave up: readers were still counted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StillRead {
+    /// How many (a sum of the stripes at that moment).
+    pub readers: usize,
 }
 
 /// [`ReadMostly::write_across_fork`]: a write held from a fork's prepare
@@ -257,6 +295,62 @@ mod tests {
             drop(b);
         });
         assert_eq!(*lock.read(me()), 5);
+    }
+
+    /// A bounded write with a reader that does not leave gives up, writes
+    /// nothing, and lets the readers it held back meanwhile go on; once the
+    /// reader leaves, a write succeeds.
+    #[test]
+    fn a_bounded_write_gives_up_on_a_reader_that_stays() {
+        use std::sync::mpsc::channel;
+        use std::time::Duration;
+        let lock = ReadMostly::new(1);
+        let (entered_tx, entered_rx) = channel();
+        let (leave_tx, leave_rx) = channel::<()>();
+        let (later_tx, later_rx) = channel();
+        let lock = &lock;
+        // Set once the writer gave up: a scheduler that kept the late
+        // reader off the CPU for the whole wait must not hang the test.
+        let gave_up = &AtomicUsize::new(0);
+        std::thread::scope(|s| {
+            // A reader "in a kernel" until told to leave.
+            s.spawn(move || {
+                let guard = lock.read(me());
+                entered_tx.send(()).unwrap();
+                leave_rx.recv().unwrap();
+                drop(guard);
+            });
+            entered_rx.recv().unwrap();
+            // A reader arriving while the writer waits is held back, and
+            // reads the old value once the writer gives up.
+            let failed = s.spawn(move || lock.try_write_for(Duration::from_millis(300)).err());
+            s.spawn(move || {
+                while !lock.writing.load(SeqCst) && gave_up.load(Relaxed) == 0 {
+                    std::thread::yield_now();
+                }
+                later_tx.send(*lock.read(me() + 64)).unwrap();
+            });
+            assert_eq!(failed.join().unwrap(), Some(StillRead { readers: 1 }));
+            gave_up.store(1, Relaxed);
+            assert_eq!(later_rx.recv().unwrap(), 1, "the held-back reader read");
+            assert!(!lock.writing.load(SeqCst));
+            leave_tx.send(()).unwrap();
+        });
+        *lock
+            .try_write_for(Duration::from_millis(300))
+            .expect("no reader left") = 7;
+        assert_eq!(*lock.read(me()), 7);
+    }
+
+    /// A thread that writes while it reads would wait for itself forever
+    /// with `write`; the bounded write returns.
+    #[test]
+    fn a_bounded_write_under_its_own_read_returns() {
+        let lock = ReadMostly::new(0);
+        let guard = lock.read(me());
+        let result = lock.try_write_for(std::time::Duration::from_millis(50));
+        assert_eq!(result.err(), Some(StillRead { readers: 1 }));
+        assert_eq!(*guard, 0);
     }
 
     /// A reader of another thread that counted itself and was backing out

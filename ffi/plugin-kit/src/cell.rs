@@ -15,6 +15,12 @@ use omptarget_abi::plugin::DestructionCallback;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Mutex, Once, PoisonError};
+use std::time::Duration;
+
+/// How long `__tgt_rtl_deinit_plugin` waits for the calls inside the
+/// plugin to leave before it gives up and keeps the state. LLVM's runtimes
+/// call it at exit, where another thread may still be in a kernel.
+const DEINIT_WAIT: Duration = Duration::from_secs(2);
 
 /// Where the plugin is in its lifecycle.
 enum Lifecycle<B> {
@@ -155,6 +161,12 @@ impl<B: Backend> PluginCell<B> {
 
     /// `__tgt_rtl_init_plugin`: create the state; a no-op when it exists.
     pub(crate) fn init_explicit(&self) -> Result<()> {
+        // Already live: say so without the write, which would wait for
+        // every call in flight (a kernel on another thread).
+        if matches!(*self.state.read(thread_id()), Lifecycle::Live(_)) {
+            report::debug(B::NAME, &"init_plugin: already initialised");
+            return Ok(());
+        }
         let mut state = self.state.write();
         if matches!(*state, Lifecycle::Live(_)) {
             report::debug(B::NAME, &"init_plugin: already initialised");
@@ -175,7 +187,16 @@ impl<B: Backend> PluginCell<B> {
 
     /// `__tgt_rtl_deinit_plugin`: drop the state through [`Backend::deinit`].
     pub(crate) fn deinit(&self) -> Result<()> {
-        let mut state = self.state.write();
+        // Bounded: a kernel that never ends (or one that called back into
+        // the plugin on this thread) would make the write wait forever, and
+        // with it every later call of every thread.
+        let mut state =
+            self.state
+                .try_write_for(DEINIT_WAIT)
+                .map_err(|still| PluginError::InUse {
+                    readers: still.readers,
+                    waited_ms: DEINIT_WAIT.as_millis(),
+                })?;
         match std::mem::replace(&mut *state, Lifecycle::Down) {
             Lifecycle::Live(live) => {
                 self.live.store(false, Ordering::Release);

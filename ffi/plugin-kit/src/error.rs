@@ -22,6 +22,20 @@ pub enum PluginError {
     /// The plugin was deinitialised, or its explicit initialisation failed.
     #[error("the plugin is not initialised (call __tgt_rtl_init_plugin first)")]
     NotInitialised,
+    /// `__tgt_rtl_deinit_plugin` while other calls stayed inside the
+    /// plugin for the whole wait (a kernel still running on another thread,
+    /// or a kernel that called back into the plugin): the state is kept,
+    /// and a later deinit can succeed.
+    #[error(
+        "the plugin is still in use by {readers} call(s) after {waited_ms} ms \
+         (a kernel still running?); its state is kept"
+    )]
+    InUse {
+        /// Calls counted inside the plugin when the wait ended.
+        readers: usize,
+        /// How long deinit waited for them.
+        waited_ms: u128,
+    },
     /// A pointer argument that must not be null was null.
     #[error("argument `{0}` is a null pointer")]
     NullPointer(&'static str),

@@ -3,7 +3,7 @@
 //! per thread stripe; no cache line every call of every thread writes),
 //! with the calling thread's id supplied.
 
-pub use omptarget_lifecycle::{ForkWriteGuard, ReadGuard, ReadMostly, WriteGuard};
+pub use omptarget_lifecycle::{ForkWriteGuard, ReadGuard, ReadMostly, StillRead, WriteGuard};
 
 /// The calling thread's id for [`ReadMostly::read`]'s stripes.
 pub fn thread_id() -> usize {

@@ -336,3 +336,62 @@ fn threads_outlive_a_closed_plugin_after_a_panic() {
     closed_tx.send(()).unwrap();
     worker.join().unwrap();
 }
+
+/// `__tgt_rtl_deinit_plugin` while a kernel runs on another thread: the
+/// deinit gives up after its bounded wait and keeps the state (it used to
+/// wait forever, and every later call of every thread with it), the kernel
+/// finishes, and a deinit after it succeeds. `init_plugin` meanwhile
+/// returns at once (the plugin is live) instead of waiting for the kernel.
+#[test]
+fn deinit_during_a_kernel_gives_up_and_keeps_the_state() {
+    const WAIT_C: &str = "void wait_for(long *entered, long *go) {\n\
+        __atomic_store_n(entered, 1, __ATOMIC_RELEASE);\n\
+        while (!__atomic_load_n(go, __ATOMIC_ACQUIRE)) {}\n}\n";
+    let work = tempfile::tempdir().unwrap();
+    let so = compile_shared(work.path(), "wait.so", WAIT_C);
+    let image = ImageFixture::new(std::fs::read(so).unwrap(), &[("wait_for", 0)]);
+    let mut s = Setup::new(None);
+    let p = s.p();
+    let entered = std::sync::atomic::AtomicI64::new(0);
+    let go = std::sync::atomic::AtomicI64::new(0);
+    // SAFETY: the plugin stays open while `p` lives (`s` holds it);
+    // `image.desc()` is valid while `image` lives; the table was just
+    // loaded and checked non-null; the kernel's two arguments are the
+    // addresses of `entered` and `go`, which outlive the scope (the test
+    // plugin's devices are host memory, and the kernel only touches them
+    // atomically).
+    unsafe {
+        assert_eq!((p.init_device)(0), OFFLOAD_SUCCESS);
+        let table = (p.load_binary)(0, image.desc());
+        assert!(!table.is_null());
+        let wait_for = (*(*table).entries_begin).addr as usize;
+        let run = p.run_target_region;
+        let (entered_at, go_at) = (entered.as_ptr() as usize, go.as_ptr() as usize);
+        std::thread::scope(|scope| {
+            let kernel = scope.spawn(move || {
+                let mut args = [entered_at as *mut c_void, go_at as *mut c_void];
+                let mut offsets = [0isize; 2];
+                run(
+                    0,
+                    wait_for as *mut c_void,
+                    args.as_mut_ptr(),
+                    offsets.as_mut_ptr(),
+                    2,
+                )
+            });
+            while entered.load(std::sync::atomic::Ordering::Acquire) == 0 {
+                std::thread::yield_now();
+            }
+            assert_eq!((p.init_plugin.unwrap())(), OFFLOAD_SUCCESS);
+            assert_eq!((p.deinit_plugin.unwrap())(), OFFLOAD_FAIL);
+            // The state was kept: the plugin still answers.
+            assert_eq!((p.number_of_devices)(), 2);
+            go.store(1, std::sync::atomic::Ordering::Release);
+            assert_eq!(kernel.join().unwrap(), OFFLOAD_SUCCESS);
+        });
+        assert_eq!((p.unload_binary.unwrap())(0, image.desc()), OFFLOAD_SUCCESS);
+        assert_eq!((p.deinit_device.unwrap())(0), OFFLOAD_SUCCESS);
+        assert_eq!((p.deinit_plugin.unwrap())(), OFFLOAD_SUCCESS);
+    }
+    s.close();
+}
