@@ -271,3 +271,50 @@ fn a_destroyed_plugin_is_never_called_again_and_the_losses_are_reported() {
     assert_eq!(report.bytes_freed, 0);
     assert!(report.to_string().contains("could not be released"));
 }
+
+/// A plugin whose `deinit_plugin` says calls are still inside it
+/// (`OFFLOAD_IN_USE`: a kernel still running) is not closed: its code may
+/// still run, so the library stays mapped for the process, and the report
+/// says why for both steps.
+#[test]
+fn a_plugin_still_in_use_at_deinit_is_not_closed() {
+    let plugin = common::test_plugin("devices=1\ndeinit_in_use=1\n");
+    let runtime = Runtime::new(Config::default().with_plugins([&plugin.path])).unwrap();
+    assert_eq!(runtime.device_count(), 1);
+    let report = runtime.shutdown();
+    println!("{report}");
+    let deinit = report
+        .steps
+        .iter()
+        .find_map(|s| match s {
+            TeardownStep::DeinitPlugin { outcome, .. } => Some(outcome),
+            _ => None,
+        })
+        .expect("a deinit step");
+    assert!(
+        matches!(deinit, StepOutcome::Failed(why) if why.contains("still in use")),
+        "{report}"
+    );
+    let close = report
+        .steps
+        .iter()
+        .find_map(|s| match s {
+            TeardownStep::ClosePlugin { outcome, .. } => Some(outcome),
+            _ => None,
+        })
+        .expect("a close step");
+    assert!(
+        matches!(close, StepOutcome::Failed(why) if why.contains("stays loaded")),
+        "{report}"
+    );
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+    assert!(
+        maps.contains(plugin.path.to_str().unwrap()),
+        "the library is still mapped after shutdown"
+    );
+    assert_eq!(
+        plugin.log_calls().last().map(String::as_str),
+        Some("deinit_plugin"),
+        "nothing called it after its deinit"
+    );
+}

@@ -335,6 +335,7 @@ fn load(source: &PluginSource, first_device: usize, room: usize) -> Result<Plugi
         first_device,
         callback_registered: partial.callback_registered,
         deinit_succeeded: AtomicBool::new(false),
+        deinit_in_use: AtomicBool::new(false),
         requires: AtomicI64::new(crate::abi::requires::UNDEFINED),
         legacy_image_lock: Mutex::new(()),
         library: Mutex::new(library),

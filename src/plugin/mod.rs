@@ -38,6 +38,9 @@ pub struct Plugin {
     callback_registered: bool,
     /// `deinit_plugin` returned success: the plugin forgot the callback.
     deinit_succeeded: AtomicBool,
+    /// `deinit_plugin` returned `OFFLOAD_IN_USE`: calls are still inside
+    /// the plugin (a kernel still running), so its library is never closed.
+    deinit_in_use: AtomicBool,
     /// The `requires` flags passed to `init_requires` before `init_device`.
     requires: AtomicI64,
     /// Serialises `load_binary`/`unload_binary` of a plugin written for
@@ -286,7 +289,23 @@ impl Plugin {
                 self.deinit_succeeded.store(true, Ordering::Release);
                 StepOutcome::Done
             }
-            Ok(code) => StepOutcome::Failed(format!("deinit_plugin returned {code}")),
+            Ok(crate::abi::OFFLOAD_IN_USE) => {
+                self.deinit_in_use.store(true, Ordering::Release);
+                StepOutcome::Failed(
+                    self.with_last_error("still in use: its library stays loaded".to_owned()),
+                )
+            }
+            Ok(code) => {
+                StepOutcome::Failed(self.with_last_error(format!("deinit_plugin returned {code}")))
+            }
+        }
+    }
+
+    /// `what`, followed by the plugin's own message if it has one.
+    fn with_last_error(&self, what: String) -> String {
+        match self.take_last_error() {
+            Some(message) => format!("{what} ({message})"),
+            None => what,
         }
     }
 
@@ -301,6 +320,19 @@ impl Plugin {
             return StepOutcome::Failed("already closed".into());
         };
         self.liveness.mark_closed();
+        if self.deinit_in_use.load(Ordering::Acquire) {
+            // Unmapping code a kernel may still run would crash it: the
+            // library (and this runtime's claim on it) stays for the
+            // process, and so does the callback data it may still use.
+            std::mem::forget(library);
+            std::mem::forget(self.claim.lock().unwrap_or_else(|e| e.into_inner()).take());
+            if self.callback_registered {
+                std::mem::forget(Arc::clone(&self.liveness));
+            }
+            return StepOutcome::Failed(
+                "not closed: the plugin is still in use; its library stays loaded".into(),
+            );
+        }
         let deinit_ok = self.deinit_succeeded.load(Ordering::Acquire);
         let mut claim = self.claim.lock().unwrap_or_else(|e| e.into_inner());
         let outcome = library.close(deinit_ok, &mut claim);

@@ -30,6 +30,12 @@ pub use kernel_args::{KernelArgsHeader, KernelArgsV1, KernelArgsV2, KernelArgsV3
 pub const OFFLOAD_SUCCESS: i32 = 0;
 /// Return code for failure of plugin and runtime entries (`~0`).
 pub const OFFLOAD_FAIL: i32 = !0;
+/// An extension of ours: `__tgt_rtl_deinit_plugin` of a plugin built on our
+/// kit returns it when calls stayed inside the plugin for its whole bounded
+/// wait (a kernel still running): the plugin kept its state. Any runtime
+/// reads it as a failure (it is not `OFFLOAD_SUCCESS`); ours then leaves the
+/// library loaded instead of unmapping code that may still run.
+pub const OFFLOAD_IN_USE: i32 = 2;
 /// `OFFLOAD_DEVICE_DEFAULT`: the device number meaning "the default device".
 pub const OFFLOAD_DEVICE_DEFAULT: i64 = -1;
 

@@ -101,7 +101,7 @@ impl<T> ReadMostly<T> {
 
     /// Write: waits for the other writers, then for every reader to leave.
     pub fn write(&self) -> WriteGuard<'_, T> {
-        match self.write_until(None) {
+        match self.write_unless(false, || false) {
             Ok(guard) => guard,
             Err(_) => unreachable!("a write without a deadline waits for every reader"),
         }
@@ -109,27 +109,62 @@ impl<T> ReadMostly<T> {
 
     /// [`Self::write`], giving up once `limit` has passed with readers
     /// still counted (a reader inside a kernel that does not end, or this
-    /// very thread reading: either would make `write` wait forever). Then
-    /// nothing is written, the readers held back meanwhile go on, and the
-    /// error holds how many readers were still counted.
+    /// very thread reading: either would make `write` wait forever), or
+    /// with another writer still holding the lock. Then nothing is
+    /// written, the readers held back meanwhile go on, and the error holds
+    /// how many readers were counted.
     #[cfg(not(loom))]
     pub fn try_write_for(
         &self,
         limit: std::time::Duration,
     ) -> Result<WriteGuard<'_, T>, StillRead> {
-        self.write_until(Some(std::time::Instant::now() + limit))
+        // A limit too far to represent is no limit.
+        match std::time::Instant::now().checked_add(limit) {
+            Some(deadline) => self.write_unless(true, || std::time::Instant::now() >= deadline),
+            None => self.write_unless(false, || false),
+        }
     }
 
-    fn write_until(
+    /// [`Self::try_write_for`] for the loom model, which has no clock:
+    /// `expired` is asked at each point where the real one reads it.
+    #[cfg(loom)]
+    pub fn try_write_unless(
         &self,
-        deadline: Option<std::time::Instant>,
+        expired: impl FnMut() -> bool,
+    ) -> Result<WriteGuard<'_, T>, StillRead> {
+        self.write_unless(true, expired)
+    }
+
+    /// The write; when `bounded`, it gives up as soon as `expired()` says
+    /// so while it waits (for another writer, or for readers).
+    fn write_unless(
+        &self,
+        bounded: bool,
+        mut expired: impl FnMut() -> bool,
     ) -> Result<WriteGuard<'_, T>, StillRead> {
         // A writer that panicked left the value whole (writes replace it in
-        // one step), so a poisoned lock is taken as it is.
-        let writers = self
-            .writers
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        // one step), so a poisoned lock is taken as it is. With a deadline,
+        // the wait for another writer (itself waiting for a reader that
+        // does not leave) counts against it too.
+        let writers = if !bounded {
+            self.writers
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+        } else {
+            let mut backoff = Backoff::default();
+            loop {
+                match self.writers.try_lock() {
+                    Ok(guard) => break guard,
+                    Err(std::sync::TryLockError::Poisoned(p)) => break p.into_inner(),
+                    Err(std::sync::TryLockError::WouldBlock) if expired() => {
+                        return Err(StillRead {
+                            readers: self.readers.sum(),
+                        })
+                    }
+                    Err(std::sync::TryLockError::WouldBlock) => backoff.wait(),
+                }
+            }
+        };
         self.writing.store(true, SeqCst);
         let mut backoff = Backoff::default();
         loop {
@@ -137,7 +172,7 @@ impl<T> ReadMostly<T> {
             if readers == 0 {
                 break;
             }
-            if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
+            if expired() {
                 self.writing.store(false, SeqCst);
                 return Err(StillRead { readers });
             }

@@ -324,3 +324,40 @@ fn read_mostly_never_lets_a_reader_overlap_a_writer() {
         assert_eq!(*lock.read(1), (1, 1));
     });
 }
+
+/// [`ReadMostly::try_write_unless`], the bounded write of a plugin's
+/// deinit: whether it gives up at its first check, its second, or not at
+/// all, a reader never overlaps its write, a reader held back by it goes
+/// on once it gives up, and it writes only when it says so.
+#[test]
+fn a_bounded_write_that_gives_up_never_overlaps_a_reader() {
+    for patience in [0usize, 1] {
+        fork_model(move || {
+            let lock = Arc::new(omptarget_lifecycle::ReadMostly::new((0usize, 0usize)));
+            let reader = {
+                let lock = lock.clone();
+                thread::spawn(move || {
+                    for me in [1, 2] {
+                        let seen = *lock.read(me);
+                        assert!(seen == (0, 0) || seen == (1, 1), "a half write: {seen:?}");
+                    }
+                })
+            };
+            let mut checks = 0;
+            let wrote = match lock.try_write_unless(|| {
+                checks += 1;
+                checks > patience
+            }) {
+                Ok(mut w) => {
+                    w.0 = 1;
+                    w.1 = 1;
+                    true
+                }
+                Err(_) => false,
+            };
+            reader.join().unwrap();
+            let expected = if wrote { (1, 1) } else { (0, 0) };
+            assert_eq!(*lock.read(1), expected);
+        });
+    }
+}

@@ -176,12 +176,21 @@ pub fn init_plugin<B: Backend>(cell: &PluginCell<B>) -> i32 {
     })
 }
 
-/// `__tgt_rtl_deinit_plugin`.
+/// `__tgt_rtl_deinit_plugin`: `OFFLOAD_IN_USE` (not `OFFLOAD_FAIL`) when
+/// calls stayed inside the plugin, so that our runtime keeps the library.
 pub fn deinit_plugin<B: Backend>(cell: &PluginCell<B>) -> i32 {
-    status::<B>(names::DEINIT_PLUGIN, || {
+    let mut in_use = false;
+    let code = status::<B>(names::DEINIT_PLUGIN, || {
         observe::<B>(EntryCall::DeinitPlugin);
-        cell.deinit()
-    })
+        let outcome = cell.deinit();
+        in_use = matches!(outcome, Err(PluginError::InUse { .. }));
+        outcome
+    });
+    if in_use {
+        omptarget_abi::OFFLOAD_IN_USE
+    } else {
+        code
+    }
 }
 
 /// `__tgt_rtl_number_of_devices`; 0 on failure.

@@ -64,7 +64,17 @@ impl Backend for TestBackend {
 
     fn deinit(self) -> Result<()> {
         self.maybe_panic("deinit_plugin");
-        self.host.deinit()
+        let in_use = self.conf.deinit_in_use;
+        self.host.deinit()?;
+        if in_use {
+            // As the kit answers after its wait; the state is gone here
+            // (the kit dropped it), which a runtime cannot tell.
+            return Err(PluginError::InUse {
+                readers: 1,
+                waited_ms: 0,
+            });
+        }
+        Ok(())
     }
 
     fn number_of_devices(&self) -> usize {

@@ -29,6 +29,8 @@ pub struct Conf {
     pub claimed_devices: Option<usize>,
     pub fail_init_device: Vec<usize>,
     pub fail_init_plugin: bool,
+    /// `deinit_plugin` answers as a plugin with a kernel still running.
+    pub deinit_in_use: bool,
     pub alloc_limit_bytes: Option<usize>,
     pub log: PathBuf,
     pub panic_in: Vec<String>,
@@ -42,6 +44,7 @@ impl Conf {
             claimed_devices: None,
             fail_init_device: Vec::new(),
             fail_init_plugin: false,
+            deinit_in_use: false,
             alloc_limit_bytes: None,
             log: with_suffix(library, ".log"),
             panic_in: Vec::new(),
@@ -80,6 +83,7 @@ impl Conf {
                     .fail_init_device
                     .push(number_value(key, value).map_err(at)?),
                 "fail_init_plugin" => conf.fail_init_plugin = flag_value(key, value).map_err(at)?,
+                "deinit_in_use" => conf.deinit_in_use = flag_value(key, value).map_err(at)?,
                 "alloc_limit_bytes" => {
                     conf.alloc_limit_bytes = Some(number_value(key, value).map_err(at)?)
                 }
@@ -142,7 +146,7 @@ mod tests {
     #[test]
     fn every_key() {
         let text = "# a comment\n\n devices = 5 \nfail_init_device=1\nfail_init_device=3 # trailing\n\
-                    fail_init_plugin=1\nalloc_limit_bytes=4096\nlog=/x/y.log\npanic_in=data_submit\nclaimed_devices=1073741824\n";
+                    fail_init_plugin=1\ndeinit_in_use=1\nalloc_limit_bytes=4096\nlog=/x/y.log\npanic_in=data_submit\nclaimed_devices=1073741824\n";
         let conf = Conf::parse(text, lib()).unwrap();
         assert_eq!(
             conf,
@@ -151,6 +155,7 @@ mod tests {
                 claimed_devices: Some(1 << 30),
                 fail_init_device: vec![1, 3],
                 fail_init_plugin: true,
+                deinit_in_use: true,
                 alloc_limit_bytes: Some(4096),
                 log: PathBuf::from("/x/y.log"),
                 panic_in: vec!["data_submit".into()],

@@ -20,6 +20,9 @@
 //!   - `fail_init_device=I`: `init_device(I)` fails (may repeat);
 //!   - `fail_init_plugin=1`: initialisation fails (`init_plugin`, or the
 //!     lazy initialisation of the first entry);
+//!   - `deinit_in_use=1`: `deinit_plugin` answers `OFFLOAD_IN_USE`, as the
+//!     kit does when a kernel stayed inside the plugin for its whole wait
+//!     (the state is still freed: a runtime cannot tell the difference);
 //!   - `alloc_limit_bytes=N`: `data_alloc` on a device returns null when the
 //!     bytes live on that device plus the size asked exceed N;
 //!   - `log=PATH`: the call log (default `<library path>.log`);

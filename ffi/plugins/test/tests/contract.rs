@@ -1,6 +1,6 @@
 //! The test plugin's contract: conf, fault injection, log lines.
 
-use omptarget_abi::{OFFLOAD_FAIL, OFFLOAD_SUCCESS};
+use omptarget_abi::{OFFLOAD_FAIL, OFFLOAD_IN_USE, OFFLOAD_SUCCESS};
 use omptarget_plugin_kit::testing::*;
 use std::ffi::{c_void, CStr};
 use std::path::{Path, PathBuf};
@@ -338,8 +338,9 @@ fn threads_outlive_a_closed_plugin_after_a_panic() {
 }
 
 /// `__tgt_rtl_deinit_plugin` while a kernel runs on another thread: the
-/// deinit gives up after its bounded wait and keeps the state (it used to
-/// wait forever, and every later call of every thread with it), the kernel
+/// deinit gives up after its bounded wait, keeps the state and answers
+/// `OFFLOAD_IN_USE` (it used to wait forever, and every later call of every
+/// thread with it), the kernel
 /// finishes, and a deinit after it succeeds. `init_plugin` meanwhile
 /// returns at once (the plugin is live) instead of waiting for the kernel.
 #[test]
@@ -367,7 +368,17 @@ fn deinit_during_a_kernel_gives_up_and_keeps_the_state() {
         let wait_for = (*(*table).entries_begin).addr as usize;
         let run = p.run_target_region;
         let (entered_at, go_at) = (entered.as_ptr() as usize, go.as_ptr() as usize);
+        /// Lets the kernel finish however the scope ends: a failed assert
+        /// must fail the test, not leave the kernel spinning (the scope
+        /// joins it before the panic goes on).
+        struct Release<'a>(&'a std::sync::atomic::AtomicI64);
+        impl Drop for Release<'_> {
+            fn drop(&mut self) {
+                self.0.store(1, std::sync::atomic::Ordering::Release);
+            }
+        }
         std::thread::scope(|scope| {
+            let release = Release(&go);
             let kernel = scope.spawn(move || {
                 let mut args = [entered_at as *mut c_void, go_at as *mut c_void];
                 let mut offsets = [0isize; 2];
@@ -383,10 +394,10 @@ fn deinit_during_a_kernel_gives_up_and_keeps_the_state() {
                 std::thread::yield_now();
             }
             assert_eq!((p.init_plugin.unwrap())(), OFFLOAD_SUCCESS);
-            assert_eq!((p.deinit_plugin.unwrap())(), OFFLOAD_FAIL);
+            assert_eq!((p.deinit_plugin.unwrap())(), OFFLOAD_IN_USE);
             // The state was kept: the plugin still answers.
             assert_eq!((p.number_of_devices)(), 2);
-            go.store(1, std::sync::atomic::Ordering::Release);
+            drop(release);
             assert_eq!(kernel.join().unwrap(), OFFLOAD_SUCCESS);
         });
         assert_eq!((p.unload_binary.unwrap())(0, image.desc()), OFFLOAD_SUCCESS);
