@@ -52,11 +52,31 @@ pub fn entries_section(bytes: &[u8]) -> Result<Option<EntriesSection>, String> {
     let sections = header
         .sections(endian, bytes)
         .map_err(|e| format!("bad ELF section table ({e})"))?;
+    if sections.is_empty() {
+        return Ok(None);
+    }
+    // The section names are compared in place, not read through
+    // `section_name`: that finds each name's end with the `memchr` crate,
+    // whose first call probes the CPU (a dozen `cpuid`, each a VM exit
+    // under a hypervisor: ~1% of a one-region process's time).
+    let names = sections
+        .section(object::SectionIndex(
+            header
+                .shstrndx(endian, bytes)
+                .map_err(|e| format!("bad ELF section name table index ({e})"))?
+                as usize,
+        ))
+        .and_then(|s| s.data(endian, bytes))
+        .map_err(|e| format!("bad ELF section name table ({e})"))?;
     for section in sections.iter() {
-        let name = sections
-            .section_name(endian, section)
-            .map_err(|e| format!("bad ELF section name ({e})"))?;
-        if name == OFFLOAD_ENTRIES_SECTION {
+        let name = names
+            .get(section.sh_name(endian) as usize..)
+            .ok_or_else(|| "bad ELF section name (offset out of the name table)".to_string())?;
+        if name
+            .strip_prefix(OFFLOAD_ENTRIES_SECTION)
+            .and_then(|rest| rest.first())
+            == Some(&0)
+        {
             let found = EntriesSection {
                 addr: section.sh_addr(endian),
                 size: section.sh_size(endian),
