@@ -28,6 +28,7 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "benches", "llvm_comparison"))
+import callgrind_per_op  # noqa: E402  (its reading of callgrind's names)
 import compare  # noqa: E402  (build() and reference_lib(): the same binaries)
 
 # (library file staged by xtask, the crate folder that links it)
@@ -38,7 +39,6 @@ LIBRARIES = (
     # loading, the driver probe, "no device", unloading.
     ("libomptarget.rtl.cuda.so", os.path.join("ffi", "plugins", "cuda", "rtl")),
 )
-NAME = re.compile(r"^\((\d+)\)(?: (.*))?$")
 # Callgrind names a recursive function's inner cycles NAME'2, NAME'3 ...
 RECURSION = re.compile(r"'\d+$")
 # Below this share of listed names found, --check fails.
@@ -56,14 +56,7 @@ def executed_functions(profile, library):
     callgrind profile, in the order the profile lists them."""
     objects, functions, seen = {}, {}, {}
     current_object = None
-
-    def resolve(table, spec):
-        m = NAME.match(spec)
-        if not m:
-            return spec
-        if m.group(2) is not None:
-            table[m.group(1)] = m.group(2)
-        return table.get(m.group(1), spec)
+    resolve = callgrind_per_op.resolve_name
 
     with open(profile) as f:
         for line in f:

@@ -286,10 +286,8 @@ fn a_plugin_still_in_use_at_deinit_is_not_closed() {
     let deinit = report
         .steps
         .iter()
-        .find_map(|s| match s {
-            TeardownStep::DeinitPlugin { outcome, .. } => Some(outcome),
-            _ => None,
-        })
+        .find(|s| s.phase() == Phase::DeinitPlugins)
+        .map(TeardownStep::outcome)
         .expect("a deinit step");
     assert!(
         matches!(deinit, StepOutcome::Failed(why) if why.contains("still in use")),
@@ -298,10 +296,8 @@ fn a_plugin_still_in_use_at_deinit_is_not_closed() {
     let close = report
         .steps
         .iter()
-        .find_map(|s| match s {
-            TeardownStep::ClosePlugin { outcome, .. } => Some(outcome),
-            _ => None,
-        })
+        .find(|s| s.phase() == Phase::ClosePlugins)
+        .map(TeardownStep::outcome)
         .expect("a close step");
     assert!(
         matches!(close, StepOutcome::Failed(why) if why.contains("stays loaded")),

@@ -37,6 +37,20 @@ def profile(binary, libdir, op, iters, outdir):
     return parse(out)
 
 
+COMPRESSED_NAME = re.compile(r"^\((\d+)\)(?: (.*))?$")
+
+
+def resolve_name(table, spec):
+    """A callgrind name spec, "(id) name" (defines id) or "(id)" (uses it),
+    resolved through `table` (callgrind's name compression)."""
+    m = COMPRESSED_NAME.match(spec)
+    if not m:
+        return spec
+    if m.group(2) is not None:
+        table[m.group(1)] = m.group(2)
+    return table.get(m.group(1), spec)
+
+
 def parse(path):
     """Exclusive Ir per function, call counts per callee, and call counts
     per (caller, callee) edge."""
@@ -46,15 +60,9 @@ def parse(path):
     edges = collections.Counter()
     fn = None
     pending_call = None  # callee of the next cost line (a call cost)
-    name_re = re.compile(r"^\((\d+)\)(?: (.*))?$")
 
     def resolve(spec):
-        m = name_re.match(spec)
-        if not m:
-            return spec
-        if m.group(2) is not None:
-            names[m.group(1)] = m.group(2)
-        return names.get(m.group(1), spec)
+        return resolve_name(names, spec)
 
     with open(path) as f:
         for line in f:

@@ -297,6 +297,20 @@ fn fork_from_inside_a_kernel_waits_for_nobody_in_a_kernel() {
     });
 }
 
+type Pair = omptarget_lifecycle::ReadMostly<(usize, usize)>;
+
+/// A thread reading the pair twice, on two stripes: it must never see one
+/// half written.
+fn spawn_pair_reader(lock: &Arc<Pair>) -> thread::JoinHandle<()> {
+    let lock = lock.clone();
+    thread::spawn(move || {
+        for me in [1, 2] {
+            let seen = *lock.read(me);
+            assert!(seen == (0, 0) || seen == (1, 1), "a half write: {seen:?}");
+        }
+    })
+}
+
 /// [`ReadMostly`], the plugin kit's lock of a plugin's state: a reader
 /// never overlaps a writer (loom's `UnsafeCell` reports any overlapping
 /// access), and a write is never lost. One reader thread (its two reads on
@@ -306,15 +320,7 @@ fn fork_from_inside_a_kernel_waits_for_nobody_in_a_kernel() {
 fn read_mostly_never_lets_a_reader_overlap_a_writer() {
     fork_model(move || {
         let lock = Arc::new(omptarget_lifecycle::ReadMostly::new((0usize, 0usize)));
-        let reader = {
-            let lock = lock.clone();
-            thread::spawn(move || {
-                for me in [1, 2] {
-                    let seen = *lock.read(me);
-                    assert!(seen == (0, 0) || seen == (1, 1), "a half write: {seen:?}");
-                }
-            })
-        };
+        let reader = spawn_pair_reader(&lock);
         {
             let mut w = lock.write();
             w.0 = 1;
@@ -334,15 +340,7 @@ fn a_bounded_write_that_gives_up_never_overlaps_a_reader() {
     for patience in [0usize, 1] {
         fork_model(move || {
             let lock = Arc::new(omptarget_lifecycle::ReadMostly::new((0usize, 0usize)));
-            let reader = {
-                let lock = lock.clone();
-                thread::spawn(move || {
-                    for me in [1, 2] {
-                        let seen = *lock.read(me);
-                        assert!(seen == (0, 0) || seen == (1, 1), "a half write: {seen:?}");
-                    }
-                })
-            };
+            let reader = spawn_pair_reader(&lock);
             let mut checks = 0;
             let wrote = match lock.try_write_unless(|| {
                 checks += 1;
