@@ -83,29 +83,35 @@ struct ChunkData {
     begins: [usize; CHUNK_ROOM],
     ends: [usize; CHUNK_ROOM],
     slots: [u32; CHUNK_ROOM],
+}
+
+/// Consecutive ranges, sorted by begin; never empty while stored. The
+/// length lives here, in the cached array of chunks, not in the block: a
+/// search then waits for the begins only, not for another line first.
+#[derive(Debug)]
+struct Chunk {
+    data: Box<ChunkData>,
     len: usize,
 }
 
-/// Consecutive ranges, sorted by begin; never empty while stored.
-#[derive(Debug)]
-struct Chunk(Box<ChunkData>);
-
 impl Chunk {
     fn new() -> Self {
-        Chunk(Box::new(ChunkData {
-            begins: [0; CHUNK_ROOM],
-            ends: [0; CHUNK_ROOM],
-            slots: [0; CHUNK_ROOM],
+        Chunk {
+            data: Box::new(ChunkData {
+                begins: [0; CHUNK_ROOM],
+                ends: [0; CHUNK_ROOM],
+                slots: [0; CHUNK_ROOM],
+            }),
             len: 0,
-        }))
+        }
     }
 
     fn len(&self) -> usize {
-        self.0.len
+        self.len
     }
 
     fn begins(&self) -> &[usize] {
-        &self.0.begins[..self.0.len]
+        &self.data.begins[..self.len]
     }
 
     fn begin(&self, at: usize) -> usize {
@@ -113,25 +119,24 @@ impl Chunk {
     }
 
     fn end(&self, at: usize) -> usize {
-        self.0.ends[..self.0.len][at]
+        self.data.ends[..self.len][at]
     }
 
     fn slot(&self, at: usize) -> u32 {
-        self.0.slots[..self.0.len][at]
+        self.data.slots[..self.len][at]
     }
 
     fn set_end(&mut self, at: usize, end: usize) {
-        self.0.ends[..self.0.len][at] = end;
+        self.data.ends[..self.len][at] = end;
     }
 
     fn slots(&self) -> &[u32] {
-        &self.0.slots[..self.0.len]
+        &self.data.slots[..self.len]
     }
 
     /// Insert at `at` (at most `len`); the chunk must have room.
     fn insert(&mut self, at: usize, begin: usize, end: usize, slot: u32) {
-        let d = &mut *self.0;
-        let len = d.len;
+        let (d, len) = (&mut *self.data, self.len);
         assert!(at <= len && len < CHUNK_ROOM, "chunk insert out of range");
         d.begins.copy_within(at..len, at + 1);
         d.ends.copy_within(at..len, at + 1);
@@ -139,17 +144,16 @@ impl Chunk {
         d.begins[at] = begin;
         d.ends[at] = end;
         d.slots[at] = slot;
-        d.len = len + 1;
+        self.len = len + 1;
     }
 
     fn remove(&mut self, at: usize) -> u32 {
-        let d = &mut *self.0;
-        let len = d.len;
+        let (d, len) = (&mut *self.data, self.len);
         let slot = d.slots[..len][at];
         d.begins.copy_within(at + 1..len, at);
         d.ends.copy_within(at + 1..len, at);
         d.slots.copy_within(at + 1..len, at);
-        d.len = len - 1;
+        self.len = len - 1;
         slot
     }
 
@@ -157,20 +161,20 @@ impl Chunk {
     fn split_off(&mut self, at: usize) -> Chunk {
         let mut upper = Chunk::new();
         upper.append_from(self, at);
-        self.0.len = at;
+        self.len = at;
         upper
     }
 
     /// Append the ranges of `other` from `from` on, which all start after
     /// ours; they must fit.
     fn append_from(&mut self, other: &Chunk, from: usize) {
-        let (d, o) = (&mut *self.0, &*other.0);
-        let (len, n) = (d.len, o.len - from);
+        let (d, o) = (&mut *self.data, &*other.data);
+        let (len, n) = (self.len, other.len - from);
         assert!(len + n <= CHUNK_ROOM, "chunk append out of room");
-        d.begins[len..len + n].copy_from_slice(&o.begins[from..o.len]);
-        d.ends[len..len + n].copy_from_slice(&o.ends[from..o.len]);
-        d.slots[len..len + n].copy_from_slice(&o.slots[from..o.len]);
-        d.len = len + n;
+        d.begins[len..len + n].copy_from_slice(&o.begins[from..other.len]);
+        d.ends[len..len + n].copy_from_slice(&o.ends[from..other.len]);
+        d.slots[len..len + n].copy_from_slice(&o.slots[from..other.len]);
+        self.len = len + n;
     }
 
     /// Position of the first range starting after `key` (its begins asked
@@ -182,6 +186,12 @@ impl Chunk {
     }
 }
 
+/// One entry of the slab, alone on its cache line: an entry is 64 bytes,
+/// so reading one costs one line, not two.
+#[derive(Debug)]
+#[repr(align(64))]
+struct Slot(Option<MapEntry>);
+
 /// The mappings of one table, keyed by host begin address.
 #[derive(Debug, Default)]
 pub(crate) struct Entries {
@@ -189,7 +199,7 @@ pub(crate) struct Entries {
     firsts: Vec<usize>,
     chunks: Vec<Chunk>,
     len: usize,
-    slots: Vec<Option<MapEntry>>,
+    slots: Vec<Slot>,
     free: Vec<u32>,
 }
 
@@ -215,13 +225,13 @@ impl Entries {
     /// The entry starting at `begin`.
     pub fn get(&self, begin: &usize) -> Option<&MapEntry> {
         let slot = self.slot_of(*begin)?;
-        self.slots[slot as usize].as_ref()
+        self.slots[slot as usize].0.as_ref()
     }
 
     /// The entry starting at `begin`, to change its counts (not its range).
     pub fn get_mut(&mut self, begin: &usize) -> Option<&mut MapEntry> {
         let slot = self.slot_of(*begin)?;
-        self.slots[slot as usize].as_mut()
+        self.slots[slot as usize].0.as_mut()
     }
 
     /// Store `entry` under `begin` (its host begin), replacing and
@@ -232,7 +242,7 @@ impl Entries {
         if let Some((c, at)) = self.find(begin) {
             let chunk = &mut self.chunks[c];
             chunk.set_end(at, end);
-            return self.slots[chunk.slot(at) as usize].replace(entry);
+            return self.slots[chunk.slot(at) as usize].0.replace(entry);
         }
         // The only check that may fail comes before any change.
         let slot = match self.free.last() {
@@ -266,9 +276,9 @@ impl Entries {
         }
         self.len += 1;
         if self.free.pop().is_some() {
-            self.slots[slot as usize] = Some(entry);
+            self.slots[slot as usize] = Slot(Some(entry));
         } else {
-            self.slots.push(Some(entry));
+            self.slots.push(Slot(Some(entry)));
         }
         None
     }
@@ -288,7 +298,7 @@ impl Entries {
             }
         }
         self.free.push(slot);
-        self.slots[slot as usize].take()
+        self.slots[slot as usize].0.take()
     }
 
     /// Merge the small chunk `c` with a neighbour when both fit in one.
@@ -331,6 +341,7 @@ impl Entries {
             .flat_map(|chunk| chunk.slots().iter())
             .map(|&slot| {
                 self.slots[slot as usize]
+                    .0
                     .as_ref()
                     .expect("a chunk's slot holds its entry")
             })
@@ -353,6 +364,9 @@ impl std::ops::Index<&usize> for Entries {
         self.get(begin).expect("no entry at this begin")
     }
 }
+
+// The slab's lines hold one entry each only while an entry fits in one.
+const _: () = assert!(std::mem::size_of::<Slot>() == 64);
 
 #[cfg(test)]
 mod tests {
@@ -383,7 +397,7 @@ mod tests {
             assert!(chunk.len() > 0 && chunk.len() <= CHUNK_MAX);
             assert_eq!(store.firsts[c], chunk.begin(0));
             for at in 0..chunk.len() {
-                let e = store.slots[chunk.slot(at) as usize].as_ref().unwrap();
+                let e = store.slots[chunk.slot(at) as usize].0.as_ref().unwrap();
                 assert_eq!((e.host_begin, e.host_end), (chunk.begin(at), chunk.end(at)));
                 all.push((chunk.begin(at), chunk.end(at)));
             }
