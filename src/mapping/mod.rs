@@ -1,11 +1,10 @@
 //! The per-device table of host ranges mapped to device memory, with
 //! OpenMP 5.1 reference counting as LLVM 14 implements it.
 //!
-//! * [`MappingTable`] holds the mappings keyed by host begin address: a
-//!   hash index finds a section at its mapping's begin in one probe, and
-//!   an ordered `BTreeMap` of the ranges answers every other lookup from
-//!   the two neighbours its range probes find: O(log n) whatever the
-//!   number of mappings (no linear scans). See `store.rs`.
+//! * [`MappingTable`] holds the mappings keyed by host begin address,
+//!   sorted in chunks (`store.rs`): a lookup examines the two neighbours of
+//!   the section's begin that one search finds, O(log n) whatever the
+//!   number of mappings (no linear scans).
 //! * Each mapping has a dynamic and an `ompx_hold` reference count
 //!   ([`RefCounts`]); `omp_target_associate_ptr` and `declare target`
 //!   globals use an infinite dynamic count.
