@@ -317,8 +317,11 @@ impl MappingTable {
 
         // A section mapped before and found again at its begin: the lookup's
         // answer in one descent (`contains_section`).
+        // One search for all three: the exact entry, the lookup and the
+        // insert of a new mapping.
+        let at = entries.position(request.host_begin);
         let exact = entries
-            .get_mut(&request.host_begin)
+            .get_mut_at(at, request.host_begin)
             .filter(|e| contains_section(&**e, request.host_begin, request.size));
         let found = match exact {
             Some(entry) => {
@@ -326,7 +329,7 @@ impl MappingTable {
                 use_existing(entry, request, kind, memory, &mut out);
                 None
             }
-            None => Some(entries.lookup(request.host_begin, request.size)),
+            None => Some(entries.lookup_at(at, request.host_begin, request.size)),
         };
 
         let Some(found) = found else {
@@ -383,7 +386,7 @@ impl MappingTable {
                     };
                     memory.on_event(&event);
                     out.event = Some(event);
-                    entries.insert(request.host_begin, entry);
+                    entries.insert_at(at, request.host_begin, entry);
                 }
                 _ => {
                     out.failure = Some(MapFailure::AllocFailed { size: request.size });
@@ -461,14 +464,15 @@ impl MappingTable {
         let mut out = TgtPtrBegin::default();
 
         // The section at its entry's begin: one descent (`contains_section`).
+        let at = entries.position(request.host_begin);
         let exact = entries
-            .get_mut(&request.host_begin)
+            .get_mut_at(at, request.host_begin)
             .filter(|e| contains_section(&**e, request.host_begin, request.size));
         if let Some(entry) = exact {
             unmap_found(entry, request, kind, with_handle, &mut out);
             return out;
         }
-        let found = entries.lookup(request.host_begin, request.size);
+        let found = entries.lookup_at(at, request.host_begin, request.size);
         if found.contained || (!request.must_contain && found.extends()) {
             let key = found.key.expect("an overlapping lookup names its entry");
             let entry = entries.get_mut(&key).expect("lookup keys exist");
@@ -494,8 +498,9 @@ impl MappingTable {
         let mut entries = self.lock_entries();
         let kind = RefKind::from_hold(hold);
         // The section at its entry's begin: one descent (`contains_section`).
+        let at = entries.position(host_begin);
         let exact = entries
-            .get_mut(&host_begin)
+            .get_mut_at(at, host_begin)
             .filter(|e| contains_section(&**e, host_begin, size));
         let key = match exact {
             Some(entry) => {
@@ -505,7 +510,7 @@ impl MappingTable {
                 host_begin
             }
             None => {
-                let found = entries.lookup(host_begin, size);
+                let found = entries.lookup_at(at, host_begin, size);
                 if !found.overlaps() {
                     return Err(MappingError::SectionNotFound { host_begin });
                 }
@@ -517,7 +522,9 @@ impl MappingTable {
                 key
             }
         };
-        let entry = entries.remove(&key).expect("lookup keys exist");
+        // At `host_begin` the search is not repeated; another key is
+        // searched for.
+        let entry = entries.remove_at(at, key).expect("lookup keys exist");
         // LLVM ignores the result of the device free here.
         memory.free(entry.device_begin);
         Ok(Some(MapEvent::Removed {

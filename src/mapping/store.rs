@@ -186,6 +186,16 @@ impl Chunk {
     }
 }
 
+/// Where a begin address falls among the stored ranges: its chunk (the
+/// last whose first begin is at or below it; `None` below every begin)
+/// and the index of the first range there starting after it. Valid until
+/// the next insert or remove; [`Entries::insert_at`] checks it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Position {
+    chunk: Option<usize>,
+    after: usize,
+}
+
 /// One entry of the slab, alone on its cache line: an entry is 64 bytes,
 /// so reading one costs one line, not two.
 #[derive(Debug)]
@@ -210,16 +220,43 @@ impl Entries {
         self.firsts.partition_point(|&f| f <= key).checked_sub(1)
     }
 
-    /// (chunk, position) of the range starting at `begin`.
+    /// Where `begin` falls: one search.
+    pub fn position(&self, begin: usize) -> Position {
+        match self.chunk_at_or_before(begin) {
+            Some(c) => Position {
+                chunk: Some(c),
+                after: self.chunks[c].after(begin),
+            },
+            None => Position {
+                chunk: None,
+                after: 0,
+            },
+        }
+    }
+
+    /// (chunk, index) of the range starting at `begin`, which falls at `at`.
+    fn exact(&self, at: Position, begin: usize) -> Option<(usize, usize)> {
+        let c = at.chunk?;
+        let i = at.after.checked_sub(1)?;
+        (self.chunks[c].begin(i) == begin).then_some((c, i))
+    }
+
+    /// (chunk, index) of the range starting at `begin`.
     fn find(&self, begin: usize) -> Option<(usize, usize)> {
-        let c = self.chunk_at_or_before(begin)?;
-        let at = self.chunks[c].after(begin) - 1;
-        (self.chunks[c].begin(at) == begin).then_some((c, at))
+        self.exact(self.position(begin), begin)
     }
 
     fn slot_of(&self, begin: usize) -> Option<u32> {
         let (c, at) = self.find(begin)?;
         Some(self.chunks[c].slot(at))
+    }
+
+    /// The entry starting at `begin`, which falls at `at` (`position`,
+    /// nothing changed since), to change its counts (not its range).
+    pub fn get_mut_at(&mut self, at: Position, begin: usize) -> Option<&mut MapEntry> {
+        let (c, i) = self.exact(at, begin)?;
+        let slot = self.chunks[c].slot(i);
+        self.slots[slot as usize].0.as_mut()
     }
 
     /// The entry starting at `begin`.
@@ -237,22 +274,54 @@ impl Entries {
     /// Store `entry` under `begin` (its host begin), replacing and
     /// returning the entry stored there before, as `BTreeMap::insert` does.
     pub fn insert(&mut self, begin: usize, entry: MapEntry) -> Option<MapEntry> {
+        let at = self.position(begin);
+        self.insert_known(at, begin, entry)
+    }
+
+    /// [`Entries::insert`] at the position a search found before
+    /// (`position`): no second search when nothing changed since. A stale
+    /// position (the table changed) is noticed and searched again.
+    pub fn insert_at(&mut self, at: Position, begin: usize, entry: MapEntry) -> Option<MapEntry> {
+        let at = if self.holds(at, begin) {
+            at
+        } else {
+            self.position(begin)
+        };
+        self.insert_known(at, begin, entry)
+    }
+
+    /// Is `at` still where `begin` falls? Reads only lines its search read.
+    fn holds(&self, at: Position, begin: usize) -> bool {
+        let Some(c) = at.chunk else {
+            return self.firsts.first().is_none_or(|&first| first > begin);
+        };
+        let Some(chunk) = self.chunks.get(c) else {
+            return false;
+        };
+        self.firsts[c] <= begin
+            && self.firsts.get(c + 1).is_none_or(|&next| next > begin)
+            && (1..=chunk.len()).contains(&at.after)
+            && chunk.begin(at.after - 1) <= begin
+            && (at.after == chunk.len() || chunk.begin(at.after) > begin)
+    }
+
+    /// The insert at the position `begin` falls at.
+    fn insert_known(&mut self, at: Position, begin: usize, entry: MapEntry) -> Option<MapEntry> {
         debug_assert_eq!(begin, entry.host_begin);
         let end = entry.host_end;
-        if let Some((c, at)) = self.find(begin) {
+        if let Some((c, i)) = self.exact(at, begin) {
             let chunk = &mut self.chunks[c];
-            chunk.set_end(at, end);
-            return self.slots[chunk.slot(at) as usize].0.replace(entry);
+            chunk.set_end(i, end);
+            return self.slots[chunk.slot(i) as usize].0.replace(entry);
         }
         // The only check that may fail comes before any change.
         let slot = match self.free.last() {
             Some(&slot) => slot,
             None => u32::try_from(self.slots.len()).expect("fewer than 2^32 mappings"),
         };
-        match self.chunk_at_or_before(begin) {
+        match at.chunk {
             Some(c) => {
-                let at = self.chunks[c].after(begin);
-                self.chunks[c].insert(at, begin, end, slot);
+                self.chunks[c].insert(at.after, begin, end, slot);
                 if self.chunks[c].len() > CHUNK_MAX {
                     let upper = self.chunks[c].split_off(CHUNK_MAX / 2);
                     self.firsts.insert(c + 1, upper.begin(0));
@@ -286,6 +355,22 @@ impl Entries {
     /// Remove and return the entry starting at `begin`.
     pub fn remove(&mut self, begin: &usize) -> Option<MapEntry> {
         let (c, at) = self.find(*begin)?;
+        self.remove_known(c, at)
+    }
+
+    /// [`Entries::remove`] at the position a search found before
+    /// (`position`); a stale one is noticed and searched again.
+    pub fn remove_at(&mut self, at: Position, begin: usize) -> Option<MapEntry> {
+        let (c, i) = if self.holds(at, begin) {
+            self.exact(at, begin)?
+        } else {
+            self.find(begin)?
+        };
+        self.remove_known(c, i)
+    }
+
+    /// Remove the range at index `at` of chunk `c`, and its entry.
+    fn remove_known(&mut self, c: usize, at: usize) -> Option<MapEntry> {
         let slot = self.chunks[c].remove(at);
         self.len -= 1;
         if self.chunks[c].len() == 0 {
@@ -318,12 +403,17 @@ impl Entries {
     /// LLVM's `lookupMapping` of `[begin, begin+size)` over the stored
     /// ranges: the two neighbours of `begin` come from one chunk search.
     pub fn lookup(&self, begin: usize, size: i64) -> LookupResult {
-        let Some(c) = self.chunk_at_or_before(begin) else {
+        self.lookup_at(self.position(begin), begin, size)
+    }
+
+    /// [`Entries::lookup`] at the position `begin` falls at (`position`,
+    /// nothing changed since).
+    pub fn lookup_at(&self, at: Position, begin: usize, size: i64) -> LookupResult {
+        let Some(c) = at.chunk else {
             let right = self.chunks.first().map(|ch| (ch.begin(0), ch.end(0)));
             return classify(begin, size, None, || right);
         };
-        let chunk = &self.chunks[c];
-        let after = chunk.after(begin);
+        let (chunk, after) = (&self.chunks[c], at.after);
         let left = Some((chunk.begin(after - 1), chunk.end(after - 1)));
         classify(begin, size, left, || {
             if after < chunk.len() {
@@ -428,10 +518,26 @@ mod tests {
             // Mostly inserts early, mostly removals late, so the table
             // grows past many chunks and shrinks back to few.
             let insert = (r >> 32) % 100 < if step < 20_000 { 70 } else { 30 };
+            // A position found first, then (every fourth step) made stale
+            // by a change elsewhere: `insert_at`/`remove_at` notice.
+            let at = store.position(begin);
+            if (r >> 40) % 4 == 0 {
+                let other = ((r >> 44) % 3000) as usize * 16;
+                if (r >> 60) % 2 == 0 {
+                    store.insert(other, entry(other, other + 8));
+                    model.insert(other, other + 8);
+                } else {
+                    store.remove(&other);
+                    model.remove(&other);
+                }
+            }
             if insert {
                 let end = begin + 8 + ((r >> 20) % 3) as usize * 8;
-                let old = store.insert(begin, entry(begin, end)).map(|e| e.host_end);
-                assert_eq!(old, model.insert(begin, end));
+                let old = store.insert_at(at, begin, entry(begin, end));
+                assert_eq!(old.map(|e| e.host_end), model.insert(begin, end));
+            } else if (r >> 50) % 2 == 0 {
+                let old = store.remove_at(at, begin).map(|e| e.host_end);
+                assert_eq!(old, model.remove(&begin));
             } else {
                 let old = store.remove(&begin).map(|e| e.host_end);
                 assert_eq!(old, model.remove(&begin));
