@@ -1,15 +1,16 @@
 //! The per-device mapping table's hot paths at 1k, 10k and 100k mappings:
 //! finding a mapped range, missing an absent one, and mapping then
-//! unmapping a new range. The table keeps its mappings in a `BTreeMap`, so
-//! each of these must grow with log n: 100x more mappings should cost a
-//! few tens of nanoseconds more (cache misses of a deeper tree), not 100x.
+//! unmapping a new range. The table keeps its mappings sorted in chunks
+//! under a small array of the chunks' first begins (`src/mapping/store.rs`),
+//! so each of these must grow with log n: 100x more mappings should cost a
+//! few tens of nanoseconds more (cache misses of a larger table), not 100x.
 //!
 //! Addresses are visited in a scrambled order so that neither the branch
 //! predictor nor the cache sees a sequential walk; at 100k mappings the
-//! table (~10 MB with its nodes) no longer fits in cache, so part of the
-//! growth is cache misses on the tree path. `lookup_present_in_order`
+//! table (~10 MB with its entries) no longer fits in cache, so part of the
+//! growth is cache misses on the chunk and the entry. `lookup_present_in_order`
 //! walks the same 1000 consecutive mappings in address order at every size
-//! (their tree paths stay cached) to show the cost of the search alone.
+//! (their chunks stay cached) to show the cost of the search alone.
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use omptarget::mapping::{DeviceMemory, MapRequest, MappingTable};
 use std::cell::Cell;
@@ -119,7 +120,7 @@ fn mapping_table(c: &mut Criterion) {
 
         // The first `HOT` mappings in address order, at every size: a hot
         // set that stays in cache, so what grows with `n` is the search
-        // alone (the tree's depth), without cache misses.
+        // alone (the depth of the search), without cache misses.
         let in_order: Vec<usize> = (0..PROBES)
             .map(|k| BASE + (k % HOT) * STRIDE + 16)
             .collect();

@@ -134,7 +134,7 @@ impl<'a> Offload<'a> {
             return 0;
         };
         let usm = self.registry.unified_shared_memory();
-        let tpr = dev.ops.mappings().get_tgt_ptr_begin(&UnmapRequest {
+        let tpr = dev.ops.mappings().query_tgt_ptr_begin(&UnmapRequest {
             host_begin: ptr as usize,
             size: 0,
             update_refcount: false,

@@ -2,11 +2,16 @@
 //! ranges (LLVM's `lookupMapping`): inside one, overlapping the start of the
 //! next one, or running past the end of one.
 //!
-//! Only the two neighbours of `begin` in the ordered map are examined (the
-//! last range starting at or before `begin`, and the first starting after
-//! it), so a lookup costs two `BTreeMap` range probes: O(log n).
+//! Only the two neighbours of `begin` among the ranges ordered by begin
+//! are examined (the last range starting at or before `begin`, and the
+//! first starting after it): [`classify`] decides from them. The table's
+//! store finds both with one search (O(log n), `store.rs`); [`lookup`]
+//! finds them in a `BTreeMap` of begin -> end, the reference the store is
+//! tested against.
 
+#[cfg(test)]
 use std::collections::BTreeMap;
+#[cfg(test)]
 use std::ops::Bound;
 
 /// What a lookup found. `key` names the entry the flags describe (the left
@@ -51,8 +56,13 @@ pub trait HostRange {
 /// before and found again (an exit, a presence check, a region over mapped
 /// data).
 pub fn contains_section<E: HostRange>(entry: &E, begin: usize, size: i64) -> bool {
+    range_contains(entry.host_begin(), entry.host_end(), begin, size)
+}
+
+/// Does `[host_begin, host_end)` contain the section `[begin, begin+size)`?
+fn range_contains(host_begin: usize, host_end: usize, begin: usize, size: i64) -> bool {
     let end = begin.wrapping_add(size as usize);
-    begin >= entry.host_begin() && begin < entry.host_end() && end <= entry.host_end()
+    begin >= host_begin && begin < host_end && end <= host_end
 }
 
 /// [`lookup`]'s result for a section contained in the entry keyed `key`.
@@ -64,26 +74,45 @@ pub fn contained_in(key: usize) -> LookupResult {
     }
 }
 
-/// LLVM's lookupMapping over a map keyed by host begin address. Address
-/// arithmetic wraps as `uintptr_t` arithmetic does in C.
-pub fn lookup<E: HostRange>(entries: &BTreeMap<usize, E>, begin: usize, size: i64) -> LookupResult {
+/// LLVM's lookupMapping over the ranges mapped, keyed by host begin
+/// address with the host end as value (the reference the table's own
+/// store is tested against). Address arithmetic wraps as `uintptr_t`
+/// arithmetic does in C.
+#[cfg(test)]
+pub fn lookup(ranges: &BTreeMap<usize, usize>, begin: usize, size: i64) -> LookupResult {
+    let left = ranges.range(..=begin).next_back().map(|(&b, &e)| (b, e));
+    classify(begin, size, left, || {
+        ranges
+            .range((Bound::Excluded(begin), Bound::Unbounded))
+            .next()
+            .map(|(&b, &e)| (b, e))
+    })
+}
+
+/// LLVM's lookupMapping from the two neighbours of `begin`: `left`, the
+/// (begin, end) of the last range starting at or before `begin`, and
+/// `right()`, the first one starting after it (asked for only when the
+/// left one decides nothing).
+pub fn classify(
+    begin: usize,
+    size: i64,
+    left: Option<(usize, usize)>,
+    right: impl FnOnce() -> Option<(usize, usize)>,
+) -> LookupResult {
     let end = begin.wrapping_add(size as usize);
     let mut result = LookupResult::default();
 
-    if let Some((&key, entry)) = entries.range(..=begin).next_back() {
+    if let Some((key, host_end)) = left {
         result.key = Some(key);
-        result.contained = contains_section(entry, begin, size);
-        result.extends_after = begin < entry.host_end() && end > entry.host_end();
+        result.contained = range_contains(key, host_end, begin, size);
+        result.extends_after = begin < host_end && end > host_end;
     }
 
     if !(result.contained || result.extends_after) {
-        let right = entries
-            .range((Bound::Excluded(begin), Bound::Unbounded))
-            .next();
-        if let Some((&key, entry)) = right {
+        if let Some((key, host_end)) = right() {
             result.key = Some(key);
-            result.extends_before = begin < entry.host_begin() && end > entry.host_begin();
-            result.extends_after = begin < entry.host_end() && end > entry.host_end();
+            result.extends_before = begin < key && end > key;
+            result.extends_after = begin < host_end && end > host_end;
         }
     }
     result
@@ -103,8 +132,8 @@ mod tests {
         }
     }
 
-    fn map(ranges: &[(usize, usize)]) -> BTreeMap<usize, R> {
-        ranges.iter().map(|&(b, e)| (b, R(b, e))).collect()
+    fn map(ranges: &[(usize, usize)]) -> BTreeMap<usize, usize> {
+        ranges.iter().copied().collect()
     }
 
     #[test]
@@ -168,9 +197,10 @@ mod tests {
             (300, 400),
             (usize::MAX - 8, usize::MAX),
         ]);
-        for (&key, entry) in &m {
+        for (&key, &end) in &m {
+            let entry = R(key, end);
             for size in [0i64, 1, 50, 99, 100, 101, 1000, -1] {
-                if contains_section(entry, key, size) {
+                if contains_section(&entry, key, size) {
                     assert_eq!(contained_in(key), lookup(&m, key, size), "{key} {size}");
                 } else {
                     assert!(!lookup(&m, key, size).contained, "{key} {size}");

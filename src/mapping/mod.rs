@@ -1,9 +1,10 @@
 //! The per-device table of host ranges mapped to device memory, with
 //! OpenMP 5.1 reference counting as LLVM 14 implements it.
 //!
-//! * [`MappingTable`] holds the mappings ordered by host begin address in a
-//!   `BTreeMap`, so every lookup examines two neighbours found by range
-//!   probes: O(log n) whatever the number of mappings (no linear scans).
+//! * [`MappingTable`] holds the mappings keyed by host begin address,
+//!   sorted in chunks (`store.rs`): a lookup examines the two neighbours of
+//!   the section's begin that one search finds, O(log n) whatever the
+//!   number of mappings (no linear scans).
 //! * Each mapping has a dynamic and an `ompx_hold` reference count
 //!   ([`RefCounts`]); `omp_target_associate_ptr` and `declare target`
 //!   globals use an infinite dynamic count.
@@ -29,6 +30,7 @@ mod lookup;
 mod ops;
 mod refcount;
 mod shadow;
+mod store;
 
 pub(crate) use entry::EntryHandle;
 pub use entry::MappedEntry;
@@ -42,13 +44,13 @@ pub use shadow::{ShadowPtr, ShadowVisit};
 
 use entry::MapEntry;
 use shadow::ShadowMap;
-use std::collections::BTreeMap;
 use std::sync::{Mutex, MutexGuard};
+use store::Entries;
 
 /// Host -> device mappings of one device. Internally synchronised.
 #[derive(Debug, Default)]
 pub struct MappingTable {
-    entries: Mutex<BTreeMap<usize, MapEntry>>,
+    entries: Mutex<Entries>,
     shadows: Mutex<ShadowMap>,
 }
 
@@ -74,9 +76,10 @@ impl MappingTable {
         Self::default()
     }
 
-    fn lock_entries(&self) -> MutexGuard<'_, BTreeMap<usize, MapEntry>> {
-        // A panic while the lock was held cannot leave the map half-updated
-        // (every update is one insert/remove/field store), so keep going.
+    fn lock_entries(&self) -> MutexGuard<'_, Entries> {
+        // A panic while the lock was held cannot leave the entries half-updated
+        // (an insert or remove checks what may fail before it changes
+        // anything, and other updates are field stores), so keep going.
         self.entries
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -132,7 +135,7 @@ impl MappingTable {
                 return (lookup::contained_in(begin), Some(entry.snapshot()));
             }
         }
-        let result = lookup::lookup(&entries, begin, size);
+        let result = entries.lookup(begin, size);
         let entry = result
             .key
             .and_then(|k| entries.get(&k))
@@ -149,7 +152,7 @@ impl MappingTable {
                 return Some(entry.translate(begin));
             }
         }
-        let result = lookup::lookup(&entries, begin, size);
+        let result = entries.lookup(begin, size);
         if !result.overlaps() {
             return None;
         }
@@ -162,7 +165,7 @@ impl MappingTable {
     /// definitions of one symbol). Returns true when a mapping was added.
     pub fn insert_global(&self, host_addr: usize, size: usize, device_addr: usize) -> bool {
         let mut entries = self.lock_entries();
-        let result = lookup::lookup(&entries, host_addr, size as i64);
+        let result = entries.lookup(host_addr, size as i64);
         if result.overlaps() {
             return false;
         }

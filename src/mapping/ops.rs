@@ -8,8 +8,9 @@
 
 use super::entry::{EntryHandle, MapEntry};
 use super::error::{MapFailure, MappingError};
-use super::lookup::{contains_section, lookup};
+use super::lookup::contains_section;
 use super::refcount::{RefCounts, RefKind};
+use super::store::{prefetch_host, Entries};
 use super::MappingTable;
 
 /// The device memory operations the table needs. Addresses are numbers:
@@ -256,7 +257,13 @@ fn use_existing(
 
 /// The found branch of [`MappingTable::get_tgt_ptr_begin`]: count the
 /// release on `entry` (or not) and say so.
-fn unmap_found(entry: &mut MapEntry, request: &UnmapRequest, kind: RefKind, out: &mut TgtPtrBegin) {
+fn unmap_found(
+    entry: &mut MapEntry,
+    request: &UnmapRequest,
+    kind: RefKind,
+    with_handle: bool,
+    out: &mut TgtPtrBegin,
+) {
     out.is_last = entry.refs.decrement_removes(kind, request.force_delete);
     let action = if !request.update_refcount {
         RefAction::UpdateSuppressed
@@ -284,7 +291,9 @@ fn unmap_found(entry: &mut MapEntry, request: &UnmapRequest, kind: RefKind, out:
         action,
     });
     out.target = non_null(target);
-    out.entry = Some(entry.handle());
+    if with_handle {
+        out.entry = Some(entry.handle());
+    }
 }
 
 impl MappingTable {
@@ -297,6 +306,9 @@ impl MappingTable {
         request: &MapRequest,
         memory: &dyn DeviceMemory,
     ) -> TargetPointer {
+        if request.to && request.size > 0 {
+            prefetch_host(request.host_begin, request.size as usize);
+        }
         let mut entries = self.lock_entries();
         let kind = RefKind::from_hold(request.hold);
         let mut out = TargetPointer::default();
@@ -305,8 +317,11 @@ impl MappingTable {
 
         // A section mapped before and found again at its begin: the lookup's
         // answer in one descent (`contains_section`).
+        // One search for all three: the exact entry, the lookup and the
+        // insert of a new mapping.
+        let at = entries.position(request.host_begin);
         let exact = entries
-            .get_mut(&request.host_begin)
+            .get_mut_at(at, request.host_begin)
             .filter(|e| contains_section(&**e, request.host_begin, request.size));
         let found = match exact {
             Some(entry) => {
@@ -314,7 +329,7 @@ impl MappingTable {
                 use_existing(entry, request, kind, memory, &mut out);
                 None
             }
-            None => Some(lookup(&entries, request.host_begin, request.size)),
+            None => Some(entries.lookup_at(at, request.host_begin, request.size)),
         };
 
         let Some(found) = found else {
@@ -371,7 +386,7 @@ impl MappingTable {
                     };
                     memory.on_event(&event);
                     out.event = Some(event);
-                    entries.insert(request.host_begin, entry);
+                    entries.insert_at(at, request.host_begin, entry);
                 }
                 _ => {
                     out.failure = Some(MapFailure::AllocFailed { size: request.size });
@@ -388,7 +403,7 @@ impl MappingTable {
     /// for a copy another thread issued for the entry.
     fn finish_target_pointer(
         &self,
-        entries: std::sync::MutexGuard<'_, std::collections::BTreeMap<usize, MapEntry>>,
+        entries: std::sync::MutexGuard<'_, Entries>,
         request: &MapRequest,
         mut out: TargetPointer,
         entry_name: usize,
@@ -431,23 +446,37 @@ impl MappingTable {
     /// [`MappingTable::dealloc_tgt_ptr`], which removes the entry
     /// atomically. Without `update_refcount` this is a plain query.
     pub fn get_tgt_ptr_begin(&self, request: &UnmapRequest) -> TgtPtrBegin {
+        self.tgt_ptr_begin(request, true)
+    }
+
+    /// [`MappingTable::get_tgt_ptr_begin`] without the entry's handle
+    /// (`entry` is always `None`), for callers that only ask whether and
+    /// where data is mapped (`omp_target_is_present`): making a handle
+    /// touches the entry's shared state, one more cache miss in a large
+    /// table.
+    pub fn query_tgt_ptr_begin(&self, request: &UnmapRequest) -> TgtPtrBegin {
+        self.tgt_ptr_begin(request, false)
+    }
+
+    fn tgt_ptr_begin(&self, request: &UnmapRequest, with_handle: bool) -> TgtPtrBegin {
         let mut entries = self.lock_entries();
         let kind = RefKind::from_hold(request.hold);
         let mut out = TgtPtrBegin::default();
 
         // The section at its entry's begin: one descent (`contains_section`).
+        let at = entries.position(request.host_begin);
         let exact = entries
-            .get_mut(&request.host_begin)
+            .get_mut_at(at, request.host_begin)
             .filter(|e| contains_section(&**e, request.host_begin, request.size));
         if let Some(entry) = exact {
-            unmap_found(entry, request, kind, &mut out);
+            unmap_found(entry, request, kind, with_handle, &mut out);
             return out;
         }
-        let found = lookup(&entries, request.host_begin, request.size);
+        let found = entries.lookup_at(at, request.host_begin, request.size);
         if found.contained || (!request.must_contain && found.extends()) {
             let key = found.key.expect("an overlapping lookup names its entry");
             let entry = entries.get_mut(&key).expect("lookup keys exist");
-            unmap_found(entry, request, kind, &mut out);
+            unmap_found(entry, request, kind, with_handle, &mut out);
         } else if request.unified_shared_memory {
             out.is_host_ptr = true;
             out.target = non_null(request.host_begin);
@@ -469,8 +498,9 @@ impl MappingTable {
         let mut entries = self.lock_entries();
         let kind = RefKind::from_hold(hold);
         // The section at its entry's begin: one descent (`contains_section`).
+        let at = entries.position(host_begin);
         let exact = entries
-            .get_mut(&host_begin)
+            .get_mut_at(at, host_begin)
             .filter(|e| contains_section(&**e, host_begin, size));
         let key = match exact {
             Some(entry) => {
@@ -480,7 +510,7 @@ impl MappingTable {
                 host_begin
             }
             None => {
-                let found = lookup(&entries, host_begin, size);
+                let found = entries.lookup_at(at, host_begin, size);
                 if !found.overlaps() {
                     return Err(MappingError::SectionNotFound { host_begin });
                 }
@@ -492,7 +522,9 @@ impl MappingTable {
                 key
             }
         };
-        let entry = entries.remove(&key).expect("lookup keys exist");
+        // At `host_begin` the search is not repeated; another key is
+        // searched for.
+        let entry = entries.remove_at(at, key).expect("lookup keys exist");
         // LLVM ignores the result of the device free here.
         memory.free(entry.device_begin);
         Ok(Some(MapEvent::Removed {

@@ -509,7 +509,7 @@ fn shadow_pointers_visit_only_attached_objects_in_range() {
 
 #[test]
 fn many_entries_lookup_by_neighbours() {
-    // 100k mappings: every operation is a BTreeMap probe, so this stays fast
+    // 100k mappings: every operation is an O(log n) search, so this stays fast
     // even in debug builds.
     let t = MappingTable::new();
     let m = FakeMemory::new();

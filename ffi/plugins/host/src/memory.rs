@@ -3,12 +3,56 @@
 //! `deinit_device` can release what the runtime left.
 
 use omptarget_plugin_kit::error::{BatchFailures, PluginError, Result};
-// The kit's address map, not std's RandomState: that keeps its keys in a
-// thread-local, which in a dlopen'd library costs a glibc DTV block that
-// stays reachable after dlclose.
-use omptarget_plugin_kit::address_map::AddressMap;
+use std::collections::HashMap;
 use std::ffi::c_void;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::ptr::NonNull;
+
+/// Hashes a block address so that blocks of one 4 KiB page land in one
+/// window of 256 neighbouring slots, in address order, while the windows
+/// of the pages start anywhere in the table (so page-aligned blocks, large
+/// allocations, spread as with any hash). `malloc` hands out small blocks
+/// one after the other, so a run of allocations (mapping many variables)
+/// then touches the same few lines of the table instead of a random line
+/// (a cache and TLB miss once the table is large) per block, and so does
+/// the drain's batch, which frees by address. hashbrown takes the slot
+/// from the low bits and a 7-bit tag from the top 7: the tag comes from a
+/// multiplicative hash of the whole address, so blocks of one page still
+/// have distinct tags. No state of its own (std's `RandomState` keeps its
+/// keys in a thread-local, which in a dlopen'd library costs a glibc DTV
+/// block that stays reachable after dlclose).
+#[derive(Default, Clone, Copy)]
+struct BlockHasher(u64);
+
+impl Hasher for BlockHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        // Not used for addresses (they hash through `write_usize`).
+        for &b in bytes {
+            self.0 = (self.0 << 8) ^ u64::from(b);
+        }
+    }
+    fn write_usize(&mut self, n: usize) {
+        self.0 = n as u64;
+    }
+    fn finish(&self) -> u64 {
+        const TAG_BITS: u64 = !0 << 57;
+        let addr = self.0;
+        let slot = mix(addr >> 12).wrapping_add((addr >> 4) & 0xff);
+        (mix(addr) & TAG_BITS) | (slot & !TAG_BITS)
+    }
+}
+
+/// SplitMix64's finaliser: every output bit depends on every input bit
+/// (one multiplication leaves the top bits of an arithmetic progression
+/// of addresses too regular for distinct tags).
+fn mix(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// Live blocks by address.
+type BlockMap = HashMap<usize, usize, BuildHasherDefault<BlockHasher>>;
 
 /// How many blocks ahead [`Allocations::free_batch`] asks for the chunk
 /// header `free` will read.
@@ -37,7 +81,7 @@ fn prefetch_header(ptr: *mut c_void) {
 /// The live blocks of one device: address -> size requested.
 #[derive(Debug, Default)]
 pub struct Allocations {
-    blocks: AddressMap<usize, usize>,
+    blocks: BlockMap,
     live_bytes: usize,
 }
 
@@ -155,5 +199,29 @@ mod tests {
         assert!(a.free(p).is_err(), "double free is refused");
         assert_eq!(a.free_all(), (1, 0));
         assert_eq!(a.live_blocks(), 0);
+    }
+
+    fn hash(addr: usize) -> u64 {
+        let mut h = BlockHasher::default();
+        h.write_usize(addr);
+        h.finish()
+    }
+
+    /// Blocks of one page take neighbouring slots with distinct tags;
+    /// page-aligned blocks (large allocations) spread over the table.
+    #[test]
+    fn block_hash_keeps_a_page_together_and_spreads_pages() {
+        let page = 0x7f12_3456_7000usize;
+        let slots: Vec<u64> = (0..50).map(|i| hash(page + 16 + i * 80) & 0xffff).collect();
+        assert!(slots
+            .windows(2)
+            .all(|w| w[1].wrapping_sub(w[0]) & 0xffff == 5));
+        let tags: std::collections::HashSet<u64> =
+            (0..50).map(|i| hash(page + 16 + i * 80) >> 57).collect();
+        assert!(tags.len() > 25, "{}", tags.len());
+        let spread: std::collections::HashSet<u64> = (0..4096usize)
+            .map(|i| hash(0x7f00_0000_0010 + (i << 20)) & 4095)
+            .collect();
+        assert!(spread.len() > 2000, "{}", spread.len());
     }
 }
