@@ -126,7 +126,18 @@ impl Device {
 
     /// Initialise the device (idempotent; thread-safe). A failure is
     /// remembered and returned again on every later call.
+    #[inline]
     pub fn ensure_initialized(&self) -> Result<()> {
+        // Every operation asks: the answer once initialised stays inline
+        // (one load and compare); the first call and a failure go out of line.
+        if let Some(Ok(())) = self.init.get() {
+            return Ok(());
+        }
+        self.initialize_once()
+    }
+
+    #[cold]
+    fn initialize_once(&self) -> Result<()> {
         match self.init.get_or_init(|| self.initialize()) {
             Ok(()) => Ok(()),
             Err(reason) => Err(Error::DeviceInitFailed {

@@ -100,14 +100,15 @@ pub struct DrainOutcome {
     pub failed: Vec<(DevicePtr, usize, Error)>,
 }
 
-type AddressMap<V> = omptarget_plugin_kit::address_map::AddressMap<DevicePtr, V>;
+mod live_table;
+use live_table::LiveTable;
 
 /// The shard of the live table that records `ptr`.
 fn shard_of(ptr: DevicePtr) -> usize {
-    // Bits 40-43 of the product: not the top bits, which the address map's
-    // hasher keeps as hashbrown's 7-bit tags (a shard whose keys all shared
-    // their top 4 bits would have tags that differ in 3 bits only), and not
-    // bits 32-39, which it folds into the low bits that pick a slot.
+    // Bits 40-43 of a Fibonacci product: well mixed for aligned addresses.
+    // The shard's table picks slots from the top bits of a product by
+    // another multiplier, so the keys of one shard, which agree on these
+    // bits, still spread over its table.
     let h = (ptr.addr() as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
     (h >> 40) as usize & (SHARDS - 1)
 }
@@ -116,14 +117,61 @@ fn shard_of(ptr: DevicePtr) -> usize {
 /// classes ([`SizeClass::of`] gives at most 236, for sizes near `usize::MAX`).
 const CLASS_WORDS: usize = 4;
 
+/// What the live table keeps of an allocation: the caller's record and,
+/// worked out once when the block is handed out, its size class (so a
+/// free neither recomputes it nor asks again whether the block is cached).
+#[derive(Clone, Copy)]
+struct Record {
+    size: usize,
+    origin: crate::origin::AllocOrigin,
+    kind: AllocKind,
+    /// The size class index of a managed block, [`UNMANAGED`] otherwise.
+    class: u8,
+}
+
+/// [`Record::class`] of a block that is not cached when freed.
+const UNMANAGED: u8 = u8::MAX;
+
+impl Record {
+    fn new(allocation: LiveAllocation, class: Option<SizeClass>) -> Record {
+        Record {
+            size: allocation.size,
+            origin: allocation.origin,
+            kind: allocation.kind,
+            // At most 236 classes exist (see `CLASS_WORDS`), so an index
+            // never collides with UNMANAGED.
+            class: class.map_or(UNMANAGED, |c| c.index as u8),
+        }
+    }
+
+    fn is_managed(&self) -> bool {
+        self.class != UNMANAGED
+    }
+
+    fn allocation(&self) -> LiveAllocation {
+        LiveAllocation {
+            size: self.size,
+            kind: self.kind,
+            origin: self.origin,
+        }
+    }
+}
+
+/// The filler of the live table's empty slots.
+const NO_RECORD: Record = Record {
+    size: 0,
+    origin: crate::origin::AllocOrigin::Unknown,
+    kind: AllocKind::Default,
+    class: UNMANAGED,
+};
+
 /// One shard: the blocks handed out whose address falls in it, and the
 /// cached blocks of that address range, by size class. A block's live
 /// record and its place on a free list are in the same shard (its
 /// address's), so a free, and an allocation served from the cache, take
 /// one lock.
-#[derive(Default)]
 struct Shard {
-    live: AddressMap<LiveAllocation>,
+    live: LiveTable<Record>,
     managed_blocks: usize,
     managed_bytes: usize,
     /// Cached blocks by class index; grown on a class's first use, so the
@@ -131,22 +179,29 @@ struct Shard {
     free: Vec<Vec<DevicePtr>>,
 }
 
-impl Shard {
-    fn insert_live(
-        &mut self,
-        ptr: DevicePtr,
-        allocation: LiveAllocation,
-        is_managed: impl Fn(&LiveAllocation) -> bool,
-    ) {
-        if is_managed(&allocation) {
-            self.managed_blocks += 1;
-            self.managed_bytes += allocation.size;
+impl Default for Shard {
+    fn default() -> Self {
+        Shard {
+            live: LiveTable::new(NO_RECORD),
+            managed_blocks: 0,
+            managed_bytes: 0,
+            free: Vec::new(),
         }
-        if let Some(old) = self.live.insert(ptr, allocation) {
+    }
+}
+
+impl Shard {
+    #[inline]
+    fn insert_live(&mut self, ptr: DevicePtr, record: Record) {
+        if record.is_managed() {
+            self.managed_blocks += 1;
+            self.managed_bytes += record.size;
+        }
+        if let Some(old) = self.live.insert(ptr.addr(), record) {
             // The device handed out an address that is still live: the old
             // record is gone, so its counts go (managed or not: the old and
             // the new record may differ in that); say so.
-            if is_managed(&old) {
+            if old.is_managed() {
                 self.managed_blocks -= 1;
                 self.managed_bytes -= old.size;
             }
@@ -154,17 +209,14 @@ impl Shard {
         }
     }
 
-    fn remove_live(
-        &mut self,
-        ptr: DevicePtr,
-        is_managed: impl Fn(&LiveAllocation) -> bool,
-    ) -> Option<LiveAllocation> {
-        let allocation = self.live.remove(&ptr)?;
-        if is_managed(&allocation) {
+    #[inline]
+    fn remove_live(&mut self, ptr: DevicePtr) -> Option<Record> {
+        let record = self.live.remove(ptr.addr())?;
+        if record.is_managed() {
             self.managed_blocks -= 1;
-            self.managed_bytes -= allocation.size;
+            self.managed_bytes -= record.size;
         }
-        Some(allocation)
+        Some(record)
     }
 }
 
@@ -288,12 +340,6 @@ impl<A: DeviceAllocator> MemoryManager<A> {
         }
     }
 
-    /// True for the blocks that are cached when freed.
-    fn is_managed(&self, allocation: &LiveAllocation) -> bool {
-        self.managed_class(allocation.size, allocation.kind)
-            .is_some()
-    }
-
     /// Allocate `size` (> 0) bytes. A managed request takes a cached block
     /// of its size class if there is one, else the device allocates the
     /// class's size; for larger `Default`/`Device` requests the device
@@ -322,8 +368,10 @@ impl<A: DeviceAllocator> MemoryManager<A> {
             return Err(Error::InvalidArgument("allocation of 0 bytes".into()));
         }
         let allocation = LiveAllocation { size, kind, origin };
-        let ptr = if let Some(class) = self.managed_class(size, kind) {
-            if let Some(ptr) = self.reuse(class.index, allocation) {
+        let class = self.managed_class(size, kind);
+        let record = Record::new(allocation, class);
+        let ptr = if let Some(class) = class {
+            if let Some(ptr) = self.reuse(class.index, record) {
                 tracing::trace!(size, ptr = ?ptr.as_ptr(), "reused a cached block");
                 return Ok(ptr);
             }
@@ -343,14 +391,14 @@ impl<A: DeviceAllocator> MemoryManager<A> {
         } else {
             self.allocator.allocate(size, host_ptr, kind)?
         };
-        self.record(ptr, allocation);
+        self.record(ptr, record);
         Ok(ptr)
     }
 
-    /// A cached block of `class`, recorded live as `allocation` under the
+    /// A cached block of `class`, recorded live as `record` under the
     /// same lock: from the shard this thread used last, else from any
     /// shard whose bitmap says it has one.
-    fn reuse(&self, class: usize, allocation: LiveAllocation) -> Option<DevicePtr> {
+    fn reuse(&self, class: usize, record: Record) -> Option<DevicePtr> {
         let first = usize::from(SHARD_HINT.with(Cell::get)) % SHARDS;
         let others = (1..SHARDS).map(|i| (first + i) % SHARDS);
         for index in std::iter::once(first).chain(others) {
@@ -360,7 +408,7 @@ impl<A: DeviceAllocator> MemoryManager<A> {
             }
             let mut shard = lock(&cell.state);
             if let Some(ptr) = cell.pop(&mut shard, class) {
-                shard.insert_live(ptr, allocation, |a| self.is_managed(a));
+                shard.insert_live(ptr, record);
                 drop(shard);
                 if index != first {
                     SHARD_HINT.with(|h| h.set(index as u8));
@@ -380,21 +428,22 @@ impl<A: DeviceAllocator> MemoryManager<A> {
         let index = shard_of(ptr);
         let cell = &self.shards[index].0;
         let mut shard = lock(&cell.state);
-        let allocation = shard
-            .remove_live(ptr, |a| self.is_managed(a))
-            .ok_or_else(|| self.unknown(ptr))?;
-        if let Some(class) = self.managed_class(allocation.size, allocation.kind) {
-            cell.push(&mut shard, class.index, ptr);
+        let Some(record) = shard.remove_live(ptr) else {
+            drop(shard);
+            return Err(self.unknown(ptr));
+        };
+        if record.is_managed() {
+            cell.push(&mut shard, usize::from(record.class), ptr);
             drop(shard);
             SHARD_HINT.with(|h| h.set(index as u8));
-            tracing::trace!(size = allocation.size, ptr = ?ptr.as_ptr(), "cached a freed block");
-            return Ok(allocation);
+            tracing::trace!(size = record.size, ptr = ?ptr.as_ptr(), "cached a freed block");
+            return Ok(record.allocation());
         }
         drop(shard);
         match self.allocator.free(ptr) {
-            Ok(()) => Ok(allocation),
+            Ok(()) => Ok(record.allocation()),
             Err(e) => {
-                self.record(ptr, allocation);
+                self.record(ptr, record);
                 Err(e)
             }
         }
@@ -406,11 +455,11 @@ impl<A: DeviceAllocator> MemoryManager<A> {
     /// [`Error::UnknownDevicePointer`]; if the device fails, the block
     /// stays live. Either way nothing else changes.
     pub fn release(&self, ptr: DevicePtr) -> Result<bool> {
-        let allocation = self.unrecord(ptr)?;
+        let record = self.unrecord(ptr)?;
         match self.allocator.free(ptr) {
-            Ok(()) => Ok(self.is_managed(&allocation)),
+            Ok(()) => Ok(record.is_managed()),
             Err(e) => {
-                self.record(ptr, allocation);
+                self.record(ptr, record);
                 Err(e)
             }
         }
@@ -420,15 +469,15 @@ impl<A: DeviceAllocator> MemoryManager<A> {
     pub fn allocation(&self, ptr: DevicePtr) -> Option<LiveAllocation> {
         lock(&self.shards[shard_of(ptr)].0.state)
             .live
-            .get(&ptr)
-            .copied()
+            .get(ptr.addr())
+            .map(Record::allocation)
     }
 
     /// Number and total bytes of the live allocations, managed or not.
     pub fn live_allocations(&self) -> (usize, usize) {
         self.shards.iter().fold((0, 0), |(count, bytes), cell| {
             let shard = lock(&cell.0.state);
-            let shard_bytes: usize = shard.live.values().map(|a| a.size).sum();
+            let shard_bytes: usize = shard.live.iter().map(|(_, r)| r.size).sum();
             (count + shard.live.len(), bytes + shard_bytes)
         })
     }
@@ -440,7 +489,11 @@ impl<A: DeviceAllocator> MemoryManager<A> {
             .iter()
             .flat_map(|cell| {
                 let shard = lock(&cell.0.state);
-                shard.live.iter().map(|(p, a)| (*p, *a)).collect::<Vec<_>>()
+                shard
+                    .live
+                    .iter()
+                    .map(|(addr, r)| (DevicePtr::from_raw(addr as *mut c_void), r.allocation()))
+                    .collect::<Vec<_>>()
             })
             .collect();
         all.sort_by_key(|(ptr, _)| ptr.addr());
@@ -491,16 +544,14 @@ impl<A: DeviceAllocator> MemoryManager<A> {
     }
 
     /// Record `ptr` as handed out.
-    fn record(&self, ptr: DevicePtr, allocation: LiveAllocation) {
-        lock(&self.shards[shard_of(ptr)].0.state)
-            .insert_live(ptr, allocation, |a| self.is_managed(a));
+    fn record(&self, ptr: DevicePtr, record: Record) {
+        lock(&self.shards[shard_of(ptr)].0.state).insert_live(ptr, record);
     }
 
     /// Forget the live block `ptr`, or say it is not live.
-    fn unrecord(&self, ptr: DevicePtr) -> Result<LiveAllocation> {
-        lock(&self.shards[shard_of(ptr)].0.state)
-            .remove_live(ptr, |a| self.is_managed(a))
-            .ok_or_else(|| self.unknown(ptr))
+    fn unrecord(&self, ptr: DevicePtr) -> Result<Record> {
+        let removed = lock(&self.shards[shard_of(ptr)].0.state).remove_live(ptr);
+        removed.ok_or_else(|| self.unknown(ptr))
     }
 
     fn unknown(&self, ptr: DevicePtr) -> Error {

@@ -164,12 +164,9 @@ impl Runtime {
     }
 
     /// Device `local` (the plugin's own number) of the plugin at `index`.
+    #[inline]
     pub fn plugin_device(&self, index: usize, local: usize) -> Option<&Device> {
-        let plugin = self.plugins.get(index)?;
-        if local >= plugin.device_count() {
-            return None;
-        }
-        self.devices.get(plugin.first_device() + local)
+        self.devices.plugin_device(index, local)
     }
 
     /// The plugins that were not loaded, with the reasons.

@@ -45,13 +45,7 @@ impl<'a> Offload<'a> {
             return std::ptr::null_mut();
         }
         if self.is_initial(device_num) {
-            // SAFETY: plain malloc; the caller frees with omp_target_free.
-            let block = unsafe { libc::malloc(size) };
-            if device_num == 0 && !block.is_null() {
-                // "Device 0" is the host only until a device appears.
-                self.registry.early_host_blocks.record(block as usize);
-            }
-            return block;
+            return self.host_alloc(size, device_num);
         }
         let Some(dev) = self.ready_device(device_num.into()) else {
             return std::ptr::null_mut();
@@ -60,6 +54,21 @@ impl<'a> Offload<'a> {
         unsafe { dev.ops.alloc(size, std::ptr::null_mut(), kind) }
             .map(|p| p.as_ptr())
             .unwrap_or(std::ptr::null_mut())
+    }
+
+    /// [`Offload::target_alloc`] on the initial device. Out of line (as are
+    /// the host and error paths of [`Offload::target_free`]): inlined, its
+    /// locked set of early blocks made the device path save registers and
+    /// reserve a large frame on every call.
+    #[inline(never)]
+    fn host_alloc(&self, size: usize, device_num: i32) -> *mut c_void {
+        // SAFETY: plain malloc; the caller frees with omp_target_free.
+        let block = unsafe { libc::malloc(size) };
+        if device_num == 0 && !block.is_null() {
+            // "Device 0" is the host only until a device appears.
+            self.registry.early_host_blocks.record(block as usize);
+        }
+        block
     }
 
     /// `omp_target_free`: nothing for null or a device that is not ready;
@@ -74,51 +83,74 @@ impl<'a> Offload<'a> {
             return;
         }
         if self.is_initial(device_num) {
-            // Forget it if it was also an early block (see below).
-            self.registry.early_host_blocks.take(device_ptr as usize);
             // SAFETY: our `# Safety`: for the initial device `device_ptr`
             // came from `malloc`.
-            unsafe { libc::free(device_ptr) };
+            unsafe { self.host_free(device_ptr) };
             return;
         }
-        // A block malloc'd while this device number still named the host
-        // (no device yet) is unknown to the device: the device is asked
-        // first, so an address the device did hand out is always the
-        // device's, and only its "unknown pointer" answer consults the set.
-        let free_if_early = || {
-            let early = self.registry.early_host_blocks.take(device_ptr as usize);
-            if early {
-                // SAFETY: an early block is one we `malloc`ed and just took
-                // out of the set, so it is freed once.
-                unsafe { libc::free(device_ptr) };
-            }
-            early
-        };
         let Some(dev) = self.ready_device(device_num.into()) else {
-            free_if_early();
+            self.free_if_early(device_ptr);
             return;
         };
         // SAFETY: `omp_target_free`'s contract (this function's): the
         // program frees memory it got from `omp_target_alloc` and no longer
         // uses; unknown pointers are refused by the device.
         if let Err(error) = unsafe { dev.ops.free(DevicePtr::from_raw(device_ptr)) } {
-            if matches!(error, omptarget::Error::UnknownDevicePointer { .. }) && free_if_early() {
-                return;
-            }
-            // The error numbers devices the core's way; the line uses the
-            // program's device number and says which cause it was.
-            tracing::debug!(device = device_num, %error, "omp_target_free refused");
-            let why = match error {
-                omptarget::Error::UnknownDevicePointer { .. } => {
-                    "not allocated there, or already freed".to_owned()
-                }
-                other => format!("the plugin refused: {other}"),
-            };
-            self.host.emit(&Diagnostic::Error(format!(
-                "omp_target_free: device {device_num} did not free {} ({why})",
-                HexPtr(device_ptr as usize)
-            )));
+            self.free_refused(device_ptr, device_num, error);
         }
+    }
+
+    /// [`Offload::target_free`] on the initial device.
+    ///
+    /// # Safety
+    /// `device_ptr` came from `malloc`.
+    #[inline(never)]
+    unsafe fn host_free(&self, device_ptr: *mut c_void) {
+        // Forget it if it was also an early block (see `free_if_early`).
+        self.registry.early_host_blocks.take(device_ptr as usize);
+        // SAFETY: our `# Safety`.
+        unsafe { libc::free(device_ptr) };
+    }
+
+    /// A block malloc'd while this device number still named the host (no
+    /// device yet) is unknown to the device: the device is asked first, so
+    /// an address the device did hand out is always the device's, and only
+    /// its "unknown pointer" answer (or a device that is not ready)
+    /// consults the set. Frees the block and says so if it was one.
+    #[cold]
+    fn free_if_early(&self, device_ptr: *mut c_void) -> bool {
+        let early = self.registry.early_host_blocks.take(device_ptr as usize);
+        if early {
+            // SAFETY: an early block is one we `malloc`ed and just took
+            // out of the set, so it is freed once.
+            unsafe { libc::free(device_ptr) };
+        }
+        early
+    }
+
+    /// The device refused to free `device_ptr`: an early host block is
+    /// freed; anything else is left alone and reported.
+    #[cold]
+    #[inline(never)]
+    fn free_refused(&self, device_ptr: *mut c_void, device_num: i32, error: omptarget::Error) {
+        if matches!(error, omptarget::Error::UnknownDevicePointer { .. })
+            && self.free_if_early(device_ptr)
+        {
+            return;
+        }
+        // The error numbers devices the core's way; the line uses the
+        // program's device number and says which cause it was.
+        tracing::debug!(device = device_num, %error, "omp_target_free refused");
+        let why = match error {
+            omptarget::Error::UnknownDevicePointer { .. } => {
+                "not allocated there, or already freed".to_owned()
+            }
+            other => format!("the plugin refused: {other}"),
+        };
+        self.host.emit(&Diagnostic::Error(format!(
+            "omp_target_free: device {device_num} did not free {} ({why})",
+            HexPtr(device_ptr as usize)
+        )));
     }
 
     /// `omp_target_is_present`: 1 if `ptr` is mapped on the device (always

@@ -71,13 +71,40 @@ impl DeviceTable {
     }
 
     /// Device `id`, built now if this is its first use.
+    #[inline]
     pub(crate) fn get(&self, id: usize) -> Option<&Device> {
+        // Every device operation of the OpenMP layer looks its device up
+        // here: a device already built takes two loads and no call, and
+        // nothing of the building is inlined (it would make every caller
+        // save registers for a path taken once per device).
+        let chunk = self.chunks.get(id / CHUNK)?.get();
+        if let Some(device) = chunk.and_then(|chunk| chunk.get(id % CHUNK)?.get()) {
+            return Some(device);
+        }
+        self.get_or_build(id)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn get_or_build(&self, id: usize) -> Option<&Device> {
         if id >= self.count {
             return None;
         }
         let chunk = self.chunks[id / CHUNK]
             .get_or_init(|| Box::new(std::array::from_fn(|_| OnceLock::new())));
         Some(chunk[id % CHUNK].get_or_init(|| Box::new(self.build(id))))
+    }
+
+    /// Device `local` (the plugin's own number) of the plugin at `index`
+    /// (load order): the plugin's range is kept here, so the lookup reads
+    /// no `Plugin`.
+    #[inline]
+    pub(crate) fn plugin_device(&self, index: usize, local: usize) -> Option<&Device> {
+        let range = self.ranges.get(index)?;
+        if local >= range.count {
+            return None;
+        }
+        self.get(range.first + local)
     }
 
     fn build(&self, id: usize) -> Device {

@@ -221,41 +221,23 @@ impl<S> Lifecycle<S> {
     /// that holds no lock of the runtime). Registrations pass ungated: they
     /// run under the dynamic loader's lock, which a call the fork waits for
     /// may need; they never wait.
+    #[inline]
     pub fn enter(&self, me: usize, gated: bool, create: impl Fn() -> Box<S>) -> Entered<'_, S> {
+        // Every API call passes here: the open, created, no-fork path is
+        // kept inline and free of calls; closing, forking and creating the
+        // session are out of line, so that the callers do not save
+        // registers for them.
         let stripe = StripedCounts::stripe_of(me);
-        loop {
-            self.readers.add(stripe, 1);
-            let flags = self.flags.load(SeqCst);
-            if flags & CLOSED != 0 {
-                self.readers.sub(stripe, 1);
-                return Entered::Closed {
-                    by_this_thread: self.closer.load(SeqCst) == me,
-                };
+        self.readers.add(stripe, 1);
+        let flags = self.flags.load(SeqCst);
+        if flags & (CLOSED | FORKING) != 0 {
+            if let Some(closed) = self.enter_closed_or_forking(me, gated, stripe, flags) {
+                return closed;
             }
-            if gated && self.fork_gate_closed_for(flags, me) {
-                // Counted after the fork began: back out, wait, retry.
-                self.readers.sub(stripe, 1);
-                self.wait_for_fork();
-                continue;
-            }
-            break;
         }
         let mut p = self.slot.load(SeqCst);
         if p.is_null() {
-            let fresh = Box::into_raw(create());
-            p = match self
-                .slot
-                .compare_exchange(ptr::null_mut(), fresh, SeqCst, SeqCst)
-            {
-                Ok(_) => fresh,
-                Err(winner) => {
-                    // SAFETY: `fresh` came from `Box::into_raw` just above and
-                    // the failed compare_exchange did not publish it: no
-                    // other thread can hold it, so we rebuild the box once.
-                    drop(unsafe { Box::from_raw(fresh) });
-                    winner
-                }
-            };
+            p = self.publish(create);
         }
         Entered::Open(Reader {
             lifecycle: self,
@@ -268,6 +250,59 @@ impl<S> Lifecycle<S> {
             // `Reader`, whose drop uncounts us.
             session: unsafe { &*p },
         })
+    }
+
+    /// [`Lifecycle::enter`] once `flags` (read after counting this reader
+    /// on `stripe`) say closed or forking: `Some` to return (closed, the
+    /// reader uncounted), `None` when the reader is counted and may go on
+    /// (not gated, or the fork is over, or this thread is the forker).
+    #[cold]
+    #[inline(never)]
+    fn enter_closed_or_forking(
+        &self,
+        me: usize,
+        gated: bool,
+        stripe: usize,
+        mut flags: usize,
+    ) -> Option<Entered<'_, S>> {
+        loop {
+            if flags & CLOSED != 0 {
+                self.readers.sub(stripe, 1);
+                return Some(Entered::Closed {
+                    by_this_thread: self.closer.load(SeqCst) == me,
+                });
+            }
+            if gated && self.fork_gate_closed_for(flags, me) {
+                // Counted after the fork began: back out, wait, retry.
+                self.readers.sub(stripe, 1);
+                self.wait_for_fork();
+                self.readers.add(stripe, 1);
+                flags = self.flags.load(SeqCst);
+                continue;
+            }
+            return None;
+        }
+    }
+
+    /// Create a session and publish it in the empty slot, or take the one
+    /// another reader published first; the caller is a counted reader.
+    #[cold]
+    #[inline(never)]
+    fn publish(&self, create: impl Fn() -> Box<S>) -> *mut S {
+        let fresh = Box::into_raw(create());
+        match self
+            .slot
+            .compare_exchange(ptr::null_mut(), fresh, SeqCst, SeqCst)
+        {
+            Ok(_) => fresh,
+            Err(winner) => {
+                // SAFETY: `fresh` came from `Box::into_raw` just above and
+                // the failed compare_exchange did not publish it: no
+                // other thread can hold it, so we rebuild the box once.
+                drop(unsafe { Box::from_raw(fresh) });
+                winner
+            }
+        }
     }
 
     /// Close at process exit (or when the shim itself is unloaded), from

@@ -289,7 +289,8 @@ impl Session {
     /// ([`omptarget_openmp::Release::invalid_device_is_fatal`]).
     fn check_device_number(&self, offload: &Offload<'_>, device_num: c_int) {
         let devices = offload.num_devices();
-        if device_num == offload.initial_device() || (0..devices).contains(&device_num) {
+        // A device first: the common case decides on one load.
+        if (0..devices).contains(&device_num) || device_num == offload.initial_device() {
             return;
         }
         let release = crate::caller::calling_release();
