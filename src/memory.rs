@@ -287,6 +287,11 @@ pub struct MemoryManager<A> {
     /// Every block handed out and not yet freed, and every cached block,
     /// sharded by address.
     shards: [Padded<ShardCell>; SHARDS],
+    /// Cached blocks the device failed to free when an out-of-memory retry
+    /// drained the cache: forgotten by the manager like the drain's own,
+    /// kept here only so that the next [`MemoryManager::drain`] (the
+    /// shutdown's) reports them.
+    retry_failures: Mutex<Vec<(DevicePtr, usize, Error)>>,
 }
 
 impl<A: DeviceAllocator> MemoryManager<A> {
@@ -296,6 +301,7 @@ impl<A: DeviceAllocator> MemoryManager<A> {
             allocator,
             threshold,
             shards: Default::default(),
+            retry_failures: Mutex::new(Vec::new()),
         }
     }
 
@@ -540,6 +546,10 @@ impl<A: DeviceAllocator> MemoryManager<A> {
                 }
             }
         }
+        // Earlier retries' failures first: they happened first.
+        let mut earlier = std::mem::take(&mut *lock(&self.retry_failures));
+        earlier.append(&mut outcome.failed);
+        outcome.failed = earlier;
         outcome
     }
 
@@ -569,13 +579,21 @@ impl<A: DeviceAllocator> MemoryManager<A> {
     ) -> Result<DevicePtr> {
         match self.allocator.allocate(size, host_ptr, kind) {
             Err(Error::OutOfMemory { .. }) => {
-                let drained = self.drain();
+                let mut drained = self.drain();
                 tracing::debug!(
                     size,
                     freed_blocks = drained.blocks,
                     freed_bytes = drained.bytes,
                     "device out of memory: freed the cache, retrying once"
                 );
+                if !drained.failed.is_empty() {
+                    tracing::warn!(
+                        blocks = drained.failed.len(),
+                        "the device failed to free cached blocks while the cache was \
+                         drained for an out-of-memory retry; the shutdown report lists them"
+                    );
+                    lock(&self.retry_failures).append(&mut drained.failed);
+                }
                 self.allocator.allocate(size, host_ptr, kind)
             }
             other => other,
@@ -925,6 +943,36 @@ mod tests {
             .allocate(600, std::ptr::null_mut(), AllocKind::Default)
             .unwrap_err();
         assert!(matches!(err, Error::OutOfMemory { size: 600, .. }));
+    }
+
+    /// Cached blocks whose free failed while an out-of-memory retry drained
+    /// the cache are not lost without a word: the next drain (the
+    /// shutdown's) lists them with their error.
+    #[test]
+    fn blocks_a_retry_failed_to_free_are_reported_by_the_next_drain() {
+        let mm = MemoryManager::new(FakeDevice::limited(1000), DEFAULT_THRESHOLD);
+        let cached = alloc(&mm, 300);
+        mm.free(cached).unwrap();
+        mm.allocator()
+            .fail_frees
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        // 800 bytes do not fit beside the cached 320: the retry drains the
+        // cache, whose free fails, and the retry fails too.
+        assert!(mm
+            .allocate(800, std::ptr::null_mut(), AllocKind::Default)
+            .is_err());
+        assert_eq!(mm.stats().cached_blocks, 0, "the manager forgot it");
+        mm.allocator()
+            .fail_frees
+            .store(false, std::sync::atomic::Ordering::Relaxed);
+        let drained = mm.drain();
+        let failed: Vec<(usize, usize)> = drained
+            .failed
+            .iter()
+            .map(|(ptr, size, _)| (ptr.addr(), *size))
+            .collect();
+        assert_eq!(failed, [(cached.addr(), 320)]);
+        assert!(mm.drain().failed.is_empty(), "reported once");
     }
 
     #[test]
