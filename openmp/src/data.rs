@@ -416,7 +416,9 @@ impl<'a> Offload<'a> {
     ) -> Result<(), OffloadError> {
         let usm = self.registry.unified_shared_memory();
         let table = dev.ops.mappings();
-        let mut deallocs: Vec<(usize, i64, bool)> = Vec::new();
+        // On the stack for common regions: a heap block here was a malloc
+        // and a free per region (callgrind, `map_tofrom_scalar`).
+        let mut deallocs: SmallVec<[(usize, i64, bool); 8]> = SmallVec::new();
         let mut from_mapper_base: Option<usize> = None;
 
         for i in (0..args.len()).rev() {

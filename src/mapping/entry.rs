@@ -19,6 +19,9 @@ pub(crate) struct MapEntry {
 }
 
 impl MapEntry {
+    /// A new entry; `shared` is its state outside the table's lock, new
+    /// (`Arc::default()`, or the table's recycled one:
+    /// `Entries::fresh_shared`).
     pub fn new(
         host_base: usize,
         host_begin: usize,
@@ -26,6 +29,7 @@ impl MapEntry {
         device_begin: usize,
         name: usize,
         refs: RefCounts,
+        shared: Arc<EntryShared>,
     ) -> Self {
         MapEntry {
             host_base,
@@ -34,7 +38,7 @@ impl MapEntry {
             name,
             device_begin,
             refs,
-            shared: Arc::new(EntryShared::default()),
+            shared,
         }
     }
 
@@ -93,6 +97,15 @@ pub struct EntryHandle {
 }
 
 impl EntryHandle {
+    /// A handle over `shared` alone (tests of the table's recycling).
+    #[cfg(test)]
+    pub(crate) fn for_test(shared: Arc<EntryShared>) -> Self {
+        EntryHandle {
+            host_begin: 0,
+            shared,
+        }
+    }
+
     /// Host begin address of the entry.
     pub fn host_begin(&self) -> usize {
         self.host_begin

@@ -179,6 +179,7 @@ impl MappingTable {
                 device_addr,
                 0,
                 refs,
+                Default::default(),
             ),
         );
         true

@@ -372,6 +372,7 @@ impl MappingTable {
                         device,
                         request.name,
                         RefCounts::new(kind, false),
+                        entries.fresh_shared(),
                     );
                     out.is_new = true;
                     out.target = Some(device);
@@ -564,6 +565,7 @@ impl MappingTable {
                 device_begin,
                 0,
                 RefCounts::new(RefKind::Dynamic, true),
+                Default::default(),
             ),
         );
         Ok(())
