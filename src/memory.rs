@@ -139,7 +139,8 @@ impl Record {
             origin: allocation.origin,
             kind: allocation.kind,
             // At most 236 classes exist (see `CLASS_WORDS`), so an index
-            // never collides with UNMANAGED.
+            // never collides with UNMANAGED (tested:
+            // `every_class_index_fits_its_byte_and_the_bitmap`).
             class: class.map_or(UNMANAGED, |c| c.index as u8),
         }
     }
@@ -943,6 +944,20 @@ mod tests {
             .allocate(600, std::ptr::null_mut(), AllocKind::Default)
             .unwrap_err();
         assert!(matches!(err, Error::OutOfMemory { size: 600, .. }));
+    }
+
+    /// Every class index fits the record's byte without meeting the
+    /// `UNMANAGED` mark, and the bitmap of non-empty classes.
+    #[test]
+    fn every_class_index_fits_its_byte_and_the_bitmap() {
+        let largest = (0..usize::BITS)
+            .flat_map(|shift| [usize::MAX >> shift, 1usize << shift])
+            .filter_map(SizeClass::of)
+            .map(|c| c.index)
+            .max()
+            .unwrap();
+        assert!(largest < usize::from(UNMANAGED), "{largest}");
+        assert!(largest < CLASS_WORDS * 64, "{largest}");
     }
 
     /// Cached blocks whose free failed while an out-of-memory retry drained

@@ -297,6 +297,79 @@ fn fork_from_inside_a_kernel_waits_for_nobody_in_a_kernel() {
     });
 }
 
+/// A call held at the fork gate while the forking thread finishes the fork
+/// and then closes the runtime (it exits right after forking): released by
+/// the fork's end, the call must see the close (it re-reads the flags after
+/// its wait), never use the closed session, and the session is torn down
+/// once. Dropping the re-read after the wait fails this model (review).
+#[test]
+fn a_call_held_at_the_fork_gate_sees_the_close_that_follows() {
+    fork_model(|| {
+        let counts = Arc::new(Counts::default());
+        let lc = Arc::new(Lifecycle::<Session>::new());
+        let locked = Arc::new(AtomicUsize::new(0));
+        // The session exists before the fork.
+        if let Entered::Open(r) = lc.enter(2, true, || Session::new(&counts)) {
+            r.call_plugin();
+        }
+        let held = {
+            let (lc, counts, locked) = (lc.clone(), counts.clone(), locked.clone());
+            thread::spawn(move || offload_call(1, &lc, &counts, &locked))
+        };
+        lc.prepare_fork(2, 0);
+        lc.after_fork_in_parent();
+        close(&lc, 2, 0);
+        held.join().unwrap();
+        finish(&lc, &counts);
+    });
+}
+
+/// A registration (an ungated call, made from a library constructor with
+/// the dynamic loader's lock held) during a fork whose thread needs that
+/// lock before the fork ends: the registration must not wait at the gate,
+/// or neither thread could go on. Gating registrations fails this model.
+#[test]
+fn a_registration_never_waits_at_the_fork_gate() {
+    fork_model(|| {
+        let counts = Arc::new(Counts::default());
+        let lc = Arc::new(Lifecycle::<Session>::new());
+        let loader = Arc::new(loom::sync::Mutex::new(()));
+        let registering = {
+            let (lc, counts, loader) = (lc.clone(), counts.clone(), loader.clone());
+            thread::spawn(move || {
+                let _loader = loader.lock().unwrap();
+                if let Entered::Open(r) = lc.enter(1, false, || Session::new(&counts)) {
+                    r.call_plugin();
+                }
+            })
+        };
+        lc.prepare_fork(2, 0);
+        drop(loader.lock().unwrap());
+        lc.after_fork_in_parent();
+        registering.join().unwrap();
+        close(&lc, 2, 0);
+        finish(&lc, &counts);
+    });
+}
+
+/// The forking thread calls the runtime between its prepare handler and
+/// the fork's end (another library's fork handler, say): it passes its own
+/// gate. Making the forker wait for itself fails this model.
+#[test]
+fn the_forking_thread_passes_its_own_gate() {
+    fork_model(|| {
+        let counts = Arc::new(Counts::default());
+        let lc = Arc::new(Lifecycle::<Session>::new());
+        lc.prepare_fork(2, 0);
+        if let Entered::Open(r) = lc.enter(2, true, || Session::new(&counts)) {
+            r.call_plugin();
+        }
+        lc.after_fork_in_parent();
+        close(&lc, 2, 0);
+        finish(&lc, &counts);
+    });
+}
+
 type Pair = omptarget_lifecycle::ReadMostly<(usize, usize)>;
 
 /// A thread reading the pair twice, on two stripes: it must never see one
