@@ -456,6 +456,10 @@ impl MappingTable {
     /// touches the entry's shared state, one more cache miss in a large
     /// table.
     pub fn query_tgt_ptr_begin(&self, request: &UnmapRequest) -> TgtPtrBegin {
+        debug_assert!(
+            !request.update_refcount,
+            "a query changes no count: use get_tgt_ptr_begin"
+        );
         self.tgt_ptr_begin(request, false)
     }
 
