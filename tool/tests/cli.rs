@@ -295,15 +295,27 @@ fn run_with_profile_writes_a_trace_that_profile_summarises() {
 fn an_interrupt_leaves_the_program_to_decide_and_run_returns_its_status() {
     let dir = tempfile::tempdir().unwrap();
     staged_host_plugin();
-    // The program ignores SIGINT; only `omptarget` gets one here.
+    // The program ignores SIGINT; only `omptarget` gets one here. It says
+    // it runs (`started`: `omptarget` set its handler before it spawned
+    // the program) and then waits for `go`, which the test writes after
+    // the signal: the order is fixed by files, not by a sleep.
     let mut child = Command::new(OMPTARGET)
         .current_dir(dir.path())
-        .args(["run", "--", "sh", "-c", "trap '' INT; sleep 1; exit 4"])
+        .args([
+            "run",
+            "--",
+            "sh",
+            "-c",
+            "trap '' INT; : > started; while [ ! -e go ]; do sleep 0.01; done; exit 4",
+        ])
         .spawn()
         .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(300));
+    while !dir.path().join("started").exists() {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
     // SAFETY: signals our own child process.
     assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    std::fs::write(dir.path().join("go"), "").unwrap();
     assert_eq!(child.wait().unwrap().code(), Some(4));
 }
 

@@ -324,7 +324,11 @@ mod tests {
                 *lock.write() = 5;
                 wrote.store(1, Relaxed);
             });
-            std::thread::sleep(std::time::Duration::from_millis(20));
+            // Until the writer announced itself: from then on it can only
+            // wait for the two readers (no sleep a loaded machine outlasts).
+            while !lock.writing.load(SeqCst) {
+                std::thread::yield_now();
+            }
             assert_eq!(wrote.load(Relaxed), 0, "the writer did not wait");
             drop(a);
             drop(b);
@@ -413,7 +417,8 @@ mod tests {
         lock.readers.sub(stripe, 1); // the parent's thread backs out
         drop(held);
         let mut status = 0;
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        // Hang detection only: the child ends at once.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
         loop {
             // SAFETY: `pid` is our child; `status` is writable.
             let waited = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };

@@ -120,7 +120,7 @@ fn run_api_during_dlopen(label: &str, mode: Option<&str>) -> (common::Outcome, T
     if let Some(mode) = mode {
         run = run.arg(mode);
     }
-    let out = run.plugin(&plugin).timeout(Duration::from_secs(30)).run();
+    let out = run.plugin(&plugin).timeout(TIMEOUT).run();
     (out, plugin)
 }
 

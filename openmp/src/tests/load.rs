@@ -143,8 +143,14 @@ fn a_second_thread_waits_for_the_load_in_flight_and_loads_nothing() {
         // SAFETY: the test joins the thread before the world goes away.
         let thread =
             std::thread::spawn(move || region(unsafe { &*(world as *const World) }, kernel));
-        // Give it time to find this load in flight and wait for it.
-        std::thread::sleep(Duration::from_millis(50));
+        // Until it found this load in flight and waits for it: no sleep
+        // that a loaded machine could outlast.
+        w.off()
+            .device(0)
+            .expect("device 0")
+            .slot
+            .loads
+            .wait_for_waiters(1);
         *handle.lock().unwrap() = Some(thread);
     });
     region(&w, kernel);

@@ -1,16 +1,16 @@
 /* fork() while another thread offloads in a loop; the child (only the
  * forking thread survives in it) then runs 200 small target regions with
  * their results checked and exits 0 (1 if a result is wrong). The parent
- * measures the child's whole lifetime (fork to waitpid) and prints
- * `child_status=<exit status or signal+128>`, `child_ms=<lifetime>`,
- * `child_wrong=<n>` (as the child's stdout line) and `parent_regions_ok=1`
- * once its own offloading thread is stopped with right results. FORKS
- * forks are made, one after another, each while the thread is busy (the
- * loop stops at a failed child or one slower than SLOW_MS);
- * child_ms is the longest of them and child_status the first bad one (or 0).
- * A child still alive after CHILD_LIMIT_MS is killed (child_status=137):
- * no hung child outlives the test; alarm() in the child is a second net
- * should the parent itself be killed. */
+ * prints `child_status=<exit status or signal+128>`, `child_wrong=<n>`
+ * (as the child's stdout line) and `parent_regions_ok=1` once its own
+ * offloading thread is stopped with right results. FORKS forks are made,
+ * one after another, each while the thread is busy (the loop stops at a
+ * failed child); child_status is the first bad one (or 0).
+ *
+ * No time window decides anything: a child still alive after the hang
+ * limit (argv[1] seconds, default 120) is killed (child_status=137) so
+ * that no hung child outlives the test, and alarm() in the child is a
+ * second net should the parent itself be killed. */
 #include <omp.h>
 #include <pthread.h>
 #include <signal.h>
@@ -24,9 +24,7 @@
 #define FORKS 3
 #define N 256
 #define CHILD_REGIONS 200
-#define CHILD_LIMIT_MS 6000
-/* Stop forking after a child this slow (or failed): one is enough. */
-#define SLOW_MS 4000
+#define CHILD_LIMIT_S 120
 
 static atomic_int stop;
 static atomic_long busy_regions;
@@ -72,7 +70,10 @@ static int child(void) {
   return wrong ? 1 : 0;
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  int limit_s = argc > 1 ? atoi(argv[1]) : CHILD_LIMIT_S;
+  if (limit_s <= 0)
+    return 2;
   /* The parent offloads before the thread starts: the runtime is up. */
   if (sum_on_device(0, 1) != want(1))
     return 2;
@@ -80,7 +81,6 @@ int main(void) {
   if (pthread_create(&thread, NULL, busy, NULL) != 0)
     return 2;
   int first_bad = 0;
-  double longest = 0;
   for (int f = 0; f < FORKS; f++) {
     long seen = atomic_load(&busy_regions);
     while (atomic_load(&busy_regions) < seen + 20)
@@ -91,7 +91,7 @@ int main(void) {
     if (pid < 0)
       return 2;
     if (pid == 0) {
-      alarm(CHILD_LIMIT_MS / 1000 + 2);
+      alarm((unsigned)limit_s + 2);
       exit(child());
     }
     int status;
@@ -101,23 +101,19 @@ int main(void) {
         break;
       if (got != 0)
         return 2;
-      if (now_ms() - start > CHILD_LIMIT_MS)
+      if (now_ms() - start > limit_s * 1e3)
         kill(pid, SIGKILL);
       usleep(1000);
     }
-    double took = now_ms() - start;
-    if (took > longest)
-      longest = took;
     int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     if (code != 0 && first_bad == 0)
       first_bad = code;
-    if (code != 0 || took > SLOW_MS)
+    if (code != 0)
       break;
   }
   atomic_store(&stop, 1);
   pthread_join(thread, NULL);
   printf("child_status=%d\n", first_bad);
-  printf("child_ms=%.0f\n", longest);
   printf("parent_regions_ok=%d\n", atomic_load(&busy_wrong) == 0);
   return 0;
 }

@@ -1,4 +1,4 @@
-/* One thread loops on omp_target_alloc / omp_target_memcpy host->device /
+/* One thread runs omp_target_alloc / omp_target_memcpy host->device /
  * omp_target_memcpy device->host (checked) / omp_target_free on device 0
  * while the main thread dlopens, calls (offload_sum: one target region)
  * and dlcloses the only offload library (argv[1]) CYCLES times. Each
@@ -7,7 +7,16 @@
  * dlopen registers the library from its constructor under the dynamic
  * loader's lock. Prints `cycles=`, `wrong=` (offload_sum results),
  * `copies=` (checked round trips), `copy_wrong=` (round trips that failed
- * after a successful allocation). */
+ * after a successful allocation).
+ *
+ * The work is bounded by counts, never by time. Each cycle of the main
+ * thread has two phases, announced as it enters them: its dlopen (with
+ * the call) and its dlclose. The copying thread starts at most
+ * COPIES_PER_PHASE round trips per phase (each may start a runtime, which
+ * loads every plugin), so its calls meet both the registration and the
+ * shutdown, then waits for the next phase; and the main thread's first
+ * cycle waits for the first round trip, so `copies` is never 0 however
+ * the threads are scheduled. */
 #include <dlfcn.h>
 #include <omp.h>
 #include <pthread.h>
@@ -15,22 +24,45 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define CYCLES 300 /* argv[2] may ask for fewer (valgrind runs) */
 #define WORDS 16
+#define COPIES_PER_PHASE 3
 
 static atomic_int stop;
+static atomic_int phase; /* 2c: cycle c's dlopen; 2c+1: its dlclose */
 static atomic_long copies;
 static atomic_long copy_wrong;
+static atomic_long alloc_failed;
+
+/* Waits until the main thread starts another phase or stops. */
+static void wait_for_next_phase(int seen) {
+  const struct timespec pause = {0, 100000};
+  while (atomic_load(&phase) == seen && !atomic_load(&stop))
+    nanosleep(&pause, NULL);
+}
 
 static void *copy_loop(void *arg) {
   (void)arg;
   int host = omp_get_initial_device();
   int out[WORDS], back[WORDS];
+  int seen = -1, in_phase = 0;
   for (long it = 0; !atomic_load(&stop); it++) {
-    int *p = omp_target_alloc(sizeof out, 0);
-    if (!p)
+    int now = atomic_load(&phase);
+    if (now != seen) {
+      seen = now;
+      in_phase = 0;
+    }
+    if (in_phase++ == COPIES_PER_PHASE) {
+      wait_for_next_phase(seen);
       continue;
+    }
+    int *p = omp_target_alloc(sizeof out, 0);
+    if (!p) {
+      atomic_fetch_add(&alloc_failed, 1);
+      continue;
+    }
     for (int i = 0; i < WORDS; i++)
       out[i] = (int)(it * WORDS + i);
     memset(back, 0xff, sizeof back);
@@ -53,14 +85,21 @@ int main(int argc, char **argv) {
   if (pthread_create(&thread, NULL, copy_loop, NULL) != 0)
     return 2;
   int wrong = 0;
+  const struct timespec pause = {0, 100000};
   for (int c = 0; c < cycles; c++) {
+    atomic_store(&phase, 2 * c);
     void *lib = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
     if (!lib)
       return 2;
     int (*offload_sum)(int, int) = (int (*)(int, int))dlsym(lib, "offload_sum");
     if (!offload_sum || offload_sum(10, 0) != 55)
       wrong++;
+    atomic_store(&phase, 2 * c + 1);
     dlclose(lib);
+    while (c == 0 && atomic_load(&copies) + atomic_load(&copy_wrong) +
+                             atomic_load(&alloc_failed) ==
+                         0)
+      nanosleep(&pause, NULL);
   }
   atomic_store(&stop, 1);
   pthread_join(thread, NULL);
@@ -68,5 +107,6 @@ int main(int argc, char **argv) {
   printf("wrong=%d\n", wrong);
   printf("copies=%ld\n", atomic_load(&copies));
   printf("copy_wrong=%ld\n", atomic_load(&copy_wrong));
+  printf("alloc_failed=%ld\n", atomic_load(&alloc_failed));
   return 0;
 }

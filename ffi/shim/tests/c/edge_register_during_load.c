@@ -7,24 +7,52 @@
  * thread dlopens the offload library argv[1], runs its region on device
  * (cycle % D) and dlcloses it, CYCLES times, so loads and registrations
  * meet in both orders. Prints `devices=`, `cycles=`, `lib_wrong=`,
- * `own_regions=`, `own_wrong=`. */
+ * `own_regions=`, `own_wrong=`.
+ *
+ * The work is bounded by counts, never by time. Each cycle of the main
+ * thread has two phases, announced as it enters them: its dlopen (with
+ * the region) and its dlclose. Thread A starts at most REGIONS_PER_PHASE
+ * regions per phase, so they meet both the registration and the
+ * unregistration, then waits for the next phase; the main thread's first
+ * cycle waits for A's first region, so `own_regions` is never 0 however
+ * the threads are scheduled. */
 #include <dlfcn.h>
 #include <omp.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #define CYCLES 150 /* argv[2] may ask for fewer (valgrind runs) */
+#define REGIONS_PER_PHASE 4
 
 static atomic_int stop;
+static atomic_int phase; /* 2c: cycle c's dlopen; 2c+1: its dlclose */
 static atomic_long own_regions;
 static atomic_long own_wrong;
 static int devices;
 
+/* Waits until the main thread starts another phase or stops. */
+static void wait_for_next_phase(int seen) {
+  const struct timespec pause = {0, 100000};
+  while (atomic_load(&phase) == seen && !atomic_load(&stop))
+    nanosleep(&pause, NULL);
+}
+
 static void *own_offloads(void *arg) {
   (void)arg;
+  int seen = -1, in_phase = 0;
   for (int it = 0; !atomic_load(&stop); it++) {
+    int now = atomic_load(&phase);
+    if (now != seen) {
+      seen = now;
+      in_phase = 0;
+    }
+    if (in_phase++ == REGIONS_PER_PHASE) {
+      wait_for_next_phase(seen);
+      continue;
+    }
     int device = it % devices;
     int x = it;
 #pragma omp target device(device) map(tofrom : x)
@@ -49,14 +77,19 @@ int main(int argc, char **argv) {
   if (pthread_create(&thread, NULL, own_offloads, NULL) != 0)
     return 2;
   int wrong = 0;
+  const struct timespec pause = {0, 100000};
   for (int c = 0; c < cycles; c++) {
+    atomic_store(&phase, 2 * c);
     void *lib = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
     if (!lib)
       return 2;
     int (*offload_sum)(int, int) = (int (*)(int, int))dlsym(lib, "offload_sum");
     if (!offload_sum || offload_sum(10, c % devices) != 55)
       wrong++;
+    atomic_store(&phase, 2 * c + 1);
     dlclose(lib);
+    while (c == 0 && atomic_load(&own_regions) == 0)
+      nanosleep(&pause, NULL);
   }
   atomic_store(&stop, 1);
   pthread_join(thread, NULL);
