@@ -86,7 +86,9 @@ macro_rules! __export_required {
         pub unsafe extern "C" fn __tgt_rtl_is_valid_binary(
             image: *mut $crate::abi::DeviceImage,
         ) -> i32 {
-            $crate::entries::is_valid_binary(&$cell, image)
+            // SAFETY: `image` is null or a valid `__tgt_device_image` (this
+            // entry's contract, forwarded), as `is_valid_binary` requires.
+            unsafe { $crate::entries::is_valid_binary(&$cell, image) }
         }
 
         /// `__tgt_rtl_init_device`.
@@ -105,7 +107,9 @@ macro_rules! __export_required {
             device: i32,
             image: *mut $crate::abi::DeviceImage,
         ) -> *mut $crate::abi::TargetTable {
-            $crate::entries::load_binary(&$cell, device, image)
+            // SAFETY: `image` is null or a valid `__tgt_device_image` (this
+            // entry's contract, forwarded), as `load_binary` requires.
+            unsafe { $crate::entries::load_binary(&$cell, device, image) }
         }
 
         /// `__tgt_rtl_data_alloc`: the caller owns the memory until
@@ -131,7 +135,9 @@ macro_rules! __export_required {
             host_ptr: *mut ::core::ffi::c_void,
             size: i64,
         ) -> i32 {
-            $crate::entries::data_submit(&$cell, device, tgt_ptr, host_ptr, size, None)
+            // SAFETY: both pointers are valid for `size` bytes (this entry's
+            // contract, forwarded), as `data_submit` requires.
+            unsafe { $crate::entries::data_submit(&$cell, device, tgt_ptr, host_ptr, size, None) }
         }
 
         /// `__tgt_rtl_data_retrieve`.
@@ -145,7 +151,9 @@ macro_rules! __export_required {
             tgt_ptr: *mut ::core::ffi::c_void,
             size: i64,
         ) -> i32 {
-            $crate::entries::data_retrieve(&$cell, device, host_ptr, tgt_ptr, size, None)
+            // SAFETY: both pointers are valid for `size` bytes (this entry's
+            // contract, forwarded), as `data_retrieve` requires.
+            unsafe { $crate::entries::data_retrieve(&$cell, device, host_ptr, tgt_ptr, size, None) }
         }
 
         /// `__tgt_rtl_data_delete`: `tgt_ptr` came from `data_alloc`.
@@ -168,7 +176,9 @@ macro_rules! __export_required {
             ptrs: *mut *mut ::core::ffi::c_void,
             n: i64,
         ) -> i32 {
-            // SAFETY: per this function's contract.
+            // SAFETY: `ptrs` is null or valid for reads and writes of `n`
+            // pointers (this entry's contract, forwarded), as
+            // `data_delete_batch` requires.
             unsafe { $crate::entries::data_delete_batch(&$cell, device, ptrs, n) }
         }
 
@@ -185,7 +195,12 @@ macro_rules! __export_required {
             offsets: *mut isize,
             num_args: i32,
         ) -> i32 {
-            $crate::entries::run_region(&$cell, device, entry, args, offsets, num_args, None, None)
+            // SAFETY: `entry` is from this device's target table and `args`
+            // and `offsets` hold `num_args` values each (this entry's
+            // contract, forwarded), as `run_region` requires.
+            unsafe {
+                $crate::entries::run_region(&$cell, device, entry, args, offsets, num_args, None, None)
+            }
         }
 
         /// `__tgt_rtl_run_target_team_region`.
@@ -208,16 +223,21 @@ macro_rules! __export_required {
                 thread_limit,
                 loop_tripcount,
             };
-            $crate::entries::run_region(
-                &$cell,
-                device,
-                entry,
-                args,
-                offsets,
-                num_args,
-                Some(teams),
-                None,
-            )
+            // SAFETY: `entry` is from this device's target table and `args`
+            // and `offsets` hold `num_args` values each (this entry's
+            // contract, forwarded), as `run_region` requires.
+            unsafe {
+                $crate::entries::run_region(
+                    &$cell,
+                    device,
+                    entry,
+                    args,
+                    offsets,
+                    num_args,
+                    Some(teams),
+                    None,
+                )
+            }
         }
 
         const _: () = {
@@ -264,14 +284,19 @@ macro_rules! __export_optional {
             dst_ptr: *mut ::core::ffi::c_void,
             size: i64,
         ) -> i32 {
-            $crate::entries::data_exchange(&$cell, src, src_ptr, dst, dst_ptr, size, None)
+            // SAFETY: both pointers are valid on their devices for `size`
+            // bytes (this entry's contract, forwarded), as `data_exchange`
+            // requires.
+            unsafe { $crate::entries::data_exchange(&$cell, src, src_ptr, dst, dst_ptr, size, None) }
         }
 
         /// `__tgt_rtl_data_exchange_async`: queued on `async_info` by
         /// a backend with queues, blocking otherwise.
         ///
         /// # Safety
-        /// As `__tgt_rtl_data_exchange`.
+        /// As `__tgt_rtl_data_exchange`; `async_info` is null or a valid
+        /// `__tgt_async_info`, and the memory stays valid until its queue
+        /// is synchronised.
         $(#[$attr])*
         pub unsafe extern "C" fn __tgt_rtl_data_exchange_async(
             src: i32,
@@ -281,14 +306,21 @@ macro_rules! __export_optional {
             size: i64,
             async_info: *mut $crate::abi::AsyncInfo,
         ) -> i32 {
-            $crate::entries::data_exchange(&$cell, src, src_ptr, dst, dst_ptr, size, Some(async_info))
+            // SAFETY: both pointers are valid on their devices for `size`
+            // bytes and `async_info` is null or a valid `__tgt_async_info`
+            // (this entry's contract, forwarded), as `data_exchange` requires.
+            unsafe {
+                $crate::entries::data_exchange(&$cell, src, src_ptr, dst, dst_ptr, size, Some(async_info))
+            }
         }
 
         /// `__tgt_rtl_data_submit_async`: queued on `async_info` by
         /// a backend with queues, blocking otherwise.
         ///
         /// # Safety
-        /// As `__tgt_rtl_data_submit`.
+        /// As `__tgt_rtl_data_submit`; `async_info` is null or a valid
+        /// `__tgt_async_info`, and the memory stays valid until its queue
+        /// is synchronised.
         $(#[$attr])*
         pub unsafe extern "C" fn __tgt_rtl_data_submit_async(
             device: i32,
@@ -297,14 +329,21 @@ macro_rules! __export_optional {
             size: i64,
             async_info: *mut $crate::abi::AsyncInfo,
         ) -> i32 {
-            $crate::entries::data_submit(&$cell, device, tgt_ptr, host_ptr, size, Some(async_info))
+            // SAFETY: both pointers are valid for `size` bytes and
+            // `async_info` is null or a valid `__tgt_async_info` (this
+            // entry's contract, forwarded), as `data_submit` requires.
+            unsafe {
+                $crate::entries::data_submit(&$cell, device, tgt_ptr, host_ptr, size, Some(async_info))
+            }
         }
 
         /// `__tgt_rtl_data_retrieve_async`: queued on `async_info` by
         /// a backend with queues, blocking otherwise.
         ///
         /// # Safety
-        /// As `__tgt_rtl_data_retrieve`.
+        /// As `__tgt_rtl_data_retrieve`; `async_info` is null or a valid
+        /// `__tgt_async_info`, and the memory stays valid until its queue
+        /// is synchronised.
         $(#[$attr])*
         pub unsafe extern "C" fn __tgt_rtl_data_retrieve_async(
             device: i32,
@@ -313,14 +352,21 @@ macro_rules! __export_optional {
             size: i64,
             async_info: *mut $crate::abi::AsyncInfo,
         ) -> i32 {
-            $crate::entries::data_retrieve(&$cell, device, host_ptr, tgt_ptr, size, Some(async_info))
+            // SAFETY: both pointers are valid for `size` bytes and
+            // `async_info` is null or a valid `__tgt_async_info` (this
+            // entry's contract, forwarded), as `data_retrieve` requires.
+            unsafe {
+                $crate::entries::data_retrieve(&$cell, device, host_ptr, tgt_ptr, size, Some(async_info))
+            }
         }
 
         /// `__tgt_rtl_run_target_region_async`: queued on `async_info` by
         /// a backend with queues, blocking otherwise.
         ///
         /// # Safety
-        /// As `__tgt_rtl_run_target_region`.
+        /// As `__tgt_rtl_run_target_region`; `async_info` is null or a valid
+        /// `__tgt_async_info`, and the memory stays valid until its queue
+        /// is synchronised.
         $(#[$attr])*
         pub unsafe extern "C-unwind" fn __tgt_rtl_run_target_region_async(
             device: i32,
@@ -330,23 +376,31 @@ macro_rules! __export_optional {
             num_args: i32,
             async_info: *mut $crate::abi::AsyncInfo,
         ) -> i32 {
-            $crate::entries::run_region(
-                &$cell,
-                device,
-                entry,
-                args,
-                offsets,
-                num_args,
-                None,
-                Some(async_info),
-            )
+            // SAFETY: `entry` is from this device's target table, `args`
+            // and `offsets` hold `num_args` values each and `async_info` is
+            // null or a valid `__tgt_async_info` (this entry's contract,
+            // forwarded), as `run_region` requires.
+            unsafe {
+                $crate::entries::run_region(
+                    &$cell,
+                    device,
+                    entry,
+                    args,
+                    offsets,
+                    num_args,
+                    None,
+                    Some(async_info),
+                )
+            }
         }
 
         /// `__tgt_rtl_run_target_team_region_async`: queued on `async_info` by
         /// a backend with queues, blocking otherwise.
         ///
         /// # Safety
-        /// As `__tgt_rtl_run_target_region`.
+        /// As `__tgt_rtl_run_target_region`; `async_info` is null or a valid
+        /// `__tgt_async_info`, and the memory stays valid until its queue
+        /// is synchronised.
         $(#[$attr])*
         pub unsafe extern "C-unwind" fn __tgt_rtl_run_target_team_region_async(
             device: i32,
@@ -364,16 +418,22 @@ macro_rules! __export_optional {
                 thread_limit,
                 loop_tripcount,
             };
-            $crate::entries::run_region(
-                &$cell,
-                device,
-                entry,
-                args,
-                offsets,
-                num_args,
-                Some(teams),
-                Some(async_info),
-            )
+            // SAFETY: `entry` is from this device's target table, `args`
+            // and `offsets` hold `num_args` values each and `async_info` is
+            // null or a valid `__tgt_async_info` (this entry's contract,
+            // forwarded), as `run_region` requires.
+            unsafe {
+                $crate::entries::run_region(
+                    &$cell,
+                    device,
+                    entry,
+                    args,
+                    offsets,
+                    num_args,
+                    Some(teams),
+                    Some(async_info),
+                )
+            }
         }
 
         /// `__tgt_rtl_synchronize`: wait for `async_info`'s queue and
@@ -386,7 +446,9 @@ macro_rules! __export_optional {
             device: i32,
             async_info: *mut $crate::abi::AsyncInfo,
         ) -> i32 {
-            $crate::entries::synchronize(&$cell, device, async_info)
+            // SAFETY: `async_info` is null or a valid `__tgt_async_info`
+            // (this entry's contract, forwarded), as `synchronize` requires.
+            unsafe { $crate::entries::synchronize(&$cell, device, async_info) }
         }
 
         /// `__tgt_rtl_set_info_flag`.
@@ -451,7 +513,10 @@ macro_rules! __export_lifecycle {
             device: i32,
             image: *mut $crate::abi::DeviceImage,
         ) -> i32 {
-            $crate::entries::unload_binary(&$cell, device, image)
+            // SAFETY: `image` is the descriptor given to `load_binary`, of
+            // which only the address is used (this entry's contract,
+            // forwarded), as `unload_binary` requires.
+            unsafe { $crate::entries::unload_binary(&$cell, device, image) }
         }
 
         /// `__tgt_rtl_register_destruction_cb`: `callback(data)` is called
@@ -473,7 +538,9 @@ macro_rules! __export_lifecycle {
             buf: *mut ::core::ffi::c_char,
             cap: usize,
         ) -> usize {
-            $crate::entries::last_error_message(buf, cap)
+            // SAFETY: `buf` is null or writable for `cap` bytes (this
+            // entry's contract, forwarded), as `last_error_message` requires.
+            unsafe { $crate::entries::last_error_message(buf, cap) }
         }
 
         /// `__tgt_rtl_run_typed_region` (this project's entry; queued on a
@@ -499,9 +566,16 @@ macro_rules! __export_lifecycle {
                 thread_limit,
                 loop_tripcount,
             });
-            $crate::entries::run_typed_region(
-                &$cell, device, entry, args, offsets, arg_types, num_args, teams, async_info,
-            )
+            // SAFETY: `entry` is from this device's target table, `args`
+            // and `offsets` hold `num_args` values each, `arg_types`
+            // `num_args` bytes, and `async_info` is null or a valid
+            // `__tgt_async_info` (this entry's contract, forwarded), as
+            // `run_typed_region` requires.
+            unsafe {
+                $crate::entries::run_typed_region(
+                    &$cell, device, entry, args, offsets, arg_types, num_args, teams, async_info,
+                )
+            }
         }
 
         const _: () = {
@@ -616,4 +690,127 @@ macro_rules! builtin_instances {
             }
         }
     };
+}
+
+/// [`export_plugin!`] expanded once in this crate, for a backend with one
+/// device that does nothing. rustc's `unsafe_op_in_unsafe_fn` and clippy's
+/// `undocumented_unsafe_blocks` skip the expansions of another crate's
+/// macros, so the plugins that invoke the macro never lint its bodies: this
+/// expansion is where the workspace's unsafe lints see them. `#[no_mangle]`
+/// is no clash: nothing else in the kit's test binary defines `__tgt_rtl_*`.
+#[cfg(test)]
+mod expansion {
+    use crate::{Backend, DeviceId, ImageRef, InitCause, PluginError, TeamConfig};
+    use omptarget_abi::{AllocKind, DeviceImage, TargetTable, OFFLOAD_SUCCESS};
+    use std::ffi::c_void;
+    use std::ptr::NonNull;
+
+    /// One device; every operation on it is refused.
+    struct Inert;
+
+    impl Backend for Inert {
+        const NAME: &'static str = "inert";
+
+        fn init(_cause: InitCause) -> crate::error::Result<Self> {
+            Ok(Inert)
+        }
+
+        fn deinit(self) -> crate::error::Result<()> {
+            Ok(())
+        }
+
+        fn number_of_devices(&self) -> usize {
+            1
+        }
+
+        fn is_valid_binary(&self, _image: &ImageRef<'_>) -> bool {
+            false
+        }
+
+        fn init_device(&self, _device: DeviceId) -> crate::error::Result<()> {
+            Ok(())
+        }
+
+        fn deinit_device(&self, _device: DeviceId) -> crate::error::Result<()> {
+            Ok(())
+        }
+
+        fn load_binary(
+            &self,
+            _device: DeviceId,
+            _image: &ImageRef<'_>,
+        ) -> crate::error::Result<NonNull<TargetTable>> {
+            Err(PluginError::Unsupported("load_binary"))
+        }
+
+        fn unload_binary(
+            &self,
+            _device: DeviceId,
+            _image: NonNull<DeviceImage>,
+        ) -> crate::error::Result<()> {
+            Err(PluginError::Unsupported("unload_binary"))
+        }
+
+        fn data_alloc(
+            &self,
+            _device: DeviceId,
+            _size: usize,
+            _host_ptr: *mut c_void,
+            _kind: AllocKind,
+        ) -> crate::error::Result<NonNull<c_void>> {
+            Err(PluginError::Unsupported("data_alloc"))
+        }
+
+        fn data_delete(
+            &self,
+            _device: DeviceId,
+            _tgt_ptr: NonNull<c_void>,
+        ) -> crate::error::Result<()> {
+            Err(PluginError::Unsupported("data_delete"))
+        }
+
+        unsafe fn data_submit(
+            &self,
+            _device: DeviceId,
+            _tgt_ptr: NonNull<c_void>,
+            _host_ptr: NonNull<c_void>,
+            _size: usize,
+        ) -> crate::error::Result<()> {
+            Err(PluginError::Unsupported("data_submit"))
+        }
+
+        unsafe fn data_retrieve(
+            &self,
+            _device: DeviceId,
+            _host_ptr: NonNull<c_void>,
+            _tgt_ptr: NonNull<c_void>,
+            _size: usize,
+        ) -> crate::error::Result<()> {
+            Err(PluginError::Unsupported("data_retrieve"))
+        }
+
+        unsafe fn run_region(
+            &self,
+            _device: DeviceId,
+            _entry: NonNull<c_void>,
+            _args: &[*mut c_void],
+            _teams: Option<TeamConfig>,
+        ) -> crate::error::Result<()> {
+            Err(PluginError::Unsupported("run_region"))
+        }
+
+        fn print_device_info(&self, _device: DeviceId) {}
+    }
+
+    crate::export_plugin!(Inert);
+
+    #[test]
+    fn the_expansion_is_a_working_plugin() {
+        let table = crate::__entry_table!();
+        assert_eq!(__tgt_rtl_init_plugin(), OFFLOAD_SUCCESS);
+        // SAFETY: `number_of_devices` takes no arguments.
+        assert_eq!(unsafe { (table.number_of_devices)() }, 1);
+        assert_eq!(__tgt_rtl_init_device(0), OFFLOAD_SUCCESS);
+        assert_eq!(__tgt_rtl_deinit_plugin(), OFFLOAD_SUCCESS);
+    }
 }
