@@ -81,7 +81,7 @@
 
 #![deny(missing_docs)]
 pub mod api;
-mod api_llvm19;
+mod api_since_llvm19;
 pub mod args;
 mod cxx_vector;
 pub mod data;

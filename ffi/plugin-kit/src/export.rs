@@ -75,7 +75,7 @@ macro_rules! __export_required {
         /// `__tgt_rtl_number_of_devices`.
         $(#[$attr])*
         pub extern "C" fn __tgt_rtl_number_of_devices() -> i32 {
-            $crate::entries::number_of_devices(&$cell)
+            $crate::entry_bodies::number_of_devices(&$cell)
         }
 
         /// `__tgt_rtl_is_valid_binary`.
@@ -88,13 +88,13 @@ macro_rules! __export_required {
         ) -> i32 {
             // SAFETY: `image` is null or a valid `__tgt_device_image` (this
             // entry's contract, forwarded), as `is_valid_binary` requires.
-            unsafe { $crate::entries::is_valid_binary(&$cell, image) }
+            unsafe { $crate::entry_bodies::is_valid_binary(&$cell, image) }
         }
 
         /// `__tgt_rtl_init_device`.
         $(#[$attr])*
         pub extern "C" fn __tgt_rtl_init_device(device: i32) -> i32 {
-            $crate::entries::init_device(&$cell, device)
+            $crate::entry_bodies::init_device(&$cell, device)
         }
 
         /// `__tgt_rtl_load_binary`: the table stays owned by the plugin,
@@ -109,7 +109,7 @@ macro_rules! __export_required {
         ) -> *mut $crate::abi::TargetTable {
             // SAFETY: `image` is null or a valid `__tgt_device_image` (this
             // entry's contract, forwarded), as `load_binary` requires.
-            unsafe { $crate::entries::load_binary(&$cell, device, image) }
+            unsafe { $crate::entry_bodies::load_binary(&$cell, device, image) }
         }
 
         /// `__tgt_rtl_data_alloc`: the caller owns the memory until
@@ -121,7 +121,7 @@ macro_rules! __export_required {
             host_ptr: *mut ::core::ffi::c_void,
             kind: i32,
         ) -> *mut ::core::ffi::c_void {
-            $crate::entries::data_alloc(&$cell, device, size, host_ptr, kind)
+            $crate::entry_bodies::data_alloc(&$cell, device, size, host_ptr, kind)
         }
 
         /// `__tgt_rtl_data_submit`.
@@ -137,7 +137,7 @@ macro_rules! __export_required {
         ) -> i32 {
             // SAFETY: both pointers are valid for `size` bytes (this entry's
             // contract, forwarded), as `data_submit` requires.
-            unsafe { $crate::entries::data_submit(&$cell, device, tgt_ptr, host_ptr, size, None) }
+            unsafe { $crate::entry_bodies::data_submit(&$cell, device, tgt_ptr, host_ptr, size, None) }
         }
 
         /// `__tgt_rtl_data_retrieve`.
@@ -153,7 +153,7 @@ macro_rules! __export_required {
         ) -> i32 {
             // SAFETY: both pointers are valid for `size` bytes (this entry's
             // contract, forwarded), as `data_retrieve` requires.
-            unsafe { $crate::entries::data_retrieve(&$cell, device, host_ptr, tgt_ptr, size, None) }
+            unsafe { $crate::entry_bodies::data_retrieve(&$cell, device, host_ptr, tgt_ptr, size, None) }
         }
 
         /// `__tgt_rtl_data_delete`: `tgt_ptr` came from `data_alloc`.
@@ -162,7 +162,7 @@ macro_rules! __export_required {
             device: i32,
             tgt_ptr: *mut ::core::ffi::c_void,
         ) -> i32 {
-            $crate::entries::data_delete(&$cell, device, tgt_ptr)
+            $crate::entry_bodies::data_delete(&$cell, device, tgt_ptr)
         }
 
         /// `__tgt_rtl_data_delete_batch` (this project's entry): free
@@ -179,7 +179,7 @@ macro_rules! __export_required {
             // SAFETY: `ptrs` is null or valid for reads and writes of `n`
             // pointers (this entry's contract, forwarded), as
             // `data_delete_batch` requires.
-            unsafe { $crate::entries::data_delete_batch(&$cell, device, ptrs, n) }
+            unsafe { $crate::entry_bodies::data_delete_batch(&$cell, device, ptrs, n) }
         }
 
         /// `__tgt_rtl_run_target_region`.
@@ -199,7 +199,7 @@ macro_rules! __export_required {
             // and `offsets` hold `num_args` values each (this entry's
             // contract, forwarded), as `run_region` requires.
             unsafe {
-                $crate::entries::run_region(&$cell, device, entry, args, offsets, num_args, None, None)
+                $crate::entry_bodies::run_region(&$cell, device, entry, args, offsets, num_args, None, None)
             }
         }
 
@@ -227,7 +227,7 @@ macro_rules! __export_required {
             // and `offsets` hold `num_args` values each (this entry's
             // contract, forwarded), as `run_region` requires.
             unsafe {
-                $crate::entries::run_region(
+                $crate::entry_bodies::run_region(
                     &$cell,
                     device,
                     entry,
@@ -263,13 +263,13 @@ macro_rules! __export_optional {
         /// `__tgt_rtl_init_requires`: returns the flags accepted.
         $(#[$attr])*
         pub extern "C" fn __tgt_rtl_init_requires(flags: i64) -> i64 {
-            $crate::entries::init_requires(&$cell, flags)
+            $crate::entry_bodies::init_requires(&$cell, flags)
         }
 
         /// `__tgt_rtl_is_data_exchangable`.
         $(#[$attr])*
         pub extern "C" fn __tgt_rtl_is_data_exchangable(src: i32, dst: i32) -> i32 {
-            $crate::entries::is_data_exchangable(&$cell, src, dst)
+            $crate::entry_bodies::is_data_exchangable(&$cell, src, dst)
         }
 
         /// `__tgt_rtl_data_exchange`.
@@ -287,7 +287,7 @@ macro_rules! __export_optional {
             // SAFETY: both pointers are valid on their devices for `size`
             // bytes (this entry's contract, forwarded), as `data_exchange`
             // requires.
-            unsafe { $crate::entries::data_exchange(&$cell, src, src_ptr, dst, dst_ptr, size, None) }
+            unsafe { $crate::entry_bodies::data_exchange(&$cell, src, src_ptr, dst, dst_ptr, size, None) }
         }
 
         /// `__tgt_rtl_data_exchange_async`: queued on `async_info` by
@@ -310,7 +310,7 @@ macro_rules! __export_optional {
             // bytes and `async_info` is null or a valid `__tgt_async_info`
             // (this entry's contract, forwarded), as `data_exchange` requires.
             unsafe {
-                $crate::entries::data_exchange(&$cell, src, src_ptr, dst, dst_ptr, size, Some(async_info))
+                $crate::entry_bodies::data_exchange(&$cell, src, src_ptr, dst, dst_ptr, size, Some(async_info))
             }
         }
 
@@ -333,7 +333,7 @@ macro_rules! __export_optional {
             // `async_info` is null or a valid `__tgt_async_info` (this
             // entry's contract, forwarded), as `data_submit` requires.
             unsafe {
-                $crate::entries::data_submit(&$cell, device, tgt_ptr, host_ptr, size, Some(async_info))
+                $crate::entry_bodies::data_submit(&$cell, device, tgt_ptr, host_ptr, size, Some(async_info))
             }
         }
 
@@ -356,7 +356,7 @@ macro_rules! __export_optional {
             // `async_info` is null or a valid `__tgt_async_info` (this
             // entry's contract, forwarded), as `data_retrieve` requires.
             unsafe {
-                $crate::entries::data_retrieve(&$cell, device, host_ptr, tgt_ptr, size, Some(async_info))
+                $crate::entry_bodies::data_retrieve(&$cell, device, host_ptr, tgt_ptr, size, Some(async_info))
             }
         }
 
@@ -381,7 +381,7 @@ macro_rules! __export_optional {
             // null or a valid `__tgt_async_info` (this entry's contract,
             // forwarded), as `run_region` requires.
             unsafe {
-                $crate::entries::run_region(
+                $crate::entry_bodies::run_region(
                     &$cell,
                     device,
                     entry,
@@ -423,7 +423,7 @@ macro_rules! __export_optional {
             // null or a valid `__tgt_async_info` (this entry's contract,
             // forwarded), as `run_region` requires.
             unsafe {
-                $crate::entries::run_region(
+                $crate::entry_bodies::run_region(
                     &$cell,
                     device,
                     entry,
@@ -448,19 +448,19 @@ macro_rules! __export_optional {
         ) -> i32 {
             // SAFETY: `async_info` is null or a valid `__tgt_async_info`
             // (this entry's contract, forwarded), as `synchronize` requires.
-            unsafe { $crate::entries::synchronize(&$cell, device, async_info) }
+            unsafe { $crate::entry_bodies::synchronize(&$cell, device, async_info) }
         }
 
         /// `__tgt_rtl_set_info_flag`.
         $(#[$attr])*
         pub extern "C" fn __tgt_rtl_set_info_flag(flags: u32) {
-            $crate::entries::set_info_flag(&$cell, flags)
+            $crate::entry_bodies::set_info_flag(&$cell, flags)
         }
 
         /// `__tgt_rtl_print_device_info`.
         $(#[$attr])*
         pub extern "C" fn __tgt_rtl_print_device_info(device: i32) {
-            $crate::entries::print_device_info(&$cell, device)
+            $crate::entry_bodies::print_device_info(&$cell, device)
         }
 
         const _: () = {
@@ -487,19 +487,19 @@ macro_rules! __export_lifecycle {
         /// `__tgt_rtl_init_plugin`: create the plugin state.
         $(#[$attr])*
         pub extern "C" fn __tgt_rtl_init_plugin() -> i32 {
-            $crate::entries::init_plugin(&$cell)
+            $crate::entry_bodies::init_plugin(&$cell)
         }
 
         /// `__tgt_rtl_deinit_plugin`: release everything the plugin holds.
         $(#[$attr])*
         pub extern "C" fn __tgt_rtl_deinit_plugin() -> i32 {
-            $crate::entries::deinit_plugin(&$cell)
+            $crate::entry_bodies::deinit_plugin(&$cell)
         }
 
         /// `__tgt_rtl_deinit_device`.
         $(#[$attr])*
         pub extern "C" fn __tgt_rtl_deinit_device(device: i32) -> i32 {
-            $crate::entries::deinit_device(&$cell, device)
+            $crate::entry_bodies::deinit_device(&$cell, device)
         }
 
         /// `__tgt_rtl_unload_binary`: the image's target table is invalid
@@ -516,7 +516,7 @@ macro_rules! __export_lifecycle {
             // SAFETY: `image` is the descriptor given to `load_binary`, of
             // which only the address is used (this entry's contract,
             // forwarded), as `unload_binary` requires.
-            unsafe { $crate::entries::unload_binary(&$cell, device, image) }
+            unsafe { $crate::entry_bodies::unload_binary(&$cell, device, image) }
         }
 
         /// `__tgt_rtl_register_destruction_cb`: `callback(data)` is called
@@ -526,7 +526,7 @@ macro_rules! __export_lifecycle {
             callback: ::core::option::Option<$crate::abi::plugin::DestructionCallback>,
             data: *mut ::core::ffi::c_void,
         ) {
-            $crate::entries::register_destruction_cb(&$cell, callback, data)
+            $crate::entry_bodies::register_destruction_cb(&$cell, callback, data)
         }
 
         /// `__tgt_rtl_last_error_message` (this project's entry).
@@ -540,7 +540,7 @@ macro_rules! __export_lifecycle {
         ) -> usize {
             // SAFETY: `buf` is null or writable for `cap` bytes (this
             // entry's contract, forwarded), as `last_error_message` requires.
-            unsafe { $crate::entries::last_error_message(buf, cap) }
+            unsafe { $crate::entry_bodies::last_error_message(buf, cap) }
         }
 
         /// `__tgt_rtl_run_typed_region` (this project's entry; queued on a
@@ -572,7 +572,7 @@ macro_rules! __export_lifecycle {
             // `__tgt_async_info` (this entry's contract, forwarded), as
             // `run_typed_region` requires.
             unsafe {
-                $crate::entries::run_typed_region(
+                $crate::entry_bodies::run_typed_region(
                     &$cell, device, entry, args, offsets, arg_types, num_args, teams, async_info,
                 )
             }
