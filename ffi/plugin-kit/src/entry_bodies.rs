@@ -144,7 +144,7 @@ unsafe fn image_ref<'a>(image: *mut DeviceImage) -> Result<ImageRef<'a>> {
                 })?;
             let size = std::mem::size_of::<OffloadEntry>();
             if span % size != 0
-                || d.entries_begin as usize % std::mem::align_of::<OffloadEntry>() != 0
+                || !(d.entries_begin as usize).is_multiple_of(std::mem::align_of::<OffloadEntry>())
             {
                 return Err(PluginError::InvalidImage(format!(
                     "the entry table ({span} bytes at {:p}) is not an aligned array of {size}-byte entries",
