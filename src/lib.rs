@@ -146,7 +146,7 @@ mod error;
 #[doc(hidden)]
 pub mod image;
 mod launch;
-pub mod leaks;
+pub mod leak_report;
 // LLVM 14's host-to-device mapping tables: the OpenMP layer's interface
 // (`omptarget-openmp`), not part of the API for programs, so hidden from
 // these docs (its source documents every item; DESIGN.md describes it).
@@ -160,8 +160,8 @@ pub mod memory;
 mod memory;
 pub mod origin;
 pub mod plugin;
-pub mod report;
 mod runtime;
+pub mod shutdown_report;
 mod step_outcome;
 mod sync;
 pub(crate) mod trace;
@@ -176,8 +176,8 @@ pub use device::{Device, DevicePtr, LoadedImage};
 pub use error::{Error, Result};
 pub use launch::RegionLaunch;
 pub use plugin::{PluginInfo, SkipReason, SkippedPlugin};
-pub use report::{Phase, ShutdownReport, StepOutcome, TeardownStep};
 pub use runtime::Runtime;
+pub use shutdown_report::{Phase, ShutdownReport, StepOutcome, TeardownStep};
 pub use trace::profile;
 
 /// How many [`Runtime`]s of one process can use the built-in host plugin at

@@ -2,7 +2,7 @@
 use crate::device::table::DeviceTable;
 use crate::plugin::loader::PluginSource;
 use crate::plugin::{discovery, loader, Plugin, PluginInfo, SkippedPlugin};
-use crate::report::{ShutdownReport, TeardownStep};
+use crate::shutdown_report::{ShutdownReport, TeardownStep};
 use crate::{Config, Device, Error, Result};
 use std::sync::Arc;
 
@@ -198,7 +198,7 @@ impl Runtime {
             device.teardown_list_in_use(&mut report);
         }
         for plugin in &self.plugins {
-            report.not_freed.push(crate::report::NotFreed {
+            report.not_freed.push(crate::shutdown_report::NotFreed {
                 device: None,
                 plugin: plugin.name().to_owned(),
                 what: "the plugin, its devices and images (not deinitialised, not closed)"
@@ -368,7 +368,7 @@ mod tests {
         assert!(matches!(skipped[1].reason, SkipReason::MissingEntries(_)));
         assert_eq!(
             skipped[1].undone,
-            [("close", crate::report::StepOutcome::Done)]
+            [("close", crate::shutdown_report::StepOutcome::Done)]
         );
         assert!(report.is_clean(), "{report}");
 

@@ -10,27 +10,36 @@
 //! A plugin becomes used at most once, so there are at most as many
 //! snapshots as plugins.
 
-use super::registry::{lock, DeviceSlot};
+use super::lock::lock;
 use std::fmt;
 use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::{Arc, Mutex};
 
-type Snapshot = Vec<Arc<DeviceSlot>>;
+type Snapshot<S> = Vec<Arc<S>>;
 
-/// Append-only list of device slots; index = OpenMP device number.
-#[derive(Default)]
-pub(crate) struct DeviceTable {
+/// Append-only list of device slots (the registry's `DeviceSlot`); index =
+/// OpenMP device number.
+pub(crate) struct DeviceTable<S> {
     /// The newest snapshot, or null before the first device. It points
     /// into an `Arc` held by `snapshots`.
-    current: AtomicPtr<Snapshot>,
+    current: AtomicPtr<Snapshot<S>>,
     /// Every snapshot published, the newest last. Released only when the
     /// table drops (which needs `&mut self`, so no reader is left).
-    snapshots: Mutex<Vec<Arc<Snapshot>>>,
+    snapshots: Mutex<Vec<Arc<Snapshot<S>>>>,
 }
 
-impl DeviceTable {
+impl<S> Default for DeviceTable<S> {
+    fn default() -> Self {
+        DeviceTable {
+            current: AtomicPtr::default(),
+            snapshots: Mutex::default(),
+        }
+    }
+}
+
+impl<S> DeviceTable<S> {
     /// The slots now, without a lock.
-    pub fn all(&self) -> &[Arc<DeviceSlot>] {
+    pub fn all(&self) -> &[Arc<S>] {
         let current = self.current.load(Ordering::Acquire);
         if current.is_null() {
             return &[];
@@ -48,16 +57,16 @@ impl DeviceTable {
     }
 
     /// The slot of device number `index`.
-    pub fn get(&self, index: usize) -> Option<&DeviceSlot> {
+    pub fn get(&self, index: usize) -> Option<&S> {
         self.all().get(index).map(|slot| &**slot)
     }
 
     /// Append `count` new slots, the `i`-th made by `make(index, i)` where
     /// `index` is its device number, and publish them. Returns the device
     /// number of the first new slot.
-    pub fn extend(&self, count: usize, make: impl Fn(usize, usize) -> DeviceSlot) -> usize {
+    pub fn extend(&self, count: usize, make: impl Fn(usize, usize) -> S) -> usize {
         let mut snapshots = lock(&self.snapshots);
-        let mut next: Snapshot = snapshots.last().map(|s| (**s).clone()).unwrap_or_default();
+        let mut next: Snapshot<S> = snapshots.last().map(|s| (**s).clone()).unwrap_or_default();
         let first = next.len();
         if count == 0 {
             return first;
@@ -71,7 +80,7 @@ impl DeviceTable {
     }
 }
 
-impl fmt::Debug for DeviceTable {
+impl<S: fmt::Debug> fmt::Debug for DeviceTable<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_list().entries(self.all()).finish()
     }
@@ -80,10 +89,11 @@ impl fmt::Debug for DeviceTable {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::registry::DeviceSlot;
 
     #[test]
     fn grows_and_keeps_earlier_borrows_valid() {
-        let table = DeviceTable::default();
+        let table = DeviceTable::<DeviceSlot>::default();
         assert_eq!(table.len(), 0);
         assert!(table.get(0).is_none());
         let first = table.extend(2, |i, local| DeviceSlot::new(i as i32, 0, local));
@@ -107,7 +117,7 @@ mod tests {
 
     #[test]
     fn readers_on_other_threads_see_whole_snapshots() {
-        let table = DeviceTable::default();
+        let table = DeviceTable::<DeviceSlot>::default();
         std::thread::scope(|s| {
             s.spawn(|| {
                 for _ in 0..50 {

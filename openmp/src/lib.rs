@@ -59,7 +59,8 @@
 //! * State: [`registry`] (registered binaries, device slots, the offload
 //!   policy and requires flags), `device_table` (the lock-free snapshot of
 //!   device slots the read side uses), `ptr_hash` (a cheap hasher for
-//!   the registry's maps keyed by addresses and thread numbers).
+//!   the registry's maps keyed by addresses and thread numbers), `lock`
+//!   (the crate's one way to take a mutex, poisoned or not).
 //! * Registration: [`registration`] (register/unregister libraries,
 //!   requires), `image_copy` (the runtime's copy of each registered image).
 //! * Devices: [`device_ops`] ([`DeviceOps`] / [`Platform`], and their
@@ -80,7 +81,7 @@
 
 #![deny(missing_docs)]
 pub mod api;
-mod api_llvm19;
+mod api_since_llvm19;
 pub mod args;
 mod cxx_vector;
 pub mod data;
@@ -95,6 +96,7 @@ mod in_flight;
 pub mod info;
 pub mod init;
 mod load;
+mod lock;
 pub mod mapper;
 pub mod offload_binary;
 pub mod policy;

@@ -26,6 +26,7 @@
 use super::device_table::DeviceTable;
 use super::image_copy::ImageCopy;
 use super::in_flight::InFlight;
+use super::lock::lock;
 use super::policy::TargetOffloadPolicy;
 use super::ptr_hash::PtrMap;
 use omptarget::mapping::MappedEntry;
@@ -101,7 +102,7 @@ pub struct Registry {
     /// Cold: which plugins are loaded and used (registration only).
     pub(crate) plugins: RwLock<Plugins>,
     /// Devices of the used plugins: OpenMP device number = index.
-    pub(crate) devices: DeviceTable,
+    pub(crate) devices: DeviceTable<DeviceSlot>,
     pub(crate) tables: Mutex<Tables>,
     info_level: AtomicU32,
     debug_level: AtomicU32,
@@ -351,14 +352,6 @@ pub(crate) enum MissingEntry {
     NoHostEntry,
     /// Its binary has no target table on the device (or it is too short).
     NoTargetTable,
-}
-
-pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    // Every critical section leaves its data consistent between statements;
-    // a panic elsewhere must not make the runtime unusable.
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 impl Registry {

@@ -12,7 +12,7 @@ use crate::abi::plugin::KernelArgType;
 use crate::abi::{self, AsyncInfo};
 use crate::launch::RegionLaunch;
 use crate::{Error, Result};
-use omptarget_plugin_kit::entries::INLINE_ARGS;
+use omptarget_plugin_kit::entry_bodies::INLINE_ARGS;
 use std::ffi::c_void;
 
 /// `n` zero offsets: on the stack for up to [`INLINE_ARGS`] arguments (so a

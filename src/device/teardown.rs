@@ -2,7 +2,9 @@
 //! order). Each step records itself in the report; the runtime runs each
 //! step for every device before the next step.
 use super::Device;
-use crate::report::{LiveMapping, NotFreed, ShutdownReport, StepOutcome, TeardownStep, UserLeak};
+use crate::shutdown_report::{
+    LiveMapping, NotFreed, ShutdownReport, StepOutcome, TeardownStep, UserLeak,
+};
 use crate::sync::lock;
 use crate::Error;
 

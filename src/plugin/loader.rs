@@ -6,7 +6,7 @@
 //! (`deinit_plugin` if `init_plugin` succeeded, then close).
 use super::builtin::BuiltinPlugin;
 use super::claim::Claim;
-use super::entries::{Entries, EntriesExt};
+use super::entry_table::{Entries, EntriesExt};
 use super::liveness::{on_plugin_destroyed, Liveness};
 use super::Plugin;
 use super::PluginCode;
@@ -381,7 +381,7 @@ fn open_library(path: &Path) -> Result<Opened, SkipReason> {
 fn claim_builtin(builtin: &BuiltinPlugin) -> Result<Opened, SkipReason> {
     // The runtime returns every failure of a built-in plugin, with the
     // plugin's message, as an error value: no second copy on stderr.
-    omptarget_plugin_kit::report::errors_are_returned();
+    omptarget_plugin_kit::diagnostics::errors_are_returned();
     for index in 0..builtin.instances {
         let Some(instance) = (builtin.instance)(index) else {
             break;

@@ -10,13 +10,13 @@
 pub(crate) mod builtin;
 mod claim;
 pub(crate) mod discovery;
-pub(crate) mod entries;
+pub(crate) mod entry_table;
 pub(crate) mod liveness;
 pub(crate) mod loader;
 
 use crate::step_outcome::StepOutcome;
 use crate::{Error, Result};
-use entries::{Entries, EntriesExt};
+use entry_table::{Entries, EntriesExt};
 use libloading::Library;
 use liveness::Liveness;
 use std::path::{Path, PathBuf};

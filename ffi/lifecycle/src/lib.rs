@@ -1,7 +1,18 @@
-//! The process-wide lifecycle of the C shim's session, as one explicit
-//! state machine.
+//! The lifecycle gate and lock primitives shared by the C shim and every
+//! plugin:
 //!
-//! # States
+//! * [`Lifecycle`]: the process-wide lifecycle of the C shim's session, as
+//!   one explicit state machine (below), with the fork gate;
+//! * [`ReadMostly`]: the reader-writer lock of state that every call reads
+//!   and only a lifecycle step writes, which every plugin's state sits
+//!   behind (through `omptarget-plugin-kit`), with [`StripedCounts`], the
+//!   per-thread counts of calls in flight that both build on.
+//!
+//! All of it is model-checked with loom (`--cfg loom`, `tests/loom.rs`).
+//!
+//! # The shim's lifecycle
+//!
+//! ## States
 //!
 //! ```text
 //!            first call              close (process exit)
@@ -15,7 +26,7 @@
 //!     └── (never: a closed lifecycle stays closed)
 //! ```
 //!
-//! # Events and who may wait
+//! ## Events and who may wait
 //!
 //! | event | what happens | waits? |
 //! |---|---|---|
@@ -31,7 +42,7 @@
 //! Plugin death (a plugin finalized before the runtime) is not a state here:
 //! the runtime's `Plugin` refuses calls into a dead plugin (DESIGN.md).
 //!
-//! # Invariants (checked by the loom model in `tests/loom.rs`)
+//! ## Invariants (checked by the loom model in `tests/loom.rs`)
 //!
 //! * A session is handed out for a full teardown at most once, and only
 //!   when no reader holds it; so nothing of it is freed twice and no call

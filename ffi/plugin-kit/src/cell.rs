@@ -7,9 +7,9 @@
 //! except the [`crate::safety_net`].
 
 use crate::backend::{Backend, DeviceId, InitCause};
+use crate::diagnostics;
 use crate::error::{PluginError, Result};
-use crate::read_mostly::{thread_id, ReadGuard, ReadMostly};
-use crate::report;
+use crate::state_lock::{thread_id, ReadGuard, ReadMostly};
 use omptarget_abi::info_type;
 use omptarget_abi::plugin::DestructionCallback;
 use std::ffi::c_void;
@@ -68,7 +68,7 @@ pub struct PluginCell<B> {
     fork_handlers_registered: AtomicBool,
     /// The cell is a plugin library's static (it has its own copy of std),
     /// so it installs the quiet panic hook
-    /// ([`report::install_panic_hook`]). A plugin built into a program
+    /// ([`diagnostics::install_panic_hook`]). A plugin built into a program
     /// shares the program's std, whose panic hook is the program's.
     own_library: bool,
 }
@@ -125,7 +125,7 @@ impl<B: Backend> PluginCell<B> {
         // forgets them when it is unloaded.
         let rc = unsafe { libc::pthread_atfork(Some(prepare), Some(release), Some(release)) };
         if rc != 0 {
-            report::debug(B::NAME, &format_args!("pthread_atfork failed ({rc})"));
+            diagnostics::debug(B::NAME, &format_args!("pthread_atfork failed ({rc})"));
         }
     }
 
@@ -164,12 +164,12 @@ impl<B: Backend> PluginCell<B> {
         // Already live: say so without the write, which would wait for
         // every call in flight (a kernel on another thread).
         if matches!(*self.state.read(thread_id()), Lifecycle::Live(_)) {
-            report::debug(B::NAME, &"init_plugin: already initialised");
+            diagnostics::debug(B::NAME, &"init_plugin: already initialised");
             return Ok(());
         }
         let mut state = self.state.write();
         if matches!(*state, Lifecycle::Live(_)) {
-            report::debug(B::NAME, &"init_plugin: already initialised");
+            diagnostics::debug(B::NAME, &"init_plugin: already initialised");
             return Ok(());
         }
         match Live::create(InitCause::Explicit, self.own_library) {
@@ -222,7 +222,7 @@ impl<B: Backend> PluginCell<B> {
             }
             let mut state = self.state.write();
             if matches!(*state, Lifecycle::Fresh) {
-                report::debug(
+                diagnostics::debug(
                     B::NAME,
                     &"initialising lazily (no __tgt_rtl_init_plugin call)",
                 );
@@ -291,7 +291,7 @@ impl<B: Backend> PluginCell<B> {
 impl<B: Backend> Live<B> {
     fn create(cause: InitCause, own_library: bool) -> Result<Self> {
         if own_library {
-            report::install_panic_hook::<B>();
+            diagnostics::install_panic_hook::<B>();
         }
         let backend = B::init(cause)?;
         let count = backend.number_of_devices();
@@ -360,7 +360,7 @@ impl<B: Backend> Live<B> {
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         if slot.initialised.load(Ordering::Acquire) {
-            report::debug(
+            diagnostics::debug(
                 B::NAME,
                 &format_args!("device {device} already initialised"),
             );

@@ -3,7 +3,7 @@
 use std::ffi::c_void;
 use std::ptr::NonNull;
 
-/// Why an entry failed. The entry layer prints it (see [`crate::report`])
+/// Why an entry failed. The entry layer prints it (see [`crate::diagnostics`])
 /// and returns `OFFLOAD_FAIL`, a null pointer or 0 to the runtime.
 #[derive(Debug, thiserror::Error)]
 pub enum PluginError {

@@ -75,7 +75,7 @@ macro_rules! __export_required {
         /// `__tgt_rtl_number_of_devices`.
         $(#[$attr])*
         pub extern "C" fn __tgt_rtl_number_of_devices() -> i32 {
-            $crate::entries::number_of_devices(&$cell)
+            $crate::entry_bodies::number_of_devices(&$cell)
         }
 
         /// `__tgt_rtl_is_valid_binary`.
@@ -86,13 +86,15 @@ macro_rules! __export_required {
         pub unsafe extern "C" fn __tgt_rtl_is_valid_binary(
             image: *mut $crate::abi::DeviceImage,
         ) -> i32 {
-            $crate::entries::is_valid_binary(&$cell, image)
+            // SAFETY: `image` is null or a valid `__tgt_device_image` (this
+            // entry's contract, forwarded), as `is_valid_binary` requires.
+            unsafe { $crate::entry_bodies::is_valid_binary(&$cell, image) }
         }
 
         /// `__tgt_rtl_init_device`.
         $(#[$attr])*
         pub extern "C" fn __tgt_rtl_init_device(device: i32) -> i32 {
-            $crate::entries::init_device(&$cell, device)
+            $crate::entry_bodies::init_device(&$cell, device)
         }
 
         /// `__tgt_rtl_load_binary`: the table stays owned by the plugin,
@@ -105,7 +107,9 @@ macro_rules! __export_required {
             device: i32,
             image: *mut $crate::abi::DeviceImage,
         ) -> *mut $crate::abi::TargetTable {
-            $crate::entries::load_binary(&$cell, device, image)
+            // SAFETY: `image` is null or a valid `__tgt_device_image` (this
+            // entry's contract, forwarded), as `load_binary` requires.
+            unsafe { $crate::entry_bodies::load_binary(&$cell, device, image) }
         }
 
         /// `__tgt_rtl_data_alloc`: the caller owns the memory until
@@ -117,7 +121,7 @@ macro_rules! __export_required {
             host_ptr: *mut ::core::ffi::c_void,
             kind: i32,
         ) -> *mut ::core::ffi::c_void {
-            $crate::entries::data_alloc(&$cell, device, size, host_ptr, kind)
+            $crate::entry_bodies::data_alloc(&$cell, device, size, host_ptr, kind)
         }
 
         /// `__tgt_rtl_data_submit`.
@@ -131,7 +135,9 @@ macro_rules! __export_required {
             host_ptr: *mut ::core::ffi::c_void,
             size: i64,
         ) -> i32 {
-            $crate::entries::data_submit(&$cell, device, tgt_ptr, host_ptr, size, None)
+            // SAFETY: both pointers are valid for `size` bytes (this entry's
+            // contract, forwarded), as `data_submit` requires.
+            unsafe { $crate::entry_bodies::data_submit(&$cell, device, tgt_ptr, host_ptr, size, None) }
         }
 
         /// `__tgt_rtl_data_retrieve`.
@@ -145,7 +151,9 @@ macro_rules! __export_required {
             tgt_ptr: *mut ::core::ffi::c_void,
             size: i64,
         ) -> i32 {
-            $crate::entries::data_retrieve(&$cell, device, host_ptr, tgt_ptr, size, None)
+            // SAFETY: both pointers are valid for `size` bytes (this entry's
+            // contract, forwarded), as `data_retrieve` requires.
+            unsafe { $crate::entry_bodies::data_retrieve(&$cell, device, host_ptr, tgt_ptr, size, None) }
         }
 
         /// `__tgt_rtl_data_delete`: `tgt_ptr` came from `data_alloc`.
@@ -154,7 +162,7 @@ macro_rules! __export_required {
             device: i32,
             tgt_ptr: *mut ::core::ffi::c_void,
         ) -> i32 {
-            $crate::entries::data_delete(&$cell, device, tgt_ptr)
+            $crate::entry_bodies::data_delete(&$cell, device, tgt_ptr)
         }
 
         /// `__tgt_rtl_data_delete_batch` (this project's entry): free
@@ -168,8 +176,10 @@ macro_rules! __export_required {
             ptrs: *mut *mut ::core::ffi::c_void,
             n: i64,
         ) -> i32 {
-            // SAFETY: per this function's contract.
-            unsafe { $crate::entries::data_delete_batch(&$cell, device, ptrs, n) }
+            // SAFETY: `ptrs` is null or valid for reads and writes of `n`
+            // pointers (this entry's contract, forwarded), as
+            // `data_delete_batch` requires.
+            unsafe { $crate::entry_bodies::data_delete_batch(&$cell, device, ptrs, n) }
         }
 
         /// `__tgt_rtl_run_target_region`.
@@ -185,7 +195,12 @@ macro_rules! __export_required {
             offsets: *mut isize,
             num_args: i32,
         ) -> i32 {
-            $crate::entries::run_region(&$cell, device, entry, args, offsets, num_args, None, None)
+            // SAFETY: `entry` is from this device's target table and `args`
+            // and `offsets` hold `num_args` values each (this entry's
+            // contract, forwarded), as `run_region` requires.
+            unsafe {
+                $crate::entry_bodies::run_region(&$cell, device, entry, args, offsets, num_args, None, None)
+            }
         }
 
         /// `__tgt_rtl_run_target_team_region`.
@@ -208,16 +223,21 @@ macro_rules! __export_required {
                 thread_limit,
                 loop_tripcount,
             };
-            $crate::entries::run_region(
-                &$cell,
-                device,
-                entry,
-                args,
-                offsets,
-                num_args,
-                Some(teams),
-                None,
-            )
+            // SAFETY: `entry` is from this device's target table and `args`
+            // and `offsets` hold `num_args` values each (this entry's
+            // contract, forwarded), as `run_region` requires.
+            unsafe {
+                $crate::entry_bodies::run_region(
+                    &$cell,
+                    device,
+                    entry,
+                    args,
+                    offsets,
+                    num_args,
+                    Some(teams),
+                    None,
+                )
+            }
         }
 
         const _: () = {
@@ -243,13 +263,13 @@ macro_rules! __export_optional {
         /// `__tgt_rtl_init_requires`: returns the flags accepted.
         $(#[$attr])*
         pub extern "C" fn __tgt_rtl_init_requires(flags: i64) -> i64 {
-            $crate::entries::init_requires(&$cell, flags)
+            $crate::entry_bodies::init_requires(&$cell, flags)
         }
 
         /// `__tgt_rtl_is_data_exchangable`.
         $(#[$attr])*
         pub extern "C" fn __tgt_rtl_is_data_exchangable(src: i32, dst: i32) -> i32 {
-            $crate::entries::is_data_exchangable(&$cell, src, dst)
+            $crate::entry_bodies::is_data_exchangable(&$cell, src, dst)
         }
 
         /// `__tgt_rtl_data_exchange`.
@@ -264,14 +284,19 @@ macro_rules! __export_optional {
             dst_ptr: *mut ::core::ffi::c_void,
             size: i64,
         ) -> i32 {
-            $crate::entries::data_exchange(&$cell, src, src_ptr, dst, dst_ptr, size, None)
+            // SAFETY: both pointers are valid on their devices for `size`
+            // bytes (this entry's contract, forwarded), as `data_exchange`
+            // requires.
+            unsafe { $crate::entry_bodies::data_exchange(&$cell, src, src_ptr, dst, dst_ptr, size, None) }
         }
 
         /// `__tgt_rtl_data_exchange_async`: queued on `async_info` by
         /// a backend with queues, blocking otherwise.
         ///
         /// # Safety
-        /// As `__tgt_rtl_data_exchange`.
+        /// As `__tgt_rtl_data_exchange`; `async_info` is null or a valid
+        /// `__tgt_async_info`, and the memory stays valid until its queue
+        /// is synchronised.
         $(#[$attr])*
         pub unsafe extern "C" fn __tgt_rtl_data_exchange_async(
             src: i32,
@@ -281,14 +306,21 @@ macro_rules! __export_optional {
             size: i64,
             async_info: *mut $crate::abi::AsyncInfo,
         ) -> i32 {
-            $crate::entries::data_exchange(&$cell, src, src_ptr, dst, dst_ptr, size, Some(async_info))
+            // SAFETY: both pointers are valid on their devices for `size`
+            // bytes and `async_info` is null or a valid `__tgt_async_info`
+            // (this entry's contract, forwarded), as `data_exchange` requires.
+            unsafe {
+                $crate::entry_bodies::data_exchange(&$cell, src, src_ptr, dst, dst_ptr, size, Some(async_info))
+            }
         }
 
         /// `__tgt_rtl_data_submit_async`: queued on `async_info` by
         /// a backend with queues, blocking otherwise.
         ///
         /// # Safety
-        /// As `__tgt_rtl_data_submit`.
+        /// As `__tgt_rtl_data_submit`; `async_info` is null or a valid
+        /// `__tgt_async_info`, and the memory stays valid until its queue
+        /// is synchronised.
         $(#[$attr])*
         pub unsafe extern "C" fn __tgt_rtl_data_submit_async(
             device: i32,
@@ -297,14 +329,21 @@ macro_rules! __export_optional {
             size: i64,
             async_info: *mut $crate::abi::AsyncInfo,
         ) -> i32 {
-            $crate::entries::data_submit(&$cell, device, tgt_ptr, host_ptr, size, Some(async_info))
+            // SAFETY: both pointers are valid for `size` bytes and
+            // `async_info` is null or a valid `__tgt_async_info` (this
+            // entry's contract, forwarded), as `data_submit` requires.
+            unsafe {
+                $crate::entry_bodies::data_submit(&$cell, device, tgt_ptr, host_ptr, size, Some(async_info))
+            }
         }
 
         /// `__tgt_rtl_data_retrieve_async`: queued on `async_info` by
         /// a backend with queues, blocking otherwise.
         ///
         /// # Safety
-        /// As `__tgt_rtl_data_retrieve`.
+        /// As `__tgt_rtl_data_retrieve`; `async_info` is null or a valid
+        /// `__tgt_async_info`, and the memory stays valid until its queue
+        /// is synchronised.
         $(#[$attr])*
         pub unsafe extern "C" fn __tgt_rtl_data_retrieve_async(
             device: i32,
@@ -313,14 +352,21 @@ macro_rules! __export_optional {
             size: i64,
             async_info: *mut $crate::abi::AsyncInfo,
         ) -> i32 {
-            $crate::entries::data_retrieve(&$cell, device, host_ptr, tgt_ptr, size, Some(async_info))
+            // SAFETY: both pointers are valid for `size` bytes and
+            // `async_info` is null or a valid `__tgt_async_info` (this
+            // entry's contract, forwarded), as `data_retrieve` requires.
+            unsafe {
+                $crate::entry_bodies::data_retrieve(&$cell, device, host_ptr, tgt_ptr, size, Some(async_info))
+            }
         }
 
         /// `__tgt_rtl_run_target_region_async`: queued on `async_info` by
         /// a backend with queues, blocking otherwise.
         ///
         /// # Safety
-        /// As `__tgt_rtl_run_target_region`.
+        /// As `__tgt_rtl_run_target_region`; `async_info` is null or a valid
+        /// `__tgt_async_info`, and the memory stays valid until its queue
+        /// is synchronised.
         $(#[$attr])*
         pub unsafe extern "C-unwind" fn __tgt_rtl_run_target_region_async(
             device: i32,
@@ -330,23 +376,31 @@ macro_rules! __export_optional {
             num_args: i32,
             async_info: *mut $crate::abi::AsyncInfo,
         ) -> i32 {
-            $crate::entries::run_region(
-                &$cell,
-                device,
-                entry,
-                args,
-                offsets,
-                num_args,
-                None,
-                Some(async_info),
-            )
+            // SAFETY: `entry` is from this device's target table, `args`
+            // and `offsets` hold `num_args` values each and `async_info` is
+            // null or a valid `__tgt_async_info` (this entry's contract,
+            // forwarded), as `run_region` requires.
+            unsafe {
+                $crate::entry_bodies::run_region(
+                    &$cell,
+                    device,
+                    entry,
+                    args,
+                    offsets,
+                    num_args,
+                    None,
+                    Some(async_info),
+                )
+            }
         }
 
         /// `__tgt_rtl_run_target_team_region_async`: queued on `async_info` by
         /// a backend with queues, blocking otherwise.
         ///
         /// # Safety
-        /// As `__tgt_rtl_run_target_region`.
+        /// As `__tgt_rtl_run_target_region`; `async_info` is null or a valid
+        /// `__tgt_async_info`, and the memory stays valid until its queue
+        /// is synchronised.
         $(#[$attr])*
         pub unsafe extern "C-unwind" fn __tgt_rtl_run_target_team_region_async(
             device: i32,
@@ -364,16 +418,22 @@ macro_rules! __export_optional {
                 thread_limit,
                 loop_tripcount,
             };
-            $crate::entries::run_region(
-                &$cell,
-                device,
-                entry,
-                args,
-                offsets,
-                num_args,
-                Some(teams),
-                Some(async_info),
-            )
+            // SAFETY: `entry` is from this device's target table, `args`
+            // and `offsets` hold `num_args` values each and `async_info` is
+            // null or a valid `__tgt_async_info` (this entry's contract,
+            // forwarded), as `run_region` requires.
+            unsafe {
+                $crate::entry_bodies::run_region(
+                    &$cell,
+                    device,
+                    entry,
+                    args,
+                    offsets,
+                    num_args,
+                    Some(teams),
+                    Some(async_info),
+                )
+            }
         }
 
         /// `__tgt_rtl_synchronize`: wait for `async_info`'s queue and
@@ -386,19 +446,21 @@ macro_rules! __export_optional {
             device: i32,
             async_info: *mut $crate::abi::AsyncInfo,
         ) -> i32 {
-            $crate::entries::synchronize(&$cell, device, async_info)
+            // SAFETY: `async_info` is null or a valid `__tgt_async_info`
+            // (this entry's contract, forwarded), as `synchronize` requires.
+            unsafe { $crate::entry_bodies::synchronize(&$cell, device, async_info) }
         }
 
         /// `__tgt_rtl_set_info_flag`.
         $(#[$attr])*
         pub extern "C" fn __tgt_rtl_set_info_flag(flags: u32) {
-            $crate::entries::set_info_flag(&$cell, flags)
+            $crate::entry_bodies::set_info_flag(&$cell, flags)
         }
 
         /// `__tgt_rtl_print_device_info`.
         $(#[$attr])*
         pub extern "C" fn __tgt_rtl_print_device_info(device: i32) {
-            $crate::entries::print_device_info(&$cell, device)
+            $crate::entry_bodies::print_device_info(&$cell, device)
         }
 
         const _: () = {
@@ -425,19 +487,19 @@ macro_rules! __export_lifecycle {
         /// `__tgt_rtl_init_plugin`: create the plugin state.
         $(#[$attr])*
         pub extern "C" fn __tgt_rtl_init_plugin() -> i32 {
-            $crate::entries::init_plugin(&$cell)
+            $crate::entry_bodies::init_plugin(&$cell)
         }
 
         /// `__tgt_rtl_deinit_plugin`: release everything the plugin holds.
         $(#[$attr])*
         pub extern "C" fn __tgt_rtl_deinit_plugin() -> i32 {
-            $crate::entries::deinit_plugin(&$cell)
+            $crate::entry_bodies::deinit_plugin(&$cell)
         }
 
         /// `__tgt_rtl_deinit_device`.
         $(#[$attr])*
         pub extern "C" fn __tgt_rtl_deinit_device(device: i32) -> i32 {
-            $crate::entries::deinit_device(&$cell, device)
+            $crate::entry_bodies::deinit_device(&$cell, device)
         }
 
         /// `__tgt_rtl_unload_binary`: the image's target table is invalid
@@ -451,7 +513,10 @@ macro_rules! __export_lifecycle {
             device: i32,
             image: *mut $crate::abi::DeviceImage,
         ) -> i32 {
-            $crate::entries::unload_binary(&$cell, device, image)
+            // SAFETY: `image` is the descriptor given to `load_binary`, of
+            // which only the address is used (this entry's contract,
+            // forwarded), as `unload_binary` requires.
+            unsafe { $crate::entry_bodies::unload_binary(&$cell, device, image) }
         }
 
         /// `__tgt_rtl_register_destruction_cb`: `callback(data)` is called
@@ -461,7 +526,7 @@ macro_rules! __export_lifecycle {
             callback: ::core::option::Option<$crate::abi::plugin::DestructionCallback>,
             data: *mut ::core::ffi::c_void,
         ) {
-            $crate::entries::register_destruction_cb(&$cell, callback, data)
+            $crate::entry_bodies::register_destruction_cb(&$cell, callback, data)
         }
 
         /// `__tgt_rtl_last_error_message` (this project's entry).
@@ -473,7 +538,9 @@ macro_rules! __export_lifecycle {
             buf: *mut ::core::ffi::c_char,
             cap: usize,
         ) -> usize {
-            $crate::entries::last_error_message(buf, cap)
+            // SAFETY: `buf` is null or writable for `cap` bytes (this
+            // entry's contract, forwarded), as `last_error_message` requires.
+            unsafe { $crate::entry_bodies::last_error_message(buf, cap) }
         }
 
         /// `__tgt_rtl_run_typed_region` (this project's entry; queued on a
@@ -499,9 +566,16 @@ macro_rules! __export_lifecycle {
                 thread_limit,
                 loop_tripcount,
             });
-            $crate::entries::run_typed_region(
-                &$cell, device, entry, args, offsets, arg_types, num_args, teams, async_info,
-            )
+            // SAFETY: `entry` is from this device's target table, `args`
+            // and `offsets` hold `num_args` values each, `arg_types`
+            // `num_args` bytes, and `async_info` is null or a valid
+            // `__tgt_async_info` (this entry's contract, forwarded), as
+            // `run_typed_region` requires.
+            unsafe {
+                $crate::entry_bodies::run_typed_region(
+                    &$cell, device, entry, args, offsets, arg_types, num_args, teams, async_info,
+                )
+            }
         }
 
         const _: () = {
@@ -617,3 +691,12 @@ macro_rules! builtin_instances {
         }
     };
 }
+
+/// [`export_plugin!`] expanded once in this crate, for a backend with one
+/// device that does nothing. rustc's `unsafe_op_in_unsafe_fn` and clippy's
+/// `undocumented_unsafe_blocks` skip the expansions of another crate's
+/// macros, so the plugins that invoke the macro never lint its bodies: this
+/// expansion is where the workspace's unsafe lints see them. `#[no_mangle]`
+/// is no clash: nothing else in the kit's test binary defines `__tgt_rtl_*`.
+#[cfg(test)]
+mod expansion;

@@ -9,7 +9,7 @@
 //! * a backend implements [`Backend`]: a safe Rust trait speaking in checked
 //!   device ids, slices and `Result`s;
 //! * the cdylib invokes [`export_plugin!`] with that type, which exports every
-//!   entry as `#[no_mangle] extern "C"` and routes it through [`entries`]:
+//!   entry as `#[no_mangle] extern "C"` and routes it through [`entry_bodies`]:
 //!   a panic boundary, argument checks, lazy or explicit initialisation, the
 //!   per-device init state, then the backend call.
 //!
@@ -30,14 +30,14 @@ pub mod address_map;
 pub mod backend;
 pub mod builtin;
 pub mod cell;
-pub mod entries;
+pub mod diagnostics;
+pub mod entry_bodies;
 pub mod error;
 mod export;
 pub mod fork;
 pub mod last_error;
-pub mod read_mostly;
-pub mod report;
 pub mod safety_net;
+pub mod state_lock;
 #[cfg(feature = "testing")]
 pub mod testing;
 

@@ -15,7 +15,7 @@
 
 use crate::backend::Backend;
 use crate::cell::PluginCell;
-use crate::report;
+use crate::diagnostics;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 /// Body of the `.fini_array` function; never unwinds.
@@ -27,7 +27,7 @@ pub fn run<B: Backend>(cell: &PluginCell<B>) {
         }
         match cell.destruction_cb() {
             Some((callback, data)) => {
-                report::debug(
+                diagnostics::debug(
                     B::NAME,
                     &"unloaded while initialised: calling the destruction callback",
                 );
@@ -35,7 +35,7 @@ pub fn run<B: Backend>(cell: &PluginCell<B>) {
                 // exactly this call.
                 unsafe { callback(data) }
             }
-            None => report::debug(
+            None => diagnostics::debug(
                 B::NAME,
                 &"unloaded while initialised, and no destruction callback is registered",
             ),

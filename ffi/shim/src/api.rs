@@ -113,7 +113,7 @@ unsafe extern "C-unwind" fn omp_target_memcpy(
     }
 }
 
-/// `omp_target_memcpy` and its `_async` form (`api_llvm19`), behind the
+/// `omp_target_memcpy` and its `_async` form (`api_since_llvm19`), behind the
 /// panic boundary of the export `entry`.
 ///
 /// # Safety
@@ -192,7 +192,7 @@ pub(crate) struct Rect {
     pub(crate) src_dimensions: *const usize,
 }
 
-/// `omp_target_memcpy_rect` and its `_async` form (`api_llvm19`), behind
+/// `omp_target_memcpy_rect` and its `_async` form (`api_since_llvm19`), behind
 /// the panic boundary of the export `entry`.
 ///
 /// # Safety

@@ -8,7 +8,7 @@
 //! unwinds into C.
 
 mod api;
-mod api_llvm19;
+mod api_since_llvm19;
 mod boundary;
 mod caller;
 mod data;
@@ -21,6 +21,6 @@ mod libomp;
 mod lifecycle;
 mod mapper;
 mod registration;
-mod report;
+mod report_sink;
 mod session;
 mod target;

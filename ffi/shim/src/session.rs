@@ -128,7 +128,7 @@ impl Session {
     pub fn shutdown(self) {
         self.offload().dump_mappings_at_exit();
         if let Some(runtime) = self.runtime.into_inner() {
-            crate::report::emit(&runtime.shutdown());
+            crate::report_sink::emit(&runtime.shutdown());
         }
     }
 
@@ -145,7 +145,7 @@ impl Session {
     /// session itself allocated for the calls still using it.
     pub fn shutdown_in_use(&self, why: &str) {
         if let Some(runtime) = self.runtime.get() {
-            crate::report::emit(&runtime.release_unused_at_exit(why));
+            crate::report_sink::emit(&runtime.release_unused_at_exit(why));
         }
     }
 

@@ -1,7 +1,36 @@
 //! Golden output: `LIBOMPTARGET_INFO` output of whole programs against
 //! LLVM 14's (`tests/fixtures/golden_*.txt`, addresses normalised).
+//!
+//! The files were LLVM 14's output for the programs each test describes.
+//! To rewrite them from this runtime's output instead of comparing (after a
+//! deliberate change of the output), run
+//!
+//! ```text
+//! OMPTARGET_BLESS=1 cargo test -p omptarget-openmp --lib tests::golden
+//! ```
+//!
+//! and review `git diff openmp/tests/fixtures`: every change must be one
+//! LLVM 14 makes too, since the files stand for its output.
 
 use super::*;
+
+/// Compare `actual` with the golden file `tests/fixtures/$name`, or, with
+/// `OMPTARGET_BLESS=1`, write `actual` to it (see the module docs).
+macro_rules! check_golden {
+    ($name:literal, $actual:expr) => {{
+        let actual: String = $actual;
+        if std::env::var_os("OMPTARGET_BLESS").is_some_and(|v| v == "1") {
+            let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/fixtures")
+                .join($name);
+            std::fs::write(&path, &actual)
+                .unwrap_or_else(|e| panic!("writing {}: {e}", path.display()));
+        } else {
+            let golden = include_str!(concat!("../../tests/fixtures/", $name));
+            assert_eq!(actual, golden);
+        }
+    }};
+}
 
 unsafe extern "C" fn member_b_mapper(
     handle: *mut c_void,
@@ -82,8 +111,7 @@ fn mapper_program_info_output_matches_llvm() {
         assert_eq!(off.target_is_present(p as *const c_void, 0), 0);
     }
     off.dump_mappings_at_exit();
-    let golden = include_str!("../../tests/fixtures/golden_mapper_info.txt");
-    assert_eq!(normalize_addresses(&w.stderr()), golden);
+    check_golden!("golden_mapper_info.txt", normalize_addresses(&w.stderr()));
 }
 
 #[repr(C)]
@@ -184,8 +212,7 @@ fn struct_pointer_program_info_output_matches_llvm() {
     // SAFETY: `g` is the binary's global, 4 live `i32`.
     assert_eq!(unsafe { *g }, 11);
     off.dump_mappings_at_exit();
-    let golden = include_str!("../../tests/fixtures/golden_ptr_info.txt");
-    assert_eq!(normalize_addresses(&w.stderr()), golden);
+    check_golden!("golden_ptr_info.txt", normalize_addresses(&w.stderr()));
 }
 
 #[test]
@@ -295,8 +322,7 @@ fn data_directives_program_info_output_matches_llvm() {
     assert_eq!((a[2], a[5]), (2, 5));
     assert_eq!((b[0], b[7]), (0, 7));
     off.dump_mappings_at_exit();
-    let golden = include_str!("../../tests/fixtures/golden_mix_info.txt");
-    assert_eq!(normalize_addresses(&w.stderr()), golden);
+    check_golden!("golden_mix_info.txt", normalize_addresses(&w.stderr()));
 }
 
 /// LLVM 14's INFO output and results for a strided `target update` (clang
@@ -397,6 +423,8 @@ fn strided_update_program_matches_llvm() {
     assert_eq!(frame.v, [0, 2, 3, 4, 5, 0, 0, 0, 0, 0]);
     assert_eq!(frame.pad, [0; 2]);
     off.dump_mappings_at_exit();
-    let golden = include_str!("../../tests/fixtures/golden_noncontig_info.txt");
-    assert_eq!(normalize_addresses(&w.stderr()), golden);
+    check_golden!(
+        "golden_noncontig_info.txt",
+        normalize_addresses(&w.stderr())
+    );
 }

@@ -45,9 +45,9 @@ use module::LaunchEnv;
 use omptarget_abi::plugin::KernelArgType;
 use omptarget_abi::{AllocKind, AsyncInfo, DeviceImage, TargetTable};
 use omptarget_plugin_kit::backend::{Backend, DeviceId, ImageRef, InitCause, TeamConfig};
+use omptarget_plugin_kit::diagnostics;
 use omptarget_plugin_kit::error::{PluginError, Result};
 use omptarget_plugin_kit::fork::ForkLocks;
-use omptarget_plugin_kit::report;
 use std::ffi::c_void;
 use std::ptr::NonNull;
 use std::sync::{Mutex, MutexGuard, PoisonError};
@@ -176,7 +176,7 @@ impl CudaBackend {
                 })?;
             let (function, launch_env) = (kernel.function, kernel.launch_env);
             let (blocks, threads) = launch::geometry(teams, kernel.limits, info.limits);
-            report::debug(
+            diagnostics::debug(
                 CudaBackend::NAME,
                 &format_args!(
                     "device {device}: launching {} ({:?}) with {blocks} block(s) of {threads} thread(s), {} argument(s)",
@@ -188,7 +188,7 @@ impl CudaBackend {
             // cuLaunchKernel wants a pointer to each argument's value; each
             // value sits in its pointer-sized slot (a scalar in its low
             // bytes, which is where a little-endian C parameter reads it).
-            let mut inline = [std::ptr::null_mut::<c_void>(); omptarget_plugin_kit::entries::INLINE_ARGS];
+            let mut inline = [std::ptr::null_mut::<c_void>(); omptarget_plugin_kit::entry_bodies::INLINE_ARGS];
             let mut heap = Vec::new();
             let params: &mut [*mut c_void] = if args.len() <= inline.len() {
                 &mut inline[..args.len()]
@@ -253,7 +253,7 @@ impl CudaBackend {
             return Ok(());
         };
         let (done, result) = state.release(dev.info.handle);
-        report::debug(
+        diagnostics::debug(
             Self::NAME,
             &format_args!(
                 "device {device}: released {} module(s), {} block(s) ({} bytes) and {} event(s) the runtime left, {} stream(s) ({} queue(s) never synchronised), then the primary context",
@@ -287,7 +287,7 @@ impl Backend for CudaBackend {
         let count = match driver::open() {
             Ok(count) => count,
             Err(why) => {
-                report::debug(Self::NAME, &why);
+                diagnostics::debug(Self::NAME, &why);
                 return Ok(Self {
                     devices: Box::new([]),
                 });
@@ -303,7 +303,7 @@ impl Backend for CudaBackend {
                 Err(e) => {
                     // Devices are numbered densely: stop at the first one
                     // the driver cannot describe.
-                    report::debug(
+                    diagnostics::debug(
                         Self::NAME,
                         &format_args!("device {ordinal} skipped, and any after it: {e}"),
                     );
@@ -311,7 +311,7 @@ impl Backend for CudaBackend {
                 }
             }
         }
-        report::debug(
+        diagnostics::debug(
             Self::NAME,
             &format_args!(
                 "CUDA driver {} with {} usable device(s)",
@@ -342,14 +342,14 @@ impl Backend for CudaBackend {
         let cubin = match image::parse(image.bytes) {
             Ok(cubin) => cubin,
             Err(why) => {
-                report::debug(Self::NAME, &format_args!("image rejected: {why}"));
+                diagnostics::debug(Self::NAME, &format_args!("image rejected: {why}"));
                 return false;
             }
         };
         // Valid if any device runs it; load_binary checks the one it loads on.
         let runs = self.devices.iter().any(|d| cubin.sm.runs_on(d.info.sm));
         if !runs {
-            report::debug(
+            diagnostics::debug(
                 Self::NAME,
                 &format_args!(
                     "image rejected: built for {}, which no device here runs",
@@ -365,7 +365,7 @@ impl Backend for CudaBackend {
         let mut state = lock(&dev.state);
         if state.is_none() {
             *state = Some(DeviceState::create(&dev.info)?);
-            report::debug(
+            diagnostics::debug(
                 Self::NAME,
                 &format_args!(
                     "device {device}: {} ({}, {} SMs), primary context retained",
@@ -403,7 +403,7 @@ impl Backend for CudaBackend {
             state.give_stream(stream)?;
             let loaded = loaded?;
             let table = NonNull::from(&*loaded.table);
-            report::debug(
+            diagnostics::debug(
                 Self::NAME,
                 &format_args!(
                     "device {device}: loaded a {} cubin ({} bytes{}), {} kernel(s)",
@@ -637,7 +637,7 @@ impl Backend for CudaBackend {
 }
 
 /// Events (`__tgt_rtl_*_event`, exported by `ffi/plugins/cuda/rtl` through
-/// the kit's `entries::device_entry`): CUDA events without timing, tracked
+/// the kit's `entry_bodies::device_entry`): CUDA events without timing, tracked
 /// per device so that teardown destroys what the runtime left.
 impl CudaBackend {
     /// `__tgt_rtl_create_event`.

@@ -14,7 +14,7 @@
 //!
 //! An unusable value is reported on stderr and the default is used.
 
-use omptarget_plugin_kit::report;
+use omptarget_plugin_kit::diagnostics;
 use std::path::PathBuf;
 
 /// Devices a host plugin offers unless configured otherwise.
@@ -60,7 +60,7 @@ impl HostConfig {
         if let Some(value) = std::env::var_os(DEVICES_VAR) {
             match parse_devices(&value.to_string_lossy()) {
                 Ok(n) => config.devices = n,
-                Err(e) => report::warning(
+                Err(e) => diagnostics::warning(
                     plugin,
                     &format_args!("{DEVICES_VAR}: {e}; using {DEFAULT_DEVICES} devices"),
                 ),

@@ -253,7 +253,7 @@ fn host_entry_names(entries: &[OffloadEntry]) -> Result<Vec<CString>> {
 /// The image's own offload entries, as loaded: name -> device address.
 fn device_entries(base: usize, section: EntriesSection) -> Result<BTreeMap<CString, *mut c_void>> {
     let size = std::mem::size_of::<OffloadEntry>() as u64;
-    if section.size % size != 0 {
+    if !section.size.is_multiple_of(size) {
         return Err(PluginError::InvalidImage(format!(
             "section omp_offloading_entries is {} bytes, not a multiple of {size}",
             section.size

@@ -13,7 +13,7 @@ use libffi::low::{
     call, ffi_abi, ffi_abi_FFI_DEFAULT_ABI, ffi_cif, ffi_type, prep_cif, types, CodePtr,
 };
 use omptarget_plugin_kit::abi::plugin::KernelArgType;
-pub use omptarget_plugin_kit::entries::INLINE_ARGS;
+pub use omptarget_plugin_kit::entry_bodies::INLINE_ARGS;
 use std::ffi::c_void;
 use std::ptr::{addr_of_mut, NonNull};
 

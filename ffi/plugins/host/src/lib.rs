@@ -42,10 +42,10 @@ use image::{ImageStorage, LoadedImage};
 use memory::Allocations;
 use omptarget_abi::{AllocKind, DeviceImage, TargetTable};
 use omptarget_plugin_kit::backend::{Backend, DeviceId, ImageRef, InitCause, TeamConfig};
+use omptarget_plugin_kit::diagnostics;
 use omptarget_plugin_kit::error::{PluginError, Result};
 use omptarget_plugin_kit::fork::ForkLocks;
-use omptarget_plugin_kit::read_mostly::{self, ReadMostly};
-use omptarget_plugin_kit::report;
+use omptarget_plugin_kit::state_lock::{self, ReadMostly};
 use std::ffi::c_void;
 use std::path::PathBuf;
 use std::ptr::NonNull;
@@ -97,7 +97,7 @@ impl HostDevice {
     fn release(&self, plugin: &str, device: usize) -> Result<()> {
         let (blocks, bytes) = lock(&self.memory).free_all();
         if blocks > 0 {
-            report::debug(
+            diagnostics::debug(
                 plugin,
                 &format_args!(
                     "device {device}: freed {blocks} block(s), {bytes} bytes, left allocated"
@@ -121,7 +121,7 @@ impl HostBackend {
     /// the image lock; the kernel is then called without it, so kernels
     /// run concurrently.
     fn check_kernel(&self, device: DeviceId, entry: NonNull<c_void>) -> Result<()> {
-        let known = read_mostly::read(&self.device(device).images)
+        let known = state_lock::read(&self.device(device).images)
             .iter()
             .any(|image| image.has_kernel(entry.as_ptr()));
         if known {
@@ -155,7 +155,7 @@ impl HostBackend {
 
     /// Number of images loaded on `device`.
     pub fn loaded_images(&self, device: DeviceId) -> usize {
-        read_mostly::read(&self.device(device).images).len()
+        state_lock::read(&self.device(device).images).len()
     }
 
     /// Release every device; the first error is returned after all of them
@@ -190,7 +190,7 @@ impl Backend for HostBackend {
         match elf::check_image(image.bytes) {
             Ok(()) => true,
             Err(why) => {
-                report::debug(self.name, &format_args!("image rejected: {why}"));
+                diagnostics::debug(self.name, &format_args!("image rejected: {why}"));
                 false
             }
         }
@@ -212,7 +212,7 @@ impl Backend for HostBackend {
         };
         let loaded = LoadedImage::load(image, storage)?;
         let table = loaded.table();
-        report::debug(
+        diagnostics::debug(
             self.name,
             &format_args!(
                 "device {device}: loaded image {:p} ({} bytes, {} entries) from {}",

@@ -9,7 +9,7 @@
 
 use omptarget_plugin_host::HostBackend;
 use omptarget_plugin_kit::abi::{DeviceImage, TargetTable};
-use omptarget_plugin_kit::entries;
+use omptarget_plugin_kit::entry_bodies;
 use omptarget_plugin_kit::PluginCell;
 use std::ffi::c_void;
 
@@ -19,7 +19,7 @@ static PLUGIN: PluginCell<HostBackend> = PluginCell::new();
 /// `__tgt_rtl_number_of_devices`.
 #[no_mangle]
 pub extern "C" fn __tgt_rtl_number_of_devices() -> i32 {
-    entries::number_of_devices(&PLUGIN)
+    entry_bodies::number_of_devices(&PLUGIN)
 }
 
 /// `__tgt_rtl_is_valid_binary`.
@@ -30,13 +30,13 @@ pub extern "C" fn __tgt_rtl_number_of_devices() -> i32 {
 pub unsafe extern "C" fn __tgt_rtl_is_valid_binary(image: *mut DeviceImage) -> i32 {
     // SAFETY: `image` is null (rejected by the kit) or a valid
     // `__tgt_device_image` (our caller's contract), as the kit requires.
-    unsafe { entries::is_valid_binary(&PLUGIN, image) }
+    unsafe { entry_bodies::is_valid_binary(&PLUGIN, image) }
 }
 
 /// `__tgt_rtl_init_device`.
 #[no_mangle]
 pub extern "C" fn __tgt_rtl_init_device(device: i32) -> i32 {
-    entries::init_device(&PLUGIN, device)
+    entry_bodies::init_device(&PLUGIN, device)
 }
 
 /// `__tgt_rtl_load_binary`.
@@ -50,7 +50,7 @@ pub unsafe extern "C" fn __tgt_rtl_load_binary(
 ) -> *mut TargetTable {
     // SAFETY: `image` is null (rejected by the kit) or a valid
     // `__tgt_device_image` whose bytes it describes (our caller's contract).
-    unsafe { entries::load_binary(&PLUGIN, device, image) }
+    unsafe { entry_bodies::load_binary(&PLUGIN, device, image) }
 }
 
 /// `__tgt_rtl_data_alloc`.
@@ -61,7 +61,7 @@ pub extern "C" fn __tgt_rtl_data_alloc(
     host_ptr: *mut c_void,
     kind: i32,
 ) -> *mut c_void {
-    entries::data_alloc(&PLUGIN, device, size, host_ptr, kind)
+    entry_bodies::data_alloc(&PLUGIN, device, size, host_ptr, kind)
 }
 
 /// `__tgt_rtl_data_submit`.
@@ -77,7 +77,7 @@ pub unsafe extern "C" fn __tgt_rtl_data_submit(
 ) -> i32 {
     // SAFETY: both pointers are valid for `size` bytes (our caller's
     // contract), the access the kit's `data_submit` makes.
-    unsafe { entries::data_submit(&PLUGIN, device, tgt_ptr, host_ptr, size, None) }
+    unsafe { entry_bodies::data_submit(&PLUGIN, device, tgt_ptr, host_ptr, size, None) }
 }
 
 /// `__tgt_rtl_data_retrieve`.
@@ -93,7 +93,7 @@ pub unsafe extern "C" fn __tgt_rtl_data_retrieve(
 ) -> i32 {
     // SAFETY: both pointers are valid for `size` bytes (our caller's
     // contract), the access the kit's `data_retrieve` makes.
-    unsafe { entries::data_retrieve(&PLUGIN, device, host_ptr, tgt_ptr, size, None) }
+    unsafe { entry_bodies::data_retrieve(&PLUGIN, device, host_ptr, tgt_ptr, size, None) }
 }
 
 /// `__tgt_rtl_run_target_region`.
@@ -112,7 +112,7 @@ pub unsafe extern "C-unwind" fn __tgt_rtl_run_target_region(
     // SAFETY: `entry` is from this device's target table and `args` and
     // `offsets` hold `num_args` values each (our caller's contract), which
     // is what the kit's `run_region` requires.
-    unsafe { entries::run_region(&PLUGIN, device, entry, args, offsets, num_args, None, None) }
+    unsafe { entry_bodies::run_region(&PLUGIN, device, entry, args, offsets, num_args, None, None) }
 }
 
 const _: () = {

@@ -5,7 +5,7 @@
 //! `deinit_plugin` (a test may change the conf between initialisations).
 
 use crate::conf::Conf;
-use omptarget_plugin_kit::report;
+use omptarget_plugin_kit::diagnostics;
 use std::ffi::CStr;
 use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
@@ -98,7 +98,7 @@ fn append(path: &Path, line: &dyn std::fmt::Display) {
         .open(path)
         .and_then(|mut file| file.write_all(text.as_bytes()));
     if let Err(e) = result {
-        report::warning(
+        diagnostics::warning(
             NAME,
             &format_args!("cannot append to {}: {e}", path.display()),
         );

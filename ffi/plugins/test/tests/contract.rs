@@ -95,7 +95,7 @@ fn defaults_and_the_full_log_of_a_session() {
         let mut value = 40i64;
         let v = (&mut value as *mut i64).cast::<c_void>();
         assert_eq!((p.data_submit)(1, block, v, 8), OFFLOAD_SUCCESS);
-        let mut args = [block, 1 as *mut c_void];
+        let mut args = [block, std::ptr::without_provenance_mut::<c_void>(1)];
         let mut offsets = [0isize; 2];
         assert_eq!(
             (p.run_target_region)(1, inc, args.as_mut_ptr(), offsets.as_mut_ptr(), 2),

@@ -9,13 +9,13 @@
 //!
 //! Besides the kit's entries it exports LLVM's event entries
 //! (`__tgt_rtl_{create,record,wait,sync,destroy}_event`) over CUDA events,
-//! each behind the kit's panic boundary (`entries::device_entry`); the
+//! each behind the kit's panic boundary (`entry_bodies::device_entry`); the
 //! runtime uses them for the Rust API's `Event`s.
 
 use omptarget_plugin_cuda::CudaBackend;
 use omptarget_plugin_kit::abi::plugin::names;
 use omptarget_plugin_kit::abi::AsyncInfo;
-use omptarget_plugin_kit::entries::device_entry;
+use omptarget_plugin_kit::entry_bodies::device_entry;
 use omptarget_plugin_kit::PluginError;
 use std::ffi::c_void;
 use std::ptr::NonNull;

@@ -176,7 +176,7 @@ pub fn cubin(sm: u32, symbols: &[Sym<'_>]) -> Vec<u8> {
     let names = [0u32, 1, 7, 13, 21, 29];
     let mut out = vec![0u8; 64];
     let place = |out: &mut Vec<u8>, bytes: &[u8]| -> (u64, u64) {
-        while out.len() % 8 != 0 {
+        while !out.len().is_multiple_of(8) {
             out.push(0);
         }
         let at = out.len() as u64;
@@ -189,7 +189,7 @@ pub fn cubin(sm: u32, symbols: &[Sym<'_>]) -> Vec<u8> {
     let symtab_at = place(&mut out, &symtab_bytes);
     let strtab_at = place(&mut out, &strtab);
     let shstrtab_at = place(&mut out, &shstrtab);
-    while out.len() % 8 != 0 {
+    while !out.len().is_multiple_of(8) {
         out.push(0);
     }
     let shoff = out.len() as u64;

@@ -7,7 +7,7 @@
 //! Unset or empty: the report is only logged at debug level.
 //!
 //! `OMPTARGET_LEAK_REPORT` takes the same values for the leak report
-//! ([`omptarget::leaks::LeakReport`]): what the program never freed or
+//! ([`omptarget::leak_report::LeakReport`]): what the program never freed or
 //! unmapped, with the source location of each allocating call where the
 //! program has debug info. Set, it also makes every allocation record its
 //! return address into the program (`omptarget::Config::from_env`).

@@ -314,11 +314,11 @@ impl ShutdownReport {
     /// assert_eq!(leaks.bytes_freed, 100);
     /// let text = leaks.to_string();
     /// assert!(text.starts_with("omptarget leak report: LEAKS: 1 allocations never freed"));
-    /// assert!(text.contains("allocated at src/report.rs:"), "{text}");
+    /// assert!(text.contains("allocated at src/shutdown_report.rs:"), "{text}");
     /// # Ok::<(), omptarget::Error>(())
     /// ```
-    pub fn leaks(&self) -> crate::leaks::LeakReport {
-        crate::leaks::LeakReport::of(self)
+    pub fn leaks(&self) -> crate::leak_report::LeakReport {
+        crate::leak_report::LeakReport::of(self)
     }
 
     /// The steps of one phase.

@@ -8,7 +8,7 @@
 //! an allocation of its own.
 use crate::abi::AllocKind;
 use crate::origin::AllocOrigin;
-use crate::report::ShutdownReport;
+use crate::shutdown_report::ShutdownReport;
 use std::fmt;
 
 /// A device allocation the program never freed.

@@ -25,8 +25,8 @@
 
 use crate::backend::{Backend, EntryCall, ImageRef, TeamConfig};
 use crate::cell::PluginCell;
+use crate::diagnostics;
 use crate::error::{PluginError, Result};
-use crate::report;
 use omptarget_abi::plugin::{names, DestructionCallback, KernelArgType};
 use omptarget_abi::{
     AllocKind, AsyncInfo, DeviceImage, OffloadEntry, TargetTable, OFFLOAD_FAIL, OFFLOAD_SUCCESS,
@@ -68,15 +68,15 @@ fn guard<B: Backend, T>(entry: &str, on_error: T, f: impl FnOnce() -> Result<T>)
             error @ (crate::error::PluginError::InvalidImage(_)
             | crate::error::PluginError::OutOfMemory(_)),
         )) => {
-            report::debug(B::NAME, &format_args!("error in {entry}: {error}"));
+            diagnostics::debug(B::NAME, &format_args!("error in {entry}: {error}"));
             on_error
         }
         Ok(Err(error)) => {
-            report::error(B::NAME, entry, &error);
+            diagnostics::error(B::NAME, entry, &error);
             on_error
         }
         Err(payload) => {
-            report::error(
+            diagnostics::error(
                 B::NAME,
                 entry,
                 &format_args!("panic: {}", panic_message(payload.as_ref())),
@@ -103,7 +103,7 @@ fn status<B: Backend>(entry: &str, f: impl FnOnce() -> Result<()>) -> i32 {
 }
 
 fn observe<B: Backend>(call: EntryCall) {
-    report::debug(B::NAME, &call);
+    diagnostics::debug(B::NAME, &call);
     B::on_entry(&call);
 }
 
@@ -144,7 +144,7 @@ unsafe fn image_ref<'a>(image: *mut DeviceImage) -> Result<ImageRef<'a>> {
                 })?;
             let size = std::mem::size_of::<OffloadEntry>();
             if span % size != 0
-                || d.entries_begin as usize % std::mem::align_of::<OffloadEntry>() != 0
+                || !(d.entries_begin as usize).is_multiple_of(std::mem::align_of::<OffloadEntry>())
             {
                 return Err(PluginError::InvalidImage(format!(
                     "the entry table ({span} bytes at {:p}) is not an aligned array of {size}-byte entries",
@@ -780,7 +780,7 @@ pub fn device_entry<B: Backend>(
     f: impl FnOnce(&B, crate::DeviceId) -> Result<()>,
 ) -> i32 {
     status::<B>(entry, || {
-        report::debug(B::NAME, &format_args!("{entry} {device}"));
+        diagnostics::debug(B::NAME, &format_args!("{entry} {device}"));
         cell.with_live(|live| {
             let device = live.initialised_device(device)?;
             f(live.backend(), device)
