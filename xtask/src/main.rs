@@ -152,5 +152,11 @@ pub(crate) fn lint() -> Result<()> {
         "--",
         "-D",
         "warnings",
-    ]))
+    ]))?;
+    // The docs too: a broken intra-doc link or a malformed doc comment fails.
+    cmd::run(
+        cmd::cargo()
+            .args(["doc", "--workspace", "--no-deps"])
+            .env("RUSTDOCFLAGS", "-D warnings"),
+    )
 }
