@@ -48,6 +48,19 @@
 //!   lock of the runtime, so the child inherits none held. This holds also
 //!   when the fork is called from inside a kernel: the forking thread
 //!   never waits for itself.
+//!
+//! # Module map
+//!
+//! * This file: [`Lifecycle`], the state machine above.
+//! * `striped`: [`StripedCounts`], calls in flight counted on per-thread
+//!   cache lines.
+//! * `read_mostly`: [`ReadMostly`], a reader-writer lock for state every
+//!   call reads and only a lifecycle step writes (a plugin's state).
+//! * `sync`: std's atomics, or loom's under `--cfg loom` (with the
+//!   `SeqCst` fences loom needs).
+//!
+//! How the C shim uses it (fork, finalizers, locks): `docs/lifecycle.md`
+//! in the repository.
 
 #![deny(missing_docs)]
 
