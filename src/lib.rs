@@ -181,7 +181,7 @@ mod launch;
 pub mod leaks;
 // LLVM 14's host-to-device mapping tables: the OpenMP layer's interface
 // (`omptarget-openmp`), not part of the API for programs, so hidden from
-// these docs (its source documents every item; DESIGN.md describes it).
+// these docs (its source documents every item; docs/mapping.md describes it).
 #[doc(hidden)]
 pub mod mapping;
 /// The caching memory manager. Public only with the `internals` feature,
