@@ -133,7 +133,39 @@
 //! caller vouches for the memory they touch. They, the `mapping` tables
 //! and the per-plugin queries ([`Runtime::plugin`], [`plugin::Plugin`])
 //! are what the OpenMP layer (`omptarget-openmp`, LLVM's OpenMP semantics
-//! for the C ABI) is built on; a Rust program needs none of them.
+//! for the C ABI) is built on; a Rust program needs none of them. That
+//! interface, deliberately small, is described in the repository's
+//! `docs/openmp.md`; the design as a whole, in `DESIGN.md`.
+//!
+//! # Module map
+//!
+//! * `runtime`: the [`Runtime`] value, its plugins and devices, and the
+//!   ordered teardown.
+//! * [`config`]: [`Config`], explicit or from the environment.
+//! * [`plugin`]: plugin libraries: `discovery` (where the default ones
+//!   are), `loader` (dlopen, entries, claim, init), `entry_table` (the
+//!   `__tgt_rtl_*` pointers, resolved once), `claim` (one runtime per
+//!   library), `liveness` (the destruction callback's flags), `builtin`
+//!   (the built-in host plugin).
+//! * [`device`]: one device, initialised lazily; its `allocator` (the
+//!   memory manager's view of the plugin), `images`, `queue_ops` (plugin
+//!   queues and events), `table` (the runtime's devices) and `teardown`
+//!   (steps 1 to 4 of the teardown).
+//! * `memory`: the caching memory manager and table of live allocations
+//!   (`live_table`: one shard's records; unit tests in `memory::tests`).
+//! * `mapping` (hidden): the devices' host-to-device mapping tables, for
+//!   the OpenMP layer.
+//! * `image` (hidden): device images the runtime builds from parts.
+//! * `launch`: running a target region ([`RegionLaunch`]).
+//! * `api`: the typed Rust API ([`DeviceBuffer`], [`Image`], [`Kernel`],
+//!   [`scope`] and its queues and events).
+//! * `shutdown_report`: [`ShutdownReport`], what the teardown did;
+//!   `step_outcome`: how one step went ([`StepOutcome`]).
+//! * `leak_report`: the leak report built from a shutdown report;
+//!   [`origin`]: where each allocation was made, for it.
+//! * `trace`: debug output through `tracing` (`stderr`, the runtime's own
+//!   subscriber) and the Chrome trace profile ([`profile`]).
+//! * `error`: [`Error`] and [`Result`]; `sync`: the crate's lock helper.
 
 #![deny(missing_docs)]
 
@@ -149,7 +181,7 @@ mod launch;
 pub mod leak_report;
 // LLVM 14's host-to-device mapping tables: the OpenMP layer's interface
 // (`omptarget-openmp`), not part of the API for programs, so hidden from
-// these docs (its source documents every item; DESIGN.md describes it).
+// these docs (its source documents every item; docs/mapping.md describes it).
 #[doc(hidden)]
 pub mod mapping;
 /// The caching memory manager. Public only with the `internals` feature,

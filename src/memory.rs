@@ -18,10 +18,11 @@
 //! Unlike LLVM's, the manager is also the device's table of live
 //! allocations: every block it handed out (managed or not) is recorded until
 //! freed, so a double free or an unknown pointer is an error that changes
-//! nothing, and shutdown can list what the user never freed. One table for
-//! both jobs keeps an alloc+free to two uncontended locks: the table shard
-//! of the pointer and the free list of the size, each with its own counters
-//! (no shared atomics).
+//! nothing, and shutdown can list what the user never freed. The table is
+//! sharded by address; a shard keeps its live records and its cached blocks
+//! under one lock, so a free, or an allocation served from the cache, takes
+//! one uncontended lock (no process-wide counter). Why size classes, how the
+//! shards are searched, and the numbers: `docs/memory-manager.md`.
 //!
 //! The manager is generic over [`DeviceAllocator`] so it can be tested
 //! without a plugin; a device uses its plugin's entries.

@@ -10,7 +10,7 @@ use std::sync::Arc;
 /// devices hold.
 ///
 /// Built by [`Runtime::new`], torn down by [`Runtime::shutdown`] in one
-/// fixed order (see DESIGN.md): (1) drain every memory manager, (2) free
+/// fixed order (see DESIGN.md, "Teardown order"): (1) drain every memory manager, (2) free
 /// what the user still holds, (3) unload images, (4) `deinit_device`,
 /// (5) `deinit_plugin`, (6) close the libraries. Dropping a runtime without
 /// `shutdown` runs the same teardown and logs a warning.

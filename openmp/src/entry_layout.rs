@@ -11,7 +11,7 @@
 //! clang 19+ also pass the binary's `requires` flags as an entry with the
 //! `REGISTER_REQUIRES` flag instead of calling `__tgt_register_requires`;
 //! such entries name no device symbol, so they are taken out of the list
-//! and returned as [`Entries::requires`].
+//! and returned as `Entries::requires`.
 
 use omptarget::abi::{declare_target, OffloadEntry, OffloadEntryV1, OffloadEntryV2};
 use std::ffi::c_void;

@@ -62,16 +62,24 @@
 //!   the registry's maps keyed by addresses and thread numbers), `lock`
 //!   (the crate's one way to take a mutex, poisoned or not).
 //! * Registration: [`registration`] (register/unregister libraries,
-//!   requires), `image_copy` (the runtime's copy of each registered image).
+//!   requires), [`entry_layout`] (a library's offload entries read in the
+//!   32- or 56-byte layout its compiler wrote), [`offload_binary`]
+//!   (OffloadBinary-wrapped images, unwrapped), `image_copy` (the
+//!   runtime's copy of each registered image).
 //! * Devices: [`device_ops`] ([`DeviceOps`] / [`Platform`], and their
 //!   implementations over the core), [`init`] (device readiness, ctors),
 //!   `load` (image loading, holding no lock across the plugin), `in_flight`
 //!   (loads in flight that other threads wait for).
 //! * Mapping and regions: [`data`] (begin/end), [`update`], [`region`]
-//!   (target regions), [`mapper`] (user-defined mappers), [`args`] (the raw
+//!   (target regions), [`mapper`] (user-defined mappers), `cxx_vector`
+//!   (the mapper handle: a libstdc++ `std::vector`), [`args`] (the raw
 //!   argument arrays, checked).
-//! * `omp_target_*`: [`api`], `host_blocks` (blocks `omp_target_alloc`
-//!   took with `malloc` for the host while no device existed).
+//! * `omp_target_*`: [`api`], `api_since_llvm19` (the calls LLVM 19 and 22
+//!   added: `omp_get_mapped_ptr`, `omp_target_memset`), `host_blocks`
+//!   (blocks `omp_target_alloc` took with `malloc` for the host while no
+//!   device existed).
+//! * Releases: [`release`] (the LLVM release whose behaviour a call
+//!   follows; `docs/releases.md` in the repository says where they differ).
 //! * Output and errors: [`diag`] (diagnostics and fatal errors), [`error`],
 //!   [`info`] (`LIBOMPTARGET_INFO` output), [`policy`]
 //!   (`OMP_TARGET_OFFLOAD`).

@@ -2,7 +2,7 @@
 //! with a handle; the mapper calls back `__tgt_push_mapper_component` and
 //! `__tgt_mapper_num_components` with that handle. The handle is a pointer
 //! to a libstdc++ `std::vector` of LLVM's 40-byte component struct
-//! ([`super::cxx_vector`]), as in LLVM, so that a C++ program can own one:
+//! (`cxx_vector`), as in LLVM, so that a C++ program can own one:
 //! the runtime's own (a [`MapperComponents`]) lives on its stack for the call.
 
 use super::args::{MapArgs, MapperFn, OwnedMapArgs};

@@ -8,9 +8,11 @@
 //! the plugins get is always the bare device image.
 //!
 //! Layout (little-endian, LLVM's `OffloadBinary::Header` and `Entry`):
-//! header = magic[4], version u32, size u64, entry_offset u64, entry_size
-//! u64; entry = image_kind u16, offload_kind u16, flags u32, string_offset
-//! u64, num_strings u64, image_offset u64, image_size u64.
+//! ```text
+//! header = magic[4], version u32, size u64, entry_offset u64, entry_size u64
+//! entry  = image_kind u16, offload_kind u16, flags u32, string_offset u64,
+//!          num_strings u64, image_offset u64, image_size u64
+//! ```
 
 /// The four bytes an OffloadBinary blob starts with.
 pub const MAGIC: [u8; 4] = [0x10, 0xff, 0x10, 0xad];

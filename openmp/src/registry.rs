@@ -17,8 +17,8 @@
 //! snapshots; a device's `pending` -> `tables`; a mapping table's entries -> an
 //! entry's data-movement lock; shadow pointers -> entries. Every one of them
 //! is short, and none is held across `load_binary`/`unload_binary` or any
-//! other call that may take the dynamic loader's lock (see DESIGN.md, "Lock
-//! order and the dynamic loader"): clang's library constructors and
+//! other call that may take the dynamic loader's lock (see `docs/lifecycle.md`,
+//! "Lock order and the dynamic loader"): clang's library constructors and
 //! destructors call `__tgt_register_lib`/`__tgt_unregister_lib` holding
 //! that lock, and take ours after it. The one exception is `pending`, held
 //! across a device's constructor and destructor kernels (as LLVM holds it).

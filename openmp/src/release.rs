@@ -5,7 +5,7 @@
 //! runtime of the release that built the calling binary (the shim tells,
 //! through [`super::HostEnv::caller_release`], from the `libomptarget`
 //! name that binary links against). Each difference is a method here, and
-//! DESIGN.md lists them in one table.
+//! `docs/releases.md` lists them in one table (the Releases table).
 
 /// An LLVM release with its own libomptarget behaviour.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]

@@ -8,7 +8,7 @@
 //! image list's lock only guards the list. Our plugins are called
 //! concurrently for images, as for everything else; only a plugin written
 //! for LLVM 14's runtime is serialised ([`crate::plugin::Plugin`]'s
-//! `legacy_image_guard`; DESIGN.md, "The plugin contract").
+//! `legacy_image_guard`; `docs/plugins.md`, "The runtime side of the contract").
 use super::Device;
 use crate::sync::lock;
 use crate::{abi, Error, Result};

@@ -1,6 +1,7 @@
-//! The device's part of the runtime's teardown (steps 1 to 4 of DESIGN.md's
-//! order). Each step records itself in the report; the runtime runs each
-//! step for every device before the next step.
+//! The device's part of the runtime's teardown (steps 1 to 4 of the order
+//! in DESIGN.md, "Teardown order"). Each step records itself in the
+//! report; the runtime runs each step for every device before the next
+//! step.
 use super::Device;
 use crate::shutdown_report::{
     LiveMapping, NotFreed, ShutdownReport, StepOutcome, TeardownStep, UserLeak,

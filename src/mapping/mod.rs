@@ -23,6 +23,13 @@
 //! ([`crate::Device::mappings`]) and the shutdown report lists what is still
 //! mapped, but only the OpenMP layer decides what to map. The typed Rust
 //! API does not use it.
+//!
+//! Modules: `entry` (one mapping), `refcount` (its two counts), `store`
+//! (where the mappings live; its unit tests in `store::tests`), `lookup`
+//! (where a section falls relative to the mappings), `ops` (the
+//! operations that allocate, copy or free device memory), `shadow`
+//! (shadow pointers), `error` (LLVM 14's messages), `tests` (the table's
+//! semantics, and a property test against a linear-scan model).
 
 mod entry;
 mod error;

@@ -220,7 +220,7 @@ impl Plugin {
     /// may rely on image loads being serialised. Our plugins export it and
     /// make their image entries thread-safe, and get `None`: no lock of
     /// ours may be held across a load that can wait for the dynamic
-    /// loader's lock (DESIGN.md, "Lock order and the dynamic loader"). A
+    /// loader's lock (`docs/lifecycle.md`, "Lock order and the dynamic loader"). A
     /// legacy plugin keeps LLVM 14's deadlock against a library
     /// (un)registering on another thread, rather than a data race.
     pub(crate) fn legacy_image_guard(&self) -> Option<std::sync::MutexGuard<'_, ()>> {

@@ -9,6 +9,10 @@
 //!   leak with `--leak-report`).
 //! * `omptarget profile FILE`: a summary table of a `LIBOMPTARGET_PROFILE`
 //!   trace.
+//!
+//! Modules: `info`, `run` and `profile`, one per subcommand, and `libdir`
+//! (where the runtime's libraries are, from this binary's own path). How
+//! the command works: `docs/debug-output.md` in the repository.
 mod info;
 mod libdir;
 mod profile;

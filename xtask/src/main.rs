@@ -12,9 +12,13 @@
 //! * `demo`: the main job: a clang-14 and a clang-22 offload program on the staged
 //!   runtime, with its shutdown report; then the Rust API example.
 //! * `valgrind <test> [args]`: one integration test under valgrind.
-//! * `lint`: rustfmt check and clippy with warnings denied.
+//! * `lint`: rustfmt check, clippy and `cargo doc` with warnings denied.
 //! * `check-dtors [lib.so...]`: the no-global-destructors check (default:
 //!   every staged library).
+//!
+//! Modules: one per command (`stage`, `install` with `install-check`,
+//! `deps`, `test`, `valgrind`, `dtors` for `check-dtors`) and `cmd`
+//! (running child processes); `demo` and `lint` are functions of this file.
 
 mod cmd;
 mod deps;
@@ -152,5 +156,11 @@ pub(crate) fn lint() -> Result<()> {
         "--",
         "-D",
         "warnings",
-    ]))
+    ]))?;
+    // The docs too: a broken intra-doc link or a malformed doc comment fails.
+    cmd::run(
+        cmd::cargo()
+            .args(["doc", "--workspace", "--no-deps"])
+            .env("RUSTDOCFLAGS", "-D warnings"),
+    )
 }

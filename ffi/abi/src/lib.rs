@@ -10,6 +10,12 @@
 //! `LIBOMPTARGET_INFO`, which runtime and plugins must agree on). It is
 //! shared by the runtime core, the plugins and the libomptarget shim so that
 //! all of them agree on one definition.
+//!
+//! Modules: [`entry`] (offload entries in both layouts, device images,
+//! binary descriptors, target tables), [`flags`] (map-type, requires,
+//! declare-target and allocation-kind flags, the `LIBOMPTARGET_INFO`
+//! bits), [`kernel_args`] (the argument block of `__tgt_target_kernel`),
+//! [`plugin`] (the `__tgt_rtl_*` entry points).
 
 #![no_std]
 #![deny(missing_docs)]

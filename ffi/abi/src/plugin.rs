@@ -2,8 +2,8 @@
 //!
 //! The required and optional entries are those of LLVM 14's plugins
 //! (`omptargetplugin.h`). The lifecycle entries at the end are this
-//! project's: all optional, so that LLVM's own plugins still load. DESIGN.md
-//! ("The plugin contract") says who calls what, in which order, and what a
+//! project's: all optional, so that LLVM's own plugins still load. The
+//! repository's `docs/plugins.md` (the plugin contract) says who calls what, in which order, and what a
 //! plugin may assume.
 
 use crate::{AsyncInfo, DeviceImage, DeviceInfo, TargetTable};

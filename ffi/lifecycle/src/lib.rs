@@ -40,7 +40,7 @@
 //! | a call after close | [`Entered::Closed`]: the shim parks other threads (the process is ending) and serves the closing thread without a session | the caller decides |
 //!
 //! Plugin death (a plugin finalized before the runtime) is not a state here:
-//! the runtime's `Plugin` refuses calls into a dead plugin (DESIGN.md).
+//! the runtime's `Plugin` refuses calls into a dead plugin (`docs/plugins.md`).
 //!
 //! ## Invariants (checked by the loom model in `tests/loom.rs`)
 //!
@@ -52,10 +52,26 @@
 //!   thread blocked in a kernel, or the closing thread's own call that
 //!   called `exit`) makes the teardown partial, not late.
 //! * No session created is lost: each is published, discarded unused, or
-//!   handed back (full teardown) or left (partial) at close.
+//!   handed back (full teardown) or left (partial) at close (the model
+//!   checks `created == dropped` at the end of every interleaving).
 //! * Between [`Lifecycle::prepare_fork`] and the fork's end, every reader
 //!   of another thread is in a kernel or waiting at the gate: none holds a
-//!   lock of the runtime, so the child inherits none held.
+//!   lock of the runtime, so the child inherits none held. This holds also
+//!   when the fork is called from inside a kernel: the forking thread
+//!   never waits for itself.
+//!
+//! # Module map
+//!
+//! * This file: [`Lifecycle`], the state machine above.
+//! * `striped`: [`StripedCounts`], calls in flight counted on per-thread
+//!   cache lines.
+//! * `read_mostly`: [`ReadMostly`], a reader-writer lock for state every
+//!   call reads and only a lifecycle step writes (a plugin's state).
+//! * `sync`: std's atomics, or loom's under `--cfg loom` (with the
+//!   `SeqCst` fences loom needs).
+//!
+//! How the C shim uses it (fork, finalizers, locks): `docs/lifecycle.md`
+//! in the repository.
 
 #![deny(missing_docs)]
 

@@ -39,7 +39,9 @@ pub fn debug_enabled() -> bool {
 /// (A plugin library has its own copy of this flag, never set.)
 static ERRORS_RETURNED: AtomicBool = AtomicBool::new(false);
 
-/// See [`ERRORS_RETURNED`]: for the runtime that uses built-in plugins.
+/// Declares that a runtime reads this copy of the kit's failures back as
+/// errors (the runtime that uses built-in plugins): from then on they print
+/// only as debug lines.
 pub fn errors_are_returned() {
     ERRORS_RETURNED.store(true, Ordering::Relaxed);
 }

@@ -9,7 +9,7 @@
 //! * a backend implements [`Backend`]: a safe Rust trait speaking in checked
 //!   device ids, slices and `Result`s;
 //! * the cdylib invokes [`export_plugin!`] with that type, which exports every
-//!   entry as `#[no_mangle] extern "C"` and routes it through [`entry_bodies`]:
+//!   entry as `#[no_mangle] extern "C"` and routes it through `entry_bodies`:
 //!   a panic boundary, argument checks, lazy or explicit initialisation, the
 //!   per-device init state, then the backend call.
 //!
@@ -23,6 +23,28 @@
 //! backends of LLVM's `plugins-nextgen` next to its `common/`: the x86_64
 //! host backend is `omptarget-plugin-host` (`ffi/plugins/host`), and the
 //! CUDA one sits beside it (`omptarget-plugin-cuda`, `ffi/plugins/cuda`).
+//! The plugin contract, both sides, and what the kit adds to LLVM's
+//! entries: `docs/plugins.md` in the repository.
+//!
+//! # Module map
+//!
+//! * [`backend`]: the [`Backend`] trait and the checked values it receives.
+//! * `entry_bodies`: the body of every C entry, generic over the backend
+//!   (panic boundary, argument checks, lazy initialisation).
+//! * `export` ([`export_plugin!`], [`builtin_instances!`]) and [`builtin`]:
+//!   exporting the entries from a cdylib, or declaring built-in instances
+//!   a runtime calls directly.
+//! * [`cell`]: [`PluginCell`], the plugin state and its lifecycle.
+//! * `state_lock`: the [`omptarget_lifecycle::ReadMostly`] lock backends use
+//!   for state every entry reads.
+//! * [`fork`]: the plugin's own locks held across a `fork`.
+//! * [`safety_net`]: the `.fini_array` function, the only global teardown.
+//! * [`error`]: the error of backend calls and entry checks;
+//!   [`last_error`]: the thread's last failure message
+//!   (`__tgt_rtl_last_error_message`); `diagnostics`: messages to stderr.
+//! * [`address_map`]: a hash map keyed by addresses, for tables of live
+//!   blocks.
+//! * `testing` (feature `testing`): helpers for the plugins' own tests.
 
 #![deny(missing_docs)]
 

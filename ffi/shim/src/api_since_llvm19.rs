@@ -5,7 +5,7 @@
 //! The `_async` calls run synchronously and return when the copy or fill
 //! is done: LLVM runs them as a hidden-helper task whose completion the
 //! dependence objects order; completing before returning satisfies every
-//! such order (DESIGN.md, "Releases"). Their dependence lists are not read.
+//! such order (`docs/releases.md`). Their dependence lists are not read.
 
 use crate::boundary::guard;
 use crate::export::export_c;

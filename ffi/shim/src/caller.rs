@@ -1,7 +1,7 @@
 //! Which LLVM release built the binary that is calling the runtime.
 //!
-//! A call follows the behaviour of its caller's release (DESIGN.md,
-//! "Releases"), and one process may mix them (a clang-14 program that
+//! A call follows the behaviour of its caller's release (the
+//! repository's `docs/releases.md`), and one process may mix them (a clang-14 program that
 //! dlopens a clang-22 library). The C ABI passes no release, so it is read
 //! off the caller's code: walk the stack (`_Unwind_Backtrace`, frames of
 //! clang's binaries have unwind tables) to the first frame whose object

@@ -244,7 +244,7 @@ extern "C-unwind" fn __tgt_rtl_init() {
 
 /// `__tgt_rtl_deinit` (LLVM 19+): LLVM's reference-counted end. The
 /// runtime here is torn down once, at exit, in its fixed order (see
-/// DESIGN.md), so an early deinit does nothing.
+/// DESIGN.md, "Teardown order"), so an early deinit does nothing.
 extern "C-unwind" fn __tgt_rtl_deinit() {
     guard("__tgt_rtl_deinit", (), || ())
 }

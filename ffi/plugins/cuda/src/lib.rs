@@ -5,33 +5,23 @@
 //! [`CudaBackend`] implements the plugin kit's [`Backend`]; the cdylib
 //! `ffi/plugins/cuda/rtl` exports it as `libomptarget.rtl.cuda.so`.
 //!
-//! * **The driver** is cudarc's raw layer (`cudarc::driver::sys`) with
-//!   `libcuda` loaded at run time ([`driver`]). No library, a missing
-//!   symbol or a failing `cuInit` mean 0 devices and a debug line; nothing
-//!   is printed unless debug output is on.
-//! * **Images** ([`image`]): a cubin (ELF, `e_machine` 190), bare (clang
-//!   14) or in an OffloadBinary blob (clang 19/22); its SM (from
-//!   `e_flags`, ABI version 7 or 8) must run on the device. Loaded with
-//!   `cuModuleLoadData`; the device environment global is written, and
-//!   each kernel's execution mode read, at load ([`module`]). Kernel
-//!   arguments are passed as given: clang 19/22's implicit `dyn_ptr` is
-//!   the OpenMP layer's to prepend.
-//! * **Launches** ([`launch`]): grid and block by LLVM's rules; one
-//!   stream per `__tgt_async_info` queue, taken from a per-device pool on
-//!   first use and given back by `synchronize`. Blocking entries use a
-//!   pool stream and wait for it.
-//! * **Memory**: `cuMemAlloc_v2` (never the stream-ordered pools, whose
-//!   blocks a context teardown does not free), `cuMemAllocHost_v2` for
-//!   `TARGET_ALLOC_HOST`, `cuMemAllocManaged` for `TARGET_ALLOC_SHARED`;
-//!   an out-of-memory answer fails the entry, so the runtime's memory
-//!   manager frees its cache and retries.
-//! * **Events**: CUDA events behind LLVM's `__tgt_rtl_*_event` entries,
-//!   which the cdylib exports (the kit has none); tracked per device.
-//! * **Teardown** ([`device::DeviceState::release`]): synchronise, unload
-//!   modules, free every allocation, destroy events and streams, release
-//!   the primary context (the one retain of `init_device`). `CUDA_ERROR_DEINITIALIZED`
-//!   (the driver went away first, e.g. at process exit) stops the teardown
-//!   and is reported as an error of the entry, never a crash.
+//! # Module map
+//!
+//! * [`driver`]: loading `libcuda` through cudarc's raw layer
+//!   (`cudarc::driver::sys`), the symbols the plugin needs, error codes; no
+//!   driver means 0 devices and a debug line, never a panic.
+//! * [`image`]: what an nvptx image is (a cubin, bare or in an OffloadBinary
+//!   blob) and whether its SM runs on the device.
+//! * [`module`]: a loaded image (`CUmodule`), its kernels and target
+//!   table, and the device runtime's globals written at load.
+//! * [`launch`]: grid and block sizes by LLVM's rules.
+//! * [`device`]: one GPU's state between `init_device` and
+//!   `deinit_device` (streams, events, blocks, the primary context) and
+//!   its ordered release ([`device::DeviceState::release`]).
+//!
+//! The design (no driver, images, arguments, launches, queues and events,
+//! memory, the teardown order, the fake driver the tests use):
+//! `docs/cuda.md`.
 
 pub mod device;
 pub mod driver;

@@ -121,7 +121,7 @@ fn shutdown_releases_everything_in_the_documented_order() {
     let wait = first(&lines, "cuStreamWaitEvent").expect("a queue waited for it");
     assert!(first(&lines, "cuEventCreate").unwrap() < record && record < wait);
     assert!(first(&lines, "cuEventDestroy_v2").is_some());
-    // The runtime's order (DESIGN.md): memory managers and user blocks
+    // The runtime's order (DESIGN.md, "Teardown order"): memory managers and user blocks
     // first, then images, then the device (the plugin synchronises,
     // destroys its streams and releases the context last).
     let free = last(&lines, "cuMemFree_v2").unwrap();

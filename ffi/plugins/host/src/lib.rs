@@ -12,7 +12,11 @@
 //!   anonymous memfd through `/proc/self/fd` by default, or from a private
 //!   temporary file where that fails or `OMPTARGET_HOST_IMAGE_DIR` asks for
 //!   files (see [`image`]), so devices never share the image's globals.
-//!   Every host entry is resolved by name: through the image's own
+//!   If the memfd fails, the error of the file fallback names both causes;
+//!   `OMPTARGET_HOST_KEEP_IMAGE_FILES` loads from files kept until the
+//!   image is unloaded, for tools that read symbols by path. Every host
+//!   entry is resolved by name, never by index (`declare target link`
+//!   variables have no device entry): through the image's own
 //!   `omp_offloading_entries` table when it has one (clang's OpenMP
 //!   images; this also finds hidden-visibility globals), else with dlsym.
 //! * Loading the same image twice on one device is allowed and loads a
@@ -20,14 +24,31 @@
 //!   unloads the most recent copy of that image.
 //! * Device memory is `malloc`ed host memory for every allocation kind;
 //!   submit/retrieve/exchange are memory copies.
-//! * Kernels are called through libffi with every argument pointer-sized;
-//!   a team region is the same call (the image's code forks its own teams
-//!   through libomp).
+//! * Kernels are called with any number of pointer-sized arguments:
+//!   directly up to 16, through libffi beyond that and for typed arguments
+//!   ([`launch`]); a team region is the same call (the image's code forks
+//!   its own teams through libomp). Every launch checks its entry against
+//!   the device's loaded images, which sit in a `ReadMostly` (the kit's
+//!   `state_lock`): launches of several threads write no common cache
+//!   line; loads, unloads and the fork handler take the write side.
+//! * It reports 4 devices, like LLVM 14's plugin (`OMPTARGET_HOST_DEVICES`).
 //! * `deinit_device` unloads the device's images and frees the memory the
 //!   runtime left; `deinit` does so for every device.
 //!
-//! Settings: [`config`] (`OMPTARGET_HOST_DEVICES`, `OMPTARGET_HOST_IMAGE_DIR`,
-//! `OMPTARGET_HOST_KEEP_IMAGE_FILES`).
+//! # Module map
+//!
+//! * [`config`]: the settings and their variables (`OMPTARGET_HOST_DEVICES`,
+//!   `OMPTARGET_HOST_IMAGE_DIR`, `OMPTARGET_HOST_KEEP_IMAGE_FILES`).
+//! * [`elf`]: the checks a valid image passes.
+//! * [`image`]: one image loaded on one device (its private copy, the
+//!   dlopen handle, the target table returned to the runtime).
+//! * [`image_memfd`]: loading from an anonymous memfd, the default.
+//! * [`image_file`]: the private file an image is loaded from otherwise.
+//! * [`launch`]: calling a kernel, directly or through libffi.
+//! * [`memory`]: device memory, `malloc`ed blocks tracked per device.
+//!
+//! The plugin contract this backend serves, and the kit it is built on:
+//! `docs/plugins.md`.
 
 pub mod config;
 pub mod elf;

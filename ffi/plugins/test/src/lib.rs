@@ -51,6 +51,10 @@
 //!   block it is given (before it runs), so a log of frees reads the same
 //!   whichever entry the runtime used; its blocks go through the backend's
 //!   `data_delete` one by one (`panic_in=data_delete` applies).
+//!
+//! Modules: `backend` (`TestBackend`: the host backend with recording and
+//! fault injection), `conf` (the `<library>.conf` file), `recorder` (the
+//! call log, and finding this library's own path).
 
 mod backend;
 mod conf;
