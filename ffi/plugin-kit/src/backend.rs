@@ -73,7 +73,7 @@ impl fmt::Debug for ImageRef<'_> {
 
 /// A plugin backend: the device-specific half of a plugin.
 ///
-/// The entry layer ([`crate::entries`]) has already checked every argument
+/// The entry layer ([`crate::entry_bodies`]) has already checked every argument
 /// when a method runs: device ids are in range, devices passed to anything
 /// but `init_device` are initialised, sizes are non-negative, pointers the
 /// ABI requires are non-null. Methods take `&self` because the runtime may

@@ -79,7 +79,7 @@ pub fn debug(plugin: &str, message: &dyn Display) {
 /// which maps the library's file into a cache that outlives `dlclose`, and
 /// looks up the current thread; neither belongs in a library that must
 /// leave nothing behind when it is closed. Panics are caught at every entry
-/// ([`crate::entries`]), which reports them too. The hook captures nothing,
+/// ([`crate::entry_bodies`]), which reports them too. The hook captures nothing,
 /// so its `Box` allocates nothing that unloading the library would leak.
 pub fn install_panic_hook<B: crate::Backend>() {
     static INSTALLED: std::sync::Once = std::sync::Once::new();

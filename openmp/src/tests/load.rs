@@ -12,7 +12,6 @@ use std::ffi::c_void;
 use std::ptr::null;
 use std::sync::atomic::Ordering::SeqCst;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 const TAG: &[u8] = b"image-a";
 
