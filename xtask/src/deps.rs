@@ -71,7 +71,21 @@ fn apt_get() -> Command {
 
 pub fn deps() -> Result<()> {
     install_packages()?;
+    install_nextest()?;
     llvm_releases()
+}
+
+/// cargo-nextest, which `cargo xtask test` runs the workspace's tests
+/// with (one process per test, spread over the cores, hang limits in
+/// `.config/nextest.toml`). The Rust machines this project runs on ship
+/// it; elsewhere it is built from crates.io (a few minutes, once).
+fn install_nextest() -> Result<()> {
+    if crate::test::nextest_installed() {
+        println!("deps: cargo-nextest installed");
+        return Ok(());
+    }
+    println!("deps: installing cargo-nextest from crates.io");
+    cmd::run(cmd::cargo().args(["install", "cargo-nextest", "--locked"]))
 }
 
 /// LLVM 19's and 22's OpenMP runtimes, unpacked (not installed: they

@@ -20,7 +20,7 @@ pub struct Step {
 /// The steps, in order; the first failure stops the run.
 pub const STEPS: &[Step] = &[
     Step {
-        name: "lint: cargo fmt --check, cargo clippy -D warnings",
+        name: "lint: cargo fmt --check, cargo clippy -D warnings, cargo doc -D warnings",
         run: crate::lint,
     },
     Step {
@@ -28,8 +28,8 @@ pub const STEPS: &[Step] = &[
         run: stage_debug,
     },
     Step {
-        name: "cargo test --workspace",
-        run: cargo_test_workspace,
+        name: "the workspace's tests: cargo nextest run --workspace, then the doc tests",
+        run: workspace_tests,
     },
     Step {
         name: "the Rust API examples, run",
@@ -54,6 +54,10 @@ pub const STEPS: &[Step] = &[
     Step {
         name: "valgrind: the Rust API test binaries",
         run: valgrind_rust_api,
+    },
+    Step {
+        name: "code layout: the text-order lists still name the release build's functions",
+        run: text_order_check,
     },
 ];
 
@@ -95,10 +99,6 @@ fn stage_debug() -> Result<()> {
     Ok(())
 }
 
-/// `cargo test --workspace`, echoing its output and repeating each test
-/// binary's `test result:` line as a summary at the end. Cargo's stderr
-/// (where it names each binary) is merged into the same pipe by the shell,
-/// so every result pairs with the right binary.
 /// The loom model of `ffi/lifecycle` (its own target dir: `--cfg loom`
 /// rebuilds everything it touches).
 fn loom_lifecycle() -> Result<()> {
@@ -123,20 +123,68 @@ fn loom_lifecycle() -> Result<()> {
     Ok(())
 }
 
-fn cargo_test_workspace() -> Result<()> {
+/// Tells the tests that `stage_debug` already staged the libraries, so
+/// that no test process runs `cargo run -p xtask -- stage` again (under
+/// nextest every test is a process of its own).
+const STAGED_ENV: &str = "OMPTARGET_TEST_STAGED";
+
+/// The workspace's tests. With cargo-nextest (`cargo xtask deps` installs
+/// it): every test a process of its own, spread over the cores by
+/// `.config/nextest.toml` (which also holds the hang limits), then the
+/// doc tests, which nextest does not run. Without it: `cargo test
+/// --workspace`, test binaries one after another.
+fn workspace_tests() -> Result<()> {
+    if !nextest_installed() {
+        println!("cargo-nextest is not installed (`cargo xtask deps` installs it): cargo test");
+        return cargo_test(&["test", "--workspace"], Counting::TestResults);
+    }
+    let nextest = cargo_test(
+        &["nextest", "run", "--workspace", "--no-fail-fast"],
+        Counting::NextestSummary,
+    );
+    let doc = cargo_test(&["test", "--workspace", "--doc"], Counting::TestResults);
+    nextest.and(doc)
+}
+
+/// `cargo nextest --version` answers.
+pub fn nextest_installed() -> bool {
+    cmd::cargo()
+        .args(["nextest", "--version"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Which closing lines count the tests of a run.
+#[derive(Clone, Copy, PartialEq)]
+enum Counting {
+    /// libtest's `test result: ok. N passed; N failed; N ignored` per binary.
+    TestResults,
+    /// nextest's `Summary [ T] N tests run: N passed, N failed, N skipped`.
+    NextestSummary,
+}
+
+/// `cargo ARGS`, echoing its output (stderr merged, so every libtest
+/// result pairs with the binary cargo named before it), adding its counts
+/// to [`TOTALS`], and listing each binary's result at the end.
+fn cargo_test(args: &[&str], counting: Counting) -> Result<()> {
     let cargo = cmd::cargo();
     let mut cmd = std::process::Command::new("sh");
     cmd.current_dir(stage::workspace_root())
-        .args(["-c", "exec \"$0\" test --workspace 2>&1"])
+        .env(STAGED_ENV, "1")
+        .args(["-c", "exec \"$0\" \"$@\" 2>&1"])
         .arg(cargo.get_program())
+        .args(args)
         .stdout(Stdio::piped());
-    println!("$ cargo test --workspace");
-    let mut child = cmd.spawn().context("starting cargo test")?;
+    let shown = format!("cargo {}", args.join(" "));
+    println!("$ {STAGED_ENV}=1 {shown}");
+    let mut child = cmd.spawn().with_context(|| format!("starting {shown}"))?;
     let stdout = child.stdout.take().expect("piped");
     let mut binary = String::from("?");
     let mut results: Vec<(String, String)> = Vec::new();
     for line in BufReader::new(stdout).lines() {
-        let line = line.context("reading cargo test output")?;
+        let line = line.with_context(|| format!("reading the output of {shown}"))?;
         println!("{line}");
         let trimmed = line.trim_start();
         if let Some(what) = trimmed
@@ -148,25 +196,33 @@ fn cargo_test_workspace() -> Result<()> {
             } else {
                 binary_name(what)
             };
-        } else if trimmed.starts_with("test result:") {
+        } else if counting == Counting::TestResults && trimmed.starts_with("test result:") {
             results.push((binary.clone(), trimmed.to_string()));
+        } else if counting == Counting::NextestSummary
+            && trimmed.starts_with("Summary [")
+            && trimmed.contains(" tests run: ")
+        {
+            results.push(("cargo nextest run --workspace".into(), trimmed.to_string()));
         }
     }
     let status = child.wait()?;
-    println!("==> cargo test summary ({} test binaries)", results.len());
+    println!("==> {shown}: summary ({} lines)", results.len());
     let (mut passed, mut failed, mut ignored) = (0u64, 0u64, 0u64);
     for (bin, r) in &results {
         println!("  {bin}: {r}");
         passed += count(r, " passed");
-        failed += count(r, " failed");
-        ignored += count(r, " ignored");
+        failed += count(r, " failed") + count(r, " timed out");
+        ignored += count(r, " ignored") + count(r, " skipped");
     }
-    println!("  total: {passed} passed; {failed} failed; {ignored} ignored");
-    TOTALS[0].store(passed, Ordering::Relaxed);
-    TOTALS[1].store(failed, Ordering::Relaxed);
-    TOTALS[2].store(ignored, Ordering::Relaxed);
+    println!("  total: {passed} passed; {failed} failed; {ignored} ignored or skipped");
+    TOTALS[0].fetch_add(passed, Ordering::Relaxed);
+    TOTALS[1].fetch_add(failed, Ordering::Relaxed);
+    TOTALS[2].fetch_add(ignored, Ordering::Relaxed);
     if !status.success() {
-        bail!("cargo test --workspace failed ({status})");
+        bail!("{shown} failed ({status})");
+    }
+    if results.is_empty() {
+        bail!("{shown} printed no closing line: did it run any test?");
     }
     Ok(())
 }
@@ -180,10 +236,10 @@ fn binary_name(running: &str) -> String {
     format!("{stem} {what}").trim().to_string()
 }
 
-/// The number before `what` in a `test result:` line (`5 passed`).
+/// The number before `what` in a closing line (`5 passed`), 0 if absent.
 fn count(line: &str, what: &str) -> u64 {
     line.find(what)
-        .and_then(|end| line[..end].rsplit([' ', ';']).next())
+        .and_then(|end| line[..end].rsplit([' ', ';', ':']).next())
         .and_then(|n| n.parse().ok())
         .unwrap_or(0)
 }
@@ -252,6 +308,20 @@ fn benchmarks_once() -> Result<()> {
     Ok(())
 }
 
+/// The code-layout lists (`*/text-order.txt`, read by the release link)
+/// still name at least 90% of the functions of a release build: names
+/// carry hashes that change with the code, so a list decays silently
+/// unless something counts (`scripts/text-order.py` rewrites them).
+fn text_order_check() -> Result<()> {
+    let root = stage::workspace_root();
+    cmd::run(
+        std::process::Command::new("python3")
+            .current_dir(&root)
+            .arg(root.join("scripts/text-order.py"))
+            .arg("--check"),
+    )
+}
+
 /// The Rust API's integration tests under valgrind: no definite or indirect
 /// leak, no memory error. `runtime_api` drives plugin libraries through the
 /// typed API; `api` and `instances` (crate `tests/rust_user`) are the
@@ -277,6 +347,18 @@ mod tests {
             binary_name("tests/abi_layout.rs (target/debug/deps/abi_layout-ffee)"),
             "abi_layout tests/abi_layout.rs"
         );
+    }
+
+    #[test]
+    fn counts_come_from_nextests_summary_line() {
+        let l = "Summary [ 300.120s] 450 tests run: 446 passed (3 slow), 2 failed, 1 timed out, 5 skipped";
+        assert_eq!(count(l, " passed"), 446);
+        assert_eq!(count(l, " failed"), 2);
+        assert_eq!(count(l, " timed out"), 1);
+        assert_eq!(count(l, " skipped"), 5);
+        let l = "Summary [  90.002s] 4 tests run: 4 passed, 19 skipped";
+        assert_eq!(count(l, " passed"), 4);
+        assert_eq!(count(l, " failed"), 0);
     }
 
     #[test]
