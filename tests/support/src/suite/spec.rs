@@ -23,41 +23,9 @@
 //! build directory, `{cc}` clang-14, `{cxx}` clang++-14, `{offload}` the
 //! offload flags, `{debug}` the debug-info flag.
 
-use crate::c_support::release::Release;
-use std::fmt;
+pub use crate::exec::Exit;
+use crate::release::Release;
 use std::path::{Path, PathBuf};
-
-/// How a process ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Exit {
-    /// Normal exit with this code.
-    Code(i32),
-    /// Killed by this signal.
-    Signal(i32),
-}
-
-impl fmt::Display for Exit {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Exit::Code(c) => write!(f, "exit code {c}"),
-            Exit::Signal(s) => write!(f, "signal {s} ({})", signal_name(*s)),
-        }
-    }
-}
-
-/// Name of the signals the programs can meet.
-pub fn signal_name(sig: i32) -> &'static str {
-    match sig {
-        libc::SIGABRT => "SIGABRT",
-        libc::SIGSEGV => "SIGSEGV",
-        libc::SIGBUS => "SIGBUS",
-        libc::SIGFPE => "SIGFPE",
-        libc::SIGILL => "SIGILL",
-        libc::SIGKILL => "SIGKILL",
-        libc::SIGTERM => "SIGTERM",
-        _ => "other",
-    }
-}
 
 fn parse_exit(text: &str) -> Result<Exit, String> {
     match text {

@@ -1,8 +1,17 @@
-//! Reading valgrind's `--xml=yes` report: the errors (memory errors and leak
-//! records) with their kind, size and allocation/error stack.
+//! Valgrind: reading its `--xml=yes` report (the errors, memory errors and
+//! leak records, with their kind, size and allocation/error stack),
+//! charging a stack to its owner, and the suppressions every run uses.
 //!
 //! Valgrind writes this XML itself in a fixed layout (protocol version 4), so
 //! a small tag extractor is enough; no general XML parser is needed.
+
+use std::path::PathBuf;
+
+/// `tests/support/valgrind.supp`: the suppressions of every valgrind run
+/// of the tests (each entry says why it is not ours to fix).
+pub fn suppressions() -> PathBuf {
+    crate::paths::workspace_root().join("tests/support/valgrind.supp")
+}
 
 /// One stack frame: the object (library or executable) and function.
 #[derive(Clone, Debug, Default)]

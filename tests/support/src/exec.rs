@@ -1,17 +1,46 @@
-//! Running a built program under one runtime, with a clean environment, a
-//! wall-clock timeout, and its output captured.
+//! The C suites' runner: a built program under one runtime, with the clean
+//! offload environment ([`crate::run::clean_offload_env`]), a hang limit
+//! that is reported (the run's [`RunOutput::exit`] is `None`) rather than
+//! panicked on, its own process group, and its output captured.
 
-use crate::c_support::spec::Exit;
+use std::fmt;
 use std::io::Read;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// Environment prefixes removed from inherited environments: they change how
-/// libomp / libomptarget behave or what they print, and the ENV directive is
-/// the only way a program sets them.
-const SCRUBBED_ENV_PREFIXES: &[&str] = &["LIBOMPTARGET_", "OMP_", "KMP_", "LD_"];
+/// How a process ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Exit {
+    /// Normal exit with this code.
+    Code(i32),
+    /// Killed by this signal.
+    Signal(i32),
+}
+
+impl fmt::Display for Exit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Exit::Code(c) => write!(f, "exit code {c}"),
+            Exit::Signal(s) => write!(f, "signal {s} ({})", signal_name(*s)),
+        }
+    }
+}
+
+/// Name of the signals the programs can meet.
+pub fn signal_name(sig: i32) -> &'static str {
+    match sig {
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGILL => "SIGILL",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGTERM => "SIGTERM",
+        _ => "other",
+    }
+}
 
 /// What one run produced.
 #[derive(Clone, Debug)]
@@ -33,7 +62,8 @@ impl RunOutput {
     }
 }
 
-/// Prepares `program` (a path) with `args`, the scrubbed environment, `env`
+/// Prepares `program` (a path) with `args`, the clean offload environment
+/// (the programs' ENV directive is the only way they get such settings), `env`
 /// and `LD_LIBRARY_PATH=lib_dir` (a directory, or a `:`-separated list).
 pub fn command(
     program: &Path,
@@ -43,15 +73,7 @@ pub fn command(
 ) -> Command {
     let mut cmd = Command::new(program);
     cmd.args(args);
-    for (key, _) in std::env::vars_os() {
-        let key_text = key.to_string_lossy();
-        if SCRUBBED_ENV_PREFIXES
-            .iter()
-            .any(|p| key_text.starts_with(p))
-        {
-            cmd.env_remove(&key);
-        }
-    }
+    crate::run::clean_offload_env(&mut cmd);
     cmd.envs(env.iter().map(|(k, v)| (k, v)));
     cmd.env("LD_LIBRARY_PATH", lib_dir.as_ref());
     cmd

@@ -6,7 +6,7 @@
 //! (`.ci/llvm-releases.sh`) into `target/omptarget/llvm-releases/root`;
 //! their `omp.h` and link-time libraries come from there too.
 
-use crate::c_support::paths;
+use crate::paths;
 use std::path::PathBuf;
 
 /// One LLVM release: its compilers and its own runtime.
@@ -35,10 +35,7 @@ impl Release {
 
     /// `target/omptarget/llvm-releases/root`: where the 19/22 runtimes are.
     pub fn unpacked_root() -> PathBuf {
-        paths::target_dir()
-            .join("omptarget")
-            .join("llvm-releases")
-            .join("root")
+        paths::omptarget_dir().join("llvm-releases").join("root")
     }
 
     /// The reference runtime's library directory (also holds its libomp).

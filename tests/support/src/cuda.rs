@@ -1,55 +1,24 @@
-//! Helpers of the CUDA plugin's tests: the staged libraries, the fake
-//! driver (`tests/fake_cuda/fake_cuda.c`, built with cc), cubins built as
-//! bytes, and child processes (the dynamic loader reads
+//! The CUDA plugin's test fixtures: the fake driver
+//! (`ffi/plugins/cuda/tests/fake_cuda/fake_cuda.c`, built with cc), cubins
+//! built as bytes, its logs, and child processes (the dynamic loader reads
 //! `LD_LIBRARY_PATH` once, at process start, and cudarc keeps the driver
 //! it loaded for the whole process, so each scenario runs in its own).
-#![allow(dead_code)] // each test binary uses a subset
 
+use crate::paths;
+use crate::stage::staged;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::OnceLock;
-
-/// The workspace root (holds Cargo.lock).
-pub fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .ancestors()
-        .find(|dir| dir.join("Cargo.lock").exists())
-        .expect("the workspace root holds Cargo.lock")
-        .to_path_buf()
-}
-
-/// `target/omptarget/lib`, staged once per test process.
-pub fn lib_dir() -> &'static Path {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let output = Command::new(cargo)
-            .current_dir(workspace_root())
-            .args(["run", "-q", "-p", "xtask", "--", "stage"])
-            .output()
-            .expect("running cargo run -p xtask -- stage");
-        assert!(
-            output.status.success(),
-            "xtask stage failed:\n{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        std::env::var_os("CARGO_TARGET_DIR")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| workspace_root().join("target"))
-            .join("omptarget/lib")
-    })
-}
 
 /// The staged CUDA plugin.
 pub fn cuda_plugin() -> PathBuf {
-    let path = lib_dir().join("libomptarget.rtl.cuda.so");
+    let path = staged().lib_dir.join("libomptarget.rtl.cuda.so");
     assert!(path.is_file(), "{} was not staged", path.display());
     path
 }
 
 /// The staged host plugin.
 pub fn host_plugin() -> PathBuf {
-    lib_dir().join("libomptarget.rtl.x86_64.so")
+    staged().lib_dir.join("libomptarget.rtl.x86_64.so")
 }
 
 /// A directory holding the fake `libcuda.so.1` built with `defines`
@@ -60,13 +29,13 @@ pub fn fake_driver_dir(defines: &[&str]) -> PathBuf {
     } else {
         format!("fake-cuda{}", defines.join("").replace('-', "_"))
     };
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+    let dir = paths::tmp_dir()
         .join(name)
         .join(std::process::id().to_string());
     let lib = dir.join("libcuda.so.1");
     if !lib.exists() {
         std::fs::create_dir_all(&dir).unwrap();
-        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fake_cuda/fake_cuda.c");
+        let src = paths::workspace_root().join("ffi/plugins/cuda/tests/fake_cuda/fake_cuda.c");
         let tmp = dir.join(format!("libcuda.so.1.{:?}", std::thread::current().id()));
         let status = Command::new("cc")
             .args(["-shared", "-fPIC", "-O1", "-Wall", "-Werror", "-o"])
@@ -84,15 +53,14 @@ pub fn fake_driver_dir(defines: &[&str]) -> PathBuf {
 
 /// An empty directory: a library path with no libcuda.
 pub fn empty_dir() -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("no-cuda");
+    let dir = paths::tmp_dir().join("no-cuda");
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }
 
 /// A fresh, empty log file path for one scenario.
 pub fn log_path(name: &str) -> PathBuf {
-    let path = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("fake-cuda-{name}-{}.log", std::process::id()));
+    let path = paths::tmp_dir().join(format!("fake-cuda-{name}-{}.log", std::process::id()));
     let _ = std::fs::remove_file(&path);
     path
 }

@@ -1,9 +1,10 @@
 //! Building the programs with one release's clang (14, 19 or 22), skipping
 //! programs whose inputs have not changed since the last build.
 
-use crate::c_support::paths;
-use crate::c_support::release::Release;
-use crate::c_support::spec::{Lang, Program};
+use crate::lock::FileLock;
+use crate::paths;
+use crate::release::Release;
+use crate::suite::spec::{Lang, Program};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -186,14 +187,13 @@ fn fingerprint(program: &Program, tc: &Toolchain, commands: &[Vec<String>]) -> R
 /// there shows the same inputs were built before. Errors carry the failing
 /// command and the compiler's output.
 pub fn build(program: &Program, tc: &Toolchain) -> Result<Built, String> {
-    let out_dir = paths::target_dir()
-        .join("omptarget")
+    let out_dir = paths::omptarget_dir()
         .join(tc.release.build_dir_name())
         .join(&program.name);
     std::fs::create_dir_all(&out_dir).map_err(|e| format!("{}: {e}", out_dir.display()))?;
     // Two tests (or two test processes, e.g. under nextest) may build the
     // same program at once: serialise on a lock file in its directory.
-    let _lock = DirLock::acquire(&out_dir.join(".build.lock"))?;
+    let _lock = FileLock::acquire(&out_dir.join(".build.lock"))?;
     let binary = out_dir.join(&program.name);
     let args = expand(&program.args, tc, &out_dir);
     let commands = build_commands(program, tc, &out_dir);
@@ -226,40 +226,4 @@ pub fn build(program: &Program, tc: &Toolchain) -> Result<Built, String> {
         out_dir,
         args,
     })
-}
-
-/// An exclusive `flock` on a file, released when dropped (or when the process
-/// dies, so a crashed build never leaves the directory locked).
-struct DirLock {
-    file: std::fs::File,
-}
-
-impl DirLock {
-    fn acquire(path: &Path) -> Result<DirLock, String> {
-        use std::os::unix::io::AsRawFd;
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(path)
-            .map_err(|e| format!("{}: {e}", path.display()))?;
-        // SAFETY: flock on a descriptor this struct owns for its lifetime.
-        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
-            return Err(format!(
-                "locking {}: {}",
-                path.display(),
-                std::io::Error::last_os_error()
-            ));
-        }
-        Ok(DirLock { file })
-    }
-}
-
-impl Drop for DirLock {
-    fn drop(&mut self) {
-        use std::os::unix::io::AsRawFd;
-        // SAFETY: unlocks the descriptor locked in `acquire`; closing it
-        // right after would release the lock anyway.
-        unsafe { libc::flock(self.file.as_raw_fd(), libc::LOCK_UN) };
-    }
 }
