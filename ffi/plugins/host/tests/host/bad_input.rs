@@ -1,8 +1,6 @@
 //! Bad input gets a clear failure code and leaves the plugin usable.
 
-mod common;
-
-use common::*;
+use crate::helpers::*;
 use omptarget_abi::DeviceImage;
 use std::ffi::c_void;
 use std::ptr::null_mut;

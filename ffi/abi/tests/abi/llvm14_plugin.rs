@@ -9,10 +9,7 @@
 //! numbers. Clang does not emit `__tgt_target_table` or `__tgt_async_info`,
 //! so this is where `TargetTable` is checked.
 
-#[macro_use]
-mod common;
-
-use common::elf::Elf;
+use crate::common::elf::Elf;
 use core::ffi::{c_char, c_void, CStr};
 use core::mem::offset_of;
 use omptarget_abi::plugin::{self, names};
@@ -56,16 +53,19 @@ fn fixture_image_and_entries(lib: &Elf) -> (Vec<u8>, Vec<HostEntry>) {
 #[test]
 fn llvm14_plugin_loads_and_runs_the_fixture_through_our_types() {
     let Some(clang) =
-        common::clang_with_tools(14, &["clang-offload-wrapper", "clang-offload-bundler"])
+        crate::common::clang_with_tools(14, &["clang-offload-wrapper", "clang-offload-bundler"])
     else {
         return;
     };
     if !Path::new(LLVM14_PLUGIN).is_file() {
-        assert!(!common::in_ci(), "{LLVM14_PLUGIN} missing (libomp-14-dev)");
+        assert!(
+            !crate::common::in_ci(),
+            "{LLVM14_PLUGIN} missing (libomp-14-dev)"
+        );
         eprintln!("SKIPPED: {LLVM14_PLUGIN} not found (install libomp-14-dev)");
         return;
     }
-    let dir = common::tempdir();
+    let dir = crate::common::tempdir();
     let lib = Elf::read(&clang.link_fixture(dir.path()));
     let (mut image, all_host) = fixture_image_and_entries(&lib);
     // LLVM 14's plugin returns the image's own entry section, sized by the

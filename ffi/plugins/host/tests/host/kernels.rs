@@ -1,8 +1,6 @@
 //! The host plugin runs real clang-compiled kernels through its C entries.
 
-mod common;
-
-use common::*;
+use crate::helpers::*;
 use std::ffi::{c_void, CStr};
 
 #[test]

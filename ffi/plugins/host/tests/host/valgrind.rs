@@ -3,9 +3,7 @@
 //! the lifecycle entries and dlcloses the plugin; valgrind must report no
 //! memory errors and no leaks.
 
-mod common;
-
-use common::*;
+use crate::helpers::*;
 use std::process::Command;
 
 const DRIVER_C: &str = r#"

@@ -4,8 +4,8 @@
 //! `GLOB_DAT`: the symbol's address plus the addend).
 
 use object::elf::{R_X86_64_64, R_X86_64_GLOB_DAT, R_X86_64_RELATIVE};
+use object::RelocationTarget;
 use object::{Object, ObjectSection, ObjectSymbol, ObjectSymbolTable, RelocationFlags};
-use object::{RelocationTarget, SymbolKind};
 use std::collections::HashMap;
 use std::path::Path;
 
@@ -61,22 +61,6 @@ impl Elf {
             .chain(f.dynamic_symbols())
             .find(|s| s.name() == Ok(name) && s.section_index().is_some());
         found.map(|s| (s.address(), s.size()))
-    }
-
-    /// Names of the data or code symbols defined exactly at `addr`.
-    pub fn symbols_at(&self, addr: u64) -> Vec<String> {
-        let f = self.file();
-        let mut names: Vec<String> = f
-            .symbols()
-            .chain(f.dynamic_symbols())
-            .filter(|s| s.address() == addr && s.section_index().is_some())
-            .filter(|s| !matches!(s.kind(), SymbolKind::Section | SymbolKind::File))
-            .filter_map(|s| s.name().ok().map(str::to_string))
-            .filter(|n| !n.is_empty())
-            .collect();
-        names.sort();
-        names.dedup();
-        names
     }
 
     /// (address, size) of the section `name`.

@@ -1,7 +1,6 @@
-//! Shared by the host plugin's integration tests.
-#![allow(dead_code)]
+//! Shared by the host plugin's integration tests (the modules of this
+//! binary).
 
-#[allow(unused_imports)]
 pub use omptarget_abi::{OffloadEntry, TargetTable, OFFLOAD_FAIL, OFFLOAD_SUCCESS};
 pub use omptarget_plugin_kit::testing::*;
 use std::ffi::{c_void, CStr};

@@ -2,9 +2,7 @@
 //! through the plugin's entries, and run the whole program under LLVM 14's
 //! libomptarget with this plugin in place of LLVM's.
 
-mod common;
-
-use common::*;
+use crate::helpers::*;
 use std::process::Command;
 
 /// Target regions over declare-target globals: `bump` has no arguments,

@@ -1,9 +1,7 @@
 //! init_plugin / deinit_plugin / re-init, the safety net, and what the
 //! library leaves behind when it is closed.
 
-mod common;
-
-use common::*;
+use crate::helpers::*;
 use std::ffi::c_void;
 use std::process::Command;
 use std::ptr::null_mut;

@@ -1,12 +1,41 @@
-//! The host plugin's environment variables. One test in this binary, so
-//! that setting variables races with no other thread.
+//! The host plugin's environment variables. The test's body runs in a
+//! child process of this binary, alone, so that setting variables races
+//! with no other thread (the other tests of the binary run beside it under
+//! `cargo test`).
 
-mod common;
+use crate::helpers::*;
+use std::process::Command;
 
-use common::*;
+/// Set in the child that runs the body.
+const CHILD: &str = "OMPTARGET_HOST_ENV_TEST_CHILD";
 
 #[test]
 fn environment_settings() {
+    if std::env::var_os(CHILD).is_none() {
+        let out = Command::new(std::env::current_exe().unwrap())
+            .args([
+                "env::environment_settings",
+                "--exact",
+                "--test-threads=1",
+                "--nocapture",
+            ])
+            .env(CHILD, "1")
+            .output()
+            .expect("running the test binary");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success() && stdout.contains("1 passed"),
+            "the child failed ({}):\n{stdout}\n{stderr}",
+            out.status
+        );
+        return;
+    }
+    environment_settings_alone();
+}
+
+/// The test's body: the only thread of its process that sets variables.
+fn environment_settings_alone() {
     let images = tempfile::tempdir().unwrap();
     let work = tempfile::tempdir().unwrap();
     let image = kernels_image(work.path());

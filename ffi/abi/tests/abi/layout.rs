@@ -14,14 +14,11 @@
 //!   through our offsets hold exactly what they must (sizes, flags, names,
 //!   pointers to the right symbols).
 //!
-//! Missing compilers skip locally and fail under `CI`; see `common::clang`.
+//! Missing compilers skip locally and fail under `CI`; see `crate::common::clang`.
 
-#[macro_use]
-mod common;
-
-use common::elf::Elf;
-use common::ir;
-use common::{assert_same_layout, Clang, RustLayout};
+use crate::common::elf::Elf;
+use crate::common::ir;
+use crate::common::{assert_same_layout, Clang, RustLayout};
 use object::Object;
 use omptarget_abi::kernel_args::{KERNEL_ARGS_V1, KERNEL_ARGS_V2, KERNEL_ARGS_V3};
 use omptarget_abi::{
@@ -124,10 +121,10 @@ fn entry_flavour(clang: &Clang) -> EntryFlavour {
 }
 
 fn offload_entry(major: u32) {
-    let Some(clang) = common::clang(major) else {
+    let Some(clang) = crate::common::clang(major) else {
         return;
     };
-    let dir = common::tempdir();
+    let dir = crate::common::tempdir();
     let host = clang.host_ir(dir.path());
     let flavour = entry_flavour(&clang);
     let llvm = ir::llvm_layout(&clang, dir.path(), &host, "__tgt_offload_entry");
@@ -151,10 +148,10 @@ fn offload_entry(major: u32) {
 }
 
 fn kernel_args_block(major: u32) {
-    let Some(clang) = common::clang(major) else {
+    let Some(clang) = crate::common::clang(major) else {
         return;
     };
-    let dir = common::tempdir();
+    let dir = crate::common::tempdir();
     let host = clang.host_ir(dir.path());
     let Some(version) = kernel_args_version(&host) else {
         // Before LLVM 16 there is no argument block: the host calls the
@@ -249,10 +246,10 @@ fn kernel_args_version(host: &str) -> Option<u32> {
 }
 
 fn kernel_signature(major: u32) {
-    let Some(clang) = common::clang(major) else {
+    let Some(clang) = crate::common::clang(major) else {
         return;
     };
-    let dir = common::tempdir();
+    let dir = crate::common::tempdir();
     let host = clang.host_ir(dir.path());
     let device = clang.device_ir(dir.path());
     let version = kernel_args_version(&host).unwrap_or(0);
@@ -297,10 +294,10 @@ fn linked_library(major: u32) {
     } else {
         &["clang-offload-wrapper", "clang-offload-bundler"]
     };
-    let Some(clang) = common::clang_with_tools(major, tools) else {
+    let Some(clang) = crate::common::clang_with_tools(major, tools) else {
         return;
     };
-    let dir = common::tempdir();
+    let dir = crate::common::tempdir();
     let lib = Elf::read(&clang.link_fixture(dir.path()));
     let flavour = entry_flavour(&clang);
     let entry = &flavour.layout;

@@ -6,8 +6,6 @@
 //! compilers emit, so that a wrong offset shows up here and not as memory
 //! corruption in the runtime.
 
-#![allow(dead_code)] // each test binary uses a different part
-
 pub mod elf;
 pub mod ir;
 
@@ -45,13 +43,7 @@ void fixture_deferred(int *a, int n) {
 /// The offload target every test compiles for (the host plugin's).
 pub const TARGET: &str = "x86_64-pc-linux-gnu";
 
-/// True when running under CI (`CI` set to anything but "", "0", "false").
-pub fn in_ci() -> bool {
-    match std::env::var("CI") {
-        Ok(v) => !(v.is_empty() || v == "0" || v.eq_ignore_ascii_case("false")),
-        Err(_) => false,
-    }
-}
+pub use omptarget_test_support::clang::in_ci;
 
 /// One installed clang of a given major version.
 #[derive(Debug, Clone)]
@@ -75,16 +67,10 @@ pub fn clang(major: u32) -> Option<Clang> {
 /// that a link needs (in `clang-tools-N`, or `llvm-N` for clang 22's
 /// `llvm-offload-binary`).
 pub fn clang_with_tools(major: u32, tools: &[&str]) -> Option<Clang> {
-    let clang = PathBuf::from(format!("/usr/lib/llvm-{major}/bin/clang"));
-    let mut missing: Vec<String> = std::iter::once("clang")
-        .chain(tools.iter().copied())
-        .map(|t| format!("/usr/lib/llvm-{major}/bin/{t}"))
-        .filter(|p| !Path::new(p).is_file())
-        .collect();
-    missing.dedup();
-    if missing.is_empty() {
-        return Some(Clang { major, path: clang });
-    }
+    let missing = match omptarget_test_support::clang::find_clang(major, tools) {
+        Ok(path) => return Some(Clang { major, path }),
+        Err(missing) => missing,
+    };
     let required = REQUIRED_CLANGS.contains(&major);
     if required && in_ci() {
         panic!(
@@ -106,11 +92,6 @@ pub fn clang_with_tools(major: u32, tools: &[&str]) -> Option<Clang> {
 }
 
 impl Clang {
-    /// Binaries of the same LLVM release (`llvm-dis`, `clang-linker-wrapper`).
-    pub fn tool(&self, name: &str) -> PathBuf {
-        PathBuf::from(format!("/usr/lib/llvm-{}/bin/{name}", self.major))
-    }
-
     /// Clang 15 and later print opaque pointers (`ptr`); 14 prints typed ones.
     pub fn opaque_pointers(&self) -> bool {
         self.major >= 15
@@ -283,10 +264,9 @@ pub fn field_size<T, F>(_: fn(&T) -> &F) -> usize {
 #[macro_export]
 macro_rules! rust_layout {
     ($t:path { $($f:ident),* $(,)? }) => {{
-        #[allow(dead_code)]
-        fn exhaustive(x: $t) {
+        let _exhaustive = |x: $t| {
             let $t { $($f: _),* } = x;
-        }
+        };
         $crate::common::RustLayout {
             name: stringify!($t),
             size: core::mem::size_of::<$t>(),
