@@ -63,6 +63,10 @@ fn stage_once() -> Result<Staged, String> {
     let output = Command::new(&cargo)
         .args(["run", "-q", "-p", "xtask", "--", "stage"])
         .current_dir(paths::workspace_root())
+        // The target directory this test runs from, whatever the
+        // environment says (a relative CARGO_TARGET_DIR would be resolved
+        // against the workspace root).
+        .env("CARGO_TARGET_DIR", paths::target_dir())
         .output()
         .map_err(|e| format!("running `cargo run -q -p xtask -- stage`: {e}"))?;
     if !output.status.success() {
