@@ -76,7 +76,7 @@ fn run_mix(main: Release, lib: Release) -> (String, String) {
         &program,
         &[library.to_string_lossy().into_owned()],
         &[],
-        newer.our_library_path(&ours),
+        newer.our_library_path(ours),
     );
     let out = exec::run(cmd, Duration::from_secs(60)).unwrap();
     assert_eq!(

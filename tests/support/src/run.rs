@@ -18,9 +18,9 @@ pub const RUN_TIMEOUT: Duration = Duration::from_secs(60);
 /// Prefixes of inherited variables removed from a program's environment:
 /// they change how libomp, libomptarget, our runtime or the loader behave
 /// or what they print; a test sets the ones it means.
-const SCRUBBED_PREFIXES: &[&str] = &["LIBOMPTARGET_", "OMPTARGET_", "OMP_", "KMP_", "LD_"];
+pub const SCRUBBED_PREFIXES: &[&str] = &["LIBOMPTARGET_", "OMPTARGET_", "OMP_", "KMP_", "LD_"];
 /// Inherited variables removed besides those.
-const SCRUBBED: &[&str] = &["RUST_BACKTRACE"];
+pub const SCRUBBED: &[&str] = &["RUST_BACKTRACE"];
 
 /// Removes the inherited variables that [`SCRUBBED_PREFIXES`] and
 /// [`SCRUBBED`] name from `cmd`'s environment.
