@@ -13,11 +13,9 @@
 //! it returns; buffers the queues write are lent to the scope
 //! (`Scope::bind`). On the host plugin every queued operation completes at once;
 //! on a GPU each queue is a stream.
-#[path = "support/mod.rs"]
-mod support;
-
 use anyhow::{bail, Result};
 use omptarget::{Config, DeviceBuffer, Image, Kernel, LaunchConfig, Ptr, PtrMut, Runtime};
+use omptarget_test_support::clang::example_kernel;
 
 /// `void scale_f32(float a, const float *x, float *y, size_t n)`.
 type Scale = (f32, Ptr<f32>, PtrMut<f32>, usize);
@@ -27,7 +25,7 @@ const CHUNK: usize = 1 << 16;
 
 fn main() -> Result<()> {
     let scratch = tempfile::tempdir()?;
-    let kernel = support::kernel("typed.c", scratch.path())?;
+    let kernel = example_kernel("typed.c", scratch.path()).map_err(anyhow::Error::msg)?;
     let runtime = Runtime::new(Config::default())?;
     let (d0, d1) = (runtime.device(0)?, runtime.device(1)?);
     let image0 = Image::load_file(d0, &kernel, &["scale_f32"])?;

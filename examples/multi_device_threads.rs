@@ -8,18 +8,16 @@
 //! A `Runtime` is `Send + Sync`; buffers, images and kernels borrow it, so
 //! scoped threads (`std::thread::scope`) can use them and the borrow
 //! checker proves none outlives `shutdown`.
-#[path = "support/mod.rs"]
-mod support;
-
 use anyhow::{bail, Result};
 use omptarget::{Config, DeviceBuffer, Image, Kernel, LaunchConfig, Ptr, PtrMut, Runtime};
+use omptarget_test_support::clang::example_kernel;
 
 /// `void scale_f32(float a, const float *x, float *y, size_t n)`.
 type Scale = (f32, Ptr<f32>, PtrMut<f32>, usize);
 
 fn main() -> Result<()> {
     let scratch = tempfile::tempdir()?;
-    let kernel = support::kernel("typed.c", scratch.path())?;
+    let kernel = example_kernel("typed.c", scratch.path()).map_err(anyhow::Error::msg)?;
     let runtime = Runtime::new(Config::default())?;
     let devices = runtime.device_count();
     let n: usize = 100_000;

@@ -10,11 +10,9 @@
 //! (`tests/kernels/vec_add.c`) is compiled with `cc -shared -fPIC -O2`.
 //! `LIBOMPTARGET_DEBUG=1` with `Config::from_env()` shows what the runtime
 //! does.
-#[path = "support/mod.rs"]
-mod support;
-
 use anyhow::{bail, Result};
 use omptarget::{Config, DeviceBuffer, Image, Kernel, LaunchConfig, Ptr, PtrMut, Runtime};
+use omptarget_test_support::clang::example_kernel;
 
 const N: usize = 1 << 20;
 
@@ -23,7 +21,7 @@ type VecAdd = (Ptr<f32>, Ptr<f32>, PtrMut<f32>, isize);
 
 fn main() -> Result<()> {
     let scratch = tempfile::tempdir()?;
-    let kernel = support::kernel("vec_add.c", scratch.path())?;
+    let kernel = example_kernel("vec_add.c", scratch.path()).map_err(anyhow::Error::msg)?;
 
     let runtime = Runtime::new(Config::from_env())?;
     let device = runtime.device(0)?;

@@ -26,14 +26,13 @@
 //! `target/omptarget/c-tests/<program>/` (`reference.stdout`, `ours.stderr`,
 //! ...) for inspection.
 
-mod c_support;
-
-use c_support::build::{self, Built, Toolchain};
-use c_support::compare::{line_diff, normalise_addresses};
-use c_support::exec::{self, RunOutput};
-use c_support::release::Release;
-use c_support::spec::{self, Program};
-use c_support::{paths, pool, stage};
+use omptarget_test_support::compare::{line_diff, normalise_addresses};
+use omptarget_test_support::exec::{self, RunOutput};
+use omptarget_test_support::release::Release;
+use omptarget_test_support::suite::build::{self, Built, Toolchain};
+use omptarget_test_support::suite::pool;
+use omptarget_test_support::suite::spec::{self, Program};
+use omptarget_test_support::{paths, stage};
 use std::time::Duration;
 
 /// The suite is meant to cover this many programs at least; fewer means the
@@ -248,7 +247,7 @@ fn run_suite(release: Release) {
     } else if let Some(dir) = std::env::var_os("OMPTARGET_DIFF_OURS_DIR") {
         Ok(std::path::PathBuf::from(dir))
     } else {
-        stage::our_lib_dir()
+        stage::try_staged().map(|s| s.lib_dir.clone())
     };
     if let Err(e) = &ours {
         if !selfcheck {

@@ -11,12 +11,10 @@
 //! 22's). LLVM cannot be the reference here: its two releases' runtimes
 //! would both be loaded, each seeing half of the process.
 
-mod c_support;
-
-use c_support::build::{DEBUG_FLAGS, OFFLOAD_FLAGS};
-use c_support::exec;
-use c_support::release::Release;
-use c_support::{paths, stage};
+use omptarget_test_support::exec;
+use omptarget_test_support::release::Release;
+use omptarget_test_support::suite::build::{DEBUG_FLAGS, OFFLOAD_FLAGS};
+use omptarget_test_support::{paths, stage};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -61,7 +59,7 @@ fn toolchains_present() -> bool {
 
 /// Build the pair, run it on ours, return (stdout, stderr).
 fn run_mix(main: Release, lib: Release) -> (String, String) {
-    let dir = paths::target_dir().join("omptarget/c-mix").join(format!(
+    let dir = paths::omptarget_dir().join("c-mix").join(format!(
         "main{}-lib{}",
         main.major(),
         lib.major()
@@ -71,14 +69,14 @@ fn run_mix(main: Release, lib: Release) -> (String, String) {
     let program = dir.join("mix_main");
     compile(lib, "mix_lib.c", &library, &["-fPIC", "-shared"]);
     compile(main, "mix_main.c", &program, &["-ldl"]);
-    let ours = stage::our_lib_dir().unwrap_or_else(|e| panic!("{e}"));
+    let ours = &stage::staged().lib_dir;
     // The newer release's libomp serves both (one libomp per process).
     let newer = main.max_by_major(lib);
     let cmd = exec::command(
         &program,
         &[library.to_string_lossy().into_owned()],
         &[],
-        newer.our_library_path(&ours),
+        newer.our_library_path(ours),
     );
     let out = exec::run(cmd, Duration::from_secs(60)).unwrap();
     assert_eq!(

@@ -1,6 +1,7 @@
 //! Real kernels (tests/kernels/*.c, compiled by clang-14) through the Rust
 //! API on the host plugin, and the API's error cases.
-mod common;
+
+use omptarget_test_support as support;
 
 use omptarget::image::OwnedImage;
 use omptarget::{
@@ -11,8 +12,8 @@ use omptarget::{
 /// `vec_add(const float *a, const float *b, float *c, intptr_t n)`.
 type VecAdd = (Ptr<f32>, Ptr<f32>, PtrMut<f32>, isize);
 
-fn host_runtime() -> (common::PluginCopy, Runtime) {
-    let plugin = common::host_plugin();
+fn host_runtime() -> (support::plugin::PluginCopy, Runtime) {
+    let plugin = support::plugin::host_plugin();
     let runtime = Runtime::new(Config::default().with_plugins([&plugin.path])).expect("runtime");
     assert!(
         runtime.skipped_plugins().is_empty(),
@@ -36,7 +37,7 @@ fn vec_add_runs_and_shutdown_is_clean() -> anyhow::Result<()> {
         let device = runtime.device(0)?;
         let image = Image::load_file(
             device,
-            common::build_kernel_image("vec_add.c"),
+            support::clang::build_kernel_image("vec_add.c"),
             &["vec_add"],
         )?;
         // SAFETY: vec_add's C signature; it touches n values of each buffer.
@@ -88,7 +89,7 @@ fn image_with_two_kernels_and_scalar_arguments() -> anyhow::Result<()> {
     let device = runtime.device(1)?;
     let image = Image::load_file(
         device,
-        common::build_kernel_image("saxpy.c"),
+        support::clang::build_kernel_image("saxpy.c"),
         &["saxpy", "sum_i64"],
     )?;
     assert_eq!(
@@ -134,7 +135,7 @@ fn image_with_two_kernels_and_scalar_arguments() -> anyhow::Result<()> {
 fn missing_kernels_and_bad_images_are_clear_errors() -> anyhow::Result<()> {
     let (_plugin, runtime) = host_runtime();
     let device = runtime.device(0)?;
-    let so = common::build_kernel_image("saxpy.c");
+    let so = support::clang::build_kernel_image("saxpy.c");
 
     let image = Image::load_file(device, &so, &["saxpy", "sum_i64"])?;
     // SAFETY: refused before any launch.
@@ -203,7 +204,11 @@ fn buffer_misuse_is_rejected_and_loses_nothing() -> anyhow::Result<()> {
     ));
 
     // A buffer of device 0 passed to a kernel on device 1.
-    let image = Image::load_file(other, common::build_kernel_image("vec_add.c"), &["vec_add"])?;
+    let image = Image::load_file(
+        other,
+        support::clang::build_kernel_image("vec_add.c"),
+        &["vec_add"],
+    )?;
     let mut dst = DeviceBuffer::<u32>::new(other, 3)?;
     type VecAddU32 = (Ptr<u32>, Ptr<u32>, PtrMut<u32>, isize);
     // SAFETY: vec_add's signature (with u32 for its floats: never runs,
@@ -259,7 +264,7 @@ fn shutdown_frees_and_reports_what_the_user_still_holds() -> anyhow::Result<()> 
     assert_eq!(device.memory_stats().cached_blocks, 1);
     // An image left loaded: through the raw API, with storage that
     // outlives the runtime (an Image handle cannot).
-    let elf = std::fs::read(common::build_kernel_image("vec_add.c"))?;
+    let elf = std::fs::read(support::clang::build_kernel_image("vec_add.c"))?;
     let storage = OwnedImage::new(&elf, &["vec_add"]).map_err(anyhow::Error::msg)?;
     // SAFETY: `storage` is dropped only after the shutdown below.
     unsafe { device.load_image(storage.as_device_image())? };
@@ -325,7 +330,7 @@ fn shutdown_frees_and_reports_what_the_user_still_holds() -> anyhow::Result<()> 
 #[test]
 fn one_runtime_shared_by_threads() -> anyhow::Result<()> {
     let (_plugin, runtime) = host_runtime();
-    let so = common::build_kernel_image("vec_add.c");
+    let so = support::clang::build_kernel_image("vec_add.c");
     std::thread::scope(|scope| {
         for t in 0..4usize {
             let runtime = &runtime;

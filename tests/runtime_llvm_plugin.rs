@@ -1,7 +1,8 @@
 //! The runtime drives LLVM 14's own x86_64 plugin (from libomp-14-dev):
 //! proof that plugin loading, images and launches follow LLVM's ABI and not
 //! only our plugins' reading of it.
-mod common;
+
+use omptarget_test_support as support;
 
 use omptarget::{
     Config, DeviceBuffer, Error, Image, Kernel, LaunchConfig, Ptr, PtrMut, Runtime, StepOutcome,
@@ -39,7 +40,7 @@ fn vec_add_on_llvm_x86_64_plugin() -> anyhow::Result<()> {
         let device = runtime.device(2)?;
         let image = Image::load_file(
             device,
-            common::build_kernel_image("vec_add.c"),
+            support::clang::build_kernel_image("vec_add.c"),
             &["vec_add"],
         )?;
         type VecAdd = (Ptr<f32>, Ptr<f32>, PtrMut<f32>, isize);

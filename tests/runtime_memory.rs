@@ -1,14 +1,16 @@
 //! The memory manager in front of a real plugin: reuse, threshold, and the
 //! free-the-cache-and-retry path when the device runs out of memory
 //! (`alloc_limit_bytes` of the test plugin).
-mod common;
+mod raw_device;
+
+use omptarget_test_support as support;
 
 use omptarget::abi::AllocKind;
 use omptarget::{Config, Error, Runtime};
 use std::ptr::null_mut;
 
-fn runtime_with(conf: &str, threshold: usize) -> (common::TestPlugin, Runtime) {
-    let plugin = common::test_plugin(conf);
+fn runtime_with(conf: &str, threshold: usize) -> (support::TestPlugin, Runtime) {
+    let plugin = support::TestPlugin::isolated(conf);
     let config = Config::default()
         .with_plugins([&plugin.path])
         .with_memory_manager_threshold(threshold);
@@ -16,7 +18,7 @@ fn runtime_with(conf: &str, threshold: usize) -> (common::TestPlugin, Runtime) {
     (plugin, runtime)
 }
 
-fn count(plugin: &common::TestPlugin, call: &str) -> usize {
+fn count(plugin: &support::TestPlugin, call: &str) -> usize {
     plugin.log_calls().iter().filter(|c| *c == call).count()
 }
 
@@ -24,22 +26,22 @@ fn count(plugin: &common::TestPlugin, call: &str) -> usize {
 fn small_blocks_are_reused_without_calling_the_plugin() {
     let (plugin, runtime) = runtime_with("devices=1\n", 8192);
     let device = runtime.device(0).unwrap();
-    let a = common::alloc(device, 100, null_mut(), AllocKind::Default).unwrap();
-    common::free(device, a).unwrap();
-    let b = common::alloc(device, 100, null_mut(), AllocKind::Default).unwrap();
+    let a = raw_device::alloc(device, 100, null_mut(), AllocKind::Default).unwrap();
+    raw_device::free(device, a).unwrap();
+    let b = raw_device::alloc(device, 100, null_mut(), AllocKind::Default).unwrap();
     assert_eq!(a, b);
-    let big = common::alloc(device, 8193, null_mut(), AllocKind::Default).unwrap();
-    common::free(device, big).unwrap();
+    let big = raw_device::alloc(device, 8193, null_mut(), AllocKind::Default).unwrap();
+    raw_device::free(device, big).unwrap();
     // Host/shared kinds bypass the manager.
-    let host = common::alloc(device, 16, null_mut(), AllocKind::Host).unwrap();
-    common::free(device, host).unwrap();
+    let host = raw_device::alloc(device, 16, null_mut(), AllocKind::Host).unwrap();
+    raw_device::free(device, host).unwrap();
     assert_eq!(count(&plugin, "data_alloc"), 3);
     assert_eq!(
         count(&plugin, "data_delete"),
         2,
         "the big and the host block"
     );
-    common::free(device, b).unwrap();
+    raw_device::free(device, b).unwrap();
     let stats = device.memory_stats();
     assert_eq!(
         (stats.cached_blocks, stats.cached_bytes, stats.live_blocks),
@@ -56,8 +58,8 @@ fn threshold_decides_what_is_cached() {
     let (plugin, runtime) = runtime_with("devices=1\n", 64);
     let device = runtime.device(0).unwrap();
     for size in [64, 65] {
-        let p = common::alloc(device, size, null_mut(), AllocKind::Device).unwrap();
-        common::free(device, p).unwrap();
+        let p = raw_device::alloc(device, size, null_mut(), AllocKind::Device).unwrap();
+        raw_device::free(device, p).unwrap();
     }
     assert_eq!(
         count(&plugin, "data_delete"),
@@ -73,8 +75,8 @@ fn threshold_zero_disables_the_manager() {
     let (plugin, runtime) = runtime_with("devices=1\n", 0);
     let device = runtime.device(0).unwrap();
     for _ in 0..3 {
-        let p = common::alloc(device, 32, null_mut(), AllocKind::Default).unwrap();
-        common::free(device, p).unwrap();
+        let p = raw_device::alloc(device, 32, null_mut(), AllocKind::Default).unwrap();
+        raw_device::free(device, p).unwrap();
     }
     assert_eq!(count(&plugin, "data_alloc"), 3);
     assert_eq!(count(&plugin, "data_delete"), 3);
@@ -88,15 +90,15 @@ fn out_of_memory_frees_the_cache_and_retries_once() {
     let (plugin, runtime) = runtime_with("devices=1\nalloc_limit_bytes=4096\n", 8192);
     let device = runtime.device(0).unwrap();
     let blocks: Vec<_> = (0..3)
-        .map(|_| common::alloc(device, 1024, null_mut(), AllocKind::Default).unwrap())
+        .map(|_| raw_device::alloc(device, 1024, null_mut(), AllocKind::Default).unwrap())
         .collect();
     for b in blocks {
-        common::free(device, b).unwrap();
+        raw_device::free(device, b).unwrap();
     }
     assert_eq!(device.memory_stats().cached_bytes, 3072);
     // 3072 cached + 2048 > 4096 (sizes of whole classes): the first try fails, the cache is
     // returned, the retry succeeds.
-    let p = common::alloc(device, 2048, null_mut(), AllocKind::Default).unwrap();
+    let p = raw_device::alloc(device, 2048, null_mut(), AllocKind::Default).unwrap();
     let lines = plugin.log_lines();
     let tail: Vec<&str> = lines[lines.len() - 5..]
         .iter()
@@ -117,7 +119,7 @@ fn out_of_memory_frees_the_cache_and_retries_once() {
     assert_eq!(device.memory_stats().cached_blocks, 0);
 
     // Too big even with an empty cache: a clean error, nothing lost.
-    let err = common::alloc(device, 3000, null_mut(), AllocKind::Default).unwrap_err();
+    let err = raw_device::alloc(device, 3000, null_mut(), AllocKind::Default).unwrap_err();
     assert!(
         matches!(
             err,
@@ -130,7 +132,7 @@ fn out_of_memory_frees_the_cache_and_retries_once() {
         "{err}"
     );
     assert_eq!(device.live_allocations(), (1, 2048));
-    common::free(device, p).unwrap();
+    raw_device::free(device, p).unwrap();
     let report = runtime.shutdown();
     assert!(report.is_clean(), "{report}");
 }
@@ -150,10 +152,10 @@ fn drain_uses_the_batch_entry_and_reports_each_block_it_could_not_free() {
     );
     let device = runtime.device(0).unwrap();
     let blocks: Vec<_> = (0..100)
-        .map(|i| common::alloc(device, 16 << (i % 9), null_mut(), AllocKind::Default).unwrap())
+        .map(|i| raw_device::alloc(device, 16 << (i % 9), null_mut(), AllocKind::Default).unwrap())
         .collect();
     for &b in &blocks {
-        common::free(device, b).unwrap();
+        raw_device::free(device, b).unwrap();
     }
     assert_eq!(device.memory_stats().cached_blocks, 100);
     assert_eq!(count(&plugin, "data_delete"), 0);
@@ -172,10 +174,10 @@ fn drain_uses_the_batch_entry_and_reports_each_block_it_could_not_free() {
     let (_plugin, runtime) = runtime_with("devices=1\npanic_in=data_delete\n", 8192);
     let device = runtime.device(0).unwrap();
     let blocks: Vec<_> = (0..10)
-        .map(|_| common::alloc(device, 64, null_mut(), AllocKind::Default).unwrap())
+        .map(|_| raw_device::alloc(device, 64, null_mut(), AllocKind::Default).unwrap())
         .collect();
     for &b in &blocks {
-        common::free(device, b).unwrap();
+        raw_device::free(device, b).unwrap();
     }
     let report = runtime.shutdown();
     assert_eq!(report.blocks_freed, 0, "{report}");

@@ -1,7 +1,9 @@
 //! Plugin loading: failures are skipped and reported, what they set up is
 //! undone, the other plugins keep working, device numbers follow plugin
 //! order.
-mod common;
+mod raw_device;
+
+use omptarget_test_support as support;
 
 use omptarget::abi::AllocKind;
 use omptarget::{Config, Error, Runtime, SkipReason, StepOutcome, TeardownStep};
@@ -9,8 +11,8 @@ use std::ptr::null_mut;
 
 #[test]
 fn devices_are_numbered_in_plugin_order() {
-    let a = common::test_plugin("devices=2\n");
-    let b = common::test_plugin("devices=3\n");
+    let a = support::TestPlugin::isolated("devices=2\n");
+    let b = support::TestPlugin::isolated("devices=3\n");
     let runtime = Runtime::new(Config::default().with_plugins([&a.path, &b.path])).unwrap();
     assert_eq!(runtime.device_count(), 5);
     let plugins = runtime.plugins();
@@ -24,7 +26,7 @@ fn devices_are_numbered_in_plugin_order() {
         assert_eq!(device.local_id() as usize, if id < 2 { id } else { id - 2 });
     }
     // Device 3 is plugin b's device 1.
-    let p = common::alloc(
+    let p = raw_device::alloc(
         runtime.device(3).unwrap(),
         8,
         null_mut(),
@@ -33,7 +35,7 @@ fn devices_are_numbered_in_plugin_order() {
     .unwrap();
     assert!(b.log_lines().iter().any(|l| l == "init_device 1"));
     assert!(!a.log_lines().iter().any(|l| l.starts_with("init_device")));
-    common::free(runtime.device(3).unwrap(), p).unwrap();
+    raw_device::free(runtime.device(3).unwrap(), p).unwrap();
     let report = runtime.shutdown();
     assert!(report.is_clean(), "{report}");
     for plugin in [&a, &b] {
@@ -49,12 +51,12 @@ fn devices_are_numbered_in_plugin_order() {
 
 #[test]
 fn a_device_failing_init_is_reported_on_every_use_and_others_work() {
-    let plugin = common::test_plugin("devices=3\nfail_init_device=1\n");
+    let plugin = support::TestPlugin::isolated("devices=3\nfail_init_device=1\n");
     let runtime = Runtime::new(Config::default().with_plugins([&plugin.path])).unwrap();
     assert_eq!(runtime.device_count(), 3);
     let bad = runtime.device(1).unwrap();
     for _ in 0..2 {
-        match common::alloc(bad, 8, null_mut(), AllocKind::Default) {
+        match raw_device::alloc(bad, 8, null_mut(), AllocKind::Default) {
             Err(Error::DeviceInitFailed {
                 device: 1, reason, ..
             }) => {
@@ -67,8 +69,8 @@ fn a_device_failing_init_is_reported_on_every_use_and_others_work() {
     assert!(!bad.is_initialized());
     for id in [0, 2] {
         let device = runtime.device(id).unwrap();
-        let p = common::alloc(device, 8, null_mut(), AllocKind::Default).unwrap();
-        common::free(device, p).unwrap();
+        let p = raw_device::alloc(device, 8, null_mut(), AllocKind::Default).unwrap();
+        raw_device::free(device, p).unwrap();
     }
     let lines = plugin.log_lines();
     assert_eq!(
@@ -92,10 +94,10 @@ fn a_device_failing_init_is_reported_on_every_use_and_others_work() {
 
 #[test]
 fn failed_plugins_are_skipped_cleanly_and_the_rest_still_work() {
-    let failing_init = common::test_plugin("fail_init_plugin=1\n");
-    let no_devices = common::test_plugin("devices=0\n");
-    let incomplete = common::incomplete_plugin();
-    let good = common::test_plugin("devices=1\n");
+    let failing_init = support::TestPlugin::isolated("fail_init_plugin=1\n");
+    let no_devices = support::TestPlugin::isolated("devices=0\n");
+    let incomplete = support::plugin::incomplete_plugin();
+    let good = support::TestPlugin::isolated("devices=1\n");
     let missing = std::path::PathBuf::from("/nonexistent/libomptarget.rtl.none.so");
     let paths = [
         &failing_init.path,
@@ -161,8 +163,8 @@ fn failed_plugins_are_skipped_cleanly_and_the_rest_still_work() {
     assert_eq!(runtime.device_count(), 1);
     assert_eq!(runtime.plugins()[0].path, good.path);
     let device = runtime.device(0).unwrap();
-    let p = common::alloc(device, 8, null_mut(), AllocKind::Default).unwrap();
-    common::free(device, p).unwrap();
+    let p = raw_device::alloc(device, 8, null_mut(), AllocKind::Default).unwrap();
+    raw_device::free(device, p).unwrap();
     let report = runtime.shutdown();
     assert!(report.is_clean(), "{report}");
     assert!(matches!(
@@ -173,8 +175,8 @@ fn failed_plugins_are_skipped_cleanly_and_the_rest_still_work() {
 
 #[test]
 fn plugins_from_the_environment() {
-    let a = common::test_plugin("devices=1\n");
-    let b = common::test_plugin("devices=2\n");
+    let a = support::TestPlugin::isolated("devices=1\n");
+    let b = support::TestPlugin::isolated("devices=2\n");
     let list = format!("{}:{}", a.path.display(), b.path.display());
     // Only this test of this binary reads the environment.
     std::env::set_var(omptarget::config::ENV_PLUGINS, &list);
@@ -210,8 +212,8 @@ fn default_discovery_looks_next_to_the_runtime() {
 
 #[test]
 fn per_plugin_queries_for_the_openmp_layer() {
-    let a = common::test_plugin("devices=2\n");
-    let b = common::test_plugin("devices=3\n");
+    let a = support::TestPlugin::isolated("devices=2\n");
+    let b = support::TestPlugin::isolated("devices=3\n");
     let runtime = Runtime::new(Config::default().with_plugins([&a.path, &b.path])).unwrap();
     assert_eq!(runtime.plugin_count(), 2);
     let second = runtime.plugin(1).unwrap();
@@ -220,7 +222,7 @@ fn per_plugin_queries_for_the_openmp_layer() {
     assert!(runtime.plugin_device(1, 3).is_none());
     assert!(runtime.plugin(2).is_none());
 
-    let elf = std::fs::read(common::build_kernel_image("vec_add.c")).unwrap();
+    let elf = std::fs::read(support::clang::build_kernel_image("vec_add.c")).unwrap();
     let image = omptarget::image::OwnedImage::new(&elf, &["vec_add"]).unwrap();
     // SAFETY: `image` is a valid descriptor, alive here.
     assert!(unsafe { second.is_valid_binary(image.as_device_image()) });
@@ -252,7 +254,7 @@ fn per_plugin_queries_for_the_openmp_layer() {
 /// into it; once the first shuts down, a new runtime can load it again.
 #[test]
 fn a_library_used_by_a_live_runtime_is_skipped_by_another() {
-    let plugin = common::test_plugin("devices=1\n");
+    let plugin = support::TestPlugin::isolated("devices=1\n");
     let first = Runtime::new(Config::default().with_plugins([&plugin.path])).unwrap();
     assert_eq!(first.device_count(), 1);
     let calls_before = plugin.log_calls().len();
@@ -291,8 +293,8 @@ fn a_library_used_by_a_live_runtime_is_skipped_by_another() {
     let second_report = second.shutdown();
     // The first runtime still works.
     let device = first.device(0).unwrap();
-    let p = common::alloc(device, 16, null_mut(), AllocKind::Default).unwrap();
-    common::free(device, p).unwrap();
+    let p = raw_device::alloc(device, 16, null_mut(), AllocKind::Default).unwrap();
+    raw_device::free(device, p).unwrap();
     assert!(first.shutdown().is_clean());
     assert!(
         second_report.to_string().contains("another runtime"),
@@ -309,9 +311,9 @@ fn a_library_used_by_a_live_runtime_is_skipped_by_another() {
 /// plugins around it still load and number their devices from 0.
 #[test]
 fn a_plugin_claiming_two_to_the_thirty_devices_is_skipped_with_the_reason() {
-    let before = common::test_plugin("devices=1\n");
-    let huge = common::test_plugin("devices=1\nclaimed_devices=1073741824\n");
-    let after = common::test_plugin("devices=2\n");
+    let before = support::TestPlugin::isolated("devices=1\n");
+    let huge = support::TestPlugin::isolated("devices=1\nclaimed_devices=1073741824\n");
+    let after = support::TestPlugin::isolated("devices=2\n");
     let paths = [&before.path, &huge.path, &after.path];
     let runtime = Runtime::new(Config::default().with_plugins(paths)).unwrap();
 
@@ -351,8 +353,8 @@ fn a_plugin_claiming_two_to_the_thirty_devices_is_skipped_with_the_reason() {
     assert_eq!(plugins[1].path, after.path);
     for id in 0..3 {
         let device = runtime.device(id).unwrap();
-        let p = common::alloc(device, 8, null_mut(), AllocKind::Default).unwrap();
-        common::free(device, p).unwrap();
+        let p = raw_device::alloc(device, 8, null_mut(), AllocKind::Default).unwrap();
+        raw_device::free(device, p).unwrap();
     }
     let report = runtime.shutdown();
     assert!(report.is_clean(), "{report}");
@@ -363,15 +365,15 @@ fn a_plugin_claiming_two_to_the_thirty_devices_is_skipped_with_the_reason() {
 /// none; using two builds two; the teardown touches only those.
 #[test]
 fn devices_are_built_on_first_use_only() {
-    let many = common::test_plugin("devices=2\nclaimed_devices=60000\n");
+    let many = support::TestPlugin::isolated("devices=2\nclaimed_devices=60000\n");
     let runtime = Runtime::new(Config::default().with_plugins([&many.path])).unwrap();
     assert_eq!(runtime.device_count(), 60000);
     assert_eq!(runtime.devices_in_use(), 0);
     for id in [1, 0] {
         let device = runtime.device(id).unwrap();
         assert_eq!(device.id(), id);
-        let p = common::alloc(device, 8, null_mut(), AllocKind::Default).unwrap();
-        common::free(device, p).unwrap();
+        let p = raw_device::alloc(device, 8, null_mut(), AllocKind::Default).unwrap();
+        raw_device::free(device, p).unwrap();
     }
     assert!(runtime.device(60000).is_err());
     assert_eq!(runtime.devices_in_use(), 2);

@@ -2,12 +2,15 @@
 //! memory freed (cached blocks, then user leaks) before images are
 //! unloaded, before devices are deinitialised, before the plugin is, before
 //! the library is closed (`fini`).
-mod common;
+mod raw_device;
 
-use common::{first, last, TestPlugin};
+use omptarget_test_support as support;
+
 use omptarget::abi::AllocKind;
 use omptarget::image::OwnedImage;
 use omptarget::{Config, DeviceBuffer, Phase, Runtime, ShutdownReport, StepOutcome, TeardownStep};
+use support::plugin::{first, last};
+use support::TestPlugin;
 
 /// Two initialised devices (of three); device 0 with a cached block, a live
 /// user allocation and a loaded image; device 1 with a cached block.
@@ -16,8 +19,8 @@ use omptarget::{Config, DeviceBuffer, Phase, Runtime, ShutdownReport, StepOutcom
 fn populate(runtime: &Runtime, image: &OwnedImage) -> (usize, usize, usize) {
     let d0 = runtime.device(0).unwrap();
     let d1 = runtime.device(1).unwrap();
-    let cached0 = common::alloc(d0, 48, std::ptr::null_mut(), AllocKind::Default).unwrap();
-    common::free(d0, cached0).unwrap();
+    let cached0 = raw_device::alloc(d0, 48, std::ptr::null_mut(), AllocKind::Default).unwrap();
+    raw_device::free(d0, cached0).unwrap();
     let leaked = DeviceBuffer::<u64>::new(d0, 1000).unwrap(); // 8000 bytes: managed
     let leaked_addr = leaked.device_ptr().addr();
     std::mem::forget(leaked);
@@ -79,7 +82,7 @@ fn assert_teardown_order(plugin: &TestPlugin, addrs: (usize, usize, usize)) {
 }
 
 fn vec_add_image() -> OwnedImage {
-    let elf = std::fs::read(common::build_kernel_image("vec_add.c")).unwrap();
+    let elf = std::fs::read(support::clang::build_kernel_image("vec_add.c")).unwrap();
     OwnedImage::new(&elf, &["vec_add"]).unwrap()
 }
 
@@ -187,7 +190,7 @@ fn assert_report(report: &ShutdownReport, from_drop: bool) {
 
 #[test]
 fn shutdown_runs_the_steps_in_order() {
-    let plugin = common::test_plugin("devices=3\n");
+    let plugin = support::TestPlugin::isolated("devices=3\n");
     let image = vec_add_image();
     let runtime = Runtime::new(Config::default().with_plugins([&plugin.path])).unwrap();
     assert_eq!(runtime.device_count(), 3);
@@ -200,7 +203,7 @@ fn shutdown_runs_the_steps_in_order() {
 
 #[test]
 fn drop_without_shutdown_runs_the_same_teardown() {
-    let plugin = common::test_plugin("devices=3\n");
+    let plugin = support::TestPlugin::isolated("devices=3\n");
     let image = vec_add_image();
     let runtime = Runtime::new(Config::default().with_plugins([&plugin.path])).unwrap();
     let addrs = populate(&runtime, &image);
@@ -210,7 +213,7 @@ fn drop_without_shutdown_runs_the_same_teardown() {
 
 #[test]
 fn a_destroyed_plugin_is_never_called_again_and_the_losses_are_reported() {
-    let plugin = common::test_plugin("devices=3\n");
+    let plugin = support::TestPlugin::isolated("devices=3\n");
     let image = vec_add_image();
     let runtime = Runtime::new(Config::default().with_plugins([&plugin.path])).unwrap();
     let addrs = populate(&runtime, &image);
@@ -220,7 +223,7 @@ fn a_destroyed_plugin_is_never_called_again_and_the_losses_are_reported() {
     device.plugin().invoke_destruction_callback();
     assert!(!runtime.plugins()[0].alive);
     assert!(matches!(
-        common::alloc(device, 16, std::ptr::null_mut(), AllocKind::Default),
+        raw_device::alloc(device, 16, std::ptr::null_mut(), AllocKind::Default),
         Err(omptarget::Error::PluginDead { .. })
     ));
     assert!(matches!(
@@ -278,7 +281,7 @@ fn a_destroyed_plugin_is_never_called_again_and_the_losses_are_reported() {
 /// says why for both steps.
 #[test]
 fn a_plugin_still_in_use_at_deinit_is_not_closed() {
-    let plugin = common::test_plugin("devices=1\ndeinit_in_use=1\n");
+    let plugin = support::TestPlugin::isolated("devices=1\ndeinit_in_use=1\n");
     let runtime = Runtime::new(Config::default().with_plugins([&plugin.path])).unwrap();
     assert_eq!(runtime.device_count(), 1);
     let report = runtime.shutdown();

@@ -8,7 +8,7 @@
 //! `valgrind --leak-check=full --errors-for-leak-kinds=definite,indirect
 //! --show-leak-kinds=all --xml=yes`, and the XML report must show
 //! - no memory error (invalid reads/writes, bad frees, fishy arguments, ...),
-//!   except the suppressions in `c_support/valgrind.supp`, each of which
+//!   except the suppressions in `tests/support/valgrind.supp`, each of which
 //!   documents why it is not ours, and except uninitialised-value errors that
 //!   are provably not ours (next point);
 //! - uninitialised-value errors (runs use `--track-origins=yes`) are ours and
@@ -77,14 +77,13 @@
 //! run (default 600). Reports are kept as
 //! `target/omptarget/c-tests/<program>/valgrind*.xml`.
 
-mod c_support;
-
-use c_support::build::{self, Built, Toolchain};
-use c_support::exec;
-use c_support::release::Release;
-use c_support::spec::{self, Exit, Program};
-use c_support::valgrind_xml::{self, Error, Report};
-use c_support::{paths, pool, stage};
+use omptarget_test_support::exec;
+use omptarget_test_support::release::Release;
+use omptarget_test_support::suite::build::{self, Built, Toolchain};
+use omptarget_test_support::suite::pool;
+use omptarget_test_support::suite::spec::{self, Exit, Program};
+use omptarget_test_support::valgrind::{self as valgrind_xml, Error, Report};
+use omptarget_test_support::{paths, stage};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -172,7 +171,8 @@ fn detect_valgrind() -> Result<(), String> {
 fn subject() -> Subject {
     let dir = match std::env::var_os("OMPTARGET_VALGRIND_LIB_DIR") {
         Some(dir) => PathBuf::from(dir),
-        None => stage::our_lib_dir()
+        None => stage::try_staged()
+            .map(|s| s.lib_dir.clone())
             .unwrap_or_else(|e| panic!("cannot check our runtime under valgrind: {e}")),
     };
     Subject::new(dir)
@@ -188,7 +188,7 @@ fn run_under_valgrind(
     release: Release,
     xml: &Path,
 ) -> Result<(exec::RunOutput, Report), String> {
-    let supp = paths::workspace_root().join("tests/c_support/valgrind.supp");
+    let supp = valgrind_xml::suppressions();
     let mut vg_args: Vec<String> = [
         "--tool=memcheck",
         "--leak-check=full",

@@ -3,8 +3,8 @@
 //! binary descriptor holding a clang-14-compiled device object, target
 //! regions with mapped, literal and first-private arguments, data
 //! environments and updates, the `omp_target_*` API, and a clean shutdown.
-#[path = "../../tests/common/mod.rs"]
-mod common;
+
+use omptarget_test_support as support;
 
 use omptarget::abi::{map_type as mt, AllocKind, BinDesc, OffloadEntry};
 use omptarget::image::OwnedImage;
@@ -48,7 +48,7 @@ struct Binary {
 
 impl Binary {
     fn new(c_file: &str, entries: &[&str]) -> Binary {
-        let elf = std::fs::read(common::build_kernel_image(c_file)).unwrap();
+        let elf = std::fs::read(support::clang::build_kernel_image(c_file)).unwrap();
         let image = OwnedImage::new(&elf, entries).unwrap();
         let device_image = image.as_device_image();
         // SAFETY: the image is alive while `Binary` is.
@@ -109,7 +109,7 @@ const LLVM_PLUGIN: &str = "/usr/lib/llvm-14/lib/libomptarget.rtl.x86_64.so";
 
 #[test]
 fn offload_through_our_host_plugin() {
-    let plugin = common::host_plugin();
+    let plugin = support::plugin::host_plugin();
     let runtime = Runtime::new(Config::default().with_plugins([&plugin.path])).unwrap();
     target_regions_and_data(runtime);
 }
@@ -498,7 +498,7 @@ fn globals_and_ctors(runtime: Runtime) {
 
 #[test]
 fn globals_and_ctors_through_our_host_plugin() {
-    let plugin = common::host_plugin();
+    let plugin = support::plugin::host_plugin();
     let runtime = Runtime::new(Config::default().with_plugins([&plugin.path])).unwrap();
     globals_and_ctors(runtime);
 }

@@ -57,11 +57,20 @@ pub fn workspace_root() -> PathBuf {
         .to_path_buf()
 }
 
-/// Cargo's target folder (`CARGO_TARGET_DIR`, else `target/`).
+/// Cargo's target folder: `CARGO_TARGET_DIR`, else the workspace's
+/// `target/`. A relative `CARGO_TARGET_DIR` is made absolute against the
+/// current directory, as cargo does (xtask runs where cargo was invoked).
+/// The tests find the same folder another way, from their own executable
+/// (`omptarget_test_support::paths::target_dir`): a test does not know the
+/// directory cargo was invoked from.
 pub fn target_dir() -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace_root().join("target"))
+    match std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from) {
+        Some(dir) if dir.is_relative() => std::env::current_dir()
+            .expect("the current directory")
+            .join(dir),
+        Some(dir) => dir,
+        None => workspace_root().join("target"),
+    }
 }
 
 pub fn stage(release: bool) -> Result<Staged> {
@@ -69,7 +78,12 @@ pub fn stage(release: bool) -> Result<Staged> {
     let target = target_dir();
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut cmd = Command::new(cargo);
-    cmd.current_dir(&root).arg("build").arg("--quiet");
+    // The folder resolved above, for cargo too: it would resolve a relative
+    // CARGO_TARGET_DIR against `root`, not where we were invoked.
+    cmd.current_dir(&root)
+        .env("CARGO_TARGET_DIR", &target)
+        .arg("build")
+        .arg("--quiet");
     if release {
         cmd.arg("--release");
     }

@@ -3,9 +3,7 @@
 //! plugin, and the runtime keeps working. What LLVM 14 makes fatal ends
 //! the process with LLVM's own messages and abort().
 
-mod common;
-
-use common::{clang, Run, Scratch, TestPlugin, OFFLOAD};
+use omptarget_test_support::{clang::clang, clang::OFFLOAD, Run, Scratch, TestPlugin};
 
 /// What stderr must hold, line for line, in the order of the calls, after
 /// the lines of [`refused_frees`].
@@ -52,7 +50,7 @@ const EXPECTED_STDERR: &[&str] = &[
 /// allocated on 0), then the block freed twice on 0 (our lines: LLVM 14
 /// hands these to the plugin's free). Bad device numbers and null stay
 /// silent, as in LLVM.
-fn refused_frees(out: &common::Outcome) -> Vec<String> {
+fn refused_frees(out: &omptarget_test_support::Outcome) -> Vec<String> {
     let address = |key: &str| {
         let text = out.value(key);
         let hex = text.strip_prefix("0x").unwrap_or(text);

@@ -1,9 +1,7 @@
 //! `LIBOMPTARGET_DEBUG`: debug lines on stderr that name the plugin and
 //! the device; without it (or at 0) a successful run prints nothing.
 
-mod common;
-
-use common::{clang, Outcome, Run, Scratch, TestPlugin, OFFLOAD};
+use omptarget_test_support::{clang::clang, clang::OFFLOAD, Outcome, Run, Scratch, TestPlugin};
 use std::path::PathBuf;
 
 const PLUGIN: &str = "libomptarget.rtl.test.so";

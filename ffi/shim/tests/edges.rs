@@ -10,9 +10,9 @@
 //! how the runtime of commit df6a016 failed it, measured on a 2-core
 //! machine with the commands in the comment (`rate` = failed runs / runs).
 
-mod common;
-
-use common::{clang, link_shim, Outcome, Run, Scratch, TestPlugin, OFFLOAD};
+use omptarget_test_support::{
+    clang::clang, clang::link_shim, clang::OFFLOAD, valgrind, Outcome, Run, Scratch, TestPlugin,
+};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -20,7 +20,7 @@ use std::time::Duration;
 /// programs takes well under a second, and even on a 2-core machine loaded
 /// by the rest of the suite (valgrind runs beside it) a few seconds; 60 s
 /// sits far above that. No test asserts how fast a run was.
-const HANG_LIMIT: Duration = common::RUN_TIMEOUT;
+const HANG_LIMIT: Duration = omptarget_test_support::run::RUN_TIMEOUT;
 
 /// Build `source` (a file of `ffi/shim/tests/c/`) as an offload program
 /// for the host device, with pthreads.
@@ -570,11 +570,6 @@ fn an_unusable_tmpdir_does_not_stop_offloading() {
     assert_eq!(out.stderr, "", "{out}");
 }
 
-/// Valgrind's XML report reader, shared with the root crate's tests.
-#[path = "../../../tests/c_support/valgrind_xml.rs"]
-#[allow(dead_code)]
-mod valgrind_xml;
-
 /// Our libraries: a leak charged to one of them is ours.
 const OURS: &[&str] = &["libomptarget.so", "libomptarget.rtl.x86_64.so"];
 
@@ -628,7 +623,7 @@ fn scenario<'a>(
 /// programs' busy threads) may hold the CPU for long stretches, which made
 /// a run's time a matter of luck.
 fn check_under_valgrind(scratch: &Scratch, s: UnderValgrind<'_>) {
-    let supp = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/c_support/valgrind.supp");
+    let supp = valgrind::suppressions();
     let dir = scratch.join(&format!("vg-{}", s.name));
     std::fs::create_dir_all(&dir).unwrap();
     let limit = Duration::from_secs(s.cost_s * u64::from(VALGRIND_LIMIT_FACTOR)).max(HANG_LIMIT);
@@ -662,12 +657,12 @@ fn check_under_valgrind(scratch: &Scratch, s: UnderValgrind<'_>) {
         problems.push("no valgrind report".into());
     }
     for xml in &reports {
-        let report = valgrind_xml::parse(&std::fs::read_to_string(xml).unwrap());
+        let report = valgrind::parse(&std::fs::read_to_string(xml).unwrap());
         if !report.finished {
             problems.push(format!("{}: the report is incomplete", xml.display()));
         }
         for e in &report.errors {
-            let ours = valgrind_xml::owner(&e.stack)
+            let ours = valgrind::owner(&e.stack)
                 .and_then(|o| o.rsplit('/').next())
                 .is_some_and(|file| OURS.contains(&file));
             if !e.is_leak() || ours {

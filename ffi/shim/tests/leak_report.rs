@@ -2,13 +2,11 @@
 //! leaks on purpose gets a report naming each leak, its size and host
 //! range, and the source line of the call that made it.
 
-mod common;
-
-use common::{c_source, clang, Run, Scratch, OFFLOAD};
+use omptarget_test_support::{clang::clang, clang::OFFLOAD, paths::shim_c_source, Run, Scratch};
 
 /// The line of `ffi/shim/tests/c/leaky.c` that carries `marker`.
 fn line_of(marker: &str) -> usize {
-    let source = std::fs::read_to_string(c_source("leaky.c")).unwrap();
+    let source = std::fs::read_to_string(shim_c_source("leaky.c")).unwrap();
     source
         .lines()
         .position(|l| l.contains(marker))

@@ -3,9 +3,10 @@
 //! teardown order at exit, a fresh runtime after the last unregister, the
 //! finalizer safety net, and no runtime before the first call.
 
-mod common;
-
-use common::{clang, has_dynamic_symbol, link_shim, CallLog, Run, Scratch, TestPlugin, OFFLOAD};
+use omptarget_test_support::{
+    clang::clang, clang::has_dynamic_symbol, clang::link_shim, clang::OFFLOAD, CallLog, Run,
+    Scratch, TestPlugin,
+};
 
 /// The index of the only line calling `name`.
 fn only(log: &CallLog, name: &str) -> usize {

@@ -2,9 +2,7 @@
 //! plugin's conf: the program still ends normally and the teardown still
 //! closes the library.
 
-mod common;
-
-use common::{clang, Run, Scratch, TestPlugin, OFFLOAD};
+use omptarget_test_support::{clang::clang, clang::OFFLOAD, Run, Scratch, TestPlugin};
 
 /// A plugin whose initialisation fails is closed at once; LLVM 14 then
 /// has no device and runs the region on the host. The runtime lives until

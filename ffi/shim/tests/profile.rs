@@ -2,9 +2,7 @@
 //! parsed back: its events, their nesting (each operation contains the
 //! plugin call beneath it) and the bytes it moved.
 
-mod common;
-
-use common::{clang, Run, Scratch, OFFLOAD};
+use omptarget_test_support::{clang::clang, clang::OFFLOAD, Run, Scratch};
 use serde_json::Value;
 
 /// One complete event of the trace.
@@ -24,7 +22,7 @@ impl Ev {
     }
 }
 
-fn run_profiled(label: &str, args: &[&str]) -> (common::Outcome, Vec<Ev>) {
+fn run_profiled(label: &str, args: &[&str]) -> (omptarget_test_support::Outcome, Vec<Ev>) {
     let scratch = Scratch::new(label);
     let program = scratch.join("profiled");
     clang(&["profiled.c"], &program, OFFLOAD, &[]);
@@ -106,7 +104,9 @@ fn the_trace_has_every_operation_nested_with_its_plugin_call_and_bytes() {
         "{launches:?}"
     );
     // Clang names the kernel after the function and the line of its pragma.
-    let source = std::fs::read_to_string(common::c_source("profiled.c")).unwrap();
+    let source =
+        std::fs::read_to_string(omptarget_test_support::paths::shim_c_source("profiled.c"))
+            .unwrap();
     let line = source
         .lines()
         .position(|l| l.contains("omp target teams"))

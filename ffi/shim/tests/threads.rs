@@ -2,9 +2,7 @@
 //! no deadlock (every run has a timeout), each device initialised and
 //! loaded exactly once, and a clean teardown afterwards.
 
-mod common;
-
-use common::{clang, CallLog, Run, Scratch, TestPlugin, OFFLOAD};
+use omptarget_test_support::{clang::clang, clang::OFFLOAD, CallLog, Run, Scratch, TestPlugin};
 use std::time::Duration;
 
 const DEVICES: usize = 4;
@@ -99,14 +97,17 @@ fn pthreads_offload_concurrently_on_the_discovered_host_plugin() {
 
 /// Build `api_during_dlopen.c` and the offload library it cycles, and run
 /// it (`mode` is its optional second argument) on a one-device test plugin.
-fn run_api_during_dlopen(label: &str, mode: Option<&str>) -> (common::Outcome, TestPlugin) {
+fn run_api_during_dlopen(
+    label: &str,
+    mode: Option<&str>,
+) -> (omptarget_test_support::Outcome, TestPlugin) {
     let scratch = Scratch::new(label);
     let lib = scratch.join("liboffload_sum.so");
     let mut lib_flags = OFFLOAD.to_vec();
     lib_flags.extend(["-shared", "-fPIC"]);
     clang(&["offload_sum_lib.c"], &lib, &lib_flags, &[]);
     let program = scratch.join("api_during_dlopen");
-    let mut libs = common::link_shim();
+    let mut libs = omptarget_test_support::clang::link_shim();
     libs.extend(["-fopenmp".to_owned(), "-ldl".to_owned()]);
     let libs: Vec<&str> = libs.iter().map(String::as_str).collect();
     clang(

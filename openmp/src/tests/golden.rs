@@ -12,7 +12,10 @@
 //! and review `git diff openmp/tests/fixtures`: every change must be one
 //! LLVM 14 makes too, since the files stand for its output.
 
+// Addresses become `0xADDR`: the tests' one rule, which the C differential
+// suite uses too.
 use super::*;
+use omptarget_test_support::compare::normalise_addresses;
 
 /// Compare `actual` with the golden file `tests/fixtures/$name`, or, with
 /// `OMPTARGET_BLESS=1`, write `actual` to it (see the module docs).
@@ -45,29 +48,6 @@ unsafe extern "C" fn member_b_mapper(
     // SAFETY: the runtime calls this mapper with the live handle of its
     // `collect`, used on this thread only.
     unsafe { push_mapper_component(handle, base, b, 8, map_type & (mt::TO | mt::FROM), name) };
-}
-
-/// Replace every `0x` + 16 hex digits by `ADDR`.
-fn normalize_addresses(text: &str) -> String {
-    let mut out = String::new();
-    let mut rest = text;
-    while let Some(at) = rest.find("0x") {
-        let candidate = &rest[at + 2..];
-        let hex_len = candidate
-            .chars()
-            .take_while(|c| c.is_ascii_hexdigit())
-            .count();
-        out.push_str(&rest[..at]);
-        if hex_len == 16 {
-            out.push_str("ADDR");
-            rest = &candidate[16..];
-        } else {
-            out.push_str("0x");
-            rest = candidate;
-        }
-    }
-    out.push_str(rest);
-    out
 }
 
 /// The INFO output of LLVM 14's libomptarget (LIBOMPTARGET_INFO=-1) for a
@@ -111,7 +91,7 @@ fn mapper_program_info_output_matches_llvm() {
         assert_eq!(off.target_is_present(p as *const c_void, 0), 0);
     }
     off.dump_mappings_at_exit();
-    check_golden!("golden_mapper_info.txt", normalize_addresses(&w.stderr()));
+    check_golden!("golden_mapper_info.txt", normalise_addresses(&w.stderr()));
 }
 
 #[repr(C)]
@@ -212,7 +192,7 @@ fn struct_pointer_program_info_output_matches_llvm() {
     // SAFETY: `g` is the binary's global, 4 live `i32`.
     assert_eq!(unsafe { *g }, 11);
     off.dump_mappings_at_exit();
-    check_golden!("golden_ptr_info.txt", normalize_addresses(&w.stderr()));
+    check_golden!("golden_ptr_info.txt", normalise_addresses(&w.stderr()));
 }
 
 #[test]
@@ -322,7 +302,7 @@ fn data_directives_program_info_output_matches_llvm() {
     assert_eq!((a[2], a[5]), (2, 5));
     assert_eq!((b[0], b[7]), (0, 7));
     off.dump_mappings_at_exit();
-    check_golden!("golden_mix_info.txt", normalize_addresses(&w.stderr()));
+    check_golden!("golden_mix_info.txt", normalise_addresses(&w.stderr()));
 }
 
 /// LLVM 14's INFO output and results for a strided `target update` (clang
@@ -425,6 +405,6 @@ fn strided_update_program_matches_llvm() {
     off.dump_mappings_at_exit();
     check_golden!(
         "golden_noncontig_info.txt",
-        normalize_addresses(&w.stderr())
+        normalise_addresses(&w.stderr())
     );
 }

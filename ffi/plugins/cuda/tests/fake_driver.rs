@@ -2,28 +2,27 @@
 //! a `libcuda.so.1` on host memory that records every call and checks
 //! CUDA's ordering rules), through the Rust runtime.
 //!
-//! Each test runs its scenario in a child process (`common::run_child`):
+//! Each test runs its scenario in a child process (`cuda::run_child`):
 //! the parent builds the fake driver, points `LD_LIBRARY_PATH` at it and
 //! reads the driver's log and the child's output afterwards.
-mod common;
-
-use common::{first, last, log_lines, Sym};
 use omptarget::{Config, DeviceBuffer, Image, Kernel, LaunchConfig, PtrMut, Runtime};
+use omptarget_test_support::cuda;
+use omptarget_test_support::cuda::{first, last, log_lines, Sym};
 use std::path::Path;
 
 /// A runtime with the CUDA plugin only.
 fn cuda_runtime() -> Runtime {
-    Runtime::new(Config::default().with_plugins([common::cuda_plugin()])).unwrap()
+    Runtime::new(Config::default().with_plugins([cuda::cuda_plugin()])).unwrap()
 }
 
 fn run(name: &str, log: &Path, env: &[(&str, &str)]) -> (String, String, Vec<String>) {
-    let dir = common::fake_driver_dir(&[]);
+    let dir = cuda::fake_driver_dir(&[]);
     let log_s = log.to_str().unwrap();
     let mut all = vec![("FAKE_CUDA_LOG", log_s)];
     all.extend_from_slice(env);
-    let out = common::run_child(name, &dir, &all);
+    let out = cuda::run_child(name, &dir, &all);
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let stderr = common::child_stderr(&out);
+    let stderr = cuda::child_stderr(&out);
     assert!(out.status.success(), "child failed:\n{stdout}\n{stderr}");
     (stdout, stderr, log_lines(log))
 }
@@ -38,12 +37,12 @@ fn no_violations(lines: &[String]) {
 
 #[test]
 fn shutdown_releases_everything_in_the_documented_order() {
-    if common::in_child() {
+    if cuda::in_child() {
         let runtime = cuda_runtime();
         let device = runtime.device(0).unwrap();
         let image = Image::load(
             device,
-            &common::test_cubin(90),
+            &cuda::test_cubin(90),
             &["spmd_kernel", "generic_kernel", "counter"],
         )
         .unwrap();
@@ -90,7 +89,7 @@ fn shutdown_releases_everything_in_the_documented_order() {
         println!("REPORT\n{report}");
         return;
     }
-    let log = common::log_path("order");
+    let log = cuda::log_path("order");
     let (stdout, stderr, lines) = run(
         "shutdown_releases_everything_in_the_documented_order",
         &log,
@@ -164,7 +163,7 @@ fn shutdown_releases_everything_in_the_documented_order() {
 
 #[test]
 fn out_of_memory_makes_the_memory_manager_free_its_cache_and_retry() {
-    if common::in_child() {
+    if cuda::in_child() {
         let runtime = cuda_runtime();
         let device = runtime.device(0).unwrap();
         let blocks: Vec<_> = (0..3)
@@ -181,7 +180,7 @@ fn out_of_memory_makes_the_memory_manager_free_its_cache_and_retry() {
         assert!(report.is_clean(), "{report}");
         return;
     }
-    let log = common::log_path("oom");
+    let log = cuda::log_path("oom");
     let (_, stderr, lines) = run(
         "out_of_memory_makes_the_memory_manager_free_its_cache_and_retry",
         &log,
@@ -212,10 +211,10 @@ fn out_of_memory_makes_the_memory_manager_free_its_cache_and_retry() {
 
 #[test]
 fn a_failing_cu_init_means_no_devices_and_a_debug_line() {
-    if common::in_child() {
+    if cuda::in_child() {
         let runtime = Runtime::new(
             Config::default()
-                .with_plugins([common::host_plugin(), common::cuda_plugin()])
+                .with_plugins([cuda::host_plugin(), cuda::cuda_plugin()])
                 .with_require_a_plugin(false),
         )
         .unwrap();
@@ -225,7 +224,7 @@ fn a_failing_cu_init_means_no_devices_and_a_debug_line() {
         return;
     }
     for debug in ["0", "1"] {
-        let log = common::log_path(&format!("init{debug}"));
+        let log = cuda::log_path(&format!("init{debug}"));
         let (stdout, stderr, lines) = run(
             "a_failing_cu_init_means_no_devices_and_a_debug_line",
             &log,
@@ -257,10 +256,10 @@ fn a_failing_cu_init_means_no_devices_and_a_debug_line() {
 
 #[test]
 fn a_driver_missing_a_symbol_means_no_devices_and_a_debug_line() {
-    if common::in_child() {
+    if cuda::in_child() {
         let runtime = Runtime::new(
             Config::default()
-                .with_plugins([common::cuda_plugin()])
+                .with_plugins([cuda::cuda_plugin()])
                 .with_require_a_plugin(false),
         )
         .unwrap();
@@ -268,9 +267,9 @@ fn a_driver_missing_a_symbol_means_no_devices_and_a_debug_line() {
         let _ = runtime.shutdown();
         return;
     }
-    let dir = common::fake_driver_dir(&["-DFAKE_OMIT_MODULE_UNLOAD"]);
-    let log = common::log_path("symbol");
-    let out = common::run_child(
+    let dir = cuda::fake_driver_dir(&["-DFAKE_OMIT_MODULE_UNLOAD"]);
+    let log = cuda::log_path("symbol");
+    let out = cuda::run_child(
         "a_driver_missing_a_symbol_means_no_devices_and_a_debug_line",
         &dir,
         &[
@@ -279,7 +278,7 @@ fn a_driver_missing_a_symbol_means_no_devices_and_a_debug_line() {
         ],
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = common::child_stderr(&out);
+    let stderr = cuda::child_stderr(&out);
     assert!(out.status.success(), "{stdout}\n{stderr}");
     assert!(stdout.contains("DEVICES 0"), "{stdout}");
     assert!(
@@ -292,9 +291,9 @@ fn a_driver_missing_a_symbol_means_no_devices_and_a_debug_line() {
 
 #[test]
 fn no_driver_means_no_devices_silence_and_exit_0() {
-    if common::in_child() {
+    if cuda::in_child() {
         let runtime = Runtime::new(
-            Config::default().with_plugins([common::host_plugin(), common::cuda_plugin()]),
+            Config::default().with_plugins([cuda::host_plugin(), cuda::cuda_plugin()]),
         )
         .unwrap();
         println!("DEVICES {}", runtime.device_count());
@@ -303,13 +302,13 @@ fn no_driver_means_no_devices_silence_and_exit_0() {
         println!("REPORT\n{report}");
         return;
     }
-    let out = common::run_child(
+    let out = cuda::run_child(
         "no_driver_means_no_devices_silence_and_exit_0",
-        &common::empty_dir(),
+        &cuda::empty_dir(),
         &[],
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = common::child_stderr(&out);
+    let stderr = cuda::child_stderr(&out);
     assert!(out.status.success(), "{stdout}\n{stderr}");
     // The host plugin's 4 devices, none from CUDA, and not a word.
     assert!(stdout.contains("DEVICES 4"), "{stdout}");
@@ -319,18 +318,18 @@ fn no_driver_means_no_devices_silence_and_exit_0() {
 
 #[test]
 fn an_image_for_another_architecture_is_refused_with_the_reason() {
-    if common::in_child() {
+    if cuda::in_child() {
         let runtime = cuda_runtime();
         let device = runtime.device(0).unwrap();
         // sm_80 does not run on the fake sm_90 device (another major).
-        let sm80 = common::cubin(80, &[Sym::Function("k")]);
+        let sm80 = cuda::cubin(80, &[Sym::Function("k")]);
         let err = Image::load(device, &sm80, &["k"]).unwrap_err().to_string();
         println!("ERROR {err}");
         let report = runtime.shutdown();
         assert!(report.is_clean(), "{report}");
         return;
     }
-    let log = common::log_path("arch");
+    let log = cuda::log_path("arch");
     let (stdout, _, lines) = run(
         "an_image_for_another_architecture_is_refused_with_the_reason",
         &log,
@@ -348,7 +347,7 @@ fn an_image_for_another_architecture_is_refused_with_the_reason() {
 
 #[test]
 fn two_devices_exchange_data_and_release_both_contexts() {
-    if common::in_child() {
+    if cuda::in_child() {
         let runtime = cuda_runtime();
         assert_eq!(runtime.device_count(), 2);
         let (d0, d1) = (runtime.device(0).unwrap(), runtime.device(1).unwrap());
@@ -358,14 +357,14 @@ fn two_devices_exchange_data_and_release_both_contexts() {
         b.copy_from(&a).unwrap();
         assert_eq!(b.to_vec().unwrap(), [1, 2, 3, 4]);
         // An image unloaded while the runtime lives: its module goes then.
-        let image = Image::load(d1, &common::test_cubin(90), &["spmd_kernel"]).unwrap();
+        let image = Image::load(d1, &cuda::test_cubin(90), &["spmd_kernel"]).unwrap();
         assert!(image.unload().unwrap());
         drop((a, b));
         let report = runtime.shutdown();
         assert!(report.is_clean(), "{report}");
         return;
     }
-    let log = common::log_path("two");
+    let log = cuda::log_path("two");
     let (_, stderr, lines) = run(
         "two_devices_exchange_data_and_release_both_contexts",
         &log,
@@ -397,10 +396,10 @@ fn two_devices_exchange_data_and_release_both_contexts() {
 
 #[test]
 fn a_plugin_destroyed_before_the_runtime_is_never_called_again() {
-    if common::in_child() {
+    if cuda::in_child() {
         let runtime = cuda_runtime();
         let device = runtime.device(0).unwrap();
-        let image = Image::load(device, &common::test_cubin(90), &["spmd_kernel"]).unwrap();
+        let image = Image::load(device, &cuda::test_cubin(90), &["spmd_kernel"]).unwrap();
         let live = DeviceBuffer::<u8>::new(device, 4096).unwrap();
         std::mem::forget((live, image));
         // What the plugin library's safety net does when it goes away
@@ -413,7 +412,7 @@ fn a_plugin_destroyed_before_the_runtime_is_never_called_again() {
         println!("REPORT\n{report}");
         return;
     }
-    let log = common::log_path("destroyed");
+    let log = cuda::log_path("destroyed");
     let (stdout, _, lines) = run(
         "a_plugin_destroyed_before_the_runtime_is_never_called_again",
         &log,

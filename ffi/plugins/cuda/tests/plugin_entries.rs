@@ -2,17 +2,16 @@
 //! would), against the fake driver: the plugin's own teardown order with
 //! everything still held, one stream per queue, and a driver that is gone
 //! before the teardown (`CUDA_ERROR_DEINITIALIZED`).
-mod common;
-
-use common::{first, last, log_lines};
 use omptarget_plugin_kit::abi::{AsyncInfo, OFFLOAD_FAIL, OFFLOAD_SUCCESS};
 use omptarget_plugin_kit::testing::{ImageFixture, Plugin};
+use omptarget_test_support::cuda;
+use omptarget_test_support::cuda::{first, last, log_lines};
 use std::ffi::c_void;
 use std::path::Path;
 
 fn fixture() -> ImageFixture {
     ImageFixture::new(
-        common::test_cubin(90),
+        cuda::test_cubin(90),
         &[("spmd_kernel", 0), ("generic_kernel", 0), ("counter", 4)],
     )
 }
@@ -20,7 +19,7 @@ fn fixture() -> ImageFixture {
 /// Open the plugin, load the image on device 0 and allocate one block of
 /// each kind; returns the plugin and the fixture (kept alive).
 fn set_up() -> (Plugin, ImageFixture, Vec<*mut c_void>) {
-    let plugin = Plugin::open(&common::cuda_plugin());
+    let plugin = Plugin::open(&cuda::cuda_plugin());
     // SAFETY: the plugin's entries, called as a runtime does.
     unsafe {
         assert_eq!((plugin.init_plugin.unwrap())(), OFFLOAD_SUCCESS);
@@ -40,9 +39,9 @@ fn set_up() -> (Plugin, ImageFixture, Vec<*mut c_void>) {
 }
 
 fn run(name: &str, log: &Path) -> (std::process::Output, Vec<String>) {
-    let out = common::run_child(
+    let out = cuda::run_child(
         name,
-        &common::fake_driver_dir(&[]),
+        &cuda::fake_driver_dir(&[]),
         &[("FAKE_CUDA_LOG", log.to_str().unwrap())],
     );
     (out, log_lines(log))
@@ -50,7 +49,7 @@ fn run(name: &str, log: &Path) -> (std::process::Output, Vec<String>) {
 
 #[test]
 fn deinit_device_releases_in_order_what_the_runtime_left() {
-    if common::in_child() {
+    if cuda::in_child() {
         let (plugin, _image, blocks) = set_up();
         let host = [1u8; 64];
         let mut queue = AsyncInfo {
@@ -72,7 +71,7 @@ fn deinit_device_releases_in_order_what_the_runtime_left() {
         // An event the runtime never destroys.
         // SAFETY: the plugin's own entry, of LLVM's `__tgt_rtl_create_event` type.
         unsafe {
-            let library = libloading::Library::new(common::cuda_plugin()).unwrap();
+            let library = libloading::Library::new(cuda::cuda_plugin()).unwrap();
             let create: libloading::Symbol<omptarget_plugin_kit::abi::plugin::CreateEventFn> =
                 library.get(b"__tgt_rtl_create_event").unwrap();
             let mut event = std::ptr::null_mut();
@@ -88,12 +87,12 @@ fn deinit_device_releases_in_order_what_the_runtime_left() {
         plugin.close();
         return;
     }
-    let log = common::log_path("plugin-order");
+    let log = cuda::log_path("plugin-order");
     let (out, lines) = run(
         "deinit_device_releases_in_order_what_the_runtime_left",
         &log,
     );
-    assert!(out.status.success(), "{}", common::child_stderr(&out));
+    assert!(out.status.success(), "{}", cuda::child_stderr(&out));
     assert!(
         !lines.iter().any(|l| l.starts_with("VIOLATION")),
         "{lines:#?}"
@@ -135,7 +134,7 @@ fn deinit_device_releases_in_order_what_the_runtime_left() {
 
 #[test]
 fn each_queue_gets_its_own_stream_until_synchronised() {
-    if common::in_child() {
+    if cuda::in_child() {
         let (plugin, _image, blocks) = set_up();
         let input = [7u8; 64];
         let mut output = [0u8; 64];
@@ -186,9 +185,9 @@ fn each_queue_gets_its_own_stream_until_synchronised() {
         plugin.close();
         return;
     }
-    let log = common::log_path("queues");
+    let log = cuda::log_path("queues");
     let (out, lines) = run("each_queue_gets_its_own_stream_until_synchronised", &log);
-    let stderr = common::child_stderr(&out);
+    let stderr = cuda::child_stderr(&out);
     assert!(out.status.success(), "{stderr}");
     assert!(
         !lines.iter().any(|l| l.starts_with("VIOLATION")),
@@ -213,7 +212,7 @@ fn each_queue_gets_its_own_stream_until_synchronised() {
 
 #[test]
 fn a_driver_gone_before_teardown_is_reported_never_fatal() {
-    if common::in_child() {
+    if cuda::in_child() {
         let (plugin, _image, _blocks) = set_up();
         // The driver shuts down first (as at process exit).
         // SAFETY: the fake driver the plugin loaded; its test hook takes
@@ -233,12 +232,12 @@ fn a_driver_gone_before_teardown_is_reported_never_fatal() {
         println!("EXITING");
         return;
     }
-    let log = common::log_path("deinitialized");
+    let log = cuda::log_path("deinitialized");
     let (out, lines) = run(
         "a_driver_gone_before_teardown_is_reported_never_fatal",
         &log,
     );
-    let stderr = common::child_stderr(&out);
+    let stderr = cuda::child_stderr(&out);
     assert!(out.status.success(), "{stderr}");
     assert!(String::from_utf8_lossy(&out.stdout).contains("EXITING"));
     assert!(
@@ -264,8 +263,8 @@ const REDUCTION: &str = "__omp_offloading_fe00_5121a9_main_l30";
 
 #[test]
 fn a_real_clang_19_image_gets_its_launch_environment() {
-    if common::in_child() {
-        let plugin = Plugin::open(&common::cuda_plugin());
+    if cuda::in_child() {
+        let plugin = Plugin::open(&cuda::cuda_plugin());
         let image = ImageFixture::new(CLANG19_SAXPY.to_vec(), &[(SAXPY, 0), (REDUCTION, 0)]);
         // SAFETY: the plugin's entries, called as a runtime does, with a
         // valid image and argument arrays of `args.len()` elements.
@@ -300,9 +299,9 @@ fn a_real_clang_19_image_gets_its_launch_environment() {
         plugin.close();
         return;
     }
-    let log = common::log_path("clang19");
+    let log = cuda::log_path("clang19");
     let (out, lines) = run("a_real_clang_19_image_gets_its_launch_environment", &log);
-    assert!(out.status.success(), "{}", common::child_stderr(&out));
+    assert!(out.status.success(), "{}", cuda::child_stderr(&out));
     assert!(
         !lines.iter().any(|l| l.starts_with("VIOLATION")),
         "{lines:#?}"
@@ -347,7 +346,7 @@ fn a_real_clang_19_image_gets_its_launch_environment() {
 /// of each), and still no rule broken in the driver.
 #[test]
 fn the_plugin_under_valgrind_loses_nothing() {
-    if common::in_child() {
+    if cuda::in_child() {
         return;
     }
     if std::process::Command::new("valgrind")
@@ -365,7 +364,7 @@ fn the_plugin_under_valgrind_loses_nothing() {
         "each_queue_gets_its_own_stream_until_synchronised",
         "a_real_clang_19_image_gets_its_launch_environment",
     ] {
-        let log = common::log_path(&format!("valgrind-{scenario}"));
+        let log = cuda::log_path(&format!("valgrind-{scenario}"));
         let out = std::process::Command::new("valgrind")
             .args([
                 "-q",
@@ -376,7 +375,7 @@ fn the_plugin_under_valgrind_loses_nothing() {
             .arg(&exe)
             .args([scenario, "--exact", "--test-threads=1"])
             .env("CUDA_TEST_CHILD", "1")
-            .env("LD_LIBRARY_PATH", common::fake_driver_dir(&[]))
+            .env("LD_LIBRARY_PATH", cuda::fake_driver_dir(&[]))
             .env("FAKE_CUDA_LOG", &log)
             .output()
             .unwrap();

@@ -5,9 +5,8 @@
 //! call into a context after its last release; with the driver already
 //! gone it must report and exit 0. Also: a clang-14 program runs on the
 //! host plugin with the CUDA plugin staged beside it and no driver.
-mod common;
-
-use common::{first, log_lines};
+use omptarget_test_support::cuda;
+use omptarget_test_support::cuda::{first, log_lines};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -28,13 +27,18 @@ fn build_seed_program() -> PathBuf {
         .args(["-O1", "-Wall", "-o"])
         .arg(&exe)
         .arg(&src)
-        .arg(common::lib_dir().join("libomptarget.so"))
+        .arg(
+            omptarget_test_support::staged()
+                .lib_dir
+                .as_path()
+                .join("libomptarget.so"),
+        )
         .arg("-ldl")
         .status()
         .expect("running cc");
     assert!(status.success(), "building seed.c failed");
     let image = dir.join("image.cubin");
-    std::fs::write(&image, common::test_cubin(90)).unwrap();
+    std::fs::write(&image, cuda::test_cubin(90)).unwrap();
     exe
 }
 
@@ -43,8 +47,8 @@ fn run_seed(mode: &str, log: &Path) -> std::process::Output {
     let image = exe.with_file_name("image.cubin");
     let path = format!(
         "{}:{}",
-        common::fake_driver_dir(&[]).display(),
-        common::lib_dir().display()
+        cuda::fake_driver_dir(&[]).display(),
+        omptarget_test_support::staged().lib_dir.as_path().display()
     );
     Command::new(&exe)
         .arg(&image)
@@ -60,7 +64,7 @@ fn run_seed(mode: &str, log: &Path) -> std::process::Output {
 
 #[test]
 fn exit_with_live_device_memory_frees_it_all_before_the_context_goes() {
-    let log = common::log_path("seed");
+    let log = cuda::log_path("seed");
     let out = run_seed("", &log);
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -95,7 +99,7 @@ fn exit_with_live_device_memory_frees_it_all_before_the_context_goes() {
 
 #[test]
 fn exit_after_the_driver_is_gone_reports_and_exits_0() {
-    let log = common::log_path("seed-gone");
+    let log = cuda::log_path("seed-gone");
     let out = run_seed("driver-gone", &log);
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -116,7 +120,7 @@ fn a_clang_14_program_runs_on_the_host_plugin_beside_a_cuda_plugin_without_a_dri
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("c14-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let exe = dir.join("saxpy");
-    let src = common::workspace_root().join("examples/c/saxpy_offload.c");
+    let src = omptarget_test_support::paths::workspace_root().join("examples/c/saxpy_offload.c");
     let status = Command::new("clang-14")
         .args([
             "-fopenmp",
@@ -137,8 +141,8 @@ fn a_clang_14_program_runs_on_the_host_plugin_beside_a_cuda_plugin_without_a_dri
     }
     let path = format!(
         "{}:{}",
-        common::empty_dir().display(),
-        common::lib_dir().display()
+        cuda::empty_dir().display(),
+        omptarget_test_support::staged().lib_dir.as_path().display()
     );
     let run = |report: bool| {
         let mut cmd = Command::new(&exe);
@@ -205,7 +209,9 @@ fn a_clang_14_program_runs_on_the_host_plugin_beside_a_cuda_plugin_without_a_dri
 fn a_clang_19_program_runs_through_the_fake_driver() {
     let exe =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/offload_check_clang19_sm90");
-    let llvm19 = common::lib_dir()
+    let llvm19 = omptarget_test_support::staged()
+        .lib_dir
+        .as_path()
         .parent()
         .unwrap()
         .join("llvm-releases/root/usr/lib/llvm-19/lib");
@@ -218,11 +224,11 @@ fn a_clang_19_program_runs_through_the_fake_driver() {
         eprintln!("skipped: no LLVM 19 libomp (cargo xtask deps unpacks it)");
         return;
     }
-    let log = common::log_path("clang19-program");
+    let log = cuda::log_path("clang19-program");
     let path = format!(
         "{}:{}:{}",
-        common::fake_driver_dir(&[]).display(),
-        common::lib_dir().display(),
+        cuda::fake_driver_dir(&[]).display(),
+        omptarget_test_support::staged().lib_dir.as_path().display(),
         llvm19.display()
     );
     let out = Command::new(&exe)

@@ -1,0 +1,168 @@
+//! Running a program the way the C-level tests do: a clean offload
+//! environment, the staged `libomptarget.so` first on `LD_LIBRARY_PATH`,
+//! and a hang limit ([`Run`], [`Outcome`]). [`clean_offload_env`] is the
+//! one environment rule, shared with [`crate::exec`].
+
+use crate::scratch::Scratch;
+use crate::stage::staged;
+use crate::TestPlugin;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+/// The default hang limit of one program run; every run has one.
+pub const RUN_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Prefixes of inherited variables removed from a program's environment:
+/// they change how libomp, libomptarget, our runtime or the loader behave
+/// or what they print; a test sets the ones it means.
+pub const SCRUBBED_PREFIXES: &[&str] = &["LIBOMPTARGET_", "OMPTARGET_", "OMP_", "KMP_", "LD_"];
+/// Inherited variables removed besides those.
+pub const SCRUBBED: &[&str] = &["RUST_BACKTRACE"];
+
+/// Removes the inherited variables that [`SCRUBBED_PREFIXES`] and
+/// [`SCRUBBED`] name from `cmd`'s environment.
+pub fn clean_offload_env(cmd: &mut Command) {
+    for (key, _) in std::env::vars_os() {
+        let key_text = key.to_string_lossy();
+        if SCRUBBED_PREFIXES.iter().any(|p| key_text.starts_with(p))
+            || SCRUBBED.contains(&key_text.as_ref())
+        {
+            cmd.env_remove(&key);
+        }
+    }
+}
+
+/// One program run to set up.
+pub struct Run {
+    cmd: Command,
+    timeout: Duration,
+    scratch_out: PathBuf,
+}
+
+impl Run {
+    /// Run `program` from `scratch` with the staged shim on
+    /// `LD_LIBRARY_PATH` and no inherited offload settings.
+    pub fn new(scratch: &Scratch, program: &Path) -> Self {
+        let mut cmd = Command::new(program);
+        clean_offload_env(&mut cmd);
+        cmd.current_dir(scratch.path())
+            .env("LD_LIBRARY_PATH", &staged().lib_dir)
+            .stdin(Stdio::null());
+        Run {
+            cmd,
+            timeout: RUN_TIMEOUT,
+            scratch_out: scratch.path().to_owned(),
+        }
+    }
+
+    /// Use `plugin` instead of the discovered plugins.
+    pub fn plugin(self, plugin: &TestPlugin) -> Self {
+        self.env("OMPTARGET_PLUGINS", &plugin.path)
+    }
+
+    pub fn env(mut self, key: &str, value: impl AsRef<std::ffi::OsStr>) -> Self {
+        self.cmd.env(key, value);
+        self
+    }
+
+    pub fn arg(mut self, arg: impl AsRef<std::ffi::OsStr>) -> Self {
+        self.cmd.arg(arg);
+        self
+    }
+
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Run to the end, or kill it at the timeout (a failed test: hang or
+    /// deadlock).
+    pub fn run(mut self) -> Outcome {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let out_path = self.scratch_out.join(format!("run{n}.stdout"));
+        let err_path = self.scratch_out.join(format!("run{n}.stderr"));
+        let out = std::fs::File::create(&out_path).expect("creating the stdout file");
+        let err = std::fs::File::create(&err_path).expect("creating the stderr file");
+        let described = format!("{:?}", self.cmd);
+        let mut child = self
+            .cmd
+            .stdout(out)
+            .stderr(err)
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {described}: {e}"));
+        let started = Instant::now();
+        let status = loop {
+            if let Some(status) = child.try_wait().expect("waiting for the program") {
+                break status;
+            }
+            if started.elapsed() > self.timeout {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!(
+                    "{described} did not finish within {:?} (hang or deadlock)\nstdout:\n{}\nstderr:\n{}",
+                    self.timeout,
+                    std::fs::read_to_string(&out_path).unwrap_or_default(),
+                    std::fs::read_to_string(&err_path).unwrap_or_default()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        Outcome {
+            described,
+            status,
+            stdout: std::fs::read_to_string(&out_path).expect("reading stdout"),
+            stderr: std::fs::read_to_string(&err_path).expect("reading stderr"),
+        }
+    }
+}
+
+/// What a program run did.
+pub struct Outcome {
+    pub described: String,
+    pub status: ExitStatus,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl fmt::Display for Outcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}\n{}\n--- stdout:\n{}--- stderr:\n{}",
+            self.described, self.status, self.stdout, self.stderr
+        )
+    }
+}
+
+impl Outcome {
+    /// Exit status 0, or panic with everything the run printed.
+    pub fn assert_success(&self) -> &Self {
+        assert!(self.status.success(), "the program failed:\n{self}");
+        self
+    }
+
+    /// The run ended by a signal `signal` (SIGABRT for LLVM's fatal errors).
+    pub fn assert_signal(&self, signal: i32) -> &Self {
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(
+            self.status.signal(),
+            Some(signal),
+            "expected signal {signal}:\n{self}"
+        );
+        self
+    }
+
+    /// The value of the stdout line `key=value` (the programs print their
+    /// results that way).
+    pub fn value(&self, key: &str) -> &str {
+        let prefix = format!("{key}=");
+        self.stdout
+            .lines()
+            .find_map(|l| l.strip_prefix(prefix.as_str()))
+            .unwrap_or_else(|| panic!("no line {key}=... on stdout:\n{self}"))
+    }
+}
