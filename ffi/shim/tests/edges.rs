@@ -632,6 +632,8 @@ fn check_under_valgrind(scratch: &Scratch, s: UnderValgrind<'_>) {
         .arg("--show-leak-kinds=definite,indirect")
         .arg("--keep-debuginfo=yes")
         .arg("--num-callers=40")
+        // A fifth of a run is reading inlining records (valgrind_c.rs).
+        .arg("--read-inline-info=no")
         .arg("--fair-sched=yes")
         .arg("--xml=yes")
         .arg(format!("--xml-file={}/%p.xml", dir.display()))
