@@ -690,89 +690,33 @@ fn check_under_valgrind(scratch: &Scratch, s: UnderValgrind<'_>) {
 // `TMPDIR`: valgrind itself needs one), each its own test so that the
 // runner spreads them over the cores.
 
-#[test]
-fn exit_in_kernel_is_clean_under_valgrind() {
-    let scratch = Scratch::new("edge-vg-exit-kernel");
-    let program = build(&scratch, "edge_exit_in_kernel.c");
-    check_under_valgrind(&scratch, scenario("exit-in-kernel", &program, &[], 7, 3));
+/// One test per line: `test: "name", "source.c", [args], status,
+/// cost_s;` runs `source`'s program with `args` under valgrind; it must end
+/// with `status`; `cost_s` as in [`UnderValgrind`].
+macro_rules! under_valgrind {
+    ($($test:ident: $name:literal, $source:literal, [$($arg:expr),*], $status:expr, $cost_s:expr;)*) => {$(
+        #[test]
+        fn $test() {
+            let scratch = Scratch::new(concat!("edge-vg-", $name));
+            let program = build(&scratch, $source);
+            check_under_valgrind(
+                &scratch,
+                scenario($name, &program, &[$(&$arg),*], $status, $cost_s),
+            );
+        }
+    )*};
 }
 
-#[test]
-fn exit_in_mapping_kernel_is_clean_under_valgrind() {
-    let scratch = Scratch::new("edge-vg-exit-mapping-kernel");
-    let program = build(&scratch, "edge_exit_in_kernel.c");
-    check_under_valgrind(
-        &scratch,
-        scenario("exit-in-mapping-kernel", &program, &[&"mapped"], 7, 3),
-    );
-}
-
-#[test]
-fn longjmp_from_kernel_is_clean_under_valgrind() {
-    let scratch = Scratch::new("edge-vg-longjmp");
-    let program = build(&scratch, "edge_longjmp_from_kernel.c");
-    check_under_valgrind(
-        &scratch,
-        scenario("longjmp", &program, &[&"mapped", &"again"], 5, 3),
-    );
-}
-
-#[test]
-fn return_during_kernel_is_clean_under_valgrind() {
-    let scratch = Scratch::new("edge-vg-return-kernel");
-    let program = build(&scratch, "edge_return_during_kernel.c");
-    check_under_valgrind(
-        &scratch,
-        scenario("return-during-kernel", &program, &[], 9, 3),
-    );
-}
-
-#[test]
-fn return_during_mapping_kernel_is_clean_under_valgrind() {
-    let scratch = Scratch::new("edge-vg-return-mapping-kernel");
-    let program = build(&scratch, "edge_return_during_kernel.c");
-    check_under_valgrind(
-        &scratch,
-        scenario("return-during-mapping-kernel", &program, &[&"mapped"], 9, 3),
-    );
-}
-
-#[test]
-fn exit_while_offloading_is_clean_under_valgrind() {
-    let scratch = Scratch::new("edge-vg-exit-offloading");
-    let program = build(&scratch, "edge_exit_while_offloading.c");
-    check_under_valgrind(
-        &scratch,
-        scenario("exit-while-offloading", &program, &[], 3, 3),
-    );
-}
-
-#[test]
-fn pthread_exit_in_kernel_is_clean_under_valgrind() {
-    let scratch = Scratch::new("edge-vg-pthread-exit");
-    let program = build(&scratch, "edge_thread_ends_in_kernel.c");
-    check_under_valgrind(
-        &scratch,
-        scenario("pthread-exit", &program, &[&"exit"], 0, 3),
-    );
-}
-
-#[test]
-fn pthread_cancel_in_kernel_is_clean_under_valgrind() {
-    let scratch = Scratch::new("edge-vg-pthread-cancel");
-    let program = build(&scratch, "edge_thread_ends_in_kernel.c");
-    check_under_valgrind(
-        &scratch,
-        scenario("pthread-cancel", &program, &[&"cancel"], 0, 3),
-    );
-}
-
-#[test]
-fn fork_while_offloading_is_clean_under_valgrind() {
-    let scratch = Scratch::new("edge-vg-fork");
-    let program = build(&scratch, "edge_fork_while_offloading.c");
-    let limit = CHILD_HANG_LIMIT_S.to_string();
-    check_under_valgrind(&scratch, scenario("fork", &program, &[&limit], 0, 10));
+under_valgrind! {
+    exit_in_kernel_is_clean_under_valgrind: "exit-in-kernel", "edge_exit_in_kernel.c", [], 7, 3;
+    exit_in_mapping_kernel_is_clean_under_valgrind: "exit-in-mapping-kernel", "edge_exit_in_kernel.c", ["mapped"], 7, 3;
+    longjmp_from_kernel_is_clean_under_valgrind: "longjmp", "edge_longjmp_from_kernel.c", ["mapped", "again"], 5, 3;
+    return_during_kernel_is_clean_under_valgrind: "return-during-kernel", "edge_return_during_kernel.c", [], 9, 3;
+    return_during_mapping_kernel_is_clean_under_valgrind: "return-during-mapping-kernel", "edge_return_during_kernel.c", ["mapped"], 9, 3;
+    exit_while_offloading_is_clean_under_valgrind: "exit-while-offloading", "edge_exit_while_offloading.c", [], 3, 3;
+    pthread_exit_in_kernel_is_clean_under_valgrind: "pthread-exit", "edge_thread_ends_in_kernel.c", ["exit"], 0, 3;
+    pthread_cancel_in_kernel_is_clean_under_valgrind: "pthread-cancel", "edge_thread_ends_in_kernel.c", ["cancel"], 0, 3;
+    fork_while_offloading_is_clean_under_valgrind: "fork", "edge_fork_while_offloading.c", [CHILD_HANG_LIMIT_S.to_string()], 0, 10;
 }
 
 #[test]
