@@ -31,6 +31,11 @@ pub(crate) struct InFlight {
     /// by this count instead of sleeping and hoping it got there.
     #[cfg(test)]
     waiting: AtomicUsize,
+    /// Tests that check what a wait leads to set no bound here (see
+    /// [`InFlight::wait`]): a loaded machine must not turn their wait
+    /// into an overdue load.
+    #[cfg(test)]
+    unbounded: std::sync::atomic::AtomicBool,
 }
 
 /// This thread's id (`pthread_self`: no thread-local with a destructor).
@@ -114,14 +119,38 @@ fn scopeguard_sub(count: &AtomicUsize) -> impl Drop + '_ {
     Sub(count)
 }
 
+impl InFlight {
+    /// How long [`InFlight::begin`] waits for another thread's load:
+    /// [`LOAD_WAIT`] (no bound in tests that asked for none).
+    pub(crate) fn wait(&self) -> Duration {
+        #[cfg(test)]
+        if self.unbounded.load(SeqCst) {
+            return Duration::MAX;
+        }
+        LOAD_WAIT
+    }
+}
+
 #[cfg(test)]
 impl InFlight {
     /// Blocks until `n` threads wait in [`InFlight::begin`] (a test's
-    /// deterministic "the other thread got there").
-    pub(crate) fn wait_for_waiters(&self, n: usize) {
+    /// deterministic "the other thread got there") and says so, or until
+    /// `gone()` says the thread expected to wait has ended without waiting
+    /// (false: a runtime that does not wait fails the test's assertion
+    /// instead of hanging it).
+    pub(crate) fn wait_for_waiters(&self, n: usize, gone: impl Fn() -> bool) -> bool {
         while self.waiting.load(SeqCst) < n {
+            if gone() {
+                return false;
+            }
             std::thread::yield_now();
         }
+        true
+    }
+
+    /// [`InFlight::wait`] is unbounded from now on.
+    pub(crate) fn wait_without_bound(&self) {
+        self.unbounded.store(true, SeqCst);
     }
 }
 
@@ -153,7 +182,10 @@ mod tests {
             // No bound that a loaded machine could pass: the waiter must
             // see the load end, not give up on it.
             let waiter = s.spawn(|| matches!(in_flight.begin(1, Duration::MAX), Turn::Ended));
-            in_flight.wait_for_waiters(1);
+            assert!(
+                in_flight.wait_for_waiters(1, || waiter.is_finished()),
+                "the second loader did not wait"
+            );
             drop(first);
             assert!(waiter.join().unwrap());
         });

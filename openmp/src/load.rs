@@ -23,7 +23,7 @@
 
 use super::error::OffloadError;
 use super::image_copy::ImageCopy;
-use super::in_flight::{Turn, LOAD_WAIT};
+use super::in_flight::Turn;
 use super::registry::{Tables, TargetEntry};
 use super::{DeviceCtx, Offload};
 use omptarget::abi::OffloadEntry;
@@ -61,7 +61,7 @@ impl<'a> Offload<'a> {
                 // The address is the copy's, alive while `job` holds it.
                 let key = Arc::as_ptr(&job.image) as usize;
                 // Held until published: waiters then see the result.
-                let _in_flight = match dev.slot.loads.begin(key, LOAD_WAIT) {
+                let _in_flight = match dev.slot.loads.begin(key, dev.slot.loads.wait()) {
                     Turn::Load(loading) => Some(loading),
                     // Published, failed or orphaned: list again.
                     Turn::Ended => continue 'listing,

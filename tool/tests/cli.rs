@@ -311,6 +311,9 @@ fn an_interrupt_leaves_the_program_to_decide_and_run_returns_its_status() {
         .spawn()
         .unwrap();
     while !dir.path().join("started").exists() {
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("omptarget ended before the program started: {status}");
+        }
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
     // SAFETY: signals our own child process.

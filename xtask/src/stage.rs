@@ -46,6 +46,9 @@ const ARTIFACTS: &[(&str, &str, &str, bool)] = &[
     ),
 ];
 
+/// `target/omptarget/<this>`: the token of the last staging (see [`stage`]).
+pub const STAGED_TOKEN: &str = ".staged";
+
 /// The names clang 19 and 22 binaries link `libomptarget.so` by (their
 /// `DT_NEEDED`), staged as symbolic links to it.
 pub const SHIM_ALIASES: &[&str] = &["libomptarget.so.19.1", "libomptarget.so.22.1"];
@@ -122,6 +125,22 @@ pub fn stage(release: bool) -> Result<Staged> {
             .with_context(|| format!("linking {}", tmp.display()))?;
         std::fs::rename(&tmp, lib_dir.join(alias))?;
     }
+    // A new token per staging: `cargo xtask test` hands it to the tests
+    // (OMPTARGET_TEST_STAGED), which trust the staged files only while the
+    // token still matches, so an old value in someone's shell never makes
+    // them test libraries staged before later changes.
+    let token = format!(
+        "{}-{}-{}",
+        if release { "release" } else { "debug" },
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos())
+    );
+    std::fs::write(
+        lib_dir.parent().expect("omptarget dir").join(STAGED_TOKEN),
+        &token,
+    )?;
     Ok(Staged {
         lib_dir,
         test_plugin_dir,

@@ -99,6 +99,15 @@ fn stage_debug() -> Result<()> {
     Ok(())
 }
 
+/// The token `stage_debug` left (`target/omptarget/.staged`), which the
+/// tests compare with [`STAGED_ENV`].
+fn staged_token() -> Result<String> {
+    let path = stage::target_dir()
+        .join("omptarget")
+        .join(stage::STAGED_TOKEN);
+    std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))
+}
+
 /// The loom model of `ffi/lifecycle` (its own target dir: `--cfg loom`
 /// rebuilds everything it touches).
 fn loom_lifecycle() -> Result<()> {
@@ -123,9 +132,9 @@ fn loom_lifecycle() -> Result<()> {
     Ok(())
 }
 
-/// Tells the tests that `stage_debug` already staged the libraries, so
-/// that no test process runs `cargo run -p xtask -- stage` again (under
-/// nextest every test is a process of its own).
+/// Tells the tests that `stage_debug` already staged the libraries (its
+/// token), so that no test process runs `cargo run -p xtask -- stage`
+/// again (under nextest every test is a process of its own).
 const STAGED_ENV: &str = "OMPTARGET_TEST_STAGED";
 
 /// The workspace's tests. With cargo-nextest (`cargo xtask deps` installs
@@ -135,25 +144,55 @@ const STAGED_ENV: &str = "OMPTARGET_TEST_STAGED";
 /// --workspace`, test binaries one after another.
 fn workspace_tests() -> Result<()> {
     if !nextest_installed() {
-        println!("cargo-nextest is not installed (`cargo xtask deps` installs it): cargo test");
-        return cargo_test(&["test", "--workspace"], Counting::TestResults);
+        println!(
+            "cargo-nextest {}.{}.{} or newer is not installed (`cargo xtask deps` installs it): \
+             cargo test, without the hang limits of .config/nextest.toml",
+            NEXTEST_MIN.0, NEXTEST_MIN.1, NEXTEST_MIN.2
+        );
+        return cargo_test(
+            &["test", "--workspace", "--no-fail-fast", "--color=never"],
+            Counting::TestResults,
+        );
     }
     let nextest = cargo_test(
-        &["nextest", "run", "--workspace", "--no-fail-fast"],
+        &[
+            "nextest",
+            "run",
+            "--workspace",
+            "--no-fail-fast",
+            "--color=never",
+        ],
         Counting::NextestSummary,
     );
-    let doc = cargo_test(&["test", "--workspace", "--doc"], Counting::TestResults);
+    let doc = cargo_test(
+        &["test", "--workspace", "--doc", "--color=never"],
+        Counting::TestResults,
+    );
     nextest.and(doc)
 }
 
-/// `cargo nextest --version` answers.
+/// The oldest cargo-nextest that reads `.config/nextest.toml` (its
+/// `nextest-version`: test priorities came in 0.9.91).
+pub const NEXTEST_MIN: (u64, u64, u64) = (0, 9, 91);
+
+/// `cargo nextest --version` answers with [`NEXTEST_MIN`] or newer.
 pub fn nextest_installed() -> bool {
-    cmd::cargo()
+    let Ok(out) = cmd::cargo()
         .args(["nextest", "--version"])
-        .stdout(Stdio::null())
         .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
+        .output()
+    else {
+        return false;
+    };
+    out.status.success()
+        && nextest_version(&String::from_utf8_lossy(&out.stdout)).is_some_and(|v| v >= NEXTEST_MIN)
+}
+
+/// `cargo-nextest 0.9.143 (60fa45f63 2026-08-04)` -> (0, 9, 143).
+fn nextest_version(text: &str) -> Option<(u64, u64, u64)> {
+    let word = text.split_whitespace().nth(1)?;
+    let mut parts = word.split('.').map(|p| p.parse::<u64>().ok());
+    Some((parts.next()??, parts.next()??, parts.next()??))
 }
 
 /// Which closing lines count the tests of a run.
@@ -170,15 +209,16 @@ enum Counting {
 /// to [`TOTALS`], and listing each binary's result at the end.
 fn cargo_test(args: &[&str], counting: Counting) -> Result<()> {
     let cargo = cmd::cargo();
+    let token = staged_token()?;
     let mut cmd = std::process::Command::new("sh");
     cmd.current_dir(stage::workspace_root())
-        .env(STAGED_ENV, "1")
+        .env(STAGED_ENV, token.trim())
         .args(["-c", "exec \"$0\" \"$@\" 2>&1"])
         .arg(cargo.get_program())
         .args(args)
         .stdout(Stdio::piped());
     let shown = format!("cargo {}", args.join(" "));
-    println!("$ {STAGED_ENV}=1 {shown}");
+    println!("$ {STAGED_ENV}={} {shown}", token.trim());
     let mut child = cmd.spawn().with_context(|| format!("starting {shown}"))?;
     let stdout = child.stdout.take().expect("piped");
     let mut binary = String::from("?");
@@ -211,7 +251,9 @@ fn cargo_test(args: &[&str], counting: Counting) -> Result<()> {
     for (bin, r) in &results {
         println!("  {bin}: {r}");
         passed += count(r, " passed");
-        failed += count(r, " failed") + count(r, " timed out");
+        // nextest: "N failed", "N exec failed" (a binary that did not
+        // start), "N timed out".
+        failed += count(r, " failed") + count(r, " exec failed") + count(r, " timed out");
         ignored += count(r, " ignored") + count(r, " skipped");
     }
     println!("  total: {passed} passed; {failed} failed; {ignored} ignored or skipped");
@@ -236,11 +278,12 @@ fn binary_name(running: &str) -> String {
     format!("{stem} {what}").trim().to_string()
 }
 
-/// The number before `what` in a closing line (`5 passed`), 0 if absent.
+/// The number before `what` in a closing line (`5 passed`), 0 if absent
+/// (`what` is looked for wherever a number stands before it, so " failed"
+/// does not read the "exec" of "2 exec failed").
 fn count(line: &str, what: &str) -> u64 {
-    line.find(what)
-        .and_then(|end| line[..end].rsplit([' ', ';', ':']).next())
-        .and_then(|n| n.parse().ok())
+    line.match_indices(what)
+        .find_map(|(end, _)| line[..end].rsplit([' ', ';', ':']).next()?.parse().ok())
         .unwrap_or(0)
 }
 
@@ -335,7 +378,16 @@ fn valgrind_rust_api() -> Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::{binary_name, count};
+    use super::{binary_name, count, nextest_version};
+
+    #[test]
+    fn nextest_versions_compare_as_numbers() {
+        let v = nextest_version("cargo-nextest 0.9.143 (60fa45f63 2026-08-04)\nrelease: 0.9.143");
+        assert_eq!(v, Some((0, 9, 143)));
+        assert!(v.unwrap() >= super::NEXTEST_MIN);
+        assert!(nextest_version("cargo-nextest 0.9.9").unwrap() < super::NEXTEST_MIN);
+        assert_eq!(nextest_version("error: no such command"), None);
+    }
 
     #[test]
     fn binaries_are_named_by_crate() {
@@ -356,6 +408,9 @@ mod tests {
         assert_eq!(count(l, " failed"), 2);
         assert_eq!(count(l, " timed out"), 1);
         assert_eq!(count(l, " skipped"), 5);
+        let l = "Summary [ 1.0s] 9 tests run: 6 passed, 1 exec failed, 2 failed, 0 skipped";
+        assert_eq!(count(l, " exec failed"), 1);
+        assert_eq!(count(l, " failed"), 2);
         let l = "Summary [  90.002s] 4 tests run: 4 passed, 19 skipped";
         assert_eq!(count(l, " passed"), 4);
         assert_eq!(count(l, " failed"), 0);

@@ -326,7 +326,9 @@ mod tests {
             });
             // Until the writer announced itself: from then on it can only
             // wait for the two readers (no sleep a loaded machine outlasts).
-            while !lock.writing.load(SeqCst) {
+            // A writer that does not wait may come and go unseen: then it
+            // wrote, and the assertion fails instead of this loop hanging.
+            while !lock.writing.load(SeqCst) && wrote.load(Relaxed) == 0 {
                 std::thread::yield_now();
             }
             assert_eq!(wrote.load(Relaxed), 0, "the writer did not wait");

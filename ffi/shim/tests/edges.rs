@@ -312,6 +312,7 @@ fn memcpy_during_dlopen(scratch: &Scratch, plugin: Option<&TestPlugin>) -> Outco
     assert_eq!(out.value("wrong"), "0", "{out}");
     assert_eq!(out.value("copy_wrong"), "0", "{out}");
     assert_ne!(out.value("copies"), "0", "{out}");
+    assert_eq!(out.value("alloc_failed"), "0", "{out}");
     assert_no_heap_or_plugin_trouble(&out);
     out
 }

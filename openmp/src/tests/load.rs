@@ -135,6 +135,15 @@ fn a_second_thread_waits_for_the_load_in_flight_and_loads_nothing() {
     // for as long as the runtime uses them in this test.
     unsafe { w.off().register_lib(bin.desc()) };
     let kernel = bin.addrs[0];
+    // However long the first load takes on a loaded machine, the second
+    // thread waits for it rather than loading its own copy after
+    // LOAD_WAIT: what this test checks is the waiting, not the bound.
+    w.off()
+        .device(0)
+        .expect("device 0")
+        .slot
+        .loads
+        .wait_without_bound();
     let second = Arc::new(Mutex::new(None));
     let handle = second.clone();
     during_next_load(&w, move |w| {
@@ -143,13 +152,10 @@ fn a_second_thread_waits_for_the_load_in_flight_and_loads_nothing() {
         let thread =
             std::thread::spawn(move || region(unsafe { &*(world as *const World) }, kernel));
         // Until it found this load in flight and waits for it: no sleep
-        // that a loaded machine could outlast.
-        w.off()
-            .device(0)
-            .expect("device 0")
-            .slot
-            .loads
-            .wait_for_waiters(1);
+        // that a loaded machine could outlast. (If it never waits, the
+        // load count below fails the test.)
+        let loads = &w.off().device(0).expect("device 0").slot.loads;
+        loads.wait_for_waiters(1, || thread.is_finished());
         *handle.lock().unwrap() = Some(thread);
     });
     region(&w, kernel);

@@ -7,6 +7,7 @@ use crate::scratch::Scratch;
 use crate::stage::staged;
 use crate::TestPlugin;
 use std::fmt;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -88,10 +89,13 @@ impl Run {
         let out = std::fs::File::create(&out_path).expect("creating the stdout file");
         let err = std::fs::File::create(&err_path).expect("creating the stderr file");
         let described = format!("{:?}", self.cmd);
+        // Its own process group, so that a hang kills what it started too
+        // (fork children, valgrind's children).
         let mut child = self
             .cmd
             .stdout(out)
             .stderr(err)
+            .process_group(0)
             .spawn()
             .unwrap_or_else(|e| panic!("cannot start {described}: {e}"));
         let started = Instant::now();
@@ -100,7 +104,9 @@ impl Run {
                 break status;
             }
             if started.elapsed() > self.timeout {
-                let _ = child.kill();
+                // SAFETY: a plain syscall on the group made above; the child
+                // is not reaped yet, so its id still names that group.
+                unsafe { libc::kill(-(child.id() as libc::pid_t), libc::SIGKILL) };
                 let _ = child.wait();
                 panic!(
                     "{described} did not finish within {:?} (hang or deadlock)\nstdout:\n{}\nstderr:\n{}",

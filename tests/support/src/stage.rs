@@ -2,8 +2,11 @@
 //! `libomptarget.so` and the plugins, copied to fixed folders of the target
 //! directory.
 //!
-//! With `OMPTARGET_TEST_STAGED=1` (set by `cargo xtask test` after its own
-//! stage step) no cargo runs at all: the staged files are only checked.
+//! With `OMPTARGET_TEST_STAGED=<token>` (set by `cargo xtask test` after
+//! its own stage step to the token that staging wrote to
+//! `<target>/omptarget/.staged`) no cargo runs at all: the staged files are
+//! only checked. A value that is not the current token (an old one left in
+//! a shell, a staging since) is ignored.
 //! Otherwise the first call of a process stages, serialised across
 //! processes (cargo-nextest runs one process per test) by an `flock` on
 //! `<target>/omptarget/.stage.lock`.
@@ -55,8 +58,11 @@ fn stage_once() -> Result<Staged, String> {
         lib_dir: omptarget.join("lib"),
         test_plugin_dir: omptarget.join("test-plugins"),
     };
-    if std::env::var_os("OMPTARGET_TEST_STAGED").is_some_and(|v| v == "1") {
-        return check(&staged, "OMPTARGET_TEST_STAGED=1 says it was staged, but");
+    let token = std::fs::read_to_string(omptarget.join(".staged")).ok();
+    if let Some(given) = std::env::var_os("OMPTARGET_TEST_STAGED") {
+        if token.as_deref().map(str::trim) == given.to_str() {
+            return check(&staged, "OMPTARGET_TEST_STAGED says it was staged, but");
+        }
     }
     let _lock = FileLock::acquire(&omptarget.join(".stage.lock"))?;
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());

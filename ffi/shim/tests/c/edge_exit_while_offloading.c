@@ -4,7 +4,9 @@
  * exit(3): the process must end with status 3, whatever the workers were
  * doing in the runtime at that moment. A worker whose result is wrong
  * writes `wrong=<thread>` (unbuffered) and stops there (exit must stay
- * main's: exit() from two threads at once is undefined). */
+ * main's: exit() from two threads at once is undefined); main then exits
+ * with status 4 at once instead of waiting for a warm-up that cannot
+ * come. */
 #include <omp.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -16,6 +18,7 @@
 #define N 512
 
 static atomic_int warmed_up;
+static atomic_int wrong_workers;
 
 static void *worker(void *arg) {
   long t = (long)arg;
@@ -34,6 +37,7 @@ static void *worker(void *arg) {
       int n = snprintf(line, sizeof line, "wrong=%ld\n", t);
       if (write(STDOUT_FILENO, line, (size_t)n) != n)
         abort();
+      atomic_fetch_add(&wrong_workers, 1);
       for (;;)
         pause();
     }
@@ -50,8 +54,10 @@ int main(void) {
   for (long t = 0; t < WORKERS; t++)
     if (pthread_create(&threads[t], NULL, worker, (void *)t) != 0)
       return 2;
-  while (atomic_load(&warmed_up) < WORKERS)
+  while (atomic_load(&warmed_up) < WORKERS && atomic_load(&wrong_workers) == 0)
     usleep(1000);
+  if (atomic_load(&wrong_workers) != 0)
+    exit(4);
   printf("workers_running=1\n");
   fflush(stdout);
   exit(3);

@@ -10,13 +10,14 @@
  * after a successful allocation).
  *
  * The work is bounded by counts, never by time. Each cycle of the main
- * thread has two phases, announced as it enters them: its dlopen (with
- * the call) and its dlclose. The copying thread starts at most
- * COPIES_PER_PHASE round trips per phase (each may start a runtime, which
- * loads every plugin), so its calls meet both the registration and the
- * shutdown, then waits for the next phase; and the main thread's first
- * cycle waits for the first round trip, so `copies` is never 0 however
- * the threads are scheduled. */
+ * thread has two phases: its dlopen (with the call) and its dlclose. The
+ * main thread announces each and waits until the copying thread has seen
+ * it; the copying thread then starts at most COPIES_PER_PHASE round trips
+ * (each may start a runtime, which loads every plugin), so they begin
+ * before the registration and before the shutdown, whatever the
+ * scheduler does, and waits for the next phase. The main thread's first
+ * cycle waits for the first round trip to end, so `copies` is 0 only if
+ * every round trip failed (`copy_wrong`, `alloc_failed`). */
 #include <dlfcn.h>
 #include <omp.h>
 #include <pthread.h>
@@ -32,6 +33,7 @@
 
 static atomic_int stop;
 static atomic_int phase; /* 2c: cycle c's dlopen; 2c+1: its dlclose */
+static atomic_int ack = -1; /* the phase the busy thread's calls are in */
 static atomic_long copies;
 static atomic_long copy_wrong;
 static atomic_long alloc_failed;
@@ -53,6 +55,9 @@ static void *copy_loop(void *arg) {
     if (now != seen) {
       seen = now;
       in_phase = 0;
+      /* The main thread waits for this before its dlopen or dlclose, so
+         this phase's calls start before that, not after. */
+      atomic_store(&ack, now);
     }
     if (in_phase++ == COPIES_PER_PHASE) {
       wait_for_next_phase(seen);
@@ -77,6 +82,15 @@ static void *copy_loop(void *arg) {
   return NULL;
 }
 
+/* Announces phase p and waits until the busy thread has seen it (its
+   first call of the phase is about to start): a count, not a clock. */
+static void enter_phase(int p) {
+  const struct timespec pause = {0, 100000};
+  atomic_store(&phase, p);
+  while (atomic_load(&ack) != p)
+    nanosleep(&pause, NULL);
+}
+
 int main(int argc, char **argv) {
   if (argc != 2 && argc != 3)
     return 2;
@@ -87,14 +101,14 @@ int main(int argc, char **argv) {
   int wrong = 0;
   const struct timespec pause = {0, 100000};
   for (int c = 0; c < cycles; c++) {
-    atomic_store(&phase, 2 * c);
+    enter_phase(2 * c);
     void *lib = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
     if (!lib)
       return 2;
     int (*offload_sum)(int, int) = (int (*)(int, int))dlsym(lib, "offload_sum");
     if (!offload_sum || offload_sum(10, 0) != 55)
       wrong++;
-    atomic_store(&phase, 2 * c + 1);
+    enter_phase(2 * c + 1);
     dlclose(lib);
     while (c == 0 && atomic_load(&copies) + atomic_load(&copy_wrong) +
                              atomic_load(&alloc_failed) ==

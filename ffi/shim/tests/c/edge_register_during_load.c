@@ -10,12 +10,12 @@
  * `own_regions=`, `own_wrong=`.
  *
  * The work is bounded by counts, never by time. Each cycle of the main
- * thread has two phases, announced as it enters them: its dlopen (with
- * the region) and its dlclose. Thread A starts at most REGIONS_PER_PHASE
- * regions per phase, so they meet both the registration and the
- * unregistration, then waits for the next phase; the main thread's first
- * cycle waits for A's first region, so `own_regions` is never 0 however
- * the threads are scheduled. */
+ * thread has two phases: its dlopen (with the region) and its dlclose.
+ * The main thread announces each and waits until thread A has seen it; A
+ * then starts at most REGIONS_PER_PHASE regions, so they begin before the
+ * registration and before the unregistration, whatever the scheduler
+ * does, and waits for the next phase. The main thread's first cycle waits
+ * for A's first region, so `own_regions` is never 0. */
 #include <dlfcn.h>
 #include <omp.h>
 #include <pthread.h>
@@ -29,6 +29,7 @@
 
 static atomic_int stop;
 static atomic_int phase; /* 2c: cycle c's dlopen; 2c+1: its dlclose */
+static atomic_int ack = -1; /* the phase the busy thread's calls are in */
 static atomic_long own_regions;
 static atomic_long own_wrong;
 static int devices;
@@ -48,6 +49,9 @@ static void *own_offloads(void *arg) {
     if (now != seen) {
       seen = now;
       in_phase = 0;
+      /* The main thread waits for this before its dlopen or dlclose, so
+         this phase's calls start before that, not after. */
+      atomic_store(&ack, now);
     }
     if (in_phase++ == REGIONS_PER_PHASE) {
       wait_for_next_phase(seen);
@@ -62,6 +66,15 @@ static void *own_offloads(void *arg) {
     atomic_fetch_add(&own_regions, 1);
   }
   return NULL;
+}
+
+/* Announces phase p and waits until the busy thread has seen it (its
+   first call of the phase is about to start): a count, not a clock. */
+static void enter_phase(int p) {
+  const struct timespec pause = {0, 100000};
+  atomic_store(&phase, p);
+  while (atomic_load(&ack) != p)
+    nanosleep(&pause, NULL);
 }
 
 int main(int argc, char **argv) {
@@ -79,14 +92,14 @@ int main(int argc, char **argv) {
   int wrong = 0;
   const struct timespec pause = {0, 100000};
   for (int c = 0; c < cycles; c++) {
-    atomic_store(&phase, 2 * c);
+    enter_phase(2 * c);
     void *lib = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
     if (!lib)
       return 2;
     int (*offload_sum)(int, int) = (int (*)(int, int))dlsym(lib, "offload_sum");
     if (!offload_sum || offload_sum(10, c % devices) != 55)
       wrong++;
-    atomic_store(&phase, 2 * c + 1);
+    enter_phase(2 * c + 1);
     dlclose(lib);
     while (c == 0 && atomic_load(&own_regions) == 0)
       nanosleep(&pause, NULL);

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Unpack the lit suites of LLVM 14, 19 and 22 (LLVM's own offload tests)
+# from Debian's source packages: `openmp/libomptarget/test` of
+# llvm-toolchain-14, `offload/test` of llvm-toolchain-19 and -22, into
+# DEST/llvm-NN/<that path>. scripts/llvm-lit.py runs them on each release's
+# runtime and on ours.
+#
+# Needs deb-src entries for bookworm (main, updates, security): added as
+# /etc/apt/sources.list.d/omptarget-src.sources when apt knows no source
+# package. A release whose source cannot be fetched is reported and
+# skipped (the script still exits 0 if any suite is unpacked).
+#
+# Usage: .ci/llvm-sources.sh DEST [14 19 22]   (idempotent: a stamp per
+# release names the source version unpacked).
+set -euo pipefail
+
+dest=${1:?usage: llvm-sources.sh DEST [MAJOR...]}
+shift
+majors=("$@")
+[ ${#majors[@]} -gt 0 ] || majors=(14 19 22)
+
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+
+version_of() {
+  apt-cache showsrc "llvm-toolchain-$1" 2>/dev/null | awk '/^Version:/ {print $2; exit}'
+}
+
+if [ -z "$(version_of 19)" ]; then
+  $sudo tee /etc/apt/sources.list.d/omptarget-src.sources >/dev/null <<'EOF'
+# Added by omptarget-rs's .ci/llvm-sources.sh: LLVM's lit suites come from
+# the source packages.
+Types: deb-src
+URIs: http://deb.debian.org/debian
+Suites: bookworm bookworm-updates
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+
+Types: deb-src
+URIs: http://deb.debian.org/debian-security
+Suites: bookworm-security
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+EOF
+  $sudo apt-get update -q
+fi
+
+mkdir -p "$dest"
+unpacked=0
+for major in "${majors[@]}"; do
+  case "$major" in
+    14) sub=openmp/libomptarget/test ;;
+    19 | 22) sub=offload/test ;;
+    *) echo "llvm-sources: no suite known for LLVM $major" >&2; exit 2 ;;
+  esac
+  version=$(version_of "$major")
+  out="$dest/llvm-$major"
+  stamp="$out/unpacked.txt"
+  if [ -n "$version" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$version" ] \
+    && [ -f "$out/$sub/lit.cfg" ]; then
+    echo "llvm-sources: LLVM $major's lit suite ($version) already in $out"
+    unpacked=$((unpacked + 1))
+    continue
+  fi
+  if [ -z "$version" ]; then
+    echo "llvm-sources: apt knows no source of llvm-toolchain-$major: LLVM $major's suite is skipped" >&2
+    continue
+  fi
+  work="$dest/download-$major"
+  rm -rf "$work" "$out"
+  mkdir -p "$work" "$out"
+  if ! (cd "$work" && apt-get source --download-only -q "llvm-toolchain-$major" >/dev/null); then
+    echo "llvm-sources: llvm-toolchain-$major $version could not be fetched: LLVM $major's suite is skipped" >&2
+    rm -rf "$work"
+    continue
+  fi
+  # Only the suite (and nothing else of the ~1.5 GB tree) is written.
+  tar -xJf "$work"/llvm-toolchain-"$major"_*.orig.tar.xz -C "$out" \
+    --strip-components=1 --wildcards "*/$sub/*"
+  rm -rf "$work"
+  echo "$version" >"$stamp"
+  echo "llvm-sources: LLVM $major's lit suite ($version) unpacked in $out/$sub"
+  unpacked=$((unpacked + 1))
+done
+[ "$unpacked" -gt 0 ]

@@ -1,0 +1,175 @@
+#!/usr/bin/env python3
+"""LLVM's own offload lit suites, run on a release's runtime and on ours.
+
+For each LLVM release (14, 19, 22) whose test sources are unpacked (by
+`.ci/llvm-sources.sh`, which `cargo xtask lit` runs first), the suite of
+that release (`openmp/libomptarget/test` in 14, `offload/test` in 19 and
+22) is set up as LLVM's CMake sets it up for host offload to x86_64
+(`lit.site.cfg` written here instead of by CMake), compiled by the
+release's own clang, and run twice in one go: on the release's runtime
+(the reference) and on ours (the staged `target/omptarget/lib`). A test
+fails this comparison when it passes on the reference and not on ours.
+
+Usage:
+  scripts/llvm-lit.py [--release N ...] [--filter REGEX] [--runtime both|reference|ours] [-j N]
+
+The lists of tests that pass on each runtime and the differences are
+written under `target/omptarget/lit/<release>/`; the exit status is 1 when
+the difference is not empty.
+"""
+import argparse
+import os
+import re
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TARGET = os.path.join(os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target")))
+if not os.path.isabs(TARGET):
+    TARGET = os.path.abspath(TARGET)
+OMPTARGET = os.path.join(TARGET, "omptarget")
+TRIPLE = "x86_64-pc-linux-gnu"
+
+
+def release_lib_dir(major):
+    """The release's own runtime: LLVM 14's is installed; 19's and 22's are
+    unpacked by `cargo xtask deps` (.ci/llvm-releases.sh)."""
+    if major == 14:
+        return "/usr/lib/llvm-14/lib"
+    return os.path.join(OMPTARGET, "llvm-releases", "root", "usr", "lib", f"llvm-{major}", "lib")
+
+
+def suite_dir(major):
+    """Where .ci/llvm-sources.sh unpacked the release's lit suite."""
+    sub = "openmp/libomptarget/test" if major == 14 else "offload/test"
+    return os.path.join(OMPTARGET, "llvm-sources", f"llvm-{major}", sub)
+
+
+def omp_header_dir(major):
+    lib = release_lib_dir(major)
+    base = os.path.join(lib, "clang")
+    for entry in sorted(os.listdir(base)) if os.path.isdir(base) else []:
+        include = os.path.join(base, entry, "include")
+        if os.path.isfile(os.path.join(include, "omp.h")):
+            return include
+    sys.exit(f"no omp.h under {base}: run `cargo xtask deps`")
+
+
+def clang_version(major):
+    out = subprocess.run([f"clang-{major}", "--version"], check=True,
+                         stdout=subprocess.PIPE).stdout.decode()
+    m = re.search(r"version (\d+)\.(\d+)\.(\d+)", out)
+    return m.groups() if m else (str(major), "0", "0")
+
+
+def write_site_config(major, runtime_dir, exec_root):
+    """The lit.site.cfg CMake would write for host offload to x86_64, with
+    `runtime_dir` as the libomptarget under test."""
+    tools = f"/usr/lib/llvm-{major}/bin"
+    lib = release_lib_dir(major)
+    v = clang_version(major)
+    features = ["clang", f"clang-{v[0]}", f"clang-{v[0]}.{v[1]}", f"clang-{'.'.join(v)}"]
+    values = {
+        "bin_llvm_tools_dir": tools,
+        "test_c_compiler": f"/usr/bin/clang-{major}",
+        "test_cxx_compiler": f"/usr/bin/clang++-{major}",
+        "test_fortran_compiler": "",
+        "test_openmp_flags": "-fopenmp -pthread",
+        "test_extra_flags": "",
+        "cuda_path": "",
+        "cuda_libdir": "",
+        "cuda_test_arch": "",
+        "amdgpu_test_arch": "",
+        "libomptarget_obj_root": exec_root,
+        "library_dir": runtime_dir,
+        "llvm_library_dir": lib,
+        "llvm_library_intdir": lib,
+        "omp_header_directory": omp_header_dir(major),
+        "omp_host_rtl_directory": lib,
+        "llvm_lib_directory": lib,
+        "operating_system": "Linux",
+        "libomptarget_current_target": TRIPLE,
+        "libomptarget_filecheck": os.path.join(tools, "FileCheck"),
+        "libomptarget_not": os.path.join(tools, "not"),
+    }
+    lines = ["# Written by scripts/llvm-lit.py (what CMake's lit.site.cfg.in holds)."]
+    for key, value in values.items():
+        lines.append(f"config.{key} = {value!r}")
+    lines.append(f"config.test_compiler_features = {features!r}")
+    lines.append(f"config.libomptarget_all_targets = [{TRIPLE!r}]")
+    lines.append("config.libomptarget_debug = False")
+    lines.append("config.has_libomptarget_ompt = True")
+    lines.append("config.libomptarget_has_libc = False")
+    lines.append(f"lit_config.load_config(config, {os.path.join(suite_dir(major), 'lit.cfg')!r})")
+    os.makedirs(exec_root, exist_ok=True)
+    with open(os.path.join(exec_root, "lit.site.cfg"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+def run_lit(major, runtime, runtime_dir, out_dir, jobs, filter_re):
+    """Run the suite on `runtime_dir`; the set of tests that passed."""
+    exec_root = os.path.join(out_dir, runtime)
+    write_site_config(major, runtime_dir, exec_root)
+    lit = f"/usr/lib/llvm-{major}/build/utils/lit/lit.py"
+    if not os.path.isfile(lit):
+        sys.exit(f"{lit} is missing: apt-get install llvm-{major}-tools (cargo xtask deps)")
+    xml = os.path.join(out_dir, f"{runtime}.xml")
+    cmd = [sys.executable, lit, "-q", "-j", str(jobs), "--xunit-xml-output", xml]
+    if filter_re:
+        cmd += ["--filter", filter_re]
+    cmd.append(exec_root)
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("LIBOMPTARGET_", "OMPTARGET_", "OMP_", "KMP_", "LD_"))}
+    print(f"$ {' '.join(cmd)}", flush=True)
+    subprocess.run(cmd, env=env)
+    passed = set()
+    if os.path.isfile(xml):
+        for case in ET.parse(xml).getroot().iter("testcase"):
+            name = case.get("name")
+            failed = any(c.tag in ("failure", "error", "skipped") for c in case)
+            if not failed:
+                passed.add(name)
+    with open(os.path.join(out_dir, f"{runtime}.passed"), "w") as f:
+        f.writelines(f"{t}\n" for t in sorted(passed))
+    return passed
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--release", type=int, action="append", choices=[14, 19, 22])
+    p.add_argument("--filter", help="only tests whose path matches (lit --filter)")
+    p.add_argument("--runtime", choices=["both", "reference", "ours"], default="both")
+    p.add_argument("-j", type=int, default=os.cpu_count() or 2)
+    args = p.parse_args()
+    ours = os.path.join(OMPTARGET, "lib")
+    releases = args.release or [14, 19, 22]
+    missing = [m for m in releases if not os.path.isfile(os.path.join(suite_dir(m), "lit.cfg"))]
+    for m in missing:
+        print(f"LLVM {m}: no lit suite at {suite_dir(m)} (.ci/llvm-sources.sh could not unpack it)")
+    worse = 0
+    for major in releases:
+        if major in missing:
+            continue
+        out_dir = os.path.join(OMPTARGET, "lit", str(major))
+        os.makedirs(out_dir, exist_ok=True)
+        ref = ours_passed = None
+        if args.runtime in ("both", "reference"):
+            ref = run_lit(major, "reference", release_lib_dir(major), out_dir, args.j, args.filter)
+        if args.runtime in ("both", "ours"):
+            ours_passed = run_lit(major, "ours", ours, out_dir, args.j, args.filter)
+        if ref is None or ours_passed is None:
+            continue
+        regressions = sorted(ref - ours_passed)
+        with open(os.path.join(out_dir, "regressions"), "w") as f:
+            f.writelines(f"{t}\n" for t in regressions)
+        print(f"LLVM {major}: {len(ref)} pass on the reference, {len(ours_passed)} on ours; "
+              f"{len(regressions)} pass there and not here")
+        for t in regressions:
+            print(f"  {t}")
+        worse += len(regressions)
+    sys.exit(1 if worse else 0)
+
+
+if __name__ == "__main__":
+    main()
