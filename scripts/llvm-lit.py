@@ -2,7 +2,7 @@
 """LLVM's own offload lit suites, run on a release's runtime and on ours.
 
 For each LLVM release (14, 19, 22) whose test sources are unpacked (by
-`.ci/llvm-sources.sh`, which `cargo xtask lit` runs first), the suite of
+`.ci/llvm-sources.sh target/omptarget/llvm-sources`), the suite of
 that release (`openmp/libomptarget/test` in 14, `offload/test` in 19 and
 22) is set up as LLVM's CMake sets it up for host offload to x86_64
 (`lit.site.cfg` written here instead of by CMake), compiled by the
@@ -10,8 +10,13 @@ release's own clang, and run twice in one go: on the release's runtime
 (the reference) and on ours (the staged `target/omptarget/lib`). A test
 fails this comparison when it passes on the reference and not on ours.
 
+Needs: `cargo xtask deps` (the compilers, LLVM 19's and 22's runtimes),
+`cargo xtask stage` (ours), `apt-get install llvm-14-tools llvm-19-tools
+llvm-22-tools` (lit, FileCheck, not) and the sources above.
+
 Usage:
   scripts/llvm-lit.py [--release N ...] [--filter REGEX] [--runtime both|reference|ours] [-j N]
+  scripts/llvm-lit.py --release 19 --filter mapping/low_alignment.c   (one test)
 
 The lists of tests that pass on each runtime and the differences are
 written under `target/omptarget/lit/<release>/`; the exit status is 1 when
@@ -25,9 +30,9 @@ import sys
 import xml.etree.ElementTree as ET
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TARGET = os.path.join(os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target")))
-if not os.path.isabs(TARGET):
-    TARGET = os.path.abspath(TARGET)
+# Cargo's target directory (a relative CARGO_TARGET_DIR is relative to the
+# current directory, as for cargo).
+TARGET = os.path.abspath(os.environ.get("CARGO_TARGET_DIR") or os.path.join(ROOT, "target"))
 OMPTARGET = os.path.join(TARGET, "omptarget")
 TRIPLE = "x86_64-pc-linux-gnu"
 
@@ -111,9 +116,11 @@ def run_lit(major, runtime, runtime_dir, out_dir, jobs, filter_re):
     """Run the suite on `runtime_dir`; the set of tests that passed."""
     exec_root = os.path.join(out_dir, runtime)
     write_site_config(major, runtime_dir, exec_root)
-    lit = f"/usr/lib/llvm-{major}/build/utils/lit/lit.py"
-    if not os.path.isfile(lit):
-        sys.exit(f"{lit} is missing: apt-get install llvm-{major}-tools (cargo xtask deps)")
+    # llvm-NN-tools ships lit (19: build/utils/lit/lit.py, 22: bin/lit).
+    candidates = [f"/usr/lib/llvm-{major}/build/utils/lit/lit.py", f"/usr/lib/llvm-{major}/bin/lit"]
+    lit = next((c for c in candidates if os.path.isfile(c)), None)
+    if lit is None:
+        sys.exit(f"no lit in {candidates}: apt-get install llvm-{major}-tools")
     xml = os.path.join(out_dir, f"{runtime}.xml")
     cmd = [sys.executable, lit, "-q", "-j", str(jobs), "--xunit-xml-output", xml]
     if filter_re:
@@ -126,7 +133,10 @@ def run_lit(major, runtime, runtime_dir, out_dir, jobs, filter_re):
     passed = set()
     if os.path.isfile(xml):
         for case in ET.parse(xml).getroot().iter("testcase"):
-            name = case.get("name")
+            # classname "libomptarget :: x86_64-pc-linux-gnu.mapping", name
+            # "foo.c": the test's path in the suite, mapping/foo.c.
+            folder = case.get("classname", "").partition(".")[2]
+            name = "/".join(p for p in (folder.replace(".", "/"), case.get("name")) if p)
             failed = any(c.tag in ("failure", "error", "skipped") for c in case)
             if not failed:
                 passed.add(name)
