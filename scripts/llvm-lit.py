@@ -69,8 +69,12 @@ def clang_version(major):
 
 
 def write_site_config(major, runtime_dir, exec_root):
-    """The lit.site.cfg CMake would write for host offload to x86_64, with
-    `runtime_dir` as the libomptarget under test."""
+    """The lit.site.cfg CMake would write for host offload to x86_64 and
+    the release's own runtime, then `runtime_dir` first on the tests'
+    LD_LIBRARY_PATH. Both runs build the same binaries, linked as on the
+    reference (a clang-19 binary needs libomptarget.so.19.1, which tells
+    our runtime the caller's release); only what the loader finds first
+    at run time differs (LD_LIBRARY_PATH before the binaries' RUNPATH)."""
     tools = f"/usr/lib/llvm-{major}/bin"
     lib = release_lib_dir(major)
     v = clang_version(major)
@@ -87,7 +91,7 @@ def write_site_config(major, runtime_dir, exec_root):
         "cuda_test_arch": "",
         "amdgpu_test_arch": "",
         "libomptarget_obj_root": exec_root,
-        "library_dir": runtime_dir,
+        "library_dir": lib,
         "llvm_library_dir": lib,
         "llvm_library_intdir": lib,
         "omp_header_directory": omp_header_dir(major),
@@ -107,6 +111,8 @@ def write_site_config(major, runtime_dir, exec_root):
     lines.append("config.has_libomptarget_ompt = True")
     lines.append("config.libomptarget_has_libc = False")
     lines.append(f"lit_config.load_config(config, {os.path.join(suite_dir(major), 'lit.cfg')!r})")
+    lines.append("path = config.environment.get('LD_LIBRARY_PATH')")
+    lines.append(f"config.environment['LD_LIBRARY_PATH'] = {runtime_dir!r} + (':' + path if path else '')")
     os.makedirs(exec_root, exist_ok=True)
     with open(os.path.join(exec_root, "lit.site.cfg"), "w") as f:
         f.write("\n".join(lines) + "\n")

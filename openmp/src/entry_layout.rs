@@ -34,8 +34,9 @@ pub(crate) struct Entries {
     /// Every entry but the `requires` ones, in table order, as 32-byte
     /// entries (names still point into the library).
     pub entries: Vec<OffloadEntry>,
-    /// The `requires` flags the table carries (clang 19+), if any.
-    pub requires: Option<i64>,
+    /// The `requires` flags the table carries (clang 19+), one per
+    /// `REGISTER_REQUIRES` entry, in table order.
+    pub requires: Vec<i64>,
 }
 
 /// Tell the layout of a non-empty table of `len` bytes starting at `begin`.
@@ -87,7 +88,7 @@ pub(crate) unsafe fn read(begin: *const c_void, end: *const c_void) -> Entries {
     };
     let mut keep = |addr: *mut c_void, name, size: u64, flags: i32, data: u64| {
         if flags & declare_target::REGISTER_REQUIRES != 0 {
-            out.requires = Some(data as i64);
+            out.requires.push(data as i64);
         } else {
             out.entries.push(OffloadEntry {
                 addr,
@@ -188,7 +189,7 @@ mod tests {
         ];
         let got = read_table(&table);
         assert_eq!(got.layout, Some(EntryLayout::V2));
-        assert_eq!(got.requires, Some(8));
+        assert_eq!(got.requires, [8]);
         let seen: Vec<_> = got
             .entries
             .iter()
@@ -213,7 +214,7 @@ mod tests {
         ];
         let got = read_table(&table);
         assert_eq!(got.layout, Some(EntryLayout::V1));
-        assert_eq!(got.requires, Some(8));
+        assert_eq!(got.requires, [8]);
         assert_eq!(got.entries.len(), 1);
         assert_eq!(got.entries[0].addr as usize, 0x1000);
     }
@@ -224,7 +225,7 @@ mod tests {
         let table = [v1(0x1000, &k, 0, declare_target::CTOR, 0)];
         let got = read_table(&table);
         assert_eq!(got.layout, Some(EntryLayout::V1));
-        assert_eq!(got.requires, None);
+        assert!(got.requires.is_empty());
         assert_eq!(got.entries[0].flags, declare_target::CTOR);
     }
 

@@ -81,7 +81,9 @@ fn images(desc: &BinDesc) -> impl Iterator<Item = *mut DeviceImage> + '_ {
 impl Offload<'_> {
     /// `__tgt_register_requires(flags)`: the first call sets the flags;
     /// later ones must agree on reverse_offload, unified_address and
-    /// unified_shared_memory, or the program dies as under LLVM.
+    /// unified_shared_memory (and dynamic_allocators for LLVM 19+'s
+    /// callers), or the program dies as under the caller's LLVM
+    /// ([`Release::requires_mismatch`](super::release::Release::requires_mismatch)).
     pub fn register_requires(&self, flags: i64) -> Result<(), Fatal> {
         // The first registration wins the exchange; later ones (or a
         // racing one) compare against the flags it set.
@@ -96,6 +98,7 @@ impl Offload<'_> {
             Ok(_) => return Ok(()),
             Err(current) => current,
         };
+        let (code, dynamic_allocators) = self.host.caller_release().requires_mismatch();
         let checks = [
             (
                 requires::REVERSE_OFFLOAD,
@@ -109,10 +112,18 @@ impl Offload<'_> {
                 requires::UNIFIED_SHARED_MEMORY,
                 "'#pragma omp requires unified_shared_memory' not used consistently!",
             ),
+            (
+                if dynamic_allocators {
+                    requires::DYNAMIC_ALLOCATORS
+                } else {
+                    0
+                },
+                "'#pragma omp requires dynamic_allocators' not used consistently!",
+            ),
         ];
         for (bit, text) in checks {
             if (current & bit) != (flags & bit) {
-                return Err(Fatal::new(1, text));
+                return Err(Fatal::new(code, text));
             }
         }
         Ok(())
@@ -242,10 +253,12 @@ impl Offload<'_> {
         };
         // SAFETY: our `# Safety`: its host entry range is valid.
         let table = unsafe { host_entries(desc) };
-        match table.requires {
-            Some(flags) => self.register_requires(flags),
-            None => Ok(()),
-        }
+        // One registration per entry, in table order, as LLVM 19's
+        // `registerLib` (so two disagreeing entries of one table are fatal).
+        table
+            .requires
+            .iter()
+            .try_for_each(|&flags| self.register_requires(flags))
     }
 
     /// LLVM's `RegisterImageIntoTranslationTable`, with the runtime's own

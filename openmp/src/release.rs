@@ -75,6 +75,19 @@ impl Release {
     pub fn unmapped_use_device_ptr_is_host_ptr(self) -> bool {
         self == Release::Llvm22
     }
+
+    /// `requires` flags that disagree with the first registration's: LLVM
+    /// 14 (`RTLsTy::RegisterRequires`) ends the process with fatal error 1
+    /// and compares reverse_offload, unified_address and
+    /// unified_shared_memory; LLVM 19's `RequirementCollection` (`Shared/
+    /// Requirements.h`) with fatal error 2, and compares
+    /// dynamic_allocators too.
+    pub fn requires_mismatch(self) -> (i32, bool) {
+        match self {
+            Release::Llvm14 => (1, false),
+            Release::Llvm19 | Release::Llvm22 => (2, true),
+        }
+    }
 }
 
 #[cfg(test)]

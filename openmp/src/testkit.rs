@@ -339,6 +339,8 @@ pub struct TestHost {
     pub default_device: AtomicI32,
     pub thread: AtomicI32,
     pub diags: Mutex<Vec<Diagnostic>>,
+    /// What `caller_release` answers (LLVM 14 unless a test sets it).
+    pub release: Mutex<crate::release::Release>,
 }
 
 impl TestHost {
@@ -348,6 +350,7 @@ impl TestHost {
             default_device: AtomicI32::new(0),
             thread: AtomicI32::new(0),
             diags: Mutex::new(Vec::new()),
+            release: Mutex::new(crate::release::Release::Llvm14),
         }
     }
     /// Everything printed so far, as stderr would show it; then cleared.
@@ -369,6 +372,9 @@ impl HostEnv for TestHost {
     }
     fn emit(&self, diagnostic: &Diagnostic) {
         self.diags.lock().unwrap().push(diagnostic.clone());
+    }
+    fn caller_release(&self) -> crate::release::Release {
+        *self.release.lock().unwrap()
     }
 }
 

@@ -208,6 +208,16 @@ pub fn number_of_devices<B: Backend>(cell: &PluginCell<B>) -> i32 {
 pub unsafe fn is_valid_binary<B: Backend>(cell: &PluginCell<B>, image: *mut DeviceImage) -> i32 {
     guard::<B, i32>(names::IS_VALID_BINARY, 0, || {
         observe::<B>(EntryCall::IsValidBinary);
+        // An image of no bytes at all (start and end null, as a descriptor
+        // that carries only `requires` entries has) is simply not ours to
+        // run: "no", without an error line, as LLVM's plugins answer.
+        // SAFETY: the caller passes a valid `__tgt_device_image` or null
+        // (module contract); read only when non-null.
+        if let Some(d) = unsafe { image.as_ref() } {
+            if d.image_start.is_null() && d.image_end.is_null() {
+                return Ok(0);
+            }
+        }
         // SAFETY: the caller passes a valid `__tgt_device_image` (or null,
         // refused by image_ref), alive for this call (module contract).
         let image = unsafe { image_ref(image)? };

@@ -268,6 +268,38 @@ fn default_device_comes_from_the_host_runtime() {
     assert_eq!(w.platform.dev(0, 0).launches.lock().unwrap().len(), 0);
 }
 
+/// A caller built by clang 19 (or 22) gets LLVM 19's rule: fatal error 2,
+/// and dynamic_allocators must agree too (LLVM 14 ignores it).
+#[test]
+fn requires_flags_of_a_clang_19_caller_follow_llvm_19() {
+    let (w, _bin) = one_kernel_world(1);
+    let off = w.off();
+    off.register_requires(requires::NONE).unwrap();
+    off.register_requires(requires::NONE | requires::DYNAMIC_ALLOCATORS)
+        .expect("LLVM 14 does not compare dynamic_allocators");
+    *w.host.release.lock().unwrap() = crate::release::Release::Llvm19;
+    let fatal = off
+        .register_requires(requires::NONE | requires::DYNAMIC_ALLOCATORS)
+        .unwrap_err();
+    assert!(
+        fatal.render().ends_with(
+            "fatal error 2: '#pragma omp requires dynamic_allocators' not used consistently!\n"
+        ),
+        "{}",
+        fatal.render()
+    );
+    let fatal = off
+        .register_requires(requires::REVERSE_OFFLOAD)
+        .unwrap_err();
+    assert!(
+        fatal.render().ends_with(
+            "fatal error 2: '#pragma omp requires reverse_offload' not used consistently!\n"
+        ),
+        "{}",
+        fatal.render()
+    );
+}
+
 #[test]
 fn requires_flags_must_agree_and_reach_device_init() {
     let (w, bin) = one_kernel_world(1);
