@@ -185,8 +185,9 @@ fn subject() -> Subject {
 /// Runs `built` with `args` under valgrind on `subject`'s runtime, writing
 /// the XML report to `xml`: first without origins; if the report has an
 /// uninitialised-value error, again with `--track-origins=yes`, whose
-/// report is the one returned (origins tell clang's partially written
-/// argument slots apart from undefined data of ours: see the module docs).
+/// report is returned with the first run's other memory errors added
+/// (origins tell clang's partially written argument slots apart from
+/// undefined data of ours: see the module docs).
 /// Tracking origins makes a run about a quarter slower, and 3 in 73 of the
 /// suite's programs need it.
 fn run_under_valgrind(
@@ -197,11 +198,70 @@ fn run_under_valgrind(
     release: Release,
     xml: &Path,
 ) -> Result<(exec::RunOutput, Report), String> {
-    let first = run_memcheck(program, built, args, subject, release, xml, false)?;
+    // One memcheck run, with or without origins.
+    let memcheck = |origins: bool| -> Result<(exec::RunOutput, Report), String> {
+        let supp = valgrind_xml::suppressions();
+        let mut vg_args: Vec<String> = [
+            "--tool=memcheck",
+            "--leak-check=full",
+            "--show-leak-kinds=all",
+            "--errors-for-leak-kinds=definite,indirect",
+            // Keep symbols of libraries unloaded before exit (dlclosed plugins and
+            // offload images), so their allocation stacks stay attributable.
+            "--keep-debuginfo=yes",
+            "--num-callers=50",
+            // Reading the inlining records of our debug-built libraries was a
+            // fifth of a run (map_alloc.c: 1.68 -> 1.33 s); a debug build
+            // inlines little, and owners are told apart by object, not frame.
+            "--read-inline-info=no",
+            // Valgrind runs one thread at a time; without this a thread that
+            // loops may hold the CPU for long stretches (the programs with
+            // host threads).
+            "--fair-sched=yes",
+            "--xml=yes",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        if origins {
+            vg_args.push("--track-origins=yes".into());
+        }
+        vg_args.push(format!("--error-exitcode={VALGRIND_ERROR_EXIT}"));
+        vg_args.push(format!("--suppressions={}", supp.display()));
+        vg_args.push(format!("--xml-file={}", xml.display()));
+        vg_args.push(built.binary.to_string_lossy().into_owned());
+        vg_args.extend(args.iter().cloned());
+        let _ = std::fs::remove_file(xml);
+        let report_file = shutdown_report_path(xml);
+        let _ = std::fs::remove_file(&report_file);
+        let mut env = program.env.clone();
+        env.push((
+            "OMPTARGET_SHUTDOWN_REPORT".into(),
+            report_file.to_string_lossy().into_owned(),
+        ));
+        // clang 19/22 binaries find their release's libomp after our runtime.
+        let cmd = exec::command(
+            Path::new("valgrind"),
+            &vg_args,
+            &env,
+            release.our_library_path(&subject.lib_dir),
+        );
+        let out = exec::run(cmd, timeout()).map_err(|e| format!("cannot run valgrind: {e}"))?;
+        let text = std::fs::read_to_string(xml).map_err(|e| {
+            format!(
+                "valgrind wrote no report at {} ({e}; valgrind {}); its stderr:\n{}",
+                xml.display(),
+                out.exit_text(),
+                out.stderr
+            )
+        })?;
+        Ok((out, valgrind_xml::parse(&text)))
+    };
+    let first = memcheck(false)?;
     if !first.1.errors.iter().any(is_uninitialised_value) {
         return Ok(first);
     }
-    let (out, mut report) = run_memcheck(program, built, args, subject, release, xml, true)?;
+    let (out, mut report) = memcheck(true)?;
     // Origins change no verdict of memcheck's, but a threaded program may
     // show an error in one run and not the other: the first run's other
     // memory errors are judged too.
@@ -215,74 +275,6 @@ fn run_under_valgrind(
         }
     }
     Ok((out, report))
-}
-
-/// One run of [`run_under_valgrind`], with or without origins.
-fn run_memcheck(
-    program: &Program,
-    built: &Built,
-    args: &[String],
-    subject: &Subject,
-    release: Release,
-    xml: &Path,
-    origins: bool,
-) -> Result<(exec::RunOutput, Report), String> {
-    let supp = valgrind_xml::suppressions();
-    let mut vg_args: Vec<String> = [
-        "--tool=memcheck",
-        "--leak-check=full",
-        "--show-leak-kinds=all",
-        "--errors-for-leak-kinds=definite,indirect",
-        // Keep symbols of libraries unloaded before exit (dlclosed plugins and
-        // offload images), so their allocation stacks stay attributable.
-        "--keep-debuginfo=yes",
-        "--num-callers=50",
-        // Reading the inlining records of our debug-built libraries was a
-        // fifth of a run (map_alloc.c: 1.68 -> 1.33 s); a debug build
-        // inlines little, and owners are told apart by object, not frame.
-        "--read-inline-info=no",
-        // Valgrind runs one thread at a time; without this a thread that
-        // loops may hold the CPU for long stretches (the programs with
-        // host threads).
-        "--fair-sched=yes",
-        "--xml=yes",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    if origins {
-        vg_args.push("--track-origins=yes".into());
-    }
-    vg_args.push(format!("--error-exitcode={VALGRIND_ERROR_EXIT}"));
-    vg_args.push(format!("--suppressions={}", supp.display()));
-    vg_args.push(format!("--xml-file={}", xml.display()));
-    vg_args.push(built.binary.to_string_lossy().into_owned());
-    vg_args.extend(args.iter().cloned());
-    let _ = std::fs::remove_file(xml);
-    let report_file = shutdown_report_path(xml);
-    let _ = std::fs::remove_file(&report_file);
-    let mut env = program.env.clone();
-    env.push((
-        "OMPTARGET_SHUTDOWN_REPORT".into(),
-        report_file.to_string_lossy().into_owned(),
-    ));
-    // clang 19/22 binaries find their release's libomp after our runtime.
-    let cmd = exec::command(
-        Path::new("valgrind"),
-        &vg_args,
-        &env,
-        release.our_library_path(&subject.lib_dir),
-    );
-    let out = exec::run(cmd, timeout()).map_err(|e| format!("cannot run valgrind: {e}"))?;
-    let text = std::fs::read_to_string(xml).map_err(|e| {
-        format!(
-            "valgrind wrote no report at {} ({e}; valgrind {}); its stderr:\n{}",
-            xml.display(),
-            out.exit_text(),
-            out.stderr
-        )
-    })?;
-    Ok((out, valgrind_xml::parse(&text)))
 }
 
 fn describe(e: &Error) -> String {

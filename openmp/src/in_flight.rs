@@ -82,7 +82,7 @@ impl InFlight {
         #[cfg(test)]
         self.waiting.fetch_add(1, SeqCst);
         #[cfg(test)]
-        let _waited = scopeguard_sub(&self.waiting);
+        let _waiting = Waiting(&self.waiting);
         while images.contains_key(&image) {
             // The mutex is released while waiting.
             images = match deadline {
@@ -109,14 +109,13 @@ impl InFlight {
 /// Takes this thread back out of [`InFlight::waiting`] however `begin`
 /// returns.
 #[cfg(test)]
-fn scopeguard_sub(count: &AtomicUsize) -> impl Drop + '_ {
-    struct Sub<'a>(&'a AtomicUsize);
-    impl Drop for Sub<'_> {
-        fn drop(&mut self) {
-            self.0.fetch_sub(1, SeqCst);
-        }
+struct Waiting<'a>(&'a AtomicUsize);
+
+#[cfg(test)]
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, SeqCst);
     }
-    Sub(count)
 }
 
 impl InFlight {

@@ -9,15 +9,12 @@
  * `copies=` (checked round trips), `copy_wrong=` (round trips that failed
  * after a successful allocation).
  *
- * The work is bounded by counts, never by time. Each cycle of the main
- * thread has two phases: its dlopen (with the call) and its dlclose. The
- * main thread announces each and waits until the copying thread has seen
- * it; the copying thread then starts at most COPIES_PER_PHASE round trips
- * (each may start a runtime, which loads every plugin), so they begin
- * before the registration and before the shutdown, whatever the
- * scheduler does, and waits for the next phase. The main thread's first
- * cycle waits for the first round trip to end, so `copies` is 0 only if
- * every round trip failed (`copy_wrong`, `alloc_failed`). */
+ * The copying thread starts at most COPIES_PER_PHASE round trips (each
+ * may start a runtime, which loads every plugin) in each phase of the
+ * main thread, before its dlopen and before its dlclose (edge_phases.h).
+ * The main thread's first cycle waits for the first round trip to end,
+ * so `copies` is 0 only if every round trip failed (`copy_wrong`,
+ * `alloc_failed`). */
 #include <dlfcn.h>
 #include <omp.h>
 #include <pthread.h>
@@ -25,44 +22,25 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+
+#include "edge_phases.h"
 
 #define CYCLES 300 /* argv[2] may ask for fewer (valgrind runs) */
 #define WORDS 16
 #define COPIES_PER_PHASE 3
 
-static atomic_int stop;
-static atomic_int phase; /* 2c: cycle c's dlopen; 2c+1: its dlclose */
-static atomic_int ack = -1; /* the phase the busy thread's calls are in */
 static atomic_long copies;
 static atomic_long copy_wrong;
 static atomic_long alloc_failed;
-
-/* Waits until the main thread starts another phase or stops. */
-static void wait_for_next_phase(int seen) {
-  const struct timespec pause = {0, 100000};
-  while (atomic_load(&phase) == seen && !atomic_load(&stop))
-    nanosleep(&pause, NULL);
-}
 
 static void *copy_loop(void *arg) {
   (void)arg;
   int host = omp_get_initial_device();
   int out[WORDS], back[WORDS];
-  int seen = -1, in_phase = 0;
+  struct phase_budget budget = PHASE_BUDGET_INIT;
   for (long it = 0; !atomic_load(&stop); it++) {
-    int now = atomic_load(&phase);
-    if (now != seen) {
-      seen = now;
-      in_phase = 0;
-      /* The main thread waits for this before its dlopen or dlclose, so
-         this phase's calls start before that, not after. */
-      atomic_store(&ack, now);
-    }
-    if (in_phase++ == COPIES_PER_PHASE) {
-      wait_for_next_phase(seen);
+    if (!phase_turn(&budget, COPIES_PER_PHASE))
       continue;
-    }
     int *p = omp_target_alloc(sizeof out, 0);
     if (!p) {
       atomic_fetch_add(&alloc_failed, 1);
@@ -82,15 +60,6 @@ static void *copy_loop(void *arg) {
   return NULL;
 }
 
-/* Announces phase p and waits until the busy thread has seen it (its
-   first call of the phase is about to start): a count, not a clock. */
-static void enter_phase(int p) {
-  const struct timespec pause = {0, 100000};
-  atomic_store(&phase, p);
-  while (atomic_load(&ack) != p)
-    nanosleep(&pause, NULL);
-}
-
 int main(int argc, char **argv) {
   if (argc != 2 && argc != 3)
     return 2;
@@ -99,7 +68,6 @@ int main(int argc, char **argv) {
   if (pthread_create(&thread, NULL, copy_loop, NULL) != 0)
     return 2;
   int wrong = 0;
-  const struct timespec pause = {0, 100000};
   for (int c = 0; c < cycles; c++) {
     enter_phase(2 * c);
     void *lib = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
@@ -113,7 +81,7 @@ int main(int argc, char **argv) {
     while (c == 0 && atomic_load(&copies) + atomic_load(&copy_wrong) +
                              atomic_load(&alloc_failed) ==
                          0)
-      nanosleep(&pause, NULL);
+      short_pause();
   }
   atomic_store(&stop, 1);
   pthread_join(thread, NULL);
