@@ -45,6 +45,21 @@ EOF
   $sudo apt-get update -q
 fi
 
+# The orig tarball of llvm-toolchain-MAJOR from deb.debian.org's main pool,
+# checked against the SHA-256 in apt's source index, into DIR.
+fetch_orig_from_pool() {
+  local major=$1 dir=$2 line sum name
+  line=$(apt-cache showsrc "llvm-toolchain-$major" \
+    | awk '/^Checksums-Sha256:/ {on = 1; next} /^[^ ]/ {on = 0} on && $3 ~ /\.orig\.tar\.xz$/ {print $1, $3; exit}')
+  [ -n "$line" ] || return 1
+  sum=${line%% *}
+  name=${line#* }
+  echo "llvm-sources: fetching $name from the main archive's pool" >&2
+  curl -fsSL --retry 3 -o "$dir/$name" \
+    "http://deb.debian.org/debian/pool/main/l/llvm-toolchain-$major/$name" || return 1
+  echo "$sum  $dir/$name" | sha256sum --check --quiet - || return 1
+}
+
 mkdir -p "$dest"
 unpacked=0
 for major in "${majors[@]}"; do
@@ -69,10 +84,15 @@ for major in "${majors[@]}"; do
   work="$dest/download-$major"
   rm -rf "$work" "$out"
   mkdir -p "$work" "$out"
-  if ! (cd "$work" && apt-get source --download-only -q "llvm-toolchain-$major" >/dev/null); then
-    echo "llvm-sources: llvm-toolchain-$major $version could not be fetched: LLVM $major's suite is skipped" >&2
-    rm -rf "$work"
-    continue
+  if ! (cd "$work" && apt-get source --download-only -q "llvm-toolchain-$major" >/dev/null 2>&1); then
+    # The security archive has held 22's binaries without its source
+    # (404); the same upstream tarball is in the main archive's pool. It
+    # is accepted only with the SHA-256 apt's source index records for it.
+    if ! fetch_orig_from_pool "$major" "$work"; then
+      echo "llvm-sources: llvm-toolchain-$major $version could not be fetched: LLVM $major's suite is skipped" >&2
+      rm -rf "$work"
+      continue
+    fi
   fi
   # Only the suite (and nothing else of the ~1.5 GB tree) is written.
   tar -xJf "$work"/llvm-toolchain-"$major"_*.orig.tar.xz -C "$out" \

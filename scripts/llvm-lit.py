@@ -34,7 +34,12 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # current directory, as for cargo).
 TARGET = os.path.abspath(os.environ.get("CARGO_TARGET_DIR") or os.path.join(ROOT, "target"))
 OMPTARGET = os.path.join(TARGET, "omptarget")
-TRIPLE = "x86_64-pc-linux-gnu"
+
+
+def triple(major):
+    """The host offload target as the release's CMake names it (LLVM 22's
+    lit.cfg knows x86_64-unknown-linux-gnu, 14's and 19's the -pc- one)."""
+    return "x86_64-unknown-linux-gnu" if major >= 22 else "x86_64-pc-linux-gnu"
 
 
 def release_lib_dir(major):
@@ -98,7 +103,7 @@ def write_site_config(major, runtime_dir, exec_root):
         "omp_host_rtl_directory": lib,
         "llvm_lib_directory": lib,
         "operating_system": "Linux",
-        "libomptarget_current_target": TRIPLE,
+        "libomptarget_current_target": triple(major),
         "libomptarget_filecheck": os.path.join(tools, "FileCheck"),
         "libomptarget_not": os.path.join(tools, "not"),
     }
@@ -106,10 +111,15 @@ def write_site_config(major, runtime_dir, exec_root):
     for key, value in values.items():
         lines.append(f"config.{key} = {value!r}")
     lines.append(f"config.test_compiler_features = {features!r}")
-    lines.append(f"config.libomptarget_all_targets = [{TRIPLE!r}]")
+    lines.append(f"config.libomptarget_all_targets = [{triple(major)!r}]")
     lines.append("config.libomptarget_debug = False")
     lines.append("config.has_libomptarget_ompt = True")
     lines.append("config.libomptarget_has_libc = False")
+    # LLVM 22's lit.site.cfg.in adds these (no GPU PGO; the device-info
+    # tool and tblgen are only for tests this host target does not run).
+    lines.append("config.libomptarget_test_pgo = False")
+    lines.append("config.offload_device_info = ''")
+    lines.append("config.offload_tblgen = ''")
     lines.append(f"lit_config.load_config(config, {os.path.join(suite_dir(major), 'lit.cfg')!r})")
     lines.append("path = config.environment.get('LD_LIBRARY_PATH')")
     lines.append(f"config.environment['LD_LIBRARY_PATH'] = {runtime_dir!r} + (':' + path if path else '')")
@@ -135,10 +145,19 @@ def run_lit(major, runtime, runtime_dir, out_dir, jobs, filter_re):
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("LIBOMPTARGET_", "OMPTARGET_", "OMP_", "KMP_", "LD_"))}
     print(f"$ {' '.join(cmd)}", flush=True)
-    subprocess.run(cmd, env=env)
-    passed = set()
     if os.path.isfile(xml):
-        for case in ET.parse(xml).getroot().iter("testcase"):
+        os.remove(xml)
+    subprocess.run(cmd, env=env)
+    # A suite that could not be set up (lit's config error) runs nothing:
+    # that is a failure of the harness, never an empty comparison.
+    if not os.path.isfile(xml):
+        sys.exit(f"LLVM {major}: lit wrote no results for the {runtime} run (see above)")
+    cases = list(ET.parse(xml).getroot().iter("testcase"))
+    if not cases and not filter_re:
+        sys.exit(f"LLVM {major}: lit ran no test of the suite for the {runtime} run")
+    passed = set()
+    if True:
+        for case in cases:
             # classname "libomptarget :: x86_64-pc-linux-gnu.mapping", name
             # "foo.c": the test's path in the suite, mapping/foo.c.
             folder = case.get("classname", "").partition(".")[2]
