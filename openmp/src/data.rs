@@ -13,9 +13,12 @@ use omptarget::mapping::{MapRequest, ShadowPtr, ShadowVisit, UnmapRequest};
 use smallvec::SmallVec;
 use std::ffi::c_void;
 
-/// Struct sections mapped from a member onward are padded down to this
-/// alignment so that members keep their alignment on the device.
+/// LLVM 14 pads struct sections mapped from a member onward down to this
+/// alignment, on the host and the device alike, so that members keep their
+/// alignment on the device.
 const ALIGNMENT: i64 = 8;
+/// LLVM 19's bound on a partially mapped struct's alignment.
+const MAX_ALIGNMENT: usize = 16;
 const POINTER_SIZE: i64 = std::mem::size_of::<*mut c_void>() as i64;
 
 /// Which data operation a mapper's components feed.
@@ -26,23 +29,55 @@ pub(crate) enum DataOp {
     Update,
 }
 
-/// The begin address and size of argument `i`, padded when it is the
-/// combined entry of a struct whose next argument is its member.
-fn padded_section(args: &MapArgs, i: usize) -> (usize, i64) {
-    let mut begin = args.begin(i) as usize;
-    let mut size = args.size(i);
+/// The host section of one map argument, and what the device allocation
+/// holds before it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Section {
+    pub begin: usize,
+    pub size: i64,
+    /// Bytes allocated on the device before `begin`'s copy (LLVM 19's
+    /// `TgtPadding`); they stand for no host memory.
+    pub device_padding: usize,
+}
+
+/// LLVM 19's `getPartialStructRequiredAlignment`: the alignment the base
+/// address has (its lowest set bit), at most 16. A null base is taken as
+/// maximally aligned.
+pub(crate) fn partial_struct_alignment(base: usize) -> usize {
+    if base == 0 {
+        return MAX_ALIGNMENT;
+    }
+    (1usize << base.trailing_zeros()).min(MAX_ALIGNMENT)
+}
+
+/// The section of argument `i`, padded when it is the combined entry of a
+/// struct whose next argument is its member: for LLVM 14 callers the host
+/// section grows down to 8-byte alignment (the padding is mapped data);
+/// for LLVM 19/22 callers the padding (`begin` modulo the base's
+/// alignment) is allocated on the device only.
+fn padded_section(args: &MapArgs, i: usize, padding_device_only: bool) -> Section {
+    let mut section = Section {
+        begin: args.begin(i) as usize,
+        size: args.size(i),
+        device_padding: 0,
+    };
     let next = i + 1;
-    if parent_index(args.map_type(i)) < 0
+    let combined = parent_index(args.map_type(i)) < 0
         && next < args.len()
-        && parent_index(args.map_type(next)) == i as i64
-    {
-        let padding = (begin as i64) % ALIGNMENT;
+        && parent_index(args.map_type(next)) == i as i64;
+    if !combined {
+        return section;
+    }
+    if padding_device_only {
+        section.device_padding = section.begin % partial_struct_alignment(args.base(i) as usize);
+    } else {
+        let padding = (section.begin as i64) % ALIGNMENT;
         if padding != 0 {
-            begin = begin.wrapping_sub(padding as usize);
-            size = size.wrapping_add(padding);
+            section.begin = section.begin.wrapping_sub(padding as usize);
+            section.size = section.size.wrapping_add(padding);
         }
     }
-    (begin, size)
+    section
 }
 
 fn has(map_type: i64, flag: i64) -> bool {
@@ -170,6 +205,7 @@ impl<'a> Offload<'a> {
         let usm = self.registry.unified_shared_memory();
         let table = dev.ops.mappings();
         let memory = self.memory(dev);
+        let padding_device_only = self.host.caller_release().struct_padding_is_device_only();
         // clang 22's ATTACH entries act after every other entry is mapped.
         let mut attaches: SmallVec<[usize; 4]> = SmallVec::new();
         for i in 0..args.len() {
@@ -190,7 +226,11 @@ impl<'a> Offload<'a> {
                 continue;
             }
 
-            let (begin, size) = padded_section(args, i);
+            let Section {
+                begin,
+                size,
+                device_padding,
+            } = padded_section(args, i, padding_device_only);
             let mut base = args.base(i) as usize;
             let name = args.name(i) as usize;
             let implicit = has(t, mt::IMPLICIT);
@@ -216,6 +256,7 @@ impl<'a> Offload<'a> {
                         present,
                         hold,
                         unified_shared_memory: usm,
+                        device_padding: 0,
                     },
                     &memory,
                 );
@@ -245,6 +286,7 @@ impl<'a> Offload<'a> {
                     present,
                     hold,
                     unified_shared_memory: usm,
+                    device_padding,
                 },
                 &memory,
             );
@@ -420,6 +462,7 @@ impl<'a> Offload<'a> {
         // and a free per region (callgrind, `map_tofrom_scalar`).
         let mut deallocs: SmallVec<[(usize, i64, bool); 8]> = SmallVec::new();
         let mut from_mapper_base: Option<usize> = None;
+        let padding_device_only = self.host.caller_release().struct_padding_is_device_only();
 
         for i in (0..args.len()).rev() {
             let t = args.map_type(i);
@@ -435,7 +478,7 @@ impl<'a> Offload<'a> {
                 continue;
             }
 
-            let (begin, size) = padded_section(args, i);
+            let Section { begin, size, .. } = padded_section(args, i, padding_device_only);
             let implicit = has(t, mt::IMPLICIT);
             let update_ref =
                 (!has(t, mt::MEMBER_OF) || has(t, mt::PTR_AND_OBJ)) && !(from_mapper && i == 0);
@@ -521,5 +564,19 @@ impl<'a> Offload<'a> {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::partial_struct_alignment;
+
+    #[test]
+    fn a_partial_struct_is_aligned_as_its_base_up_to_16() {
+        assert_eq!(partial_struct_alignment(0x1000), 16);
+        assert_eq!(partial_struct_alignment(0x1008), 8);
+        assert_eq!(partial_struct_alignment(0x1004), 4);
+        assert_eq!(partial_struct_alignment(0x1003), 1);
+        assert_eq!(partial_struct_alignment(0), 16);
     }
 }

@@ -21,6 +21,8 @@ type KernelArgs = SmallVec<[*mut c_void; INLINE_ARGS]>;
 type KernelOffsets = SmallVec<[isize; INLINE_ARGS]>;
 
 const ALIGNMENT: i64 = 8;
+/// LLVM 19's `MaxAlignment`: the alignment the packing buffer starts with.
+const MAX_PACK_ALIGNMENT: usize = 16;
 const POINTER_SIZE: i64 = std::mem::size_of::<*mut c_void>() as i64;
 /// First-private arguments up to this size are packed into one buffer.
 const FIRST_PRIVATE_PACK_THRESHOLD: i64 = 1024;
@@ -32,8 +34,36 @@ struct PackedArg {
     index: usize,
     host_begin: usize,
     size: i64,
-    /// LLVM pads each packed argument to `size + size % 8` (sic).
-    aligned_size: i64,
+    /// Bytes of the buffer left before it (LLVM 19's `Padding`).
+    padding: i64,
+    /// Bytes of the buffer it takes after its padding: LLVM 14 pads each
+    /// packed argument to `size + size % 8` (sic); LLVM 19 takes `size`.
+    slot_size: i64,
+    /// The alignment LLVM 19 assumes its start has (`StartAlignment`).
+    start_alignment: usize,
+}
+
+/// Where LLVM 19's `addArg` puts a packed argument at `host_begin` after
+/// `last`: its padding and the alignment its start is taken to have. The
+/// start alignment of the previous argument shrinks to its size modulo
+/// that alignment (LLVM's own heuristic, kept as it is: the buffer's
+/// layout is what the device code sees).
+fn packed_placement(last: Option<&PackedArg>, host_begin: usize) -> (i64, usize) {
+    let Some(last) = last else {
+        return (0, MAX_PACK_ALIGNMENT);
+    };
+    let mut start = last.start_alignment;
+    let offset = (last.size as usize) % start;
+    if offset != 0 {
+        start = offset;
+    }
+    // `partial_struct_alignment` is a power of two already (bit_floor).
+    let required = super::data::partial_struct_alignment(host_begin);
+    if required > start {
+        ((required - start) as i64, required)
+    } else {
+        (0, start)
+    }
 }
 
 /// Device buffers of (first-)private arguments of one target region.
@@ -102,14 +132,26 @@ impl<'o, 'a> PrivateArguments<'o, 'a> {
             self.buffers.push(target);
             Ok(target)
         } else {
-            let aligned_size = size + size % ALIGNMENT;
+            let aligned = self
+                .offload
+                .host
+                .caller_release()
+                .packs_first_private_aligned();
+            let (padding, slot_size, start_alignment) = if aligned {
+                let (padding, start) = packed_placement(self.packed.last(), host_begin);
+                (padding, size, start)
+            } else {
+                (0, size + size % ALIGNMENT, ALIGNMENT as usize)
+            };
             self.packed.push(PackedArg {
                 index,
                 host_begin,
                 size,
-                aligned_size,
+                padding,
+                slot_size,
+                start_alignment,
             });
-            self.packed_size += aligned_size;
+            self.packed_size += padding + slot_size;
             Ok(0)
         }
     }
@@ -131,10 +173,11 @@ impl<'o, 'a> PrivateArguments<'o, 'a> {
         let mut buffer = vec![0u8; self.packed_size as usize];
         let mut at = 0usize;
         for arg in &self.packed {
+            at += arg.padding as usize;
             // SAFETY: our `# Safety`: `host_begin..+size` is readable host
-            // memory; `buffer` holds `packed_size`, the sum of the aligned
-            // sizes (each >= its size), so `at..at+size` is in it, and a
-            // fresh Vec overlaps no host argument.
+            // memory; `buffer` holds `packed_size`, the sum of the paddings
+            // and slot sizes (each slot >= its size), so `at..at+size` is in
+            // it, and a fresh Vec overlaps no host argument.
             unsafe {
                 std::ptr::copy_nonoverlapping(
                     arg.host_begin as *const u8,
@@ -142,7 +185,7 @@ impl<'o, 'a> PrivateArguments<'o, 'a> {
                     arg.size as usize,
                 )
             };
-            at += arg.aligned_size as usize;
+            at += arg.slot_size as usize;
         }
         // SAFETY: `buffer` is this value's own packing buffer, alive until
         // the region has its copy.
@@ -171,8 +214,9 @@ impl<'o, 'a> PrivateArguments<'o, 'a> {
         .map_err(|_| OffloadError::PrivatePackFailed)?;
         let mut address = target;
         for arg in &self.packed {
+            address += arg.padding as usize;
             kernel_args[arg.index] = address as *mut c_void;
-            address += arg.aligned_size as usize;
+            address += arg.slot_size as usize;
         }
         Ok(())
     }
@@ -622,5 +666,35 @@ impl<'a> Offload<'a> {
             return Err(self.report(OffloadError::PrivateFreeFailed));
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod packing_tests {
+    use super::{packed_placement, PackedArg};
+
+    fn arg(size: i64, padding: i64, start_alignment: usize) -> PackedArg {
+        PackedArg {
+            index: 0,
+            host_begin: 0,
+            size,
+            padding,
+            slot_size: size,
+            start_alignment,
+        }
+    }
+
+    #[test]
+    fn packed_arguments_keep_their_host_alignment_as_llvm_19_places_them() {
+        // The first starts the 16-aligned buffer.
+        assert_eq!(packed_placement(None, 0x1003), (0, 16));
+        // 3 bytes at a 16-aligned start: an 8-aligned array pads 5.
+        assert_eq!(packed_placement(Some(&arg(3, 0, 16)), 0x2008), (5, 8));
+        // 16 bytes after an 8-aligned start end 8-aligned: a 16-aligned
+        // array pads 8; an 8-aligned one none.
+        assert_eq!(packed_placement(Some(&arg(16, 5, 8)), 0x3010), (8, 16));
+        assert_eq!(packed_placement(Some(&arg(16, 5, 8)), 0x3008), (0, 8));
+        // A byte array needs none: the start alignment shrinks to 3.
+        assert_eq!(packed_placement(Some(&arg(3, 0, 16)), 0x4001), (0, 3));
     }
 }

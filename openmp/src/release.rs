@@ -76,6 +76,24 @@ impl Release {
         self == Release::Llvm22
     }
 
+    /// The combined entry of a struct mapped from a member onward: LLVM 14
+    /// pads its host section down to 8 bytes and maps the padding as data
+    /// (the padding bytes are then present and copied); LLVM 19 and 22
+    /// keep the host section as it is and allocate the padding on the
+    /// device only, before the data (`TgtPadding`, of `begin % alignment`
+    /// with the base's alignment up to 16: `partial_struct_alignment`).
+    pub fn struct_padding_is_device_only(self) -> bool {
+        self >= Release::Llvm19
+    }
+
+    /// First-private arguments packed into one buffer: LLVM 14 rounds each
+    /// one's size up by `size % 8`; LLVM 19 and 22 align each one as its
+    /// host address was aligned (up to 16), so that vector code the
+    /// compiler wrote for an aligned array stays valid on the device.
+    pub fn packs_first_private_aligned(self) -> bool {
+        self >= Release::Llvm19
+    }
+
     /// `requires` flags that disagree with the first registration's: LLVM
     /// 14 (`RTLsTy::RegisterRequires`) ends the process with fatal error 1
     /// and compares reverse_offload, unified_address and

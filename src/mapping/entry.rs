@@ -20,7 +20,7 @@ pub(crate) struct MapEntry {
 
 impl MapEntry {
     /// A new entry; `shared` is its state outside the table's lock, new
-    /// (`Arc::default()`, or the table's recycled one:
+    /// (`EntryShared::new`, or the table's recycled one:
     /// `Entries::fresh_shared`).
     pub fn new(
         host_base: usize,
@@ -60,6 +60,12 @@ impl MapEntry {
         }
     }
 
+    /// The device address the entry's memory was allocated at (and is
+    /// freed at): `device_begin` less the padding allocated before it.
+    pub fn allocation_begin(&self) -> usize {
+        self.device_begin.wrapping_sub(self.shared.device_padding)
+    }
+
     /// Device address of `host` (which lies in or near this entry).
     pub fn translate(&self, host: usize) -> usize {
         self.device_begin
@@ -85,6 +91,20 @@ pub(crate) struct EntryShared {
     update: Mutex<()>,
     /// Some sub-object may be a pointer attached through PTR_AND_OBJ.
     may_contain_attached_pointers: AtomicBool,
+    /// Bytes allocated before `device_begin` ([`super::MapRequest`]'s
+    /// `device_padding`). Kept here, not in the entry, so that an entry
+    /// stays one 64-byte slot; it is read when the entry is removed, which
+    /// touches this state anyway (the table recycles it).
+    device_padding: usize,
+}
+
+impl EntryShared {
+    pub(crate) fn new(device_padding: usize) -> Self {
+        EntryShared {
+            device_padding,
+            ..EntryShared::default()
+        }
+    }
 }
 
 /// A reference to an entry that outlives the table's lock (LLVM passes an

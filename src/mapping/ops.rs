@@ -161,6 +161,11 @@ pub struct MapRequest {
     pub hold: bool,
     /// `requires unified_shared_memory` is in effect.
     pub unified_shared_memory: bool,
+    /// Bytes allocated on the device before the section's first byte, so
+    /// that the section keeps its host alignment there (LLVM 19's
+    /// `TgtPadding` for a struct mapped from a member onward). They map no
+    /// host memory: the entry covers `[host_begin, host_begin+size)` only.
+    pub device_padding: usize,
 }
 
 /// What `get_target_pointer` returns.
@@ -363,8 +368,10 @@ impl MappingTable {
         } else if request.size != 0 {
             // LLVM inserts the entry even when the allocation failed; an
             // entry with a null device address helps nobody, so we don't.
-            match memory.alloc(request.size as usize, request.host_begin) {
-                Some(device) if device != 0 => {
+            let alloc_size = (request.size as usize).saturating_add(request.device_padding);
+            match memory.alloc(alloc_size, request.host_begin) {
+                Some(allocated) if allocated != 0 => {
+                    let device = allocated.wrapping_add(request.device_padding);
                     let entry = MapEntry::new(
                         request.host_base,
                         request.host_begin,
@@ -372,7 +379,7 @@ impl MappingTable {
                         device,
                         request.name,
                         RefCounts::new(kind, false),
-                        entries.fresh_shared(),
+                        entries.fresh_shared(request.device_padding),
                     );
                     out.is_new = true;
                     out.target = Some(device);
@@ -531,7 +538,7 @@ impl MappingTable {
         // searched for.
         let entry = entries.remove_at(at, key).expect("lookup keys exist");
         // LLVM ignores the result of the device free here.
-        memory.free(entry.device_begin);
+        memory.free(entry.allocation_begin());
         Ok(Some(MapEvent::Removed {
             host_begin: entry.host_begin,
             target: entry.device_begin,

@@ -424,14 +424,14 @@ impl Entries {
 
     /// Shared state for a new entry: the last removed entry's when no one
     /// else holds it any more (reset), else a new one.
-    pub fn fresh_shared(&mut self) -> Arc<EntryShared> {
+    pub fn fresh_shared(&mut self, device_padding: usize) -> Arc<EntryShared> {
         if let Some(mut spare) = self.spare_shared.take() {
             if let Some(state) = Arc::get_mut(&mut spare) {
-                *state = EntryShared::default();
+                *state = EntryShared::new(device_padding);
                 return spare;
             }
         }
-        Arc::default()
+        Arc::new(EntryShared::new(device_padding))
     }
 
     /// Merge the small chunk `c` with a neighbour when both fit in one.

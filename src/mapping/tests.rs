@@ -81,6 +81,40 @@ fn refs_of(t: &MappingTable, begin: usize) -> RefCounts {
 }
 
 #[test]
+fn device_padding_is_allocated_before_the_data_and_freed_with_it() {
+    let t = MappingTable::new();
+    let m = FakeMemory::new();
+    let r = t.get_target_pointer(
+        &MapRequest {
+            to: true,
+            device_padding: 4,
+            ..map(0x1004, 12)
+        },
+        &m,
+    );
+    let allocated = *m.live.borrow().iter().next().unwrap();
+    let tgt = r.target.unwrap();
+    assert_eq!(tgt, allocated + 4, "the data starts after the padding");
+    // Only the host section is copied, and only it is mapped.
+    assert_eq!(*m.submits.borrow(), vec![(tgt, 0x1004, 12)]);
+    assert!(
+        !t.lookup(0x1000, 4).0.overlaps(),
+        "the padding maps no host memory"
+    );
+    let member = t
+        .lookup(0x1008, 4)
+        .1
+        .map(|e| e.device_begin + (0x1008 - e.host_begin));
+    assert_eq!(member, Some(tgt + 4));
+    let removed = t.dealloc_tgt_ptr(0x1004, 12, false, &m).unwrap();
+    assert!(matches!(removed, Some(MapEvent::Removed { target, .. }) if target == tgt));
+    assert!(
+        m.live.borrow().is_empty(),
+        "the allocation's own address was freed"
+    );
+}
+
+#[test]
 fn new_mapping_allocates_and_copies_to() {
     let t = MappingTable::new();
     let m = FakeMemory::new();

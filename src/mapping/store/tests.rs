@@ -270,7 +270,7 @@ fn a_removed_entrys_shared_state_is_reused_only_when_no_one_holds_it() {
     let first = Arc::as_ptr(&store[&0x1000].shared);
     store[&0x1000].handle().set_may_contain_attached_pointers();
     store.remove(&0x1000).unwrap();
-    let reused = store.fresh_shared();
+    let reused = store.fresh_shared(0);
     assert_eq!(Arc::as_ptr(&reused), first, "reused");
     assert!(
         !super::super::entry::EntryHandle::for_test(reused).may_contain_attached_pointers(),
@@ -282,7 +282,7 @@ fn a_removed_entrys_shared_state_is_reused_only_when_no_one_holds_it() {
     held.set_may_contain_attached_pointers();
     let second = Arc::as_ptr(&store[&0x2000].shared);
     store.remove(&0x2000).unwrap();
-    let fresh = store.fresh_shared();
+    let fresh = store.fresh_shared(0);
     assert_ne!(Arc::as_ptr(&fresh), second, "a held state is not reused");
     assert!(held.may_contain_attached_pointers(), "and not reset");
 }
