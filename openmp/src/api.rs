@@ -47,7 +47,7 @@ impl<'a> Offload<'a> {
         if self.is_initial(device_num) {
             return self.host_alloc(size, device_num);
         }
-        let Some(dev) = self.ready_device(device_num.into()) else {
+        let Some(dev) = self.api_device(device_num.into(), true) else {
             return std::ptr::null_mut();
         };
         // SAFETY: no host pointer.
@@ -88,7 +88,7 @@ impl<'a> Offload<'a> {
             unsafe { self.host_free(device_ptr) };
             return;
         }
-        let Some(dev) = self.ready_device(device_num.into()) else {
+        let Some(dev) = self.api_device(device_num.into(), true) else {
             self.free_if_early(device_ptr);
             return;
         };
@@ -162,7 +162,7 @@ impl<'a> Offload<'a> {
         if self.is_initial(device_num) {
             return 1;
         }
-        let Some(dev) = self.device(device_num.into()) else {
+        let Some(dev) = self.api_device(device_num.into(), false) else {
             return 0;
         };
         let usm = self.registry.unified_shared_memory();
@@ -216,7 +216,7 @@ impl<'a> Offload<'a> {
         let src_dev = if self.is_initial(src_device) {
             None
         } else {
-            match self.ready_device(src_device.into()) {
+            match self.api_device(src_device.into(), true) {
                 Some(dev) => Some(dev),
                 None => {
                     self.report(OffloadError::MemcpyFailed);
@@ -227,7 +227,7 @@ impl<'a> Offload<'a> {
         let dst_dev = if self.is_initial(dst_device) {
             None
         } else {
-            match self.ready_device(dst_device.into()) {
+            match self.api_device(dst_device.into(), true) {
                 Some(dev) => Some(dev),
                 None => {
                     self.report(OffloadError::MemcpyFailed);
@@ -466,7 +466,7 @@ impl<'a> Offload<'a> {
             self.report(OffloadError::AssociateOnHost);
             return OFFLOAD_FAIL;
         }
-        let Some(dev) = self.ready_device(device_num.into()) else {
+        let Some(dev) = self.api_device(device_num.into(), true) else {
             self.report(OffloadError::AssociateFailed);
             return OFFLOAD_FAIL;
         };
@@ -494,7 +494,7 @@ impl<'a> Offload<'a> {
             self.report(OffloadError::DisassociateOnHost);
             return OFFLOAD_FAIL;
         }
-        let Some(dev) = self.ready_device(device_num.into()) else {
+        let Some(dev) = self.api_device(device_num.into(), true) else {
             self.report(OffloadError::DisassociateFailed);
             return OFFLOAD_FAIL;
         };

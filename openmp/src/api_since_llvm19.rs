@@ -30,7 +30,7 @@ impl Offload<'_> {
         if device_num > initial {
             return std::ptr::null_mut();
         }
-        let Some(dev) = self.device(device_num.into()) else {
+        let Some(dev) = self.api_device(device_num.into(), false) else {
             return std::ptr::null_mut();
         };
         let tpr = dev.ops.mappings().get_tgt_ptr_begin(&UnmapRequest {

@@ -19,6 +19,29 @@ impl<'a> Offload<'a> {
         ready.then_some(dev)
     }
 
+    /// The device an `omp_*` call names, as the caller's release looks it
+    /// up. LLVM 22's `PluginManager::getDevice` loads the registered images
+    /// still pending on the device (running their constructors) on every
+    /// lookup, so any API call can be an image's first use; LLVM 14 and 19
+    /// load images only for target constructs. `initialise` asks for
+    /// `device_is_ready` (the calls that need a live device); without it
+    /// an LLVM 14/19 lookup leaves the device as it is.
+    pub(crate) fn api_device(&self, device: i64, initialise: bool) -> Option<DeviceCtx<'a>> {
+        if !self.host.caller_release().loads_images_on_device_lookup() {
+            return if initialise {
+                self.ready_device(device)
+            } else {
+                self.device(device)
+            };
+        }
+        let dev = self.ready_device(device)?;
+        if dev.slot.has_pending() && self.init_library(&dev).is_err() {
+            self.report(OffloadError::InitGlobalsFailed { device });
+            return None;
+        }
+        Some(dev)
+    }
+
     /// `device_is_ready(device)`.
     pub fn device_is_ready(&self, device: i64) -> bool {
         self.ready_device(device).is_some()

@@ -76,6 +76,14 @@ impl Release {
         self == Release::Llvm22
     }
 
+    /// LLVM 22's `PluginManager::getDevice` loads a device's pending
+    /// images (and so runs their global constructors) whenever any call
+    /// looks the device up (`omp_get_mapped_ptr`, `omp_target_alloc`,
+    /// ...); LLVM 14 and 19 only in a target construct or data directive.
+    pub fn loads_images_on_device_lookup(self) -> bool {
+        self == Release::Llvm22
+    }
+
     /// The combined entry of a struct mapped from a member onward: LLVM 14
     /// pads its host section down to 8 bytes and maps the padding as data
     /// (the padding bytes are then present and copied); LLVM 19 and 22
