@@ -4,7 +4,7 @@
 
 use crate::boundary::guard;
 use crate::export::export_c;
-use crate::lifecycle::with_session;
+use crate::lifecycle::with_session_or;
 use crate::session::DataOp;
 use omptarget_openmp::MapArgs;
 use std::ffi::c_void;
@@ -39,7 +39,10 @@ unsafe fn run(
                 // SAFETY: `loc` is null or a valid `ident_t` and `args` views
                 // the call's arrays, whose pointers name host memory as the
                 // map types say (our caller's contract).
-                with_session(|s| unsafe { s.target_data(op, loc, device_id, &args) });
+                with_session_or(
+                    || (),
+                    |s| unsafe { s.target_data(op, loc, device_id, &args) },
+                );
             }
             None => eprintln!(
                 "Libomptarget error: {entry}: null argument array with {arg_num} arguments"

@@ -11,7 +11,7 @@
 
 use crate::boundary::guard;
 use crate::export::export_c;
-use crate::lifecycle::with_session;
+use crate::lifecycle::{with_session, with_session_or};
 use omptarget_abi::{
     kernel_args::{KERNEL_ARGS_V1, KERNEL_ARGS_V2, KERNEL_ARGS_V3},
     KernelArgsHeader, KernelArgsV1, KernelArgsV2, OFFLOAD_FAIL, OMP_TGT_FAIL,
@@ -138,9 +138,10 @@ unsafe fn launch(
         match map {
             // SAFETY: `loc`, `host_ptr` as our caller's contract says; `map`
             // views the block's arrays.
-            Some(map) => with_session(|s| unsafe {
-                s.target_kernel(loc, device_id, host_ptr, &map, &launch)
-            }),
+            Some(map) => with_session_or(
+                || OMP_TGT_FAIL,
+                |s| unsafe { s.target_kernel(loc, device_id, host_ptr, &map, &launch) },
+            ),
             None => {
                 eprintln!(
                     "Libomptarget error: {entry}: null argument array with {} arguments",

@@ -90,6 +90,30 @@ pub(crate) fn with_session<T>(f: impl FnOnce(&Session) -> T) -> T {
     }
 }
 
+/// [`with_session`] for the calls libomp may be waiting for at exit: a
+/// deferred target task (`target nowait`, `target enter data nowait`)
+/// that starts on a worker after another thread closed the runtime at
+/// exit. Parking it would hang the process, because libomp's finaliser,
+/// run by that same exit, waits for the task to end; so the call returns
+/// `closed()` instead, without touching the runtime: for a target region
+/// the offload failed (the compiler's code then runs the region's host
+/// version, and the task completes), for a data directive nothing was
+/// done.
+pub(crate) fn with_session_or<T>(closed: impl FnOnce() -> T, f: impl FnOnce(&Session) -> T) -> T {
+    match LIFECYCLE.enter(me(), own_busy() == 0, new_session) {
+        Entered::Open(reader) => {
+            let _depth = Depth::enter();
+            f(&reader)
+        }
+        Entered::Closed {
+            by_this_thread: true,
+        } => f(&Session::closed()),
+        Entered::Closed {
+            by_this_thread: false,
+        } => closed(),
+    }
+}
+
 fn new_session() -> Box<Session> {
     Box::new(Session::new())
 }

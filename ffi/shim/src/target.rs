@@ -3,7 +3,7 @@
 
 use crate::boundary::guard;
 use crate::export::export_c;
-use crate::lifecycle::with_session;
+use crate::lifecycle::{with_session, with_session_or};
 use crate::session::Teams;
 use omptarget_abi::OMP_TGT_FAIL;
 use omptarget_openmp::MapArgs;
@@ -41,7 +41,10 @@ unsafe fn run(
                 // SAFETY: `loc` is null or a valid `ident_t`, `host_ptr` is
                 // the region's host entry and `args` views the call's arrays
                 // (our caller's contract).
-                with_session(|s| unsafe { s.target(loc, device_id, host_ptr, &args, teams) })
+                with_session_or(
+                    || OMP_TGT_FAIL,
+                    |s| unsafe { s.target(loc, device_id, host_ptr, &args, teams) },
+                )
             }
             None => {
                 eprintln!(

@@ -241,6 +241,27 @@ fn exit_from_one_thread_while_four_threads_offload() {
     }
 }
 
+/// `exit(4)` inside a `single` with 64 deferred `target nowait` tasks and
+/// a `target enter data nowait` not yet run: status 4, promptly, in each
+/// of 10 runs.
+///
+/// Before the fix: every run hung until killed (10 of 10 at the 60 s
+/// limit). libomp's finaliser, run by the exit, waits for the tasks held
+/// by its workers, and each worker's call parked because the exit had
+/// closed the runtime; such calls now return at once (the region falls
+/// back to the host).
+#[test]
+fn exit_with_pending_target_nowait_tasks() {
+    let scratch = Scratch::new("edge-exit-pending-tasks");
+    let program = build(&scratch, "edge_exit_with_pending_tasks.c");
+    for run in 0..10 {
+        let out = Run::new(&scratch, &program).timeout(HANG_LIMIT).run();
+        assert_eq!(out.status.code(), Some(4), "run {run}:\n{out}");
+        assert_eq!(out.value("tasks_created"), "64", "run {run}:\n{out}");
+        assert_no_heap_or_plugin_trouble(&out);
+    }
+}
+
 /// Run `edge_fork_while_offloading.c` (`plugin`: the test plugin, or the
 /// discovered host plugin) and check every child and the parent. The
 /// program kills a child still alive after [`CHILD_HANG_LIMIT_S`] (status
@@ -715,6 +736,7 @@ under_valgrind! {
     return_during_kernel_is_clean_under_valgrind: "return-during-kernel", "edge_return_during_kernel.c", [], 9, 3;
     return_during_mapping_kernel_is_clean_under_valgrind: "return-during-mapping-kernel", "edge_return_during_kernel.c", ["mapped"], 9, 3;
     exit_while_offloading_is_clean_under_valgrind: "exit-while-offloading", "edge_exit_while_offloading.c", [], 3, 3;
+    exit_with_pending_tasks_is_clean_under_valgrind: "exit-pending-tasks", "edge_exit_with_pending_tasks.c", [], 4, 3;
     pthread_exit_in_kernel_is_clean_under_valgrind: "pthread-exit", "edge_thread_ends_in_kernel.c", ["exit"], 0, 3;
     pthread_cancel_in_kernel_is_clean_under_valgrind: "pthread-cancel", "edge_thread_ends_in_kernel.c", ["cancel"], 0, 3;
     fork_while_offloading_is_clean_under_valgrind: "fork", "edge_fork_while_offloading.c", [CHILD_HANG_LIMIT_S.to_string()], 0, 10;
