@@ -72,7 +72,22 @@ fn apt_get() -> Command {
 pub fn deps() -> Result<()> {
     install_packages()?;
     install_nextest()?;
-    llvm_releases()
+    llvm_releases()?;
+    llvm_sources()
+}
+
+/// LLVM 14's, 19's and 22's own lit suites (`offload/test`), unpacked from
+/// Debian's source packages into `target/omptarget/llvm-sources` by
+/// `.ci/llvm-sources.sh`: `cargo xtask test` runs them on each release's
+/// runtime and on ours (`scripts/llvm-lit.py`).
+fn llvm_sources() -> Result<()> {
+    let root = crate::stage::workspace_root();
+    let dest = llvm_releases_dir().with_file_name("llvm-sources");
+    cmd::run(
+        Command::new("bash")
+            .arg(root.join(".ci/llvm-sources.sh"))
+            .arg(&dest),
+    )
 }
 
 /// cargo-nextest, which `cargo xtask test` runs the workspace's tests

@@ -59,6 +59,10 @@ pub const STEPS: &[Step] = &[
         name: "code layout: the text-order lists still name the release build's functions",
         run: text_order_check,
     },
+    Step {
+        name: "LLVM's lit suites (14, 19, 22): what passes on the release's runtime passes on ours",
+        run: llvm_lit_suites,
+    },
 ];
 
 pub fn test() -> Result<()> {
@@ -362,6 +366,22 @@ fn text_order_check() -> Result<()> {
             .current_dir(&root)
             .arg(root.join("scripts/text-order.py"))
             .arg("--check"),
+    )
+}
+
+/// LLVM's own offload lit suites of 14, 19 and 22, each run on the
+/// release's runtime and on ours (the staged debug build) in one go: a
+/// test that passes there and not here fails the step, unless
+/// `tests/lit/known-regressions.txt` lists it (the list of what issue 19
+/// still has to fix; it may only shrink).
+fn llvm_lit_suites() -> Result<()> {
+    let root = stage::workspace_root();
+    cmd::run(
+        std::process::Command::new("python3")
+            .current_dir(&root)
+            .arg(root.join("scripts/llvm-lit.py"))
+            .arg("--known")
+            .arg(root.join("tests/lit/known-regressions.txt")),
     )
 }
 
