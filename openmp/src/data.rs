@@ -5,7 +5,9 @@
 use super::args::{parent_index, MapArgs};
 use super::diag::{Diagnostic, Fatal, Ident};
 use super::error::OffloadError;
+use super::info::INFO_EMPTY_MAPPING;
 use super::mapper::run_mapper;
+use super::release::CallerRelease;
 use super::{DeviceCtx, Offload};
 use omptarget::abi::map_type as mt;
 use omptarget::device::DevicePtr;
@@ -170,6 +172,7 @@ impl<'a> Offload<'a> {
         let usm = self.registry.unified_shared_memory();
         let table = dev.ops.mappings();
         let memory = self.memory(dev);
+        let caller = self.caller();
         // clang 22's ATTACH entries act after every other entry is mapped.
         let mut attaches: SmallVec<[usize; 4]> = SmallVec::new();
         for i in 0..args.len() {
@@ -216,6 +219,7 @@ impl<'a> Offload<'a> {
                         present,
                         hold,
                         unified_shared_memory: usm,
+                        zero_length: caller.zero_length(POINTER_SIZE),
                     },
                     &memory,
                 );
@@ -245,6 +249,7 @@ impl<'a> Offload<'a> {
                     present,
                     hold,
                     unified_shared_memory: usm,
+                    zero_length: caller.zero_length(size),
                 },
                 &memory,
             );
@@ -256,15 +261,22 @@ impl<'a> Offload<'a> {
             let target = tpr.target.unwrap_or(0);
 
             if has(t, mt::RETURN_PARAM) {
-                let keep_host = tpr.target.is_none()
-                    && self
-                        .host
-                        .caller_release()
-                        .unmapped_use_device_ptr_is_host_ptr();
+                let keep_host =
+                    tpr.target.is_none() && caller.get().unmapped_use_device_ptr_is_host_ptr();
                 if !keep_host {
                     let delta = begin.wrapping_sub(base);
                     args.set_base(i, target.wrapping_sub(delta) as *mut c_void);
                 }
+            }
+
+            // LLVM's getTargetPointer leaves its result "not present" only
+            // for a zero-length section it found nothing for (and neither
+            // unified memory without `close` nor `present` decided
+            // otherwise).
+            let usm_decides = usm && !close;
+            let absent = size == 0 && tpr.entry.is_none() && !usm_decides && !present;
+            if absent && t != 0 && !has(t, mt::MEMBER_OF) && !implicit {
+                self.info_absent_variable(dev.id, name, &caller);
             }
 
             if let Some((pointer_host, pointer_target, pointer_entry)) = pointer {
@@ -312,6 +324,15 @@ impl<'a> Offload<'a> {
         Ok(())
     }
 
+    /// LLVM 19+'s INFO line for an explicit variable that found no device
+    /// data (`use_device_addr` of an unmapped variable); the caller's
+    /// release is asked only when the INFO bit is on.
+    fn info_absent_variable(&self, device: i32, name: usize, caller: &CallerRelease<'_>) {
+        if self.registry.info_enabled(INFO_EMPTY_MAPPING) && caller.get().reports_empty_mappings() {
+            self.info_empty_mapping(device, name);
+        }
+    }
+
     /// clang 22's ATTACH entry `i`: if the pointer at `base` and its
     /// pointee section at `begin` are both mapped, point the device copy of
     /// the pointer at the device copy of the pointee (recorded as a shadow
@@ -328,6 +349,7 @@ impl<'a> Offload<'a> {
     ) -> Result<(), OffloadError> {
         let table = dev.ops.mappings();
         let usm = self.registry.unified_shared_memory();
+        let caller = self.caller();
         let lookup = |host_begin: usize, size: i64| {
             table.get_tgt_ptr_begin(&UnmapRequest {
                 host_begin,
@@ -337,6 +359,7 @@ impl<'a> Offload<'a> {
                 must_contain: false,
                 force_delete: false,
                 unified_shared_memory: usm,
+                zero_length: caller.zero_length(size),
             })
         };
         let pointer_host = args.base(i) as usize;
@@ -416,6 +439,7 @@ impl<'a> Offload<'a> {
     ) -> Result<(), OffloadError> {
         let usm = self.registry.unified_shared_memory();
         let table = dev.ops.mappings();
+        let caller = self.caller();
         // On the stack for common regions: a heap block here was a malloc
         // and a free per region (callgrind, `map_tofrom_scalar`).
         let mut deallocs: SmallVec<[(usize, i64, bool); 8]> = SmallVec::new();
@@ -450,6 +474,7 @@ impl<'a> Offload<'a> {
                 must_contain: !implicit,
                 force_delete: has(t, mt::DELETE),
                 unified_shared_memory: usm,
+                zero_length: caller.zero_length(size),
             });
             if let Some(event) = &tpr.event {
                 self.info_map_event(dev.id, event);
@@ -511,7 +536,7 @@ impl<'a> Offload<'a> {
             if from_mapper_base == Some(begin) && begin != 0 {
                 continue;
             }
-            match table.dealloc_tgt_ptr(begin, size, hold, &memory) {
+            match table.dealloc_tgt_ptr(begin, size, hold, caller.zero_length(size), &memory) {
                 Ok(Some(event)) => self.info_map_event(dev.id, &event),
                 Ok(None) => {}
                 Err(error) => {

@@ -192,6 +192,12 @@ impl<'a> Offload<'a> {
         }
     }
 
+    /// The calling binary's release, asked of the host when first needed
+    /// (once per C call: keep the value for the call's whole work).
+    pub(crate) fn caller(&self) -> release::CallerRelease<'a> {
+        release::CallerRelease::new(self.host)
+    }
+
     pub(crate) fn emit(&self, diagnostic: Diagnostic) {
         self.host.emit(&diagnostic);
     }

@@ -455,6 +455,7 @@ impl<'a> Offload<'a> {
         }
         let usm = self.registry.unified_shared_memory();
         let table = dev.ops.mappings();
+        let caller = self.caller();
         // Kernel argument position of each map entry, for lambda captures
         // to find their parent's; most regions have none, so no buffer.
         let has_lambda_captures = (0..args.len()).any(|i| {
@@ -512,19 +513,29 @@ impl<'a> Offload<'a> {
                     // host memory holding a pointer (LLVM reads it too).
                     base = unsafe { *(base as *const usize) };
                 }
+                let size = args.size(i);
                 let tpr = table.get_tgt_ptr_begin(&UnmapRequest {
                     host_begin: begin,
-                    size: args.size(i),
+                    size,
                     update_refcount: false,
                     hold: false,
                     must_contain: false,
                     force_delete: false,
                     unified_shared_memory: usm,
+                    zero_length: caller.zero_length(size),
                 });
                 if let Some(event) = &tpr.event {
                     self.info_map_event(dev.id, event);
                 }
-                (tpr.target.unwrap_or(0), base.wrapping_sub(begin) as isize)
+                // Data the table does not know (a pointer to memory of
+                // `omp_target_alloc`, captured implicitly): null for LLVM 14,
+                // the host value for LLVM 19+.
+                let target = match tpr.target {
+                    Some(target) => target,
+                    None if caller.get().unmapped_argument_is_host_ptr() => begin,
+                    None => 0,
+                };
+                (target, base.wrapping_sub(begin) as isize)
             };
             if let Some(position) = positions.get_mut(i) {
                 *position = Some(kernel_args.len());
@@ -566,14 +577,16 @@ impl<'a> Offload<'a> {
         let host_base = args.begin(parent) as usize;
         let target_base = (kernel_args[position] as usize).wrapping_add(offsets[position] as usize);
         let target_begin = target_base.wrapping_add(host_begin.wrapping_sub(host_base));
+        let size = args.size(i);
         let tpr = dev.ops.mappings().get_tgt_ptr_begin(&UnmapRequest {
             host_begin: host_value,
-            size: args.size(i),
+            size,
             update_refcount: false,
             hold: false,
             must_contain: false,
             force_delete: false,
             unified_shared_memory: self.registry.unified_shared_memory(),
+            zero_length: self.caller().zero_length(size),
         });
         if let Some(event) = &tpr.event {
             self.info_map_event(dev.id, event);

@@ -42,7 +42,7 @@ mod store;
 pub(crate) use entry::EntryHandle;
 pub use entry::MappedEntry;
 pub use error::{HexPtr, MapFailure, MappingError};
-pub use lookup::LookupResult;
+pub use lookup::{LookupResult, ZeroLength};
 pub use ops::{
     DeviceMemory, MapEvent, MapRequest, RefAction, TargetPointer, TgtPtrBegin, UnmapRequest,
 };

@@ -8,7 +8,7 @@
 
 use super::entry::{EntryHandle, MapEntry};
 use super::error::{MapFailure, MappingError};
-use super::lookup::contains_section;
+use super::lookup::{contains_section, ZeroLength};
 use super::refcount::{RefCounts, RefKind};
 use super::store::{prefetch_host, Entries};
 use super::MappingTable;
@@ -161,6 +161,8 @@ pub struct MapRequest {
     pub hold: bool,
     /// `requires unified_shared_memory` is in effect.
     pub unified_shared_memory: bool,
+    /// How a zero-length section is matched (the caller's release's rule).
+    pub zero_length: ZeroLength,
 }
 
 /// What `get_target_pointer` returns.
@@ -199,6 +201,8 @@ pub struct UnmapRequest {
     /// `requires unified_shared_memory` is in effect: unmapped data is used at
     /// its host address.
     pub unified_shared_memory: bool,
+    /// How a zero-length section is matched (the caller's release's rule).
+    pub zero_length: ZeroLength,
 }
 
 /// What `get_tgt_ptr_begin` returns.
@@ -329,7 +333,9 @@ impl MappingTable {
                 use_existing(entry, request, kind, memory, &mut out);
                 None
             }
-            None => Some(entries.lookup_at(at, request.host_begin, request.size)),
+            None => {
+                Some(entries.lookup_with(at, request.host_begin, request.size, request.zero_length))
+            }
         };
 
         let Some(found) = found else {
@@ -477,7 +483,7 @@ impl MappingTable {
             unmap_found(entry, request, kind, with_handle, &mut out);
             return out;
         }
-        let found = entries.lookup_at(at, request.host_begin, request.size);
+        let found = entries.lookup_with(at, request.host_begin, request.size, request.zero_length);
         if found.contained || (!request.must_contain && found.extends()) {
             let key = found.key.expect("an overlapping lookup names its entry");
             let entry = entries.get_mut(&key).expect("lookup keys exist");
@@ -492,12 +498,14 @@ impl MappingTable {
     /// LLVM's `deallocTgtPtr`: decrement the count selected by `hold` of the
     /// mapping overlapping `[host_begin, host_begin+size)`; at a total of
     /// zero, free its device memory and remove it. Returns the removal
-    /// event, if the mapping went away.
+    /// event, if the mapping went away. `zero_length` is the rule the
+    /// section was found by (a zero-length one is found again the same way).
     pub fn dealloc_tgt_ptr(
         &self,
         host_begin: usize,
         size: i64,
         hold: bool,
+        zero_length: ZeroLength,
         memory: &dyn DeviceMemory,
     ) -> Result<Option<MapEvent>, MappingError> {
         let mut entries = self.lock_entries();
@@ -515,7 +523,7 @@ impl MappingTable {
                 host_begin
             }
             None => {
-                let found = entries.lookup_at(at, host_begin, size);
+                let found = entries.lookup_with(at, host_begin, size, zero_length);
                 if !found.overlaps() {
                     return Err(MappingError::SectionNotFound { host_begin });
                 }

@@ -66,7 +66,7 @@ fn unmap(begin: usize, size: i64) -> UnmapRequest {
 fn release(t: &MappingTable, m: &FakeMemory, req: UnmapRequest) -> TgtPtrBegin {
     let r = t.get_tgt_ptr_begin(&req);
     if r.is_last {
-        t.dealloc_tgt_ptr(req.host_begin, req.size, req.hold, m)
+        t.dealloc_tgt_ptr(req.host_begin, req.size, req.hold, req.zero_length, m)
             .unwrap();
     }
     r
@@ -453,7 +453,7 @@ fn dealloc_of_unknown_section_is_an_error() {
     let t = MappingTable::new();
     let m = FakeMemory::new();
     assert_eq!(
-        t.dealloc_tgt_ptr(0x1000, 8, false, &m),
+        t.dealloc_tgt_ptr(0x1000, 8, false, ZeroLength::Section, &m),
         Err(MappingError::SectionNotFound { host_begin: 0x1000 })
     );
 }
@@ -741,3 +741,5 @@ mod model {
         }
     }
 }
+
+mod zero_length;
