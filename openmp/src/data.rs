@@ -220,6 +220,7 @@ impl<'a> Offload<'a> {
                         hold,
                         unified_shared_memory: usm,
                         zero_length: caller.zero_length(POINTER_SIZE),
+                        keep_attached_pointers: false,
                     },
                     &memory,
                 );
@@ -250,6 +251,11 @@ impl<'a> Offload<'a> {
                     hold,
                     unified_shared_memory: usm,
                     zero_length: caller.zero_length(size),
+                    // Asked only once some pointer is attached: the release
+                    // is a stack walk, and without one nothing differs.
+                    keep_attached_pointers: has(t, mt::TO)
+                        && table.has_shadows()
+                        && caller.get().new_map_keeps_attached_pointers(),
                 },
                 &memory,
             );

@@ -117,6 +117,16 @@ impl Release {
         self >= Release::Llvm19
     }
 
+    /// A `to` map that finds its data mapped with a count of 1 (a second
+    /// map of a struct in one construct, through a mapper) copies the host
+    /// data again in LLVM 14 and 19, overwriting a device pointer attached
+    /// in between with the host's value; LLVM 22 copies nothing when a
+    /// pointer inside the section is attached (`getTargetPointer`'s
+    /// `FailOnPtrFound`).
+    pub fn new_map_keeps_attached_pointers(self) -> bool {
+        self == Release::Llvm22
+    }
+
     /// `LIBOMPTARGET_INFO` bit 0x40 (`OMP_INFOTYPE_EMPTY_MAPPING`): LLVM 19
     /// and 22 say `variable X does not have a valid device counterpart`
     /// for an explicit zero-length map (`use_device_ptr`/`_addr`) that

@@ -163,6 +163,11 @@ pub struct MapRequest {
     pub unified_shared_memory: bool,
     /// How a zero-length section is matched (the caller's release's rule).
     pub zero_length: ZeroLength,
+    /// LLVM 22: copy nothing to the device for a mapping found (not
+    /// created) that holds an attached pointer inside the section, so a
+    /// second "new" map of a struct in one construct (its count still 1)
+    /// does not overwrite the device pointer attached after the first.
+    pub keep_attached_pointers: bool,
 }
 
 /// What `get_target_pointer` returns.
@@ -181,6 +186,9 @@ pub struct TargetPointer {
     pub failure: Option<MapFailure>,
     /// What changed, for INFO output.
     pub event: Option<MapEvent>,
+    /// The copy to the device was skipped: the mapping found holds an
+    /// attached pointer in the section ([`MapRequest::keep_attached_pointers`]).
+    pub keeps_attached_pointers: bool,
 }
 
 /// The arguments of LLVM's `getTgtPtrBegin` (with count update).
@@ -259,6 +267,21 @@ fn use_existing(
     out.entry = Some(entry.handle());
 }
 
+/// LLVM 22's `FailOnPtrFound`: a copy due to a mapping found whose
+/// section holds an attached pointer (`shadowed`, asked before the lock)
+/// is not made. The entry's flag says a pointer inside it was attached at
+/// all; a shadow left over from a removed mapping does not count.
+fn skip_copy_if_shadowed(shadowed: bool, out: &mut TargetPointer) {
+    if shadowed
+        && out
+            .entry
+            .as_ref()
+            .is_some_and(|e| e.may_contain_attached_pointers())
+    {
+        out.keeps_attached_pointers = true;
+    }
+}
+
 /// The found branch of [`MappingTable::get_tgt_ptr_begin`]: count the
 /// release on `entry` (or not) and say so.
 fn unmap_found(
@@ -313,6 +336,13 @@ impl MappingTable {
         if request.to && request.size > 0 {
             prefetch_host(request.host_begin, request.size as usize);
         }
+        // Asked before the entries' lock (shadow pointers come first in the
+        // lock order), and used only for a mapping found below, whose
+        // attached pointers these are.
+        let shadowed = request.keep_attached_pointers
+            && request.to
+            && request.size > 0
+            && self.shadow_in(request.host_begin, request.size as usize);
         let mut entries = self.lock_entries();
         let kind = RefKind::from_hold(request.hold);
         let mut out = TargetPointer::default();
@@ -331,6 +361,7 @@ impl MappingTable {
             Some(entry) => {
                 entry_name = entry.name;
                 use_existing(entry, request, kind, memory, &mut out);
+                skip_copy_if_shadowed(shadowed, &mut out);
                 None
             }
             None => {
@@ -346,6 +377,7 @@ impl MappingTable {
             let entry = entries.get_mut(&key).expect("lookup keys exist");
             entry_name = entry.name;
             use_existing(entry, request, kind, memory, &mut out);
+            skip_copy_if_shadowed(shadowed, &mut out);
         } else if found.extends() {
             let key = found.key.expect("an overlapping lookup names its entry");
             let entry = &entries[&key];
@@ -416,7 +448,10 @@ impl MappingTable {
         entry_name: usize,
         memory: &dyn DeviceMemory,
     ) -> TargetPointer {
-        let copy_to_device = request.to && (out.is_new || request.always) && !out.is_host_ptr;
+        let copy_to_device = request.to
+            && (out.is_new || request.always)
+            && !out.is_host_ptr
+            && !out.keeps_attached_pointers;
         match (out.target, out.entry.clone()) {
             (Some(target), Some(handle)) if copy_to_device => {
                 let update_guard = handle.lock_update();

@@ -742,4 +742,5 @@ mod model {
     }
 }
 
+mod keep_attached;
 mod zero_length;
