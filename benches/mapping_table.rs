@@ -12,7 +12,7 @@
 //! walks the same 1000 consecutive mappings in address order at every size
 //! (their chunks stay cached) to show the cost of the search alone.
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
-use omptarget::mapping::{DeviceMemory, MapRequest, MappingTable};
+use omptarget::mapping::{DeviceMemory, MapRequest, MappingTable, ZeroLength};
 use std::cell::Cell;
 use std::hint::black_box;
 use std::time::Duration;
@@ -158,7 +158,7 @@ fn mapping_table(c: &mut Criterion) {
                 let addr = absent[k];
                 let mapped = table.get_target_pointer(&map_request(addr, 32), &memory);
                 debug_assert!(mapped.is_new);
-                let removed = table.dealloc_tgt_ptr(addr, 32, false, &memory);
+                let removed = table.dealloc_tgt_ptr(addr, 32, false, ZeroLength::Section, &memory);
                 debug_assert!(matches!(removed, Ok(Some(_))));
                 black_box(mapped.target)
             })

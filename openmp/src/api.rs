@@ -26,10 +26,12 @@
 
 use super::diag::Diagnostic;
 use super::error::OffloadError;
+use super::info::INFO_MAPPING_EXISTS;
+use super::Release;
 use super::{DeviceCtx, Offload};
 use omptarget::abi::{AllocKind, OFFLOAD_FAIL, OFFLOAD_SUCCESS};
 use omptarget::device::DevicePtr;
-use omptarget::mapping::{HexPtr, UnmapRequest};
+use omptarget::mapping::{HexPtr, UnmapRequest, ZeroLength};
 use std::ffi::c_void;
 
 impl<'a> Offload<'a> {
@@ -166,14 +168,26 @@ impl<'a> Offload<'a> {
             return 0;
         };
         let usm = self.registry.unified_shared_memory();
+        // LLVM 14 asks about zero bytes, LLVM 15+ about one (a zero-length
+        // lookup would match a pointer by the section mapped through it).
+        // Both mean "the mapping `ptr` lies in"; only the INFO line's size
+        // shows which, so the release is asked only when that line prints.
+        let size = if self.registry.info_enabled(INFO_MAPPING_EXISTS)
+            && self.host.caller_release() >= Release::Llvm19
+        {
+            1
+        } else {
+            0
+        };
         let tpr = dev.ops.mappings().query_tgt_ptr_begin(&UnmapRequest {
             host_begin: ptr as usize,
-            size: 0,
+            size,
             update_refcount: false,
             hold: false,
             must_contain: false,
             force_delete: false,
             unified_shared_memory: usm,
+            zero_length: ZeroLength::Section,
         });
         if let Some(event) = &tpr.event {
             self.info_map_event(dev.id, event);

@@ -6,7 +6,7 @@
 //! programs `mapped_ptr.c` and `target_memset.c` built with clang 19 and 22.
 
 use super::Offload;
-use omptarget::mapping::UnmapRequest;
+use omptarget::mapping::{UnmapRequest, ZeroLength};
 use std::ffi::c_void;
 
 impl Offload<'_> {
@@ -41,6 +41,8 @@ impl Offload<'_> {
             must_contain: false,
             force_delete: false,
             unified_shared_memory: self.registry.unified_shared_memory(),
+            // One byte: no release matches it as a zero-length section.
+            zero_length: ZeroLength::Section,
         });
         if tpr.is_host_ptr {
             return ptr as *mut c_void;

@@ -5,7 +5,9 @@
 use super::args::{parent_index, MapArgs};
 use super::diag::{Diagnostic, Fatal, Ident};
 use super::error::OffloadError;
+use super::info::INFO_EMPTY_MAPPING;
 use super::mapper::run_mapper;
+use super::release::CallerRelease;
 use super::{DeviceCtx, Offload};
 use omptarget::abi::map_type as mt;
 use omptarget::device::DevicePtr;
@@ -55,7 +57,7 @@ pub(crate) fn partial_struct_alignment(base: usize) -> usize {
 /// section grows down to 8-byte alignment (the padding is mapped data);
 /// for LLVM 19/22 callers the padding (`begin` modulo the base's
 /// alignment) is allocated on the device only.
-fn padded_section(args: &MapArgs, i: usize, padding_device_only: bool) -> Section {
+fn padded_section(args: &MapArgs, i: usize, caller: &CallerRelease<'_>) -> Section {
     let mut section = Section {
         begin: args.begin(i) as usize,
         size: args.size(i),
@@ -68,7 +70,9 @@ fn padded_section(args: &MapArgs, i: usize, padding_device_only: bool) -> Sectio
     if !combined {
         return section;
     }
-    if padding_device_only {
+    // The release is asked only here (a stack walk, cached for the call):
+    // sections that are not a struct's combined entry pad alike.
+    if caller.get().struct_padding_is_device_only() {
         section.device_padding = section.begin % partial_struct_alignment(args.base(i) as usize);
     } else {
         let padding = (section.begin as i64) % ALIGNMENT;
@@ -205,7 +209,7 @@ impl<'a> Offload<'a> {
         let usm = self.registry.unified_shared_memory();
         let table = dev.ops.mappings();
         let memory = self.memory(dev);
-        let padding_device_only = self.host.caller_release().struct_padding_is_device_only();
+        let caller = self.caller();
         // clang 22's ATTACH entries act after every other entry is mapped.
         let mut attaches: SmallVec<[usize; 4]> = SmallVec::new();
         for i in 0..args.len() {
@@ -230,7 +234,7 @@ impl<'a> Offload<'a> {
                 begin,
                 size,
                 device_padding,
-            } = padded_section(args, i, padding_device_only);
+            } = padded_section(args, i, &caller);
             let mut base = args.base(i) as usize;
             let name = args.name(i) as usize;
             let implicit = has(t, mt::IMPLICIT);
@@ -257,6 +261,8 @@ impl<'a> Offload<'a> {
                         hold,
                         unified_shared_memory: usm,
                         device_padding: 0,
+                        zero_length: caller.zero_length(POINTER_SIZE),
+                        keep_attached_pointers: false,
                     },
                     &memory,
                 );
@@ -287,6 +293,12 @@ impl<'a> Offload<'a> {
                     hold,
                     unified_shared_memory: usm,
                     device_padding,
+                    zero_length: caller.zero_length(size),
+                    // Asked only once some pointer is attached: the release
+                    // is a stack walk, and without one nothing differs.
+                    keep_attached_pointers: has(t, mt::TO)
+                        && table.has_shadows()
+                        && caller.get().new_map_keeps_attached_pointers(),
                 },
                 &memory,
             );
@@ -298,15 +310,22 @@ impl<'a> Offload<'a> {
             let target = tpr.target.unwrap_or(0);
 
             if has(t, mt::RETURN_PARAM) {
-                let keep_host = tpr.target.is_none()
-                    && self
-                        .host
-                        .caller_release()
-                        .unmapped_use_device_ptr_is_host_ptr();
+                let keep_host =
+                    tpr.target.is_none() && caller.get().unmapped_use_device_ptr_is_host_ptr();
                 if !keep_host {
                     let delta = begin.wrapping_sub(base);
                     args.set_base(i, target.wrapping_sub(delta) as *mut c_void);
                 }
+            }
+
+            // LLVM's getTargetPointer leaves its result "not present" only
+            // for a zero-length section it found nothing for (and neither
+            // unified memory without `close` nor `present` decided
+            // otherwise).
+            let usm_decides = usm && !close;
+            let absent = size == 0 && tpr.entry.is_none() && !usm_decides && !present;
+            if absent && t != 0 && !has(t, mt::MEMBER_OF) && !implicit {
+                self.info_absent_variable(dev.id, name, &caller);
             }
 
             if let Some((pointer_host, pointer_target, pointer_entry)) = pointer {
@@ -354,6 +373,15 @@ impl<'a> Offload<'a> {
         Ok(())
     }
 
+    /// LLVM 19+'s INFO line for an explicit variable that found no device
+    /// data (`use_device_addr` of an unmapped variable); the caller's
+    /// release is asked only when the INFO bit is on.
+    fn info_absent_variable(&self, device: i32, name: usize, caller: &CallerRelease<'_>) {
+        if self.registry.info_enabled(INFO_EMPTY_MAPPING) && caller.get().reports_empty_mappings() {
+            self.info_empty_mapping(device, name);
+        }
+    }
+
     /// clang 22's ATTACH entry `i`: if the pointer at `base` and its
     /// pointee section at `begin` are both mapped, point the device copy of
     /// the pointer at the device copy of the pointee (recorded as a shadow
@@ -370,6 +398,7 @@ impl<'a> Offload<'a> {
     ) -> Result<(), OffloadError> {
         let table = dev.ops.mappings();
         let usm = self.registry.unified_shared_memory();
+        let caller = self.caller();
         let lookup = |host_begin: usize, size: i64| {
             table.get_tgt_ptr_begin(&UnmapRequest {
                 host_begin,
@@ -379,6 +408,7 @@ impl<'a> Offload<'a> {
                 must_contain: false,
                 force_delete: false,
                 unified_shared_memory: usm,
+                zero_length: caller.zero_length(size),
             })
         };
         let pointer_host = args.base(i) as usize;
@@ -458,11 +488,11 @@ impl<'a> Offload<'a> {
     ) -> Result<(), OffloadError> {
         let usm = self.registry.unified_shared_memory();
         let table = dev.ops.mappings();
+        let caller = self.caller();
         // On the stack for common regions: a heap block here was a malloc
         // and a free per region (callgrind, `map_tofrom_scalar`).
         let mut deallocs: SmallVec<[(usize, i64, bool); 8]> = SmallVec::new();
         let mut from_mapper_base: Option<usize> = None;
-        let padding_device_only = self.host.caller_release().struct_padding_is_device_only();
 
         for i in (0..args.len()).rev() {
             let t = args.map_type(i);
@@ -478,7 +508,7 @@ impl<'a> Offload<'a> {
                 continue;
             }
 
-            let Section { begin, size, .. } = padded_section(args, i, padding_device_only);
+            let Section { begin, size, .. } = padded_section(args, i, &caller);
             let implicit = has(t, mt::IMPLICIT);
             let update_ref =
                 (!has(t, mt::MEMBER_OF) || has(t, mt::PTR_AND_OBJ)) && !(from_mapper && i == 0);
@@ -493,6 +523,7 @@ impl<'a> Offload<'a> {
                 must_contain: !implicit,
                 force_delete: has(t, mt::DELETE),
                 unified_shared_memory: usm,
+                zero_length: caller.zero_length(size),
             });
             if let Some(event) = &tpr.event {
                 self.info_map_event(dev.id, event);
@@ -554,7 +585,7 @@ impl<'a> Offload<'a> {
             if from_mapper_base == Some(begin) && begin != 0 {
                 continue;
             }
-            match table.dealloc_tgt_ptr(begin, size, hold, &memory) {
+            match table.dealloc_tgt_ptr(begin, size, hold, caller.zero_length(size), &memory) {
                 Ok(Some(event)) => self.info_map_event(dev.id, &event),
                 Ok(None) => {}
                 Err(error) => {

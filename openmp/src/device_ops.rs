@@ -142,6 +142,11 @@ pub trait Platform: Sync {
     fn plugin_count(&self) -> usize;
     /// `__tgt_rtl_number_of_devices` of a plugin.
     fn plugin_device_count(&self, plugin: usize) -> usize;
+    /// The plugin library's file name (`libomptarget.rtl.x86_64.so`), if
+    /// it has one.
+    fn plugin_name(&self, _plugin: usize) -> Option<&str> {
+        None
+    }
     /// `__tgt_rtl_is_valid_binary`.
     ///
     /// # Safety
@@ -316,6 +321,9 @@ impl Platform for omptarget::Runtime {
     }
     fn plugin_device_count(&self, plugin: usize) -> usize {
         self.plugin(plugin).map_or(0, |p| p.device_count())
+    }
+    fn plugin_name(&self, plugin: usize) -> Option<&str> {
+        self.plugin(plugin).map(|p| p.name())
     }
     unsafe fn is_valid_binary(&self, plugin: usize, image: *mut DeviceImage) -> bool {
         self.plugin(plugin)

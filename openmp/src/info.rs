@@ -18,6 +18,8 @@ pub const INFO_DUMP_TABLE: u32 = 0x0004;
 pub const INFO_MAPPING_CHANGED: u32 = 0x0008;
 /// Print data transfers.
 pub const INFO_DATA_TRANSFER: u32 = 0x0020;
+/// Print variables that have no device counterpart (LLVM 19+).
+pub const INFO_EMPTY_MAPPING: u32 = 0x0040;
 /// Any info bit.
 pub const INFO_ALL: u32 = 0xffff_ffff;
 
@@ -54,6 +56,18 @@ impl Offload<'_> {
         };
         if self.registry.info_enabled(kind) {
             self.print_map_event(device, event);
+        }
+    }
+
+    /// LLVM 19+'s `variable X does not have a valid device counterpart`,
+    /// when that INFO bit is on (the caller decided the variable has none).
+    pub(crate) fn info_empty_mapping(&self, device: i32, name: usize) {
+        if self.registry.info_enabled(INFO_EMPTY_MAPPING) {
+            let text = format!(
+                "variable {} does not have a valid device counterpart\n",
+                var_name(name)
+            );
+            self.info(INFO_EMPTY_MAPPING, device, text);
         }
     }
 

@@ -27,15 +27,22 @@ impl<'a> Offload<'a> {
     /// `device_is_ready` (the calls that need a live device); without it
     /// an LLVM 14/19 lookup leaves the device as it is.
     pub(crate) fn api_device(&self, device: i64, initialise: bool) -> Option<DeviceCtx<'a>> {
-        if !self.host.caller_release().loads_images_on_device_lookup() {
-            return if initialise {
-                self.ready_device(device)
-            } else {
-                self.device(device)
-            };
+        let dev = if initialise {
+            self.ready_device(device)?
+        } else {
+            self.device(device)?
+        };
+        // Without pending images the releases agree, and the release (a
+        // stack walk) is not asked: the common case costs one atomic load.
+        if !dev.slot.has_pending() || !self.host.caller_release().loads_images_on_device_lookup() {
+            return Some(dev);
         }
-        let dev = self.ready_device(device)?;
-        if dev.slot.has_pending() && self.init_library(&dev).is_err() {
+        let dev = if initialise {
+            dev
+        } else {
+            self.ready_device(device)?
+        };
+        if self.init_library(&dev).is_err() {
             self.report(OffloadError::InitGlobalsFailed { device });
             return None;
         }

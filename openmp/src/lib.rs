@@ -75,7 +75,8 @@
 //!   (the mapper handle: a libstdc++ `std::vector`), [`args`] (the raw
 //!   argument arrays, checked).
 //! * `omp_target_*`: [`api`], `api_since_llvm19` (the calls LLVM 19 and 22
-//!   added: `omp_get_mapped_ptr`, `omp_target_memset`), `host_blocks`
+//!   added: `omp_get_mapped_ptr`, `omp_target_memset`), [`api_since_llvm22`]
+//!   (LLVM 22's device UIDs and `omp_target_is_accessible`), `host_blocks`
 //!   (blocks `omp_target_alloc` took with `malloc` for the host while no
 //!   device existed).
 //! * Releases: [`release`] (the LLVM release whose behaviour a call
@@ -90,6 +91,7 @@
 #![deny(missing_docs)]
 pub mod api;
 mod api_since_llvm19;
+pub mod api_since_llvm22;
 pub mod args;
 mod cxx_vector;
 pub mod data;
@@ -190,6 +192,12 @@ impl<'a> Offload<'a> {
             platform,
             host,
         }
+    }
+
+    /// The calling binary's release, asked of the host when first needed
+    /// (once per C call: keep the value for the call's whole work).
+    pub(crate) fn caller(&self) -> release::CallerRelease<'a> {
+        release::CallerRelease::new(self.host)
     }
 
     pub(crate) fn emit(&self, diagnostic: Diagnostic) {

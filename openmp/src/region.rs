@@ -74,6 +74,8 @@ struct PrivateArguments<'o, 'a> {
     buffers: Vec<usize>,
     packed: Vec<PackedArg>,
     packed_size: i64,
+    /// The calling binary's release, asked when an argument is packed.
+    caller: super::release::CallerRelease<'a>,
 }
 
 impl<'o, 'a> PrivateArguments<'o, 'a> {
@@ -84,6 +86,7 @@ impl<'o, 'a> PrivateArguments<'o, 'a> {
             buffers: Vec::new(),
             packed: Vec::new(),
             packed_size: 0,
+            caller: offload.caller(),
         }
     }
 
@@ -132,11 +135,8 @@ impl<'o, 'a> PrivateArguments<'o, 'a> {
             self.buffers.push(target);
             Ok(target)
         } else {
-            let aligned = self
-                .offload
-                .host
-                .caller_release()
-                .packs_first_private_aligned();
+            // Asked once per region, and only when an argument is packed.
+            let aligned = self.caller.get().packs_first_private_aligned();
             let (padding, slot_size, start_alignment) = if aligned {
                 let (padding, start) = packed_placement(self.packed.last(), host_begin);
                 (padding, size, start)
@@ -499,6 +499,7 @@ impl<'a> Offload<'a> {
         }
         let usm = self.registry.unified_shared_memory();
         let table = dev.ops.mappings();
+        let caller = self.caller();
         // Kernel argument position of each map entry, for lambda captures
         // to find their parent's; most regions have none, so no buffer.
         let has_lambda_captures = (0..args.len()).any(|i| {
@@ -556,19 +557,29 @@ impl<'a> Offload<'a> {
                     // host memory holding a pointer (LLVM reads it too).
                     base = unsafe { *(base as *const usize) };
                 }
+                let size = args.size(i);
                 let tpr = table.get_tgt_ptr_begin(&UnmapRequest {
                     host_begin: begin,
-                    size: args.size(i),
+                    size,
                     update_refcount: false,
                     hold: false,
                     must_contain: false,
                     force_delete: false,
                     unified_shared_memory: usm,
+                    zero_length: caller.zero_length(size),
                 });
                 if let Some(event) = &tpr.event {
                     self.info_map_event(dev.id, event);
                 }
-                (tpr.target.unwrap_or(0), base.wrapping_sub(begin) as isize)
+                // Data the table does not know (a pointer to memory of
+                // `omp_target_alloc`, captured implicitly): null for LLVM 14,
+                // the host value for LLVM 19+.
+                let target = match tpr.target {
+                    Some(target) => target,
+                    None if caller.get().unmapped_argument_is_host_ptr() => begin,
+                    None => 0,
+                };
+                (target, base.wrapping_sub(begin) as isize)
             };
             if let Some(position) = positions.get_mut(i) {
                 *position = Some(kernel_args.len());
@@ -610,14 +621,16 @@ impl<'a> Offload<'a> {
         let host_base = args.begin(parent) as usize;
         let target_base = (kernel_args[position] as usize).wrapping_add(offsets[position] as usize);
         let target_begin = target_base.wrapping_add(host_begin.wrapping_sub(host_base));
+        let size = args.size(i);
         let tpr = dev.ops.mappings().get_tgt_ptr_begin(&UnmapRequest {
             host_begin: host_value,
-            size: args.size(i),
+            size,
             update_refcount: false,
             hold: false,
             must_contain: false,
             force_delete: false,
             unified_shared_memory: self.registry.unified_shared_memory(),
+            zero_length: self.caller().zero_length(size),
         });
         if let Some(event) = &tpr.event {
             self.info_map_event(dev.id, event);

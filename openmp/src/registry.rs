@@ -31,6 +31,7 @@ use super::policy::TargetOffloadPolicy;
 use super::ptr_hash::PtrMap;
 use omptarget::mapping::MappedEntry;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::ffi::CString;
 use std::sync::atomic::{
     AtomicBool, AtomicI32, AtomicI64, AtomicU32, AtomicU64, AtomicUsize, Ordering,
 };
@@ -162,6 +163,9 @@ pub(crate) struct DeviceSlot {
     /// `tripcounts.len()`, stored holding `tripcounts`: a launch with no
     /// trip count pushed on any thread skips the lock.
     pub tripcount_entries: AtomicUsize,
+    /// `omp_get_uid_from_device`'s string, made at its first call; it
+    /// lives as long as the slot, as the pointer handed out must.
+    pub uid: OnceLock<CString>,
 }
 
 impl DeviceSlot {
@@ -177,6 +181,7 @@ impl DeviceSlot {
             loads: InFlight::default(),
             tripcounts: Mutex::new(PtrMap::default()),
             tripcount_entries: AtomicUsize::new(0),
+            uid: OnceLock::new(),
         }
     }
 

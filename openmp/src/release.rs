@@ -7,6 +7,10 @@
 //! name that binary links against). Each difference is a method here, and
 //! `docs/releases.md` lists them in one table (the Releases table).
 
+use super::HostEnv;
+use omptarget::mapping::ZeroLength;
+use std::cell::Cell;
+
 /// An LLVM release with its own libomptarget behaviour.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
 pub enum Release {
@@ -113,6 +117,84 @@ impl Release {
             Release::Llvm14 => (1, false),
             Release::Llvm19 | Release::Llvm22 => (2, true),
         }
+    }
+
+    /// How a zero-length section (`use_device_ptr(p)`, an implicitly
+    /// captured pointer) is matched against the mappings: LLVM 14 as any
+    /// section; LLVM 15+ also by the base of the mapping after it, so a
+    /// pointer finds the section mapped through it (`map(p[64:128])`);
+    /// LLVM 19 also by the base of the mapping before it, a test LLVM 22
+    /// dropped (`lookupMapping`, `Size == 0`).
+    pub fn zero_length_lookup(self) -> ZeroLength {
+        match self {
+            Release::Llvm14 => ZeroLength::Section,
+            Release::Llvm19 => ZeroLength::ExtendedBelowBase,
+            Release::Llvm22 => ZeroLength::Extended,
+        }
+    }
+
+    /// A target region's argument that is neither mapped nor inside a
+    /// mapping (an implicitly captured pointer to memory the table does not
+    /// know, such as `omp_target_alloc`'s): LLVM 14's `getTgtPtrBegin`
+    /// passes null; LLVM 19 and 22 the host value ("the pointer retains its
+    /// original value", OpenMP 5.1 "Pointer Initialization for Device Data
+    /// Environments").
+    pub fn unmapped_argument_is_host_ptr(self) -> bool {
+        self >= Release::Llvm19
+    }
+
+    /// A `to` map that finds its data mapped with a count of 1 (a second
+    /// map of a struct in one construct, through a mapper) copies the host
+    /// data again in LLVM 14 and 19, overwriting a device pointer attached
+    /// in between with the host's value; LLVM 22 copies nothing when a
+    /// pointer inside the section is attached (`getTargetPointer`'s
+    /// `FailOnPtrFound`).
+    pub fn new_map_keeps_attached_pointers(self) -> bool {
+        self == Release::Llvm22
+    }
+
+    /// `LIBOMPTARGET_INFO` bit 0x40 (`OMP_INFOTYPE_EMPTY_MAPPING`): LLVM 19
+    /// and 22 say `variable X does not have a valid device counterpart`
+    /// for an explicit zero-length map (`use_device_ptr`/`_addr`) that
+    /// found nothing; LLVM 14's runtime has no such message.
+    pub fn reports_empty_mappings(self) -> bool {
+        self >= Release::Llvm19
+    }
+}
+
+/// The caller's release, asked of the host at most once per C call and only
+/// when a behaviour that differs needs it (the question walks the stack:
+/// a region whose sections all have a length never asks).
+pub(crate) struct CallerRelease<'a> {
+    host: &'a dyn HostEnv,
+    known: Cell<Option<Release>>,
+}
+
+impl<'a> CallerRelease<'a> {
+    pub(crate) fn new(host: &'a dyn HostEnv) -> Self {
+        CallerRelease {
+            host,
+            known: Cell::new(None),
+        }
+    }
+
+    /// The release (asked now if not yet).
+    pub(crate) fn get(&self) -> Release {
+        if let Some(release) = self.known.get() {
+            return release;
+        }
+        let release = self.host.caller_release();
+        self.known.set(Some(release));
+        release
+    }
+
+    /// The zero-length rule for a section of `size` bytes: a section with
+    /// a length is matched alike by every release, so nothing is asked.
+    pub(crate) fn zero_length(&self, size: i64) -> ZeroLength {
+        if size != 0 {
+            return ZeroLength::Section;
+        }
+        self.get().zero_length_lookup()
     }
 }
 

@@ -341,6 +341,9 @@ pub struct TestHost {
     pub diags: Mutex<Vec<Diagnostic>>,
     /// What `caller_release` answers (LLVM 14 unless a test sets it).
     pub release: Mutex<crate::release::Release>,
+    /// How many times `caller_release` was asked (the shim's answer walks
+    /// the stack: hot paths must not ask).
+    pub release_asked: AtomicUsize,
 }
 
 impl TestHost {
@@ -351,6 +354,7 @@ impl TestHost {
             thread: AtomicI32::new(0),
             diags: Mutex::new(Vec::new()),
             release: Mutex::new(crate::release::Release::Llvm14),
+            release_asked: AtomicUsize::new(0),
         }
     }
     /// Everything printed so far, as stderr would show it; then cleared.
@@ -374,6 +378,7 @@ impl HostEnv for TestHost {
         self.diags.lock().unwrap().push(diagnostic.clone());
     }
     fn caller_release(&self) -> crate::release::Release {
+        self.release_asked.fetch_add(1, Ordering::SeqCst);
         *self.release.lock().unwrap()
     }
 }

@@ -188,6 +188,7 @@ impl<'a> Offload<'a> {
             must_contain: true,
             force_delete: false,
             unified_shared_memory: self.registry.unified_shared_memory(),
+            zero_length: self.caller().zero_length(size),
         });
         if let Some(event) = &tpr.event {
             self.info_map_event(dev.id, event);

@@ -41,6 +41,29 @@ impl LookupResult {
     }
 }
 
+/// How a zero-length section (a pointer's value: `use_device_ptr`,
+/// `use_device_addr`, an implicitly captured pointer, an ATTACH entry's
+/// pointee) is matched against the mappings. A pointer whose data was
+/// mapped as a section that does not start at it (`map(p[64:128])`, then
+/// `p` itself) lies outside that mapping, before its begin, but at or
+/// after its base (the pointer value the section was mapped through):
+/// LLVM 15 and later take that as a match (OpenMP 5.1, "Pointer
+/// Initialization for Device Data Environments"); LLVM 14 does not.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ZeroLength {
+    /// LLVM 14: as any section, it matches only the mapping it lies in.
+    #[default]
+    Section,
+    /// LLVM 15 to 19: it matches the last mapping starting at or before
+    /// it if it lies before that one's end or before that one's base, else
+    /// the first mapping starting after it if its base is at or before it.
+    ExtendedBelowBase,
+    /// LLVM 20 and later: as LLVM 19, without the left neighbour's base
+    /// test (a section lying wholly before its base is not matched from
+    /// between its end and its base).
+    Extended,
+}
+
 /// The half-open host range of something stored in the map.
 pub trait HostRange {
     fn host_begin(&self) -> usize;
@@ -113,6 +136,33 @@ pub fn classify(
             result.key = Some(key);
             result.extends_before = begin < key && end > key;
             result.extends_after = begin < host_end && end > host_end;
+        }
+    }
+    result
+}
+
+/// LLVM 15+'s `lookupMapping` of a zero-length section at `begin` under
+/// `rule` (not [`ZeroLength::Section`], which is [`classify`]'s answer):
+/// `left` is the (begin, end, base) of the last range starting at or
+/// before `begin`, `right()` the (begin, base) of the first one starting
+/// after it. A match is reported as `contained` (LLVM sets no extension
+/// flag for zero lengths); `key` names the entry examined last.
+pub fn classify_zero_length(
+    begin: usize,
+    rule: ZeroLength,
+    left: Option<(usize, usize, usize)>,
+    right: impl FnOnce() -> Option<(usize, usize)>,
+) -> LookupResult {
+    let mut result = LookupResult::default();
+    if let Some((key, host_end, host_base)) = left {
+        result.key = Some(key);
+        result.contained =
+            begin < host_end || (rule == ZeroLength::ExtendedBelowBase && begin < host_base);
+    }
+    if !result.contained {
+        if let Some((key, host_base)) = right() {
+            result.key = Some(key);
+            result.contained = begin >= host_base;
         }
     }
     result
@@ -207,6 +257,41 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// A pointer below the section mapped through it (`map(p[64:128])`,
+    /// then `p`) matches that mapping from LLVM 15 on, not in LLVM 14; a
+    /// pointer inside a mapping matches it under every rule.
+    #[test]
+    fn zero_length_sections_match_by_the_next_mapping_base() {
+        // One mapping [164, 292) mapped through the pointer 100.
+        let right = || Some((164, 100));
+        for rule in [ZeroLength::ExtendedBelowBase, ZeroLength::Extended] {
+            let r = classify_zero_length(100, rule, None, right);
+            assert_eq!(r, contained_in(164), "{rule:?}");
+            let r = classify_zero_length(120, rule, Some((0, 50, 0)), right);
+            assert_eq!(r, contained_in(164), "{rule:?}");
+            // Below the base: not a match, the right neighbour named.
+            let r = classify_zero_length(99, rule, Some((0, 50, 0)), right);
+            assert!(!r.overlaps() && r.key == Some(164), "{rule:?}");
+            // Inside the left neighbour.
+            let r = classify_zero_length(40, rule, Some((0, 50, 0)), right);
+            assert_eq!(r, contained_in(0), "{rule:?}");
+        }
+        let m = map(&[(164, 292)]);
+        assert!(!lookup(&m, 100, 0).overlaps());
+    }
+
+    /// LLVM 19 also matches the left neighbour from between its end and its
+    /// base (a section mapped wholly below its pointer, `p[-10:5]`); LLVM
+    /// 22 dropped that test.
+    #[test]
+    fn only_llvm19_matches_below_the_left_neighbour_base() {
+        let left = Some((100, 120, 200));
+        let r = classify_zero_length(150, ZeroLength::ExtendedBelowBase, left, || None);
+        assert_eq!(r, contained_in(100));
+        let r = classify_zero_length(150, ZeroLength::Extended, left, || None);
+        assert!(!r.overlaps() && r.key == Some(100));
     }
 
     #[test]

@@ -42,7 +42,7 @@ mod store;
 pub(crate) use entry::EntryHandle;
 pub use entry::MappedEntry;
 pub use error::{HexPtr, MapFailure, MappingError};
-pub use lookup::LookupResult;
+pub use lookup::{LookupResult, ZeroLength};
 pub use ops::{
     DeviceMemory, MapEvent, MapRequest, RefAction, TargetPointer, TgtPtrBegin, UnmapRequest,
 };
@@ -51,6 +51,7 @@ pub use shadow::{ShadowPtr, ShadowVisit};
 
 use entry::MapEntry;
 use shadow::ShadowMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use store::Entries;
 
@@ -59,6 +60,10 @@ use store::Entries;
 pub struct MappingTable {
     entries: Mutex<Entries>,
     shadows: Mutex<ShadowMap>,
+    /// How many shadow pointers there are, stored holding `shadows`: the
+    /// checks that only matter when some pointer is attached read this
+    /// instead of taking the lock.
+    shadow_len: AtomicUsize,
 }
 
 /// One mapping still present, for the shutdown report.
@@ -209,7 +214,22 @@ impl MappingTable {
     /// Record (or refresh) the shadow of the host pointer at
     /// `host_ptr_addr`. True when the device pointer must be written.
     pub fn upsert_shadow(&self, host_ptr_addr: usize, shadow: ShadowPtr) -> bool {
-        self.lock_shadows().upsert(host_ptr_addr, shadow)
+        let mut shadows = self.lock_shadows();
+        let changed = shadows.upsert(host_ptr_addr, shadow);
+        self.shadow_len.store(shadows.len(), Ordering::Relaxed);
+        changed
+    }
+
+    /// Is any pointer attached (a shadow pointer recorded) at all? Read
+    /// without the shadow lock: an answer a concurrent attach makes stale
+    /// is as good as the same call made a moment earlier.
+    pub fn has_shadows(&self) -> bool {
+        self.shadow_len.load(Ordering::Relaxed) != 0
+    }
+
+    /// Is a pointer inside `[begin, begin+size)` attached?
+    pub(crate) fn shadow_in(&self, begin: usize, size: usize) -> bool {
+        self.has_shadows() && self.lock_shadows().any_in(begin, size)
     }
 
     /// The shadow of the host pointer at `host_ptr_addr`, if any.
@@ -240,7 +260,9 @@ impl MappingTable {
             Some(handle) if handle.may_contain_attached_pointers() => {}
             _ => return,
         }
-        self.lock_shadows().visit_range(begin, size as usize, visit);
+        let mut shadows = self.lock_shadows();
+        shadows.visit_range(begin, size as usize, visit);
+        self.shadow_len.store(shadows.len(), Ordering::Relaxed);
     }
 }
 

@@ -8,7 +8,7 @@
 
 use super::entry::{EntryHandle, MapEntry};
 use super::error::{MapFailure, MappingError};
-use super::lookup::contains_section;
+use super::lookup::{contains_section, ZeroLength};
 use super::refcount::{RefCounts, RefKind};
 use super::store::{prefetch_host, Entries};
 use super::MappingTable;
@@ -166,6 +166,13 @@ pub struct MapRequest {
     /// `TgtPadding` for a struct mapped from a member onward). They map no
     /// host memory: the entry covers `[host_begin, host_begin+size)` only.
     pub device_padding: usize,
+    /// How a zero-length section is matched (the caller's release's rule).
+    pub zero_length: ZeroLength,
+    /// LLVM 22: copy nothing to the device for a mapping found (not
+    /// created) that holds an attached pointer inside the section, so a
+    /// second "new" map of a struct in one construct (its count still 1)
+    /// does not overwrite the device pointer attached after the first.
+    pub keep_attached_pointers: bool,
 }
 
 /// What `get_target_pointer` returns.
@@ -184,6 +191,9 @@ pub struct TargetPointer {
     pub failure: Option<MapFailure>,
     /// What changed, for INFO output.
     pub event: Option<MapEvent>,
+    /// The copy to the device was skipped: the mapping found holds an
+    /// attached pointer in the section ([`MapRequest::keep_attached_pointers`]).
+    pub keeps_attached_pointers: bool,
 }
 
 /// The arguments of LLVM's `getTgtPtrBegin` (with count update).
@@ -204,6 +214,8 @@ pub struct UnmapRequest {
     /// `requires unified_shared_memory` is in effect: unmapped data is used at
     /// its host address.
     pub unified_shared_memory: bool,
+    /// How a zero-length section is matched (the caller's release's rule).
+    pub zero_length: ZeroLength,
 }
 
 /// What `get_tgt_ptr_begin` returns.
@@ -260,6 +272,21 @@ fn use_existing(
     out.entry = Some(entry.handle());
 }
 
+/// LLVM 22's `FailOnPtrFound`: a copy due to a mapping found whose
+/// section holds an attached pointer (`shadowed`, asked before the lock)
+/// is not made. The entry's flag says a pointer inside it was attached at
+/// all; a shadow left over from a removed mapping does not count.
+fn skip_copy_if_shadowed(shadowed: bool, out: &mut TargetPointer) {
+    if shadowed
+        && out
+            .entry
+            .as_ref()
+            .is_some_and(|e| e.may_contain_attached_pointers())
+    {
+        out.keeps_attached_pointers = true;
+    }
+}
+
 /// The found branch of [`MappingTable::get_tgt_ptr_begin`]: count the
 /// release on `entry` (or not) and say so.
 fn unmap_found(
@@ -314,6 +341,13 @@ impl MappingTable {
         if request.to && request.size > 0 {
             prefetch_host(request.host_begin, request.size as usize);
         }
+        // Asked before the entries' lock (shadow pointers come first in the
+        // lock order), and used only for a mapping found below, whose
+        // attached pointers these are.
+        let shadowed = request.keep_attached_pointers
+            && request.to
+            && request.size > 0
+            && self.shadow_in(request.host_begin, request.size as usize);
         let mut entries = self.lock_entries();
         let kind = RefKind::from_hold(request.hold);
         let mut out = TargetPointer::default();
@@ -332,9 +366,12 @@ impl MappingTable {
             Some(entry) => {
                 entry_name = entry.name;
                 use_existing(entry, request, kind, memory, &mut out);
+                skip_copy_if_shadowed(shadowed, &mut out);
                 None
             }
-            None => Some(entries.lookup_at(at, request.host_begin, request.size)),
+            None => {
+                Some(entries.lookup_with(at, request.host_begin, request.size, request.zero_length))
+            }
         };
 
         let Some(found) = found else {
@@ -345,6 +382,7 @@ impl MappingTable {
             let entry = entries.get_mut(&key).expect("lookup keys exist");
             entry_name = entry.name;
             use_existing(entry, request, kind, memory, &mut out);
+            skip_copy_if_shadowed(shadowed, &mut out);
         } else if found.extends() {
             let key = found.key.expect("an overlapping lookup names its entry");
             let entry = &entries[&key];
@@ -417,7 +455,10 @@ impl MappingTable {
         entry_name: usize,
         memory: &dyn DeviceMemory,
     ) -> TargetPointer {
-        let copy_to_device = request.to && (out.is_new || request.always) && !out.is_host_ptr;
+        let copy_to_device = request.to
+            && (out.is_new || request.always)
+            && !out.is_host_ptr
+            && !out.keeps_attached_pointers;
         match (out.target, out.entry.clone()) {
             (Some(target), Some(handle)) if copy_to_device => {
                 let update_guard = handle.lock_update();
@@ -484,7 +525,7 @@ impl MappingTable {
             unmap_found(entry, request, kind, with_handle, &mut out);
             return out;
         }
-        let found = entries.lookup_at(at, request.host_begin, request.size);
+        let found = entries.lookup_with(at, request.host_begin, request.size, request.zero_length);
         if found.contained || (!request.must_contain && found.extends()) {
             let key = found.key.expect("an overlapping lookup names its entry");
             let entry = entries.get_mut(&key).expect("lookup keys exist");
@@ -499,12 +540,14 @@ impl MappingTable {
     /// LLVM's `deallocTgtPtr`: decrement the count selected by `hold` of the
     /// mapping overlapping `[host_begin, host_begin+size)`; at a total of
     /// zero, free its device memory and remove it. Returns the removal
-    /// event, if the mapping went away.
+    /// event, if the mapping went away. `zero_length` is the rule the
+    /// section was found by (a zero-length one is found again the same way).
     pub fn dealloc_tgt_ptr(
         &self,
         host_begin: usize,
         size: i64,
         hold: bool,
+        zero_length: ZeroLength,
         memory: &dyn DeviceMemory,
     ) -> Result<Option<MapEvent>, MappingError> {
         let mut entries = self.lock_entries();
@@ -522,7 +565,7 @@ impl MappingTable {
                 host_begin
             }
             None => {
-                let found = entries.lookup_at(at, host_begin, size);
+                let found = entries.lookup_with(at, host_begin, size, zero_length);
                 if !found.overlaps() {
                     return Err(MappingError::SectionNotFound { host_begin });
                 }

@@ -84,6 +84,12 @@ impl ShadowMap {
     pub fn len(&self) -> usize {
         self.entries.len()
     }
+
+    /// Is there an entry whose key lies in `[begin, begin+size)`?
+    pub fn any_in(&self, begin: usize, size: usize) -> bool {
+        let end = begin.saturating_add(size);
+        end > begin && self.entries.range(begin..end).next().is_some()
+    }
 }
 
 #[cfg(test)]

@@ -25,7 +25,7 @@
 //! [`Entries::get_mut`] change counts only): the chunks keep a copy of it.
 
 use super::entry::{EntryShared, MapEntry};
-use super::lookup::{classify, LookupResult};
+use super::lookup::{classify, classify_zero_length, LookupResult, ZeroLength};
 use std::sync::Arc;
 
 /// Most ranges in one chunk at rest (one more while an insert splits it):
@@ -475,6 +475,42 @@ impl Entries {
                 self.chunks.get(c + 1).map(|ch| (ch.begin(0), ch.end(0)))
             }
         })
+    }
+
+    /// [`Entries::lookup_at`], with a zero-length section matched under
+    /// `rule` (LLVM 15+ match a pointer by the base of the mapping after it,
+    /// which only the entry itself holds: read from the slab then).
+    pub fn lookup_with(
+        &self,
+        at: Position,
+        begin: usize,
+        size: i64,
+        rule: ZeroLength,
+    ) -> LookupResult {
+        if size != 0 || rule == ZeroLength::Section {
+            return self.lookup_at(at, begin, size);
+        }
+        debug_assert!(self.is_position_of(at, begin), "a stale position");
+        let base = |chunk: &Chunk, i: usize| {
+            self.slots[chunk.slot(i) as usize]
+                .0
+                .as_ref()
+                .expect("a chunk's slot holds its entry")
+                .host_base
+        };
+        let right = |c: Option<usize>, after: usize| {
+            let (chunk, i) = match c {
+                Some(c) if after < self.chunks[c].len() => (&self.chunks[c], after),
+                Some(c) => (self.chunks.get(c + 1)?, 0),
+                None => (self.chunks.first()?, 0),
+            };
+            Some((chunk.begin(i), base(chunk, i)))
+        };
+        let left = at.chunk.map(|c| {
+            let (chunk, i) = (&self.chunks[c], at.after - 1);
+            (chunk.begin(i), chunk.end(i), base(chunk, i))
+        });
+        classify_zero_length(begin, rule, left, || right(at.chunk, at.after))
     }
 
     /// The entries in host address order.

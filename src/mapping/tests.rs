@@ -66,7 +66,7 @@ fn unmap(begin: usize, size: i64) -> UnmapRequest {
 fn release(t: &MappingTable, m: &FakeMemory, req: UnmapRequest) -> TgtPtrBegin {
     let r = t.get_tgt_ptr_begin(&req);
     if r.is_last {
-        t.dealloc_tgt_ptr(req.host_begin, req.size, req.hold, m)
+        t.dealloc_tgt_ptr(req.host_begin, req.size, req.hold, req.zero_length, m)
             .unwrap();
     }
     r
@@ -106,7 +106,9 @@ fn device_padding_is_allocated_before_the_data_and_freed_with_it() {
         .1
         .map(|e| e.device_begin + (0x1008 - e.host_begin));
     assert_eq!(member, Some(tgt + 4));
-    let removed = t.dealloc_tgt_ptr(0x1004, 12, false, &m).unwrap();
+    let removed = t
+        .dealloc_tgt_ptr(0x1004, 12, false, ZeroLength::Section, &m)
+        .unwrap();
     assert!(matches!(removed, Some(MapEvent::Removed { target, .. }) if target == tgt));
     assert!(
         m.live.borrow().is_empty(),
@@ -487,7 +489,7 @@ fn dealloc_of_unknown_section_is_an_error() {
     let t = MappingTable::new();
     let m = FakeMemory::new();
     assert_eq!(
-        t.dealloc_tgt_ptr(0x1000, 8, false, &m),
+        t.dealloc_tgt_ptr(0x1000, 8, false, ZeroLength::Section, &m),
         Err(MappingError::SectionNotFound { host_begin: 0x1000 })
     );
 }
@@ -775,3 +777,6 @@ mod model {
         }
     }
 }
+
+mod keep_attached;
+mod zero_length;

@@ -1,6 +1,8 @@
 //! The OpenMP API calls that LLVM 19 and 22 export and LLVM 14 did not:
 //! `omp_get_mapped_ptr`, `omp_get_device_num`, `omp_target_memset`, the
-//! `_async` copies and fill, and `llvm_omp_target_free_*`.
+//! `_async` copies and fill, and `llvm_omp_target_free_*`; and those LLVM 22
+//! added: `omp_get_uid_from_device`, `omp_get_device_from_uid`,
+//! `omp_target_is_accessible`.
 //!
 //! The `_async` calls run synchronously and return when the copy or fill
 //! is done: LLVM runs them as a hidden-helper task whose completion the
@@ -10,8 +12,9 @@
 use crate::boundary::guard;
 use crate::export::export_c;
 use crate::lifecycle::with_session;
-use std::ffi::{c_int, c_void};
-use std::ptr::null_mut;
+use omptarget_openmp::api_since_llvm22::OMP_INVALID_DEVICE;
+use std::ffi::{c_char, c_int, c_void};
+use std::ptr::{null, null_mut};
 
 extern "C-unwind" fn omp_get_mapped_ptr(ptr: *const c_void, device_num: c_int) -> *mut c_void {
     guard("omp_get_mapped_ptr", null_mut(), || {
@@ -195,4 +198,40 @@ export_c!(
     llvm_omp_target_lock_mem,
     llvm_omp_target_unlock_mem,
     llvm_omp_target_dynamic_shared_alloc
+);
+
+/// `omp_get_uid_from_device(device_num)` (LLVM 22): the device's UID
+/// string, alive as long as the runtime.
+extern "C-unwind" fn omp_get_uid_from_device(device_num: c_int) -> *const c_char {
+    guard("omp_get_uid_from_device", null(), || {
+        with_session(|s| s.uid_from_device(device_num))
+    })
+}
+
+/// `omp_get_device_from_uid(uid)` (LLVM 22).
+///
+/// # Safety
+/// `uid` is null or a NUL-terminated string.
+unsafe extern "C-unwind" fn omp_get_device_from_uid(uid: *const c_char) -> c_int {
+    guard("omp_get_device_from_uid", OMP_INVALID_DEVICE, || {
+        // SAFETY: our caller's contract is the callee's.
+        with_session(|s| unsafe { s.device_from_uid(uid) })
+    })
+}
+
+/// `omp_target_is_accessible(ptr, size, device_num)` (LLVM 22).
+extern "C-unwind" fn omp_target_is_accessible(
+    ptr: *const c_void,
+    size: usize,
+    device_num: c_int,
+) -> c_int {
+    guard("omp_target_is_accessible", 0, || {
+        with_session(|s| s.target_is_accessible(ptr, size, device_num))
+    })
+}
+
+export_c!(
+    omp_get_uid_from_device,
+    omp_get_device_from_uid,
+    omp_target_is_accessible
 );

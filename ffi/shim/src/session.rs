@@ -310,6 +310,41 @@ impl Session {
         offload.get_mapped_ptr(ptr, device_num)
     }
 
+    /// `omp_get_uid_from_device` (LLVM 22): `omp_invalid_device` is null,
+    /// any other number that is no device the caller's release's error.
+    pub fn uid_from_device(&self, device_num: c_int) -> *const c_char {
+        let offload = self.offload();
+        if device_num != omptarget_openmp::api_since_llvm22::OMP_INVALID_DEVICE {
+            self.check_device_number(&offload, device_num);
+        }
+        offload.uid_from_device(device_num)
+    }
+
+    /// `omp_get_device_from_uid` (LLVM 22).
+    ///
+    /// # Safety
+    /// `uid` is null or a NUL-terminated string.
+    pub unsafe fn device_from_uid(&self, uid: *const c_char) -> c_int {
+        // SAFETY: our `# Safety` is the callee's.
+        unsafe { self.offload().device_from_uid(uid) }
+    }
+
+    /// `omp_target_is_accessible` (LLVM 22): a number that is neither a
+    /// device, the initial device nor -1 is the caller's release's error
+    /// (for a non-null pointer, which LLVM 22 checks first).
+    pub fn target_is_accessible(
+        &self,
+        ptr: *const c_void,
+        size: usize,
+        device_num: c_int,
+    ) -> c_int {
+        let offload = self.offload();
+        if !ptr.is_null() && device_num != -1 {
+            self.check_device_number(&offload, device_num);
+        }
+        c_int::from(offload.target_is_accessible(ptr, size, device_num))
+    }
+
     /// `llvm_omp_target_lock_mem` / `_unlock_mem` (LLVM 19+) on host
     /// devices: the pointer itself for a device (or the initial device);
     /// an unknown device is the caller's release's error.

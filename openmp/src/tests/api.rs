@@ -564,3 +564,39 @@ fn a_device_block_at_a_stale_early_address_is_freed_by_the_device() {
     assert_eq!(w.platform.dev(0, 0).live_buffers(), 0);
     assert_eq!(w.stderr(), "");
 }
+
+/// LLVM 22's device UIDs: `<plugin>-<device in plugin>` (the test
+/// platform's plugins have no file name: `device`), `HOST` for the initial
+/// device, each mapping back to its number; `omp_target_is_accessible` is
+/// true only for the initial device (and -1).
+#[test]
+fn device_uids_map_back_and_only_the_host_is_accessible() {
+    let (w, _bin) = one_kernel_world(2);
+    let off = w.off();
+    let uid = |d: i32| {
+        let p = off.uid_from_device(d);
+        // SAFETY: null or the registry's NUL-terminated UID string.
+        (!p.is_null()).then(|| unsafe { std::ffi::CStr::from_ptr(p) }.to_str().unwrap())
+    };
+    assert_eq!(uid(0), Some("device-0"));
+    assert_eq!(uid(1), Some("device-1"));
+    assert_eq!(uid(2), Some("HOST"));
+    assert_eq!(uid(-2), None);
+    assert_eq!(uid(7), None);
+    for d in 0..3 {
+        // SAFETY: a NUL-terminated UID string of the registry.
+        assert_eq!(unsafe { off.device_from_uid(off.uid_from_device(d)) }, d);
+    }
+    let bogus = CString::new("device-9").unwrap();
+    // SAFETY: null and a NUL-terminated string.
+    unsafe {
+        assert_eq!(off.device_from_uid(null()), -2);
+        assert_eq!(off.device_from_uid(bogus.as_ptr()), -2);
+    }
+    let x = 0u8;
+    let p = &x as *const u8 as *const c_void;
+    assert!(!off.target_is_accessible(p, 1, 0));
+    assert!(off.target_is_accessible(p, 1, 2));
+    assert!(off.target_is_accessible(p, 1, -1));
+    assert!(!off.target_is_accessible(null(), 1, 2));
+}

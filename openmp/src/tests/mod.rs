@@ -22,6 +22,7 @@ mod registration;
 mod threads;
 mod update;
 mod usm;
+mod zero_length;
 
 const TAG_A: &[u8] = b"image-a";
 const TAG_B: &[u8] = b"image-b";
