@@ -188,6 +188,7 @@ impl<'a> Offload<'a> {
             force_delete: false,
             unified_shared_memory: usm,
             zero_length: ZeroLength::Section,
+            from_data_end: false,
         });
         if let Some(event) = &tpr.event {
             self.info_map_event(dev.id, event);

@@ -43,6 +43,7 @@ impl Offload<'_> {
             unified_shared_memory: self.registry.unified_shared_memory(),
             // One byte: no release matches it as a zero-length section.
             zero_length: ZeroLength::Section,
+            from_data_end: false,
         });
         if tpr.is_host_ptr {
             return ptr as *mut c_void;

@@ -409,6 +409,7 @@ impl<'a> Offload<'a> {
                 force_delete: false,
                 unified_shared_memory: usm,
                 zero_length: caller.zero_length(size),
+                from_data_end: false,
             })
         };
         let pointer_host = args.base(i) as usize;
@@ -491,7 +492,7 @@ impl<'a> Offload<'a> {
         let caller = self.caller();
         // On the stack for common regions: a heap block here was a malloc
         // and a free per region (callgrind, `map_tofrom_scalar`).
-        let mut deallocs: SmallVec<[(usize, i64, bool); 8]> = SmallVec::new();
+        let mut settles: SmallVec<[(usize, i64, bool); 8]> = SmallVec::new();
         let mut from_mapper_base: Option<usize> = None;
 
         for i in (0..args.len()).rev() {
@@ -524,6 +525,7 @@ impl<'a> Offload<'a> {
                 force_delete: has(t, mt::DELETE),
                 unified_shared_memory: usm,
                 zero_length: caller.zero_length(size),
+                from_data_end: true,
             });
             if let Some(event) = &tpr.event {
                 self.info_map_event(dev.id, event);
@@ -543,8 +545,15 @@ impl<'a> Offload<'a> {
             // A member's mapping belongs to its parent struct.
             let member_only = has(t, mt::MEMBER_OF) && !has(t, mt::PTR_AND_OBJ);
             let mut del_entry = tpr.is_last && !member_only;
+            // Every section found is settled after the copies (LLVM 15+'s
+            // post-processing): the last data-end user removes the mapping
+            // if its count is still zero, whichever thread saw it last.
+            let mut settle_deletes = !member_only && !tpr.is_host_ptr;
             let from = has(t, mt::FROM);
             if !(from || del_entry) {
+                if tpr.entry.is_some() {
+                    settles.push((begin, size, settle_deletes));
+                }
                 continue;
             }
             if from
@@ -559,6 +568,10 @@ impl<'a> Offload<'a> {
             if del_entry && from_mapper && i == 0 {
                 del_entry = false;
                 from_mapper_base = Some(begin);
+            }
+            if from_mapper && i == 0 {
+                // A mapper's base: removed with its parent, not here.
+                settle_deletes = false;
             }
             // Restore host pointers the copy-back overwrote with device
             // addresses; forget them when the struct goes away.
@@ -575,17 +588,16 @@ impl<'a> Offload<'a> {
                     ShadowVisit::Keep
                 }
             });
-            if del_entry && !tpr.is_host_ptr {
-                deallocs.push((begin, size, hold));
+            if tpr.entry.is_some() {
+                settles.push((begin, size, settle_deletes));
             }
         }
 
         let memory = self.memory(dev);
-        for (begin, size, hold) in deallocs {
-            if from_mapper_base == Some(begin) && begin != 0 {
-                continue;
-            }
-            match table.dealloc_tgt_ptr(begin, size, hold, caller.zero_length(size), &memory) {
+        for (begin, size, delete) in settles {
+            // LLVM 14 keeps what a mapper's base maps at the same address.
+            let delete = delete && !(from_mapper_base == Some(begin) && begin != 0);
+            match table.end_data_end(begin, size, delete, caller.zero_length(size), &memory) {
                 Ok(Some(event)) => self.info_map_event(dev.id, &event),
                 Ok(None) => {}
                 Err(error) => {

@@ -189,6 +189,7 @@ impl<'a> Offload<'a> {
             force_delete: false,
             unified_shared_memory: self.registry.unified_shared_memory(),
             zero_length: self.caller().zero_length(size),
+            from_data_end: false,
         });
         if let Some(event) = &tpr.event {
             self.info_map_event(dev.id, event);

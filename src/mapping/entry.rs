@@ -2,7 +2,7 @@
 
 use super::lookup::HostRange;
 use super::refcount::{RefCountDisplay, RefCounts};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// A mapping as stored in the table (the table's lock protects it).
@@ -96,9 +96,26 @@ pub(crate) struct EntryShared {
     /// stays one 64-byte slot; it is read when the entry is removed, which
     /// touches this state anyway (the table recycles it).
     device_padding: usize,
+    /// Threads between a data-end query that found this entry and its
+    /// settling ([`super::MappingTable::end_data_end`]); changed under the
+    /// table's lock only (atomic because the state is shared with handles).
+    data_end_users: AtomicU32,
 }
 
 impl EntryShared {
+    /// One more thread between its data-end query and its settling.
+    pub(crate) fn add_data_end_user(&self) {
+        self.data_end_users.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// This thread's data end is settled: how many other threads still are
+    /// between theirs.
+    pub(crate) fn remove_data_end_user(&self) -> u32 {
+        let before = self.data_end_users.fetch_sub(1, Ordering::Relaxed);
+        debug_assert!(before > 0, "a data end settled twice");
+        before.saturating_sub(1)
+    }
+
     pub(crate) fn new(device_padding: usize) -> Self {
         EntryShared {
             device_padding,

@@ -216,6 +216,16 @@ pub struct UnmapRequest {
     pub unified_shared_memory: bool,
     /// How a zero-length section is matched (the caller's release's rule).
     pub zero_length: ZeroLength,
+    /// The query of a data environment's end (LLVM's `FromDataEnd`), whose
+    /// found mapping is settled later by [`MappingTable::end_data_end`]:
+    /// the final decrement is made now (the count reaches zero, and a
+    /// thread mapping the data meanwhile reuses the device copy), and the
+    /// entry counts this thread among its data-end users, so that only
+    /// the last of them removes it, and only if nobody mapped it again.
+    /// Without it the final decrement is deferred to
+    /// [`MappingTable::dealloc_tgt_ptr`] (LLVM 14's order, which lost a
+    /// concurrent region's device writes: LLVM issue 54216).
+    pub from_data_end: bool,
 }
 
 /// What `get_tgt_ptr_begin` returns.
@@ -313,12 +323,21 @@ fn unmap_found(
         entry.refs.decrement(kind);
         RefAction::Decremented
     };
+    // The counts as LLVM 14's INFO line shows them: a deferred final
+    // decrement not yet made.
+    let shown = entry.refs;
+    if request.from_data_end {
+        if request.update_refcount && out.is_last {
+            entry.refs.decrement(kind);
+        }
+        entry.shared.add_data_end_user();
+    }
     let target = entry.translate(request.host_begin);
     out.event = Some(MapEvent::Found {
         host_begin: request.host_begin,
         target,
         size: request.size,
-        refs: entry.refs,
+        refs: shown,
         kind,
         action,
     });
@@ -579,6 +598,52 @@ impl MappingTable {
         };
         // At `host_begin` the search is not repeated; another key is
         // searched for.
+        let entry = entries.remove_at(at, key).expect("lookup keys exist");
+        // LLVM ignores the result of the device free here.
+        memory.free(entry.allocation_begin());
+        Ok(Some(MapEvent::Removed {
+            host_begin: entry.host_begin,
+            target: entry.device_begin,
+            size,
+            name: entry.name,
+        }))
+    }
+
+    /// LLVM 15+'s `postProcessingTargetDataEnd` for one section a
+    /// [`UnmapRequest::from_data_end`] query found: this thread is no longer
+    /// a data-end user of the mapping; if `delete` (the caller wants it
+    /// gone), its counts are zero (nobody mapped it again meanwhile) and no
+    /// other data-end user is still between its query and this call, the
+    /// mapping is removed and its device memory freed. Returns the removal
+    /// event, if it went away.
+    pub fn end_data_end(
+        &self,
+        host_begin: usize,
+        size: i64,
+        delete: bool,
+        zero_length: ZeroLength,
+        memory: &dyn DeviceMemory,
+    ) -> Result<Option<MapEvent>, MappingError> {
+        let mut entries = self.lock_entries();
+        let at = entries.position(host_begin);
+        let key = match entries
+            .get_mut_at(at, host_begin)
+            .filter(|e| contains_section(&**e, host_begin, size))
+        {
+            Some(_) => host_begin,
+            None => {
+                let found = entries.lookup_with(at, host_begin, size, zero_length);
+                if !found.overlaps() {
+                    return Err(MappingError::SectionNotFound { host_begin });
+                }
+                found.key.expect("an overlapping lookup names its entry")
+            }
+        };
+        let entry = entries.get_mut(&key).expect("lookup keys exist");
+        let other_users = entry.shared.remove_data_end_user();
+        if !delete || entry.refs.total() != 0 || other_users != 0 {
+            return Ok(None);
+        }
         let entry = entries.remove_at(at, key).expect("lookup keys exist");
         // LLVM ignores the result of the device free here.
         memory.free(entry.allocation_begin());
