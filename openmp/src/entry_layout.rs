@@ -41,13 +41,17 @@ pub(crate) struct Entries {
 
 /// Tell the layout of a non-empty table of `len` bytes starting at `begin`.
 ///
-/// A 56-byte entry starts with a zero word, then `version` 1 and `kind` 1
+/// A 56-byte entry starts with a zero word, then `version` and `kind` 1
 /// (OpenMP) in the low half of the second word, and the table is a whole
-/// number of 56-byte entries. A 32-byte entry starts with an address, which
-/// is non-null except in a clang-19 `requires` entry; its second word is
-/// then a name pointer, whose low half is never `0x0001_0001` (clang's
-/// strings are not placed at such addresses in a table that is also a whole
-/// number of 56-byte entries).
+/// number of 56-byte entries. clang writes `version` 1; LLVM 22 reads every
+/// table whose first word is zero as 56-byte entries and never looks at
+/// `version` (`upgradeLegacyEntries`), so hand-written tables with version 0
+/// (LLVM's own `offloading/requires.c`) register there, and here too. A
+/// 32-byte entry starts with an address, which is non-null except in a
+/// clang-19 `requires` entry; its second word is then a name pointer, whose
+/// low half is never `0x0001_0000` or `0x0001_0001` (clang's strings are not
+/// placed at such addresses in a table that is also a whole number of
+/// 56-byte entries).
 ///
 /// # Safety
 /// `begin..begin+len` is readable and 8-aligned, `len >= 16`.
@@ -55,7 +59,7 @@ unsafe fn layout_of(begin: *const u64, len: usize) -> EntryLayout {
     // SAFETY: our `# Safety`: the first two words are readable.
     let (first, second) = unsafe { (*begin, *begin.add(1)) };
     if first == 0
-        && second & 0xffff_ffff == 0x0001_0001
+        && second & 0xffff_fffe == 0x0001_0000
         && len.checked_rem(size_of::<OffloadEntryV2>()) == Some(0)
     {
         EntryLayout::V2
@@ -202,6 +206,24 @@ mod tests {
                 (0x2000, g.as_ptr() as usize, 8, 0)
             ]
         );
+    }
+
+    #[test]
+    fn a_56_byte_table_of_version_0_is_read_as_llvm_22_reads_it() {
+        // LLVM's offloading/requires.c writes `{0, 0, 1, REGISTER_REQUIRES,
+        // ...}`: version 0, kind 1.
+        let r = CString::new("").unwrap();
+        let mut table = [
+            v2(0, &r, 0, declare_target::REGISTER_REQUIRES as u32, 1),
+            v2(0, &r, 0, declare_target::REGISTER_REQUIRES as u32, 2),
+        ];
+        for entry in &mut table {
+            entry.version = 0;
+        }
+        let got = read_table(&table);
+        assert_eq!(got.layout, Some(EntryLayout::V2));
+        assert_eq!(got.requires, [1, 2]);
+        assert!(got.entries.is_empty());
     }
 
     #[test]

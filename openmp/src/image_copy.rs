@@ -140,6 +140,12 @@ impl ImageCopy {
         self.original
     }
 
+    /// The copied entries (32-byte form, `requires` entries taken out), in
+    /// the order plugins see them.
+    pub(crate) fn entries(&self) -> &[OffloadEntry] {
+        &self._entries
+    }
+
     /// The `__tgt_device_image` to hand to plugins (they only read it).
     pub(crate) fn device_image(&self) -> *mut DeviceImage {
         &*self.image as *const DeviceImage as *mut DeviceImage

@@ -26,7 +26,8 @@ use super::image_copy::ImageCopy;
 use super::in_flight::Turn;
 use super::registry::{Tables, TargetEntry};
 use super::{DeviceCtx, Offload};
-use omptarget::abi::OffloadEntry;
+use omptarget::abi::{declare_target, OffloadEntry};
+use omptarget::device::DevicePtr;
 use std::sync::Arc;
 
 /// One image to load on a device, as listed under the lock.
@@ -75,7 +76,12 @@ impl<'a> Offload<'a> {
                 let storage: Arc<dyn std::any::Any + Send + Sync> = job.image.clone();
                 // SAFETY: the copy is alive (`job` holds it, and the device
                 // keeps it while the image is loaded).
-                let loaded = unsafe { dev.ops.load_binary(job.image.device_image(), storage) };
+                let loaded = unsafe { dev.ops.load_binary(job.image.device_image(), storage) }.map(
+                    |entries| {
+                        let mapped = self.mapped_addresses(dev, &job.image, &entries);
+                        (entries, mapped)
+                    },
+                );
                 match self.publish(dev, &job, loaded)? {
                     Published::Done => {}
                     Published::Orphan => self.unload_orphan(dev, &job.image),
@@ -126,13 +132,69 @@ impl<'a> Offload<'a> {
         current_table(&mut tables, job, device).is_some_and(|t| t.target(device).is_none())
     }
 
+    /// Between steps 2 and 3, holding no lock (it calls the plugin): the
+    /// device address each loaded entry's host address maps to, `None` for
+    /// an entry that maps nothing. A global maps to its device copy; a
+    /// `declare target indirect` function's device symbol is a global
+    /// holding the device function's address, and the host function maps
+    /// to that address, read from the device as LLVM reads it (19:
+    /// `omptarget.cpp` `InitLibrary`, 22: `PluginManager.cpp`, "follow the
+    /// indirection"), with its INFO line. A read that fails maps nothing
+    /// (LLVM ignores that failure and maps whatever its buffer held).
+    fn mapped_addresses(
+        &self,
+        dev: &DeviceCtx<'a>,
+        image: &ImageCopy,
+        loaded: &[OffloadEntry],
+    ) -> Vec<Option<usize>> {
+        let flags = image.entries().iter().map(|e| e.flags);
+        loaded
+            .iter()
+            .zip(flags.chain(std::iter::repeat(0)))
+            .map(|(entry, flags)| {
+                if entry.size == 0 {
+                    return None;
+                }
+                if flags & declare_target::INDIRECT == 0 {
+                    return Some(entry.addr as usize);
+                }
+                let mut function = 0usize;
+                let host = &mut function as *mut usize;
+                let size = std::mem::size_of::<usize>();
+                self.info_transfer(
+                    dev,
+                    false,
+                    host as usize,
+                    entry.addr as usize,
+                    size as i64,
+                    0,
+                );
+                // SAFETY: `host` is the live local `function`, `size`
+                // writable bytes; `entry.addr` is the device global the
+                // plugin just loaded, of `entry.size` >= `size` bytes
+                // (an indirect entry is one function pointer).
+                let read = (entry.size >= size).then(|| unsafe {
+                    dev.ops
+                        .retrieve(host.cast(), DevicePtr::from_raw(entry.addr), size)
+                });
+                match read {
+                    Some(Ok(())) => Some(function),
+                    _ => {
+                        self.report(OffloadError::CopyFromDeviceFailed);
+                        None
+                    }
+                }
+            })
+            .collect()
+    }
+
     /// Step 3: publish one load's result under `tables`. `Err` is the
     /// load's failure (as LLVM reports it); an orphan is not an error.
     fn publish(
         &self,
         dev: &DeviceCtx<'a>,
         job: &LoadJob,
-        loaded: Result<Vec<OffloadEntry>, super::OpFailed>,
+        loaded: Result<(Vec<OffloadEntry>, Vec<Option<usize>>), super::OpFailed>,
     ) -> Result<Published, OffloadError> {
         let device = dev.id as usize;
         let mut tables = self.registry.lock_tables();
@@ -143,7 +205,7 @@ impl<'a> Offload<'a> {
                 Err(_) => Published::Done,
             });
         };
-        let Ok(loaded) = loaded else {
+        let Ok((loaded, mapped)) = loaded else {
             if table.target(device).is_some() {
                 // Another thread's load of it succeeded: use that one.
                 return Ok(Published::Done);
@@ -175,9 +237,10 @@ impl<'a> Offload<'a> {
             })
             .collect();
         let mappings = dev.ops.mappings();
-        for (host, target) in table.host_entries.iter().zip(&targets) {
-            if target.size != 0 && mappings.insert_global(host.addr, host.size, target.addr) {
-                table.globals.push((dev.id, host.addr, target.addr));
+        for (host, target) in table.host_entries.iter().zip(&mapped) {
+            let Some(target) = *target else { continue };
+            if mappings.insert_global(host.addr, host.size, target) {
+                table.globals.push((dev.id, host.addr, target));
             }
         }
         table.targets[device] = Some(Arc::new(targets));

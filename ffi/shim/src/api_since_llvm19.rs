@@ -4,14 +4,14 @@
 //! added: `omp_get_uid_from_device`, `omp_get_device_from_uid`,
 //! `omp_target_is_accessible`.
 //!
-//! The `_async` calls run synchronously and return when the copy or fill
-//! is done: LLVM runs them as a hidden-helper task whose completion the
-//! dependence objects order; completing before returning satisfies every
-//! such order (`docs/releases.md`). Their dependence lists are not read.
+//! The `_async` calls run as LLVM runs them: a libomp hidden-helper task
+//! ordered by the caller's dependence objects ([`crate::helper_task`]).
 
 use crate::boundary::guard;
 use crate::export::export_c;
+use crate::helper_task::{submit, AsyncOp, DependInfo};
 use crate::lifecycle::with_session;
+use omptarget_abi::OFFLOAD_FAIL;
 use omptarget_openmp::api_since_llvm22::OMP_INVALID_DEVICE;
 use std::ffi::{c_char, c_int, c_void};
 use std::ptr::{null, null_mut};
@@ -38,30 +38,63 @@ unsafe extern "C-unwind" fn omp_target_memset(
     len: usize,
     device_num: c_int,
 ) -> *mut c_void {
-    guard("omp_target_memset", ptr, || {
+    // SAFETY: our caller's contract is `memset_as`'s.
+    unsafe { memset_as("omp_target_memset", ptr, byte, len, device_num) }
+}
+
+/// `omp_target_memset` behind the panic boundary of the export `entry`
+/// (also its `_async` form's task).
+///
+/// # Safety
+/// `ptr` names `len` bytes of memory of `device_num`.
+pub(crate) unsafe fn memset_as(
+    entry: &'static str,
+    ptr: *mut c_void,
+    byte: c_int,
+    len: usize,
+    device_num: c_int,
+) -> *mut c_void {
+    guard(entry, ptr, || {
         // SAFETY: our caller's contract is the callee's.
         with_session(|s| unsafe { s.target_memset(ptr, byte, len, device_num) })
     })
 }
 
+/// A task that fills `len` bytes after the tasks the dependence objects
+/// name; `ptr` back (LLVM ignores the submission's result here). A null
+/// `ptr` or no bytes: nothing, at once.
+///
 /// # Safety
-/// As `omp_target_memset`; the dependence objects are not read.
+/// As `omp_target_memset`, until the task has run; `depobj_list` holds
+/// `depobj_count` dependence objects.
 unsafe extern "C-unwind" fn omp_target_memset_async(
     ptr: *mut c_void,
     byte: c_int,
     len: usize,
     device_num: c_int,
-    _depobj_count: c_int,
-    _depobj_list: *mut c_void,
+    depobj_count: c_int,
+    depobj_list: *const *const DependInfo,
 ) -> *mut c_void {
-    guard("omp_target_memset_async", ptr, || {
-        // SAFETY: our caller's contract is the callee's.
-        with_session(|s| unsafe { s.target_memset(ptr, byte, len, device_num) })
-    })
+    if ptr.is_null() || len == 0 {
+        return ptr;
+    }
+    let op = AsyncOp::Memset {
+        ptr,
+        byte,
+        len,
+        device: device_num,
+    };
+    // SAFETY: our caller's contract is `submit`'s.
+    unsafe { submit("omp_target_memset_async", op, depobj_count, depobj_list) };
+    ptr
 }
 
+/// A task that copies after the tasks the dependence objects name; 0 once
+/// submitted. A null `dst` or `src` fails at once, as in LLVM.
+///
 /// # Safety
-/// As `omp_target_memcpy`; the dependence objects are not read.
+/// As `omp_target_memcpy`, until the task has run; `depobj_list` holds
+/// `depobj_count` dependence objects.
 #[allow(clippy::too_many_arguments)]
 unsafe extern "C-unwind" fn omp_target_memcpy_async(
     dst: *mut c_void,
@@ -71,26 +104,35 @@ unsafe extern "C-unwind" fn omp_target_memcpy_async(
     src_offset: usize,
     dst_device: c_int,
     src_device: c_int,
-    _depobj_count: c_int,
-    _depobj_list: *mut c_void,
+    depobj_count: c_int,
+    depobj_list: *const *const DependInfo,
 ) -> c_int {
-    // SAFETY: our caller's contract is `memcpy_as`'s.
-    unsafe {
-        crate::api::memcpy_as(
-            "omp_target_memcpy_async",
-            dst,
-            src,
-            length,
-            dst_offset,
-            src_offset,
-            dst_device,
-            src_device,
-        )
+    if dst.is_null() || src.is_null() {
+        return OFFLOAD_FAIL;
     }
+    let op = AsyncOp::Memcpy {
+        dst,
+        src,
+        length,
+        dst_offset,
+        src_offset,
+        dst_device,
+        src_device,
+    };
+    // SAFETY: our caller's contract is `submit`'s.
+    unsafe { submit("omp_target_memcpy_async", op, depobj_count, depobj_list) }
 }
 
+/// A task that copies a sub-volume after the tasks the dependence objects
+/// name; 0 once submitted. Both pointers null asks for the dimensions
+/// supported, answered at once as in LLVM; one null, or a shape the
+/// blocking call refuses (no dimension, a null array, element size 0), is
+/// refused at once by that call with its error line (LLVM submits those
+/// and the task fails unseen).
+///
 /// # Safety
-/// As `omp_target_memcpy_rect`; the dependence objects are not read.
+/// As `omp_target_memcpy_rect`, until the task has run; `depobj_list`
+/// holds `depobj_count` dependence objects.
 #[allow(clippy::too_many_arguments)]
 unsafe extern "C-unwind" fn omp_target_memcpy_rect_async(
     dst: *mut c_void,
@@ -104,27 +146,67 @@ unsafe extern "C-unwind" fn omp_target_memcpy_rect_async(
     src_dimensions: *const usize,
     dst_device: c_int,
     src_device: c_int,
-    _depobj_count: c_int,
-    _depobj_list: *mut c_void,
+    depobj_count: c_int,
+    depobj_list: *const *const DependInfo,
 ) -> c_int {
-    let rect = crate::api::Rect {
-        element_size,
-        num_dims,
+    let arrays = [
         volume,
         dst_offsets,
         src_offsets,
         dst_dimensions,
         src_dimensions,
+    ];
+    let dims = usize::try_from(num_dims).unwrap_or(0);
+    if dst.is_null()
+        || src.is_null()
+        || element_size == 0
+        || dims == 0
+        || arrays.iter().any(|a| a.is_null())
+    {
+        let rect = crate::api::Rect {
+            element_size,
+            num_dims,
+            volume,
+            dst_offsets,
+            src_offsets,
+            dst_dimensions,
+            src_dimensions,
+        };
+        // SAFETY: our caller's contract is `memcpy_rect_as`'s.
+        return unsafe {
+            crate::api::memcpy_rect_as(
+                "omp_target_memcpy_rect_async",
+                dst,
+                src,
+                rect,
+                dst_device,
+                src_device,
+            )
+        };
+    }
+    let mut shape = Vec::with_capacity(5 * dims);
+    for a in arrays {
+        // SAFETY: our caller's contract: each array holds `num_dims`
+        // elements (non-null, checked above).
+        shape.extend_from_slice(unsafe { std::slice::from_raw_parts(a, dims) });
+    }
+    let shape = shape.into_boxed_slice();
+    let op = AsyncOp::Rect {
+        dst,
+        src,
+        element_size,
+        num_dims,
+        shape,
+        dst_device,
+        src_device,
     };
-    // SAFETY: our caller's contract is `memcpy_rect_as`'s.
+    // SAFETY: our caller's contract is `submit`'s.
     unsafe {
-        crate::api::memcpy_rect_as(
+        submit(
             "omp_target_memcpy_rect_async",
-            dst,
-            src,
-            rect,
-            dst_device,
-            src_device,
+            op,
+            depobj_count,
+            depobj_list,
         )
     }
 }

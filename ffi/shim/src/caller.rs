@@ -17,6 +17,7 @@
 //! dynamic loader's lock a constructor holds.
 
 use omptarget_openmp::Release;
+use std::cell::Cell;
 use std::ffi::{c_int, c_void, CStr};
 use std::sync::Mutex;
 
@@ -194,9 +195,32 @@ pub(crate) fn forget_objects() {
     cache.1 = 0;
 }
 
+thread_local! {
+    /// The release a call made for another thread's caller follows (an
+    /// `_async` call's helper task), while it runs; no destructor.
+    static ON_BEHALF: Cell<Option<Release>> = const { Cell::new(None) };
+}
+
+/// Run `f` (work submitted by a caller of `release`, on a thread whose stack
+/// has no frame of that caller) as that caller's call.
+pub(crate) fn on_behalf_of<T>(release: Release, f: impl FnOnce() -> T) -> T {
+    /// Restores the previous answer even when `f` unwinds.
+    struct Restore(Option<Release>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            ON_BEHALF.with(|c| c.set(self.0));
+        }
+    }
+    let _restore = Restore(ON_BEHALF.with(|c| c.replace(Some(release))));
+    f()
+}
+
 /// The release of the binary whose code called into the runtime; LLVM 14
 /// when no frame on the stack belongs to a binary linking libomptarget.
 pub(crate) fn calling_release() -> Release {
+    if let Some(release) = ON_BEHALF.with(Cell::get) {
+        return release;
+    }
     let mut frames = Frames {
         ips: [0; MAX_FRAMES],
         len: 0,

@@ -37,6 +37,7 @@ mod boundary;
 mod caller;
 mod data;
 mod export;
+mod helper_task;
 mod host_env;
 mod info;
 mod interop;

@@ -47,6 +47,8 @@ static DEFAULT_DEVICE: Symbol = Symbol::new(c"omp_get_default_device");
 static WAIT_DEPS: Symbol = Symbol::new(c"__kmpc_omp_wait_deps");
 static TARGET_OFFLOAD: Symbol = Symbol::new(c"__kmpc_get_target_offload");
 static GLOBAL_THREAD_NUM: Symbol = Symbol::new(c"__kmpc_global_thread_num");
+static TARGET_TASK_ALLOC: Symbol = Symbol::new(c"__kmpc_omp_target_task_alloc");
+static TASK_WITH_DEPS: Symbol = Symbol::new(c"__kmpc_omp_task_with_deps");
 
 /// `omp_get_default_device()`, or 0 without libomp.
 pub(crate) fn default_device() -> i32 {
@@ -112,4 +114,98 @@ pub(crate) fn global_thread_num() -> i32 {
     unsafe {
         std::mem::transmute::<*mut c_void, extern "C" fn(*mut c_void) -> c_int>(f)(null_mut())
     }
+}
+
+/// libomp's `kmp_task_t` head: what a task routine gets (the rest of the
+/// block is libomp's).
+#[repr(C)]
+pub(crate) struct KmpTask {
+    /// The task's data; a helper task's is the runtime's heap block.
+    pub(crate) shareds: *mut c_void,
+    routine: Option<TaskRoutine>,
+    part_id: i32,
+}
+
+/// `kmp_routine_entry_t`.
+pub(crate) type TaskRoutine = extern "C" fn(i32, *mut KmpTask) -> i32;
+
+/// `kmp_tasking_flags_t` with only `hidden_helper` (bit 7) set, as LLVM's
+/// `libomp_helper_task_creation` builds it.
+const HIDDEN_HELPER: i32 = 1 << 7;
+
+/// What became of a helper task; the two refusals hand `shareds` back.
+pub(crate) enum Spawned {
+    /// Given to libomp, which returned this (0 once queued).
+    Submitted(i32),
+    /// libomp could not allocate the task.
+    NotAllocated(*mut c_void),
+    /// This process has no libomp tasking entries.
+    NoTasking(*mut c_void),
+}
+
+/// Create a hidden-helper task running `routine` with `shareds`, after the
+/// tasks `deps` name (`__kmpc_omp_target_task_alloc`, then
+/// `__kmpc_omp_task_with_deps`, as LLVM's `libomp_helper_task_creation`).
+/// Once `Submitted`, `routine` owns `shareds` (it runs exactly once).
+pub(crate) fn spawn_helper_task(
+    routine: TaskRoutine,
+    shareds: *mut c_void,
+    deps: &mut [crate::helper_task::DependInfo],
+) -> Spawned {
+    let (alloc, submit) = (TARGET_TASK_ALLOC.get(), TASK_WITH_DEPS.get());
+    if alloc.is_null() || submit.is_null() {
+        return Spawned::NoTasking(shareds);
+    }
+    let gtid = global_thread_num();
+    type Alloc =
+        extern "C" fn(*mut c_void, i32, i32, usize, usize, TaskRoutine, i64) -> *mut KmpTask;
+    type Submit =
+        extern "C" fn(*mut c_void, i32, *mut KmpTask, i32, *mut c_void, i32, *mut c_void) -> i32;
+    // SAFETY: `alloc` is the non-null address dlsym found for libomp's
+    // `kmp_task_t *__kmpc_omp_target_task_alloc(ident_t *, kmp_int32,
+    // kmp_int32 flags, size_t sizeof_kmp_task_t, size_t sizeof_shareds,
+    // kmp_routine_entry_t, kmp_int64 device_id)`, the type transmuted to;
+    // a null `ident_t`, the caller's gtid, no shareds block (our own
+    // pointer is stored below) and device -1 are what LLVM passes.
+    let task = unsafe {
+        std::mem::transmute::<*mut c_void, Alloc>(alloc)(
+            null_mut(),
+            gtid,
+            HIDDEN_HELPER,
+            std::mem::size_of::<KmpTask>(),
+            0,
+            routine,
+            -1,
+        )
+    };
+    if task.is_null() {
+        return Spawned::NotAllocated(shareds);
+    }
+    // SAFETY: libomp returned a task block that starts with `kmp_task_t`,
+    // not yet submitted, so no other thread sees it.
+    unsafe { (*task).shareds = shareds };
+    let ndeps = i32::try_from(deps.len()).unwrap_or(i32::MAX);
+    let list = if deps.is_empty() {
+        null_mut()
+    } else {
+        deps.as_mut_ptr().cast()
+    };
+    // SAFETY: `submit` is the non-null address dlsym found for libomp's
+    // `kmp_int32 __kmpc_omp_task_with_deps(ident_t *, kmp_int32,
+    // kmp_task_t *, kmp_int32 ndeps, kmp_depend_info_t *, kmp_int32,
+    // kmp_depend_info_t *)`, the type transmuted to; `task` is the block
+    // just allocated for this thread's gtid; `list` holds `ndeps`
+    // `kmp_depend_info_t` copies (libomp reads them during the call), and
+    // the noalias list is empty.
+    Spawned::Submitted(unsafe {
+        std::mem::transmute::<*mut c_void, Submit>(submit)(
+            null_mut(),
+            gtid,
+            task,
+            ndeps,
+            list,
+            0,
+            null_mut(),
+        )
+    })
 }
