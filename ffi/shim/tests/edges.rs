@@ -262,6 +262,23 @@ fn exit_with_pending_target_nowait_tasks() {
     }
 }
 
+/// `interop init(targetsync: obj) depend(inout: A)`, then a `target
+/// depend(inout: A) nowait`, and main returns 5 with the target task
+/// possibly still pending: status 5, promptly, in each of 10 runs (the
+/// issue saw our runtime hang in libomp's finaliser; a target task that
+/// starts after the exit closed the runtime now falls back instead of
+/// parking).
+#[test]
+fn return_with_an_interop_ordered_target_task_pending() {
+    let scratch = Scratch::new("edge-interop-pending");
+    let program = build(&scratch, "edge_interop_pending_at_exit.c");
+    for run in 0..10 {
+        let out = Run::new(&scratch, &program).timeout(HANG_LIMIT).run();
+        assert_eq!(out.status.code(), Some(5), "run {run}:\n{out}");
+        assert_no_heap_or_plugin_trouble(&out);
+    }
+}
+
 /// Run `edge_fork_while_offloading.c` (`plugin`: the test plugin, or the
 /// discovered host plugin) and check every child and the parent. The
 /// program kills a child still alive after [`CHILD_HANG_LIMIT_S`] (status
@@ -737,6 +754,7 @@ under_valgrind! {
     return_during_mapping_kernel_is_clean_under_valgrind: "return-during-mapping-kernel", "edge_return_during_kernel.c", ["mapped"], 9, 3;
     exit_while_offloading_is_clean_under_valgrind: "exit-while-offloading", "edge_exit_while_offloading.c", [], 3, 3;
     exit_with_pending_tasks_is_clean_under_valgrind: "exit-pending-tasks", "edge_exit_with_pending_tasks.c", [], 4, 3;
+    interop_pending_at_exit_is_clean_under_valgrind: "interop-pending", "edge_interop_pending_at_exit.c", [], 5, 3;
     pthread_exit_in_kernel_is_clean_under_valgrind: "pthread-exit", "edge_thread_ends_in_kernel.c", ["exit"], 0, 3;
     pthread_cancel_in_kernel_is_clean_under_valgrind: "pthread-cancel", "edge_thread_ends_in_kernel.c", ["cancel"], 0, 3;
     fork_while_offloading_is_clean_under_valgrind: "fork", "edge_fork_while_offloading.c", [CHILD_HANG_LIMIT_S.to_string()], 0, 10;
