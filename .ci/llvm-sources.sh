@@ -23,7 +23,9 @@ sudo=""
 if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
 
 version_of() {
-  apt-cache showsrc "llvm-toolchain-$1" 2>/dev/null | awk '/^Version:/ {print $2; exit}'
+  # awk reads to the end: an early `exit` would kill apt-cache with SIGPIPE,
+  # which `pipefail` turns into a failure (status 141).
+  apt-cache showsrc "llvm-toolchain-$1" 2>/dev/null | awk '/^Version:/ && !v {v = $2} END {print v}'
 }
 
 if [ -z "$(version_of 19)" ]; then
@@ -50,7 +52,7 @@ fi
 fetch_orig_from_pool() {
   local major=$1 dir=$2 line sum name
   line=$(apt-cache showsrc "llvm-toolchain-$major" \
-    | awk '/^Checksums-Sha256:/ {on = 1; next} /^[^ ]/ {on = 0} on && $3 ~ /\.orig\.tar\.xz$/ {print $1, $3; exit}')
+    | awk '/^Checksums-Sha256:/ {on = 1; next} /^[^ ]/ {on = 0} on && !found && $3 ~ /\.orig\.tar\.xz$/ {found = $1 " " $3} END {print found}')
   [ -n "$line" ] || return 1
   sum=${line%% *}
   name=${line#* }
