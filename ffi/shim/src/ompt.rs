@@ -59,6 +59,12 @@ unsafe extern "C" fn finalize(_data: *mut c_void) {
     OMPT.finalize();
 }
 
+/// Was the connection tried already? (Asked before the caller's release,
+/// a stack walk, so that later registrations cost one load.)
+pub(crate) fn tried() -> bool {
+    CONNECTING.load(Relaxed)
+}
+
 /// `void ompt_libomp_connect(ompt_start_tool_result_t *)`.
 type Connect = unsafe extern "C" fn(*mut StartToolResult);
 

@@ -169,7 +169,9 @@ impl Session {
     pub unsafe fn register_lib(&self, desc: *mut BinDesc) {
         // LLVM 19 and 22 connect to libomp's OMPT before loading plugins;
         // LLVM 14 has no OMPT.
-        if crate::caller::calling_release() >= omptarget_openmp::Release::Llvm19 {
+        if !crate::ompt::tried()
+            && crate::caller::calling_release() >= omptarget_openmp::Release::Llvm19
+        {
             crate::ompt::connect_once();
         }
         self.runtime();
