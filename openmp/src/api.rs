@@ -27,6 +27,7 @@
 use super::diag::Diagnostic;
 use super::error::OffloadError;
 use super::info::INFO_MAPPING_EXISTS;
+use super::ompt::{DataOp, DataOpKind};
 use super::Release;
 use super::{DeviceCtx, Offload};
 use omptarget::abi::{AllocKind, OFFLOAD_FAIL, OFFLOAD_SUCCESS};
@@ -43,6 +44,7 @@ impl<'a> Offload<'a> {
     /// `_host` and `_shared`: null for a zero size or a device that is not
     /// ready; `malloc` for the initial device.
     pub fn target_alloc(&self, size: usize, device_num: i32, kind: AllocKind) -> *mut c_void {
+        let _ompt = self.ompt_call();
         if size == 0 {
             return std::ptr::null_mut();
         }
@@ -53,7 +55,7 @@ impl<'a> Offload<'a> {
             return std::ptr::null_mut();
         };
         // SAFETY: no host pointer.
-        unsafe { dev.ops.alloc(size, std::ptr::null_mut(), kind) }
+        unsafe { self.dev_alloc(&dev, size, std::ptr::null_mut(), kind) }
             .map(|p| p.as_ptr())
             .unwrap_or(std::ptr::null_mut())
     }
@@ -81,6 +83,7 @@ impl<'a> Offload<'a> {
     /// # Safety
     /// For the initial device, `device_ptr` came from `malloc`.
     pub unsafe fn target_free(&self, device_ptr: *mut c_void, device_num: i32) {
+        let _ompt = self.ompt_call();
         if device_ptr.is_null() {
             return;
         }
@@ -97,7 +100,7 @@ impl<'a> Offload<'a> {
         // SAFETY: `omp_target_free`'s contract (this function's): the
         // program frees memory it got from `omp_target_alloc` and no longer
         // uses; unknown pointers are refused by the device.
-        if let Err(error) = unsafe { dev.ops.free(DevicePtr::from_raw(device_ptr)) } {
+        if let Err(error) = unsafe { self.dev_free(&dev, DevicePtr::from_raw(device_ptr)) } {
             self.free_refused(device_ptr, device_num, error);
         }
     }
@@ -221,6 +224,7 @@ impl<'a> Offload<'a> {
         dst_device: i32,
         src_device: i32,
     ) -> i32 {
+        let _ompt = self.ompt_call();
         if length == 0 {
             return OFFLOAD_SUCCESS;
         }
@@ -309,15 +313,32 @@ impl<'a> Offload<'a> {
             && src_dev.ops.is_data_exchangable(dst_dev.ops)
             // SAFETY: our `# Safety`: `src_addr` is memory of `src_dev` and
             // `dst_addr` of `dst_dev`, `length` bytes each.
-            && unsafe {
-                src_dev.ops.data_exchange(
-                    DevicePtr::from_raw(src_addr as *mut c_void),
-                    dst_dev.ops,
-                    DevicePtr::from_raw(dst_addr as *mut c_void),
-                    length,
+            && self
+                .traced_op(
+                    // LLVM reports an exchange as a copy from the device,
+                    // numbering both devices as their plugin does.
+                    DataOp {
+                        kind: DataOpKind::FromDevice,
+                        src: src_addr,
+                        src_device: src_dev.slot.local as i32,
+                        dst: dst_addr,
+                        dst_device: dst_dev.slot.local as i32,
+                        bytes: length,
+                    },
+                    // SAFETY: our `# Safety`: `src_addr` is memory of
+                    // `src_dev` and `dst_addr` of `dst_dev`, `length` bytes
+                    // each.
+                    || unsafe {
+                        src_dev.ops.data_exchange(
+                            DevicePtr::from_raw(src_addr as *mut c_void),
+                            dst_dev.ops,
+                            DevicePtr::from_raw(dst_addr as *mut c_void),
+                            length,
+                        )
+                    },
+                    |_, _| {},
                 )
-            }
-            .is_ok()
+                .is_ok()
         {
             return true;
         }
@@ -356,6 +377,7 @@ impl<'a> Offload<'a> {
         dst_device: i32,
         src_device: i32,
     ) -> i32 {
+        let _ompt = self.ompt_call();
         if dst.is_null() && src.is_null() {
             return i32::MAX;
         }
@@ -473,6 +495,7 @@ impl<'a> Offload<'a> {
         device_offset: usize,
         device_num: i32,
     ) -> i32 {
+        let _ompt = self.ompt_call();
         if host_ptr.is_null() || device_ptr.is_null() || size == 0 {
             self.report(OffloadError::AssociateInvalidArguments);
             return OFFLOAD_FAIL;
@@ -485,6 +508,15 @@ impl<'a> Offload<'a> {
             self.report(OffloadError::AssociateFailed);
             return OFFLOAD_FAIL;
         };
+        // LLVM reports the device pointer without the offset.
+        self.trace_association(DataOp {
+            kind: DataOpKind::Associate,
+            src: host_ptr as usize,
+            src_device: self.initial_device(),
+            dst: device_ptr as usize,
+            dst_device: dev.id,
+            bytes: size,
+        });
         let device_addr = (device_ptr as usize).wrapping_add(device_offset);
         match dev
             .ops
@@ -501,6 +533,7 @@ impl<'a> Offload<'a> {
 
     /// `omp_target_disassociate_ptr`.
     pub fn target_disassociate_ptr(&self, host_ptr: *const c_void, device_num: i32) -> i32 {
+        let _ompt = self.ompt_call();
         if host_ptr.is_null() {
             self.report(OffloadError::DisassociateInvalidHostPtr);
             return OFFLOAD_FAIL;
@@ -513,6 +546,14 @@ impl<'a> Offload<'a> {
             self.report(OffloadError::DisassociateFailed);
             return OFFLOAD_FAIL;
         };
+        self.trace_association(DataOp {
+            kind: DataOpKind::Disassociate,
+            src: host_ptr as usize,
+            src_device: self.initial_device(),
+            dst: 0,
+            dst_device: dev.id,
+            bytes: 0,
+        });
         match dev.ops.mappings().disassociate(host_ptr as usize) {
             Ok(()) => OFFLOAD_SUCCESS,
             Err(error) => {

@@ -68,6 +68,7 @@ impl Offload<'_> {
         len: usize,
         device_num: i32,
     ) -> *mut c_void {
+        let _ompt = self.ompt_call();
         if ptr.is_null() || len == 0 {
             return ptr;
         }

@@ -7,6 +7,7 @@ use super::diag::{Diagnostic, Fatal, Ident};
 use super::error::OffloadError;
 use super::info::INFO_EMPTY_MAPPING;
 use super::mapper::run_mapper;
+use super::ompt::RegionKind;
 use super::release::CallerRelease;
 use super::{DeviceCtx, Offload};
 use omptarget::abi::map_type as mt;
@@ -110,7 +111,7 @@ impl<'a> Offload<'a> {
         };
         // SAFETY: our `# Safety`: `loc` is null or a valid `ident_t` and
         // `args` a valid view (`data_entry`'s contract).
-        unsafe { self.data_entry(loc, device_id, args, "Entering OpenMP data region", op) }
+        unsafe { self.data_entry(loc, device_id, args, RegionKind::EnterData, op) }
     }
 
     /// `__tgt_target_data_end_mapper`: unmap on exit from `target data` /
@@ -132,7 +133,7 @@ impl<'a> Offload<'a> {
         };
         // SAFETY: our `# Safety`: `loc` is null or a valid `ident_t` and
         // `args` a valid view (`data_entry`'s contract).
-        unsafe { self.data_entry(loc, device_id, args, "Exiting OpenMP data region", op) }
+        unsafe { self.data_entry(loc, device_id, args, RegionKind::ExitData, op) }
     }
 
     /// The common frame of the three `__tgt_target_data_*` entries, as
@@ -147,18 +148,30 @@ impl<'a> Offload<'a> {
         loc: *const Ident,
         device_id: i64,
         args: &MapArgs,
-        info_what: &str,
+        kind: RegionKind,
         op: impl FnOnce(&DeviceCtx<'a>) -> Result<(), OffloadError>,
     ) -> Result<(), Fatal> {
+        let _ompt = self.ompt_call();
         // SAFETY: our `# Safety`: `loc` is null or a valid `ident_t`.
         let Some(dev) = (unsafe { self.check_device_and_ctors(device_id, loc) })? else {
             return Ok(());
         };
+        let info_what = match kind {
+            RegionKind::EnterData => "Entering OpenMP data region",
+            RegionKind::ExitData => "Exiting OpenMP data region",
+            _ => "Updating OpenMP data",
+        };
         // SAFETY: our `# Safety`: `loc` is null or valid, `args` a valid view.
         unsafe { self.info_kernel_arguments(loc, dev.id.into(), args, info_what) };
+        self.ompt_region_begin(kind, &dev);
         let ok = op(&dev).is_ok();
         // SAFETY: our `# Safety`: `loc` is null or a valid `ident_t`.
-        unsafe { self.handle_target_outcome(ok, loc) }
+        let outcome = unsafe { self.handle_target_outcome(ok, loc) };
+        // LLVM's end comes after the outcome (a fatal one aborts first).
+        if outcome.is_ok() {
+            self.ompt_region_end(kind, &dev);
+        }
+        outcome
     }
 
     /// LLVM's `targetDataMapper`: run the user-defined mapper of argument
@@ -352,13 +365,19 @@ impl<'a> Offload<'a> {
                     // POINTER_SIZE readable bytes; `pointer_target` is the
                     // device copy of the pointer, mapped on `dev` just above
                     // with POINTER_SIZE bytes.
-                    let copied = unsafe {
-                        dev.ops.submit(
-                            DevicePtr::from_raw(pointer_target as *mut c_void),
-                            value_addr as *const c_void,
-                            POINTER_SIZE as usize,
-                        )
-                    };
+                    let copied = self.traced_submit(
+                        dev,
+                        pointer_target,
+                        value_addr,
+                        POINTER_SIZE as usize,
+                        || unsafe {
+                            dev.ops.submit(
+                                DevicePtr::from_raw(pointer_target as *mut c_void),
+                                value_addr as *const c_void,
+                                POINTER_SIZE as usize,
+                            )
+                        },
+                    );
                     if copied.is_err() {
                         return Err(self.report(OffloadError::CopyToDeviceFailed));
                     }
@@ -438,16 +457,23 @@ impl<'a> Offload<'a> {
             e.lock_update()
         });
         let value = expected;
+        let value_addr = &value as *const usize as usize;
         // SAFETY: `value` is a live local of POINTER_SIZE bytes;
         // `pointer_target` is the device copy of the pointer, mapped on
         // `dev` with at least POINTER_SIZE bytes (found just above).
-        let copied = unsafe {
-            dev.ops.submit(
-                DevicePtr::from_raw(pointer_target as *mut c_void),
-                &value as *const usize as *const c_void,
-                POINTER_SIZE as usize,
-            )
-        };
+        let copied = self.traced_submit(
+            dev,
+            pointer_target,
+            value_addr,
+            POINTER_SIZE as usize,
+            || unsafe {
+                dev.ops.submit(
+                    DevicePtr::from_raw(pointer_target as *mut c_void),
+                    value_addr as *const c_void,
+                    POINTER_SIZE as usize,
+                )
+            },
+        );
         if copied.is_err() {
             return Err(self.report(OffloadError::CopyToDeviceFailed));
         }

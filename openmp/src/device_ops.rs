@@ -11,7 +11,7 @@ use omptarget::abi::{AllocKind, DeviceImage, OffloadEntry};
 use omptarget::device::DevicePtr;
 use omptarget::mapping::MappingTable;
 use std::any::Any;
-use std::ffi::c_void;
+use std::ffi::{c_void, CStr};
 use std::sync::Arc;
 
 /// Why a device or plugin call failed: the core's typed error, carried
@@ -134,6 +134,11 @@ pub trait DeviceOps: Send + Sync {
     /// For implementations that need the concrete type of another device
     /// (`data_exchange`).
     fn as_any(&self) -> &dyn std::any::Any;
+    /// What LLVM's plugin reports as the device's kind to an OMPT tool
+    /// (`getComputeUnitKind`): `generic-64bit` for a host device.
+    fn compute_unit_kind(&self) -> &'static CStr {
+        c"generic-64bit"
+    }
 }
 
 /// The loaded plugins, in load order, and their devices.
@@ -310,6 +315,16 @@ impl DeviceOps for omptarget::device::Device {
     }
     fn as_any(&self) -> &dyn std::any::Any {
         self
+    }
+    fn compute_unit_kind(&self) -> &'static CStr {
+        // LLVM's CUDA and AMDGPU plugins name the architecture (`sm_90`,
+        // `gfx90a`), which our plugins' entry table cannot tell: the
+        // plugin's kind stands in for it.
+        if self.plugin().name().contains("cuda") {
+            c"cuda"
+        } else {
+            c"generic-64bit"
+        }
     }
 }
 

@@ -23,6 +23,9 @@ pub(crate) struct ImageCopy {
     /// The original `__tgt_device_image` address (the registration's key:
     /// registering the same image again reuses its copy).
     original: usize,
+    /// Where the bare image lies in the binary, and its length: what LLVM
+    /// 19/22's plugins report to an OMPT tool when they load it.
+    source: (usize, usize),
     /// 8-byte aligned copy of the image bytes.
     _bytes: Box<[u64]>,
     /// Copies of the entries' names; `entries` point into them.
@@ -121,8 +124,14 @@ impl ImageCopy {
             // SAFETY: one past the last byte, inside the allocation.
             (start.cast(), unsafe { start.add(len) }.cast())
         };
+        let source_start = if original.image_start.is_null() {
+            0
+        } else {
+            original.image_start as usize + skip
+        };
         ImageCopy {
             original: image as usize,
+            source: (source_start, len),
             _bytes: bytes,
             _names: names.into_iter().flatten().collect(),
             _entries: copied,
@@ -138,6 +147,11 @@ impl ImageCopy {
     /// The address of the image this is a copy of.
     pub(crate) fn original(&self) -> usize {
         self.original
+    }
+
+    /// The bare image in the registered binary: its address and length.
+    pub(crate) fn source(&self) -> (usize, usize) {
+        self.source
     }
 
     /// The copied entries (32-byte form, `requires` entries taken out), in

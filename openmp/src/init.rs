@@ -15,7 +15,13 @@ impl<'a> Offload<'a> {
     pub(crate) fn ready_device(&self, device: i64) -> Option<DeviceCtx<'a>> {
         let dev = self.device(device)?;
         let requires = self.registry.requires_flags();
-        let ready = *dev.slot.init.get_or_init(|| dev.ops.init(requires).is_ok());
+        let ready = *dev.slot.init.get_or_init(|| {
+            let ready = dev.ops.init(requires).is_ok();
+            if ready {
+                self.ompt_device_initialized(&dev);
+            }
+            ready
+        });
         ready.then_some(dev)
     }
 

@@ -79,6 +79,8 @@
 //!   (LLVM 22's device UIDs and `omp_target_is_accessible`), `host_blocks`
 //!   (blocks `omp_target_alloc` took with `malloc` for the host while no
 //!   device existed).
+//! * Tools: [`ompt`] (OMPT device tracing: the tool's callbacks, and
+//!   where LLVM 19 and 22 emit them).
 //! * Releases: [`release`] (the LLVM release whose behaviour a call
 //!   follows; `docs/releases.md` in the repository says where they differ).
 //! * Output and errors: [`diag`] (diagnostics and fatal errors), [`error`],
@@ -109,6 +111,7 @@ mod load;
 mod lock;
 pub mod mapper;
 pub mod offload_binary;
+pub mod ompt;
 pub mod policy;
 mod ptr_hash;
 pub mod region;
@@ -159,6 +162,14 @@ pub trait HostEnv: Sync {
     /// `fork()` proceed meanwhile (the shim's fork gate).
     fn kernel_section(&self, kernel: &mut dyn FnMut()) {
         kernel()
+    }
+    /// The current C call's return address and its binary's release
+    /// (asked once per call, and only while an OMPT tool listens).
+    fn call_site(&self) -> ompt::CallSite {
+        ompt::CallSite {
+            return_address: 0,
+            release: self.caller_release(),
+        }
     }
 }
 
@@ -247,15 +258,18 @@ impl<'a> Offload<'a> {
     ) -> Result<(), OpFailed> {
         let name = self.transfer_name(dev, host, size);
         self.info_transfer(dev, true, host, target, size, name);
-        // SAFETY: our `# Safety`: `host..host+size` is readable and `target`
-        // is device memory of `dev`, which is what `DeviceOps::submit` asks.
-        unsafe {
-            dev.ops.submit(
-                DevicePtr::from_raw(target as *mut c_void),
-                host as *const c_void,
-                size as usize,
-            )
-        }
+        self.traced_submit(dev, target, host, size as usize, || {
+            // SAFETY: our `# Safety`: `host..host+size` is readable and
+            // `target` is device memory of `dev`, which is what
+            // `DeviceOps::submit` asks.
+            unsafe {
+                dev.ops.submit(
+                    DevicePtr::from_raw(target as *mut c_void),
+                    host as *const c_void,
+                    size as usize,
+                )
+            }
+        })
     }
 
     /// Copy device -> host, with LLVM's DATA_TRANSFER info line.
@@ -271,15 +285,18 @@ impl<'a> Offload<'a> {
     ) -> Result<(), OpFailed> {
         let name = self.transfer_name(dev, host, size);
         self.info_transfer(dev, false, host, target, size, name);
-        // SAFETY: our `# Safety`: `host..host+size` is writable and `target`
-        // is device memory of `dev`, which is what `DeviceOps::retrieve` asks.
-        unsafe {
-            dev.ops.retrieve(
-                host as *mut c_void,
-                DevicePtr::from_raw(target as *mut c_void),
-                size as usize,
-            )
-        }
+        self.traced_retrieve(dev, host, target, size as usize, || {
+            // SAFETY: our `# Safety`: `host..host+size` is writable and
+            // `target` is device memory of `dev`, which is what
+            // `DeviceOps::retrieve` asks.
+            unsafe {
+                dev.ops.retrieve(
+                    host as *mut c_void,
+                    DevicePtr::from_raw(target as *mut c_void),
+                    size as usize,
+                )
+            }
+        })
     }
 
     /// The device memory of `dev` as the mapping table sees it.
@@ -299,7 +316,8 @@ impl DeviceMemory for MappingMemory<'_, '_> {
         // SAFETY: `host_ptr` is the host address of the mapping being
         // created: the program's mapped variable.
         unsafe {
-            self.dev.ops.alloc(
+            self.offload.dev_alloc(
+                self.dev,
                 size,
                 host_ptr as *mut c_void,
                 omptarget::abi::AllocKind::Default,
@@ -312,26 +330,28 @@ impl DeviceMemory for MappingMemory<'_, '_> {
         // SAFETY: the mapping table frees only blocks it allocated through
         // `alloc` above, once their entry is gone.
         unsafe {
-            self.dev
-                .ops
-                .free(DevicePtr::from_raw(device_ptr as *mut c_void))
+            self.offload
+                .dev_free(self.dev, DevicePtr::from_raw(device_ptr as *mut c_void))
         }
         .is_ok()
     }
     unsafe fn submit(&self, device_ptr: usize, host_ptr: usize, size: usize, name: usize) -> bool {
         self.offload
             .info_transfer(self.dev, true, host_ptr, device_ptr, size as i64, name);
-        // SAFETY: the trait's `# Safety`: `host_ptr..host_ptr+size` is
-        // readable; `device_ptr` is device memory this table got from our
-        // `alloc`, i.e. of `self.dev`.
-        unsafe {
-            self.dev.ops.submit(
-                DevicePtr::from_raw(device_ptr as *mut c_void),
-                host_ptr as *const c_void,
-                size,
-            )
-        }
-        .is_ok()
+        self.offload
+            .traced_submit(self.dev, device_ptr, host_ptr, size, || {
+                // SAFETY: the trait's `# Safety`: `host_ptr..host_ptr+size`
+                // is readable; `device_ptr` is device memory this table got
+                // from our `alloc`, i.e. of `self.dev`.
+                unsafe {
+                    self.dev.ops.submit(
+                        DevicePtr::from_raw(device_ptr as *mut c_void),
+                        host_ptr as *const c_void,
+                        size,
+                    )
+                }
+            })
+            .is_ok()
     }
     fn on_event(&self, event: &MapEvent) {
         self.offload.info_map_event(self.dev.id, event);

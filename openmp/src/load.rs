@@ -78,6 +78,10 @@ impl<'a> Offload<'a> {
                 // keeps it while the image is loaded).
                 let loaded = unsafe { dev.ops.load_binary(job.image.device_image(), storage) }.map(
                     |entries| {
+                        // LLVM 19/22's plugins report it before anything
+                        // else is done with it (globals, constructors).
+                        let (start, bytes) = job.image.source();
+                        self.ompt_image_loaded(dev, start, bytes);
                         let mapped = self.mapped_addresses(dev, &job.image, &entries);
                         (entries, mapped)
                     },

@@ -7,6 +7,7 @@
 use super::args::{parent_index, MapArgs};
 use super::diag::{Fatal, Ident};
 use super::error::OffloadError;
+use super::ompt::RegionKind;
 use super::registry::MissingEntry;
 use super::{DeviceCtx, Offload};
 use omptarget::abi::{map_type as mt, AllocKind, OMP_TGT_FAIL, OMP_TGT_SUCCESS};
@@ -114,9 +115,12 @@ impl<'o, 'a> PrivateArguments<'o, 'a> {
             // SAFETY: `host_begin` is the argument's host address (the
             // program's, per this function's contract).
             let target = unsafe {
-                self.dev
-                    .ops
-                    .alloc(size as usize, host_begin as *mut c_void, AllocKind::Default)
+                self.offload.dev_alloc(
+                    self.dev,
+                    size as usize,
+                    host_begin as *mut c_void,
+                    AllocKind::Default,
+                )
             }
             .map(|p| p.addr())
             .ok()
@@ -190,7 +194,8 @@ impl<'o, 'a> PrivateArguments<'o, 'a> {
         // SAFETY: `buffer` is this value's own packing buffer, alive until
         // the region has its copy.
         let target = unsafe {
-            self.dev.ops.alloc(
+            self.offload.dev_alloc(
+                self.dev,
                 buffer.len(),
                 buffer.as_mut_ptr() as *mut c_void,
                 AllocKind::Default,
@@ -227,9 +232,8 @@ impl<'o, 'a> PrivateArguments<'o, 'a> {
             // SAFETY: a buffer this value allocated for the region's
             // private arguments; the region has completed.
             if unsafe {
-                self.dev
-                    .ops
-                    .free(DevicePtr::from_raw(buffer as *mut c_void))
+                self.offload
+                    .dev_free(self.dev, DevicePtr::from_raw(buffer as *mut c_void))
             }
             .is_err()
             {
@@ -334,17 +338,20 @@ impl<'a> Offload<'a> {
     ) -> Result<i32, Fatal> {
         // The region: its mappings, the launch and the copies back.
         let _span = omptarget::profile::span(omptarget::profile::Kind::Launch, "target");
+        let _ompt = self.ompt_call();
         // SAFETY: our `# Safety`: `loc` is null or a valid `ident_t`.
         let Some(dev) = (unsafe { self.check_device_and_ctors(device_id, loc) })? else {
             return Ok(OMP_TGT_FAIL);
         };
         // SAFETY: our `# Safety`: `loc` is null or valid, `args` a valid view.
         unsafe { self.info_kernel_arguments(loc, dev.id.into(), args, "Entering OpenMP kernel") };
+        self.ompt_region_begin(RegionKind::Target, &dev);
         // SAFETY: our `# Safety`: `host_ptr` is the region's host entry
         // address and `args` a valid view of the call's arrays.
         let ok = unsafe { self.run_target(&dev, host_ptr, args, launch) }.is_ok();
         // SAFETY: our `# Safety`: `loc` is null or a valid `ident_t`.
         unsafe { self.handle_target_outcome(ok, loc) }?;
+        self.ompt_region_end(RegionKind::Target, &dev);
         Ok(OMP_TGT_SUCCESS)
     }
 
@@ -443,30 +450,43 @@ impl<'a> Offload<'a> {
         };
         // No lock of ours is held from here to the kernel's end.
         let mut launched = None;
-        self.host.kernel_section(&mut || {
-            launched = Some(if teams {
-                // SAFETY: `entry` is the entry of `host_ptr` in the table
-                // loaded on `dev` (`target_entry`); the arguments are what
-                // `process_data_before` built from `args`, which describes
-                // the kernel's arguments (our `# Safety`).
-                unsafe {
-                    dev.ops.run_team_region(
-                        entry.addr as *mut c_void,
-                        &mut kernel_args,
-                        &mut offsets,
-                        num_teams,
-                        thread_limit,
-                        tripcount,
-                    )
-                }
-            } else {
-                // SAFETY: as for the teams region above.
-                unsafe {
-                    dev.ops
-                        .run_region(entry.addr as *mut c_void, &mut kernel_args, &mut offsets)
-                }
-            });
-        });
+        // LLVM's submit callbacks: the teams dimension 0 it launches with
+        // (1 for a plain region).
+        let submitted_teams = if teams { num_teams as u32 } else { 1 };
+        let tracer = self.tracer();
+        let mut launch_kernel = || {
+            self.host.kernel_section(&mut || {
+                launched = Some(if teams {
+                    // SAFETY: `entry` is the entry of `host_ptr` in the table
+                    // loaded on `dev` (`target_entry`); the arguments are what
+                    // `process_data_before` built from `args`, which describes
+                    // the kernel's arguments (our `# Safety`).
+                    unsafe {
+                        dev.ops.run_team_region(
+                            entry.addr as *mut c_void,
+                            &mut kernel_args,
+                            &mut offsets,
+                            num_teams,
+                            thread_limit,
+                            tripcount,
+                        )
+                    }
+                } else {
+                    // SAFETY: as for the teams region above.
+                    unsafe {
+                        dev.ops.run_region(
+                            entry.addr as *mut c_void,
+                            &mut kernel_args,
+                            &mut offsets,
+                        )
+                    }
+                });
+            })
+        };
+        match tracer {
+            Some(tracer) => tracer.submit(submitted_teams, launch_kernel),
+            None => launch_kernel(),
+        }
         if !matches!(launched, Some(Ok(_))) {
             return Err(self.report(OffloadError::ExecutionFailed));
         }

@@ -205,6 +205,12 @@ impl Offload<'_> {
 
         // LLVM loads the plugins on the first registration, whatever it holds.
         self.load_plugins_once(&mut self.registry.write_plugins());
+        // LLVM 19 and 22 initialise every device of a plugin that takes an
+        // image at once; ours are initialised at their first use, which
+        // only a tool can tell (`device_initialize`, `device_finalize`):
+        // while one listens, a traced caller's devices start as LLVM's.
+        let _ompt = self.ompt_call();
+        let eager_init = self.tracer().is_some();
         for image_ptr in images(desc_ref) {
             // The runtime's copy first: plugins are offered the bare device
             // image with 32-byte entries, whatever the compiler's release
@@ -230,6 +236,11 @@ impl Offload<'_> {
             };
             let slots = &self.registry.devices.all()
                 [used.first_device..used.first_device + used.device_count];
+            if eager_init {
+                for slot in slots {
+                    self.ready_device(slot.id.into());
+                }
+            }
             // SAFETY: our `# Safety`: `desc` is valid with valid arrays, so
             // `image_ptr` is a valid image of it, and its host entry range.
             let copy =

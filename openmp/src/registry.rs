@@ -116,7 +116,14 @@ pub struct Registry {
     /// Host blocks handed out for a device number while there was no
     /// device (see the module).
     pub(crate) early_host_blocks: super::host_blocks::EarlyHostBlocks,
+    /// The OMPT tool's callbacks ([`super::ompt`]): the process's one
+    /// table, which libomp may finalize at any point of the exit, so it
+    /// outlives the registry.
+    ompt: &'static super::ompt::Ompt,
 }
+
+/// The table of a registry nobody connected to a tool: never active.
+static NO_TOOL: super::ompt::Ompt = super::ompt::Ompt::new();
 
 /// Which plugins are loaded and used, and the devices of the used ones.
 #[derive(Debug, Default)]
@@ -373,7 +380,23 @@ impl Registry {
             debug_level: AtomicU32::new(0),
             unloaded_globals: Mutex::default(),
             early_host_blocks: Default::default(),
+            ompt: &NO_TOOL,
         }
+    }
+
+    /// An empty registry whose OMPT callbacks are `ompt`'s (the shim's
+    /// process-wide table).
+    pub fn with_ompt(ompt: &'static super::ompt::Ompt) -> Self {
+        Registry {
+            ompt,
+            ..Registry::new()
+        }
+    }
+
+    /// The OMPT tool's callbacks.
+    #[inline]
+    pub fn ompt(&self) -> &'static super::ompt::Ompt {
+        self.ompt
     }
 
     pub(crate) fn read_plugins(&self) -> RwLockReadGuard<'_, Plugins> {

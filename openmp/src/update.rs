@@ -43,7 +43,7 @@ impl<'a> Offload<'a> {
         };
         // SAFETY: our `# Safety`: `loc` is null or a valid `ident_t` and
         // `args` a valid view (`data_entry`'s contract).
-        unsafe { self.data_entry(loc, device_id, args, "Updating OpenMP data", op) }
+        unsafe { self.data_entry(loc, device_id, args, super::ompt::RegionKind::Update, op) }
     }
 
     /// LLVM's `targetDataUpdate`.

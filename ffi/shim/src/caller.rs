@@ -215,22 +215,55 @@ pub(crate) fn on_behalf_of<T>(release: Release, f: impl FnOnce() -> T) -> T {
     f()
 }
 
-/// The release of the binary whose code called into the runtime; LLVM 14
-/// when no frame on the stack belongs to a binary linking libomptarget.
-pub(crate) fn calling_release() -> Release {
-    if let Some(release) = ON_BEHALF.with(Cell::get) {
-        return release;
-    }
+/// The return addresses on this thread's stack, innermost first.
+fn walk() -> Frames {
     let mut frames = Frames {
         ips: [0; MAX_FRAMES],
         len: 0,
     };
     // SAFETY: `collect` writes only into `frames`, which outlives the walk.
     unsafe { _Unwind_Backtrace(collect, &mut frames as *mut Frames as *mut c_void) };
+    frames
+}
+
+/// The release named by the first frame whose object links libomptarget.
+fn release_of(frames: &Frames) -> Release {
     frames.ips[..frames.len]
         .iter()
         // A return address points after the call; the call is before it.
         .filter_map(|&ip| object_of(ip.saturating_sub(1)))
         .find_map(|o| o.release)
         .unwrap_or_default()
+}
+
+/// The release of the binary whose code called into the runtime; LLVM 14
+/// when no frame on the stack belongs to a binary linking libomptarget.
+pub(crate) fn calling_release() -> Release {
+    if let Some(release) = ON_BEHALF.with(Cell::get) {
+        return release;
+    }
+    release_of(&walk())
+}
+
+/// The current C call's return address (the first frame past this
+/// library's own, as `__builtin_return_address(0)` in the export would
+/// give it) and its caller's release, from one walk. For OMPT's
+/// `codeptr_ra`; asked only while a tool listens.
+pub(crate) fn call_site() -> omptarget_openmp::ompt::CallSite {
+    let frames = walk();
+    let own = object_of(call_site as *const () as usize);
+    let in_own = |ip: usize| own.is_some_and(|o| (o.start..o.end).contains(&ip.saturating_sub(1)));
+    let return_address = frames.ips[..frames.len]
+        .iter()
+        .skip_while(|&&ip| !in_own(ip))
+        .find(|&&ip| !in_own(ip))
+        .copied()
+        .unwrap_or(0);
+    let release = ON_BEHALF
+        .with(Cell::get)
+        .unwrap_or_else(|| release_of(&frames));
+    omptarget_openmp::ompt::CallSite {
+        return_address,
+        release,
+    }
 }

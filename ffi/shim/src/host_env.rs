@@ -38,6 +38,10 @@ impl HostEnv for Libomp {
     fn kernel_section(&self, kernel: &mut dyn FnMut()) {
         crate::lifecycle::kernel_section(kernel)
     }
+
+    fn call_site(&self) -> omptarget_openmp::ompt::CallSite {
+        crate::caller::call_site()
+    }
 }
 
 /// `OMP_TARGET_OFFLOAD` as libomp parsed it, or as we parse it without libomp.

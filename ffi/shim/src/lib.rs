@@ -22,7 +22,8 @@
 //! * The host OpenMP runtime: `host_env` (what the offload layer needs
 //!   from libomp, and the kernel section), `libomp` (libomp's functions,
 //!   looked up at run time), `caller` (which LLVM release built the
-//!   calling binary).
+//!   calling binary), `ompt` (the OMPT connection with libomp: an OMPT
+//!   tool's target and device callbacks).
 //! * Exports: `registration` (`__tgt_register_lib` and friends), `data`
 //!   (`__tgt_target_data_*`), `target` (`__tgt_target*`, trip counts),
 //!   `kernel` (`__tgt_target_kernel*`, `__tgt_rtl_init/deinit`), `mapper`
@@ -45,6 +46,7 @@ mod kernel;
 mod libomp;
 mod lifecycle;
 mod mapper;
+mod ompt;
 mod registration;
 mod report_sink;
 mod session;

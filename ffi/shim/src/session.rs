@@ -67,7 +67,7 @@ fn or_abort<T>(result: Result<T, Fatal>) -> T {
 impl Session {
     /// An empty session: no plugin loaded yet.
     pub fn new() -> Self {
-        let registry = Registry::new();
+        let registry = Registry::with_ompt(&crate::ompt::OMPT);
         crate::info::configure(&registry);
         Session {
             registry,
@@ -126,6 +126,9 @@ impl Session {
     /// Tear down in the fixed order and emit the report (if plugins were
     /// ever loaded: otherwise there is nothing to tear down).
     pub fn shutdown(self) {
+        // The devices' `device_finalize` before their teardown; then the
+        // tool hears nothing more.
+        self.offload().ompt_shutdown();
         self.offload().dump_mappings_at_exit();
         if let Some(runtime) = self.runtime.into_inner() {
             crate::report_sink::emit(&runtime.shutdown());
@@ -144,6 +147,9 @@ impl Session {
     /// cached blocks), report the rest as left to the OS, and keep the
     /// session itself allocated for the calls still using it.
     pub fn shutdown_in_use(&self, why: &str) {
+        // The devices stay initialised (calls still use them): no
+        // `device_finalize`, and no callback after this shutdown.
+        self.registry.ompt().finalize();
         if let Some(runtime) = self.runtime.get() {
             crate::report_sink::emit(&runtime.release_unused_at_exit(why));
         }
@@ -161,6 +167,13 @@ impl Session {
     /// # Safety
     /// `desc` is valid until its `unregister_lib`.
     pub unsafe fn register_lib(&self, desc: *mut BinDesc) {
+        // LLVM 19 and 22 connect to libomp's OMPT before loading plugins;
+        // LLVM 14 has no OMPT.
+        if !crate::ompt::tried()
+            && crate::caller::calling_release() >= omptarget_openmp::Release::Llvm19
+        {
+            crate::ompt::connect_once();
+        }
         self.runtime();
         // LLVM 19+ binaries carry their `requires` flags in their entries.
         // SAFETY: `desc` is valid (our caller's contract).

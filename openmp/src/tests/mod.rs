@@ -17,6 +17,7 @@ mod images;
 mod info;
 mod load;
 mod mapper;
+mod ompt;
 mod region;
 mod registration;
 mod threads;
