@@ -21,13 +21,14 @@ Usage:
 
 The lists of tests that pass on each runtime and the differences are
 written under `target/omptarget/lit/<release>/`. A test that passes on the
-reference and not on ours is run once more on both; it is a regression
-when that rerun agrees (one that passes on the rerun is reported as flaky
-on ours and does not fail the run). The exit status is 1 when there is a
+reference and not on ours is run twice more on both; it is a regression
+unless both reruns pass on ours (then it is reported as flaky on ours and
+does not fail the run) or the reference failed it in a rerun. The exit status is 1 when there is a
 regression. With `--known FILE` (`tests/lit/known-regressions.txt`, lines
 "RELEASE path"), the regressions listed there are reported but do not
-fail the run, and listed tests that now pass are reported as fixed (take
-them off the list): a ratchet that only lets the list shrink.
+fail the run, a listed test that now passes fails it until its line is
+taken off (the list is exact, so it only shrinks), and so does a
+reference that passes far fewer tests than measured (MIN_REFERENCE).
 """
 import argparse
 import os
@@ -186,6 +187,7 @@ def run_lit(major, runtime, runtime_dir, out_dir, jobs, filter_re):
     if not cases and not filter_re:
         sys.exit(f"LLVM {major}: lit ran no test of the suite for the {runtime} run")
     passed = set()
+    ran = set()
     if True:
         for case in cases:
             # classname "libomptarget :: x86_64-pc-linux-gnu.mapping", name
@@ -193,11 +195,12 @@ def run_lit(major, runtime, runtime_dir, out_dir, jobs, filter_re):
             folder = case.get("classname", "").partition(".")[2]
             name = "/".join(p for p in (folder.replace(".", "/"), case.get("name")) if p)
             failed = any(c.tag in ("failure", "error", "skipped") for c in case)
+            ran.add(name)
             if not failed:
                 passed.add(name)
     with open(os.path.join(out_dir, f"{runtime}.passed"), "w") as f:
         f.writelines(f"{t}\n" for t in sorted(passed))
-    return passed
+    return passed, ran
 
 
 def read_known(path):
@@ -215,19 +218,34 @@ def read_known(path):
     return known
 
 
+# What each release's runtime passes at least, as measured on 2026-12-02
+# (69, 133, 186): a reference that passes far fewer is broken (a missing
+# tool, a bad site config), and an empty comparison would prove nothing.
+MIN_REFERENCE = {14: 65, 19: 125, 22: 175}
+
+
 def confirm(major, regressions, out_dir, jobs):
-    """Run `regressions` once more on both runtimes (in their own exec
-    roots, so the first run's lists stay); those that pass on the
-    reference and fail on ours again are confirmed, the rest flaky."""
+    """Run `regressions` twice more on both runtimes (in their own exec
+    roots, so the first run's lists stay). A test is flaky on ours only
+    when both reruns pass on ours; otherwise (a rerun failed on ours, or
+    did not run it) it is confirmed, unless the reference itself failed
+    it in a rerun (then it is not counted: the reference is flaky)."""
     if not regressions:
         return [], []
     names = "|".join(re.escape(t) for t in regressions)
     rerun = os.path.join(out_dir, "rerun")
     os.makedirs(rerun, exist_ok=True)
-    ref = run_lit(major, "reference", release_lib_dir(major), rerun, jobs, f"({names})$")
-    ours = run_lit(major, "ours", os.path.join(OMPTARGET, "lib"), rerun, jobs, f"({names})$")
-    confirmed = [t for t in regressions if t in ref and t not in ours]
-    flaky = [t for t in regressions if t not in confirmed]
+    ours_passed_all = set(regressions)
+    ref_failed_any = set()
+    for _ in range(2):
+        ref, ref_ran = run_lit(major, "reference", release_lib_dir(major), rerun, jobs,
+                               f"({names})$")
+        ours, _ = run_lit(major, "ours", os.path.join(OMPTARGET, "lib"), rerun, jobs,
+                          f"({names})$")
+        ours_passed_all &= ours
+        ref_failed_any |= {t for t in regressions if t in ref_ran and t not in ref}
+    flaky = [t for t in regressions if t in ours_passed_all]
+    confirmed = [t for t in regressions if t not in ours_passed_all and t not in ref_failed_any]
     return confirmed, flaky
 
 
@@ -256,12 +274,18 @@ def main():
         os.makedirs(out_dir, exist_ok=True)
         ref = ours_passed = None
         if args.runtime in ("both", "reference"):
-            ref = run_lit(major, "reference", release_lib_dir(major), out_dir, args.j, args.filter)
+            ref, _ = run_lit(major, "reference", release_lib_dir(major), out_dir, args.j,
+                             args.filter)
         if args.runtime in ("both", "ours"):
-            ours_passed = run_lit(major, "ours", ours, out_dir, args.j, args.filter)
+            ours_passed, _ = run_lit(major, "ours", ours, out_dir, args.j, args.filter)
         if ref is None or ours_passed is None:
             continue
-        regressions, flaky = confirm(major, sorted(ref - ours_passed), out_dir, args.j)
+        failing = sorted(ref - ours_passed)
+        # Known ones are expected to fail: only the others are rerun.
+        expected = [t for t in failing if (major, t) in known]
+        confirmed, flaky = confirm(major, [t for t in failing if (major, t) not in known],
+                                   out_dir, args.j)
+        regressions = sorted(expected + confirmed)
         with open(os.path.join(out_dir, "regressions"), "w") as f:
             f.writelines(f"{t}\n" for t in regressions)
         print(f"LLVM {major}: {len(ref)} pass on the reference, {len(ours_passed)} on ours; "
@@ -272,9 +296,16 @@ def main():
             print(f"  FLAKY on ours (failed, then passed on a rerun): {t}")
         new = [t for t in regressions if (major, t) not in known]
         if args.known and not args.filter:
+            # The list is exact: a listed test that passes on ours must be
+            # taken off, so that it cannot hide a later regression.
             fixed = sorted(t for (m, t) in known if m == major and t in ours_passed)
             for t in fixed:
-                print(f"  fixed, take it off {args.known}: {major} {t}")
+                print(f"  FIXED, take it off {args.known}: {major} {t}")
+            worse += len(fixed)
+            if len(ref) < MIN_REFERENCE[major]:
+                print(f"LLVM {major}: only {len(ref)} tests pass on the reference "
+                      f"(at least {MIN_REFERENCE[major]} expected): the suite is not set up")
+                worse += 1
         if args.known:
             print(f"LLVM {major}: {len(new)} regressions not in {args.known}")
             for t in new:

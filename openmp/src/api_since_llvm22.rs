@@ -48,6 +48,11 @@ impl Offload<'_> {
         if device_num == self.registry.initial_device() {
             return HOST_UID.as_ptr();
         }
+        // LLVM 22 looks the device up (`PM->getDevice`), which loads its
+        // pending images and so runs their constructors.
+        if self.api_device(device_num.into(), false).is_none() {
+            return std::ptr::null();
+        }
         let Some(slot) = self.registry.slot(device_num.into()) else {
             return std::ptr::null();
         };
@@ -78,7 +83,12 @@ impl Offload<'_> {
         if ptr.is_null() {
             return false;
         }
-        device_num == self.registry.initial_device() || device_num == -1
+        if device_num == self.registry.initial_device() || device_num == -1 {
+            return true;
+        }
+        // As LLVM 22, the device is looked up (its pending images load).
+        let _ = self.api_device(device_num.into(), false);
+        false
     }
 
     /// `omp_get_device_from_uid(uid)`: the number of the device whose UID

@@ -12,7 +12,7 @@ use super::release::CallerRelease;
 use super::{DeviceCtx, Offload};
 use omptarget::abi::map_type as mt;
 use omptarget::device::DevicePtr;
-use omptarget::mapping::{MapRequest, ShadowPtr, ShadowVisit, UnmapRequest};
+use omptarget::mapping::{EntryHandle, MapRequest, ShadowPtr, ShadowVisit, UnmapRequest};
 use smallvec::SmallVec;
 use std::ffi::c_void;
 
@@ -71,16 +71,18 @@ fn padded_section(args: &MapArgs, i: usize, caller: &CallerRelease<'_>) -> Secti
     if !combined {
         return section;
     }
-    // The release is asked only here (a stack walk, cached for the call):
-    // sections that are not a struct's combined entry pad alike.
+    let host_padding = (section.begin as i64) % ALIGNMENT;
+    let device_padding = section.begin % partial_struct_alignment(args.base(i) as usize);
+    if host_padding == 0 && device_padding == 0 {
+        // Aligned members need no padding in any release: the release (a
+        // stack walk) is not asked.
+        return section;
+    }
     if caller.get().struct_padding_is_device_only() {
-        section.device_padding = section.begin % partial_struct_alignment(args.base(i) as usize);
-    } else {
-        let padding = (section.begin as i64) % ALIGNMENT;
-        if padding != 0 {
-            section.begin = section.begin.wrapping_sub(padding as usize);
-            section.size = section.size.wrapping_add(padding);
-        }
+        section.device_padding = device_padding;
+    } else if host_padding != 0 {
+        section.begin = section.begin.wrapping_sub(host_padding as usize);
+        section.size = section.size.wrapping_add(host_padding);
     }
     section
 }
@@ -518,7 +520,7 @@ impl<'a> Offload<'a> {
         let caller = self.caller();
         // On the stack for common regions: a heap block here was a malloc
         // and a free per region (callgrind, `map_tofrom_scalar`).
-        let mut settles: SmallVec<[(usize, i64, bool); 8]> = SmallVec::new();
+        let mut settles: SmallVec<[(EntryHandle, usize, i64, bool); 8]> = SmallVec::new();
         let mut from_mapper_base: Option<usize> = None;
 
         for i in (0..args.len()).rev() {
@@ -570,15 +572,15 @@ impl<'a> Offload<'a> {
 
             // A member's mapping belongs to its parent struct.
             let member_only = has(t, mt::MEMBER_OF) && !has(t, mt::PTR_AND_OBJ);
-            let mut del_entry = tpr.is_last && !member_only;
+            let del_entry = tpr.is_last && !member_only;
             // Every section found is settled after the copies (LLVM 15+'s
             // post-processing): the last data-end user removes the mapping
             // if its count is still zero, whichever thread saw it last.
             let mut settle_deletes = !member_only && !tpr.is_host_ptr;
             let from = has(t, mt::FROM);
             if !(from || del_entry) {
-                if tpr.entry.is_some() {
-                    settles.push((begin, size, settle_deletes));
+                if let Some(entry) = tpr.entry {
+                    settles.push((entry, begin, size, settle_deletes));
                 }
                 continue;
             }
@@ -592,7 +594,6 @@ impl<'a> Offload<'a> {
                 return Err(self.report(OffloadError::CopyFromDeviceFailed));
             }
             if del_entry && from_mapper && i == 0 {
-                del_entry = false;
                 from_mapper_base = Some(begin);
             }
             if from_mapper && i == 0 {
@@ -600,36 +601,29 @@ impl<'a> Offload<'a> {
                 settle_deletes = false;
             }
             // Restore host pointers the copy-back overwrote with device
-            // addresses; forget them when the struct goes away.
-            table.visit_shadows(tpr.entry.as_ref(), begin, size, |host_ptr_addr, shadow| {
-                if from {
+            // addresses. They are forgotten when the mapping is removed
+            // (`end_data_end`), not here: another thread may map the data
+            // again before that, and its copy-back needs them too.
+            if from {
+                table.visit_shadows(tpr.entry.as_ref(), begin, size, |host_ptr_addr, shadow| {
                     // SAFETY: a shadowed pointer lies inside the mapped host
                     // range `begin..begin+size` (the table visits only
                     // those), which is writable host memory (our `# Safety`).
                     unsafe { *(host_ptr_addr as *mut usize) = shadow.host_ptr_value };
-                }
-                if del_entry {
-                    ShadowVisit::Remove
-                } else {
                     ShadowVisit::Keep
-                }
-            });
-            if tpr.entry.is_some() {
-                settles.push((begin, size, settle_deletes));
+                });
+            }
+            if let Some(entry) = tpr.entry {
+                settles.push((entry, begin, size, settle_deletes));
             }
         }
 
         let memory = self.memory(dev);
-        for (begin, size, delete) in settles {
+        for (entry, begin, size, delete) in settles {
             // LLVM 14 keeps what a mapper's base maps at the same address.
             let delete = delete && !(from_mapper_base == Some(begin) && begin != 0);
-            match table.end_data_end(begin, size, delete, caller.zero_length(size), &memory) {
-                Ok(Some(event)) => self.info_map_event(dev.id, &event),
-                Ok(None) => {}
-                Err(error) => {
-                    self.report(OffloadError::Mapping(error));
-                    return Err(self.report(OffloadError::DeallocFailed));
-                }
+            if let Some(event) = table.end_data_end(&entry, size, delete, &memory) {
+                self.info_map_event(dev.id, &event);
             }
         }
         Ok(())

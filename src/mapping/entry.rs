@@ -111,8 +111,14 @@ impl EntryShared {
     /// This thread's data end is settled: how many other threads still are
     /// between theirs.
     pub(crate) fn remove_data_end_user(&self) -> u32 {
-        let before = self.data_end_users.fetch_sub(1, Ordering::Relaxed);
-        debug_assert!(before > 0, "a data end settled twice");
+        // Never below zero, even if a settling had no query (a caller's
+        // bug): a wrapped count would keep the entry forever.
+        let before = self
+            .data_end_users
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+                Some(n.saturating_sub(1))
+            })
+            .unwrap_or(0);
         before.saturating_sub(1)
     }
 
@@ -146,6 +152,12 @@ impl EntryHandle {
     /// Host begin address of the entry.
     pub fn host_begin(&self) -> usize {
         self.host_begin
+    }
+
+    /// Is `entry` the entry this handle was made of (not one made since at
+    /// the same address)?
+    pub(crate) fn is(&self, entry: &MapEntry) -> bool {
+        Arc::ptr_eq(&self.shared, &entry.shared)
     }
 
     /// Mark that a pointer inside this entry was attached (a shadow pointer

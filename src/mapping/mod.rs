@@ -39,7 +39,7 @@ mod refcount;
 mod shadow;
 mod store;
 
-pub(crate) use entry::EntryHandle;
+pub use entry::EntryHandle;
 pub use entry::MappedEntry;
 pub use error::{HexPtr, MapFailure, MappingError};
 pub use lookup::{LookupResult, ZeroLength};

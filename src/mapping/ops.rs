@@ -11,7 +11,8 @@ use super::error::{MapFailure, MappingError};
 use super::lookup::{contains_section, ZeroLength};
 use super::refcount::{RefCounts, RefKind};
 use super::store::{prefetch_host, Entries};
-use super::MappingTable;
+use super::{MappingTable, ShadowVisit};
+use std::sync::atomic::Ordering;
 
 /// The device memory operations the table needs. Addresses are numbers:
 /// the table never dereferences device addresses.
@@ -610,49 +611,52 @@ impl MappingTable {
     }
 
     /// LLVM 15+'s `postProcessingTargetDataEnd` for one section a
-    /// [`UnmapRequest::from_data_end`] query found: this thread is no longer
-    /// a data-end user of the mapping; if `delete` (the caller wants it
-    /// gone), its counts are zero (nobody mapped it again meanwhile) and no
-    /// other data-end user is still between its query and this call, the
-    /// mapping is removed and its device memory freed. Returns the removal
-    /// event, if it went away.
+    /// [`UnmapRequest::from_data_end`] query found (`found`, the query's
+    /// entry, settled by identity: another lookup by address could meet a
+    /// mapping made since): this thread is no longer a data-end user of the
+    /// mapping; if `delete` (the caller wants it gone), its counts are zero
+    /// (nobody mapped it again meanwhile) and no other data-end user is
+    /// still between its query and this call, the mapping is removed, with
+    /// the shadow pointers inside it, and its device memory freed. A
+    /// mapping removed meanwhile by other means (`disassociate`) is left
+    /// alone. Returns the removal event, if it went away; `size` is only
+    /// reported in it.
     pub fn end_data_end(
         &self,
-        host_begin: usize,
+        found: &EntryHandle,
         size: i64,
         delete: bool,
-        zero_length: ZeroLength,
         memory: &dyn DeviceMemory,
-    ) -> Result<Option<MapEvent>, MappingError> {
+    ) -> Option<MapEvent> {
+        // The lock order: shadows before entries. Only an entry a pointer
+        // was attached in may hold shadows.
+        let mut shadows =
+            (delete && found.may_contain_attached_pointers()).then(|| self.lock_shadows());
         let mut entries = self.lock_entries();
-        let at = entries.position(host_begin);
-        let key = match entries
-            .get_mut_at(at, host_begin)
-            .filter(|e| contains_section(&**e, host_begin, size))
-        {
-            Some(_) => host_begin,
-            None => {
-                let found = entries.lookup_with(at, host_begin, size, zero_length);
-                if !found.overlaps() {
-                    return Err(MappingError::SectionNotFound { host_begin });
-                }
-                found.key.expect("an overlapping lookup names its entry")
-            }
-        };
-        let entry = entries.get_mut(&key).expect("lookup keys exist");
+        let key = found.host_begin();
+        let at = entries.position(key);
+        let entry = entries.get_mut_at(at, key).filter(|e| found.is(e))?;
         let other_users = entry.shared.remove_data_end_user();
         if !delete || entry.refs.total() != 0 || other_users != 0 {
-            return Ok(None);
+            return None;
         }
-        let entry = entries.remove_at(at, key).expect("lookup keys exist");
+        let entry = entries
+            .remove_at(at, key)
+            .expect("the entry was just found");
+        drop(entries);
+        if let Some(shadows) = shadows.as_mut() {
+            let len = entry.host_end.wrapping_sub(entry.host_begin);
+            shadows.visit_range(entry.host_begin, len, |_, _| ShadowVisit::Remove);
+            self.shadow_len.store(shadows.len(), Ordering::Relaxed);
+        }
         // LLVM ignores the result of the device free here.
         memory.free(entry.allocation_begin());
-        Ok(Some(MapEvent::Removed {
+        Some(MapEvent::Removed {
             host_begin: entry.host_begin,
             target: entry.device_begin,
             size,
             name: entry.name,
-        }))
+        })
     }
 
     /// LLVM's `associatePtr`: map `[host_begin, host_begin+size)` to

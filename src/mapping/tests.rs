@@ -98,6 +98,7 @@ fn a_mapping_reused_between_a_data_end_and_its_settling_is_copied_back_by_the_re
     // A: the last user; its count reaches zero now, the removal waits.
     let a = t.get_tgt_ptr_begin(&end);
     assert!(a.is_last);
+    let a_entry = a.entry.unwrap();
     // B maps the data again: the device copy is reused, not sent again.
     let b_map = t.get_target_pointer(
         &MapRequest {
@@ -119,16 +120,10 @@ fn a_mapping_reused_between_a_data_end_and_its_settling_is_copied_back_by_the_re
         "B must copy back: A's copy may predate B's write"
     );
     // A settles first: B is still between its query and its settling.
-    assert_eq!(
-        t.end_data_end(0x1000, 4, true, ZeroLength::Section, &m)
-            .unwrap(),
-        None
-    );
+    assert_eq!(t.end_data_end(&a_entry, 4, true, &m), None);
     assert_eq!(t.len(), 1);
     // B settles last and removes the mapping.
-    let removed = t
-        .end_data_end(0x1000, 4, true, ZeroLength::Section, &m)
-        .unwrap();
+    let removed = t.end_data_end(&b.entry.unwrap(), 4, true, &m);
     assert!(matches!(removed, Some(MapEvent::Removed { .. })));
     assert_eq!(t.len(), 0);
     assert!(m.live.borrow().is_empty());
@@ -145,20 +140,14 @@ fn a_data_end_removes_nothing_mapped_again_or_not_its_to_delete() {
         from_data_end: true,
         ..unmap(0x1000, 4)
     };
-    assert!(t.get_tgt_ptr_begin(&end).is_last);
+    let first = t.get_tgt_ptr_begin(&end);
+    assert!(first.is_last);
     t.get_target_pointer(&map(0x1000, 4), &m);
-    assert_eq!(
-        t.end_data_end(0x1000, 4, true, ZeroLength::Section, &m)
-            .unwrap(),
-        None
-    );
+    assert_eq!(t.end_data_end(&first.entry.unwrap(), 4, true, &m), None);
     assert_eq!(t.len(), 1, "mapped again meanwhile: kept");
-    assert!(t.get_tgt_ptr_begin(&end).is_last);
-    assert_eq!(
-        t.end_data_end(0x1000, 4, false, ZeroLength::Section, &m)
-            .unwrap(),
-        None
-    );
+    let second = t.get_tgt_ptr_begin(&end);
+    assert!(second.is_last);
+    assert_eq!(t.end_data_end(&second.entry.unwrap(), 4, false, &m), None);
     assert_eq!(t.len(), 1, "a settling that does not delete keeps it");
 }
 

@@ -5,7 +5,7 @@
 
 use crate::boundary::guard;
 use crate::export::export_c;
-use crate::lifecycle::with_session;
+use crate::lifecycle::{with_session, with_session_deferred};
 use omptarget_abi::{AllocKind, OFFLOAD_FAIL};
 use std::ffi::{c_int, c_void};
 use std::ptr::null_mut;
@@ -130,15 +130,21 @@ pub(crate) unsafe fn memcpy_as(
     src_device: c_int,
 ) -> c_int {
     guard(entry, OFFLOAD_FAIL, || {
-        with_session(|s| {
-            // SAFETY: each pointer plus its offset addresses `length` bytes
-            // on its device (our caller's contract, `target_memcpy`'s too).
-            unsafe {
-                s.target_memcpy(
-                    dst, src, length, dst_offset, src_offset, dst_device, src_device,
-                )
-            }
-        })
+        // An `_async` copy's helper task skips the copy once another thread's
+        // exit closed the runtime (libomp's finaliser waits for the task).
+        with_session_deferred(
+            false,
+            || OFFLOAD_FAIL,
+            |s| {
+                // SAFETY: each pointer plus its offset addresses `length` bytes
+                // on its device (our caller's contract, `target_memcpy`'s too).
+                unsafe {
+                    s.target_memcpy(
+                        dst, src, length, dst_offset, src_offset, dst_device, src_device,
+                    )
+                }
+            },
+        )
     })
 }
 
@@ -207,26 +213,30 @@ pub(crate) unsafe fn memcpy_rect_as(
     src_device: c_int,
 ) -> c_int {
     guard(entry, OFFLOAD_FAIL, || {
-        with_session(|s| {
-            // SAFETY: the arrays hold `num_dims` elements and describe
-            // sub-volumes inside both buffers (our caller's contract,
-            // `target_memcpy_rect`'s too).
-            unsafe {
-                s.target_memcpy_rect(
-                    dst,
-                    src,
-                    rect.element_size,
-                    rect.num_dims,
-                    rect.volume,
-                    rect.dst_offsets,
-                    rect.src_offsets,
-                    rect.dst_dimensions,
-                    rect.src_dimensions,
-                    dst_device,
-                    src_device,
-                )
-            }
-        })
+        with_session_deferred(
+            false,
+            || OFFLOAD_FAIL,
+            |s| {
+                // SAFETY: the arrays hold `num_dims` elements and describe
+                // sub-volumes inside both buffers (our caller's contract,
+                // `target_memcpy_rect`'s too).
+                unsafe {
+                    s.target_memcpy_rect(
+                        dst,
+                        src,
+                        rect.element_size,
+                        rect.num_dims,
+                        rect.volume,
+                        rect.dst_offsets,
+                        rect.src_offsets,
+                        rect.dst_dimensions,
+                        rect.src_dimensions,
+                        dst_device,
+                        src_device,
+                    )
+                }
+            },
+        )
     })
 }
 

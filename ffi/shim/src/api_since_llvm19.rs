@@ -10,7 +10,7 @@
 use crate::boundary::guard;
 use crate::export::export_c;
 use crate::helper_task::{submit, AsyncOp, DependInfo};
-use crate::lifecycle::with_session;
+use crate::lifecycle::{with_session, with_session_deferred};
 use omptarget_abi::OFFLOAD_FAIL;
 use omptarget_openmp::api_since_llvm22::OMP_INVALID_DEVICE;
 use std::ffi::{c_char, c_int, c_void};
@@ -56,7 +56,9 @@ pub(crate) unsafe fn memset_as(
 ) -> *mut c_void {
     guard(entry, ptr, || {
         // SAFETY: our caller's contract is the callee's.
-        with_session(|s| unsafe { s.target_memset(ptr, byte, len, device_num) })
+        with_session_deferred(false, null_mut, |s| unsafe {
+            s.target_memset(ptr, byte, len, device_num)
+        })
     })
 }
 

@@ -4,7 +4,7 @@
 
 use crate::boundary::guard;
 use crate::export::export_c;
-use crate::lifecycle::with_session_or;
+use crate::lifecycle::with_session_deferred;
 use crate::session::DataOp;
 use omptarget_openmp::MapArgs;
 use std::ffi::c_void;
@@ -39,7 +39,8 @@ unsafe fn run(
                 // SAFETY: `loc` is null or a valid `ident_t` and `args` views
                 // the call's arrays, whose pointers name host memory as the
                 // map types say (our caller's contract).
-                with_session_or(
+                with_session_deferred(
+                    entry.contains("_nowait"),
                     || (),
                     |s| unsafe { s.target_data(op, loc, device_id, &args) },
                 );

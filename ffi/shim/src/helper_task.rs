@@ -244,6 +244,9 @@ extern "C" fn run_task(_gtid: i32, task: *mut KmpTask) -> i32 {
         let Work { op, release } = *work;
         // SAFETY: `submit`'s caller promised the blocking call's contract
         // until the task has run.
-        caller::on_behalf_of(release, || unsafe { op.run() })
+        caller::on_behalf_of(release, || {
+            // SAFETY: as above.
+            crate::lifecycle::as_helper_task(|| unsafe { op.run() })
+        })
     })
 }

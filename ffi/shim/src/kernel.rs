@@ -11,10 +11,10 @@
 
 use crate::boundary::guard;
 use crate::export::export_c;
-use crate::lifecycle::{with_session, with_session_or};
+use crate::lifecycle::{with_session, with_session_deferred};
 use omptarget_abi::{
     kernel_args::{KERNEL_ARGS_V1, KERNEL_ARGS_V2, KERNEL_ARGS_V3},
-    KernelArgsHeader, KernelArgsV1, KernelArgsV2, OFFLOAD_FAIL, OMP_TGT_FAIL,
+    KernelArgsHeader, KernelArgsV1, KernelArgsV2, OFFLOAD_FAIL, OMP_TGT_FAIL, OMP_TGT_SUCCESS,
 };
 use omptarget_openmp::{KernelLaunch, MapArgs};
 use std::ffi::c_void;
@@ -57,7 +57,7 @@ unsafe fn decode(
     num_teams: i32,
     thread_limit: i32,
     args: *const c_void,
-) -> Result<(RawArgs, KernelLaunch), String> {
+) -> Result<(RawArgs, KernelLaunch, bool), String> {
     if args.is_null() {
         return Err("null kernel argument block".into());
     }
@@ -78,7 +78,7 @@ unsafe fn decode(
                 tripcount: Some(a.tripcount),
                 implicit_dyn_ptr: false,
             };
-            Ok((raw, launch))
+            Ok((raw, launch, false))
         }
         KERNEL_ARGS_V2 | KERNEL_ARGS_V3 => {
             // SAFETY: our `# Safety`: versions 2 and 3 share this layout.
@@ -92,7 +92,7 @@ unsafe fn decode(
                 tripcount: Some(a.tripcount),
                 implicit_dyn_ptr: header.version >= KERNEL_ARGS_V3,
             };
-            Ok((raw, launch))
+            Ok((raw, launch, a.flags.no_wait()))
         }
         other => Err(format!("unsupported kernel argument version {other}")),
     }
@@ -115,7 +115,7 @@ unsafe fn launch(
 ) -> i32 {
     guard(entry, OMP_TGT_FAIL, || {
         // SAFETY: our caller's contract: null or a valid block.
-        let (raw, launch) = match unsafe { decode(num_teams, thread_limit, args) } {
+        let (raw, launch, no_wait) = match unsafe { decode(num_teams, thread_limit, args) } {
             Ok(decoded) => decoded,
             Err(why) => {
                 eprintln!("Libomptarget error: {entry}: {why}");
@@ -138,8 +138,9 @@ unsafe fn launch(
         match map {
             // SAFETY: `loc`, `host_ptr` as our caller's contract says; `map`
             // views the block's arrays.
-            Some(map) => with_session_or(
-                || OMP_TGT_FAIL,
+            Some(map) => with_session_deferred(
+                no_wait || entry.ends_with("_nowait"),
+                || OMP_TGT_SUCCESS,
                 |s| unsafe { s.target_kernel(loc, device_id, host_ptr, &map, &launch) },
             ),
             None => {
@@ -285,7 +286,8 @@ mod tests {
     fn version_3_takes_dimension_0_and_the_implicit_dyn_ptr() {
         let block = v2_block(3);
         // SAFETY: a live version-3 block.
-        let (raw, launch) = unsafe { decode(6, 3, &block as *const _ as *const c_void) }.unwrap();
+        let (raw, launch, no_wait) =
+            unsafe { decode(6, 3, &block as *const _ as *const c_void) }.unwrap();
         assert_eq!(raw.num, 2);
         assert_eq!(
             launch,
@@ -297,13 +299,22 @@ mod tests {
                 implicit_dyn_ptr: true
             }
         );
+        assert!(!no_wait, "the block's flags say no nowait");
+        let nowait_block = KernelArgsV2 {
+            flags: KernelFlags(1),
+            ..block
+        };
+        // SAFETY: a live version-3 block.
+        let (_, _, no_wait) =
+            unsafe { decode(6, 3, &nowait_block as *const _ as *const c_void) }.unwrap();
+        assert!(no_wait, "a nowait launch is deferred work");
     }
 
     #[test]
     fn version_2_has_no_dyn_ptr_and_minus_one_teams_is_a_plain_region() {
         let block = v2_block(2);
         // SAFETY: a live version-2 block.
-        let (_, launch) = unsafe { decode(-1, 0, &block as *const _ as *const c_void) }.unwrap();
+        let (_, launch, _) = unsafe { decode(-1, 0, &block as *const _ as *const c_void) }.unwrap();
         assert!(!launch.teams && !launch.implicit_dyn_ptr);
         assert_eq!(launch.num_teams, 1);
     }
@@ -322,7 +333,7 @@ mod tests {
             tripcount: 5,
         };
         // SAFETY: a live version-1 block.
-        let (_, launch) = unsafe { decode(4, 8, &block as *const _ as *const c_void) }.unwrap();
+        let (_, launch, _) = unsafe { decode(4, 8, &block as *const _ as *const c_void) }.unwrap();
         assert_eq!((launch.num_teams, launch.thread_limit), (4, 8));
         assert_eq!(launch.tripcount, Some(5));
         assert!(!launch.implicit_dyn_ptr);

@@ -124,6 +124,11 @@ pub(crate) struct KmpTask {
     pub(crate) shareds: *mut c_void,
     routine: Option<TaskRoutine>,
     part_id: i32,
+    /// `data1` (`kmp_cmplrdata_t`: destructors or priority) and `data2`:
+    /// part of libomp's `kmp_task_t`, whose whole size the allocation
+    /// must cover: `__kmp_free_task` writes both (40 bytes in all).
+    data1: *mut c_void,
+    data2: *mut c_void,
 }
 
 /// `kmp_routine_entry_t`.
@@ -209,3 +214,8 @@ pub(crate) fn spawn_helper_task(
         )
     })
 }
+
+// libomp's `kmp_task_t` is 40 bytes on 64-bit targets (shareds, routine,
+// part_id, data1, data2); the task allocation must cover all of it.
+#[cfg(target_pointer_width = "64")]
+const _: () = assert!(std::mem::size_of::<KmpTask>() == 40);

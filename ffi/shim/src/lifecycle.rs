@@ -90,16 +90,22 @@ pub(crate) fn with_session<T>(f: impl FnOnce(&Session) -> T) -> T {
     }
 }
 
-/// [`with_session`] for the calls libomp may be waiting for at exit: a
-/// deferred target task (`target nowait`, `target enter data nowait`)
-/// that starts on a worker after another thread closed the runtime at
-/// exit. Parking it would hang the process, because libomp's finaliser,
-/// run by that same exit, waits for the task to end; so the call returns
-/// `closed()` instead, without touching the runtime: for a target region
-/// the offload failed (the compiler's code then runs the region's host
-/// version, and the task completes), for a data directive nothing was
-/// done.
-pub(crate) fn with_session_or<T>(closed: impl FnOnce() -> T, f: impl FnOnce(&Session) -> T) -> T {
+/// [`with_session`] for a call that may be deferred work libomp waits for
+/// at exit: a `target nowait` region, a `target enter/exit data nowait` or
+/// `target update nowait`, or an `_async` copy's helper task
+/// ([`as_helper_task`]). When such a call starts after another thread
+/// closed the runtime at exit, parking it would hang the process (libomp's
+/// finaliser, run by that same exit, waits for the task), so it returns
+/// `closed()` without touching the runtime: the work is skipped, as the
+/// process is ending with the exiting thread's status. A call that is not
+/// deferred parks as [`with_session`] does: its result would be seen by
+/// the program's own code, which must not act on a skipped call.
+pub(crate) fn with_session_deferred<T>(
+    deferred: bool,
+    closed: impl FnOnce() -> T,
+    f: impl FnOnce(&Session) -> T,
+) -> T {
+    let deferred = deferred || in_helper_task();
     match LIFECYCLE.enter(me(), own_busy() == 0, new_session) {
         Entered::Open(reader) => {
             let _depth = Depth::enter();
@@ -110,8 +116,33 @@ pub(crate) fn with_session_or<T>(closed: impl FnOnce() -> T, f: impl FnOnce(&Ses
         } => f(&Session::closed()),
         Entered::Closed {
             by_this_thread: false,
-        } => closed(),
+        } if deferred => closed(),
+        Entered::Closed {
+            by_this_thread: false,
+        } => park_until_exit(),
     }
+}
+
+thread_local! {
+    /// This thread is running an `_async` call's helper task.
+    static HELPER_TASK: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Run `f` as an `_async` call's helper task: its calls are deferred work
+/// ([`with_session_deferred`]).
+pub(crate) fn as_helper_task<T>(f: impl FnOnce() -> T) -> T {
+    struct Reset(bool);
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            HELPER_TASK.with(|h| h.set(self.0));
+        }
+    }
+    let _reset = Reset(HELPER_TASK.with(|h| h.replace(true)));
+    f()
+}
+
+fn in_helper_task() -> bool {
+    HELPER_TASK.with(|h| h.get())
 }
 
 fn new_session() -> Box<Session> {

@@ -3,9 +3,9 @@
 
 use crate::boundary::guard;
 use crate::export::export_c;
-use crate::lifecycle::{with_session, with_session_or};
+use crate::lifecycle::{with_session, with_session_deferred};
 use crate::session::Teams;
-use omptarget_abi::OMP_TGT_FAIL;
+use omptarget_abi::{OMP_TGT_FAIL, OMP_TGT_SUCCESS};
 use omptarget_openmp::MapArgs;
 use std::ffi::c_void;
 
@@ -41,8 +41,9 @@ unsafe fn run(
                 // SAFETY: `loc` is null or a valid `ident_t`, `host_ptr` is
                 // the region's host entry and `args` views the call's arrays
                 // (our caller's contract).
-                with_session_or(
-                    || OMP_TGT_FAIL,
+                with_session_deferred(
+                    entry.contains("_nowait"),
+                    || OMP_TGT_SUCCESS,
                     |s| unsafe { s.target(loc, device_id, host_ptr, &args, teams) },
                 )
             }
