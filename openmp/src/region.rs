@@ -7,6 +7,7 @@
 use super::args::{parent_index, MapArgs};
 use super::diag::{Fatal, Ident};
 use super::error::OffloadError;
+use super::info::InfoRegion;
 use super::registry::MissingEntry;
 use super::{DeviceCtx, Offload};
 use omptarget::abi::{map_type as mt, AllocKind, OMP_TGT_FAIL, OMP_TGT_SUCCESS};
@@ -339,7 +340,7 @@ impl<'a> Offload<'a> {
             return Ok(OMP_TGT_FAIL);
         };
         // SAFETY: our `# Safety`: `loc` is null or valid, `args` a valid view.
-        unsafe { self.info_kernel_arguments(loc, dev.id.into(), args, "Entering OpenMP kernel") };
+        unsafe { self.info_kernel_arguments(loc, dev.id.into(), args, InfoRegion::Kernel) };
         // SAFETY: our `# Safety`: `host_ptr` is the region's host entry
         // address and `args` a valid view of the call's arrays.
         let ok = unsafe { self.run_target(&dev, host_ptr, args, launch) }.is_ok();
@@ -441,6 +442,12 @@ impl<'a> Offload<'a> {
             None if teams => self.take_tripcount(dev),
             None => 0,
         };
+        // What LLVM 15+'s plugin says as it launches (INFO 0x10).
+        self.info_kernel_launch(dev.slot.local as i32, launch, || {
+            self.registry
+                .host_entry_name(host_ptr as usize)
+                .unwrap_or_default()
+        });
         // No lock of ours is held from here to the kernel's end.
         let mut launched = None;
         self.host.kernel_section(&mut || {
