@@ -5,7 +5,7 @@
 use super::args::{parent_index, MapArgs};
 use super::diag::{Diagnostic, Fatal, Ident};
 use super::error::OffloadError;
-use super::info::INFO_EMPTY_MAPPING;
+use super::info::{InfoRegion, INFO_DATA_TRANSFER, INFO_EMPTY_MAPPING};
 use super::mapper::run_mapper;
 use super::ompt::RegionKind;
 use super::release::CallerRelease;
@@ -104,6 +104,22 @@ impl<'a> Offload<'a> {
         device_id: i64,
         args: &MapArgs,
     ) -> Result<(), Fatal> {
+        // SAFETY: our `# Safety` is the callee's.
+        unsafe { self.target_data_begin_as(loc, device_id, args, false) }
+    }
+
+    /// `__tgt_target_data_begin_mapper` or, with `nowait`, its `_nowait`
+    /// variant (run alike; LLVM 15+ name it in the INFO argument list).
+    ///
+    /// # Safety
+    /// As [`Offload::target_data_begin`].
+    pub unsafe fn target_data_begin_as(
+        &self,
+        loc: *const Ident,
+        device_id: i64,
+        args: &MapArgs,
+        nowait: bool,
+    ) -> Result<(), Fatal> {
         let _span =
             omptarget::profile::span(omptarget::profile::Kind::Mapping, "target data begin");
         let op = |dev: &DeviceCtx<'a>| {
@@ -111,9 +127,10 @@ impl<'a> Offload<'a> {
             // arrays, naming host memory as the map types say.
             unsafe { self.data_begin(dev, args, false) }
         };
+        let region = InfoRegion::DataBegin { nowait };
         // SAFETY: our `# Safety`: `loc` is null or a valid `ident_t` and
         // `args` a valid view (`data_entry`'s contract).
-        unsafe { self.data_entry(loc, device_id, args, RegionKind::EnterData, op) }
+        unsafe { self.data_entry(loc, device_id, args, RegionKind::EnterData, region, op) }
     }
 
     /// `__tgt_target_data_end_mapper`: unmap on exit from `target data` /
@@ -127,15 +144,31 @@ impl<'a> Offload<'a> {
         device_id: i64,
         args: &MapArgs,
     ) -> Result<(), Fatal> {
+        // SAFETY: our `# Safety` is the callee's.
+        unsafe { self.target_data_end_as(loc, device_id, args, false) }
+    }
+
+    /// `__tgt_target_data_end_mapper` or its `_nowait` variant.
+    ///
+    /// # Safety
+    /// As [`Offload::target_data_begin`].
+    pub unsafe fn target_data_end_as(
+        &self,
+        loc: *const Ident,
+        device_id: i64,
+        args: &MapArgs,
+        nowait: bool,
+    ) -> Result<(), Fatal> {
         let _span = omptarget::profile::span(omptarget::profile::Kind::Mapping, "target data end");
         let op = |dev: &DeviceCtx<'a>| {
             // SAFETY: our `# Safety`: `args` is a valid view of the call's
             // arrays, naming host memory as the map types say.
             unsafe { self.data_end(dev, args, false) }
         };
+        let region = InfoRegion::DataEnd { nowait };
         // SAFETY: our `# Safety`: `loc` is null or a valid `ident_t` and
         // `args` a valid view (`data_entry`'s contract).
-        unsafe { self.data_entry(loc, device_id, args, RegionKind::ExitData, op) }
+        unsafe { self.data_entry(loc, device_id, args, RegionKind::ExitData, region, op) }
     }
 
     /// The common frame of the three `__tgt_target_data_*` entries, as
@@ -151,6 +184,7 @@ impl<'a> Offload<'a> {
         device_id: i64,
         args: &MapArgs,
         kind: RegionKind,
+        region: InfoRegion,
         op: impl FnOnce(&DeviceCtx<'a>) -> Result<(), OffloadError>,
     ) -> Result<(), Fatal> {
         let _ompt = self.ompt_call();
@@ -158,13 +192,8 @@ impl<'a> Offload<'a> {
         let Some(dev) = (unsafe { self.check_device_and_ctors(device_id, loc) })? else {
             return Ok(());
         };
-        let info_what = match kind {
-            RegionKind::EnterData => "Entering OpenMP data region",
-            RegionKind::ExitData => "Exiting OpenMP data region",
-            _ => "Updating OpenMP data",
-        };
         // SAFETY: our `# Safety`: `loc` is null or valid, `args` a valid view.
-        unsafe { self.info_kernel_arguments(loc, dev.id.into(), args, info_what) };
+        unsafe { self.info_kernel_arguments(loc, dev.id.into(), args, region) };
         self.ompt_region_begin(kind, &dev);
         let ok = op(&dev).is_ok();
         // SAFETY: our `# Safety`: `loc` is null or a valid `ident_t`.
@@ -227,6 +256,9 @@ impl<'a> Offload<'a> {
         let caller = self.caller();
         // clang 22's ATTACH entries act after every other entry is mapped.
         let mut attaches: SmallVec<[usize; 4]> = SmallVec::new();
+        // Sections this call allocated (LLVM 22's `NewAllocations`): an
+        // ATTACH entry acts only if its pointer or pointee is among them.
+        let mut new_allocations: SmallVec<[(usize, usize); 4]> = SmallVec::new();
         for i in 0..args.len() {
             let t = args.map_type(i);
             if has(t, mt::LITERAL) || has(t, mt::PRIVATE) {
@@ -285,6 +317,9 @@ impl<'a> Offload<'a> {
                 let Some(pointer_target) = pointer_tpr.target else {
                     return Err(self.report(OffloadError::NullTargetPointer { present }));
                 };
+                if pointer_tpr.is_new && !pointer_tpr.is_host_ptr {
+                    new_allocations.push((base, POINTER_SIZE as usize));
+                }
                 pointer = Some((base, pointer_target, pointer_tpr.entry));
                 // The pointee's base is the pointer's value.
                 // SAFETY: our `# Safety`: a PTR_AND_OBJ base is host memory
@@ -323,6 +358,9 @@ impl<'a> Offload<'a> {
                 return Err(self.report(OffloadError::NullTargetPointer { present }));
             }
             let target = tpr.target.unwrap_or(0);
+            if tpr.is_new && !tpr.is_host_ptr && target != 0 {
+                new_allocations.push((begin, size as usize));
+            }
 
             if has(t, mt::RETURN_PARAM) {
                 let keep_host =
@@ -357,7 +395,16 @@ impl<'a> Offload<'a> {
                     let value = expected;
                     let value_addr = &value as *const usize as usize;
                     // INFO's name lookup needs the table: before the lock.
-                    let name = self.transfer_name(dev, value_addr, POINTER_SIZE);
+                    // LLVM 14 looks the local copy up (`unknown`); LLVM 15+
+                    // name the copy after the pointer's mapping.
+                    let named_after = if self.registry.info_enabled(INFO_DATA_TRANSFER)
+                        && caller.get().prints_info_since_llvm15()
+                    {
+                        pointer_host
+                    } else {
+                        value_addr
+                    };
+                    let name = self.transfer_name(dev, named_after, POINTER_SIZE);
                     self.info_transfer(dev, true, value_addr, pointer_target, POINTER_SIZE, name);
                     let _update = pointer_entry.as_ref().map(|e| {
                         e.set_may_contain_attached_pointers();
@@ -389,7 +436,7 @@ impl<'a> Offload<'a> {
         for i in attaches {
             // SAFETY: our `# Safety`: an ATTACH entry's base is host memory
             // holding a pointer.
-            unsafe { self.attach(dev, args, i) }?;
+            unsafe { self.attach(dev, args, i, &new_allocations) }?;
         }
         Ok(())
     }
@@ -404,10 +451,13 @@ impl<'a> Offload<'a> {
     }
 
     /// clang 22's ATTACH entry `i`: if the pointer at `base` and its
-    /// pointee section at `begin` are both mapped, point the device copy of
-    /// the pointer at the device copy of the pointee (recorded as a shadow
-    /// pointer, so the host value comes back when the pointer's data is
-    /// copied from the device, as for `PTR_AND_OBJ`); otherwise nothing.
+    /// pointee section at `begin` are both mapped, and one of them was
+    /// allocated by this construct (`new_allocations`) or the entry says
+    /// `always`, point the device copy of the pointer at the device copy of
+    /// the pointee (recorded as a shadow pointer, so the host value comes
+    /// back when the pointer's data is copied from the device, as for
+    /// `PTR_AND_OBJ`); otherwise nothing. As LLVM 22 does, the pointee is
+    /// looked up first, then the pointer, each lookup with its INFO line.
     ///
     /// # Safety
     /// Entry `i`'s base is host memory holding a pointer.
@@ -416,31 +466,44 @@ impl<'a> Offload<'a> {
         dev: &DeviceCtx<'a>,
         args: &MapArgs,
         i: usize,
+        new_allocations: &[(usize, usize)],
     ) -> Result<(), OffloadError> {
         let table = dev.ops.mappings();
         let usm = self.registry.unified_shared_memory();
         let caller = self.caller();
+        let pointer_host = args.base(i) as usize;
+        let pointee_begin = args.begin(i) as usize;
+        let is_new = |host: usize| {
+            new_allocations
+                .iter()
+                .any(|&(begin, size)| host >= begin && host - begin < size)
+        };
+        if !has(args.map_type(i), mt::ALWAYS) && !is_new(pointee_begin) && !is_new(pointer_host) {
+            return Ok(());
+        }
         let lookup = |host_begin: usize, size: i64| {
-            table.get_tgt_ptr_begin(&UnmapRequest {
+            let found = table.get_tgt_ptr_begin(&UnmapRequest {
                 host_begin,
                 size,
                 update_refcount: false,
                 hold: false,
-                must_contain: false,
+                must_contain: true,
                 force_delete: false,
                 unified_shared_memory: usm,
                 zero_length: caller.zero_length(size),
                 from_data_end: false,
-            })
-        };
-        let pointer_host = args.base(i) as usize;
-        let pointee_begin = args.begin(i) as usize;
-        let pointer = lookup(pointer_host, POINTER_SIZE);
-        let (Some(pointer_target), false) = (pointer.target, pointer.is_host_ptr) else {
-            return Ok(());
+            });
+            if let Some(event) = &found.event {
+                self.info_map_event(dev.id, event);
+            }
+            found
         };
         let pointee = lookup(pointee_begin, 0);
         let (Some(pointee_target), false) = (pointee.target, pointee.is_host_ptr) else {
+            return Ok(());
+        };
+        let pointer = lookup(pointer_host, POINTER_SIZE);
+        let (Some(pointer_target), false) = (pointer.target, pointer.is_host_ptr) else {
             return Ok(());
         };
         // SAFETY: our `# Safety`: the base holds a pointer.
@@ -454,12 +517,17 @@ impl<'a> Offload<'a> {
         if !table.upsert_shadow(pointer_host, shadow) {
             return Ok(());
         }
+        // LLVM 22 submits the update with the pointer's entry: its INFO line
+        // is named after the pointer's mapping (looked up before the
+        // entry's update lock, as the table's lock comes first).
+        let name = self.transfer_name(dev, pointer_host, POINTER_SIZE);
         let _update = pointer.entry.as_ref().map(|e| {
             e.set_may_contain_attached_pointers();
             e.lock_update()
         });
         let value = expected;
         let value_addr = &value as *const usize as usize;
+        self.info_transfer(dev, true, value_addr, pointer_target, POINTER_SIZE, name);
         // SAFETY: `value` is a live local of POINTER_SIZE bytes;
         // `pointer_target` is the device copy of the pointer, mapped on
         // `dev` with at least POINTER_SIZE bytes (found just above).

@@ -21,6 +21,15 @@ pub enum Diagnostic {
         /// The message, ending in `\n`.
         text: String,
     },
+    /// An INFO line of LLVM 15+'s plugins, whose common code prints under
+    /// its own name: `"PluginInterface" device <n> info: <text>` (quotes
+    /// included; `n` is the plugin's device number).
+    Plugin {
+        /// The plugin's own device number.
+        device: i32,
+        /// The message, ending in `\n`.
+        text: String,
+    },
     /// Text printed as is (the `file:line:col: ` before a fatal error).
     Raw(String),
 }
@@ -40,6 +49,9 @@ impl Diagnostic {
             Diagnostic::Error(text) => format!("{prefix} error: {text}\n"),
             Diagnostic::Info { device, text } => {
                 format!("{prefix} device {device} info: {text}")
+            }
+            Diagnostic::Plugin { device, text } => {
+                format!("\"PluginInterface\" device {device} info: {text}")
             }
             Diagnostic::Raw(text) => text.clone(),
         }
@@ -183,7 +195,12 @@ impl SourceInfo {
     /// `name` is null or a NUL-terminated string.
     pub unsafe fn from_var_name(name: *const c_char) -> Self {
         // SAFETY: our `# Safety`: `name` is null or NUL-terminated.
-        let source = unsafe { c_string_or(name, UNKNOWN_LOCATION) };
+        let mut source = unsafe { c_string_or(name, UNKNOWN_LOCATION) };
+        // A bare symbol name (a global's, which LLVM 15+ name mappings
+        // after) is read as LLVM reads it: the name, in an unknown place.
+        if !source.contains(';') {
+            source = format!(";{source};unknown;0;0;;");
+        }
         let field = |n| nth_field(&source, n);
         SourceInfo {
             name: field(0),
@@ -209,7 +226,13 @@ pub unsafe fn name_from_mapping(name: *const c_char) -> String {
         return "unknown".to_string();
     }
     // SAFETY: our `# Safety`: `name` is a NUL-terminated string.
-    nth_field(&unsafe { c_string_or(name, "") }, 0)
+    let text = unsafe { c_string_or(name, "") };
+    // Without a `;` LLVM's substring runs from the start to the end: a
+    // bare symbol name (a global's mapping, LLVM 15+) is itself.
+    if !text.contains(';') {
+        return text;
+    }
+    nth_field(&text, 0)
 }
 
 /// The string at `ptr` (lossily UTF-8), or `default` when `ptr` is null.
@@ -317,6 +340,17 @@ mod tests {
         // SAFETY: `s` is a live NUL-terminated CString.
         let info = unsafe { SourceInfo::from_var_name(s.as_ptr()) };
         assert_eq!(info.to_string(), "t.c:7:3");
+        // A global's symbol name, as LLVM 15+ name its mapping.
+        let bare = CString::new("pGI_decl_tgt_ref_ptr").unwrap();
+        // SAFETY: `bare` is a live NUL-terminated CString.
+        assert_eq!(
+            unsafe { name_from_mapping(bare.as_ptr()) },
+            "pGI_decl_tgt_ref_ptr"
+        );
+        // SAFETY: `bare` is a live NUL-terminated CString.
+        let info = unsafe { SourceInfo::from_var_name(bare.as_ptr()) };
+        assert_eq!(info.name, "pGI_decl_tgt_ref_ptr");
+        assert_eq!(info.to_string(), "unknown:0:0");
     }
 
     #[test]

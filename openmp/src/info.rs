@@ -1,11 +1,15 @@
-//! `LIBOMPTARGET_INFO` output: the INFO lines LLVM 14's libomptarget prints
-//! (mapping changes, data transfers, kernel arguments, table dumps).
+//! `LIBOMPTARGET_INFO` output: the INFO lines libomptarget prints (mapping
+//! changes, data transfers, kernel arguments, the plugin's kernel launch),
+//! worded as the caller's release words them; the table dumps are in
+//! [`super::info_dump`]. The release is asked only once a line is printed
+//! (INFO on): with INFO off every entry point here is one flag test.
 
 use super::args::MapArgs;
 use super::diag::{name_from_mapping, Diagnostic, Ident, SourceInfo};
+use super::release::{LaunchInfo, Release};
 use super::{DeviceCtx, Offload};
 use omptarget::abi::map_type;
-use omptarget::mapping::{HexPtr, MapEvent, RefCountDisplay, RefKind};
+use omptarget::mapping::{HexPtr, MapEvent, MappedEntry, RefCountDisplay, RefKind};
 use std::ffi::c_char;
 
 /// Print kernel/data-region arguments.
@@ -16,6 +20,8 @@ pub const INFO_MAPPING_EXISTS: u32 = 0x0002;
 pub const INFO_DUMP_TABLE: u32 = 0x0004;
 /// Print when a mapping is created or removed.
 pub const INFO_MAPPING_CHANGED: u32 = 0x0008;
+/// The plugin's kernel launches (LLVM 15+'s plugins).
+pub const INFO_PLUGIN_KERNEL: u32 = 0x0010;
 /// Print data transfers.
 pub const INFO_DATA_TRANSFER: u32 = 0x0020;
 /// Print variables that have no device counterpart (LLVM 19+).
@@ -34,8 +40,46 @@ pub fn info_level_from_env(value: Option<&str>) -> u32 {
     })
 }
 
-/// The location LLVM's device destructor dumps under.
-const EXIT_LOCATION: &[u8] = b";libomptarget;libomptarget;0;0;;\0";
+/// The construct an INFO argument list is printed for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum InfoRegion {
+    /// `__tgt_target_data_begin*` (`nowait`: a `_nowait` entry).
+    DataBegin { nowait: bool },
+    /// `__tgt_target_data_end*`.
+    DataEnd { nowait: bool },
+    /// `__tgt_target_data_update*`.
+    DataUpdate { nowait: bool },
+    /// A target region's kernel.
+    Kernel,
+}
+
+impl InfoRegion {
+    /// The words `release`'s runtime starts the argument list with.
+    fn text(self, release: Release) -> &'static str {
+        use InfoRegion::*;
+        if !release.prints_info_since_llvm15() {
+            return match self {
+                DataBegin { .. } => "Entering OpenMP data region",
+                DataEnd { .. } => "Exiting OpenMP data region",
+                DataUpdate { .. } => "Updating OpenMP data",
+                Kernel => "Entering OpenMP kernel",
+            };
+        }
+        match self {
+            DataBegin { nowait: false } => "Entering OpenMP data region with being_mapper",
+            DataBegin { nowait: true } => "Entering OpenMP data region with being_nowait_mapper",
+            DataEnd { nowait: false } => "Exiting OpenMP data region with end_mapper",
+            DataEnd { nowait: true } => "Exiting OpenMP data region with end_nowait_mapper",
+            DataUpdate { nowait: false } => {
+                "Updating data within the OpenMP data region with update_mapper"
+            }
+            DataUpdate { nowait: true } => {
+                "Updating data within the OpenMP data region with update_nowait_mapper"
+            }
+            Kernel => "Entering OpenMP kernel",
+        }
+    }
+}
 
 impl Offload<'_> {
     pub(crate) fn info(&self, kind: u32, device: i32, text: String) {
@@ -52,7 +96,9 @@ impl Offload<'_> {
         // check is inlined into the callers, the formatting is not.
         let kind = match event {
             MapEvent::Exists { .. } | MapEvent::Found { .. } => INFO_MAPPING_EXISTS,
-            MapEvent::Created { .. } | MapEvent::Removed { .. } => INFO_MAPPING_CHANGED,
+            MapEvent::Created { .. } | MapEvent::Removed { .. } | MapEvent::HostPointer { .. } => {
+                INFO_MAPPING_CHANGED
+            }
         };
         if self.registry.info_enabled(kind) {
             self.print_map_event(device, event);
@@ -71,10 +117,12 @@ impl Offload<'_> {
         }
     }
 
-    /// The INFO line of a map event (its kind is enabled).
+    /// The INFO line of a map event (its kind is enabled), as the caller's
+    /// release prints it.
     #[cold]
     #[inline(never)]
     fn print_map_event(&self, device: i32, event: &MapEvent) {
+        let since_llvm15 = self.host.caller_release().prints_info_since_llvm15();
         let (kind, text) = match *event {
             MapEvent::Exists {
                 implicit,
@@ -109,10 +157,18 @@ impl Offload<'_> {
                 target,
                 size,
                 refs,
+                refs_after,
                 kind,
                 action,
             } => {
-                let (dyn_action, hold_action) = split_action(kind, action.text());
+                // LLVM 14 defers a data end's final decrement and shows the
+                // count before it; LLVM 15+ make it in the query.
+                let (refs, text) = if since_llvm15 {
+                    (refs_after, action.text_since_llvm15())
+                } else {
+                    (refs, action.text())
+                };
+                let (dyn_action, hold_action) = split_action(kind, text);
                 (
                     INFO_MAPPING_EXISTS,
                     format!(
@@ -129,24 +185,56 @@ impl Offload<'_> {
                 )
             }
             MapEvent::Created {
+                host_base,
                 host_begin,
+                alloc_begin,
                 target,
                 size,
                 refs,
                 name,
-            } => (
-                INFO_MAPPING_CHANGED,
-                format!(
-                    "Creating new map entry with HstPtrBegin={}, TgtPtrBegin={}, Size={}, \
-                     DynRefCount={}, HoldRefCount={}, Name={}\n",
-                    HexPtr(host_begin),
-                    HexPtr(target),
-                    size,
-                    RefCountDisplay(refs.dynamic),
-                    RefCountDisplay(refs.hold),
-                    var_name(name)
-                ),
-            ),
+            } => {
+                let text = if since_llvm15 {
+                    format!(
+                        "Creating new map entry with HstPtrBase={}, HstPtrBegin={}, \
+                         TgtAllocBegin={}, TgtPtrBegin={}, Size={}, DynRefCount={}, \
+                         HoldRefCount={}, Name={}\n",
+                        HexPtr(host_base),
+                        HexPtr(host_begin),
+                        HexPtr(alloc_begin),
+                        HexPtr(target),
+                        size,
+                        RefCountDisplay(refs.dynamic),
+                        RefCountDisplay(refs.hold),
+                        var_name(name)
+                    )
+                } else {
+                    format!(
+                        "Creating new map entry with HstPtrBegin={}, TgtPtrBegin={}, Size={}, \
+                         DynRefCount={}, HoldRefCount={}, Name={}\n",
+                        HexPtr(host_begin),
+                        HexPtr(target),
+                        size,
+                        RefCountDisplay(refs.dynamic),
+                        RefCountDisplay(refs.hold),
+                        var_name(name)
+                    )
+                };
+                (INFO_MAPPING_CHANGED, text)
+            }
+            MapEvent::HostPointer { host_begin, size } => {
+                // LLVM 14 says nothing here.
+                if !since_llvm15 {
+                    return;
+                }
+                (
+                    INFO_MAPPING_CHANGED,
+                    format!(
+                        "Return HstPtrBegin {} Size={} for unified shared memory\n",
+                        HexPtr(host_begin),
+                        size
+                    ),
+                )
+            }
             MapEvent::Removed {
                 host_begin,
                 target,
@@ -173,7 +261,22 @@ impl Offload<'_> {
             return 0;
         }
         let (_, entry) = dev.ops.mappings().lookup(host, size);
-        entry.map_or(0, |e| e.name)
+        entry.map_or(0, |e| self.shown_name(&e, None))
+    }
+
+    /// The name an entry's INFO line or dump shows: a global's mapping
+    /// (infinite count) is unnamed for LLVM 14 (`release`, asked if not
+    /// given only for such a mapping).
+    pub(crate) fn shown_name(&self, entry: &MappedEntry, release: Option<Release>) -> usize {
+        if entry.name == 0 || !entry.refs.is_dynamic_infinite() {
+            return entry.name;
+        }
+        let release = release.unwrap_or_else(|| self.host.caller_release());
+        if release.names_global_mappings() {
+            entry.name
+        } else {
+            0
+        }
     }
 
     /// The INFO line of a data transfer (the check inlined, the
@@ -225,6 +328,46 @@ impl Offload<'_> {
         self.info(INFO_DATA_TRANSFER, dev.id, text);
     }
 
+    /// The plugin's "Launching kernel" line (LLVM 15+'s plugins, bit 0x10;
+    /// LLVM 14's host plugin prints none), named after the kernel's symbol
+    /// (`name`, asked for only when the line is printed) on the plugin's
+    /// own device number. The counts are those LLVM's host plugin launches
+    /// with ([`host_launch_counts`]).
+    #[inline]
+    pub(crate) fn info_kernel_launch(
+        &self,
+        local_device: i32,
+        launch: &super::KernelLaunch,
+        name: impl FnOnce() -> String,
+    ) {
+        if self.registry.info_enabled(INFO_PLUGIN_KERNEL) {
+            self.print_kernel_launch(local_device, launch, name());
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn print_kernel_launch(&self, local_device: i32, launch: &super::KernelLaunch, name: String) {
+        let release = self.host.caller_release();
+        let Some(style) = release.kernel_launch_info() else {
+            return;
+        };
+        let (blocks, threads) = host_launch_counts(release, launch);
+        let text = match style {
+            LaunchInfo::Counts => format!(
+                "Launching kernel {name} with {blocks} blocks and {threads} threads in Generic mode\n"
+            ),
+            LaunchInfo::Dimensions => format!(
+                "Launching kernel {name} with [{blocks},1,1] blocks and [{threads},1,1] threads \
+                 in Generic mode\n"
+            ),
+        };
+        self.emit(Diagnostic::Plugin {
+            device: local_device,
+            text,
+        });
+    }
+
     /// LLVM's `printKernelArguments`, when INFO_KERNEL_ARGS is on.
     ///
     /// # Safety
@@ -234,11 +377,13 @@ impl Offload<'_> {
         loc: *const Ident,
         device: i64,
         args: &MapArgs,
-        region: &str,
+        region: InfoRegion,
     ) {
         if self.registry.info_level() & INFO_KERNEL_ARGS == 0 {
             return;
         }
+        let release = self.host.caller_release();
+        let region = region.text(release);
         let device = device as i32;
         // SAFETY: our `# Safety`: `loc` is null or a valid `ident_t`.
         let info = unsafe { SourceInfo::from_ident(loc) };
@@ -256,7 +401,13 @@ impl Offload<'_> {
         );
         for i in 0..args.len() {
             let t = args.map_type(i);
-            let kind = if t & map_type::TO != 0 && t & map_type::FROM != 0 {
+            // Only clang 22 writes ATTACH entries, and LLVM 22 names them.
+            let attach = release >= Release::Llvm22 && t & map_type::ATTACH != 0;
+            let kind = if attach && t & map_type::ALWAYS != 0 {
+                "attach:always"
+            } else if attach {
+                "attach"
+            } else if t & map_type::TO != 0 && t & map_type::FROM != 0 {
                 "tofrom"
             } else if t & map_type::TO != 0 {
                 "to"
@@ -291,101 +442,25 @@ impl Offload<'_> {
             );
         }
     }
+}
 
-    /// LLVM's `dumpTargetPointerMappings` for every device.
-    ///
-    /// # Safety
-    /// `loc` is null or a valid `ident_t`.
-    pub(crate) unsafe fn dump_all_mappings(&self, loc: *const Ident) {
-        let count = self.registry.num_devices();
-        for device in 0..count {
-            // SAFETY: our `# Safety`: `loc` is null or a valid `ident_t`.
-            unsafe { self.dump_mappings(loc, device) };
-        }
+/// The blocks and threads LLVM's host plugin launches a kernel with, as its
+/// INFO line says (it runs one thread of one team whatever they say).
+/// LLVM 19's host kernels have no kernel environment, so they are "bare":
+/// a `num_teams` or `thread_limit` (dimension 0, above 0) is taken as it
+/// is, and 1 otherwise (the grid's limits are all 1). LLVM 22 treats them
+/// as generic kernels, capped by those limits: always 1 and 1.
+pub(crate) fn host_launch_counts(release: Release, launch: &super::KernelLaunch) -> (u64, u32) {
+    if release >= Release::Llvm22 {
+        return (1, 1);
     }
-
-    /// What LLVM's device destructors print at exit when
-    /// `LIBOMPTARGET_INFO` has the dump-table bit: every device's table.
-    /// The shim calls this before shutting the runtime down.
-    pub fn dump_mappings_at_exit(&self) {
-        if !self.registry.info_enabled(INFO_DUMP_TABLE) {
-            return;
-        }
-        let loc = Ident {
-            reserved_1: 0,
-            flags: 0,
-            reserved_2: 0,
-            reserved_3: 0,
-            psource: EXIT_LOCATION.as_ptr() as *const c_char,
-        };
-        for device in 0..self.registry.num_devices() {
-            // SAFETY: `loc` is a valid ident with a NUL-terminated source.
-            unsafe { self.dump_mappings(&loc, device) };
-        }
-    }
-
-    /// LLVM's `dumpTargetPointerMappings` for one device.
-    ///
-    /// # Safety
-    /// `loc` is null or a valid `ident_t` (whose `psource` is null or a
-    /// NUL-terminated string).
-    unsafe fn dump_mappings(&self, loc: *const Ident, device: i32) {
-        let Some(dev) = self.device(device as i64) else {
-            return;
-        };
-        let mut entries = dev.ops.mappings().entries();
-        // LLVM's table still holds the globals of unregistered binaries
-        // (a live mapping at the same address stands for them, as LLVM
-        // would have found the old one there).
-        for stale in self.registry.unloaded_globals(device) {
-            if let Err(at) = entries.binary_search_by_key(&stale.host_begin, |e| e.host_begin) {
-                entries.insert(at, stale);
-            }
-        }
-        if entries.is_empty() {
-            return;
-        }
-        // SAFETY: our `# Safety`: `loc` is null or a valid `ident_t`.
-        let kernel = unsafe { SourceInfo::from_ident(loc) };
-        self.info(
-            INFO_ALL,
-            device,
-            format!(
-                "OpenMP Host-Device pointer mappings after block at {}:{}:{}:\n",
-                kernel.filename, kernel.line, kernel.column
-            ),
-        );
-        self.info(
-            INFO_ALL,
-            device,
-            format!(
-                "{:<18} {:<18} {} {} {} {}\n",
-                "Host Ptr", "Target Ptr", "Size (B)", "DynRefCount", "HoldRefCount", "Declaration"
-            ),
-        );
-        for entry in entries {
-            // SAFETY: the mapping table's invariant: `name` is 0 or the
-            // `map_var_info_t` passed with the mapping, a NUL-terminated
-            // constant the compiler emits (LLVM dereferences it the same way).
-            let var = unsafe { SourceInfo::from_var_name(entry.name as *const c_char) };
-            self.info(
-                INFO_ALL,
-                device,
-                format!(
-                    "{} {} {:<8} {:<11} {:<12} {} at {}:{}:{}\n",
-                    HexPtr(entry.host_begin),
-                    HexPtr(entry.device_begin),
-                    entry.size(),
-                    entry.dynamic_display().to_string(),
-                    entry.hold_display().to_string(),
-                    var.name,
-                    var.filename,
-                    var.line,
-                    var.column
-                ),
-            );
-        }
-    }
+    // Dimension 0 as the plugin reads it: unsigned.
+    let teams = launch.num_teams as u32;
+    let threads = launch.thread_limit as u32;
+    (
+        if teams > 0 { u64::from(teams) } else { 1 },
+        if threads > 0 { threads } else { 1 },
+    )
 }
 
 fn split_action(kind: RefKind, action: &'static str) -> (&'static str, &'static str) {

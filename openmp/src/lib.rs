@@ -106,6 +106,7 @@ mod host_blocks;
 mod image_copy;
 mod in_flight;
 pub mod info;
+mod info_dump;
 pub mod init;
 mod load;
 mod lock;

@@ -56,9 +56,16 @@ impl<'a> Offload<'a> {
     pub(crate) fn load_images(&self, dev: &DeviceCtx<'a>) -> Result<(), OffloadError> {
         let _span = omptarget::profile::span(omptarget::profile::Kind::Registration, "load images")
             .map(|s| s.device(dev.id as usize));
+        // Under unified memory only, and once: the caller's release (a stack
+        // walk) decides whether the device's global references are written.
+        let mut usm_writes = None;
         'listing: loop {
             let (jobs, missing_image) = self.load_jobs(dev);
             for job in jobs {
+                let usm_writes = *usm_writes.get_or_insert_with(|| {
+                    self.registry.unified_shared_memory()
+                        && self.host.caller_release().writes_globals_for_usm()
+                });
                 // The address is the copy's, alive while `job` holds it.
                 let key = Arc::as_ptr(&job.image) as usize;
                 // Held until published: waiters then see the result.
@@ -82,6 +89,9 @@ impl<'a> Offload<'a> {
                         // else is done with it (globals, constructors).
                         let (start, bytes) = job.image.source();
                         self.ompt_image_loaded(dev, start, bytes);
+                        if usm_writes {
+                            self.write_usm_globals(dev, &job.image, &entries);
+                        }
                         let mapped = self.mapped_addresses(dev, &job.image, &entries);
                         (entries, mapped)
                     },
@@ -192,8 +202,49 @@ impl<'a> Offload<'a> {
             .collect()
     }
 
+    /// LLVM 15+ under `requires unified_shared_memory`: each device global
+    /// of a loaded image is a reference to the host's (clang's
+    /// `_decl_tgt_ref_ptr`), so the host entry's bytes (the host address
+    /// it refers to) are written into it, with no INFO line (19:
+    /// `omptarget.cpp` `InitLibrary`, 22: `PluginManager.cpp`). LLVM 14
+    /// writes nothing and the kernel reads a null reference. Indirect
+    /// functions are skipped, as LLVM 22 skips them (their device global
+    /// holds the device function's address). A failed write is reported as
+    /// LLVM reports it and the load goes on.
+    fn write_usm_globals(&self, dev: &DeviceCtx<'a>, image: &ImageCopy, loaded: &[OffloadEntry]) {
+        for (host, device) in image.entries().iter().zip(loaded) {
+            if device.size == 0 || host.flags & declare_target::INDIRECT != 0 {
+                continue;
+            }
+            // SAFETY: `host.addr` is the registered binary's global of
+            // `host.size` readable bytes; `device.addr` is its device copy
+            // the plugin just loaded, of the same size (LLVM copies
+            // `Entry.Size` bytes the same way).
+            let written = unsafe {
+                dev.ops.submit(
+                    DevicePtr::from_raw(device.addr),
+                    host.addr as *const std::ffi::c_void,
+                    host.size.min(device.size),
+                )
+            };
+            if written.is_err() {
+                // SAFETY: a host entry's name is its binary's NUL-terminated
+                // symbol name (or null).
+                let name = unsafe { super::diag::name_from_mapping(host.name) };
+                self.emit(super::diag::Diagnostic::Error(format!(
+                    "Failed to write symbol for USM {name}"
+                )));
+            }
+        }
+    }
+
     /// Step 3: publish one load's result under `tables`. `Err` is the
     /// load's failure (as LLVM reports it); an orphan is not an error.
+    /// A global's mapping is named after its symbol (a copy that outlives
+    /// the binary), which LLVM 15+ show in INFO lines and table dumps and
+    /// LLVM 14 does not (decided when printing: [`Release::names_global_mappings`]).
+    ///
+    /// [`Release::names_global_mappings`]: super::Release::names_global_mappings
     fn publish(
         &self,
         dev: &DeviceCtx<'a>,
@@ -243,7 +294,10 @@ impl<'a> Offload<'a> {
         let mappings = dev.ops.mappings();
         for (host, target) in table.host_entries.iter().zip(&mapped) {
             let Some(target) = *target else { continue };
-            if mappings.insert_global(host.addr, host.size, target) {
+            // SAFETY: the table is registered (we hold `tables`), so its
+            // host entries' names are its binary's live strings.
+            let name = unsafe { self.registry.intern_global_name(host.name) };
+            if mappings.insert_global(host.addr, host.size, target, name) {
                 table.globals.push((dev.id, host.addr, target));
             }
         }

@@ -7,6 +7,7 @@
 use super::args::{parent_index, MapArgs};
 use super::diag::{Fatal, Ident};
 use super::error::OffloadError;
+use super::info::InfoRegion;
 use super::ompt::RegionKind;
 use super::registry::MissingEntry;
 use super::{DeviceCtx, Offload};
@@ -344,7 +345,7 @@ impl<'a> Offload<'a> {
             return Ok(OMP_TGT_FAIL);
         };
         // SAFETY: our `# Safety`: `loc` is null or valid, `args` a valid view.
-        unsafe { self.info_kernel_arguments(loc, dev.id.into(), args, "Entering OpenMP kernel") };
+        unsafe { self.info_kernel_arguments(loc, dev.id.into(), args, InfoRegion::Kernel) };
         self.ompt_region_begin(RegionKind::Target, &dev);
         // SAFETY: our `# Safety`: `host_ptr` is the region's host entry
         // address and `args` a valid view of the call's arrays.
@@ -448,6 +449,12 @@ impl<'a> Offload<'a> {
             None if teams => self.take_tripcount(dev),
             None => 0,
         };
+        // What LLVM 15+'s plugin says as it launches (INFO 0x10).
+        self.info_kernel_launch(dev.slot.local as i32, launch, || {
+            self.registry
+                .host_entry_name(host_ptr as usize)
+                .unwrap_or_default()
+        });
         // No lock of ours is held from here to the kernel's end.
         let mut launched = None;
         // LLVM's submit callbacks: the teams dimension 0 it launches with

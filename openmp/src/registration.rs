@@ -296,6 +296,7 @@ impl Offload<'_> {
                 .map(|e| HostEntry {
                     addr: e.addr as usize,
                     size: e.size,
+                    name: e.name as usize,
                 })
                 .collect();
             for (index, entry) in host_entries.iter().enumerate() {

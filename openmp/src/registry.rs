@@ -113,6 +113,13 @@ pub struct Registry {
     /// unregistration (a later library may reuse the addresses). Kept only
     /// while the dump-table bit is on, for the dumps alone.
     unloaded_globals: Mutex<Vec<(i32, MappedEntry)>>,
+    /// Copies of the symbol names LLVM 15+ give global mappings (their
+    /// `HstPtrName`), one per distinct name: a mapping may outlive its
+    /// binary (`unloaded_globals`), and LLVM's pointer into the unloaded
+    /// binary then dangles (its dump crashes). A `CString`'s bytes do not
+    /// move when the set does, so the pointers stay valid as long as the
+    /// registry; interned, so a library loaded in a loop adds nothing.
+    global_names: Mutex<BTreeSet<CString>>,
     /// Host blocks handed out for a device number while there was no
     /// device (see the module).
     pub(crate) early_host_blocks: super::host_blocks::EarlyHostBlocks,
@@ -256,6 +263,9 @@ pub(crate) struct CtorsDtors {
 pub(crate) struct HostEntry {
     pub addr: usize,
     pub size: usize,
+    /// The symbol name (a NUL-terminated string of the registered binary,
+    /// valid while it is registered).
+    pub name: usize,
 }
 
 /// An entry of a target table as loaded on a device.
@@ -379,6 +389,7 @@ impl Registry {
             info_level: AtomicU32::new(0),
             debug_level: AtomicU32::new(0),
             unloaded_globals: Mutex::default(),
+            global_names: Mutex::default(),
             early_host_blocks: Default::default(),
             ompt: &NO_TOOL,
         }
@@ -456,6 +467,27 @@ impl Registry {
         Ok(entry)
     }
 
+    /// The symbol name of the host entry at `host_ptr` (a region's kernel),
+    /// for the plugin's launch INFO line; `None` if no registered binary
+    /// has it. Cold: looked up only when that line is printed.
+    pub(crate) fn host_entry_name(&self, host_ptr: usize) -> Option<String> {
+        let mut tables = self.read_tables();
+        let (entries_begin, index) = tables.resolve_host_ptr(host_ptr)?;
+        let entry = tables
+            .by_entries_begin
+            .get(&entries_begin)?
+            .host_entries
+            .get(index as usize)?;
+        if entry.name == 0 {
+            return None;
+        }
+        // SAFETY: the binary is registered (its table is in `tables`, held
+        // read-locked), so its entry's name is its live NUL-terminated
+        // symbol name.
+        let name = unsafe { std::ffi::CStr::from_ptr(entry.name as *const std::ffi::c_char) };
+        Some(name.to_string_lossy().into_owned())
+    }
+
     /// `omp_get_num_devices()`: devices of the plugins in use.
     pub fn num_devices(&self) -> i32 {
         self.devices.len() as i32
@@ -524,6 +556,27 @@ impl Registry {
     /// table dumps (see `unloaded_globals`).
     pub(crate) fn record_unloaded_global(&self, device: i32, entry: MappedEntry) {
         lock(&self.unloaded_globals).push((device, entry));
+    }
+
+    /// A copy of the NUL-terminated `name` that lives as long as the
+    /// registry, as a `map_var_info_t` address (0 for a null `name`).
+    ///
+    /// # Safety
+    /// `name` is 0 or the address of a NUL-terminated string.
+    pub(crate) unsafe fn intern_global_name(&self, name: usize) -> usize {
+        if name == 0 {
+            return 0;
+        }
+        // SAFETY: our `# Safety`: a NUL-terminated string.
+        let text = unsafe { std::ffi::CStr::from_ptr(name as *const std::ffi::c_char) };
+        let mut names = lock(&self.global_names);
+        if let Some(kept) = names.get(text) {
+            return kept.as_ptr() as usize;
+        }
+        let kept = text.to_owned();
+        let address = kept.as_ptr() as usize;
+        names.insert(kept);
+        address
     }
 
     /// The unloaded globals' mappings on `device`.

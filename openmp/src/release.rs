@@ -160,6 +160,54 @@ impl Release {
     pub fn reports_empty_mappings(self) -> bool {
         self >= Release::Llvm19
     }
+
+    /// `LIBOMPTARGET_INFO` lines as LLVM 15+ print them, where LLVM 14's
+    /// differ: "Creating new map entry" with `HstPtrBase` and
+    /// `TgtAllocBegin`; a data end's "Mapping exists" after its final
+    /// decrement, `(decremented, delayed deletion)`; the data regions'
+    /// entry names (`with being_mapper`, ...); "Return HstPtrBegin ... for
+    /// unified shared memory"; "table empty" for a device with no mapping
+    /// in a table dump, and the dump at exit in reverse device order; a
+    /// pointer attached by `PTR_AND_OBJ` named after the pointer's mapping.
+    pub fn prints_info_since_llvm15(self) -> bool {
+        self >= Release::Llvm19
+    }
+
+    /// The plugin's "Launching kernel" INFO line (bit 0x10): LLVM 14's host
+    /// plugin prints none; LLVM 19's plugins print the block and thread
+    /// counts, LLVM 22's each as three dimensions.
+    pub fn kernel_launch_info(self) -> Option<LaunchInfo> {
+        match self {
+            Release::Llvm14 => None,
+            Release::Llvm19 => Some(LaunchInfo::Counts),
+            Release::Llvm22 => Some(LaunchInfo::Dimensions),
+        }
+    }
+
+    /// A `declare target` global's mapping has a name: LLVM 15+ give it the
+    /// symbol's (`HstPtrName` is the entry's name), LLVM 14 none (INFO and
+    /// the table dumps say `unknown`). Ours always keeps the name and asks
+    /// this when printing, so the line follows the printing caller.
+    pub fn names_global_mappings(self) -> bool {
+        self >= Release::Llvm19
+    }
+
+    /// Under `requires unified_shared_memory`, LLVM 15+ write each host
+    /// global's bytes into its device global when an image is loaded (the
+    /// device global is clang's reference to the host one); LLVM 14 leaves
+    /// the reference null.
+    pub fn writes_globals_for_usm(self) -> bool {
+        self >= Release::Llvm19
+    }
+}
+
+/// How a release's plugin words its "Launching kernel" INFO line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LaunchInfo {
+    /// LLVM 19: `with B blocks and T threads in Generic mode`.
+    Counts,
+    /// LLVM 22: `with [B,1,1] blocks and [T,1,1] threads in Generic mode`.
+    Dimensions,
 }
 
 /// The caller's release, asked of the host at most once per C call and only

@@ -35,15 +35,40 @@ impl<'a> Offload<'a> {
         device_id: i64,
         args: &MapArgs,
     ) -> Result<(), Fatal> {
+        // SAFETY: our `# Safety` is the callee's.
+        unsafe { self.target_data_update_as(loc, device_id, args, false) }
+    }
+
+    /// `__tgt_target_data_update_mapper` or its `_nowait` variant.
+    ///
+    /// # Safety
+    /// As [`Offload::target_data_update`].
+    pub unsafe fn target_data_update_as(
+        &self,
+        loc: *const Ident,
+        device_id: i64,
+        args: &MapArgs,
+        nowait: bool,
+    ) -> Result<(), Fatal> {
         let _span = omptarget::profile::span(omptarget::profile::Kind::Mapping, "target update");
         let op = |dev: &DeviceCtx<'a>| {
             // SAFETY: our `# Safety`: `args` is a valid view of the call's
             // arrays, naming host memory as the map types say.
             unsafe { self.data_update(dev, args, false) }
         };
+        let region = super::info::InfoRegion::DataUpdate { nowait };
         // SAFETY: our `# Safety`: `loc` is null or a valid `ident_t` and
         // `args` a valid view (`data_entry`'s contract).
-        unsafe { self.data_entry(loc, device_id, args, super::ompt::RegionKind::Update, op) }
+        unsafe {
+            self.data_entry(
+                loc,
+                device_id,
+                args,
+                super::ompt::RegionKind::Update,
+                region,
+                op,
+            )
+        }
     }
 
     /// LLVM's `targetDataUpdate`.

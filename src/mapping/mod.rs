@@ -174,8 +174,16 @@ impl MappingTable {
 
     /// Map a `declare target` global with an infinite count, unless its
     /// range already overlaps a mapping (LLVM tolerates several weak
-    /// definitions of one symbol). Returns true when a mapping was added.
-    pub fn insert_global(&self, host_addr: usize, size: usize, device_addr: usize) -> bool {
+    /// definitions of one symbol). `name` is its `map_var_info_t` (0: none,
+    /// as LLVM 14 has it), which must stay valid as long as the table.
+    /// Returns true when a mapping was added.
+    pub fn insert_global(
+        &self,
+        host_addr: usize,
+        size: usize,
+        device_addr: usize,
+        name: usize,
+    ) -> bool {
         let mut entries = self.lock_entries();
         let result = entries.lookup(host_addr, size as i64);
         if result.overlaps() {
@@ -189,7 +197,7 @@ impl MappingTable {
                 host_addr,
                 host_addr.wrapping_add(size),
                 device_addr,
-                0,
+                name,
                 refs,
                 Default::default(),
             ),

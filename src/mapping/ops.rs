@@ -67,6 +67,18 @@ impl RefAction {
             RefAction::ResetDeferredFinalDecrement => " (reset, deferred final decrement)",
         }
     }
+
+    /// The text LLVM 15+ append: they make the final decrement in the query
+    /// ("delayed deletion": the data end removes the mapping later), and
+    /// call a reset that does not remove the mapping a decrement.
+    pub fn text_since_llvm15(self) -> &'static str {
+        match self {
+            RefAction::Reset => " (decremented)",
+            RefAction::DeferredFinalDecrement => " (decremented, delayed deletion)",
+            RefAction::ResetDeferredFinalDecrement => " (reset, delayed deletion)",
+            other => other.text(),
+        }
+    }
 }
 
 /// A change of the table worth an INFO message (`LIBOMPTARGET_INFO`).
@@ -99,8 +111,12 @@ pub enum MapEvent {
         target: usize,
         /// Size of the request, in bytes.
         size: i64,
-        /// The mapping's counts after the operation.
+        /// The mapping's counts as LLVM 14 shows them: before a final
+        /// decrement that is deferred (or made later by the data end).
         refs: RefCounts,
+        /// The counts after everything this query did (LLVM 15+ make the
+        /// final decrement in the query and show its result).
+        refs_after: RefCounts,
         /// The count the operation acted on.
         kind: RefKind,
         /// What happened to that count.
@@ -108,9 +124,14 @@ pub enum MapEvent {
     },
     /// A mapping was created ("Creating new map entry with...").
     Created {
+        /// Host base address of the mapped object (LLVM 15+ print it).
+        host_base: usize,
         /// Host begin address of the new mapping.
         host_begin: usize,
-        /// Device address allocated for it.
+        /// Start of the device allocation: `target` less the device
+        /// padding (LLVM 15+ print it as `TgtAllocBegin`).
+        alloc_begin: usize,
+        /// Device address of `host_begin`.
         target: usize,
         /// Size of the mapping, in bytes.
         size: i64,
@@ -118,6 +139,15 @@ pub enum MapEvent {
         refs: RefCounts,
         /// The variable's `map_var_info_t` address, or 0.
         name: usize,
+    },
+    /// Unified shared memory: the section is used at its host address, no
+    /// mapping is made (LLVM 15+ print "Return HstPtrBegin ... for unified
+    /// shared memory").
+    HostPointer {
+        /// Host address of the section.
+        host_begin: usize,
+        /// Size of the section, in bytes (never 0).
+        size: i64,
     },
     /// A mapping was removed ("Removing map entry with...").
     Removed {
@@ -339,6 +369,7 @@ fn unmap_found(
         target,
         size: request.size,
         refs: shown,
+        refs_after: entry.refs,
         kind,
         action,
     });
@@ -417,6 +448,12 @@ impl MappingTable {
             if request.size != 0 {
                 out.is_host_ptr = true;
                 out.target = non_null(request.host_begin);
+                let event = MapEvent::HostPointer {
+                    host_begin: request.host_begin,
+                    size: request.size,
+                };
+                memory.on_event(&event);
+                out.event = Some(event);
             }
         } else if request.present {
             out.failure = Some(MapFailure::PresentMissing {
@@ -444,7 +481,9 @@ impl MappingTable {
                     out.entry = Some(entry.handle());
                     entry_name = request.name;
                     let event = MapEvent::Created {
+                        host_base: request.host_base,
                         host_begin: request.host_begin,
+                        alloc_begin: allocated,
                         target: device,
                         size: request.size,
                         refs: entry.refs,

@@ -118,7 +118,7 @@ impl RefCounts {
     }
 
     /// Is the dynamic count INF (an associated pointer or a global)?
-    pub(crate) fn is_dynamic_infinite(&self) -> bool {
+    pub fn is_dynamic_infinite(&self) -> bool {
         self.dynamic == INF_REF_COUNT
     }
 }

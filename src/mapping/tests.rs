@@ -568,8 +568,8 @@ fn dealloc_of_unknown_section_is_an_error() {
 #[test]
 fn globals_are_infinite_and_skip_overlaps() {
     let t = MappingTable::new();
-    assert!(t.insert_global(0x1000, 8, 0xa000));
-    assert!(!t.insert_global(0x1004, 8, 0xb000));
+    assert!(t.insert_global(0x1000, 8, 0xa000, 0));
+    assert!(!t.insert_global(0x1004, 8, 0xb000, 0));
     assert_eq!(t.translate(0x1004, 4), Some(0xa004));
     assert_eq!(refs_of(&t, 0x1000).dynamic, INF_REF_COUNT);
     assert!(t.remove_global(0x1000, 0xb000).is_none());

@@ -1,5 +1,3 @@
-// RELEASES: 14
-// (LLVM 19 and 22 print INFO in another format, not reproduced yet.)
 // ENV: LIBOMPTARGET_INFO=-1
 // CHECK-STDERR
 // CFLAGS: -fopenmp-version=51
@@ -10,6 +8,9 @@
 // map entry", "Mapping exists" with reference counts, "Removing map entry",
 // both directions of "Copying data", the mapping-table dump after each
 // region, and the dump at exit of what is still mapped (on two devices).
+// Each release's own wording: LLVM 19/22 print more fields when creating a
+// mapping, make a data end's final decrement at once, say "table empty",
+// name the global's mapping, and their plugins announce each launch.
 #include <omp.h>
 #include <stdio.h>
 

@@ -1,5 +1,3 @@
-// RELEASES: 14
-// (LLVM 19 and 22 print INFO in another format, not reproduced yet.)
 // CHECK-STDERR
 // EXTRA-BUILD: {cc} {offload} {debug} -fPIC -shared lib/dlopen_kernels.c -o {out}/libdlopen_kernels.so
 // LDFLAGS: -ldl
@@ -117,8 +115,13 @@ int main(int argc, char **argv) {
   for (size_t i = 0; i < sizeof values / sizeof values[0]; i++)
     rc |= run_child(argv[0], "work", values[i], argv[1]);
   rc |= run_child(argv[0], "set-flag", NULL, argv[1]);
+#if __clang_major__ < 19
+  // LLVM 19 and 22 name the library's global mapping with a pointer into
+  // the library and dump it after the dlclose: their runtimes crash (ours
+  // keeps a copy of the name), so only LLVM 14 is compared there.
   rc |= run_child(argv[0], "dlopen", "4", argv[1]);
   rc |= run_child(argv[0], "dlopen", "-1", argv[1]);
+#endif
   printf("done rc=%d\n", rc);
   return rc;
 }

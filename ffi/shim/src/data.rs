@@ -30,6 +30,8 @@ unsafe fn run(
     names: *mut *mut c_void,
     mappers: *mut *mut c_void,
 ) {
+    // The entry's own name says whether it is a `_nowait` one.
+    let nowait = entry.contains("nowait");
     guard(entry, (), || {
         // SAFETY: our caller's contract: each non-null array holds `arg_num`
         // elements, `base` writable, valid for this call, which outlives the
@@ -42,7 +44,7 @@ unsafe fn run(
                 with_session_deferred(
                     entry.contains("_nowait"),
                     || (),
-                    |s| unsafe { s.target_data(op, loc, device_id, &args) },
+                    |s| unsafe { s.target_data(op, nowait, loc, device_id, &args) },
                 );
             }
             None => eprintln!(

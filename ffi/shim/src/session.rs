@@ -211,15 +211,23 @@ impl Session {
     /// call's arrays, whose pointers name host memory as the map types say
     /// (for `NON_CONTIG` updates, the begin pointer is an array of `size`
     /// dimension descriptors).
-    pub unsafe fn target_data(&self, op: DataOp, loc: *mut c_void, device_id: i64, args: &MapArgs) {
+    /// `nowait`: a `_nowait` entry (run alike; LLVM 15+ name it in INFO).
+    pub unsafe fn target_data(
+        &self,
+        op: DataOp,
+        nowait: bool,
+        loc: *mut c_void,
+        device_id: i64,
+        args: &MapArgs,
+    ) {
         let loc = loc as *const Ident;
         let offload = self.offload();
         // SAFETY: our caller's contract is that of all three callees.
         or_abort(unsafe {
             match op {
-                DataOp::Begin => offload.target_data_begin(loc, device_id, args),
-                DataOp::End => offload.target_data_end(loc, device_id, args),
-                DataOp::Update => offload.target_data_update(loc, device_id, args),
+                DataOp::Begin => offload.target_data_begin_as(loc, device_id, args, nowait),
+                DataOp::End => offload.target_data_end_as(loc, device_id, args, nowait),
+                DataOp::Update => offload.target_data_update_as(loc, device_id, args, nowait),
             }
         })
     }
