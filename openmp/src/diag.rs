@@ -343,10 +343,8 @@ mod tests {
         // A global's symbol name, as LLVM 15+ name its mapping.
         let bare = CString::new("pGI_decl_tgt_ref_ptr").unwrap();
         // SAFETY: `bare` is a live NUL-terminated CString.
-        assert_eq!(
-            unsafe { name_from_mapping(bare.as_ptr()) },
-            "pGI_decl_tgt_ref_ptr"
-        );
+        let name = unsafe { name_from_mapping(bare.as_ptr()) };
+        assert_eq!(name, "pGI_decl_tgt_ref_ptr");
         // SAFETY: `bare` is a live NUL-terminated CString.
         let info = unsafe { SourceInfo::from_var_name(bare.as_ptr()) };
         assert_eq!(info.name, "pGI_decl_tgt_ref_ptr");
