@@ -1,7 +1,7 @@
 //! `LIBOMPTARGET_INFO` output: the INFO lines libomptarget prints (mapping
 //! changes, data transfers, kernel arguments, the plugin's kernel launch),
 //! worded as the caller's release words them; the table dumps are in
-//! [`super::info_dump`]. The release is asked only once a line is printed
+//! `info_dump`. The release is asked only once a line is printed
 //! (INFO on): with INFO off every entry point here is one flag test.
 
 use super::args::MapArgs;

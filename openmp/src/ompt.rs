@@ -16,7 +16,7 @@
 //!   for the thread's life), the task data libomp gives for the region,
 //!   and the calling code's return address (`codeptr_ra`).
 //! * A call traces only when its caller's release has OMPT (LLVM 14's
-//!   runtime has none); [`Offload::ompt_call`] asks once per C call, and
+//!   runtime has none); `Offload::ompt_call` asks once per C call, and
 //!   only while a tool listens.
 //!
 //! The disabled path is one relaxed load of [`Ompt::active`] per
