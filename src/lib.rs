@@ -177,6 +177,7 @@ mod error;
 /// OpenMP layer's tests); the typed API's [`Image`] is what programs use.
 #[doc(hidden)]
 pub mod image;
+mod image_dtors;
 mod launch;
 pub mod leak_report;
 // LLVM 14's host-to-device mapping tables: the OpenMP layer's interface
@@ -209,7 +210,9 @@ pub use error::{Error, Result};
 pub use launch::RegionLaunch;
 pub use plugin::{PluginInfo, SkipReason, SkippedPlugin};
 pub use runtime::Runtime;
-pub use shutdown_report::{Phase, ShutdownReport, StepOutcome, TeardownStep};
+pub use shutdown_report::{
+    DtorsOutcome, ImageDtors, Phase, ShutdownReport, StepOutcome, TeardownStep,
+};
 pub use trace::profile;
 
 /// How many [`Runtime`]s of one process can use the built-in host plugin at

@@ -11,7 +11,7 @@ use std::sync::Arc;
 ///
 /// Built by [`Runtime::new`], torn down by [`Runtime::shutdown`] in one
 /// fixed order (see DESIGN.md, "Teardown order"): (1) drain every memory manager, (2) free
-/// what the user still holds, (3) unload images, (4) `deinit_device`,
+/// what the user still holds, (3) unload images (running their destructors), (4) `deinit_device`,
 /// (5) `deinit_plugin`, (6) close the libraries. Dropping a runtime without
 /// `shutdown` runs the same teardown and logs a warning.
 ///
@@ -196,6 +196,9 @@ impl Runtime {
         }
         for device in self.devices.built() {
             device.teardown_list_in_use(&mut report);
+        }
+        for device in self.devices.built() {
+            device.teardown_list_images_kept(&mut report, why);
         }
         for plugin in &self.plugins {
             report.not_freed.push(crate::shutdown_report::NotFreed {

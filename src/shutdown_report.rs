@@ -5,6 +5,7 @@ use crate::mapping::MappedRange;
 use crate::plugin::SkippedPlugin;
 use std::fmt;
 
+pub use crate::image_dtors::{DtorsOutcome, ImageDtors};
 pub use crate::step_outcome::StepOutcome;
 
 /// The phases of the teardown, in the order they run.
@@ -230,6 +231,10 @@ pub struct ShutdownReport {
     pub live_mappings: Vec<LiveMapping>,
     /// What could not be released, and why.
     pub not_freed: Vec<NotFreed>,
+    /// The destructors of every image loaded at shutdown, per device and
+    /// image: run by its unload (step 3, before `deinit_device`), or not
+    /// run and why.
+    pub image_dtors: Vec<ImageDtors>,
     /// The plugins skipped when the runtime was built: each one's path, why
     /// it was skipped and what was undone then (`deinit_plugin`, close).
     /// They have no steps above.
@@ -362,6 +367,15 @@ impl fmt::Display for ShutdownReport {
         }
         for (i, step) in self.steps.iter().enumerate() {
             writeln!(f, "  {:>2}. {step}", i + 1)?;
+        }
+        if !self.image_dtors.is_empty() {
+            writeln!(
+                f,
+                "  image destructors (run by each image's unload, before deinit_device; or not run, and why):"
+            )?;
+            for dtors in &self.image_dtors {
+                writeln!(f, "    {dtors}")?;
+            }
         }
         if !self.skipped_plugins.is_empty() {
             writeln!(f, "  skipped at load (why; what was undone then):")?;

@@ -185,6 +185,12 @@ fn assert_report(report: &ShutdownReport, from_drop: bool) {
     assert_eq!(report.user_leaks.len(), 1);
     assert_eq!(report.user_leaks[0].size, 8000);
     assert!(report.not_freed.is_empty(), "{report}");
+    assert_eq!(report.image_dtors.len(), 1, "{report}");
+    assert_eq!(report.image_dtors[0].device, 0);
+    assert_eq!(
+        report.image_dtors[0].outcome,
+        omptarget::DtorsOutcome::RunByUnload
+    );
     assert_eq!(report.from_drop, from_drop);
 }
 
@@ -270,6 +276,12 @@ fn a_destroyed_plugin_is_never_called_again_and_the_losses_are_reported() {
         "{what:?}"
     );
     assert!(what.iter().any(|w| w.starts_with("image")), "{what:?}");
+    // The image's destructors: not run, the plugin is gone.
+    assert_eq!(report.image_dtors.len(), 1, "{report}");
+    assert!(
+        matches!(&report.image_dtors[0].outcome, omptarget::DtorsOutcome::NotRun(why) if why == "plugin already destroyed, unload_binary not called"),
+        "{report}"
+    );
     assert_eq!(what.iter().filter(|w| **w == "device state").count(), 2);
     assert_eq!(report.bytes_freed, 0);
     assert!(report.to_string().contains("could not be released"));

@@ -4,7 +4,8 @@
 //! step.
 use super::Device;
 use crate::shutdown_report::{
-    LiveMapping, NotFreed, ShutdownReport, StepOutcome, TeardownStep, UserLeak,
+    DtorsOutcome, ImageDtors, LiveMapping, NotFreed, ShutdownReport, StepOutcome, TeardownStep,
+    UserLeak,
 };
 use crate::sync::lock;
 use crate::Error;
@@ -124,7 +125,16 @@ impl Device {
         let images = std::mem::take(&mut *lock(&self.images));
         let mut unloaded = 0;
         let outcome = match self.plugin.entries().unload_binary {
-            None => StepOutcome::NotExported,
+            None => {
+                for record in images.iter() {
+                    self.report_dtors(
+                        report,
+                        record.image.0,
+                        DtorsOutcome::NotRun("the plugin exports no unload_binary".into()),
+                    );
+                }
+                StepOutcome::NotExported
+            }
             Some(unload) => {
                 let mut errors = Vec::new();
                 for record in images.iter() {
@@ -136,6 +146,14 @@ impl Device {
                         .plugin
                         .call(|_| unsafe { unload(local, record.image.0) })
                         .and_then(|code| self.check("unload_binary", code));
+                    let dtors = match &result {
+                        Ok(()) => DtorsOutcome::RunByUnload,
+                        Err(Error::PluginDead { .. }) => DtorsOutcome::NotRun(
+                            "plugin already destroyed, unload_binary not called".into(),
+                        ),
+                        Err(err) => DtorsOutcome::NotRun(format!("unload_binary failed: {err}")),
+                    };
+                    self.report_dtors(report, record.image.0, dtors);
                     match result {
                         Ok(()) => unloaded += 1,
                         Err(err) => {
@@ -156,6 +174,37 @@ impl Device {
             images: unloaded,
             outcome,
         });
+    }
+
+    /// At exit with calls still in flight: every loaded image stays loaded,
+    /// so its destructors do not run (and never run after it is gone).
+    pub(crate) fn teardown_list_images_kept(&self, report: &mut ShutdownReport, why: &str) {
+        if !self.is_initialized() {
+            return;
+        }
+        // The records stay in the list: a later full teardown unloads them.
+        let images: Vec<_> = lock(&self.images).iter().map(|r| r.image.0).collect();
+        for image in images {
+            self.report_dtors(
+                report,
+                image,
+                DtorsOutcome::NotRun(format!(
+                    "in use at exit: {why}; the image stays loaded, left to the OS"
+                )),
+            );
+        }
+    }
+
+    fn report_dtors(
+        &self,
+        report: &mut ShutdownReport,
+        image: *mut crate::abi::DeviceImage,
+        outcome: DtorsOutcome,
+    ) {
+        // SAFETY: a loaded image's storage is alive until the plugin is
+        // closed (`release_image_storage`), after every caller of this.
+        let dtors = unsafe { ImageDtors::of(self.id, self.plugin.name(), image, outcome) };
+        report.image_dtors.push(dtors);
     }
 
     /// Step 4: `deinit_device`, for a device that was initialised.

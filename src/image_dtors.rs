@@ -1,0 +1,166 @@
+//! The destructors of device images: per device and image, whether the
+//! teardown ran them (through `unload_binary`), or why not.
+//!
+//! A plugin runs an image's global constructors when it loads the image
+//! and its destructors when it unloads it: the host plugin dlopens an
+//! image, so the loader runs its `.init_array` at `load_binary` and its
+//! `.fini_array` at `unload_binary` (dlclose); LLVM's plugins-nextgen call
+//! `callGlobalConstructors`/`callGlobalDestructors` there too. So the
+//! destructors of every image still loaded at shutdown run in the
+//! teardown's step 3 (unload images), before `deinit_device`, and never
+//! after: an image that is not unloaded (a partial teardown at exit, a
+//! dead plugin, a failed or missing `unload_binary`) is listed as *not
+//! run*, with the reason. Clang 14's destructor entries (`declare target`
+//! `DTOR` flags) are kernels the OpenMP layer runs at unregistration,
+//! before the teardown; the image lists how many it has.
+use crate::abi::{self, declare_target};
+use std::fmt;
+
+/// The destructors of one image loaded on a device at shutdown.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImageDtors {
+    /// Runtime-wide number of the device the image was loaded on.
+    pub device: usize,
+    /// File name of the plugin library serving the device.
+    pub plugin: String,
+    /// Address of the image's `__tgt_device_image`.
+    pub image: usize,
+    /// Size of the image, in bytes.
+    pub size: usize,
+    /// Entries of its ELF `.fini_array` (the destructors the loader runs at
+    /// dlclose, the C runtime's `__do_global_dtors_aux` included); `None`
+    /// when the image is not an ELF object or has no `.fini_array`.
+    pub fini_array: Option<usize>,
+    /// Entries flagged as destructors (clang 14's `DTOR` kernels, run by
+    /// the OpenMP layer at unregistration, not by the unload).
+    pub dtor_entries: usize,
+    /// Whether the unload ran them.
+    pub outcome: DtorsOutcome,
+}
+
+/// Whether an image's destructors ran in the teardown.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DtorsOutcome {
+    /// `unload_binary` succeeded: the plugin ran them as it unloaded the
+    /// image (the host plugin: dlclose).
+    RunByUnload,
+    /// Not run by the teardown (the reason); the image stays loaded until
+    /// the process ends.
+    NotRun(String),
+}
+
+impl ImageDtors {
+    /// What the teardown knows of `image`'s destructors, before its
+    /// unload.
+    ///
+    /// # Safety
+    /// `image` is a valid `__tgt_device_image` whose bytes and entries are
+    /// alive for this call.
+    pub(crate) unsafe fn of(
+        device: usize,
+        plugin: &str,
+        image: *const abi::DeviceImage,
+        outcome: DtorsOutcome,
+    ) -> ImageDtors {
+        // SAFETY: our `# Safety`.
+        let desc = unsafe { &*image };
+        let size = (desc.image_end as usize).saturating_sub(desc.image_start as usize);
+        let bytes: &[u8] = if desc.image_start.is_null() || size == 0 {
+            &[]
+        } else {
+            // SAFETY: `image_start..image_end` are the image's live bytes.
+            unsafe { std::slice::from_raw_parts(desc.image_start as *const u8, size) }
+        };
+        let entries = (desc.entries_end as usize).saturating_sub(desc.entries_begin as usize)
+            / std::mem::size_of::<abi::OffloadEntry>();
+        let dtor_entries = if desc.entries_begin.is_null() || entries == 0 {
+            0
+        } else {
+            // SAFETY: the entry range is the image's live entry table.
+            unsafe { std::slice::from_raw_parts(desc.entries_begin, entries) }
+                .iter()
+                .filter(|e| e.flags & declare_target::DTOR != 0)
+                .count()
+        };
+        ImageDtors {
+            device,
+            plugin: plugin.to_owned(),
+            image: image as usize,
+            size,
+            fini_array: fini_array_entries(bytes),
+            dtor_entries,
+            outcome,
+        }
+    }
+}
+
+/// The number of pointers in the `.fini_array` of the ELF object `elf`.
+pub(crate) fn fini_array_entries(elf: &[u8]) -> Option<usize> {
+    use object::{Object, ObjectSection};
+    let file = object::File::parse(elf).ok()?;
+    let section = file.section_by_name(".fini_array")?;
+    let pointer = if file.is_64() { 8 } else { 4 };
+    usize::try_from(section.size()).ok().map(|s| s / pointer)
+}
+
+impl fmt::Display for ImageDtors {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "device {} ({}): image {:#x} ({} bytes",
+            self.device, self.plugin, self.image, self.size
+        )?;
+        match self.fini_array {
+            Some(n) => write!(f, ", {n} .fini_array entries")?,
+            None => write!(f, ", no .fini_array")?,
+        }
+        if self.dtor_entries > 0 {
+            write!(
+                f,
+                ", {} dtor entries (kernels the OpenMP layer runs at unregistration)",
+                self.dtor_entries
+            )?;
+        }
+        match &self.outcome {
+            DtorsOutcome::RunByUnload => write!(f, "): destructors run by unload_binary"),
+            DtorsOutcome::NotRun(why) => write!(f, "): destructors NOT run: {why}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_shared_object_has_a_fini_array_and_junk_has_none() {
+        // The test binary itself is an ELF object with a `.fini_array`.
+        let exe = std::fs::read(std::env::current_exe().unwrap()).unwrap();
+        assert!(fini_array_entries(&exe).is_some_and(|n| n >= 1));
+        assert_eq!(fini_array_entries(b"not an elf"), None);
+    }
+
+    #[test]
+    fn the_line_says_what_ran_or_why_not() {
+        let mut dtors = ImageDtors {
+            device: 0,
+            plugin: "libomptarget.rtl.x86_64.so".into(),
+            image: 0x1000,
+            size: 64,
+            fini_array: Some(2),
+            dtor_entries: 0,
+            outcome: DtorsOutcome::RunByUnload,
+        };
+        assert_eq!(
+            dtors.to_string(),
+            "device 0 (libomptarget.rtl.x86_64.so): image 0x1000 (64 bytes, 2 .fini_array entries): destructors run by unload_binary"
+        );
+        dtors.fini_array = None;
+        dtors.dtor_entries = 1;
+        dtors.outcome = DtorsOutcome::NotRun("in use at exit: a kernel".into());
+        assert_eq!(
+            dtors.to_string(),
+            "device 0 (libomptarget.rtl.x86_64.so): image 0x1000 (64 bytes, no .fini_array, 1 dtor entries (kernels the OpenMP layer runs at unregistration)): destructors NOT run: in use at exit: a kernel"
+        );
+    }
+}
