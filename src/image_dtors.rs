@@ -34,8 +34,22 @@ pub struct ImageDtors {
     /// Entries flagged as destructors (clang 14's `DTOR` kernels, run by
     /// the OpenMP layer at unregistration, not by the unload).
     pub dtor_entries: usize,
+    /// How those kernels went, when the OpenMP layer ran them; `None`:
+    /// not run (the binary was never unregistered, or its constructors
+    /// never ran on this device).
+    pub dtor_kernels: Option<DtorKernels>,
     /// Whether the unload ran them.
     pub outcome: DtorsOutcome,
+}
+
+/// The destructor kernels of an image the OpenMP layer ran at its
+/// unregistration (before the teardown).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DtorKernels {
+    /// Kernels that ran and succeeded.
+    pub ran: usize,
+    /// Kernels that failed (LLVM only prints this as debug output).
+    pub failed: usize,
 }
 
 /// Whether an image's destructors ran in the teardown.
@@ -60,6 +74,7 @@ impl ImageDtors {
         device: usize,
         plugin: &str,
         image: *const abi::DeviceImage,
+        dtor_kernels: Option<DtorKernels>,
         outcome: DtorsOutcome,
     ) -> ImageDtors {
         // SAFETY: our `# Safety`.
@@ -89,6 +104,7 @@ impl ImageDtors {
             size,
             fini_array: fini_array_entries(bytes),
             dtor_entries,
+            dtor_kernels,
             outcome,
         }
     }
@@ -114,12 +130,14 @@ impl fmt::Display for ImageDtors {
             Some(n) => write!(f, ", {n} .fini_array entries")?,
             None => write!(f, ", no .fini_array")?,
         }
-        if self.dtor_entries > 0 {
-            write!(
+        match (self.dtor_entries, self.dtor_kernels) {
+            (0, None) => {}
+            (n, None) => write!(f, ", {n} dtor entries, not run at unregistration")?,
+            (n, Some(k)) => write!(
                 f,
-                ", {} dtor entries (kernels the OpenMP layer runs at unregistration)",
-                self.dtor_entries
-            )?;
+                ", {n} dtor entries: {} run at unregistration, {} failed",
+                k.ran, k.failed
+            )?,
         }
         match &self.outcome {
             DtorsOutcome::RunByUnload => write!(f, "): destructors run by unload_binary"),
@@ -149,6 +167,7 @@ mod tests {
             size: 64,
             fini_array: Some(2),
             dtor_entries: 0,
+            dtor_kernels: None,
             outcome: DtorsOutcome::RunByUnload,
         };
         assert_eq!(
@@ -160,7 +179,11 @@ mod tests {
         dtors.outcome = DtorsOutcome::NotRun("in use at exit: a kernel".into());
         assert_eq!(
             dtors.to_string(),
-            "device 0 (libomptarget.rtl.x86_64.so): image 0x1000 (64 bytes, no .fini_array, 1 dtor entries (kernels the OpenMP layer runs at unregistration)): destructors NOT run: in use at exit: a kernel"
+            "device 0 (libomptarget.rtl.x86_64.so): image 0x1000 (64 bytes, no .fini_array, 1 dtor entries, not run at unregistration): destructors NOT run: in use at exit: a kernel"
         );
+        dtors.dtor_kernels = Some(DtorKernels { ran: 1, failed: 0 });
+        assert!(dtors
+            .to_string()
+            .contains(", 1 dtor entries: 1 run at unregistration, 0 failed): "));
     }
 }

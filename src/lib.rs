@@ -211,7 +211,7 @@ pub use launch::RegionLaunch;
 pub use plugin::{PluginInfo, SkipReason, SkippedPlugin};
 pub use runtime::Runtime;
 pub use shutdown_report::{
-    DtorsOutcome, ImageDtors, Phase, ShutdownReport, StepOutcome, TeardownStep,
+    DtorKernels, DtorsOutcome, ImageDtors, Phase, ShutdownReport, StepOutcome, TeardownStep,
 };
 pub use trace::profile;
 

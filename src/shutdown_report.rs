@@ -5,7 +5,7 @@ use crate::mapping::MappedRange;
 use crate::plugin::SkippedPlugin;
 use std::fmt;
 
-pub use crate::image_dtors::{DtorsOutcome, ImageDtors};
+pub use crate::image_dtors::{DtorKernels, DtorsOutcome, ImageDtors};
 pub use crate::step_outcome::StepOutcome;
 
 /// The phases of the teardown, in the order they run.

@@ -103,6 +103,12 @@ pub trait DeviceOps: Send + Sync {
     /// # Safety
     /// `image` was loaded on this device by [`DeviceOps::load_binary`].
     unsafe fn unload_binary(&self, image: *mut DeviceImage) -> Result<bool, OpFailed>;
+    /// The binary of `image` (loaded here) was unregistered and its
+    /// destructor kernels ran: `ran` succeeded, `failed` failed. The core
+    /// lists them with the image in the shutdown report; others ignore it.
+    fn note_dtor_kernels(&self, image: *mut DeviceImage, ran: usize, failed: usize) {
+        let _ = (image, ran, failed);
+    }
     /// `__tgt_rtl_run_target_region`.
     ///
     /// # Safety
@@ -261,6 +267,9 @@ impl DeviceOps for omptarget::device::Device {
         // SAFETY: the trait's `# Safety` for `unload_binary`: `image` was
         // loaded on this device by `load_binary`, i.e. by `load_image_kept`.
         unsafe { self.unload_image(image) }
+    }
+    fn note_dtor_kernels(&self, image: *mut DeviceImage, ran: usize, failed: usize) {
+        omptarget::device::Device::note_dtor_kernels(self, image, ran, failed);
     }
     unsafe fn run_region(
         &self,

@@ -418,7 +418,7 @@ impl Offload<'_> {
                 // SAFETY: `run_dtors`'s `# Safety`: the lists under
                 // `desc_key` were recorded by `register_ctors_dtors` from
                 // this binary's image entries, and only there.
-                unsafe { self.run_dtors(device as i64, desc_key) };
+                unsafe { self.run_dtors(device as i64, desc_key, copy.device_image()) };
             }
         }
 
@@ -479,6 +479,8 @@ impl Offload<'_> {
 
     /// Run a binary's destructors on one device if its constructors ran
     /// there (LLVM: the pending ctor list is empty), then forget its lists.
+    /// How many ran and failed is noted on `image` (the runtime's copy
+    /// loaded on the device) for the shutdown report.
     /// Unlike LLVM 14, the lists go even when the constructors never ran:
     /// they are the code of a binary being unloaded, never to be run.
     ///
@@ -486,7 +488,7 @@ impl Offload<'_> {
     /// The destructor lists under `desc_key` are entry addresses of the
     /// binary's images (as `register_ctors_dtors` records them), so
     /// `run_target` runs them as loaded kernels taking no arguments.
-    unsafe fn run_dtors(&self, device: i64, desc_key: usize) {
+    unsafe fn run_dtors(&self, device: i64, desc_key: usize, image: *mut DeviceImage) {
         let Some(dev) = self.device(device) else {
             return;
         };
@@ -494,8 +496,9 @@ impl Offload<'_> {
         let Some(lists) = pending.libs.remove(&desc_key) else {
             return;
         };
-        if lists.ctors.is_empty() {
+        if lists.ctors.is_empty() && !lists.dtors.is_empty() {
             let dtors: Vec<usize> = lists.dtors.iter().copied().collect();
+            let (mut ran, mut failed) = (0, 0);
             for dtor in dtors {
                 // LLVM would run the destructor of a device that never
                 // loaded the image (and crash); skip it instead.
@@ -506,7 +509,7 @@ impl Offload<'_> {
                 // SAFETY: `dtor` is a destructor entry of a binary's image
                 // (our `# Safety`), loaded on `dev` (checked just above),
                 // run with no arguments as LLVM does.
-                let _ = unsafe {
+                let result = unsafe {
                     self.run_target(
                         &dev,
                         dtor as *mut std::ffi::c_void,
@@ -514,7 +517,12 @@ impl Offload<'_> {
                         &super::region::KernelLaunch::legacy(1, 1, true),
                     )
                 };
+                match result {
+                    Ok(_) => ran += 1,
+                    Err(_) => failed += 1,
+                }
             }
+            dev.ops.note_dtor_kernels(image, ran, failed);
         }
         drop(pending);
     }

@@ -31,6 +31,9 @@ pub(crate) struct ImageRecord {
     pub image: ImagePtr,
     /// Released only after the plugin is closed, or once unloaded.
     pub _keepalive: Option<KeepAlive>,
+    /// Its destructor kernels, as the OpenMP layer ran them at
+    /// unregistration ([`Device::note_dtor_kernels`]).
+    pub dtor_kernels: Option<crate::shutdown_report::DtorKernels>,
 }
 
 /// A `__tgt_device_image` address the device keeps for `unload_binary`.
@@ -99,6 +102,7 @@ impl Device {
         lock(&self.images).push(ImageRecord {
             image: ImagePtr(image),
             _keepalive: keepalive,
+            dtor_kernels: None,
         });
         // SAFETY: a non-null table from load_binary is valid until unload.
         let entries =
@@ -153,6 +157,17 @@ impl Device {
             return Err(err);
         }
         Ok(true)
+    }
+
+    /// Record that the OpenMP layer ran `image`'s destructor kernels
+    /// (clang 14's `DTOR` entries) at its unregistration: `ran` succeeded,
+    /// `failed` failed. The shutdown report lists them with the image
+    /// ([`crate::ImageDtors`]). An image not loaded here is ignored.
+    pub fn note_dtor_kernels(&self, image: *mut abi::DeviceImage, ran: usize, failed: usize) {
+        let mut images = lock(&self.images);
+        if let Some(record) = images.iter_mut().rev().find(|r| r.image.0 == image) {
+            record.dtor_kernels = Some(crate::shutdown_report::DtorKernels { ran, failed });
+        }
     }
 
     /// How many images are loaded on this device.

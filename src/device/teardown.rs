@@ -129,7 +129,7 @@ impl Device {
                 for record in images.iter() {
                     self.report_dtors(
                         report,
-                        record.image.0,
+                        record,
                         DtorsOutcome::NotRun("the plugin exports no unload_binary".into()),
                     );
                 }
@@ -153,7 +153,7 @@ impl Device {
                         ),
                         Err(err) => DtorsOutcome::NotRun(format!("unload_binary failed: {err}")),
                     };
-                    self.report_dtors(report, record.image.0, dtors);
+                    self.report_dtors(report, record, dtors);
                     match result {
                         Ok(()) => unloaded += 1,
                         Err(err) => {
@@ -183,11 +183,11 @@ impl Device {
             return;
         }
         // The records stay in the list: a later full teardown unloads them.
-        let images: Vec<_> = lock(&self.images).iter().map(|r| r.image.0).collect();
-        for image in images {
+        let images = lock(&self.images);
+        for record in images.iter() {
             self.report_dtors(
                 report,
-                image,
+                record,
                 DtorsOutcome::NotRun(format!(
                     "in use at exit: {why}; the image stays loaded, left to the OS"
                 )),
@@ -198,12 +198,20 @@ impl Device {
     fn report_dtors(
         &self,
         report: &mut ShutdownReport,
-        image: *mut crate::abi::DeviceImage,
+        record: &super::images::ImageRecord,
         outcome: DtorsOutcome,
     ) {
         // SAFETY: a loaded image's storage is alive until the plugin is
         // closed (`release_image_storage`), after every caller of this.
-        let dtors = unsafe { ImageDtors::of(self.id, self.plugin.name(), image, outcome) };
+        let dtors = unsafe {
+            ImageDtors::of(
+                self.id,
+                self.plugin.name(),
+                record.image.0,
+                record.dtor_kernels,
+                outcome,
+            )
+        };
         report.image_dtors.push(dtors);
     }
 

@@ -119,6 +119,67 @@ fn teardown_at_exit_frees_everything_before_unloading_in_the_fixed_order() {
     }
 }
 
+/// Clang 14's device global destructors are kernels (`DTOR` entries) the
+/// main program's unregistration runs at exit: in reverse order, after
+/// main's `exit`, before the teardown unloads the image and deinitialises
+/// the device; the report lists them with the image. (The differential
+/// suite runs this program for 19 and 22 only: LLVM 14 crashes on it.)
+#[test]
+fn device_global_destructors_run_at_exit_before_the_unload_and_are_reported() {
+    let scratch = Scratch::new("global-dtors");
+    let program = scratch.join("device_global_dtor_at_exit");
+    let source = omptarget_test_support::paths::workspace_root()
+        .join("tests/c/device_global_dtor_at_exit.cpp");
+    let mut flags = vec!["-Wno-unneeded-internal-declaration", "-x", "c++"];
+    flags.extend(OFFLOAD);
+    clang(&[source.to_str().unwrap()], &program, &flags, &["-lstdc++"]);
+    let plugin = TestPlugin::new(&scratch, "plugin", &["devices=1"]);
+    let report_path = scratch.join("report.txt");
+    let out = Run::new(&scratch, &program)
+        .plugin(&plugin)
+        .env("OMPTARGET_SHUTDOWN_REPORT", &report_path)
+        .run();
+    out.assert_success();
+    // The device destructors come last, in the reverse order of the
+    // device constructors (whose order clang 14 picks).
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    let device = |what: &str| -> Vec<String> {
+        lines
+            .iter()
+            .filter_map(|l| l.strip_prefix(&format!("device {what} ")))
+            .map(str::to_owned)
+            .collect()
+    };
+    let mut ctors = device("constructor");
+    ctors.reverse();
+    assert_eq!(device("destructor"), ctors, "{out}");
+    assert_eq!(ctors.len(), 2, "{out}");
+    assert!(
+        lines[lines.len() - 2..]
+            .iter()
+            .all(|l| l.starts_with("device destructor ")),
+        "{out}"
+    );
+    // Two constructor kernels, the region, two destructor kernels; then
+    // the unload, then the device's deinit.
+    let log = plugin.log();
+    assert_eq!(log.calls_starting("run_target").len(), 5, "{log}");
+    all_before(&log, "run_target_team_region_async", "unload_binary");
+    all_before(&log, "unload_binary", "deinit_device");
+    let report = std::fs::read_to_string(&report_path)
+        .unwrap_or_else(|e| panic!("no report at {}: {e}\n{out}", report_path.display()));
+    let line = report
+        .lines()
+        .find(|l| l.contains("dtor entries"))
+        .unwrap_or_else(|| panic!("no image destructors line:\n{report}"));
+    assert!(
+        line.ends_with(
+            " 2 dtor entries: 2 run at unregistration, 0 failed): destructors run by unload_binary"
+        ),
+        "{report}"
+    );
+}
+
 #[test]
 fn dlclose_cycles_share_one_runtime_torn_down_once_at_exit() {
     const CYCLES: usize = 3;
