@@ -55,8 +55,12 @@ pub struct DtorKernels {
 /// Whether an image's destructors ran in the teardown.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DtorsOutcome {
-    /// `unload_binary` succeeded: the plugin ran them as it unloaded the
-    /// image (the host plugin: dlclose).
+    /// `unload_binary` succeeded. A plugin that dlopens the image (ours
+    /// for the host) ran its `.fini_array` there (dlclose); what another
+    /// plugin runs at unload is its own business: LLVM's plugins-nextgen
+    /// call `callGlobalDestructors`, our CUDA plugin runs no device
+    /// destructors. So the line says "destructors run" only for an image
+    /// with a `.fini_array`.
     RunByUnload,
     /// Not run by the teardown (the reason); the image stays loaded until
     /// the process ends.
@@ -140,7 +144,13 @@ impl fmt::Display for ImageDtors {
             )?,
         }
         match &self.outcome {
-            DtorsOutcome::RunByUnload => write!(f, "): destructors run by unload_binary"),
+            DtorsOutcome::RunByUnload if self.fini_array.is_some() => {
+                write!(f, "): destructors run by unload_binary")
+            }
+            DtorsOutcome::RunByUnload => write!(
+                f,
+                "): unloaded; no .fini_array, any other destructors are the plugin's to run"
+            ),
             DtorsOutcome::NotRun(why) => write!(f, "): destructors NOT run: {why}"),
         }
     }
@@ -175,6 +185,9 @@ mod tests {
             "device 0 (libomptarget.rtl.x86_64.so): image 0x1000 (64 bytes, 2 .fini_array entries): destructors run by unload_binary"
         );
         dtors.fini_array = None;
+        assert!(dtors.to_string().ends_with(
+            "(64 bytes, no .fini_array): unloaded; no .fini_array, any other destructors are the plugin's to run"
+        ));
         dtors.dtor_entries = 1;
         dtors.outcome = DtorsOutcome::NotRun("in use at exit: a kernel".into());
         assert_eq!(

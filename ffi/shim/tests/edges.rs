@@ -183,6 +183,12 @@ fn main_returns_during_kernel(label: &str, mapped: bool) {
         out.stderr.contains("left to the OS"),
         "the report must say what was still in use and left to the OS:\n{out}"
     );
+    // The image stays loaded: its destructors never ran, and it says so.
+    assert!(
+        out.stderr
+            .contains("): destructors NOT run: in use at exit: "),
+        "{out}"
+    );
 }
 
 /// `main` returns (status 9) while another pthread is inside a kernel
