@@ -5,7 +5,9 @@
 //! and its destructors when it unloads it: the host plugin dlopens an
 //! image, so the loader runs its `.init_array` at `load_binary` and its
 //! `.fini_array` at `unload_binary` (dlclose); LLVM's plugins-nextgen call
-//! `callGlobalConstructors`/`callGlobalDestructors` there too. So the
+//! `callGlobalConstructors`/`callGlobalDestructors` there too, and so does
+//! our CUDA plugin: an nvptx image has no `.fini_array` but a kernel
+//! `nvptx$device$fini` calling its `__fini_array_object_*` functions. So the
 //! destructors of every image still loaded at shutdown run in the
 //! teardown's step 3 (unload images), before `deinit_device`, and never
 //! after: an image that is not unloaded (a partial teardown at exit, a
@@ -31,6 +33,10 @@ pub struct ImageDtors {
     /// dlclose, the C runtime's `__do_global_dtors_aux` included); `None`
     /// when the image is not an ELF object or has no `.fini_array`.
     pub fini_array: Option<usize>,
+    /// Device destructors of an nvptx image (a cubin with the kernel
+    /// `nvptx$device$fini`): its `__fini_array_object_*` functions, which
+    /// the CUDA plugin runs at `unload_binary`; `None` for other images.
+    pub device_fini: Option<usize>,
     /// Entries flagged as destructors (clang 14's `DTOR` kernels, run by
     /// the OpenMP layer at unregistration, not by the unload).
     pub dtor_entries: usize,
@@ -56,11 +62,11 @@ pub struct DtorKernels {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DtorsOutcome {
     /// `unload_binary` succeeded. A plugin that dlopens the image (ours
-    /// for the host) ran its `.fini_array` there (dlclose); what another
-    /// plugin runs at unload is its own business: LLVM's plugins-nextgen
-    /// call `callGlobalDestructors`, our CUDA plugin runs no device
-    /// destructors. So the line says "destructors run" only for an image
-    /// with a `.fini_array`.
+    /// for the host) ran its `.fini_array` there (dlclose); a GPU plugin
+    /// (LLVM's plugins-nextgen, our CUDA plugin) ran the image's device
+    /// destructors kernel, and fails the unload if it failed. So the line
+    /// says "destructors run" for an image with a `.fini_array` or device
+    /// destructors; of any other image, only that it was unloaded.
     RunByUnload,
     /// Not run by the teardown (the reason); the image stays loaded until
     /// the process ends.
@@ -107,6 +113,7 @@ impl ImageDtors {
             image: image as usize,
             size,
             fini_array: fini_array_entries(bytes),
+            device_fini: device_fini_functions(bytes),
             dtor_entries,
             dtor_kernels,
             outcome,
@@ -123,6 +130,27 @@ pub(crate) fn fini_array_entries(elf: &[u8]) -> Option<usize> {
     usize::try_from(section.size()).ok().map(|s| s / pointer)
 }
 
+/// The kernel LLVM's `nvptx-lower-ctor-dtor` pass makes to call an nvptx
+/// image's destructors.
+pub(crate) const NVPTX_FINI_KERNEL: &str = "nvptx$device$fini";
+/// The prefix of the globals holding those destructors' addresses.
+pub(crate) const NVPTX_FINI_OBJECT: &str = "__fini_array_object_";
+
+/// The device destructors of the cubin `elf`: how many
+/// `__fini_array_object_*` globals it has, if it has the kernel that
+/// calls them; `None` for an image without that kernel or not an ELF.
+pub(crate) fn device_fini_functions(elf: &[u8]) -> Option<usize> {
+    use object::{Object, ObjectSymbol};
+    let file = object::File::parse(elf).ok()?;
+    let mut kernel = false;
+    let mut functions = 0;
+    for name in file.symbols().filter_map(|s| s.name().ok()) {
+        kernel |= name == NVPTX_FINI_KERNEL;
+        functions += usize::from(name.starts_with(NVPTX_FINI_OBJECT));
+    }
+    kernel.then_some(functions)
+}
+
 impl fmt::Display for ImageDtors {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
@@ -134,6 +162,9 @@ impl fmt::Display for ImageDtors {
             Some(n) => write!(f, ", {n} .fini_array entries")?,
             None => write!(f, ", no .fini_array")?,
         }
+        if let Some(n) = self.device_fini {
+            write!(f, ", {n} device destructors ({NVPTX_FINI_KERNEL})")?;
+        }
         match (self.dtor_entries, self.dtor_kernels) {
             (0, None) => {}
             (n, None) => write!(f, ", {n} dtor entries, not run at unregistration")?,
@@ -144,7 +175,9 @@ impl fmt::Display for ImageDtors {
             )?,
         }
         match &self.outcome {
-            DtorsOutcome::RunByUnload if self.fini_array.is_some() => {
+            DtorsOutcome::RunByUnload
+                if self.fini_array.is_some() || self.device_fini.is_some() =>
+            {
                 write!(f, "): destructors run by unload_binary")
             }
             DtorsOutcome::RunByUnload => write!(
@@ -169,6 +202,26 @@ mod tests {
     }
 
     #[test]
+    fn an_nvptx_image_counts_the_destructors_its_fini_kernel_calls() {
+        use omptarget_test_support::cuda::{cubin, Sym};
+        let p = &[0u8; 8];
+        let with_kernel = cubin(
+            90,
+            &[
+                Sym::Function("nvptx$device$fini"),
+                Sym::Object("__fini_array_object_a_1_101", p),
+                Sym::Object("__fini_array_object_b_1_65535", p),
+                Sym::Object("__init_array_object_c_1_65535", p),
+            ],
+        );
+        assert_eq!(device_fini_functions(&with_kernel), Some(2));
+        // Objects without the kernel are never called: none.
+        let without = cubin(90, &[Sym::Object("__fini_array_object_a_1_101", p)]);
+        assert_eq!(device_fini_functions(&without), None);
+        assert_eq!(device_fini_functions(b"junk"), None);
+    }
+
+    #[test]
     fn the_line_says_what_ran_or_why_not() {
         let mut dtors = ImageDtors {
             device: 0,
@@ -176,6 +229,7 @@ mod tests {
             image: 0x1000,
             size: 64,
             fini_array: Some(2),
+            device_fini: None,
             dtor_entries: 0,
             dtor_kernels: None,
             outcome: DtorsOutcome::RunByUnload,
@@ -188,6 +242,11 @@ mod tests {
         assert!(dtors.to_string().ends_with(
             "(64 bytes, no .fini_array): unloaded; no .fini_array, any other destructors are the plugin's to run"
         ));
+        dtors.device_fini = Some(3);
+        assert!(dtors.to_string().ends_with(
+            "(64 bytes, no .fini_array, 3 device destructors (nvptx$device$fini)): destructors run by unload_binary"
+        ));
+        dtors.device_fini = None;
         dtors.dtor_entries = 1;
         dtors.outcome = DtorsOutcome::NotRun("in use at exit: a kernel".into());
         assert_eq!(

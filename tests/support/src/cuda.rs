@@ -219,6 +219,44 @@ pub fn test_cubin(sm: u32) -> Vec<u8> {
     )
 }
 
+/// `test_cubin` with device constructors and destructors as LLVM's
+/// `nvptx-lower-ctor-dtor` pass emits them: the two kernels, the array
+/// bounds, and one pointer global per function (its value stands for the
+/// function's address; the fake driver logs each call with it). The
+/// constructors run as 0xa1, 0xc3, 0xb2, the destructors as 0xe2, 0xd1.
+/// Without `bounds`, the array globals the kernels read are missing.
+pub fn cubin_with_ctors_and_dtors(bounds: bool) -> Vec<u8> {
+    let ptr = |v: u64| v.to_le_bytes();
+    let (a, b, c, d, e) = (ptr(0xa1), ptr(0xb2), ptr(0xc3), ptr(0xd1), ptr(0xe2));
+    let zero = [0u8; 8];
+    let mut syms = vec![
+        Sym::Function("spmd_kernel"),
+        Sym::Object("spmd_kernel_exec_mode", &[2]),
+        Sym::Object("__omp_rtl_device_environment", &[0u8; 48]),
+        Sym::Function("nvptx$device$init"),
+        Sym::Function("nvptx$device$fini"),
+        // Priority order: 101 (a, then c: equal priorities keep the
+        // symbol table's order), then 65535 (b).
+        Sym::Object("__init_array_object_b_x1_65535", &b),
+        Sym::Object("__init_array_object_a_x1_101", &a),
+        Sym::Object("__init_array_object_c_x2_101", &c),
+        // Array [d (100), e (65535)], called last to first.
+        Sym::Object("__fini_array_object_e_x1_65535", &e),
+        Sym::Object("__fini_array_object_d_x1_100", &d),
+    ];
+    if bounds {
+        for name in [
+            "__init_array_start",
+            "__init_array_end",
+            "__fini_array_start",
+            "__fini_array_end",
+        ] {
+            syms.push(Sym::Object(name, &zero));
+        }
+    }
+    cubin(90, &syms)
+}
+
 /// Index of the first line starting with `prefix`.
 pub fn first(lines: &[String], prefix: &str) -> Option<usize> {
     lines.iter().position(|l| l.starts_with(prefix))

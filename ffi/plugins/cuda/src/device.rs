@@ -168,10 +168,14 @@ pub unsafe fn make_current(context: CUcontext) -> Result<(), CudaError> {
 }
 
 /// What teardown released, for its debug line.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Released {
     /// Modules unloaded.
     pub modules: usize,
+    /// Device destructors run before their module was unloaded.
+    pub dtors: usize,
+    /// Why an unloaded module's device destructors failed, one per module.
+    pub dtor_errors: Vec<String>,
     /// Allocations freed.
     pub blocks: usize,
     /// Bytes in them.
@@ -316,11 +320,29 @@ impl DeviceState {
                 &mut first,
             );
         }
-        // Newest module first, the reverse of loading.
+        // Newest module first, the reverse of loading; each one's device
+        // destructors before it goes (the runtime unloads images before
+        // `deinit_device`, so these are images it left: LLVM's `deinit`
+        // unloads them the same way).
         while alive {
             let Some(module) = self.modules.pop() else {
                 break;
             };
+            if let Some(fini) = &module.fini {
+                match self.take_stream() {
+                    Err(e) => alive = step(Err(e), &mut first),
+                    Ok(stream) => {
+                        match fini.run(stream, module.module) {
+                            Ok(ran) => done.dtors += ran,
+                            Err(e) => done.dtor_errors.push(e.to_string()),
+                        }
+                        alive = step(self.give_stream(stream), &mut first);
+                    }
+                }
+            }
+            if !alive {
+                break;
+            }
             alive = step(module.unload(), &mut first);
             done.modules += 1;
         }

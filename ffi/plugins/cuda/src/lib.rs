@@ -14,7 +14,10 @@
 //!   blob) and whether its SM runs on the device.
 //! * [`module`]: a loaded image (`CUmodule`), its kernels and target
 //!   table, and the device runtime's globals written at load.
+//! * [`ctor_dtor`]: an image's device global constructors (run at load)
+//!   and destructors (run before its unload).
 //! * [`launch`]: grid and block sizes by LLVM's rules.
+//! * `event`: CUDA events for the runtime's `__tgt_rtl_*_event` entries.
 //! * [`device`]: one GPU's state between `init_device` and
 //!   `deinit_device` (streams, events, blocks, the primary context) and
 //!   its ordered release ([`device::DeviceState::release`]).
@@ -23,8 +26,10 @@
 //! memory, the teardown order, the fake driver the tests use):
 //! `docs/cuda.md`.
 
+pub mod ctor_dtor;
 pub mod device;
 pub mod driver;
+mod event;
 pub mod image;
 pub mod launch;
 pub mod module;
@@ -246,10 +251,16 @@ impl CudaBackend {
         diagnostics::debug(
             Self::NAME,
             &format_args!(
-                "device {device}: released {} module(s), {} block(s) ({} bytes) and {} event(s) the runtime left, {} stream(s) ({} queue(s) never synchronised), then the primary context",
-                done.modules, done.blocks, done.bytes, done.events, done.streams, done.unsynchronised_queues
+                "device {device}: released {} module(s) ({} device destructor(s) run), {} block(s) ({} bytes) and {} event(s) the runtime left, {} stream(s) ({} queue(s) never synchronised), then the primary context",
+                done.modules, done.dtors, done.blocks, done.bytes, done.events, done.streams, done.unsynchronised_queues
             ),
         );
+        if result.is_ok() && !done.dtor_errors.is_empty() {
+            return Err(PluginError::Backend(format!(
+                "device {device}: {}; everything else was released",
+                done.dtor_errors.join("; ")
+            )));
+        }
         match result {
             Err(e) if e.is_deinitialized() => Err(PluginError::Backend(format!(
                 "device {device}: the CUDA driver was already deinitialised ({e}); what it held went with it"
@@ -427,7 +438,20 @@ impl Backend for CudaBackend {
             // Kernels still queued must finish before their module goes.
             // SAFETY: the device's context is current.
             check("cuCtxSynchronize", unsafe { sys::cuCtxSynchronize() })?;
-            Ok(state.modules.remove(index).unload()?)
+            let module = state.modules.remove(index);
+            let stream = state.take_stream()?;
+            let unloaded = module.unload_after_dtors(stream);
+            state.give_stream(stream)?;
+            let ran = unloaded?;
+            if ran > 0 {
+                diagnostics::debug(
+                    Self::NAME,
+                    &format_args!(
+                        "device {device}: ran {ran} device destructor(s) of image {image:p}"
+                    ),
+                );
+            }
+            Ok(())
         })
     }
 
@@ -623,95 +647,6 @@ impl Backend for CudaBackend {
             held.push(Box::new(lock(&device.state)));
         }
         held
-    }
-}
-
-/// Events (`__tgt_rtl_*_event`, exported by `ffi/plugins/cuda/rtl` through
-/// the kit's `entry_bodies::device_entry`): CUDA events without timing, tracked
-/// per device so that teardown destroys what the runtime left.
-impl CudaBackend {
-    /// `__tgt_rtl_create_event`.
-    pub fn create_event(&self, device: DeviceId) -> Result<*mut c_void> {
-        self.with_state(device, |state, _| {
-            let mut event = std::ptr::null_mut();
-            // SAFETY: writable out-parameter; the context is current.
-            check("cuEventCreate", unsafe {
-                sys::cuEventCreate(
-                    &mut event,
-                    sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32,
-                )
-            })?;
-            state.events.push(event);
-            Ok(event.cast())
-        })
-    }
-
-    /// `__tgt_rtl_record_event`: after everything queued so far on `queue`.
-    pub fn record_event(
-        &self,
-        device: DeviceId,
-        event: NonNull<c_void>,
-        queue: &mut AsyncInfo,
-    ) -> Result<()> {
-        self.enqueue(device, On::Queue(queue), |stream, state, _| {
-            let event = known_event(state, event)?;
-            // SAFETY: an event and a stream of this context.
-            Ok(check("cuEventRecord", unsafe {
-                sys::cuEventRecord(event, stream)
-            })?)
-        })
-    }
-
-    /// `__tgt_rtl_wait_event`: `queue` waits for `event` on the device.
-    pub fn wait_event(
-        &self,
-        device: DeviceId,
-        event: NonNull<c_void>,
-        queue: &mut AsyncInfo,
-    ) -> Result<()> {
-        self.enqueue(device, On::Queue(queue), |stream, state, _| {
-            let event = known_event(state, event)?;
-            // SAFETY: an event and a stream of this context.
-            Ok(check("cuStreamWaitEvent", unsafe {
-                sys::cuStreamWaitEvent(stream, event, 0)
-            })?)
-        })
-    }
-
-    /// `__tgt_rtl_sync_event`: the host waits for `event` (without the
-    /// device lock).
-    pub fn sync_event(&self, device: DeviceId, event: NonNull<c_void>) -> Result<()> {
-        let event = self.with_state(device, |state, _| known_event(state, event))?;
-        // SAFETY: an event of this device's context, which stays retained
-        // during an entry call (deinit runs under the plugin's write lock).
-        Ok(check("cuEventSynchronize", unsafe {
-            sys::cuEventSynchronize(event)
-        })?)
-    }
-
-    /// `__tgt_rtl_destroy_event`.
-    pub fn destroy_event(&self, device: DeviceId, event: NonNull<c_void>) -> Result<()> {
-        self.with_state(device, |state, _| {
-            let event = known_event(state, event)?;
-            state.events.retain(|e| *e != event);
-            // SAFETY: an event of this context, destroyed once (removed
-            // from the table first).
-            Ok(check("cuEventDestroy_v2", unsafe {
-                sys::cuEventDestroy_v2(event)
-            })?)
-        })
-    }
-}
-
-/// `event` as one of `state`'s events, or why not.
-fn known_event(state: &DeviceState, event: NonNull<c_void>) -> Result<sys::CUevent> {
-    let event: sys::CUevent = event.as_ptr().cast();
-    if state.events.contains(&event) {
-        Ok(event)
-    } else {
-        Err(PluginError::InvalidArgument(format!(
-            "{event:p} is not an event of this device (or was destroyed)"
-        )))
     }
 }
 

@@ -2,6 +2,7 @@
 //! runtime gets, plus what LLVM's device runtime expects to find set up at
 //! load (the device environment) and per kernel (its execution mode).
 
+use crate::ctor_dtor::{self, DeviceFunctions, Phase};
 use crate::device::DeviceInfo;
 use crate::driver::{check, CudaError};
 use crate::launch::{ExecMode, KernelLimits};
@@ -61,6 +62,9 @@ pub struct LoadedModule {
     pub entries: Box<[OffloadEntry]>,
     /// The table given to the runtime.
     pub table: Box<TargetTable>,
+    /// Its device destructors (`nvptx$device$fini`), run before the
+    /// module is unloaded; found at load so a bad image fails there.
+    pub fini: Option<DeviceFunctions>,
 }
 
 impl LoadedModule {
@@ -72,7 +76,25 @@ impl LoadedModule {
             .find(|k| std::ptr::eq(*k as *const Kernel, entry as *const Kernel))
     }
 
-    /// `cuModuleUnload` (the context is current).
+    /// Run its device destructors on `stream`, then unload it (the context
+    /// is current, no kernel of it still queued). The module is unloaded
+    /// even when a destructor fails: the error says so.
+    pub fn unload_after_dtors(self, stream: CUstream) -> Result<usize> {
+        let dtors = match &self.fini {
+            Some(fini) => fini.run(stream, self.module),
+            None => Ok(0),
+        };
+        let unloaded = self.unload();
+        match (dtors, unloaded) {
+            (Ok(ran), Ok(())) => Ok(ran),
+            (Err(e), Ok(())) => Err(PluginError::Backend(format!(
+                "{e}; the module was unloaded"
+            ))),
+            (_, Err(e)) => Err(e.into()),
+        }
+    }
+
+    /// `cuModuleUnload` (the context is current); no destructors run.
     pub fn unload(self) -> Result<(), CudaError> {
         // SAFETY: a module of this context, unloaded once (`self` is
         // consumed); its functions are not used afterwards (the runtime
@@ -89,7 +111,7 @@ fn c_name(name: &str) -> Result<CString> {
 
 /// `cuModuleGetGlobal_v2`: address and size, `None` if the module has no
 /// such symbol.
-fn global(module: CUmodule, name: &str) -> Result<Option<(u64, usize)>> {
+pub(crate) fn global(module: CUmodule, name: &str) -> Result<Option<(u64, usize)>> {
     let cname = c_name(name)?;
     let (mut ptr, mut size) = (0, 0);
     // SAFETY: writable out-parameters, a NUL-terminated name, a live module.
@@ -101,7 +123,7 @@ fn global(module: CUmodule, name: &str) -> Result<Option<(u64, usize)>> {
     Ok(Some((ptr, size)))
 }
 
-fn write_global(stream: CUstream, ptr: u64, bytes: &[u8]) -> Result<(), CudaError> {
+pub(crate) fn write_global(stream: CUstream, ptr: u64, bytes: &[u8]) -> Result<(), CudaError> {
     copy_sync(stream, |stream| {
         // SAFETY: `ptr` is a global of at least `bytes.len()` bytes (the
         // caller checked its size); `bytes` outlives the synchronisation.
@@ -109,7 +131,7 @@ fn write_global(stream: CUstream, ptr: u64, bytes: &[u8]) -> Result<(), CudaErro
     })
 }
 
-fn read_global(stream: CUstream, ptr: u64, out: &mut [u8]) -> Result<(), CudaError> {
+pub(crate) fn read_global(stream: CUstream, ptr: u64, out: &mut [u8]) -> Result<(), CudaError> {
     copy_sync(stream, |stream| {
         // SAFETY: as `write_global`, in the other direction.
         unsafe { sys::cuMemcpyDtoHAsync_v2(out.as_mut_ptr().cast(), ptr, out.len(), stream) }
@@ -282,8 +304,18 @@ pub fn load(
             entries_begin: std::ptr::null_mut(),
             entries_end: std::ptr::null_mut(),
         }),
+        fini: None,
     };
-    match fill(stream, &mut loaded, entries, devices, device, info) {
+    // Constructors last, as LLVM's `loadBinary`: the device environment
+    // and the kernels' modes are set up by then.
+    let filled = fill(stream, &mut loaded, entries, devices, device, info).and_then(|()| {
+        loaded.fini = ctor_dtor::functions(elf, Phase::Fini)?;
+        match ctor_dtor::functions(elf, Phase::Init)? {
+            Some(init) => init.run(stream, module).map(|_| ()),
+            None => Ok(()),
+        }
+    });
+    match filled {
         Ok(()) => Ok(loaded),
         Err(e) => {
             // Leave nothing behind on failure.

@@ -433,3 +433,101 @@ fn a_plugin_destroyed_before_the_runtime_is_never_called_again() {
     );
     assert!(stdout.contains("4096 bytes"), "{stdout}");
 }
+
+#[test]
+fn device_constructors_run_at_load_and_destructors_before_each_unload() {
+    if cuda::in_child() {
+        let runtime = cuda_runtime();
+        let device = runtime.device(0).unwrap();
+        let cubin = cuda::cubin_with_ctors_and_dtors(true);
+        // Unloaded by the user: its destructors run in `unload_binary`.
+        let first = Image::load(device, &cubin, &["spmd_kernel"]).unwrap();
+        println!("LOADED first");
+        drop(first);
+        println!("DROPPED first");
+        // Left loaded: the teardown's step 3 unloads it.
+        let second = Image::load(device, &cubin, &["spmd_kernel"]).unwrap();
+        std::mem::forget(second);
+        println!("REPORT\n{}", runtime.shutdown());
+        return;
+    }
+    let log = cuda::log_path("ctor_dtor");
+    let (stdout, stderr, lines) = run(
+        "device_constructors_run_at_load_and_destructors_before_each_unload",
+        &log,
+        &[],
+    );
+    assert!(stderr.trim().is_empty(), "unexpected stderr: {stderr}");
+    no_violations(&lines);
+    let calls: Vec<&str> = lines
+        .iter()
+        .filter(|l| l.starts_with("DEVICE_") || l.starts_with("cuModuleUnload"))
+        .map(|l| l.trim_end())
+        .collect();
+    let image = [
+        "DEVICE_CTOR 0xa1",
+        "DEVICE_CTOR 0xc3",
+        "DEVICE_CTOR 0xb2",
+        "DEVICE_DTOR 0xe2",
+        "DEVICE_DTOR 0xd1",
+        "cuModuleUnload",
+    ];
+    assert_eq!(calls, [image, image].concat(), "{lines:#?}");
+    // Constructors after the device environment is written; one thread.
+    let env = first(&lines, "cuModuleGetGlobal_v2 __omp_rtl_device_environment").unwrap();
+    let init = first(&lines, "cuLaunchKernel nvptx$device$init").unwrap();
+    assert!(env < init, "{lines:#?}");
+    assert!(
+        lines[init].contains("grid=1,1,1 block=1,1,1"),
+        "{}",
+        lines[init]
+    );
+    // The second image's destructors ran in step 3, before the device was
+    // released; the arrays were freed (nothing alive at exit).
+    let dtor = last(&lines, "DEVICE_DTOR").unwrap();
+    assert!(dtor < last(&lines, "cuDevicePrimaryCtxRelease_v2").unwrap());
+    assert_eq!(
+        lines.last().unwrap(),
+        "EXIT contexts=0 allocations=0 modules=0 streams=0 events=0"
+    );
+    assert!(
+        stdout.contains(
+            "2 device destructors (nvptx$device$fini)): destructors run by unload_binary"
+        ),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn an_image_whose_constructors_cannot_run_is_refused_and_left_unloaded() {
+    if cuda::in_child() {
+        let runtime = cuda_runtime();
+        let device = runtime.device(0).unwrap();
+        // The init kernel without the array bounds it reads.
+        let cubin = cuda::cubin_with_ctors_and_dtors(false);
+        let Err(err) = Image::load(device, &cubin, &["spmd_kernel"]) else {
+            panic!("an image whose constructors cannot run was loaded");
+        };
+        println!("ERROR {err}");
+        let report = runtime.shutdown();
+        assert!(report.is_clean(), "{report}");
+        return;
+    }
+    let log = cuda::log_path("ctor_fail");
+    let (stdout, _, lines) = run(
+        "an_image_whose_constructors_cannot_run_is_refused_and_left_unloaded",
+        &log,
+        &[],
+    );
+    no_violations(&lines);
+    assert!(
+        stdout.contains("device constructors (nvptx$device$init)")
+            && stdout.contains("__init_array_start"),
+        "{stdout}"
+    );
+    assert!(first(&lines, "DEVICE_CTOR").is_none(), "{lines:#?}");
+    assert_eq!(
+        lines.last().unwrap(),
+        "EXIT contexts=0 allocations=0 modules=0 streams=0 events=0"
+    );
+}

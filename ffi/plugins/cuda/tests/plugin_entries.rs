@@ -133,6 +133,56 @@ fn deinit_device_releases_in_order_what_the_runtime_left() {
 }
 
 #[test]
+fn deinit_device_runs_the_destructors_of_an_image_left_loaded() {
+    if cuda::in_child() {
+        let plugin = Plugin::open(&cuda::cuda_plugin());
+        let image = ImageFixture::new(
+            cuda::cubin_with_ctors_and_dtors(true),
+            &[("spmd_kernel", 0)],
+        );
+        // SAFETY: the plugin's entries, called as a runtime does; the
+        // image is never unloaded: `deinit_device` must do it.
+        unsafe {
+            assert_eq!((plugin.init_plugin.unwrap())(), OFFLOAD_SUCCESS);
+            assert_eq!((plugin.init_device)(0), OFFLOAD_SUCCESS);
+            assert!(!(plugin.load_binary)(0, image.desc()).is_null());
+            assert_eq!((plugin.deinit_device.unwrap())(0), OFFLOAD_SUCCESS);
+            assert_eq!((plugin.deinit_plugin.unwrap())(), OFFLOAD_SUCCESS);
+        }
+        plugin.close();
+        return;
+    }
+    let log = cuda::log_path("plugin-dtors");
+    let (out, lines) = run(
+        "deinit_device_runs_the_destructors_of_an_image_left_loaded",
+        &log,
+    );
+    assert!(out.status.success(), "{}", cuda::child_stderr(&out));
+    assert!(
+        !lines.iter().any(|l| l.starts_with("VIOLATION")),
+        "{lines:#?}"
+    );
+    let ctor = first(&lines, "DEVICE_CTOR").unwrap();
+    let dtors: Vec<&str> = lines
+        .iter()
+        .filter(|l| l.starts_with("DEVICE_DTOR"))
+        .map(String::as_str)
+        .collect();
+    assert_eq!(dtors, ["DEVICE_DTOR 0xe2", "DEVICE_DTOR 0xd1"]);
+    let dtor = first(&lines, "DEVICE_DTOR").unwrap();
+    let unload = first(&lines, "cuModuleUnload").unwrap();
+    let release = first(&lines, "cuDevicePrimaryCtxRelease_v2").unwrap();
+    assert!(
+        ctor < dtor && dtor < unload && unload < release,
+        "{lines:#?}"
+    );
+    assert_eq!(
+        lines.last().unwrap(),
+        "EXIT contexts=0 allocations=0 modules=0 streams=0 events=0"
+    );
+}
+
+#[test]
 fn each_queue_gets_its_own_stream_until_synchronised() {
     if cuda::in_child() {
         let (plugin, _image, blocks) = set_up();

@@ -12,6 +12,10 @@
  *     event destroyed before the last release of its context;
  *   - copies touch only live allocations or module globals.
  *
+ * The kernels nvptx$device$init and nvptx$device$fini are run as LLVM's
+ * device code runs them: each pointer of the array their start and end
+ * globals name is logged as DEVICE_CTOR/DEVICE_DTOR, in call order.
+ *
  * A broken rule is logged as a line starting with "VIOLATION". At process
  * exit one "EXIT ..." line says what is still alive.
  *
@@ -713,6 +717,46 @@ CUresult cuFuncGetAttribute(int *v, int attr, void *f) {
     return SUCCESS;
 }
 
+/* Whether [start, end) lies inside one live device allocation of the
+ * current context. */
+static int in_device_allocation(uintptr_t start, uintptr_t end) {
+    for (int i = 0; i < MAX_ALLOCS; i++) {
+        uintptr_t base = (uintptr_t)allocs[i].ptr;
+        if (allocs[i].live && allocs[i].kind == 0 && allocs[i].ctx == current && start >= base &&
+            end <= base + allocs[i].size)
+            return 1;
+    }
+    return 0;
+}
+
+/* What LLVM's nvptx-lower-ctor-dtor kernels do, on host memory: call each
+ * pointer between __init_array_start and __init_array_end (destructors:
+ * __fini_array_*, last to first). The fake cannot call device code, so
+ * each call is a line "DEVICE_CTOR <pointer>" (DEVICE_DTOR). */
+static CUresult run_ctor_dtor_kernel(struct module *m, int ctor) {
+    struct symbol *start = find(m, ctor ? "__init_array_start" : "__fini_array_start", 0);
+    struct symbol *end = find(m, ctor ? "__init_array_end" : "__fini_array_end", 0);
+    if (!start || !end || start->size != 8 || end->size != 8) {
+        VIOLATION("%s without 8-byte start and end globals", ctor ? "init" : "fini");
+        return INVALID_VALUE;
+    }
+    uintptr_t first, stop;
+    memcpy(&first, start->data, 8);
+    memcpy(&stop, end->data, 8);
+    if (stop < first || (stop - first) % 8 || (stop > first && !in_device_allocation(first, stop))) {
+        VIOLATION("%s array [%p, %p) is not inside a live device allocation",
+                  ctor ? "init" : "fini", (void *)first, (void *)stop);
+        return INVALID_VALUE;
+    }
+    size_t n = (stop - first) / 8;
+    for (size_t k = 0; k < n; k++) {
+        uint64_t fn;
+        memcpy(&fn, (void *)(first + 8 * (ctor ? k : n - 1 - k)), 8);
+        logf_("%s %#llx", ctor ? "DEVICE_CTOR" : "DEVICE_DTOR", (unsigned long long)fn);
+    }
+    return SUCCESS;
+}
+
 CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                         unsigned bz, unsigned shared, void *stream, void **params, void **extra) {
     struct symbol *s = f;
@@ -729,6 +773,8 @@ CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned
         r = need_stream("cuLaunchKernel", stream);
     if (!r)
         r = need_module("cuLaunchKernel", s->module);
+    if (!r && (!strcmp(s->name, "nvptx$device$init") || !strcmp(s->name, "nvptx$device$fini")))
+        r = run_ctor_dtor_kernel(s->module, !strcmp(s->name, "nvptx$device$init"));
     pthread_mutex_unlock(&lock);
     return r;
 }
