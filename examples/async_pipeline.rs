@@ -14,11 +14,11 @@
 //! (`Scope::bind`). On the host plugin every queued operation completes at once;
 //! on a GPU each queue is a stream.
 use anyhow::{bail, Result};
-use omptarget::{Config, DeviceBuffer, Image, Kernel, LaunchConfig, Ptr, PtrMut, Runtime};
+use omptarget::{Config, DeviceBuffer, Image, Kernel, LaunchConfig, Runtime, Slice, SliceMut};
 use omptarget_test_support::clang::example_kernel;
 
-/// `void scale_f32(float a, const float *x, float *y, size_t n)`.
-type Scale = (f32, Ptr<f32>, PtrMut<f32>, usize);
+/// `void scale(float a, const float *x, size_t nx, float *y, size_t ny)`.
+type Scale = (f32, Slice<f32>, SliceMut<f32>);
 
 const CHUNKS: usize = 8;
 const CHUNK: usize = 1 << 16;
@@ -28,12 +28,12 @@ fn main() -> Result<()> {
     let kernel = example_kernel("typed.c", scratch.path()).map_err(anyhow::Error::msg)?;
     let runtime = Runtime::new(Config::default())?;
     let (d0, d1) = (runtime.device(0)?, runtime.device(1)?);
-    let image0 = Image::load_file(d0, &kernel, &["scale_f32"])?;
-    let image1 = Image::load_file(d1, &kernel, &["scale_f32"])?;
-    // SAFETY: scale_f32's C parameters are `Scale`; every launch passes
-    // n = CHUNK and buffers of CHUNK values.
+    let image0 = Image::load_file(d0, &kernel, &["scale"])?;
+    let image1 = Image::load_file(d1, &kernel, &["scale"])?;
+    // SAFETY: scale's C parameters are `Scale`, and it touches only the
+    // values below the lengths it is given.
     let (scale0, scale1): (Kernel<Scale>, Kernel<Scale>) =
-        unsafe { (image0.kernel("scale_f32")?, image1.kernel("scale_f32")?) };
+        unsafe { (image0.kernel("scale")?, image1.kernel("scale")?) };
 
     let input: Vec<f32> = (0..CHUNKS * CHUNK).map(|i| (i % 1000) as f32).collect();
     let mut output = vec![0f32; CHUNKS * CHUNK];
@@ -58,11 +58,11 @@ fn main() -> Result<()> {
             // Written by the queues: lent to the scope until it ends.
             let (x0, y0, x1, y1) = (s.bind(x0), s.bind(y0), s.bind(x1), s.bind(y1));
             a.copy_to_device(x0, input)?;
-            a.launch(&scale0, LaunchConfig::default(), (2.0f32, x0, y0, CHUNK))?;
+            a.launch(&scale0, LaunchConfig::default(), (2.0f32, x0, y0))?;
             a.copy_between(x1, y0)?;
             let ready = a.record_event()?;
             b.wait_for(&ready)?;
-            b.launch(&scale1, LaunchConfig::default(), (10.0f32, x1, y1, CHUNK))?;
+            b.launch(&scale1, LaunchConfig::default(), (10.0f32, x1, y1))?;
             b.copy_to_host(output, y1)?;
         }
         anyhow::Ok(())

@@ -9,11 +9,11 @@
 //! scoped threads (`std::thread::scope`) can use them and the borrow
 //! checker proves none outlives `shutdown`.
 use anyhow::{bail, Result};
-use omptarget::{Config, DeviceBuffer, Image, Kernel, LaunchConfig, Ptr, PtrMut, Runtime};
+use omptarget::{Config, DeviceBuffer, Image, Kernel, LaunchConfig, Runtime, Slice, SliceMut};
 use omptarget_test_support::clang::example_kernel;
 
-/// `void scale_f32(float a, const float *x, float *y, size_t n)`.
-type Scale = (f32, Ptr<f32>, PtrMut<f32>, usize);
+/// `void scale(float a, const float *x, size_t nx, float *y, size_t ny)`.
+type Scale = (f32, Slice<f32>, SliceMut<f32>);
 
 fn main() -> Result<()> {
     let scratch = tempfile::tempdir()?;
@@ -32,13 +32,13 @@ fn main() -> Result<()> {
                 let (runtime, kernel) = (&runtime, &kernel);
                 s.spawn(move || -> Result<Vec<f32>> {
                     let device = runtime.device(d)?;
-                    let image = Image::load_file(device, kernel, &["scale_f32"])?;
-                    // SAFETY: scale_f32's C parameters are `Scale`; it
-                    // touches n values of x and y, and n is their length.
-                    let scale: Kernel<Scale> = unsafe { image.kernel("scale_f32")? };
+                    let image = Image::load_file(device, kernel, &["scale"])?;
+                    // SAFETY: scale's C parameters are `Scale`; it touches
+                    // only the values below the lengths it is given.
+                    let scale: Kernel<Scale> = unsafe { image.kernel("scale")? };
                     let x = DeviceBuffer::from_slice(device, part)?;
                     let mut y = DeviceBuffer::<f32>::new(device, part.len())?;
-                    scale.launch(LaunchConfig::default(), (3.0f32, &x, &mut y, part.len()))?;
+                    scale.launch(LaunchConfig::default(), (3.0f32, &x, &mut y))?;
                     println!("device {d}: {} values", part.len());
                     Ok(y.to_vec()?)
                 })

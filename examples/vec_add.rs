@@ -11,13 +11,14 @@
 //! `LIBOMPTARGET_DEBUG=1` with `Config::from_env()` shows what the runtime
 //! does.
 use anyhow::{bail, Result};
-use omptarget::{Config, DeviceBuffer, Image, Kernel, LaunchConfig, Ptr, PtrMut, Runtime};
+use omptarget::{Config, DeviceBuffer, Image, Kernel, LaunchConfig, Runtime, Slice, SliceMut};
 use omptarget_test_support::clang::example_kernel;
 
 const N: usize = 1 << 20;
 
-/// `void vec_add(const float *a, const float *b, float *c, intptr_t n)`.
-type VecAdd = (Ptr<f32>, Ptr<f32>, PtrMut<f32>, isize);
+/// `void vec_add_slices(const float *a, size_t na, const float *b, size_t nb,
+/// float *c, size_t nc)`.
+type VecAdd = (Slice<f32>, Slice<f32>, SliceMut<f32>);
 
 fn main() -> Result<()> {
     let scratch = tempfile::tempdir()?;
@@ -34,15 +35,14 @@ fn main() -> Result<()> {
     let a: Vec<f32> = (0..N).map(|i| i as f32).collect();
     let b: Vec<f32> = (0..N).map(|i| 2.0 * (N - i) as f32).collect();
     let c = {
-        let image = Image::load_file(device, &kernel, &["vec_add"])?;
-        // SAFETY: vec_add's C parameters are `VecAdd`, and it touches
-        // a[0..n], b[0..n] and c[0..n]: every launch passes n = N and
-        // buffers of N values.
-        let vec_add: Kernel<VecAdd> = unsafe { image.kernel("vec_add")? };
+        let image = Image::load_file(device, &kernel, &["vec_add_slices"])?;
+        // SAFETY: vec_add_slices's C parameters are `VecAdd`, and it
+        // touches only the values below the three lengths it is given.
+        let vec_add: Kernel<VecAdd> = unsafe { image.kernel("vec_add_slices")? };
         let da = DeviceBuffer::from_slice(device, &a)?;
         let db = DeviceBuffer::from_slice(device, &b)?;
         let mut dc = DeviceBuffer::<f32>::new(device, N)?;
-        vec_add.launch(LaunchConfig::default(), (&da, &db, &mut dc, N as isize))?;
+        vec_add.launch(LaunchConfig::default(), (&da, &db, &mut dc))?;
         dc.to_vec()?
     };
 

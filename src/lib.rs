@@ -15,17 +15,11 @@
 //!
 //! ```
 //! # fn main() -> anyhow::Result<()> {
-//! use omptarget::{Config, DeviceBuffer, Image, Kernel, LaunchConfig, Ptr, PtrMut, Runtime};
+//! use omptarget::{Config, Runtime};
 //!
 //! let runtime = Runtime::new(Config::default())?;
 //! let device = runtime.device(0)?;
-//! # let dir = tempfile::tempdir()?;
-//! # let kernels = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/kernels");
-//! # let so = dir.path().join("typed.so");
-//! # let built = std::process::Command::new("cc")
-//! #     .args(["-shared", "-fPIC", "-O2"]).arg(kernels.join("typed.c")).arg("-o").arg(&so)
-//! #     .status()?;
-//! # assert!(built.success());
+//! println!("device 0: {}", device.plugin_name());
 //! # Ok(()) }
 //! ```
 //!
@@ -34,7 +28,7 @@
 //!
 //! ```
 //! # fn main() -> anyhow::Result<()> {
-//! # use omptarget::{Config, DeviceBuffer, Image, Kernel, LaunchConfig, Ptr, PtrMut, Runtime};
+//! # use omptarget::{Config, DeviceBuffer, Runtime};
 //! # let runtime = Runtime::new(Config::default())?;
 //! # let device = runtime.device(0)?;
 //! let x = DeviceBuffer::from_slice(device, &[1.0f32, 2.0, 3.0, 4.0])?;
@@ -50,26 +44,36 @@
 //! [`Kernel`] is typed by its C parameters, declared once, in an `unsafe`
 //! lookup (the object code cannot be checked); every launch is then
 //! checked at compile time: the number of arguments, their types, and
-//! Rust's aliasing rules for the buffers ([`Ptr`] is `const T *`,
-//! [`PtrMut`] is `T *`). Globals have typed handles ([`Global`]).
+//! Rust's aliasing rules for the buffers. A [`Slice`] (`const T *, size_t`)
+//! or [`SliceMut`] (`T *, size_t`) parameter gets a buffer's address and
+//! its length, so a kernel that stays below the lengths it is given (what
+//! the lookup vouches for) cannot reach past its buffers: [`Kernel::launch`]
+//! is safe. A bare [`Ptr`]/[`PtrMut`] parameter's reach depends on the
+//! other arguments, so such kernels launch with the `unsafe`
+//! [`Kernel::launch_unchecked`]. Globals have typed handles ([`Global`]).
 //!
 //! ```
 //! # fn main() -> anyhow::Result<()> {
-//! # use omptarget::{Config, DeviceBuffer, Image, Kernel, LaunchConfig, Ptr, PtrMut, Runtime};
+//! # use omptarget::{Config, DeviceBuffer, Image, Kernel, LaunchConfig, Runtime, Slice, SliceMut};
 //! # let runtime = Runtime::new(Config::default())?;
 //! # let device = runtime.device(0)?;
-//! # let dir = tempfile::tempdir()?;
-//! # let kernels = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/kernels");
-//! # let so = dir.path().join("typed.so");
-//! # assert!(std::process::Command::new("cc").args(["-shared", "-fPIC"])
-//! #     .arg(kernels.join("typed.c")).arg("-o").arg(&so).status()?.success());
 //! # let x = DeviceBuffer::from_slice(device, &[1.0f32, 2.0, 3.0, 4.0])?;
 //! # let mut y = DeviceBuffer::<f32>::new(device, 4)?;
-//! // void scale_f32(float a, const float *x, float *y, size_t n)
-//! let image = Image::load_file(device, &so, &["scale_f32", "counter"])?;
-//! // SAFETY: that is its C signature, and it touches n values of x and y.
-//! let scale: Kernel<(f32, Ptr<f32>, PtrMut<f32>, usize)> = unsafe { image.kernel("scale_f32")? };
-//! scale.launch(LaunchConfig::default(), (2.0f32, &x, &mut y, 4usize))?;
+//! // The kernel, built for the host plugin (`tests/kernels/typed.c`):
+//! //   void scale(float a, const float *x, size_t nx, float *y, size_t ny) {
+//! //     for (size_t i = 0; i < nx && i < ny; ++i) y[i] = a * x[i];
+//! //   }
+//! let dir = tempfile::tempdir()?;
+//! let so = dir.path().join("typed.so");
+//! let source = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/kernels/typed.c");
+//! let built = std::process::Command::new("cc")
+//!     .args(["-shared", "-fPIC", "-O2"]).arg(&source).arg("-o").arg(&so).status()?;
+//! assert!(built.success());
+//!
+//! let image = Image::load_file(device, &so, &["scale", "counter"])?;
+//! // SAFETY: that is its C signature, and it stays below the lengths it is given.
+//! let scale: Kernel<(f32, Slice<f32>, SliceMut<f32>)> = unsafe { image.kernel("scale")? };
+//! scale.launch(LaunchConfig::default(), (2.0f32, &x, &mut y))?;
 //! assert_eq!(y.to_vec()?, [2.0, 4.0, 6.0, 8.0]);
 //! assert_eq!(image.global::<i32>("counter")?.read()?, 41);
 //! # Ok(()) }
@@ -200,9 +204,9 @@ mod sync;
 pub(crate) mod trace;
 
 pub use api::{
-    scope, DeviceBuffer, DeviceCopy, Event, Global, Image, Kernel, KernelArg, KernelParam,
-    KernelSignature, LaunchArgs, LaunchConfig, Ptr, PtrMut, Queue, QueueSource, QueuedKernelArg,
-    QueuedLaunchArgs, Scope, ScopedBuffer,
+    scope, BoundedParam, BoundedSignature, DeviceBuffer, DeviceCopy, Event, Global, Image, Kernel,
+    KernelArg, KernelParam, KernelSignature, LaunchArgs, LaunchConfig, Ptr, PtrMut, Queue,
+    QueueSource, QueuedKernelArg, QueuedLaunchArgs, Scope, ScopedBuffer, Slice, SliceMut,
 };
 pub use config::Config;
 pub use device::{Device, DevicePtr, LoadedImage};

@@ -46,7 +46,10 @@ fn vec_add_runs_and_shutdown_is_clean() -> anyhow::Result<()> {
         let db = DeviceBuffer::from_slice(device, &b)?;
         let mut dc = DeviceBuffer::<f32>::new(device, n)?;
         dc.copy_from_host(&vec![-1.0; n])?;
-        kernel.launch(LaunchConfig::teams(4, 8), (&da, &db, &mut dc, n as isize))?;
+        // SAFETY: every length passed is at most its buffer's length.
+        unsafe {
+            kernel.launch_unchecked(LaunchConfig::teams(4, 8), (&da, &db, &mut dc, n as isize))
+        }?;
         device.synchronize()?;
         let mut c = vec![0.0f32; n];
         dc.copy_to_host(&mut c)?;
@@ -104,10 +107,13 @@ fn image_with_two_kernels_and_scalar_arguments() -> anyhow::Result<()> {
     let mut dy = DeviceBuffer::from_slice(device, &y0)?;
     // SAFETY: saxpy(uintptr_t a_bits, const float*, float*, intptr_t).
     let saxpy: Kernel<(usize, Ptr<f32>, PtrMut<f32>, isize)> = unsafe { image.kernel("saxpy")? };
-    saxpy.launch(
-        LaunchConfig::default(),
-        ((-1.5f32).to_bits() as usize, &dx, &mut dy, n as isize),
-    )?;
+    // SAFETY: every length passed is at most its buffer's length.
+    unsafe {
+        saxpy.launch_unchecked(
+            LaunchConfig::default(),
+            ((-1.5f32).to_bits() as usize, &dx, &mut dy, n as isize),
+        )
+    }?;
     let y = dy.to_vec()?;
     for i in 0..n {
         assert_eq!(y[i], -1.5 * x[i] + y0[i], "element {i}");
@@ -118,10 +124,13 @@ fn image_with_two_kernels_and_scalar_arguments() -> anyhow::Result<()> {
     let mut dsum = DeviceBuffer::<i64>::from_slice(device, &[0])?;
     // SAFETY: sum_i64(const int64_t*, intptr_t, int64_t*).
     let sum: Kernel<(Ptr<i64>, isize, PtrMut<i64>)> = unsafe { image.kernel("sum_i64")? };
-    sum.launch(
-        LaunchConfig::single(),
-        (&dv, values.len() as isize, &mut dsum),
-    )?;
+    // SAFETY: every length passed is at most its buffer's length.
+    unsafe {
+        sum.launch_unchecked(
+            LaunchConfig::single(),
+            (&dv, values.len() as isize, &mut dsum),
+        )
+    }?;
     assert_eq!(dsum.to_vec()?, [values.iter().sum::<i64>()]);
     dsum.free()?;
     drop((dx, dy, dv));
@@ -214,9 +223,10 @@ fn buffer_misuse_is_rejected_and_loses_nothing() -> anyhow::Result<()> {
     // SAFETY: vec_add's signature (with u32 for its floats: never runs,
     // the argument check fails first).
     let add: Kernel<VecAddU32> = unsafe { image.kernel("vec_add")? };
-    let err = add
-        .launch(LaunchConfig::default(), (&buffer, &buffer, &mut dst, 3))
-        .unwrap_err();
+    // SAFETY: every length passed is at most its buffer's length.
+    let err =
+        unsafe { add.launch_unchecked(LaunchConfig::default(), (&buffer, &buffer, &mut dst, 3)) }
+            .unwrap_err();
     assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
 
     // Raw frees: unknown pointers and double frees are errors, and change nothing.
@@ -345,7 +355,13 @@ fn one_runtime_shared_by_threads() -> anyhow::Result<()> {
                     let a: Vec<f32> = (0..n).map(|i| (i * t) as f32).collect();
                     let da = DeviceBuffer::from_slice(device, &a)?;
                     let mut dc = DeviceBuffer::<f32>::new(device, n)?;
-                    kernel.launch(LaunchConfig::default(), (&da, &da, &mut dc, n as isize))?;
+                    // SAFETY: every length passed is at most its buffer's length.
+                    unsafe {
+                        kernel.launch_unchecked(
+                            LaunchConfig::default(),
+                            (&da, &da, &mut dc, n as isize),
+                        )
+                    }?;
                     let c = dc.to_vec()?;
                     assert!(c.iter().zip(&a).all(|(c, a)| *c == 2.0 * a));
                 }

@@ -51,15 +51,19 @@ fn vec_add_on_llvm_x86_64_plugin() -> anyhow::Result<()> {
         let db = DeviceBuffer::from_slice(device, &b)?;
         let mut dc = DeviceBuffer::<f32>::new(device, n)?;
         // Pointer-sized arguments only: LLVM's plugin runs it.
-        kernel.launch(LaunchConfig::teams(1, 1), (&da, &db, &mut dc, n as isize))?;
+        // SAFETY: every length passed is at most its buffer's length.
+        unsafe {
+            kernel.launch_unchecked(LaunchConfig::teams(1, 1), (&da, &db, &mut dc, n as isize))
+        }?;
         type Scale = (f32, Ptr<f32>, PtrMut<f32>, usize);
         // A float argument needs `__tgt_rtl_run_typed_region`, which LLVM's
         // plugin lacks: refused, never passed wrong.
         // SAFETY: never runs (refused before the plugin is called).
         let typed: Kernel<Scale> = unsafe { image.kernel("vec_add")? };
-        let err = typed
-            .launch(LaunchConfig::single(), (1.0f32, &da, &mut dc, n))
-            .unwrap_err();
+        // SAFETY: every length passed is at most its buffer's length.
+        let err =
+            unsafe { typed.launch_unchecked(LaunchConfig::single(), (1.0f32, &da, &mut dc, n)) }
+                .unwrap_err();
         assert!(
             matches!(err, Error::Unsupported { .. })
                 && err.to_string().contains("floating-point kernel arguments"),

@@ -1,5 +1,6 @@
 //! `Image`: a device object loaded on one device, its kernels and globals.
-use super::kernel::{Kernel, KernelSignature};
+use super::kernel::Kernel;
+use super::params::KernelSignature;
 use super::DeviceCopy;
 use crate::device::images::KeepAlive;
 use crate::image::{EntryKind, OwnedImage};
@@ -152,18 +153,25 @@ impl<'rt> Image<'rt> {
     }
 
     /// The kernel named `name`, with the C signature `S` (a tuple of
-    /// [`crate::KernelParam`]s, e.g. `(Ptr<f32>, PtrMut<f32>, usize)` for
-    /// `void k(const float *, float *, size_t)`).
+    /// [`crate::KernelParam`]s, e.g. `(f32, Slice<f32>, SliceMut<f32>)`
+    /// for `void k(float a, const float *x, size_t nx, float *y, size_t ny)`).
     ///
     /// # Safety
     /// The object code cannot be checked against a Rust type, so the caller
-    /// vouches, once, for every launch of the returned kernel:
-    /// * the function's parameters are exactly `S`, in order;
-    /// * it reads and writes only the buffers passed to it, within their
-    ///   lengths (when a length is an argument, pass the buffer's);
-    /// * it writes only through [`crate::PtrMut`] parameters, and to globals
-    ///   of its image that no [`Global`] handle reads or writes while it
-    ///   runs.
+    /// vouches, once, for what the kernel does with any arguments a launch
+    /// may pass:
+    /// * the function's parameters are exactly `S`, in order (a
+    ///   [`crate::Slice`] or [`crate::SliceMut`] is two: the pointer, then
+    ///   its length in values as a `size_t`);
+    /// * through a slice parameter it reads (and, for [`crate::SliceMut`],
+    ///   writes) only the values below the length passed with it, whatever
+    ///   the other arguments are: that is what makes [`Kernel::launch`]
+    ///   safe. What it does through a bare [`crate::Ptr`] or
+    ///   [`crate::PtrMut`] is vouched for at each launch instead
+    ///   ([`Kernel::launch_unchecked`]);
+    /// * it writes only through [`crate::SliceMut`] and [`crate::PtrMut`]
+    ///   parameters, and to globals of its image that no [`Global`] handle
+    ///   reads or writes while it runs.
     ///
     /// # Errors
     /// [`Error::KernelNotFound`]; [`Error::InvalidArgument`] when `name` is

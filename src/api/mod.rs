@@ -5,12 +5,14 @@
 mod buffer;
 mod image;
 mod kernel;
+mod params;
 mod queue;
 
 pub use buffer::{DeviceBuffer, DeviceCopy};
 pub use image::{Global, Image};
-pub use kernel::{
-    Kernel, KernelArg, KernelParam, KernelSignature, LaunchArgs, LaunchConfig, Ptr, PtrMut,
-    QueuedKernelArg, QueuedLaunchArgs,
+pub use kernel::{Kernel, LaunchConfig};
+pub use params::{
+    BoundedParam, BoundedSignature, KernelArg, KernelParam, KernelSignature, LaunchArgs, Ptr,
+    PtrMut, QueuedKernelArg, QueuedLaunchArgs, Slice, SliceMut,
 };
 pub use queue::{scope, Event, Queue, QueueSource, Scope, ScopedBuffer};

@@ -1,6 +1,8 @@
 //! Queues and events in a scope ([`scope`], [`Queue`], [`Event`]).
-use super::kernel::{
-    DeviceRef, Kernel, KernelSignature, Ptr, PtrMut, QueuedKernelArg, QueuedLaunchArgs,
+use super::kernel::Kernel;
+use super::params::{
+    ArgSlot, BoundedSignature, KernelSignature, Ptr, PtrMut, QueuedKernelArg, QueuedLaunchArgs,
+    Slice, SliceMut,
 };
 use super::{DeviceBuffer, DeviceCopy};
 use crate::abi::AsyncInfo;
@@ -213,15 +215,21 @@ impl<'scope, T: DeviceCopy> QueueSource<'scope, T> for ScopedBuffer<'scope, T> {
     }
 }
 
-impl<T: DeviceCopy> QueuedKernelArg<Ptr<T>> for ScopedBuffer<'_, T> {
-    fn queued_slot(&self) -> (usize, Option<DeviceRef>) {
-        (self.ptr.addr(), Some(DeviceRef::of(self.device)))
-    }
+/// A lent buffer for any buffer parameter, reading or writing.
+macro_rules! scoped_args {
+    ($($param:ident: writes $writes:expr, slice $slice:expr;)*) => { $(
+        impl<T: DeviceCopy> QueuedKernelArg<$param<T>> for ScopedBuffer<'_, T> {
+            fn queued_slot(&self) -> ArgSlot {
+                ArgSlot::buffer::<T>(self.device, self.ptr.addr(), self.len, $writes, $slice)
+            }
+        }
+    )* };
 }
-impl<T: DeviceCopy> QueuedKernelArg<PtrMut<T>> for ScopedBuffer<'_, T> {
-    fn queued_slot(&self) -> (usize, Option<DeviceRef>) {
-        (self.ptr.addr(), Some(DeviceRef::of(self.device)))
-    }
+scoped_args! {
+    Ptr: writes false, slice false;
+    Slice: writes false, slice true;
+    PtrMut: writes true, slice false;
+    SliceMut: writes true, slice true;
 }
 
 /// Values `offset..offset + len` of a buffer of `buffer_len`, if in range.
@@ -457,8 +465,25 @@ impl<'scope, 'env> Queue<'scope, 'env> {
 
     /// Queue a launch of `kernel` (on this queue's device) with `args`:
     /// buffers it reads as `&DeviceBuffer` or [`ScopedBuffer`], buffers it
-    /// writes as [`ScopedBuffer`] ([`Scope::bind`]).
-    pub fn launch<S: KernelSignature, A: QueuedLaunchArgs<S> + 'scope>(
+    /// writes as [`ScopedBuffer`] ([`Scope::bind`]). The signature is
+    /// bounded, as for [`Kernel::launch`], and the same checks are made.
+    pub fn launch<S: BoundedSignature, A: QueuedLaunchArgs<S> + 'scope>(
+        &self,
+        kernel: &Kernel<'env, S>,
+        config: LaunchConfig,
+        args: A,
+    ) -> Result<()> {
+        // SAFETY: a bounded signature (`Kernel::launch`'s reasoning).
+        unsafe { self.launch_unchecked(kernel, config, args) }
+    }
+
+    /// [`Queue::launch`] for any signature, bare [`Ptr`] and [`PtrMut`]
+    /// parameters included.
+    ///
+    /// # Safety
+    /// As [`Kernel::launch_unchecked`]: with these argument values, the
+    /// kernel reads and writes only within the buffers passed.
+    pub unsafe fn launch_unchecked<S: KernelSignature, A: QueuedLaunchArgs<S> + 'scope>(
         &self,
         kernel: &Kernel<'env, S>,
         config: LaunchConfig,
@@ -472,18 +497,20 @@ impl<'scope, 'env> Queue<'scope, 'env> {
                 self.device.id()
             )));
         }
-        let mut values = kernel.checked_values(args.queued_slots())?;
+        let mut values = kernel.checked_values(&args.queued_slots())?;
+        let types = S::types();
         let region = config.region()?;
         self.scope.with_queue(self.index, |queue| {
             // SAFETY: the kernel's signature is `S` (Image::kernel's
-            // contract); its buffers are borrowed for the scope ('scope
-            // bound on `A`), which synchronises this queue before it ends.
+            // contract) and stays within its buffers (ours); its buffers
+            // are borrowed for the scope ('scope bound on `A`), which
+            // synchronises this queue before it ends.
             unsafe {
                 self.device.run_typed_on(
                     Some(queue),
                     kernel.addr as *mut c_void,
                     &mut values,
-                    S::TYPES,
+                    &types,
                     region,
                 )
             }

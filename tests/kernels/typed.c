@@ -4,15 +4,25 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* y[i] = a * x[i]: a float parameter (an SSE register on x86_64). */
+/* y[i] = a * x[i]: a float parameter (an SSE register on x86_64). A
+ * bare-pointer kernel: how far it reaches is the caller's n. */
 void scale_f32(float a, const float *x, float *y, size_t n) {
   for (size_t i = 0; i < n; ++i)
     y[i] = a * x[i];
 }
 
-/* Every C scalar type, written back as doubles. */
+/* The same with each buffer's length (Slice, SliceMut): it touches only
+ * the values below both, whatever the lengths are. */
+void scale(float a, const float *x, size_t nx, float *y, size_t ny) {
+  for (size_t i = 0; i < nx && i < ny; ++i)
+    y[i] = a * x[i];
+}
+
+/* Every C scalar type, written back as doubles (out has room for 10). */
 void scalars(int8_t a, uint8_t b, int16_t c, uint16_t d, int32_t e, uint32_t f,
-             int64_t g, uint64_t h, float x, double y, double *out) {
+             int64_t g, uint64_t h, float x, double y, double *out, size_t n) {
+  if (n < 10)
+    return;
   out[0] = a;
   out[1] = b;
   out[2] = c;
@@ -32,6 +42,8 @@ double table[4] = {1.0, 2.0, 3.0, 4.0};
 void bump(int32_t by) { counter += by; }
 
 /* out[0] = sum(table) */
-void sum_table(double *out) {
+void sum_table(double *out, size_t n) {
+  if (n < 1)
+    return;
   out[0] = table[0] + table[1] + table[2] + table[3];
 }

@@ -3,14 +3,16 @@
 //! variable. Every rule of the API is a test here; the lifetime and
 //! aliasing rules are `compile_fail` doctests in the crate itself.
 use omptarget::{
-    Config, DeviceBuffer, Error, Image, Kernel, LaunchConfig, Ptr, PtrMut, Runtime, SkipReason,
+    Config, DeviceBuffer, Error, Image, Kernel, LaunchConfig, Runtime, SkipReason, Slice, SliceMut,
 };
 use omptarget_user_tests::kernel;
 
-/// `void vec_add(const float *a, const float *b, float *c, intptr_t n)`.
-type VecAdd = (Ptr<f32>, Ptr<f32>, PtrMut<f32>, isize);
-/// `void scale_f32(float a, const float *x, float *y, size_t n)`.
-type Scale = (f32, Ptr<f32>, PtrMut<f32>, usize);
+/// `void vec_add_slices(const float *a, size_t na, const float *b,
+/// size_t nb, float *c, size_t nc)`: below all three lengths.
+type VecAdd = (Slice<f32>, Slice<f32>, SliceMut<f32>);
+/// `void scale(float a, const float *x, size_t nx, float *y, size_t ny)`:
+/// below both lengths.
+type Scale = (f32, Slice<f32>, SliceMut<f32>);
 
 fn runtime() -> Runtime {
     Runtime::new(Config::default()).expect("the default runtime has the built-in host devices")
@@ -51,14 +53,14 @@ fn runtimes_on_parallel_threads_each_get_their_own_devices() -> anyhow::Result<(
                     let runtime = runtime();
                     assert_eq!(runtime.device_count(), 4);
                     let device = runtime.device(t % 4)?;
-                    let image = Image::load_file(device, so, &["vec_add"])?;
-                    // SAFETY: vec_add(const float *a, const float *b, float
-                    // *c, intptr_t n) touches n values of each buffer.
-                    let add: Kernel<VecAdd> = unsafe { image.kernel("vec_add")? };
+                    let image = Image::load_file(device, so, &["vec_add_slices"])?;
+                    // SAFETY: `VecAdd` is its signature; it stays below
+                    // the lengths it is given.
+                    let add: Kernel<VecAdd> = unsafe { image.kernel("vec_add_slices")? };
                     let a: Vec<f32> = (0..100).map(|i| (i * t) as f32).collect();
                     let da = DeviceBuffer::from_slice(device, &a)?;
                     let mut dc = DeviceBuffer::<f32>::new(device, 100)?;
-                    add.launch(LaunchConfig::default(), (&da, &da, &mut dc, 100isize))?;
+                    add.launch(LaunchConfig::default(), (&da, &da, &mut dc))?;
                     let c = dc.to_vec()?;
                     assert!(c.iter().zip(&a).all(|(c, a)| *c == 2.0 * a));
                     drop((da, dc, image));
@@ -128,9 +130,22 @@ fn image_errors_carry_the_reason() -> anyhow::Result<()> {
 fn every_c_scalar_type_reaches_its_parameter() -> anyhow::Result<()> {
     let runtime = runtime();
     let device = runtime.device(1)?;
-    let image = Image::load_file(device, kernel("typed.c")?, &["scalars", "scale_f32"])?;
-    type Scalars = (i8, u8, i16, u16, i32, u32, i64, u64, f32, f64, PtrMut<f64>);
-    // SAFETY: the C signature is exactly `Scalars`; `out` has 10 values.
+    let image = Image::load_file(device, kernel("typed.c")?, &["scalars", "scale"])?;
+    type Scalars = (
+        i8,
+        u8,
+        i16,
+        u16,
+        i32,
+        u32,
+        i64,
+        u64,
+        f32,
+        f64,
+        SliceMut<f64>,
+    );
+    // SAFETY: the C signature is exactly `Scalars`; it writes 10 values,
+    // only if the length it is given allows.
     let scalars: Kernel<Scalars> = unsafe { image.kernel("scalars")? };
     let mut out = DeviceBuffer::<f64>::new(device, 10)?;
     scalars.launch(
@@ -166,11 +181,11 @@ fn every_c_scalar_type_reaches_its_parameter() -> anyhow::Result<()> {
     );
 
     // A float scalar in front of pointers (it travels in an SSE register).
-    // SAFETY: scale_f32(float, const float *, float *, size_t) touches n values.
-    let scale: Kernel<Scale> = unsafe { image.kernel("scale_f32")? };
+    // SAFETY: `Scale` is its signature; it stays below the lengths.
+    let scale: Kernel<Scale> = unsafe { image.kernel("scale")? };
     let x = DeviceBuffer::from_slice(device, &[1.0f32, 2.0, 3.0])?;
     let mut y = DeviceBuffer::<f32>::new(device, 3)?;
-    scale.launch(LaunchConfig::teams(1, 1), (2.0f32, &x, &mut y, 3usize))?;
+    scale.launch(LaunchConfig::teams(1, 1), (2.0f32, &x, &mut y))?;
     assert_eq!(y.to_vec()?, [2.0, 4.0, 6.0]);
     drop((out, x, y, image));
     assert!(runtime.shutdown().is_clean());
@@ -207,8 +222,8 @@ fn globals_have_typed_handles_and_are_not_kernels() -> anyhow::Result<()> {
 
     let table = image.global::<[f64; 4]>("table")?;
     table.write(&[10.0, 20.0, 30.0, 40.5])?;
-    // SAFETY: sum_table(double *out) writes out[0].
-    let sum: Kernel<(PtrMut<f64>,)> = unsafe { image.kernel("sum_table")? };
+    // SAFETY: sum_table(double *out, size_t n) writes out[0] if n >= 1.
+    let sum: Kernel<(SliceMut<f64>,)> = unsafe { image.kernel("sum_table")? };
     let mut out = DeviceBuffer::<f64>::new(device, 1)?;
     sum.launch(LaunchConfig::single(), (&mut out,))?;
     assert_eq!(out.to_vec()?, [100.5]);
@@ -221,13 +236,13 @@ fn globals_have_typed_handles_and_are_not_kernels() -> anyhow::Result<()> {
 fn launch_checks_devices_and_the_plugin_reports_its_failures() -> anyhow::Result<()> {
     let runtime = runtime();
     let (d0, d1) = (runtime.device(0)?, runtime.device(1)?);
-    let image = Image::load_file(d1, kernel("vec_add.c")?, &["vec_add"])?;
+    let image = Image::load_file(d1, kernel("vec_add.c")?, &["vec_add_slices"])?;
     // SAFETY: vec_add's signature; never runs (the device check fails).
-    let add: Kernel<VecAdd> = unsafe { image.kernel("vec_add")? };
+    let add: Kernel<VecAdd> = unsafe { image.kernel("vec_add_slices")? };
     let on_d0 = DeviceBuffer::from_slice(d0, &[1.0f32; 4])?;
     let mut out = DeviceBuffer::<f32>::new(d1, 4)?;
     let err = add
-        .launch(LaunchConfig::default(), (&on_d0, &on_d0, &mut out, 4))
+        .launch(LaunchConfig::default(), (&on_d0, &on_d0, &mut out))
         .unwrap_err();
     assert!(
         err.to_string()
@@ -282,12 +297,12 @@ fn a_queue_pipeline_across_two_devices_with_events() -> anyhow::Result<()> {
     let runtime = runtime();
     let (d0, d1) = (runtime.device(0)?, runtime.device(1)?);
     let so = kernel("typed.c")?;
-    let image0 = Image::load_file(d0, &so, &["scale_f32"])?;
-    let image1 = Image::load_file(d1, &so, &["scale_f32"])?;
-    // SAFETY: scale_f32(float, const float *, float *, size_t) touches n values.
-    let scale0: Kernel<Scale> = unsafe { image0.kernel("scale_f32")? };
+    let image0 = Image::load_file(d0, &so, &["scale"])?;
+    let image1 = Image::load_file(d1, &so, &["scale"])?;
+    // SAFETY: `Scale` is its signature; it stays below the lengths.
+    let scale0: Kernel<Scale> = unsafe { image0.kernel("scale")? };
     // SAFETY: as above.
-    let scale1: Kernel<Scale> = unsafe { image1.kernel("scale_f32")? };
+    let scale1: Kernel<Scale> = unsafe { image1.kernel("scale")? };
     let n = 1000;
     let input: Vec<f32> = (0..n).map(|i| i as f32).collect();
     let mut output = vec![0f32; n];
@@ -301,11 +316,11 @@ fn a_queue_pipeline_across_two_devices_with_events() -> anyhow::Result<()> {
         let (x0, y0) = (s.bind(&mut x0), s.bind(&mut y0));
         let (x1, y1) = (s.bind(&mut x1), s.bind(&mut y1));
         q0.copy_to_device(x0, &input)?;
-        q0.launch(&scale0, LaunchConfig::default(), (2.0f32, x0, y0, n))?;
+        q0.launch(&scale0, LaunchConfig::default(), (2.0f32, x0, y0))?;
         q0.copy_between(x1, y0)?; // device 0 -> device 1
         let copied = q0.record_event()?;
         q1.wait_for(&copied)?;
-        q1.launch(&scale1, LaunchConfig::default(), (0.5f32, x1, y1, n))?;
+        q1.launch(&scale1, LaunchConfig::default(), (0.5f32, x1, y1))?;
         q1.copy_to_host(&mut output, y1)?;
         anyhow::Ok(())
     })?;
@@ -391,13 +406,13 @@ fn a_dropped_runtime_warns_once_with_its_leaks() -> anyhow::Result<()> {
 fn buffers_of_another_runtime_are_refused() -> anyhow::Result<()> {
     let (first, second) = (runtime(), runtime());
     let (d_first, d_second) = (first.device(0)?, second.device(0)?);
-    let image = Image::load_file(d_first, kernel("vec_add.c")?, &["vec_add"])?;
+    let image = Image::load_file(d_first, kernel("vec_add.c")?, &["vec_add_slices"])?;
     // SAFETY: vec_add's signature; never runs (refused first).
-    let add: Kernel<VecAdd> = unsafe { image.kernel("vec_add")? };
+    let add: Kernel<VecAdd> = unsafe { image.kernel("vec_add_slices")? };
     let foreign = DeviceBuffer::from_slice(d_second, &[1.0f32; 4])?;
     let mut out = DeviceBuffer::<f32>::new(d_first, 4)?;
     let err = add
-        .launch(LaunchConfig::default(), (&foreign, &foreign, &mut out, 4))
+        .launch(LaunchConfig::default(), (&foreign, &foreign, &mut out))
         .unwrap_err();
     assert!(
         err.to_string().contains("device 0 of another runtime"),
@@ -453,6 +468,70 @@ fn a_reversed_source_range_is_an_error() -> anyhow::Result<()> {
     assert!(err.to_string().contains("reversed"), "{err}");
     assert_eq!(dst.to_vec()?, [0; 6]);
     drop((src, dst));
+    assert!(runtime.shutdown().is_clean());
+    Ok(())
+}
+
+/// The launch a new user wrote that corrupted the heap (a length larger
+/// than the buffers) cannot be written safely any more (a `compile_fail`
+/// doctest on `Kernel`); its bounded form gets each buffer's own length,
+/// so unequal buffers are safe: the kernel stops at the shorter one.
+#[test]
+fn a_bounded_launch_stays_within_unequal_buffers() -> anyhow::Result<()> {
+    let runtime = runtime();
+    let device = runtime.device(0)?;
+    let image = Image::load_file(device, kernel("typed.c")?, &["scale"])?;
+    // SAFETY: `Scale` is its signature; it stays below the lengths.
+    let scale: Kernel<Scale> = unsafe { image.kernel("scale")? };
+    let x = DeviceBuffer::from_slice(device, &[1.0f32, 2.0, 3.0, 4.0])?;
+    let mut y = DeviceBuffer::from_slice(device, &[0.0f32; 2])?;
+    scale.launch(LaunchConfig::default(), (2.0f32, &x, &mut y))?;
+    assert_eq!(y.to_vec()?, [2.0, 4.0]);
+    let mut long = DeviceBuffer::from_slice(device, &[-1.0f32; 64])?;
+    scale.launch(LaunchConfig::default(), (3.0f32, &x, &mut long))?;
+    let values = long.to_vec()?;
+    assert_eq!(values[..4], [3.0, 6.0, 9.0, 12.0]);
+    assert!(
+        values[4..].iter().all(|v| *v == -1.0),
+        "nothing past x's 4 values"
+    );
+    drop((x, y, long, image));
+    assert!(runtime.shutdown().is_clean());
+    Ok(())
+}
+
+/// A lent buffer is `Copy` inside its scope, so the same one can be passed
+/// as a kernel's input and output: every launch checks that a buffer the
+/// kernel writes is not passed again, queued as blocking.
+#[test]
+fn a_written_buffer_passed_twice_to_a_queued_launch_is_refused() -> anyhow::Result<()> {
+    let runtime = runtime();
+    let device = runtime.device(0)?;
+    let image = Image::load_file(device, kernel("typed.c")?, &["scale"])?;
+    // SAFETY: `Scale` is its signature; it stays below the lengths.
+    let scale: Kernel<Scale> = unsafe { image.kernel("scale")? };
+    let mut y = DeviceBuffer::from_slice(device, &[1.0f32; 8])?;
+    let x = DeviceBuffer::from_slice(device, &[1.0f32; 8])?;
+    let err = omptarget::scope(|s| {
+        let q = s.queue(device)?;
+        let lent = s.bind(&mut y);
+        // Reading one buffer and writing another is fine.
+        q.launch(&scale, LaunchConfig::default(), (2.0f32, &x, lent))?;
+        q.launch(&scale, LaunchConfig::default(), (2.0f32, lent, lent))
+    })
+    .unwrap_err();
+    assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
+    assert!(
+        err.to_string()
+            .contains("arguments 1 and 2 of kernel scale overlap and the kernel may write 2"),
+        "{err}"
+    );
+    assert_eq!(
+        y.to_vec()?,
+        [2.0; 8],
+        "the first launch ran, the second did not"
+    );
+    drop((x, y, image));
     assert!(runtime.shutdown().is_clean());
     Ok(())
 }

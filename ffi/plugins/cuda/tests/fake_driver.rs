@@ -57,19 +57,20 @@ fn shutdown_releases_everything_in_the_documented_order() {
         // SAFETY: as above.
         let generic: Kernel<(PtrMut<i32>, i32)> =
             unsafe { image.kernel("generic_kernel").unwrap() };
-        spmd.launch(LaunchConfig::teams(4, 64), (&mut data, 4))
-            .unwrap();
-        generic
-            .launch(LaunchConfig::teams(2, 64), (&mut data, 4))
-            .unwrap();
-        spmd.launch(LaunchConfig::single(), (&mut data, 4)).unwrap();
+        // SAFETY: every length passed is at most its buffer's length.
+        unsafe { spmd.launch_unchecked(LaunchConfig::teams(4, 64), (&mut data, 4)) }.unwrap();
+        // SAFETY: every length passed is at most its buffer's length.
+        unsafe { generic.launch_unchecked(LaunchConfig::teams(2, 64), (&mut data, 4)) }.unwrap();
+        // SAFETY: every length passed is at most its buffer's length.
+        unsafe { spmd.launch_unchecked(LaunchConfig::single(), (&mut data, 4)) }.unwrap();
         // Queued work on a stream of its own, synchronised by the scope.
         let mut back = vec![0i32; 4];
         omptarget::scope(|s| -> omptarget::Result<()> {
             let q = s.queue(device)?;
             let d = s.bind(&mut data);
             q.copy_to_device(d, &[5, 6, 7, 8])?;
-            q.launch(&spmd, LaunchConfig::teams(1, 32), (d, 4))?;
+            // SAFETY: every length passed is at most its buffer's length.
+            unsafe { q.launch_unchecked(&spmd, LaunchConfig::teams(1, 32), (d, 4)) }?;
             // A second queue waits for the first on the device (an event).
             let q2 = s.queue(device)?;
             let ready = q.record_event()?;
