@@ -70,6 +70,10 @@ pub struct Device {
     mappings: crate::mapping::MappingTable,
     /// What each allocation records about where it was made.
     origins: crate::origin::OriginCapture,
+    /// The runtime it belongs to (unique per `Runtime::new`): two
+    /// runtimes both have a device 0, and one's buffers are not the
+    /// other's.
+    runtime: u64,
 }
 
 impl std::fmt::Debug for Device {
@@ -90,6 +94,7 @@ impl Device {
         local_id: i32,
         threshold: usize,
         origins: crate::origin::OriginCapture,
+        runtime: u64,
     ) -> Device {
         let allocator = PluginAllocator::new(plugin.clone(), id, local_id);
         Device {
@@ -101,7 +106,13 @@ impl Device {
             images: Mutex::new(Vec::new()),
             mappings: Default::default(),
             origins,
+            runtime,
         }
+    }
+
+    /// Whether `other` is a device of the same runtime.
+    pub(crate) fn same_runtime(&self, other: &Device) -> bool {
+        self.runtime == other.runtime
     }
 
     /// The runtime-wide device number (0-based, in plugin order).

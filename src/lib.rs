@@ -215,7 +215,8 @@ pub use launch::RegionLaunch;
 pub use plugin::{PluginInfo, SkipReason, SkippedPlugin};
 pub use runtime::Runtime;
 pub use shutdown_report::{
-    DtorKernels, DtorsOutcome, ImageDtors, Phase, ShutdownReport, StepOutcome, TeardownStep,
+    DtorKernels, DtorsOutcome, ImageDtors, LeakedImage, Phase, ShutdownReport, StepOutcome,
+    TeardownStep,
 };
 pub use trace::profile;
 

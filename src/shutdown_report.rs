@@ -193,6 +193,21 @@ pub struct UserLeak {
     pub origin: crate::origin::AllocOrigin,
 }
 
+/// An image a typed [`crate::Image`] handle loaded and never dropped
+/// (`mem::forget`, a leaked `Rc` cycle): the teardown unloads it, and
+/// reports it here as the user's leak.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeakedImage {
+    /// Runtime-wide number of the device it was loaded on.
+    pub device: usize,
+    /// File name of the plugin library serving the device.
+    pub plugin: String,
+    /// Address of its `__tgt_device_image`.
+    pub image: usize,
+    /// The entries it was loaded for.
+    pub entries: Vec<String>,
+}
+
 /// A mapping-table entry still present at shutdown.
 #[derive(Debug, Clone)]
 pub struct LiveMapping {
@@ -227,6 +242,8 @@ pub struct ShutdownReport {
     pub bytes_freed: usize,
     /// Allocations the user still held.
     pub user_leaks: Vec<UserLeak>,
+    /// Images whose [`crate::Image`] handle was never dropped.
+    pub leaked_images: Vec<LeakedImage>,
     /// Mapping-table entries still present.
     pub live_mappings: Vec<LiveMapping>,
     /// What could not be released, and why.
@@ -260,6 +277,7 @@ impl ShutdownReport {
                 .all(|(_, outcome)| outcome.is_ok())
             && self.not_freed.is_empty()
             && self.user_leaks.is_empty()
+            && self.leaked_images.is_empty()
             && self.live_mappings.is_empty()
             && self.left_to_os.is_none()
     }
@@ -390,6 +408,22 @@ impl fmt::Display for ShutdownReport {
                     f,
                     "    device {}: {:#x}, {} bytes ({:?})",
                     leak.device, leak.address, leak.size, leak.kind
+                )?;
+            }
+        }
+        if !self.leaked_images.is_empty() {
+            writeln!(
+                f,
+                "  images whose Image handle was never dropped (unloaded by the teardown):"
+            )?;
+            for leak in &self.leaked_images {
+                writeln!(
+                    f,
+                    "    device {} ({}): image {:#x}, entries {}",
+                    leak.device,
+                    leak.plugin,
+                    leak.image,
+                    leak.entries.join(", ")
                 )?;
             }
         }

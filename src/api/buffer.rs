@@ -233,6 +233,7 @@ impl<'rt, T: DeviceCopy> DeviceBuffer<'rt, T> {
                 range.start, range.end
             )));
         }
+        super::checks::same_runtime("the source", src.device, self.device)?;
         let src_range = src.range(range.start, range.len())?;
         let dst_range = self.range(offset, range.len())?;
         let bytes = range.len() * std::mem::size_of::<T>();

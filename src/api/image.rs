@@ -79,7 +79,13 @@ impl<'rt> Image<'rt> {
             loaded: true,
         };
         // From here on `image` unloads itself if checking fails.
-        image.with_entries(loaded.entries)
+        let image = image.with_entries(loaded.entries)?;
+        // Owned by the handle: still so at shutdown means it was forgotten.
+        image.device.set_image_handle(
+            image.storage.as_device_image(),
+            Some(image.entries.iter().map(|e| e.name.clone()).collect()),
+        );
+        Ok(image)
     }
 
     /// [`Image::load`] from a file.
@@ -237,6 +243,9 @@ impl<'rt> Image<'rt> {
         if !std::mem::replace(&mut self.loaded, false) {
             return Ok(true);
         }
+        // The handle lets go, whether or not the plugin can unload it.
+        self.device
+            .set_image_handle(self.storage.as_device_image(), None);
         // SAFETY: loaded on this device by `load`; the device keeps its own
         // reference to the storage if the plugin cannot unload.
         unsafe { self.device.unload_image(self.storage.as_device_image()) }

@@ -3,6 +3,7 @@
 //! the runtime, so none can outlive [`crate::Runtime::shutdown`]; see the
 //! crate's front page for a walk-through.
 mod buffer;
+mod checks;
 mod image;
 mod kernel;
 mod params;

@@ -442,12 +442,15 @@ impl<'scope, 'env> Queue<'scope, 'env> {
     ) -> Result<()> {
         let (src_device, src_ptr, src_len) = src.parts();
         self.check_device(src_device)?;
+        super::checks::same_runtime("the destination", dst.device, self.device)?;
         if src_len != dst.len {
             return Err(Error::LengthMismatch {
                 device_len: dst.len,
                 host_len: src_len,
             });
         }
+        let bytes = src_len * std::mem::size_of::<T>();
+        super::checks::disjoint(src_device, src_ptr, dst.device, dst.ptr, bytes)?;
         self.scope.with_queue(self.index, |queue| {
             // SAFETY: both buffers are borrowed (or lent) for the scope,
             // which synchronises this queue before it ends.

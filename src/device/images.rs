@@ -34,6 +34,9 @@ pub(crate) struct ImageRecord {
     /// Its destructor kernels, as the OpenMP layer ran them at
     /// unregistration ([`Device::note_dtor_kernels`]).
     pub dtor_kernels: Option<crate::shutdown_report::DtorKernels>,
+    /// While a typed [`crate::Image`] handle owns the image: the entries it
+    /// was loaded for. Still set at shutdown: the handle was never dropped.
+    pub handle: Option<Vec<String>>,
 }
 
 /// A `__tgt_device_image` address the device keeps for `unload_binary`.
@@ -103,6 +106,7 @@ impl Device {
             image: ImagePtr(image),
             _keepalive: keepalive,
             dtor_kernels: None,
+            handle: None,
         });
         // SAFETY: a non-null table from load_binary is valid until unload.
         let entries =
@@ -113,6 +117,22 @@ impl Device {
             })?;
         tracing::debug!(plugin = %self.plugin.name(), device = self.id, entries = entries.len(), "image loaded");
         Ok(LoadedImage { entries })
+    }
+
+    /// Say that a typed [`crate::Image`] handle owns the latest load of
+    /// `image` (`Some`: the entries it was loaded for) or no longer does.
+    pub(crate) fn set_image_handle(
+        &self,
+        image: *mut abi::DeviceImage,
+        handle: Option<Vec<String>>,
+    ) {
+        if let Some(record) = lock(&self.images)
+            .iter_mut()
+            .rev()
+            .find(|r| r.image.0 == image)
+        {
+            record.handle = handle;
+        }
     }
 
     /// Unload `image` (`unload_binary`). `Ok(true)`: unloaded. `Ok(false)`:

@@ -11,10 +11,14 @@
 
 use super::Device;
 use crate::plugin::Plugin;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 /// Device numbers per lazily allocated chunk.
 const CHUNK: usize = 64;
+
+/// The next table's runtime number (a plain atomic: no destructor).
+static NEXT_RUNTIME: AtomicU64 = AtomicU64::new(1);
 
 type Chunk = [OnceLock<Box<Device>>; CHUNK];
 
@@ -32,6 +36,8 @@ pub(crate) struct DeviceTable {
     memory_manager_threshold: usize,
     /// What the devices' allocations record about where they were made.
     origins: crate::origin::OriginCapture,
+    /// This runtime's number, unique in the process, given to its devices.
+    runtime: u64,
 }
 
 impl DeviceTable {
@@ -56,6 +62,7 @@ impl DeviceTable {
             chunks,
             memory_manager_threshold,
             origins: Default::default(),
+            runtime: NEXT_RUNTIME.fetch_add(1, Ordering::Relaxed),
         }
     }
 
@@ -120,6 +127,7 @@ impl DeviceTable {
             local,
             self.memory_manager_threshold,
             self.origins,
+            self.runtime,
         )
     }
 

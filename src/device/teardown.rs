@@ -127,6 +127,7 @@ impl Device {
         let outcome = match self.plugin.entries().unload_binary {
             None => {
                 for record in images.iter() {
+                    self.report_leaked_handle(report, record);
                     self.report_dtors(
                         report,
                         record,
@@ -138,6 +139,7 @@ impl Device {
             Some(unload) => {
                 let mut errors = Vec::new();
                 for record in images.iter() {
+                    self.report_leaked_handle(report, record);
                     let local = self.local_id;
                     let _call = crate::profile::span(crate::profile::Kind::Plugin, "unload_binary");
                     // SAFETY: the image was loaded on this device and its
@@ -192,6 +194,24 @@ impl Device {
                     "in use at exit: {why}; the image stays loaded, left to the OS"
                 )),
             );
+        }
+    }
+
+    /// An image whose typed handle was never dropped is the user's leak.
+    fn report_leaked_handle(
+        &self,
+        report: &mut ShutdownReport,
+        record: &super::images::ImageRecord,
+    ) {
+        if let Some(entries) = &record.handle {
+            report
+                .leaked_images
+                .push(crate::shutdown_report::LeakedImage {
+                    device: self.id,
+                    plugin: self.plugin.name().to_owned(),
+                    image: record.image.0 as usize,
+                    entries: entries.clone(),
+                });
         }
     }
 

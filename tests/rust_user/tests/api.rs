@@ -422,10 +422,23 @@ fn buffers_of_another_runtime_are_refused() -> anyhow::Result<()> {
     let err =
         omptarget::scope(|s| s.queue(d_first)?.copy_to_host(&mut host, &foreign)).unwrap_err();
     assert!(err.to_string().contains("of another runtime"), "{err}");
-    // A blocking copy between runtimes goes through the host: allowed.
-    out.copy_from(&foreign)?;
-    assert_eq!(out.to_vec()?, [1.0; 4]);
-    drop((image, foreign, out));
+    // Copies check the runtime as launches do, blocking and queued.
+    let err = out.copy_from(&foreign).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("the source is a buffer on device 0 of another runtime"),
+        "{err}"
+    );
+    let mut mine = DeviceBuffer::<f32>::new(d_first, 4)?;
+    let err = omptarget::scope(|s| {
+        let q = s.queue(d_first)?;
+        let theirs = s.bind(&mut mine);
+        q.copy_between(theirs, &out)?;
+        s.queue(d_first)?.copy_between(theirs, theirs)
+    })
+    .unwrap_err();
+    assert!(err.to_string().contains("overlap"), "{err}");
+    drop((image, foreign, out, mine));
     assert!(first.shutdown().is_clean());
     assert!(second.shutdown().is_clean());
     Ok(())
@@ -533,5 +546,30 @@ fn a_written_buffer_passed_twice_to_a_queued_launch_is_refused() -> anyhow::Resu
     );
     drop((x, y, image));
     assert!(runtime.shutdown().is_clean());
+    Ok(())
+}
+
+/// A forgotten `Image` (`mem::forget`) is unloaded by the teardown and
+/// reported as the user's leak, like a forgotten buffer.
+#[test]
+fn a_forgotten_image_is_reported_as_a_leak() -> anyhow::Result<()> {
+    let runtime = runtime();
+    let device = runtime.device(0)?;
+    let so = kernel("typed.c")?;
+    // Dropped (and one unloaded explicitly): not leaks.
+    drop(Image::load_file(device, &so, &["scale"])?);
+    assert!(Image::load_file(device, &so, &["scale"])?.unload()?);
+    std::mem::forget(Image::load_file(device, &so, &["scale", "counter"])?);
+    let report = runtime.shutdown();
+    assert!(!report.is_clean(), "{report}");
+    assert_eq!(report.leaked_images.len(), 1, "{report}");
+    assert_eq!(report.leaked_images[0].entries, ["scale", "counter"]);
+    assert!(
+        report
+            .to_string()
+            .contains("images whose Image handle was never dropped"),
+        "{report}"
+    );
+    assert!(report.not_freed.is_empty(), "it was unloaded: {report}");
     Ok(())
 }
