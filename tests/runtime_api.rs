@@ -199,10 +199,8 @@ fn buffer_misuse_is_rejected_and_loses_nothing() -> anyhow::Result<()> {
         Err(Error::LengthMismatch { .. })
     ));
     assert_eq!(buffer.to_vec()?, [1, 2, 3], "content unchanged");
-    assert!(matches!(
-        DeviceBuffer::<u8>::new(device, 0),
-        Err(Error::InvalidArgument(_))
-    ));
+    // Empty buffers are fine (rust_user's `empty_buffers_work_everywhere`);
+    // one larger than the address space is not.
     assert!(matches!(
         DeviceBuffer::<u64>::new(device, usize::MAX),
         Err(Error::InvalidArgument(_))

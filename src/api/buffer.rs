@@ -58,7 +58,9 @@ pub struct DeviceBuffer<'rt, T: DeviceCopy> {
 }
 
 impl<'rt, T: DeviceCopy> DeviceBuffer<'rt, T> {
-    /// Allocate room for `len` (> 0) values; the content is unspecified.
+    /// Allocate room for `len` values; the content is unspecified. An
+    /// empty buffer (`len` 0, or a zero-sized `T`) allocates nothing: its
+    /// address is null, and every copy and launch takes it.
     ///
     /// ```
     /// # use omptarget::{Config, DeviceBuffer, Runtime};
@@ -71,15 +73,20 @@ impl<'rt, T: DeviceCopy> DeviceBuffer<'rt, T> {
     /// ```
     #[track_caller]
     pub fn new(device: &'rt Device, len: usize) -> Result<Self> {
-        let bytes = len
-            .checked_mul(std::mem::size_of::<T>())
-            .filter(|&b| b > 0)
-            .ok_or_else(|| {
-                Error::InvalidArgument(format!(
-                    "a buffer of {len} values of {} bytes",
-                    std::mem::size_of::<T>()
-                ))
-            })?;
+        let bytes = len.checked_mul(std::mem::size_of::<T>()).ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "a buffer of {len} values of {} bytes is larger than the address space",
+                std::mem::size_of::<T>()
+            ))
+        })?;
+        if bytes == 0 {
+            return Ok(DeviceBuffer {
+                device,
+                ptr: DevicePtr::from_raw(std::ptr::null_mut()),
+                len,
+                _values: PhantomData,
+            });
+        }
         // SAFETY: no host pointer is given; the new allocation is owned by
         // the buffer alone.
         let ptr = unsafe { device.alloc(bytes, std::ptr::null_mut(), AllocKind::Default) }?;
@@ -113,7 +120,7 @@ impl<'rt, T: DeviceCopy> DeviceBuffer<'rt, T> {
         self.len
     }
 
-    /// Always false: buffers hold at least one value.
+    /// Whether it holds no value.
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
@@ -154,6 +161,9 @@ impl<'rt, T: DeviceCopy> DeviceBuffer<'rt, T> {
     /// ```
     pub fn copy_from_host_at(&mut self, offset: usize, values: &[T]) -> Result<()> {
         let range = self.range(offset, values.len())?;
+        if std::mem::size_of_val(values) == 0 {
+            return Ok(());
+        }
         // SAFETY: `values` is readable for its bytes; `range` lies within
         // this buffer (checked), which `&mut self` keeps live and unaliased.
         unsafe {
@@ -174,6 +184,9 @@ impl<'rt, T: DeviceCopy> DeviceBuffer<'rt, T> {
     /// Copy `values.len()` values starting at value `offset` into `values`.
     pub fn copy_to_host_at(&self, offset: usize, values: &mut [T]) -> Result<()> {
         let range = self.range(offset, values.len())?;
+        if std::mem::size_of_val(values) == 0 {
+            return Ok(());
+        }
         // SAFETY: `values` is writable for its bytes and any bytes are a
         // valid `T` (DeviceCopy); `range` lies within this live buffer.
         unsafe {
@@ -188,6 +201,11 @@ impl<'rt, T: DeviceCopy> DeviceBuffer<'rt, T> {
     /// The buffer's content as a new vector.
     pub fn to_vec(&self) -> Result<Vec<T>> {
         let mut values = Vec::<T>::with_capacity(self.len);
+        if self.size_bytes() == 0 {
+            // SAFETY: zero bytes to write: a zero-sized `T` or no values.
+            unsafe { values.set_len(self.len) };
+            return Ok(values);
+        }
         // SAFETY: the plugin writes all size_bytes bytes before set_len; any
         // bytes are a valid `T`.
         unsafe {
@@ -261,6 +279,9 @@ impl<'rt, T: DeviceCopy> DeviceBuffer<'rt, T> {
 
     /// Set every value to `value`.
     pub fn fill(&mut self, value: T) -> Result<()> {
+        if self.size_bytes() == 0 {
+            return Ok(());
+        }
         let chunk_len = (FILL_CHUNK_BYTES / std::mem::size_of::<T>().max(1)).clamp(1, self.len);
         let chunk = vec![value; chunk_len];
         let mut offset = 0;
@@ -275,6 +296,9 @@ impl<'rt, T: DeviceCopy> DeviceBuffer<'rt, T> {
     /// Free the buffer now, reporting a failure (drop only logs it).
     pub fn free(self) -> Result<()> {
         let this = std::mem::ManuallyDrop::new(self);
+        if this.size_bytes() == 0 {
+            return Ok(()); // nothing was allocated
+        }
         // SAFETY: the buffer owns the allocation and is consumed here.
         unsafe { this.device.free(this.ptr) }
     }
@@ -313,6 +337,9 @@ impl<'rt, T: DeviceCopy> DeviceBuffer<'rt, T> {
 
 impl<T: DeviceCopy> Drop for DeviceBuffer<'_, T> {
     fn drop(&mut self) {
+        if self.size_bytes() == 0 {
+            return; // nothing was allocated
+        }
         // SAFETY: the buffer owns the allocation; nothing uses it after drop.
         if let Err(err) = unsafe { self.device.free(self.ptr) } {
             tracing::warn!(

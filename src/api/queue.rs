@@ -376,6 +376,9 @@ impl<'scope, 'env> Queue<'scope, 'env> {
     ) -> Result<()> {
         self.check_device(dst.device)?;
         let range = range_in(dst.len, offset, src.len())?;
+        if std::mem::size_of_val(src) == 0 {
+            return Ok(()); // an empty buffer has no address to copy to
+        }
         self.scope.with_queue(self.index, |queue| {
             // SAFETY: `src` is borrowed and `dst` lent exclusively for the
             // scope, which synchronises this queue before it ends; `range`
@@ -417,6 +420,9 @@ impl<'scope, 'env> Queue<'scope, 'env> {
         let (device, ptr, len) = src.parts();
         self.check_device(device)?;
         let range = range_in(len, offset, dst.len())?;
+        if std::mem::size_of_val(dst) == 0 {
+            return Ok(());
+        }
         self.scope.with_queue(self.index, |queue| {
             // SAFETY: `dst` is borrowed exclusively for the scope, which
             // synchronises this queue before it ends (so the host cannot
@@ -451,6 +457,9 @@ impl<'scope, 'env> Queue<'scope, 'env> {
         }
         let bytes = src_len * std::mem::size_of::<T>();
         super::checks::disjoint(src_device, src_ptr, dst.device, dst.ptr, bytes)?;
+        if bytes == 0 {
+            return Ok(());
+        }
         self.scope.with_queue(self.index, |queue| {
             // SAFETY: both buffers are borrowed (or lent) for the scope,
             // which synchronises this queue before it ends.

@@ -573,3 +573,45 @@ fn a_forgotten_image_is_reported_as_a_leak() -> anyhow::Result<()> {
     assert!(report.not_freed.is_empty(), "it was unloaded: {report}");
     Ok(())
 }
+
+/// Generic code needs no special case for empty input: an empty buffer is
+/// made, copied, filled, launched and freed like any other, allocates
+/// nothing and leaks nothing.
+#[test]
+fn empty_buffers_work_everywhere() -> anyhow::Result<()> {
+    let runtime = runtime();
+    let device = runtime.device(0)?;
+    let empty: &[f32] = &[];
+    let x = DeviceBuffer::from_slice(device, empty)?;
+    let mut y = DeviceBuffer::<f32>::new(device, 0)?;
+    assert!(x.is_empty() && y.is_empty());
+    assert_eq!(device.live_allocations().0, 0, "nothing allocated");
+    y.fill(1.0)?;
+    y.copy_from_host(empty)?;
+    y.copy_from(&x)?;
+    assert_eq!(y.to_vec()?, Vec::<f32>::new());
+    let mut back: Vec<f32> = Vec::new();
+    x.copy_to_host(&mut back)?;
+    let image = Image::load_file(device, kernel("typed.c")?, &["scale"])?;
+    // SAFETY: `Scale` is its signature; it stays below the lengths.
+    let scale: Kernel<Scale> = unsafe { image.kernel("scale")? };
+    scale.launch(LaunchConfig::default(), (2.0f32, &x, &mut y))?;
+    let mut z = DeviceBuffer::<f32>::new(device, 0)?;
+    omptarget::scope(|s| {
+        let q = s.queue(device)?;
+        let (lent_y, lent_z) = (s.bind(&mut y), s.bind(&mut z));
+        q.copy_to_device(lent_y, empty)?;
+        q.copy_between(lent_z, lent_y)?;
+        q.launch(&scale, LaunchConfig::default(), (1.0f32, &x, lent_y))?;
+        q.copy_to_host(&mut back, lent_z)
+    })?;
+    // Zero-sized values: any number of them, still nothing allocated.
+    let units = DeviceBuffer::from_slice(device, &[[0u8; 0]; 5])?;
+    assert_eq!(units.len(), 5);
+    assert_eq!(units.to_vec()?.len(), 5);
+    units.free()?;
+    drop((x, y, z, image));
+    let report = runtime.shutdown();
+    assert!(report.is_clean(), "{report}");
+    Ok(())
+}
