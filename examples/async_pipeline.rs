@@ -57,15 +57,15 @@ fn main() -> Result<()> {
         {
             // Written by the queues: lent to the scope until it ends.
             let (x0, y0, x1, y1) = (s.bind(x0), s.bind(y0), s.bind(x1), s.bind(y1));
-            a.copy_to_device(x0, input)?;
+            a.copy_from_host(x0, input)?;
             a.launch(&scale0, LaunchConfig::default(), (2.0f32, x0, y0))?;
-            a.copy_between(x1, y0)?;
+            a.copy_from(x1, y0)?;
             let ready = a.record_event()?;
             b.wait_for(&ready)?;
             b.launch(&scale1, LaunchConfig::default(), (10.0f32, x1, y1))?;
-            b.copy_to_host(output, y1)?;
+            b.copy_to_host(y1, output)?;
         }
-        anyhow::Ok(())
+        Ok(())
     })?;
 
     let wrong = output

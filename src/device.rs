@@ -74,6 +74,9 @@ pub struct Device {
     /// runtimes both have a device 0, and one's buffers are not the
     /// other's.
     runtime: u64,
+    /// The typed API's live [`crate::Queue`]s (their boxed plugin queues):
+    /// the teardown synchronises and frees one never dropped.
+    queues: Mutex<Vec<queue_ops::QueuePtr>>,
 }
 
 impl std::fmt::Debug for Device {
@@ -107,6 +110,7 @@ impl Device {
             mappings: Default::default(),
             origins,
             runtime,
+            queues: Mutex::new(Vec::new()),
         }
     }
 

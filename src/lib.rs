@@ -23,8 +23,11 @@
 //! # Ok(()) }
 //! ```
 //!
-//! **2. Buffers and copies.** A [`DeviceBuffer`] owns `len` values on one
-//! device; copies go whole, by sub-range, between devices, or as a fill.
+//! **2. Buffers, views and copies.** A [`DeviceBuffer`] owns `len`
+//! values on one device (`len` may be 0). A view ([`DeviceSlice`],
+//! [`DeviceSliceMut`]) is part of one, with the borrow rules of slices;
+//! copies and launches take views wherever they take buffers, so a part
+//! is a view, never an offset argument.
 //!
 //! ```
 //! # fn main() -> anyhow::Result<()> {
@@ -34,8 +37,11 @@
 //! let x = DeviceBuffer::from_slice(device, &[1.0f32, 2.0, 3.0, 4.0])?;
 //! let mut y = DeviceBuffer::<f32>::new(device, 4)?;
 //! y.fill(0.0)?;
-//! y.copy_from_host_at(3, &[9.0])?;
+//! y.slice_mut(3..)?.copy_from_host(&[9.0])?;
 //! assert_eq!(y.to_vec()?, [0.0, 0.0, 0.0, 9.0]);
+//! let (mut low, _high) = y.split_at_mut(2)?;
+//! low.copy_from(x.slice(2..)?)?;
+//! assert_eq!(y.to_vec()?, [3.0, 4.0, 0.0, 9.0]);
 //! # Ok(()) }
 //! ```
 //!
@@ -79,11 +85,15 @@
 //! # Ok(()) }
 //! ```
 //!
-//! **4. Queues.** Inside [`scope`], a [`Queue`] (a plugin queue: a CUDA
-//! stream on a GPU) runs copies and launches asynchronously, in order;
-//! [`Event`]s order queues against each other. What a queue borrows stays
-//! borrowed until the scope has waited for every queue; a buffer a queue
-//! writes is lent to the scope exclusively ([`Scope::bind`]).
+//! **4. Queues.** A [`Queue`] (a plugin queue: a CUDA stream on a GPU)
+//! runs copies and launches asynchronously, in order; [`Event`]s order
+//! queues against each other and time them. A queue is `Send` and lives as
+//! long as the program wants (`device.queue()?`, kept in a struct); work
+//! that borrows memory is queued on it inside [`scope`], which waits for it
+//! before returning, so nothing it borrows can be touched or freed early.
+//! Copies name the device side first: `copy_from_host(dst, src)`,
+//! `copy_to_host(src, dst)`, `copy_from(dst, src)`. A buffer written by
+//! several operations is lent to the scope ([`Scope::bind`]).
 //!
 //! ```
 //! # fn main() -> anyhow::Result<()> {
@@ -94,15 +104,15 @@
 //! let mut output = vec![0u64; 1000];
 //! let mut a = DeviceBuffer::<u64>::new(d0, 1000)?;
 //! let mut b = DeviceBuffer::<u64>::new(d1, 1000)?;
+//! let (mut q0, mut q1) = (d0.queue()?, d1.queue()?);
 //! omptarget::scope(|s| {
-//!     let (q0, q1) = (s.queue(d0)?, s.queue(d1)?);
-//!     // Buffers the queues write are lent to the scope.
+//!     let (q0, q1) = (s.attach(&mut q0), s.attach(&mut q1));
 //!     let (a, b) = (s.bind(&mut a), s.bind(&mut b));
-//!     q0.copy_to_device(a, &input)?;
-//!     q0.copy_between(b, a)?;
+//!     q0.copy_from_host(a, &input)?;
+//!     q0.copy_from(b, a)?;
 //!     q1.wait_for(&q0.record_event()?)?;
-//!     q1.copy_to_host(&mut output, b)?;
-//!     Ok::<_, omptarget::Error>(())
+//!     q1.copy_to_host(b, &mut output)?;
+//!     Ok(())
 //! })?;
 //! assert_eq!(output, input);
 //! # Ok(()) }
@@ -204,9 +214,10 @@ mod sync;
 pub(crate) mod trace;
 
 pub use api::{
-    scope, BoundedParam, BoundedSignature, DeviceBuffer, DeviceCopy, Event, Global, Image, Kernel,
-    KernelArg, KernelParam, KernelSignature, LaunchArgs, LaunchConfig, Ptr, PtrMut, Queue,
-    QueueSource, QueuedKernelArg, QueuedLaunchArgs, Scope, ScopedBuffer, Slice, SliceMut,
+    scope, BoundedParam, BoundedSignature, DeviceBuffer, DeviceCopy, DeviceSlice, DeviceSliceMut,
+    Event, Global, Image, Kernel, KernelArg, KernelParam, KernelSignature, LaunchArgs,
+    LaunchConfig, Ptr, PtrMut, Queue, QueueDest, QueueSource, QueuedKernelArg, QueuedLaunchArgs,
+    Scope, ScopedBuffer, ScopedQueue, Slice, SliceMut,
 };
 pub use config::Config;
 pub use device::{Device, DevicePtr, LoadedImage};
@@ -215,8 +226,8 @@ pub use launch::RegionLaunch;
 pub use plugin::{PluginInfo, SkipReason, SkippedPlugin};
 pub use runtime::Runtime;
 pub use shutdown_report::{
-    DtorKernels, DtorsOutcome, ImageDtors, LeakedImage, Phase, ShutdownReport, StepOutcome,
-    TeardownStep,
+    DtorKernels, DtorsOutcome, ImageDtors, LeakedImage, LeakedQueue, Phase, ShutdownReport,
+    StepOutcome, TeardownStep,
 };
 pub use trace::profile;
 

@@ -243,6 +243,7 @@ impl Runtime {
         {
             let _step = span(Teardown, "drain memory managers");
             for device in self.devices.built() {
+                device.teardown_forgotten_queues(&mut report);
                 device.teardown_drain_memory_manager(&mut report);
             }
         }

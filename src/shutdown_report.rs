@@ -208,6 +208,20 @@ pub struct LeakedImage {
     pub entries: Vec<String>,
 }
 
+/// A [`crate::Queue`] never dropped: the teardown synchronised it (before
+/// the drain, so its work finished before memory was freed) and freed it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeakedQueue {
+    /// Runtime-wide number of its device.
+    pub device: usize,
+    /// File name of the plugin library serving the device.
+    pub plugin: String,
+    /// It still held a plugin queue (work queued and never synchronised).
+    pub had_work: bool,
+    /// How the teardown's synchronisation went.
+    pub outcome: StepOutcome,
+}
+
 /// A mapping-table entry still present at shutdown.
 #[derive(Debug, Clone)]
 pub struct LiveMapping {
@@ -244,6 +258,8 @@ pub struct ShutdownReport {
     pub user_leaks: Vec<UserLeak>,
     /// Images whose [`crate::Image`] handle was never dropped.
     pub leaked_images: Vec<LeakedImage>,
+    /// [`crate::Queue`]s never dropped.
+    pub leaked_queues: Vec<LeakedQueue>,
     /// Mapping-table entries still present.
     pub live_mappings: Vec<LiveMapping>,
     /// What could not be released, and why.
@@ -278,6 +294,7 @@ impl ShutdownReport {
             && self.not_freed.is_empty()
             && self.user_leaks.is_empty()
             && self.leaked_images.is_empty()
+            && self.leaked_queues.is_empty()
             && self.live_mappings.is_empty()
             && self.left_to_os.is_none()
     }
@@ -424,6 +441,26 @@ impl fmt::Display for ShutdownReport {
                     leak.plugin,
                     leak.image,
                     leak.entries.join(", ")
+                )?;
+            }
+        }
+        if !self.leaked_queues.is_empty() {
+            writeln!(
+                f,
+                "  queues never dropped (synchronised and freed by the teardown):"
+            )?;
+            for q in &self.leaked_queues {
+                writeln!(
+                    f,
+                    "    device {} ({}): {}; synchronised: {}",
+                    q.device,
+                    q.plugin,
+                    if q.had_work {
+                        "work still queued"
+                    } else {
+                        "idle"
+                    },
+                    q.outcome
                 )?;
             }
         }

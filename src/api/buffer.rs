@@ -1,10 +1,10 @@
-//! `DeviceBuffer`: a typed allocation on one device, and its blocking
-//! copies (whole, sub-range, device to device) and fill.
-use crate::abi::{AllocKind, AsyncInfo};
+//! `DeviceBuffer`: a typed allocation on one device, its views, and its
+//! blocking copies (whole; parts through views) and fill.
+use super::view::{element, resolve, DeviceSlice, DeviceSliceMut};
+use crate::abi::AllocKind;
 use crate::{Device, DevicePtr, Error, Result};
-use std::ffi::c_void;
 use std::marker::PhantomData;
-use std::ops::Range;
+use std::ops::RangeBounds;
 
 /// Plain data that may be copied to and from a device byte for byte.
 ///
@@ -23,9 +23,6 @@ macro_rules! device_copy {
 device_copy!(u8, i8, u16, i16, u32, i32, u64, i64, u128, i128, usize, isize, f32, f64);
 // SAFETY: arrays of plain data are plain data.
 unsafe impl<T: DeviceCopy, const N: usize> DeviceCopy for [T; N] {}
-
-/// Largest host staging buffer [`DeviceBuffer::fill`] uses, in bytes.
-const FILL_CHUNK_BYTES: usize = 1 << 20;
 
 /// `len` values of `T` in one device's memory. It owns the memory: freed
 /// on drop (or with [`DeviceBuffer::free`], which reports failures), and
@@ -131,7 +128,7 @@ impl<'rt, T: DeviceCopy> DeviceBuffer<'rt, T> {
     }
 
     /// The device address (using it as memory is `unsafe`; see
-    /// [`DevicePtr`]).
+    /// [`DevicePtr`]); null for an empty buffer.
     pub fn device_ptr(&self) -> DevicePtr {
         self.ptr
     }
@@ -141,87 +138,82 @@ impl<'rt, T: DeviceCopy> DeviceBuffer<'rt, T> {
         self.device
     }
 
-    /// Overwrite the whole buffer with `values` (same length).
-    pub fn copy_from_host(&mut self, values: &[T]) -> Result<()> {
-        self.check_len(values.len())?;
-        self.copy_from_host_at(0, values)
+    /// All its values, borrowed for reading.
+    pub fn as_slice(&self) -> DeviceSlice<'_, T> {
+        // SAFETY: the buffer's own values, borrowed shared from it.
+        unsafe { DeviceSlice::new(self.device, self.ptr, self.len) }
     }
 
-    /// Overwrite `values.len()` values starting at value `offset`.
+    /// All its values, borrowed for writing.
+    pub fn as_mut_slice(&mut self) -> DeviceSliceMut<'_, T> {
+        // SAFETY: the buffer's own values, borrowed exclusively from it.
+        unsafe { DeviceSliceMut::new(self.device, self.ptr, self.len) }
+    }
+
+    /// The values in `range`, borrowed for reading: a view usable in
+    /// copies and launches wherever the buffer is.
     ///
     /// ```
     /// # use omptarget::{Config, DeviceBuffer, Runtime};
     /// # let runtime = Runtime::new(Config::default())?;
     /// let mut buffer = DeviceBuffer::from_slice(runtime.device(0)?, &[0u8; 6])?;
-    /// buffer.copy_from_host_at(2, &[1, 2])?;
-    /// assert_eq!(buffer.to_vec()?, [0, 0, 1, 2, 0, 0]);
-    /// assert!(buffer.copy_from_host_at(5, &[1, 2]).is_err()); // past the end
+    /// buffer.slice_mut(2..4)?.copy_from_host(&[1, 2])?;
+    /// assert_eq!(buffer.slice(1..5)?.to_vec()?, [0, 1, 2, 0]);
+    /// assert!(buffer.slice(5..7).is_err()); // past the end
     /// # drop(buffer); runtime.shutdown();
     /// # Ok::<(), omptarget::Error>(())
     /// ```
-    pub fn copy_from_host_at(&mut self, offset: usize, values: &[T]) -> Result<()> {
-        let range = self.range(offset, values.len())?;
-        if std::mem::size_of_val(values) == 0 {
-            return Ok(());
-        }
-        // SAFETY: `values` is readable for its bytes; `range` lies within
-        // this buffer (checked), which `&mut self` keeps live and unaliased.
-        unsafe {
-            self.device.submit(
-                self.byte_ptr(range.start),
-                values.as_ptr().cast::<c_void>(),
-                std::mem::size_of_val(values),
-            )
-        }
+    pub fn slice(&self, range: impl RangeBounds<usize>) -> Result<DeviceSlice<'_, T>> {
+        self.as_slice().slice(range)
     }
 
-    /// Copy the whole buffer into `values` (same length).
-    pub fn copy_to_host(&self, values: &mut [T]) -> Result<()> {
-        self.check_len(values.len())?;
-        self.copy_to_host_at(0, values)
+    /// The values in `range`, borrowed for writing.
+    pub fn slice_mut(&mut self, range: impl RangeBounds<usize>) -> Result<DeviceSliceMut<'_, T>> {
+        let (start, end) = resolve(range, self.len)?;
+        // SAFETY: a sub-range of the buffer, borrowed exclusively from it.
+        Ok(unsafe { DeviceSliceMut::new(self.device, element::<T>(self.ptr, start), end - start) })
     }
 
-    /// Copy `values.len()` values starting at value `offset` into `values`.
-    pub fn copy_to_host_at(&self, offset: usize, values: &mut [T]) -> Result<()> {
-        let range = self.range(offset, values.len())?;
-        if std::mem::size_of_val(values) == 0 {
-            return Ok(());
-        }
-        // SAFETY: `values` is writable for its bytes and any bytes are a
-        // valid `T` (DeviceCopy); `range` lies within this live buffer.
-        unsafe {
-            self.device.retrieve(
-                values.as_mut_ptr().cast::<c_void>(),
-                self.byte_ptr(range.start),
-                std::mem::size_of_val(values),
-            )
-        }
+    /// Values `..mid` and `mid..`, both writable (two halves for two
+    /// kernels, or a kernel's input and output).
+    ///
+    /// ```compile_fail,E0499
+    /// # use omptarget::{Config, DeviceBuffer, Runtime};
+    /// # let runtime = Runtime::new(Config::default())?;
+    /// let mut buffer = DeviceBuffer::<u8>::new(runtime.device(0)?, 8)?;
+    /// let (low, high) = buffer.split_at_mut(4)?;
+    /// let again = buffer.slice_mut(..)?; // error: `buffer` is borrowed by the halves
+    /// drop((low, high, again));
+    /// # Ok::<(), omptarget::Error>(())
+    /// ```
+    pub fn split_at_mut(
+        &mut self,
+        mid: usize,
+    ) -> Result<(DeviceSliceMut<'_, T>, DeviceSliceMut<'_, T>)> {
+        self.as_mut_slice().split_at_mut(mid)
+    }
+
+    /// Overwrite the whole buffer with `src` (same length); for part of
+    /// it, a view: `buffer.slice_mut(2..4)?.copy_from_host(src)`.
+    pub fn copy_from_host(&mut self, src: &[T]) -> Result<()> {
+        self.as_mut_slice().copy_from_host(src)
+    }
+
+    /// Copy the whole buffer into `dst` (same length); for part of it, a
+    /// view: `buffer.slice(2..4)?.copy_to_host(dst)`.
+    pub fn copy_to_host(&self, dst: &mut [T]) -> Result<()> {
+        self.as_slice().copy_to_host(dst)
     }
 
     /// The buffer's content as a new vector.
     pub fn to_vec(&self) -> Result<Vec<T>> {
-        let mut values = Vec::<T>::with_capacity(self.len);
-        if self.size_bytes() == 0 {
-            // SAFETY: zero bytes to write: a zero-sized `T` or no values.
-            unsafe { values.set_len(self.len) };
-            return Ok(values);
-        }
-        // SAFETY: the plugin writes all size_bytes bytes before set_len; any
-        // bytes are a valid `T`.
-        unsafe {
-            self.device.retrieve(
-                values.as_mut_ptr().cast::<c_void>(),
-                self.ptr,
-                self.size_bytes(),
-            )?;
-            values.set_len(self.len);
-        }
-        Ok(values)
+        self.as_slice().to_vec()
     }
 
     /// Overwrite the whole buffer with the content of `src` (same length),
-    /// on the same device or another: straight when the plugin can copy
-    /// between the two devices, else through host memory.
+    /// on the same device or another of this runtime: straight when the
+    /// plugin can copy between the two devices, else through host memory.
+    /// Views copy parts: `dst.slice_mut(..2)?.copy_from(src.slice(4..6)?)`.
     ///
     /// ```
     /// # use omptarget::{Config, DeviceBuffer, Runtime};
@@ -234,63 +226,12 @@ impl<'rt, T: DeviceCopy> DeviceBuffer<'rt, T> {
     /// # Ok::<(), omptarget::Error>(())
     /// ```
     pub fn copy_from(&mut self, src: &DeviceBuffer<'_, T>) -> Result<()> {
-        self.check_len(src.len)?;
-        self.copy_from_at(0, src, 0..src.len)
-    }
-
-    /// Overwrite values from `offset` on with `src`'s values in `range`.
-    pub fn copy_from_at(
-        &mut self,
-        offset: usize,
-        src: &DeviceBuffer<'_, T>,
-        range: Range<usize>,
-    ) -> Result<()> {
-        if range.start > range.end {
-            return Err(Error::InvalidArgument(format!(
-                "the source range {}..{} is reversed",
-                range.start, range.end
-            )));
-        }
-        super::checks::same_runtime("the source", src.device, self.device)?;
-        let src_range = src.range(range.start, range.len())?;
-        let dst_range = self.range(offset, range.len())?;
-        let bytes = range.len() * std::mem::size_of::<T>();
-        if bytes == 0 {
-            return Ok(());
-        }
-        let mut queue = AsyncInfo {
-            queue: std::ptr::null_mut(),
-        };
-        // SAFETY: both ranges lie within live buffers (checked); `&mut
-        // self` and `&src` are distinct buffers (the borrow checker), and
-        // the queue is synchronised before they are released.
-        let copied = unsafe {
-            src.device.copy_to_device_on(
-                &mut queue,
-                src.byte_ptr(src_range.start),
-                self.device,
-                self.byte_ptr(dst_range.start),
-                bytes,
-            )
-        };
-        let synced = src.device.synchronize_queue(&mut queue);
-        copied.and(synced)
+        self.as_mut_slice().copy_from(src.as_slice())
     }
 
     /// Set every value to `value`.
     pub fn fill(&mut self, value: T) -> Result<()> {
-        if self.size_bytes() == 0 {
-            return Ok(());
-        }
-        let chunk_len = (FILL_CHUNK_BYTES / std::mem::size_of::<T>().max(1)).clamp(1, self.len);
-        let chunk = vec![value; chunk_len];
-        let mut offset = 0;
-        while offset < self.len {
-            let n = chunk_len.min(self.len - offset);
-            self.copy_from_host_at(offset, &chunk[..n])?;
-            offset += n;
-        }
-        Ok(())
+        self.as_mut_slice().fill(value)
     }
 
     /// Free the buffer now, reporting a failure (drop only logs it).
@@ -301,37 +242,6 @@ impl<'rt, T: DeviceCopy> DeviceBuffer<'rt, T> {
         }
         // SAFETY: the buffer owns the allocation and is consumed here.
         unsafe { this.device.free(this.ptr) }
-    }
-
-    /// Values `offset..offset + len`, if they lie within the buffer.
-    pub(crate) fn range(&self, offset: usize, len: usize) -> Result<Range<usize>> {
-        match offset.checked_add(len) {
-            Some(end) if end <= self.len => Ok(offset..end),
-            _ => Err(Error::InvalidArgument(format!(
-                "values {offset}..{offset}+{len} are not within the buffer of {} values",
-                self.len
-            ))),
-        }
-    }
-
-    /// The device address of value `index`.
-    pub(crate) fn byte_ptr(&self, index: usize) -> DevicePtr {
-        DevicePtr::from_raw(
-            self.ptr
-                .as_ptr()
-                .wrapping_byte_add(index * std::mem::size_of::<T>()),
-        )
-    }
-
-    pub(crate) fn check_len(&self, other_len: usize) -> Result<()> {
-        if other_len == self.len {
-            Ok(())
-        } else {
-            Err(Error::LengthMismatch {
-                device_len: self.len,
-                host_len: other_len,
-            })
-        }
     }
 }
 

@@ -8,6 +8,8 @@ mod image;
 mod kernel;
 mod params;
 mod queue;
+mod scope;
+mod view;
 
 pub use buffer::{DeviceBuffer, DeviceCopy};
 pub use image::{Global, Image};
@@ -16,4 +18,6 @@ pub use params::{
     BoundedParam, BoundedSignature, KernelArg, KernelParam, KernelSignature, LaunchArgs, Ptr,
     PtrMut, QueuedKernelArg, QueuedLaunchArgs, Slice, SliceMut,
 };
-pub use queue::{scope, Event, Queue, QueueSource, Scope, ScopedBuffer};
+pub use queue::{Event, Queue};
+pub use scope::{scope, QueueDest, QueueSource, Scope, ScopedBuffer, ScopedQueue};
+pub use view::{DeviceSlice, DeviceSliceMut};

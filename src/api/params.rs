@@ -24,6 +24,7 @@
 //!
 //! (cudarc makes every launch `unsafe`; bounded signatures keep the
 //! compile-time checks of this crate and make them sufficient.)
+use super::view::{DeviceSlice, DeviceSliceMut};
 use super::DeviceBuffer;
 use super::DeviceCopy;
 use crate::abi::plugin::KernelArgType;
@@ -133,9 +134,9 @@ impl ArgSlot {
 }
 
 /// A value passed for parameter type `P` in a blocking launch:
-/// `&DeviceBuffer<T>` for [`Ptr<T>`] and [`Slice<T>`], `&mut
-/// DeviceBuffer<T>` for [`PtrMut<T>`] and [`SliceMut<T>`], the value
-/// itself for a scalar.
+/// `&DeviceBuffer<T>` or a [`crate::DeviceSlice`] for [`Ptr<T>`] and
+/// [`Slice<T>`], `&mut DeviceBuffer<T>` or a [`crate::DeviceSliceMut`]
+/// for [`PtrMut<T>`] and [`SliceMut<T>`], the value itself for a scalar.
 pub trait KernelArg<P: KernelParam> {
     /// The C argument values, and the buffer behind them.
     #[doc(hidden)]
@@ -143,10 +144,11 @@ pub trait KernelArg<P: KernelParam> {
 }
 
 /// A value passed for parameter type `P` in a launch on a
-/// [`crate::Queue`]: `&DeviceBuffer<T>` or a [`crate::ScopedBuffer`] for
-/// [`Ptr<T>`] and [`Slice<T>`], a [`crate::ScopedBuffer`] (the buffer lent
-/// to the scope exclusively) for [`PtrMut<T>`] and [`SliceMut<T>`], the
-/// value itself for a scalar.
+/// [`crate::ScopedQueue`]: `&DeviceBuffer<T>`, a [`crate::DeviceSlice`] or
+/// a [`crate::ScopedBuffer`] for [`Ptr<T>`] and [`Slice<T>`]; a
+/// [`crate::ScopedBuffer`], a `&mut DeviceBuffer<T>` or a
+/// [`crate::DeviceSliceMut`] (borrowed for the rest of the scope) for
+/// [`PtrMut<T>`] and [`SliceMut<T>`]; the value itself for a scalar.
 pub trait QueuedKernelArg<P: KernelParam> {
     /// The C argument values, and the buffer behind them.
     #[doc(hidden)]
@@ -161,7 +163,7 @@ pub trait LaunchArgs<S: KernelSignature> {
     fn slots(&self) -> Vec<ArgSlot>;
 }
 
-/// [`LaunchArgs`] for a launch on a [`crate::Queue`].
+/// [`LaunchArgs`] for a launch on a [`crate::ScopedQueue`].
 pub trait QueuedLaunchArgs<S: KernelSignature> {
     /// Each parameter's slot, in order.
     #[doc(hidden)]
@@ -225,10 +227,10 @@ macro_rules! buffer_args {
     )* )* };
 }
 buffer_args! {
-    Ptr, false => &DeviceBuffer<'_, T>: false;
-    Slice, true => &DeviceBuffer<'_, T>: false;
-    PtrMut, false => &mut DeviceBuffer<'_, T>: true;
-    SliceMut, true => &mut DeviceBuffer<'_, T>: true;
+    Ptr, false => &DeviceBuffer<'_, T>: false, DeviceSlice<'_, T>: false;
+    Slice, true => &DeviceBuffer<'_, T>: false, DeviceSlice<'_, T>: false;
+    PtrMut, false => &mut DeviceBuffer<'_, T>: true, DeviceSliceMut<'_, T>: true;
+    SliceMut, true => &mut DeviceBuffer<'_, T>: true, DeviceSliceMut<'_, T>: true;
 }
 impl<T: DeviceCopy> QueuedKernelArg<Ptr<T>> for &DeviceBuffer<'_, T> {
     fn queued_slot(&self) -> ArgSlot {

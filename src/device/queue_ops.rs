@@ -34,7 +34,76 @@ fn zero_offsets<'a>(
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct RawEvent(pub(crate) *mut c_void);
 
+/// A live [`crate::Queue`]'s boxed plugin queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct QueuePtr(pub(crate) *mut AsyncInfo);
+// SAFETY: an address the device only compares, and uses at teardown, when
+// no handle can exist any more (they borrow the runtime).
+unsafe impl Send for QueuePtr {}
+
 impl Device {
+    /// A long-lived queue on this device ([`crate::Queue`]).
+    pub fn queue(&self) -> Result<crate::Queue<'_>> {
+        crate::Queue::new(self)
+    }
+
+    pub(crate) fn register_queue(&self, info: *mut AsyncInfo) {
+        crate::sync::lock(&self.queues).push(QueuePtr(info));
+    }
+
+    pub(crate) fn unregister_queue(&self, info: *mut AsyncInfo) {
+        crate::sync::lock(&self.queues).retain(|q| q.0 != info);
+    }
+
+    /// Before the drain: synchronise every queue a [`crate::Queue`] never
+    /// dropped still holds, free its box, and list it as the user's leak.
+    pub(crate) fn teardown_forgotten_queues(&self, report: &mut crate::ShutdownReport) {
+        let queues = std::mem::take(&mut *crate::sync::lock(&self.queues));
+        for QueuePtr(info) in queues {
+            // SAFETY: a forgotten queue's box: its handle borrowed the
+            // runtime, which the teardown owns now, so nobody else can
+            // use it; freed once (taken out of the list).
+            let mut info = unsafe { Box::from_raw(info) };
+            let had_work = !info.queue.is_null();
+            let outcome = match self.synchronize_queue(&mut info) {
+                Ok(()) => crate::StepOutcome::Done,
+                Err(err) => crate::StepOutcome::Failed(err.to_string()),
+            };
+            report
+                .leaked_queues
+                .push(crate::shutdown_report::LeakedQueue {
+                    device: self.id,
+                    plugin: self.plugin.name().to_owned(),
+                    had_work,
+                    outcome,
+                });
+        }
+    }
+
+    /// The time between two completed plugin events of this device.
+    pub(crate) fn event_elapsed(
+        &self,
+        start: RawEvent,
+        end: RawEvent,
+    ) -> Result<std::time::Duration> {
+        let local = self.local_id;
+        let Some(elapsed) = self.plugin.call(|e| e.event_elapsed_time)? else {
+            return Err(Error::Unsupported {
+                plugin: self.plugin.name().to_owned(),
+                what: "event timing (it has no __tgt_rtl_event_elapsed_time)",
+            });
+        };
+        let mut ms = 0f32;
+        // SAFETY: two events this device created; `ms` is writable.
+        let code = self
+            .plugin
+            .call(|_| unsafe { elapsed(local, start.0, end.0, &mut ms) })?;
+        self.check("event_elapsed_time", code)?;
+        Ok(std::time::Duration::from_secs_f64(
+            f64::from(ms.max(0.0)) / 1000.0,
+        ))
+    }
+
     /// Copy `size` bytes host -> device on `queue`.
     ///
     /// # Safety

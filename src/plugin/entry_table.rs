@@ -129,6 +129,7 @@ unsafe fn resolve(lib: &Library) -> Result<Entries, Vec<&'static str>> {
         wait_event: optional!(names::WAIT_EVENT),
         sync_event: optional!(names::SYNC_EVENT),
         destroy_event: optional!(names::DESTROY_EVENT),
+        event_elapsed_time: optional!(names::EVENT_ELAPSED_TIME),
         init_async_info: optional!(names::INIT_ASYNC_INFO),
         init_device_info: optional!(names::INIT_DEVICE_INFO),
         init_plugin: optional!(names::INIT_PLUGIN),
@@ -144,7 +145,7 @@ unsafe fn resolve(lib: &Library) -> Result<Entries, Vec<&'static str>> {
 
 /// Names of the optional entries `entries` has, for diagnostics.
 fn optional_exported(entries: &Entries) -> Vec<&'static str> {
-    let all: [(&'static str, bool); 27] = [
+    let all: [(&'static str, bool); 28] = [
         (names::LAST_ERROR_MESSAGE, entries.last_error.is_some()),
         (names::RUN_TYPED_REGION, entries.run_typed_region.is_some()),
         (
@@ -192,6 +193,10 @@ fn optional_exported(entries: &Entries) -> Vec<&'static str> {
         (names::WAIT_EVENT, entries.wait_event.is_some()),
         (names::SYNC_EVENT, entries.sync_event.is_some()),
         (names::DESTROY_EVENT, entries.destroy_event.is_some()),
+        (
+            names::EVENT_ELAPSED_TIME,
+            entries.event_elapsed_time.is_some(),
+        ),
         (names::INIT_ASYNC_INFO, entries.init_async_info.is_some()),
         (names::INIT_DEVICE_INFO, entries.init_device_info.is_some()),
         (names::INIT_PLUGIN, entries.init_plugin.is_some()),

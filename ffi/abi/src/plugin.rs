@@ -137,6 +137,10 @@ pub type WaitEventFn =
 pub type SyncEventFn = unsafe extern "C" fn(device: i32, event: *mut c_void) -> i32;
 /// `__tgt_rtl_destroy_event`: destroy an event.
 pub type DestroyEventFn = unsafe extern "C" fn(device: i32, event: *mut c_void) -> i32;
+/// `__tgt_rtl_event_elapsed_time` (this project's, optional): the time
+/// between two completed events of a device, in milliseconds, in `*ms`.
+pub type EventElapsedTimeFn =
+    unsafe extern "C" fn(device: i32, start: *mut c_void, end: *mut c_void, ms: *mut f32) -> i32;
 /// `__tgt_rtl_init_async_info`: create a queue for a device.
 pub type InitAsyncInfoFn =
     unsafe extern "C" fn(device: i32, async_info: *mut *mut AsyncInfo) -> i32;
@@ -312,6 +316,7 @@ pub struct EntryTable {
     pub last_error: Option<LastErrorFn>,
     pub run_typed_region: Option<RunTypedRegionFn>,
     pub data_delete_batch: Option<DataDeleteBatchFn>,
+    pub event_elapsed_time: Option<EventElapsedTimeFn>,
 }
 
 /// Symbol names of every entry, so loader and plugins spell them once.
@@ -371,6 +376,8 @@ pub mod names {
     pub const SYNC_EVENT: &str = "__tgt_rtl_sync_event";
     /// The symbol of [`super::DestroyEventFn`].
     pub const DESTROY_EVENT: &str = "__tgt_rtl_destroy_event";
+    /// The symbol of [`super::EventElapsedTimeFn`].
+    pub const EVENT_ELAPSED_TIME: &str = "__tgt_rtl_event_elapsed_time";
     /// The symbol of [`super::InitAsyncInfoFn`].
     pub const INIT_ASYNC_INFO: &str = "__tgt_rtl_init_async_info";
     /// The symbol of [`super::InitDeviceInfoFn`].

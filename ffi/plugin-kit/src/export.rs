@@ -636,6 +636,7 @@ macro_rules! __entry_table {
             last_error: Some(__tgt_rtl_last_error_message),
             run_typed_region: Some(__tgt_rtl_run_typed_region),
             data_delete_batch: Some(__tgt_rtl_data_delete_batch),
+            event_elapsed_time: None,
         }
     };
 }

@@ -48,7 +48,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let c = s.bind(&mut dc);
         // SAFETY: every length passed is at most its buffer's length.
         unsafe { q.launch_unchecked(&kernel, config, (&da, &db, c, n as i32)) }?;
-        q.copy_to_host(&mut queued, c)?;
+        q.copy_to_host(c, &mut queued)?;
         Ok(())
     })?;
     let wrong = blocking

@@ -48,6 +48,7 @@ pub const REQUIRED_SYMBOLS: &[&str] = &[
     "cuStreamWaitEvent",
     "cuEventSynchronize",
     "cuEventDestroy_v2",
+    "cuEventElapsedTime",
 ];
 
 /// A failed driver call.

@@ -20,10 +20,8 @@ impl CudaBackend {
             let mut event = std::ptr::null_mut();
             // SAFETY: writable out-parameter; the context is current.
             check("cuEventCreate", unsafe {
-                sys::cuEventCreate(
-                    &mut event,
-                    sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32,
-                )
+                // With timing: `event_elapsed_ms` measures between two.
+                sys::cuEventCreate(&mut event, sys::CUevent_flags::CU_EVENT_DEFAULT as u32)
             })?;
             state.events.push(event);
             Ok(event.cast())
@@ -71,6 +69,25 @@ impl CudaBackend {
         Ok(check("cuEventSynchronize", unsafe {
             sys::cuEventSynchronize(event)
         })?)
+    }
+
+    /// `__tgt_rtl_event_elapsed_time`: milliseconds from `start` to `end`,
+    /// both completed events of this device.
+    pub fn event_elapsed_ms(
+        &self,
+        device: DeviceId,
+        start: NonNull<c_void>,
+        end: NonNull<c_void>,
+    ) -> Result<f32> {
+        self.with_state(device, |state, _| {
+            let (start, end) = (known_event(state, start)?, known_event(state, end)?);
+            let mut ms = 0f32;
+            // SAFETY: two events of this context; `ms` is writable.
+            check("cuEventElapsedTime", unsafe {
+                sys::cuEventElapsedTime(&mut ms, start, end)
+            })?;
+            Ok(ms)
+        })
     }
 
     /// `__tgt_rtl_destroy_event`.

@@ -68,18 +68,24 @@ fn shutdown_releases_everything_in_the_documented_order() {
         omptarget::scope(|s| -> omptarget::Result<()> {
             let q = s.queue(device)?;
             let d = s.bind(&mut data);
-            q.copy_to_device(d, &[5, 6, 7, 8])?;
+            q.copy_from_host(d, &[5, 6, 7, 8])?;
             // SAFETY: every length passed is at most its buffer's length.
             unsafe { q.launch_unchecked(&spmd, LaunchConfig::teams(1, 32), (d, 4)) }?;
             // A second queue waits for the first on the device (an event).
             let q2 = s.queue(device)?;
             let ready = q.record_event()?;
             q2.wait_for(&ready)?;
-            q2.copy_to_host(&mut back, d)?;
+            q2.copy_to_host(d, &mut back)?;
             Ok(())
         })
         .unwrap();
         assert_eq!(back, [5, 6, 7, 8]);
+        // A long-lived queue's events, timed on the device.
+        let mut queue = device.queue().unwrap();
+        let start = queue.record_event().unwrap();
+        let end = queue.record_event().unwrap();
+        println!("ELAPSED {:?}", end.elapsed_since(&start).unwrap());
+        drop((start, end, queue));
         // A device-to-device copy, a host and a shared allocation.
         let mut other = DeviceBuffer::<i32>::new(device, 4).unwrap();
         other.copy_from(&data).unwrap();
@@ -121,6 +127,10 @@ fn shutdown_releases_everything_in_the_documented_order() {
     let wait = first(&lines, "cuStreamWaitEvent").expect("a queue waited for it");
     assert!(first(&lines, "cuEventCreate").unwrap() < record && record < wait);
     assert!(first(&lines, "cuEventDestroy_v2").is_some());
+    // Events are created with timing (flags 0) and measured by the driver.
+    assert!(lines.iter().any(|l| l == "cuEventCreate 0"), "{lines:#?}");
+    assert!(first(&lines, "cuEventElapsedTime").is_some());
+    assert!(stdout.contains("ELAPSED "), "{stdout}");
     // The runtime's order (DESIGN.md, "Teardown order"): memory managers and user blocks
     // first, then images, then the device (the plugin synchronises,
     // destroys its streams and releases the context last).

@@ -9,6 +9,7 @@
 //!
 //! Besides the kit's entries it exports LLVM's event entries
 //! (`__tgt_rtl_{create,record,wait,sync,destroy}_event`) over CUDA events,
+//! and this project's `__tgt_rtl_event_elapsed_time` (`cuEventElapsedTime`),
 //! each behind the kit's panic boundary (`entry_bodies::device_entry`); the
 //! runtime uses them for the Rust API's `Event`s.
 
@@ -103,8 +104,35 @@ pub extern "C" fn __tgt_rtl_destroy_event(device: i32, event: *mut c_void) -> i3
     })
 }
 
+/// `__tgt_rtl_event_elapsed_time`: milliseconds between two completed
+/// events, in `*ms` (this project's entry).
+///
+/// # Safety
+/// `ms` is null (refused) or writable.
+#[no_mangle]
+pub unsafe extern "C" fn __tgt_rtl_event_elapsed_time(
+    device: i32,
+    start: *mut c_void,
+    end: *mut c_void,
+    ms: *mut f32,
+) -> i32 {
+    device_entry(
+        &__OMPTARGET_PLUGIN,
+        names::EVENT_ELAPSED_TIME,
+        device,
+        |b, d| {
+            let out = NonNull::new(ms).ok_or(PluginError::NullPointer("ms"))?;
+            let value = b.event_elapsed_ms(d, event_arg(start)?, event_arg(end)?)?;
+            // SAFETY: this entry's contract.
+            unsafe { out.as_ptr().write(value) };
+            Ok(())
+        },
+    )
+}
+
 const _: () = {
     use omptarget_plugin_kit::abi::plugin as p;
+    let _: p::EventElapsedTimeFn = __tgt_rtl_event_elapsed_time;
     let _: p::CreateEventFn = __tgt_rtl_create_event;
     let _: p::RecordEventFn = __tgt_rtl_record_event;
     let _: p::WaitEventFn = __tgt_rtl_wait_event;

@@ -38,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
+#include <time.h>
 #include <unistd.h>
 
 typedef int CUresult;
@@ -85,6 +86,8 @@ struct stream {
 struct event {
     struct ctx *ctx;
     int live;
+    unsigned flags;  /* CU_EVENT_DISABLE_TIMING is 2 */
+    double recorded; /* seconds, at the last cuEventRecord; 0: never */
 };
 
 struct symbol {
@@ -529,7 +532,7 @@ CUresult cuEventCreate(void **out, unsigned flags) {
         r = OUT_OF_MEMORY;
         for (int i = 0; i < MAX_EVENTS; i++)
             if (!events[i].live) {
-                events[i] = (struct event){current, 1};
+                events[i] = (struct event){current, 1, flags, 0};
                 *out = &events[i];
                 r = SUCCESS;
                 break;
@@ -547,6 +550,29 @@ CUresult cuEventRecord(void *event, void *stream) {
         r = need_stream("cuEventRecord", stream);
     if (!r)
         r = need_event("cuEventRecord", event);
+    if (!r) {
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        ((struct event *)event)->recorded = now.tv_sec + now.tv_nsec / 1e9;
+    }
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+
+/* As CUDA: both recorded, both with timing, same context. */
+CUresult cuEventElapsedTime(float *ms, void *start, void *end) {
+    ENTER("cuEventElapsedTime", "");
+    pthread_mutex_lock(&lock);
+    CUresult r = need_event("cuEventElapsedTime", start);
+    if (!r)
+        r = need_event("cuEventElapsedTime", end);
+    struct event *a = start, *b = end;
+    if (!r && ((a->flags | b->flags) & 2))
+        r = INVALID_HANDLE;
+    else if (!r && (!a->recorded || !b->recorded))
+        r = INVALID_VALUE; /* CUDA_ERROR_NOT_READY in truth; close enough */
+    else if (!r)
+        *ms = (float)((b->recorded - a->recorded) * 1000.0);
     pthread_mutex_unlock(&lock);
     return r;
 }
