@@ -181,6 +181,71 @@ fn missing_kernels_and_bad_images_are_clear_errors() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// An object calling a function that exists nowhere: `Image::load` binds
+/// every symbol at load (`__tgt_rtl_load_binary_flags` with `BIND_NOW`),
+/// so it is refused naming the function, and nothing of it stays loaded.
+/// The raw `Device::load_image` (the OpenMP layer's way, LLVM's
+/// `load_binary`) still loads it lazily, and its kernel runs as long as it
+/// does not take the call.
+#[test]
+fn an_image_calling_an_undefined_function_is_refused_at_load() -> anyhow::Result<()> {
+    let (_plugin, runtime) = host_runtime();
+    let device = runtime.device(0)?;
+    let so = support::clang::build_kernel_image("calls_missing.c");
+
+    let err = Image::load_file(device, &so, &["calls_missing"]).unwrap_err();
+    match &err {
+        Error::ImageLoadFailed {
+            device: 0,
+            reason: Some(reason),
+            ..
+        } => assert!(reason.contains("undefined symbol: missing_fn"), "{reason}"),
+        other => panic!("{other:?}"),
+    }
+    assert!(
+        err.to_string().contains("undefined symbol: missing_fn"),
+        "{err}"
+    );
+    assert_eq!(device.loaded_image_count(), 0, "nothing stays loaded");
+    // Refused again on another device (the refusal left nothing behind).
+    let bytes = std::fs::read(&so)?;
+    let err = Image::load(runtime.device(1)?, &bytes, &["calls_missing"]).unwrap_err();
+    assert!(
+        matches!(err, Error::ImageLoadFailed { device: 1, .. }),
+        "{err}"
+    );
+
+    // The raw layer loads as LLVM's runtime does: lazily.
+    let storage = OwnedImage::new(&bytes, &["calls_missing"]).map_err(anyhow::Error::msg)?;
+    // SAFETY: `storage` outlives the load: it is unloaded below.
+    let loaded = unsafe { device.load_image(storage.as_device_image())? };
+    assert_eq!(loaded.entries.len(), 1);
+    let mut flag: isize = 0;
+    let cell = DeviceBuffer::from_slice(device, &[flag])?;
+    let mut args = [cell.device_ptr().as_ptr()];
+    // SAFETY: calls_missing(intptr_t *flag) gets one device pointer to an
+    // intptr_t; with *flag == 0 it does not take the call.
+    unsafe {
+        device.run_region(
+            loaded.entries[0].addr,
+            &mut args,
+            &mut [0],
+            omptarget::RegionLaunch::Single,
+        )?
+    };
+    cell.copy_to_host(std::slice::from_mut(&mut flag))?;
+    assert_eq!(flag, 42, "the kernel ran");
+    drop(cell);
+    // SAFETY: loaded on this device just above.
+    assert!(unsafe { device.unload_image(storage.as_device_image())? });
+    assert_eq!(device.loaded_image_count(), 0);
+
+    let report = runtime.shutdown();
+    assert!(report.is_clean(), "{report}");
+    assert!(report.image_dtors.is_empty(), "{report}");
+    Ok(())
+}
+
 #[test]
 fn buffer_misuse_is_rejected_and_loses_nothing() -> anyhow::Result<()> {
     let (_plugin, runtime) = host_runtime();

@@ -73,6 +73,15 @@ fn vec_add_on_llvm_x86_64_plugin() -> anyhow::Result<()> {
         for i in 0..n {
             assert_eq!(c[i], a[i] + b[i], "element {i}");
         }
+        // LLVM's plugin has no `__tgt_rtl_load_binary_flags`: an object
+        // calling a function that exists nowhere loads as that plugin loads
+        // every image, lazily (ours refuses it: runtime_api.rs).
+        let lazy = Image::load_file(
+            device,
+            support::clang::build_kernel_image("calls_missing.c"),
+            &["calls_missing"],
+        )?;
+        assert_eq!(lazy.entry_names().collect::<Vec<_>>(), ["calls_missing"]);
     }
     let report = runtime.shutdown();
     assert!(report.is_clean(), "{report}");

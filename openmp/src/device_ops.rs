@@ -259,6 +259,9 @@ impl DeviceOps for omptarget::device::Device {
         image: *mut DeviceImage,
         storage: Arc<dyn Any + Send + Sync>,
     ) -> Result<Vec<OffloadEntry>, OpFailed> {
+        // `load_image_kept`, not `load_image_bind_now`: clang's images are
+        // loaded as LLVM's runtime loads them, symbols bound lazily by our
+        // host plugin as by LLVM's (docs/openmp.md, "Loading images").
         // SAFETY: the trait's `# Safety` for `load_binary`: `image` points
         // into `storage`, which the device keeps alive while it is loaded.
         Ok(unsafe { self.load_image_kept(image, Some(storage)) }?.entries)

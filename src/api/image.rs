@@ -39,11 +39,24 @@ impl<'rt> Image<'rt> {
     /// `entry_names`: its kernels (functions) and globals (variables). The
     /// object's symbol table says which is which, and each global's size.
     ///
+    /// Every symbol the object references is bound here, before any of its
+    /// code runs ([`Device::load_image_bind_now`]): an object that calls a
+    /// function neither it, the libraries it links (its `NEEDED`), nor the
+    /// program defines is refused, naming the function, and nothing of it
+    /// stays loaded. Loaded lazily (as LLVM's host plugins load, and as
+    /// clang's OpenMP images are still loaded here, through the OpenMP
+    /// layer), it would load, and the first launch reaching the call would
+    /// end the process (`symbol lookup error`, exit 127), which no `Result`
+    /// can report. A plugin without this project's
+    /// `__tgt_rtl_load_binary_flags` (LLVM's own) loads the object its own
+    /// way, lazily for LLVM's host plugin.
+    ///
     /// # Errors
     /// * [`Error::InvalidImage`]: not an ELF object, no symbol of that
     ///   name, or the plugin rejects the object;
     /// * [`Error::ImageLoadFailed`], with the plugin's or the loader's
-    ///   reason (e.g. `undefined symbol: ...`).
+    ///   reason: `undefined symbol: NAME` for a function or variable the
+    ///   object references that the loader cannot find.
     pub fn load(device: &'rt Device, bytes: &[u8], entry_names: &[&str]) -> Result<Image<'rt>> {
         let storage = Arc::new(OwnedImage::new(bytes, entry_names).map_err(|reason| {
             Error::InvalidImage {
@@ -71,7 +84,7 @@ impl<'rt> Image<'rt> {
         let keepalive: KeepAlive = storage.clone();
         // SAFETY: the device keeps `storage` alive as long as the image is
         // loaded (and until the plugin is closed).
-        let loaded = unsafe { device.load_image_kept(desc, Some(keepalive)) }?;
+        let loaded = unsafe { device.load_image_bind_now(desc, Some(keepalive)) }?;
         let image = Image {
             device,
             storage,

@@ -72,6 +72,12 @@ impl Device {
     /// [`Device::load_image`], keeping `keepalive` (the storage `image`
     /// points into) alive for as long as the plugin may use the image.
     ///
+    /// The image is loaded as LLVM's runtime loads it (`load_binary`): a
+    /// host plugin binds the functions it references at their first call,
+    /// so an image referencing a function that exists nowhere loads. The
+    /// OpenMP layer loads clang's images this way, as LLVM does;
+    /// [`Device::load_image_bind_now`] refuses such an image instead.
+    ///
     /// # Safety
     /// `image` points to a valid device image that lives at least as long as
     /// `keepalive` (or the load, if `None`).
@@ -80,6 +86,45 @@ impl Device {
         image: *mut abi::DeviceImage,
         keepalive: Option<Arc<dyn Any + Send + Sync>>,
     ) -> Result<LoadedImage> {
+        // SAFETY: per this function's contract.
+        unsafe { self.load_image_with(image, keepalive, 0) }
+    }
+
+    /// [`Device::load_image_kept`], binding every symbol the image
+    /// references now (`__tgt_rtl_load_binary_flags` with
+    /// [`abi::plugin::load_flags::BIND_NOW`]): an image referencing a
+    /// symbol the loader cannot find is refused with
+    /// [`Error::ImageLoadFailed`] naming it (`undefined symbol: NAME`),
+    /// before any of its code (constructors included) runs, and nothing
+    /// stays loaded. [`crate::Image::load`] loads this way.
+    ///
+    /// A plugin without that entry (LLVM's) gets `load_binary`: the image
+    /// is loaded as that plugin loads every image (LLVM's host plugins bind
+    /// functions at their first call).
+    ///
+    /// # Safety
+    /// As for [`Device::load_image_kept`].
+    pub unsafe fn load_image_bind_now(
+        &self,
+        image: *mut abi::DeviceImage,
+        keepalive: Option<Arc<dyn Any + Send + Sync>>,
+    ) -> Result<LoadedImage> {
+        // SAFETY: per this function's contract.
+        unsafe { self.load_image_with(image, keepalive, abi::plugin::load_flags::BIND_NOW) }
+    }
+
+    /// Load `image` with the plugin's `load_flags` `flags`: through
+    /// `load_binary_flags` when `flags` is not 0 and the plugin exports it,
+    /// else through `load_binary`.
+    ///
+    /// # Safety
+    /// As for [`Device::load_image_kept`].
+    unsafe fn load_image_with(
+        &self,
+        image: *mut abi::DeviceImage,
+        keepalive: Option<Arc<dyn Any + Send + Sync>>,
+        flags: u32,
+    ) -> Result<LoadedImage> {
         let _span = crate::profile::span(crate::profile::Kind::Registration, "load image")
             .map(|s| s.device(self.id));
         self.ensure_initialized()?;
@@ -87,10 +132,12 @@ impl Device {
         let table = {
             let _legacy = self.plugin.legacy_image_guard();
             let _call = crate::profile::span(crate::profile::Kind::Plugin, "load_binary");
-            self.plugin.call(|e| {
+            self.plugin.call(|e| match e.load_binary_flags {
                 // SAFETY: per this function's contract `image` is a valid
                 // descriptor; the device is initialised.
-                unsafe { (e.load_binary)(local, image) }
+                Some(load) if flags != 0 => unsafe { load(local, image, flags) },
+                // SAFETY: as above.
+                _ => unsafe { (e.load_binary)(local, image) },
             })?
         };
         if table.is_null() {

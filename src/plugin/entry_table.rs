@@ -140,17 +140,22 @@ unsafe fn resolve(lib: &Library) -> Result<Entries, Vec<&'static str>> {
         last_error: optional!(names::LAST_ERROR_MESSAGE),
         run_typed_region: optional!(names::RUN_TYPED_REGION),
         data_delete_batch: optional!(names::DATA_DELETE_BATCH),
+        load_binary_flags: optional!(names::LOAD_BINARY_FLAGS),
     })
 }
 
 /// Names of the optional entries `entries` has, for diagnostics.
 fn optional_exported(entries: &Entries) -> Vec<&'static str> {
-    let all: [(&'static str, bool); 28] = [
+    let all: [(&'static str, bool); 29] = [
         (names::LAST_ERROR_MESSAGE, entries.last_error.is_some()),
         (names::RUN_TYPED_REGION, entries.run_typed_region.is_some()),
         (
             names::DATA_DELETE_BATCH,
             entries.data_delete_batch.is_some(),
+        ),
+        (
+            names::LOAD_BINARY_FLAGS,
+            entries.load_binary_flags.is_some(),
         ),
         (
             names::IS_DATA_EXCHANGABLE,

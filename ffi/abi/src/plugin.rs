@@ -194,6 +194,32 @@ pub type LastErrorFn = unsafe extern "C" fn(buf: *mut c_char, cap: usize) -> usi
 pub type DataDeleteBatchFn =
     unsafe extern "C" fn(device: i32, ptrs: *mut *mut c_void, n: i64) -> i32;
 
+/// `__tgt_target_table *__tgt_rtl_load_binary_flags(int32_t ID,
+/// __tgt_device_image *Image, uint32_t Flags)` (this project's entry,
+/// optional): `load_binary` with the [`load_flags`] `Flags`. `Flags == 0`
+/// is exactly `load_binary`. A flag the plugin does not know fails the
+/// load (null; `__tgt_rtl_last_error_message` names it), so a caller never
+/// gets a weaker load than it asked for. The image is unloaded with
+/// `unload_binary`, as any other.
+pub type LoadBinaryFlagsFn =
+    unsafe extern "C" fn(device: i32, image: *mut DeviceImage, flags: u32) -> *mut TargetTable;
+
+/// The flags of [`LoadBinaryFlagsFn`].
+pub mod load_flags {
+    /// Bind every symbol the image references while loading it, and refuse
+    /// the image (null, with the loader's `undefined symbol: NAME` as the
+    /// plugin's last error) when one cannot be bound. Without it a host
+    /// plugin binds a function reference at its first call, as LLVM's do
+    /// (`dlopen` with `RTLD_LAZY`), so an image calling a function that
+    /// exists nowhere loads, and the call that first reaches the function
+    /// ends the process (the loader's `symbol lookup error`, exit 127).
+    /// A backend whose loader binds everything anyway (CUDA's
+    /// `cuModuleLoadData`) accepts it as is.
+    pub const BIND_NOW: u32 = 1;
+    /// Every flag defined.
+    pub const ALL: u32 = BIND_NOW;
+}
+
 /// How one kernel argument slot of [`RunTypedRegionFn`] is passed. The slot
 /// is pointer-sized; narrower values sit in its low bytes (integers
 /// sign- or zero-extended, floats as their bit pattern).
@@ -316,6 +342,7 @@ pub struct EntryTable {
     pub last_error: Option<LastErrorFn>,
     pub run_typed_region: Option<RunTypedRegionFn>,
     pub data_delete_batch: Option<DataDeleteBatchFn>,
+    pub load_binary_flags: Option<LoadBinaryFlagsFn>,
     pub event_elapsed_time: Option<EventElapsedTimeFn>,
 }
 
@@ -399,6 +426,8 @@ pub mod names {
     pub const RUN_TYPED_REGION: &str = "__tgt_rtl_run_typed_region";
     /// The symbol of [`super::DataDeleteBatchFn`].
     pub const DATA_DELETE_BATCH: &str = "__tgt_rtl_data_delete_batch";
+    /// The symbol of [`super::LoadBinaryFlagsFn`].
+    pub const LOAD_BINARY_FLAGS: &str = "__tgt_rtl_load_binary_flags";
 
     /// Entries every plugin must export; a plugin lacking one is skipped.
     pub const REQUIRED: [&str; 10] = [

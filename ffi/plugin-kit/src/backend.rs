@@ -48,6 +48,38 @@ pub enum InitCause {
     Lazy,
 }
 
+/// How `load_binary` loads an image: `__tgt_rtl_load_binary` passes the
+/// default (as LLVM's runtime asks: every flag off),
+/// `__tgt_rtl_load_binary_flags` its flags
+/// ([`omptarget_abi::plugin::load_flags`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LoadOptions {
+    /// Bind every symbol the image references now, and refuse the image
+    /// (naming the symbol) when one cannot be bound
+    /// ([`load_flags::BIND_NOW`](omptarget_abi::plugin::load_flags::BIND_NOW)).
+    /// Off, a backend loads as LLVM's plugin for its device does (the host
+    /// one binds functions at their first call).
+    pub bind_now: bool,
+}
+
+impl LoadOptions {
+    /// The options `flags` asks for; a flag this kit does not know is an
+    /// error naming it, so the caller never gets a weaker load than asked.
+    pub fn from_flags(flags: u32) -> Result<Self> {
+        use omptarget_abi::plugin::load_flags;
+        let unknown = flags & !load_flags::ALL;
+        if unknown != 0 {
+            return Err(crate::error::PluginError::InvalidArgument(format!(
+                "unknown load flags {unknown:#x} (this plugin knows {:#x})",
+                load_flags::ALL
+            )));
+        }
+        Ok(Self {
+            bind_now: flags & load_flags::BIND_NOW != 0,
+        })
+    }
+}
+
 /// A device image as passed to `is_valid_binary` / `load_binary`, with its
 /// byte range and host entry table already checked for null and ordering.
 #[derive(Clone, Copy)]
@@ -112,9 +144,15 @@ pub trait Backend: Send + Sync + Sized + 'static {
     /// Release a device: unload its images, free what is left of its memory.
     fn deinit_device(&self, device: DeviceId) -> Result<()>;
 
-    /// Load `image` on `device` and return its target table, which the
-    /// backend owns and keeps valid until the image is unloaded.
-    fn load_binary(&self, device: DeviceId, image: &ImageRef<'_>) -> Result<NonNull<TargetTable>>;
+    /// Load `image` on `device` as `options` asks and return its target
+    /// table, which the backend owns and keeps valid until the image is
+    /// unloaded. A failed load leaves nothing loaded.
+    fn load_binary(
+        &self,
+        device: DeviceId,
+        image: &ImageRef<'_>,
+        options: LoadOptions,
+    ) -> Result<NonNull<TargetTable>>;
 
     /// Unload an image `load_binary` loaded on `device` (identified by the
     /// descriptor's address).
@@ -382,7 +420,8 @@ pub enum EntryCall {
         /// The plugin's own device number, as passed.
         device: i32,
     },
-    /// `__tgt_rtl_load_binary`.
+    /// `__tgt_rtl_load_binary` (or `__tgt_rtl_load_binary_flags`, logged
+    /// the same).
     LoadBinary {
         /// The plugin's own device number, as passed.
         device: i32,
@@ -554,7 +593,22 @@ impl fmt::Display for EntryCall {
 
 #[cfg(test)]
 mod tests {
-    use super::EntryCall;
+    use super::{EntryCall, LoadOptions};
+    use omptarget_abi::plugin::load_flags;
+
+    #[test]
+    fn load_flags_become_options_and_unknown_ones_are_refused() {
+        assert_eq!(LoadOptions::from_flags(0).unwrap(), LoadOptions::default());
+        assert!(
+            LoadOptions::from_flags(load_flags::BIND_NOW)
+                .unwrap()
+                .bind_now
+        );
+        let err = LoadOptions::from_flags(load_flags::BIND_NOW | 0x8000_0000)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("unknown load flags 0x80000000"), "{err}");
+    }
 
     #[test]
     fn display_matches_the_log_contract() {

@@ -23,7 +23,7 @@
 //! descriptor and the memory it describes, `num_args` arguments and offsets,
 //! `size` bytes of host memory). Null pointers are detected and rejected.
 
-use crate::backend::{Backend, EntryCall, ImageRef, TeamConfig};
+use crate::backend::{Backend, EntryCall, ImageRef, LoadOptions, TeamConfig};
 use crate::cell::PluginCell;
 use crate::diagnostics;
 use crate::error::{PluginError, Result};
@@ -260,15 +260,48 @@ pub unsafe fn load_binary<B: Backend>(
 ) -> *mut TargetTable {
     guard::<B, *mut TargetTable>(names::LOAD_BINARY, ptr::null_mut(), || {
         observe::<B>(EntryCall::LoadBinary { device });
-        cell.with_live(|live| {
-            let device = live.initialised_device(device)?;
-            // SAFETY: a valid image descriptor, alive for this call (module
-            // contract); the backend copies what it keeps.
-            let image = unsafe { image_ref(image)? };
-            live.backend()
-                .load_binary(device, &image)
-                .map(NonNull::as_ptr)
-        })
+        // SAFETY: per this function's contract.
+        unsafe { load_with(cell, device, image, LoadOptions::default()) }
+    })
+}
+
+/// `__tgt_rtl_load_binary_flags`; null on failure, and for a flag this kit
+/// does not know (before the image is looked at).
+///
+/// # Safety
+/// See the module docs.
+pub unsafe fn load_binary_flags<B: Backend>(
+    cell: &PluginCell<B>,
+    device: i32,
+    image: *mut DeviceImage,
+    flags: u32,
+) -> *mut TargetTable {
+    guard::<B, *mut TargetTable>(names::LOAD_BINARY_FLAGS, ptr::null_mut(), || {
+        observe::<B>(EntryCall::LoadBinary { device });
+        let options = LoadOptions::from_flags(flags)?;
+        // SAFETY: per this function's contract.
+        unsafe { load_with(cell, device, image, options) }
+    })
+}
+
+/// The body of both load entries.
+///
+/// # Safety
+/// See the module docs.
+unsafe fn load_with<B: Backend>(
+    cell: &PluginCell<B>,
+    device: i32,
+    image: *mut DeviceImage,
+    options: LoadOptions,
+) -> Result<*mut TargetTable> {
+    cell.with_live(|live| {
+        let device = live.initialised_device(device)?;
+        // SAFETY: a valid image descriptor, alive for this call (module
+        // contract); the backend copies what it keeps.
+        let image = unsafe { image_ref(image)? };
+        live.backend()
+            .load_binary(device, &image, options)
+            .map(NonNull::as_ptr)
     })
 }
 

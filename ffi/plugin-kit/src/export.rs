@@ -18,7 +18,7 @@
 /// * this project's lifecycle entries: `init_plugin`, `deinit_plugin`,
 ///   `deinit_device`, `unload_binary`, `register_destruction_cb`;
 /// * this project's other entries: `last_error_message`,
-///   `run_typed_region`, `data_delete_batch`;
+///   `run_typed_region`, `data_delete_batch`, `load_binary_flags`;
 /// * the [safety net](crate::safety_net): one `.fini_array` function;
 /// * the [fork handlers](crate::fork), registered at initialisation.
 ///
@@ -110,6 +110,23 @@ macro_rules! __export_required {
             // SAFETY: `image` is null or a valid `__tgt_device_image` (this
             // entry's contract, forwarded), as `load_binary` requires.
             unsafe { $crate::entry_bodies::load_binary(&$cell, device, image) }
+        }
+
+        /// `__tgt_rtl_load_binary_flags` (this project's entry):
+        /// `__tgt_rtl_load_binary` with `load_flags` (`BIND_NOW`: every
+        /// symbol bound at load, or the image is refused).
+        ///
+        /// # Safety
+        /// `image` is null or a valid `__tgt_device_image`.
+        $(#[$attr])*
+        pub unsafe extern "C" fn __tgt_rtl_load_binary_flags(
+            device: i32,
+            image: *mut $crate::abi::DeviceImage,
+            flags: u32,
+        ) -> *mut $crate::abi::TargetTable {
+            // SAFETY: `image` is null or a valid `__tgt_device_image` (this
+            // entry's contract, forwarded), as `load_binary_flags` requires.
+            unsafe { $crate::entry_bodies::load_binary_flags(&$cell, device, image, flags) }
         }
 
         /// `__tgt_rtl_data_alloc`: the caller owns the memory until
@@ -588,6 +605,7 @@ macro_rules! __export_lifecycle {
             let _: p::LastErrorFn = __tgt_rtl_last_error_message;
             let _: p::RunTypedRegionFn = __tgt_rtl_run_typed_region;
             let _: p::DataDeleteBatchFn = __tgt_rtl_data_delete_batch;
+            let _: p::LoadBinaryFlagsFn = __tgt_rtl_load_binary_flags;
         };
     };
 }
@@ -636,6 +654,7 @@ macro_rules! __entry_table {
             last_error: Some(__tgt_rtl_last_error_message),
             run_typed_region: Some(__tgt_rtl_run_typed_region),
             data_delete_batch: Some(__tgt_rtl_data_delete_batch),
+            load_binary_flags: Some(__tgt_rtl_load_binary_flags),
             event_elapsed_time: None,
         }
     };

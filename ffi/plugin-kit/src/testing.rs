@@ -123,6 +123,12 @@ pub struct Plugin {
     /// `__tgt_rtl_data_delete_batch` (this project's), if the plugin
     /// exports it.
     pub data_delete_batch: Option<p::DataDeleteBatchFn>,
+    /// `__tgt_rtl_load_binary_flags` (this project's), if the plugin
+    /// exports it.
+    pub load_binary_flags: Option<p::LoadBinaryFlagsFn>,
+    /// `__tgt_rtl_last_error_message` (this project's), if the plugin
+    /// exports it; [`Plugin::last_error`] reads it.
+    pub last_error_message: Option<p::LastErrorFn>,
     library: libloading::Library,
 }
 
@@ -179,8 +185,25 @@ impl Plugin {
             set_info_flag: optional!(names::SET_INFO_FLAG),
             print_device_info: optional!(names::PRINT_DEVICE_INFO),
             data_delete_batch: optional!(names::DATA_DELETE_BATCH),
+            load_binary_flags: optional!(names::LOAD_BINARY_FLAGS),
+            last_error_message: optional!(names::LAST_ERROR_MESSAGE),
             library,
         }
+    }
+
+    /// The calling thread's last failure message of this plugin (read
+    /// once), if it exports `__tgt_rtl_last_error_message` and has one.
+    pub fn last_error(&self) -> Option<String> {
+        let entry = self.last_error_message?;
+        let mut buf = vec![0u8; 4096];
+        // SAFETY: `buf` is writable for `buf.len()` bytes, as the entry's
+        // contract asks; it writes at most that many.
+        let len = unsafe { entry(buf.as_mut_ptr().cast(), buf.len()) };
+        if len == 0 {
+            return None;
+        }
+        buf.truncate(len.min(buf.len()));
+        Some(String::from_utf8_lossy(&buf).into_owned())
     }
 
     /// dlclose the library, reporting failure.

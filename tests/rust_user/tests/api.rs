@@ -112,6 +112,12 @@ fn image_errors_carry_the_reason() -> anyhow::Result<()> {
         text.contains("undefined symbol: omptarget_no_such_variable"),
         "{text}"
     );
+    // A call of a function that exists nowhere: bound at load, so refused
+    // here rather than ending the process at the first launch.
+    let err = Image::load_file(device, kernel("calls_missing.c")?, &["calls_missing"]).unwrap_err();
+    assert!(matches!(err, Error::ImageLoadFailed { .. }), "{err}");
+    let text = err.to_string();
+    assert!(text.contains("undefined symbol: missing_fn"), "{text}");
     // A name the object does not define.
     let err = Image::load_file(device, kernel("vec_add.c")?, &["vec_sub"]).unwrap_err();
     assert!(

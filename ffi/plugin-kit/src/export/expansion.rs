@@ -1,4 +1,4 @@
-use crate::{Backend, DeviceId, ImageRef, InitCause, PluginError, TeamConfig};
+use crate::{Backend, DeviceId, ImageRef, InitCause, LoadOptions, PluginError, TeamConfig};
 use omptarget_abi::{AllocKind, DeviceImage, TargetTable, OFFLOAD_SUCCESS};
 use std::ffi::c_void;
 use std::ptr::NonNull;
@@ -37,6 +37,7 @@ impl Backend for Inert {
         &self,
         _device: DeviceId,
         _image: &ImageRef<'_>,
+        _options: LoadOptions,
     ) -> crate::error::Result<NonNull<TargetTable>> {
         Err(PluginError::Unsupported("load_binary"))
     }
@@ -109,5 +110,15 @@ fn the_expansion_is_a_working_plugin() {
     // SAFETY: `number_of_devices` takes no arguments.
     assert_eq!(unsafe { (table.number_of_devices)() }, 1);
     assert_eq!(__tgt_rtl_init_device(0), OFFLOAD_SUCCESS);
+    // A load flag the kit does not know fails before the image is read.
+    // SAFETY: a null image is allowed (refused by the entry).
+    let table = unsafe { (table.load_binary_flags.unwrap())(0, std::ptr::null_mut(), 1 << 31) };
+    assert!(table.is_null());
+    let reason = crate::last_error::take().unwrap_or_default();
+    assert!(
+        reason.starts_with("__tgt_rtl_load_binary_flags: ")
+            && reason.contains("unknown load flags"),
+        "{reason}"
+    );
     assert_eq!(__tgt_rtl_deinit_plugin(), OFFLOAD_SUCCESS);
 }

@@ -39,7 +39,9 @@ use driver::{check, CudaError};
 use module::LaunchEnv;
 use omptarget_abi::plugin::KernelArgType;
 use omptarget_abi::{AllocKind, AsyncInfo, DeviceImage, TargetTable};
-use omptarget_plugin_kit::backend::{Backend, DeviceId, ImageRef, InitCause, TeamConfig};
+use omptarget_plugin_kit::backend::{
+    Backend, DeviceId, ImageRef, InitCause, LoadOptions, TeamConfig,
+};
 use omptarget_plugin_kit::diagnostics;
 use omptarget_plugin_kit::error::{PluginError, Result};
 use omptarget_plugin_kit::fork::ForkLocks;
@@ -381,7 +383,15 @@ impl Backend for CudaBackend {
         self.release_device(device.index())
     }
 
-    fn load_binary(&self, device: DeviceId, image: &ImageRef<'_>) -> Result<NonNull<TargetTable>> {
+    /// `options.bind_now` needs nothing more: `cuModuleLoadData` links the
+    /// whole module, so a reference to a symbol it lacks fails the load
+    /// either way (nothing on the device is bound lazily).
+    fn load_binary(
+        &self,
+        device: DeviceId,
+        image: &ImageRef<'_>,
+        _options: LoadOptions,
+    ) -> Result<NonNull<TargetTable>> {
         let cubin = image::parse(image.bytes).map_err(PluginError::InvalidImage)?;
         let devices = self.devices.len();
         self.with_state(device, |state, info| {

@@ -38,10 +38,37 @@ pub struct ImageStorage<'a> {
     pub keep_file: bool,
 }
 
-/// RTLD_LAZY like LLVM's plugin: images built by clang call into libomp
-/// (`__kmpc_*`), found through their own NEEDED/RUNPATH.
-const DLOPEN_FLAGS: i32 = libc::RTLD_LAZY | libc::RTLD_LOCAL;
 use std::ptr::NonNull;
+
+/// The dlopen flags of a load: `RTLD_LOCAL`, and `RTLD_LAZY` unless
+/// `bind_now`.
+///
+/// `RTLD_LAZY` by default, as LLVM's host plugins load (14:
+/// `dlopen(tmp_name, RTLD_LAZY)` in
+/// `plugins/generic-elf-64bit/src/rtl.cpp`; 19 and 22:
+/// `llvm::sys::DynamicLibrary`, whose `dlopen` is `RTLD_LAZY |
+/// RTLD_GLOBAL`): a function the image references is bound at its first
+/// call, so an image that references a function it never calls (one that
+/// exists nowhere, or only in a library loaded later) loads and runs, on
+/// ours as on LLVM's. Images built by clang call into libomp (`__kmpc_*`),
+/// found through their own NEEDED/RUNPATH either way.
+///
+/// `RTLD_NOW` for `bind_now` (`load_flags::BIND_NOW`, which the Rust API's
+/// `Image::load` asks for): every reference is bound before `dlopen`
+/// returns, and one that cannot be fails the load with the loader's
+/// `undefined symbol: NAME` instead of ending the process at the first
+/// launch that reaches it. It is the one load: the loader binds before it
+/// runs the image's constructors, so a refused image runs none and leaves
+/// nothing loaded (checking afterwards would mean loading twice, or
+/// constructors run for an image then refused).
+fn dlopen_flags(bind_now: bool) -> i32 {
+    let binding = if bind_now {
+        libc::RTLD_NOW
+    } else {
+        libc::RTLD_LAZY
+    };
+    binding | libc::RTLD_LOCAL
+}
 
 /// A loaded image; see the module docs. Dropping it unloads it, ignoring
 /// errors; [`LoadedImage::unload`] reports them.
@@ -76,13 +103,18 @@ unsafe impl Sync for LoadedImage {}
 impl LoadedImage {
     /// Load a private copy of `image` (see [`ImageStorage`]), resolve
     /// every host entry by name and build the target table. A file is
-    /// removed once loaded unless `storage.keep_file`.
-    pub fn load(image: &ImageRef<'_>, storage: ImageStorage<'_>) -> Result<Self> {
+    /// removed once loaded unless `storage.keep_file`. Symbols the image
+    /// references are bound at their first use (`RTLD_LAZY`, as LLVM's
+    /// host plugins load); with `bind_now` all of them are bound now
+    /// (`RTLD_NOW`), and an image with one the loader cannot find is
+    /// refused (`undefined symbol: NAME`) before any of its constructors
+    /// runs.
+    pub fn load(image: &ImageRef<'_>, storage: ImageStorage<'_>, bind_now: bool) -> Result<Self> {
         elf::check_image(image.bytes).map_err(PluginError::InvalidImage)?;
         let section = elf::entries_section(image.bytes).map_err(PluginError::InvalidImage)?;
         let names = host_entry_names(image.entries)?;
 
-        let (library, file) = open_copy(image.bytes, storage)?;
+        let (library, file) = open_copy(image.bytes, storage, dlopen_flags(bind_now))?;
         let (library, base) = load_base(library);
 
         let mut loaded = Self {
@@ -198,19 +230,30 @@ impl Drop for LoadedImage {
     }
 }
 
-/// dlopen a private copy of `bytes`: from a memfd if `storage` allows and
-/// that works, else from a new file in `storage.dir` (returned, still on
-/// disk). The error names every way that failed.
-fn open_copy(bytes: &[u8], storage: ImageStorage<'_>) -> Result<(Library, Option<ImageFile>)> {
+/// dlopen (with `flags`) a private copy of `bytes`: from a memfd if
+/// `storage` allows and that works, else from a new file in `storage.dir`
+/// (returned, still on disk). The error names every way that failed. A
+/// symbol the loader could not bind fails the same from a file, so that
+/// refusal is returned without trying one.
+fn open_copy(
+    bytes: &[u8],
+    storage: ImageStorage<'_>,
+    flags: i32,
+) -> Result<(Library, Option<ImageFile>)> {
     let memfd_error = if storage.memfd {
-        match super::image_memfd::load(bytes, DLOPEN_FLAGS) {
+        match super::image_memfd::load(bytes, flags) {
             Ok(library) => return Ok((library, None)),
+            Err(e) if is_unbound_symbol(&e) => {
+                return Err(PluginError::backend(format!(
+                    "cannot load the device image: {e}"
+                )))
+            }
             Err(e) => Some(e),
         }
     } else {
         None
     };
-    match open_file_copy(bytes, storage.dir) {
+    match open_file_copy(bytes, storage.dir, flags) {
         Ok((library, file)) => Ok((library, Some(file))),
         Err(file_error) => Err(PluginError::backend(match memfd_error {
             Some(memfd_error) => format!(
@@ -221,13 +264,25 @@ fn open_copy(bytes: &[u8], storage: ImageStorage<'_>) -> Result<(Library, Option
     }
 }
 
-/// dlopen a copy of `bytes` written to a new file in `dir`.
-fn open_file_copy(bytes: &[u8], dir: &Path) -> std::result::Result<(Library, ImageFile), String> {
+/// Whether a dlopen error is the loader refusing to bind a symbol the
+/// object references (glibc's `undefined symbol: NAME`, for a data
+/// reference, or any reference under `RTLD_NOW`): the object itself is at
+/// fault, not where its copy lives.
+fn is_unbound_symbol(error: &str) -> bool {
+    error.contains(": undefined symbol: ")
+}
+
+/// dlopen (with `flags`) a copy of `bytes` written to a new file in `dir`.
+fn open_file_copy(
+    bytes: &[u8],
+    dir: &Path,
+    flags: i32,
+) -> std::result::Result<(Library, ImageFile), String> {
     let file = ImageFile::create(dir, bytes).map_err(|e| e.to_string())?;
     let path = file.path().expect("a new image file has a path");
     // SAFETY: loading runs the image's initialisers; running the offload
     // program's code is this plugin's purpose.
-    let library = unsafe { Library::open(Some(path), DLOPEN_FLAGS) }
+    let library = unsafe { Library::open(Some(path), flags) }
         .map_err(|e| format!("dlopen of {} failed: {e}", path.display()))?;
     Ok((library, file))
 }
@@ -333,7 +388,10 @@ mod tests {
             dir,
             keep_file: false,
         };
-        let err = open_copy(b"not an ELF file", both).unwrap_err().to_string();
+        let flags = dlopen_flags(false);
+        let err = open_copy(b"not an ELF file", both, flags)
+            .unwrap_err()
+            .to_string();
         assert!(
             err.contains("from memory (dlopen of /proc/self/fd/"),
             "{err}"
@@ -348,7 +406,7 @@ mod tests {
             memfd: false,
             ..both
         };
-        let err = open_copy(b"x", files_only).unwrap_err().to_string();
+        let err = open_copy(b"x", files_only, flags).unwrap_err().to_string();
         assert!(!err.contains("memory"), "{err}");
         assert!(err.contains("/nonexistent/omptarget-images"), "{err}");
     }

@@ -19,6 +19,10 @@
 //!   variables have no device entry): through the image's own
 //!   `omp_offloading_entries` table when it has one (clang's OpenMP
 //!   images; this also finds hidden-visibility globals), else with dlsym.
+//!   Symbols the image references are bound lazily (`RTLD_LAZY`, as
+//!   LLVM's host plugins load), or all at load for `load_binary_flags`
+//!   with `BIND_NOW` (`RTLD_NOW`: an image referencing a symbol nothing
+//!   defines is refused before its constructors run; see [`image`]).
 //! * Loading the same image twice on one device is allowed and loads a
 //!   second, independent copy (as LLVM 14's plugin does); `unload_binary`
 //!   unloads the most recent copy of that image.
@@ -62,7 +66,9 @@ use config::HostConfig;
 use image::{ImageStorage, LoadedImage};
 use memory::Allocations;
 use omptarget_abi::{AllocKind, DeviceImage, TargetTable};
-use omptarget_plugin_kit::backend::{Backend, DeviceId, ImageRef, InitCause, TeamConfig};
+use omptarget_plugin_kit::backend::{
+    Backend, DeviceId, ImageRef, InitCause, LoadOptions, TeamConfig,
+};
 use omptarget_plugin_kit::diagnostics;
 use omptarget_plugin_kit::error::{PluginError, Result};
 use omptarget_plugin_kit::fork::ForkLocks;
@@ -225,13 +231,18 @@ impl Backend for HostBackend {
         self.device(device).release(self.name, device.index())
     }
 
-    fn load_binary(&self, device: DeviceId, image: &ImageRef<'_>) -> Result<NonNull<TargetTable>> {
+    fn load_binary(
+        &self,
+        device: DeviceId,
+        image: &ImageRef<'_>,
+        options: LoadOptions,
+    ) -> Result<NonNull<TargetTable>> {
         let storage = ImageStorage {
             memfd: self.memfd_images,
             dir: &self.image_dir,
             keep_file: self.keep_image_files,
         };
-        let loaded = LoadedImage::load(image, storage)?;
+        let loaded = LoadedImage::load(image, storage, options.bind_now)?;
         let table = loaded.table();
         diagnostics::debug(
             self.name,

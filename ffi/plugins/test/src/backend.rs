@@ -6,7 +6,7 @@ use omptarget_plugin_host::config::HostConfig;
 use omptarget_plugin_host::HostBackend;
 use omptarget_plugin_kit::abi::{AllocKind, DeviceImage, TargetTable};
 use omptarget_plugin_kit::{
-    Backend, DeviceId, EntryCall, ImageRef, InitCause, PluginError, TeamConfig,
+    Backend, DeviceId, EntryCall, ImageRef, InitCause, LoadOptions, PluginError, TeamConfig,
 };
 use std::ffi::c_void;
 use std::ptr::NonNull;
@@ -104,9 +104,14 @@ impl Backend for TestBackend {
         self.host.deinit_device(device)
     }
 
-    fn load_binary(&self, device: DeviceId, image: &ImageRef<'_>) -> Result<NonNull<TargetTable>> {
+    fn load_binary(
+        &self,
+        device: DeviceId,
+        image: &ImageRef<'_>,
+        options: LoadOptions,
+    ) -> Result<NonNull<TargetTable>> {
         self.maybe_panic("load_binary");
-        self.host.load_binary(device, image)
+        self.host.load_binary(device, image, options)
     }
 
     fn unload_binary(&self, device: DeviceId, image: NonNull<DeviceImage>) -> Result<()> {

@@ -3,6 +3,7 @@
 //! the helpers they share in `helpers`.
 
 mod bad_input;
+mod binding;
 mod env;
 mod helpers;
 mod kernels;
