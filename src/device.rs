@@ -124,6 +124,10 @@ impl Device {
         self.id
     }
 
+    // The raw layer: the OpenMP layer's interface (docs/openmp.md), not the
+    // API for programs, so hidden from these docs; reachable, `unsafe` where
+    // memory is at stake.
+    #[doc(hidden)]
     /// The plugin's own number for this device (`RTLDeviceID`).
     pub fn local_id(&self) -> i32 {
         self.local_id
@@ -134,6 +138,10 @@ impl Device {
         self.plugin.name()
     }
 
+    // The raw layer: the OpenMP layer's interface (docs/openmp.md), not the
+    // API for programs, so hidden from these docs; reachable, `unsafe` where
+    // memory is at stake.
+    #[doc(hidden)]
     /// The plugin serving this device.
     pub fn plugin(&self) -> &Plugin {
         &self.plugin
@@ -163,6 +171,10 @@ impl Device {
         }
     }
 
+    // The raw layer: the OpenMP layer's interface (docs/openmp.md), not the
+    // API for programs, so hidden from these docs; reachable, `unsafe` where
+    // memory is at stake.
+    #[doc(hidden)]
     /// [`Device::ensure_initialized`], first recording the program's
     /// `requires` flags for `init_requires`. The flags are plugin-wide (like
     /// LLVM's global `RequiresFlags`) and only matter before the first
@@ -201,6 +213,10 @@ impl Device {
         }
     }
 
+    // The raw layer: the OpenMP layer's interface (docs/openmp.md), not the
+    // API for programs, so hidden from these docs; reachable, `unsafe` where
+    // memory is at stake.
+    #[doc(hidden)]
     /// Allocate device memory, through the memory manager (which caches
     /// small `Default`/`Device` blocks). Zero bytes is an error. The memory
     /// belongs to the caller until [`Device::free`] (or the shutdown, which
@@ -231,6 +247,10 @@ impl Device {
         Ok(ptr)
     }
 
+    // The raw layer: the OpenMP layer's interface (docs/openmp.md), not the
+    // API for programs, so hidden from these docs; reachable, `unsafe` where
+    // memory is at stake.
+    #[doc(hidden)]
     /// Free memory returned by [`Device::alloc`]; unknown pointers (never
     /// allocated here, or already freed) are an error and change nothing.
     /// If the plugin fails to free, the allocation stays live.
@@ -266,6 +286,10 @@ impl Device {
         self.memory.stats()
     }
 
+    // The raw layer: the OpenMP layer's interface (docs/openmp.md), not the
+    // API for programs, so hidden from these docs; reachable, `unsafe` where
+    // memory is at stake.
+    #[doc(hidden)]
     /// Copy `size` bytes host -> device.
     ///
     /// # Safety
@@ -292,6 +316,10 @@ impl Device {
         self.check("data_submit", code)
     }
 
+    // The raw layer: the OpenMP layer's interface (docs/openmp.md), not the
+    // API for programs, so hidden from these docs; reachable, `unsafe` where
+    // memory is at stake.
+    #[doc(hidden)]
     /// Copy `size` bytes device -> host.
     ///
     /// # Safety
@@ -316,6 +344,10 @@ impl Device {
         self.check("data_retrieve", code)
     }
 
+    // The raw layer: the OpenMP layer's interface (docs/openmp.md), not the
+    // API for programs, so hidden from these docs; reachable, `unsafe` where
+    // memory is at stake.
+    #[doc(hidden)]
     /// True when this device can copy straight to `dst` (same plugin, which
     /// exports `is_data_exchangable` and says yes, and a data_exchange entry).
     pub fn can_exchange_with(&self, dst: &Device) -> bool {
@@ -335,6 +367,10 @@ impl Device {
             .unwrap_or(false)
     }
 
+    // The raw layer: the OpenMP layer's interface (docs/openmp.md), not the
+    // API for programs, so hidden from these docs; reachable, `unsafe` where
+    // memory is at stake.
+    #[doc(hidden)]
     /// Copy `size` bytes from this device's `src` to `dst_device`'s `dst`
     /// without going through the host.
     ///
@@ -386,6 +422,10 @@ impl Device {
         self.plugin.call(|_| ())
     }
 
+    // The raw layer: the OpenMP layer's interface (docs/openmp.md), not the
+    // API for programs, so hidden from these docs; reachable, `unsafe` where
+    // memory is at stake.
+    #[doc(hidden)]
     /// The per-device host->device mapping table.
     pub fn mappings(&self) -> &crate::mapping::MappingTable {
         &self.mappings

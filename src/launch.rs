@@ -26,6 +26,10 @@ pub enum RegionLaunch {
 }
 
 impl Device {
+    // The raw layer: the OpenMP layer's interface (docs/openmp.md), not the
+    // API for programs, so hidden from these docs; reachable, `unsafe` where
+    // memory is at stake.
+    #[doc(hidden)]
     /// Run the region at `entry` with `args` (offsets applied by the
     /// plugin). Returns when the region has completed.
     ///

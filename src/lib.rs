@@ -137,17 +137,29 @@
 //! ```
 //!
 //! More in `examples/`: `vec_add`, `multi_device_threads`,
-//! `async_pipeline`, `leak_report`.
+//! `async_pipeline`, `queue_pipeline` (a long-lived queue in a struct,
+//! views, event timing), `leak_report`.
+//!
+//! # How many runtimes
+//!
+//! A [`Runtime`] is `Sync`: threads share one (`std::thread::scope`, or an
+//! `Arc`), and that is the way to use many threads. Separate runtimes each
+//! need their own plugin state: the built-in host plugin has
+//! [`BUILTIN_HOST_INSTANCES`] (16), so at most 16 runtimes of one process
+//! use it at the same time; the next [`Runtime::new`] fails with
+//! [`Error::NoPluginLoaded`] (reason [`SkipReason::AllInstancesInUse`])
+//! until one is shut down. A plugin library (`libomptarget.rtl.*.so`)
+//! has one state per process: one runtime at a time claims it.
 //!
 //! # The raw device layer
 //!
-//! Below the typed API, [`Device`]'s raw operations ([`Device::alloc`],
-//! [`Device::free`], [`Device::submit`], [`Device::run_region`] ...) are
-//! the plugin's entries behind the device's checks. They are `unsafe`: the
-//! caller vouches for the memory they touch. They, the `mapping` tables
-//! and the per-plugin queries ([`Runtime::plugin`], [`plugin::Plugin`])
-//! are what the OpenMP layer (`omptarget-openmp`, LLVM's OpenMP semantics
-//! for the C ABI) is built on; a Rust program needs none of them. That
+//! Below the typed API, `Device` has raw operations (`alloc`, `free`,
+//! `submit`, `load_image`, `run_region` ...): the plugin's entries behind
+//! the device's checks, `unsafe` where the caller vouches for the memory.
+//! They, the `mapping` tables and the per-plugin queries are what the
+//! OpenMP layer (`omptarget-openmp`, LLVM's OpenMP semantics for the C
+//! ABI) is built on; a Rust program needs none of them, so they are hidden
+//! from these docs but reachable, like cudarc's `sys` layer. That
 //! interface, deliberately small, is described in the repository's
 //! `docs/openmp.md`; the design as a whole, in `DESIGN.md`.
 //!
@@ -220,8 +232,13 @@ pub use api::{
     Scope, ScopedBuffer, ScopedQueue, Slice, SliceMut,
 };
 pub use config::Config;
-pub use device::{Device, DevicePtr, LoadedImage};
+pub use device::{Device, DevicePtr};
+// The raw layer's types: the OpenMP layer's interface (docs/openmp.md),
+// hidden from these docs, as the raw `Device` methods that use them.
+#[doc(hidden)]
+pub use device::LoadedImage;
 pub use error::{Error, Result};
+#[doc(hidden)]
 pub use launch::RegionLaunch;
 pub use plugin::{PluginInfo, SkipReason, SkippedPlugin};
 pub use runtime::Runtime;
@@ -229,6 +246,9 @@ pub use shutdown_report::{
     DtorKernels, DtorsOutcome, ImageDtors, LeakedImage, LeakedQueue, Phase, ShutdownReport,
     StepOutcome, TeardownStep,
 };
+// The profile's spans, for the OpenMP layer; programs turn the profile on
+// with `Config` or `LIBOMPTARGET_PROFILE`, not through this module.
+#[doc(hidden)]
 pub use trace::profile;
 
 /// How many [`Runtime`]s of one process can use the built-in host plugin at

@@ -152,17 +152,29 @@ impl Runtime {
         self.plugins.iter().map(|p| p.info()).collect()
     }
 
+    // The raw layer: the OpenMP layer's interface (docs/openmp.md), not the
+    // API for programs, so hidden from these docs; reachable, `unsafe` where
+    // memory is at stake.
+    #[doc(hidden)]
     /// The loaded plugin at `index` (load order), for the OpenMP layer's
     /// per-plugin questions (`is_valid_binary`, `supports_empty_images`).
     pub fn plugin(&self, index: usize) -> Option<&Plugin> {
         self.plugins.get(index).map(|p| &**p)
     }
 
+    // The raw layer: the OpenMP layer's interface (docs/openmp.md), not the
+    // API for programs, so hidden from these docs; reachable, `unsafe` where
+    // memory is at stake.
+    #[doc(hidden)]
     /// The number of loaded plugins.
     pub fn plugin_count(&self) -> usize {
         self.plugins.len()
     }
 
+    // The raw layer: the OpenMP layer's interface (docs/openmp.md), not the
+    // API for programs, so hidden from these docs; reachable, `unsafe` where
+    // memory is at stake.
+    #[doc(hidden)]
     /// Device `local` (the plugin's own number) of the plugin at `index`.
     #[inline]
     pub fn plugin_device(&self, index: usize, local: usize) -> Option<&Device> {
@@ -182,6 +194,10 @@ impl Runtime {
         self.teardown(false)
     }
 
+    // The raw layer: the OpenMP layer's interface (docs/openmp.md), not the
+    // API for programs, so hidden from these docs; reachable, `unsafe` where
+    // memory is at stake.
+    #[doc(hidden)]
     /// The teardown at process exit while calls are still in flight (`why`
     /// says which): only what no call can be using is released, the cached
     /// blocks of the memory managers (step 1). Everything else stays as it

@@ -47,6 +47,10 @@ pub(crate) struct ImagePtr(pub *mut abi::DeviceImage);
 unsafe impl Send for ImagePtr {}
 
 impl Device {
+    // The raw layer: the OpenMP layer's interface (docs/openmp.md), not the
+    // API for programs, so hidden from these docs; reachable, `unsafe` where
+    // memory is at stake.
+    #[doc(hidden)]
     /// Ask the plugin whether it can run `image` (`is_valid_binary`). Does
     /// not initialise the device.
     ///
@@ -60,6 +64,10 @@ impl Device {
         Ok(valid != 0)
     }
 
+    // The raw layer: the OpenMP layer's interface (docs/openmp.md), not the
+    // API for programs, so hidden from these docs; reachable, `unsafe` where
+    // memory is at stake.
+    #[doc(hidden)]
     /// Load an image; the device keeps it until shutdown (or unload).
     ///
     /// # Safety
@@ -69,6 +77,10 @@ impl Device {
         unsafe { self.load_image_kept(image, None) }
     }
 
+    // The raw layer: the OpenMP layer's interface (docs/openmp.md), not the
+    // API for programs, so hidden from these docs; reachable, `unsafe` where
+    // memory is at stake.
+    #[doc(hidden)]
     /// [`Device::load_image`], keeping `keepalive` (the storage `image`
     /// points into) alive for as long as the plugin may use the image.
     ///
@@ -90,6 +102,10 @@ impl Device {
         unsafe { self.load_image_with(image, keepalive, 0) }
     }
 
+    // The raw layer: the OpenMP layer's interface (docs/openmp.md), not the
+    // API for programs, so hidden from these docs; reachable, `unsafe` where
+    // memory is at stake.
+    #[doc(hidden)]
     /// [`Device::load_image_kept`], binding every symbol the image
     /// references now (`__tgt_rtl_load_binary_flags` with
     /// [`abi::plugin::load_flags::BIND_NOW`]): an image referencing a
@@ -182,6 +198,10 @@ impl Device {
         }
     }
 
+    // The raw layer: the OpenMP layer's interface (docs/openmp.md), not the
+    // API for programs, so hidden from these docs; reachable, `unsafe` where
+    // memory is at stake.
+    #[doc(hidden)]
     /// Unload `image` (`unload_binary`). `Ok(true)`: unloaded. `Ok(false)`:
     /// the plugin cannot unload images, so it stays loaded (and its storage
     /// alive) until shutdown. Unknown images are an error.
@@ -226,6 +246,10 @@ impl Device {
         Ok(true)
     }
 
+    // The raw layer: the OpenMP layer's interface (docs/openmp.md), not the
+    // API for programs, so hidden from these docs; reachable, `unsafe` where
+    // memory is at stake.
+    #[doc(hidden)]
     /// Record that the OpenMP layer ran `image`'s destructor kernels
     /// (clang 14's `DTOR` entries) at its unregistration: `ran` succeeded,
     /// `failed` failed. The shutdown report lists them with the image

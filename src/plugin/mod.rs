@@ -24,8 +24,15 @@ use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 
 pub use discovery::DEFAULT_PLUGIN_NAMES;
-pub use loader::{SkipReason, SkippedPlugin, MAX_DEVICES, MAX_DEVICES_PER_PLUGIN};
+pub use loader::{SkipReason, SkippedPlugin};
+// Limits the loader enforces; its errors state them, so programs need not
+// name them (hidden from these docs, as the rest of the raw layer).
+#[doc(hidden)]
+pub use loader::{MAX_DEVICES, MAX_DEVICES_PER_PLUGIN};
 
+// The raw layer: the OpenMP layer's handle on a plugin (docs/openmp.md);
+// programs see plugins through `PluginInfo` and the shutdown report.
+#[doc(hidden)]
 /// One loaded plugin library. Owned by the runtime (shared with its
 /// devices); closed only by the runtime's teardown.
 pub struct Plugin {

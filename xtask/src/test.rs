@@ -305,6 +305,7 @@ fn run_examples() -> Result<()> {
         ("vec_add", 0),
         ("multi_device_threads", 0),
         ("async_pipeline", 0),
+        ("queue_pipeline", 0),
         ("leak_report", 1),
     ] {
         let mut cmd = cmd::cargo();
