@@ -205,7 +205,7 @@ impl<'img, S: KernelSignature> Kernel<'img, S> {
                 None,
                 self.addr as *mut c_void,
                 &mut values,
-                &types,
+                types.as_slice(),
                 config.region()?,
             )
         }

@@ -72,7 +72,44 @@ pub trait BoundedParam: KernelParam {}
 pub trait KernelSignature: sealed::Sealed {
     /// The C type of each C parameter, in order (a slice is two).
     #[doc(hidden)]
-    fn types() -> Vec<KernelArgType>;
+    fn types() -> CTypes;
+}
+
+/// Most C parameters a signature has: 12 parameters, each at most two.
+const MAX_C_PARAMS: usize = 24;
+
+/// The C parameter types of a signature, on the stack (a launch allocates
+/// nothing for them).
+#[doc(hidden)]
+#[derive(Clone, Copy)]
+pub struct CTypes {
+    types: [KernelArgType; MAX_C_PARAMS],
+    len: usize,
+}
+
+impl CTypes {
+    fn new() -> Self {
+        CTypes {
+            types: [KernelArgType::Pointer; MAX_C_PARAMS],
+            len: 0,
+        }
+    }
+
+    fn push(&mut self, types: &[KernelArgType]) {
+        self.types[self.len..self.len + types.len()].copy_from_slice(types);
+        self.len += types.len();
+    }
+
+    /// The types, in order.
+    pub fn as_slice(&self) -> &[KernelArgType] {
+        &self.types[..self.len]
+    }
+}
+
+impl std::fmt::Debug for CTypes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.as_slice().fmt(f)
+    }
 }
 
 /// A signature of [`BoundedParam`]s only: its kernels launch safely.
@@ -285,9 +322,9 @@ macro_rules! signatures {
         impl<$($p: KernelParam),*> sealed::Sealed for ($($p,)*) {}
         impl<$($p: KernelParam),*> KernelSignature for ($($p,)*) {
             #[allow(unused_mut)]
-            fn types() -> Vec<KernelArgType> {
-                let mut types = Vec::new();
-                $(types.extend_from_slice($p::TYPES);)*
+            fn types() -> CTypes {
+                let mut types = CTypes::new();
+                $(types.push($p::TYPES);)*
                 types
             }
         }

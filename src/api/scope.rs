@@ -595,7 +595,7 @@ impl<'scope, 'env> ScopedQueue<'scope, 'env> {
                     Some(queue),
                     kernel.addr as *mut c_void,
                     &mut values,
-                    &types,
+                    types.as_slice(),
                     region,
                 )
             }
