@@ -19,6 +19,8 @@
 //!   variables have no device entry): through the image's own
 //!   `omp_offloading_entries` table when it has one (clang's OpenMP
 //!   images; this also finds hidden-visibility globals), else with dlsym.
+//!   An OpenMP runtime an image brings in (libgomp for a GCC `-fopenmp`
+//!   kernel) stays loaded for the process: its threads outlive the image.
 //! * Loading the same image twice on one device is allowed and loads a
 //!   second, independent copy (as LLVM 14's plugin does); `unload_binary`
 //!   unloads the most recent copy of that image.
