@@ -7,6 +7,7 @@
 //! device on first use and fails cleanly once the plugin is gone.
 mod allocator;
 pub(crate) mod images;
+mod properties;
 pub(crate) mod queue_ops;
 pub(crate) mod table;
 mod teardown;
@@ -21,6 +22,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 pub use crate::memory::{LiveAllocation, MemoryStats};
 pub use images::LoadedImage;
+pub use properties::{DeviceKind, DeviceProperties};
 
 /// An address in a device's memory space (opaque to the host).
 ///
@@ -74,6 +76,8 @@ pub struct Device {
     /// runtimes both have a device 0, and one's buffers are not the
     /// other's.
     runtime: u64,
+    /// What one typed launch runs at most, read from the plugin once.
+    launch_limits: OnceLock<properties::LaunchLimits>,
 }
 
 impl std::fmt::Debug for Device {
@@ -107,6 +111,7 @@ impl Device {
             mappings: Default::default(),
             origins,
             runtime,
+            launch_limits: OnceLock::new(),
         }
     }
 

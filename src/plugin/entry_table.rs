@@ -139,18 +139,20 @@ unsafe fn resolve(lib: &Library) -> Result<Entries, Vec<&'static str>> {
         last_error: optional!(names::LAST_ERROR_MESSAGE),
         run_typed_region: optional!(names::RUN_TYPED_REGION),
         data_delete_batch: optional!(names::DATA_DELETE_BATCH),
+        get_device_info: optional!(names::GET_DEVICE_INFO),
     })
 }
 
 /// Names of the optional entries `entries` has, for diagnostics.
 fn optional_exported(entries: &Entries) -> Vec<&'static str> {
-    let all: [(&'static str, bool); 27] = [
+    let all: [(&'static str, bool); 28] = [
         (names::LAST_ERROR_MESSAGE, entries.last_error.is_some()),
         (names::RUN_TYPED_REGION, entries.run_typed_region.is_some()),
         (
             names::DATA_DELETE_BATCH,
             entries.data_delete_batch.is_some(),
         ),
+        (names::GET_DEVICE_INFO, entries.get_device_info.is_some()),
         (
             names::IS_DATA_EXCHANGABLE,
             entries.is_data_exchangable.is_some(),

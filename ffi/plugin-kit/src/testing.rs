@@ -123,6 +123,9 @@ pub struct Plugin {
     /// `__tgt_rtl_data_delete_batch` (this project's), if the plugin
     /// exports it.
     pub data_delete_batch: Option<p::DataDeleteBatchFn>,
+    /// `__tgt_rtl_get_device_info` (this project's), if the plugin
+    /// exports it.
+    pub get_device_info: Option<p::GetDeviceInfoFn>,
     library: libloading::Library,
 }
 
@@ -179,6 +182,7 @@ impl Plugin {
             set_info_flag: optional!(names::SET_INFO_FLAG),
             print_device_info: optional!(names::PRINT_DEVICE_INFO),
             data_delete_batch: optional!(names::DATA_DELETE_BATCH),
+            get_device_info: optional!(names::GET_DEVICE_INFO),
             library,
         }
     }
