@@ -7,6 +7,7 @@
 //! device on first use and fails cleanly once the plugin is gone.
 mod allocator;
 pub(crate) mod images;
+mod properties;
 pub(crate) mod queue_ops;
 pub(crate) mod table;
 mod teardown;
@@ -21,6 +22,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 pub use crate::memory::{LiveAllocation, MemoryStats};
 pub use images::LoadedImage;
+pub use properties::{DeviceKind, DeviceProperties};
 
 /// An address in a device's memory space (opaque to the host).
 ///
@@ -77,6 +79,8 @@ pub struct Device {
     /// The typed API's live [`crate::Queue`]s (their boxed plugin queues):
     /// the teardown synchronises and frees one never dropped.
     queues: Mutex<Vec<queue_ops::QueuePtr>>,
+    /// What one typed launch runs at most, read from the plugin once.
+    launch_limits: OnceLock<properties::LaunchLimits>,
 }
 
 impl std::fmt::Debug for Device {
@@ -111,6 +115,7 @@ impl Device {
             origins,
             runtime,
             queues: Mutex::new(Vec::new()),
+            launch_limits: OnceLock::new(),
         }
     }
 

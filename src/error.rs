@@ -68,6 +68,31 @@ pub enum Error {
         what: &'static str,
     },
 
+    /// A typed launch asked for more teams, or more threads per team,
+    /// than one launch runs on the device (its
+    /// [`crate::DeviceProperties::max_teams`] and `max_threads`): refused
+    /// rather than run with fewer. See [`crate::LaunchConfig`].
+    #[error(
+        "device {device} ({plugin}) cannot honour LaunchConfig::teams({teams}, {threads}): one \
+         launch there runs {} teams of {} threads each",
+        limit(.max_teams),
+        limit(.max_threads)
+    )]
+    UnsupportedLaunch {
+        /// The device's runtime-wide number.
+        device: usize,
+        /// File name of its plugin library.
+        plugin: String,
+        /// Teams asked for (0: the plugin's choice).
+        teams: u32,
+        /// Threads per team asked for (0: the plugin's choice).
+        threads: u32,
+        /// The most teams per launch, if the plugin says.
+        max_teams: Option<u64>,
+        /// The most threads per team, if the plugin says.
+        max_threads: Option<u64>,
+    },
+
     /// The device could not provide the memory, even after the memory
     /// manager released everything it cached.
     #[error("device {device} ({plugin}) is out of memory allocating {size} bytes")]
@@ -201,4 +226,10 @@ fn tried_list(tried: &[crate::SkippedPlugin]) -> String {
         return " nothing".to_owned();
     }
     tried.iter().map(|skip| format!("\n  {skip}")).collect()
+}
+
+/// A launch limit for a message: "at most N", or "any number of" when the
+/// plugin does not say.
+fn limit(most: &Option<u64>) -> String {
+    most.map_or_else(|| "any number of".to_owned(), |n| format!("at most {n}"))
 }

@@ -118,7 +118,30 @@
 //! # Ok(()) }
 //! ```
 //!
-//! **5. Shutdown and report.** Dropping a handle frees or unloads it;
+//! **5. What a device is, pinned memory, launch sizes.**
+//! [`Device::properties`] says what the plugin knows of a device (name,
+//! [`DeviceKind`], total and free memory, the teams and threads one launch
+//! runs; `None` for what it does not know). A [`PinnedBuffer`] is host
+//! memory the device's plugin allocates (page-locked `cuMemAllocHost` on
+//! CUDA, ordinary memory on the host plugin), a slice on the host and the
+//! host side of any copy. A [`LaunchConfig`] means one call on the host
+//! plugin (more teams or threads are refused: [`Error::UnsupportedLaunch`])
+//! and a grid of blocks on CUDA; its docs have the table.
+//!
+//! ```
+//! # fn main() -> anyhow::Result<()> {
+//! # use omptarget::{Config, DeviceBuffer, PinnedBuffer, Runtime};
+//! # let runtime = Runtime::new(Config::default())?;
+//! let device = runtime.device(0)?;
+//! let properties = device.properties()?;
+//! println!("{properties}"); // e.g. "Intel(R) Xeon(R) ... (host CPU), 15.6 GiB, ..."
+//! let mut staging = PinnedBuffer::<f32>::from_slice(device, &[1.0, 2.0])?;
+//! let buffer = DeviceBuffer::from_slice(device, &staging)?;
+//! buffer.copy_to_host(&mut staging)?;
+//! # Ok(()) }
+//! ```
+//!
+//! **6. Shutdown and report.** Dropping a handle frees or unloads it;
 //! [`Runtime::shutdown`] then drains the memory managers, frees what the
 //! program leaked (and lists it), unloads images, and deinitialises the
 //! devices and plugins. A runtime dropped without `shutdown` does the same
@@ -174,17 +197,18 @@
 //!   library), `liveness` (the destruction callback's flags), `builtin`
 //!   (the built-in host plugin).
 //! * [`device`]: one device, initialised lazily; its `allocator` (the
-//!   memory manager's view of the plugin), `images`, `queue_ops` (plugin
-//!   queues and events), `table` (the runtime's devices) and `teardown`
-//!   (steps 1 to 4 of the teardown).
+//!   memory manager's view of the plugin), `images`, `properties` (what
+//!   the plugin reports, the launch limits), `queue_ops` (plugin queues
+//!   and events), `table` (the runtime's devices) and `teardown` (steps 1
+//!   to 4 of the teardown).
 //! * `memory`: the caching memory manager and table of live allocations
 //!   (`live_table`: one shard's records; unit tests in `memory::tests`).
 //! * `mapping` (hidden): the devices' host-to-device mapping tables, for
 //!   the OpenMP layer.
 //! * `image` (hidden): device images the runtime builds from parts.
 //! * `launch`: running a target region ([`RegionLaunch`]).
-//! * `api`: the typed Rust API ([`DeviceBuffer`], [`Image`], [`Kernel`],
-//!   [`scope`] and its queues and events).
+//! * `api`: the typed Rust API ([`DeviceBuffer`], [`PinnedBuffer`],
+//!   [`Image`], [`Kernel`], [`scope`] and its queues and events).
 //! * `shutdown_report`: [`ShutdownReport`], what the teardown did;
 //!   `step_outcome`: how one step went ([`StepOutcome`]).
 //! * `leak_report`: the leak report built from a shutdown report;
@@ -228,11 +252,11 @@ pub(crate) mod trace;
 pub use api::{
     scope, BoundedParam, BoundedSignature, DeviceBuffer, DeviceCopy, DeviceSlice, DeviceSliceMut,
     Event, Global, Image, Kernel, KernelArg, KernelParam, KernelSignature, LaunchArgs,
-    LaunchConfig, Ptr, PtrMut, Queue, QueueDest, QueueSource, QueuedKernelArg, QueuedLaunchArgs,
-    Scope, ScopedBuffer, ScopedQueue, Slice, SliceMut,
+    LaunchConfig, PinnedBuffer, Ptr, PtrMut, Queue, QueueDest, QueueSource, QueuedKernelArg,
+    QueuedLaunchArgs, Scope, ScopedBuffer, ScopedQueue, Slice, SliceMut,
 };
 pub use config::Config;
-pub use device::{Device, DevicePtr};
+pub use device::{Device, DeviceKind, DeviceProperties, DevicePtr};
 // The raw layer's types: the OpenMP layer's interface (docs/openmp.md),
 // hidden from these docs, as the raw `Device` methods that use them.
 #[doc(hidden)]

@@ -46,9 +46,26 @@ fn vec_add_runs_and_shutdown_is_clean() -> anyhow::Result<()> {
         let db = DeviceBuffer::from_slice(device, &b)?;
         let mut dc = DeviceBuffer::<f32>::new(device, n)?;
         dc.copy_from_host(&vec![-1.0; n])?;
+        // The host plugin runs one call per launch: 4 teams of 8 threads
+        // are refused, not run once (LaunchConfig).
+        // SAFETY: every length passed is at most its buffer's length.
+        let refused = unsafe {
+            kernel.launch_unchecked(LaunchConfig::teams(4, 8), (&da, &db, &mut dc, n as isize))
+        };
+        assert!(
+            matches!(
+                refused,
+                Err(omptarget::Error::UnsupportedLaunch {
+                    teams: 4,
+                    threads: 8,
+                    ..
+                })
+            ),
+            "{refused:?}"
+        );
         // SAFETY: every length passed is at most its buffer's length.
         unsafe {
-            kernel.launch_unchecked(LaunchConfig::teams(4, 8), (&da, &db, &mut dc, n as isize))
+            kernel.launch_unchecked(LaunchConfig::default(), (&da, &db, &mut dc, n as isize))
         }?;
         device.synchronize()?;
         let mut c = vec![0.0f32; n];

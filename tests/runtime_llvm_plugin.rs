@@ -160,3 +160,31 @@ fn drain_without_the_batch_entry_deletes_block_by_block() -> anyhow::Result<()> 
     assert_eq!(drained, Some((200, StepOutcome::Done)), "{report}");
     Ok(())
 }
+
+/// LLVM's plugin has no `__tgt_rtl_get_device_info`: its devices' properties
+/// are what the runtime knows (the plugin's name and path) and `None` for
+/// the rest, never an error; its launches are not checked against limits
+/// it does not report (it ignores teams and threads, as for clang's
+/// regions).
+#[test]
+fn llvm_plugin_devices_have_properties_without_the_entry() -> anyhow::Result<()> {
+    let runtime = Runtime::new(Config::default().with_plugins([LLVM_PLUGIN]))?;
+    let device = runtime.device(0)?;
+    let properties = device.properties()?;
+    assert_eq!(properties.plugin_name, "libomptarget.rtl.x86_64.so");
+    assert_eq!(properties.plugin_path, Path::new(LLVM_PLUGIN));
+    assert_eq!(properties.name, None);
+    assert_eq!(properties.kind, None);
+    assert_eq!(
+        (properties.total_memory, properties.free_memory),
+        (None, None)
+    );
+    assert_eq!((properties.max_teams, properties.max_threads), (None, None));
+    assert_eq!(
+        properties.to_string(),
+        "unnamed device, plugin libomptarget.rtl.x86_64.so"
+    );
+    let report = runtime.shutdown();
+    assert!(report.is_clean(), "{report}");
+    Ok(())
+}

@@ -5,9 +5,51 @@ use crate::{Device, Error, Result};
 use std::ffi::c_void;
 use std::marker::PhantomData;
 
-/// How to launch a kernel: as a teams region (the default, with the
-/// plugin's choice of teams and threads), or as a region without teams
-/// ([`LaunchConfig::single`]).
+/// How to launch a kernel: as a teams region of `teams` teams of `threads`
+/// threads each ([`LaunchConfig::teams`]), as a teams region with the
+/// plugin's choice of both (the default, also `teams(0, 0)`), or as a
+/// region without teams ([`LaunchConfig::single`]).
+///
+/// What teams and threads do depends on the kind of kernel and its device:
+///
+/// | kernel | device | `default()` | `teams(t, n)` | `single()` |
+/// |---|---|---|---|---|
+/// | plain C function (`cc -shared -fPIC`) | host | one call | one call if `t` and `n` are at most 1, else refused | one call |
+/// | `-fopenmp` C function | host | one call; its own `parallel`/`teams` pragmas start libomp's threads (their clauses, `OMP_NUM_THREADS`) | as for a plain function | one call |
+/// | CUDA kernel (a cubin without OpenMP's device runtime) | CUDA | a grid of 128 blocks of 128 threads (LLVM's defaults; `OMP_NUM_TEAMS`, `OMP_TEAMS_THREAD_LIMIT`) | a grid of `t` blocks of `n` threads, exactly, or refused | 1 block of 1 thread |
+/// | OpenMP kernel (clang `-fopenmp-targets=nvptx64`) | CUDA | LLVM's choice | `t` teams of `n` threads (plus a warp for the main thread of a generic-mode kernel), or refused | one team |
+///
+/// The host plugin runs a kernel as one call of the function on the
+/// calling thread: a plain C function has no team or thread number to
+/// read, so calling it 100 times for `teams(100, 0)` would be wrong, and
+/// calling it once would silently drop what was asked. So a launch of more
+/// than one team or thread there is refused; parallelise inside the
+/// kernel instead (an `-fopenmp` kernel with `#pragma omp parallel for`).
+/// On the CUDA plugin the launch's teams are the grid and its threads the
+/// block (`blockIdx`, `blockDim` and `threadIdx` in the kernel); where
+/// LLVM's launch entries clamp what a region asks for to the device's and
+/// the kernel's limits, a typed launch gets what it asked for or an error.
+///
+/// A launch is refused with [`Error::UnsupportedLaunch`], before the
+/// plugin is called, when it asks for more teams or threads per team than
+/// one launch runs on the device ([`crate::DeviceProperties::max_teams`],
+/// `max_threads`; the host's are 1). A limit of one kernel only its plugin
+/// knows (the threads a CUDA kernel's registers allow) comes back as the
+/// plugin's refusal ([`Error::PluginCallFailed`], whose reason says the
+/// limit). A plugin that does not report limits (LLVM's own plugins) gets
+/// the numbers as LLVM's runtime would pass them, and does with them what
+/// it does for clang's regions: LLVM 14's host plugin ignores them.
+/// `teams` or `threads` above `i32::MAX` is [`Error::InvalidArgument`].
+///
+/// ```
+/// # use omptarget::{Config, Error, LaunchConfig, Runtime};
+/// # let runtime = Runtime::new(Config::default())?;
+/// let device = runtime.device(0)?; // the built-in host plugin
+/// assert_eq!(device.properties()?.max_teams, Some(1));
+/// // ... so `kernel.launch(LaunchConfig::teams(100, 0), ...)` is
+/// // `Error::UnsupportedLaunch` there; `LaunchConfig::default()` runs it.
+/// # Ok::<(), omptarget::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct LaunchConfig {
     launch: Launch,
@@ -26,15 +68,18 @@ enum Launch {
 }
 
 impl LaunchConfig {
-    /// A teams region of `teams` teams of at most `threads` threads each
-    /// (0 for either lets the plugin choose).
+    /// A teams region of `teams` teams of `threads` threads each (0 for
+    /// either lets the plugin choose); what each kind of kernel makes of
+    /// them, and when they are refused: [`LaunchConfig`].
     pub fn teams(teams: u32, threads: u32) -> Self {
         LaunchConfig {
             launch: Launch::Teams { teams, threads },
         }
     }
 
-    /// A region without teams (`#pragma omp target` alone): one thread.
+    /// A region without teams (`#pragma omp target` alone): one team of
+    /// one thread (on the CUDA plugin, a generic-mode OpenMP kernel also
+    /// gets its main thread's warp).
     pub fn single() -> Self {
         LaunchConfig {
             launch: Launch::Single,
@@ -171,8 +216,10 @@ impl<'img, S: KernelSignature> Kernel<'img, S> {
     /// # Errors
     /// A buffer on another device than the kernel's, or a buffer the
     /// kernel writes passed twice ([`Error::InvalidArgument`]); a plugin
-    /// that cannot pass a scalar type ([`Error::Unsupported`]); the
-    /// plugin's failure, with its reason ([`Error::PluginCallFailed`]).
+    /// that cannot pass a scalar type ([`Error::Unsupported`]); more teams
+    /// or threads than the device runs in one launch
+    /// ([`Error::UnsupportedLaunch`], see [`LaunchConfig`]); the plugin's
+    /// failure, with its reason ([`Error::PluginCallFailed`]).
     pub fn launch<A: LaunchArgs<S>>(&self, config: LaunchConfig, args: A) -> Result<()>
     where
         S: BoundedSignature,
@@ -214,5 +261,42 @@ impl<'img, S: KernelSignature> Kernel<'img, S> {
     /// The argument values, after the checks every launch makes.
     pub(crate) fn checked_values(&self, slots: &[ArgSlot]) -> Result<Vec<*mut c_void>> {
         checked_values(self.name, self.device, slots)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn launch_configs_become_regions_and_overflow_is_refused() {
+        assert_eq!(
+            LaunchConfig::default().region().unwrap(),
+            RegionLaunch::Teams {
+                num_teams: 0,
+                thread_limit: 0,
+                loop_tripcount: 0
+            }
+        );
+        assert_eq!(LaunchConfig::teams(0, 0), LaunchConfig::teams(0, 0));
+        assert_eq!(
+            LaunchConfig::teams(100, 256).region().unwrap(),
+            RegionLaunch::Teams {
+                num_teams: 100,
+                thread_limit: 256,
+                loop_tripcount: 0
+            }
+        );
+        assert_eq!(
+            LaunchConfig::single().region().unwrap(),
+            RegionLaunch::Single
+        );
+        for config in [
+            LaunchConfig::teams(u32::MAX, 1),
+            LaunchConfig::teams(1, 1 << 31),
+        ] {
+            let err = config.region().unwrap_err();
+            assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
+        }
     }
 }

@@ -1,5 +1,5 @@
-//! The typed Rust API over a [`crate::Runtime`]: device buffers, images,
-//! typed kernels and globals, and queues with events. Every handle borrows
+//! The typed Rust API over a [`crate::Runtime`]: device buffers, pinned
+//! host buffers, images, typed kernels and globals, and queues with events. Every handle borrows
 //! the runtime, so none can outlive [`crate::Runtime::shutdown`]; see the
 //! crate's front page for a walk-through.
 mod buffer;
@@ -7,6 +7,7 @@ mod checks;
 mod image;
 mod kernel;
 mod params;
+mod pinned;
 mod queue;
 mod scope;
 mod view;
@@ -18,6 +19,7 @@ pub use params::{
     BoundedParam, BoundedSignature, KernelArg, KernelParam, KernelSignature, LaunchArgs, Ptr,
     PtrMut, QueuedKernelArg, QueuedLaunchArgs, Slice, SliceMut,
 };
+pub use pinned::PinnedBuffer;
 pub use queue::{Event, Queue};
 pub use scope::{scope, QueueDest, QueueSource, Scope, ScopedBuffer, ScopedQueue};
 pub use view::{DeviceSlice, DeviceSliceMut};

@@ -214,7 +214,8 @@ impl Device {
     /// Run a kernel on `queue` (`None`: run and wait). With the plugin's
     /// `run_typed_region` every C scalar type is passed as such; without
     /// it only pointer-sized arguments can be passed, and others are
-    /// refused.
+    /// refused. More teams or threads than the device runs in one launch
+    /// are refused too ([`Device::check_launch`]).
     ///
     /// # Safety
     /// `entry` is a kernel of an image loaded on this device whose C
@@ -236,6 +237,7 @@ impl Device {
                 types.len()
             )));
         }
+        self.check_launch(launch)?;
         let typed = self.plugin.call(|e| e.run_typed_region)?;
         let Some(run_typed) = typed else {
             if let Some(other) = types.iter().find(|t| **t != KernelArgType::Pointer) {

@@ -141,18 +141,20 @@ unsafe fn resolve(lib: &Library) -> Result<Entries, Vec<&'static str>> {
         run_typed_region: optional!(names::RUN_TYPED_REGION),
         data_delete_batch: optional!(names::DATA_DELETE_BATCH),
         load_binary_flags: optional!(names::LOAD_BINARY_FLAGS),
+        get_device_info: optional!(names::GET_DEVICE_INFO),
     })
 }
 
 /// Names of the optional entries `entries` has, for diagnostics.
 fn optional_exported(entries: &Entries) -> Vec<&'static str> {
-    let all: [(&'static str, bool); 29] = [
+    let all: [(&'static str, bool); 30] = [
         (names::LAST_ERROR_MESSAGE, entries.last_error.is_some()),
         (names::RUN_TYPED_REGION, entries.run_typed_region.is_some()),
         (
             names::DATA_DELETE_BATCH,
             entries.data_delete_batch.is_some(),
         ),
+        (names::GET_DEVICE_INFO, entries.get_device_info.is_some()),
         (
             names::LOAD_BINARY_FLAGS,
             entries.load_binary_flags.is_some(),

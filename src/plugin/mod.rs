@@ -178,6 +178,67 @@ impl Plugin {
         .unwrap_or(false)
     }
 
+    /// `__tgt_rtl_get_device_info(local_device, key)`: the property's
+    /// bytes (a text's UTF-8, a number's 8 native-endian bytes), `None`
+    /// when the plugin does not know it or lacks the entry (LLVM's
+    /// plugins).
+    ///
+    /// # Errors
+    /// The plugin is gone ([`Error::PluginDead`]), or the entry failed
+    /// ([`Error::PluginCallFailed`], with the plugin's reason).
+    pub(crate) fn device_info_bytes(
+        &self,
+        device: usize,
+        local_device: i32,
+        key: crate::abi::plugin::DeviceInfoKey,
+    ) -> Result<Option<Vec<u8>>> {
+        let mut buf = vec![0u8; 256];
+        // A value that did not fit is asked for again, once, with room for
+        // the size the plugin said (up to 1 MiB: no property is larger).
+        for _ in 0..2 {
+            let mut size = 0usize;
+            let cap = buf.len();
+            let code = self.call(|e| {
+                e.get_device_info.map(|get| {
+                    // SAFETY: `buf` is writable for `cap` bytes, `size` is
+                    // writable; the plugin checks the device number.
+                    unsafe {
+                        get(
+                            local_device,
+                            key as i32,
+                            buf.as_mut_ptr().cast(),
+                            cap,
+                            &mut size,
+                        )
+                    }
+                })
+            })?;
+            let Some(code) = code else {
+                return Ok(None);
+            };
+            crate::device::check_code(self, device, "get_device_info", code)?;
+            if size == 0 {
+                return Ok(None);
+            }
+            if size <= cap {
+                buf.truncate(size);
+                return Ok(Some(buf));
+            }
+            if size > 1 << 20 {
+                break;
+            }
+            // It did not fit, and nothing was written: again with room.
+            buf.resize(size, 0);
+        }
+        Err(Error::PluginCallFailed {
+            plugin: self.name.clone(),
+            device,
+            entry: "get_device_info",
+            code: crate::abi::OFFLOAD_SUCCESS,
+            reason: Some(format!("the size of {key:?} kept changing or is too large")),
+        })
+    }
+
     /// `__tgt_rtl_init_device_info` (and, with `async_info`,
     /// `__tgt_rtl_init_async_info`) for OpenMP interop objects. `None` if
     /// the plugin does not export them; `Some(false)` if one failed.

@@ -293,6 +293,85 @@ pub type RunTypedRegionFn = unsafe extern "C-unwind" fn(
     async_info: *mut AsyncInfo,
 ) -> i32;
 
+/// `int32_t __tgt_rtl_get_device_info(int32_t ID, int32_t Key, void *Value,
+/// size_t Cap, size_t *Size)` (this project's entry, optional): one
+/// property of a device, for the Rust API's `Device::properties`. LLVM's
+/// C plugin ABI has no such query: LLVM 22 keeps device information inside
+/// its plugins (`GenericDeviceTy::obtainInfo`, an `InfoTreeNode` that
+/// `__tgt_rtl_print_device_info` prints and liboffload's `olGetDeviceInfo`
+/// reads); this entry has the shape of `olGetDeviceInfo`.
+///
+/// `Key` is a [`DeviceInfoKey`] code. A property the plugin knows is
+/// written to `Value` when it fits (`Cap >= *Size`; nothing is written
+/// otherwise, so a caller asks again with room for `*Size` bytes), and
+/// `*Size` is set to its full size: a number is 8 bytes (`uint64_t`, native
+/// byte order), a text is UTF-8 without a terminating NUL. A property the
+/// plugin does not know (for this device, or a key newer than the plugin)
+/// is `*Size == 0` and `OFFLOAD_SUCCESS`: not knowing is no failure.
+/// `Value` may be null when `Cap` is 0 (a size query). Works on any device
+/// in range, initialised or not (a plugin may know more once it is:
+/// CUDA's free memory needs the device's context). `OFFLOAD_FAIL` for a
+/// device out of range, a null `Size`, a null `Value` with `Cap > 0`, or a
+/// property the plugin should know but could not read (a driver call
+/// failed); `__tgt_rtl_last_error_message` says why.
+pub type GetDeviceInfoFn = unsafe extern "C" fn(
+    device: i32,
+    key: i32,
+    value: *mut c_void,
+    cap: usize,
+    size: *mut usize,
+) -> i32;
+
+/// The properties [`GetDeviceInfoFn`] asks for (its `Key`).
+#[repr(i32)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DeviceInfoKey {
+    /// Text: the device's name (a CPU's model name, a GPU's product name).
+    Name = 1,
+    /// Number: what kind of device it is, a [`device_kind`] code.
+    Kind = 2,
+    /// Number: bytes of memory the device has in all.
+    TotalMemory = 3,
+    /// Number: bytes of that memory free now.
+    FreeMemory = 4,
+    /// Number: the most teams one launch of a typed kernel runs
+    /// (`__tgt_rtl_run_typed_region`'s `NumTeams`; CUDA's grid).
+    MaxTeams = 5,
+    /// Number: the most threads per team one launch of a typed kernel
+    /// runs (`ThreadLimit`; CUDA's block).
+    MaxThreads = 6,
+}
+
+impl DeviceInfoKey {
+    /// Every key, in code order.
+    pub const ALL: [DeviceInfoKey; 6] = [
+        DeviceInfoKey::Name,
+        DeviceInfoKey::Kind,
+        DeviceInfoKey::TotalMemory,
+        DeviceInfoKey::FreeMemory,
+        DeviceInfoKey::MaxTeams,
+        DeviceInfoKey::MaxThreads,
+    ];
+
+    /// The key of code `raw`, if it is one.
+    pub fn from_raw(raw: i32) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| *k as i32 == raw)
+    }
+
+    /// Whether the property is a text (else a number).
+    pub fn is_text(self) -> bool {
+        self == DeviceInfoKey::Name
+    }
+}
+
+/// The codes of [`DeviceInfoKey::Kind`].
+pub mod device_kind {
+    /// The host's CPU, running kernels in the calling process.
+    pub const HOST_CPU: u64 = 1;
+    /// An NVIDIA GPU, driven through CUDA.
+    pub const CUDA_GPU: u64 = 2;
+}
+
 /// Every entry of one plugin, resolved: required ones as plain fn
 /// pointers, optional ones as `Option`.
 ///
@@ -344,6 +423,7 @@ pub struct EntryTable {
     pub data_delete_batch: Option<DataDeleteBatchFn>,
     pub load_binary_flags: Option<LoadBinaryFlagsFn>,
     pub event_elapsed_time: Option<EventElapsedTimeFn>,
+    pub get_device_info: Option<GetDeviceInfoFn>,
 }
 
 /// Symbol names of every entry, so loader and plugins spell them once.
@@ -428,6 +508,8 @@ pub mod names {
     pub const DATA_DELETE_BATCH: &str = "__tgt_rtl_data_delete_batch";
     /// The symbol of [`super::LoadBinaryFlagsFn`].
     pub const LOAD_BINARY_FLAGS: &str = "__tgt_rtl_load_binary_flags";
+    /// The symbol of [`super::GetDeviceInfoFn`].
+    pub const GET_DEVICE_INFO: &str = "__tgt_rtl_get_device_info";
 
     /// Entries every plugin must export; a plugin lacking one is skipped.
     pub const REQUIRED: [&str; 10] = [

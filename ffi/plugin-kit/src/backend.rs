@@ -39,6 +39,15 @@ pub struct TeamConfig {
     pub loop_tripcount: u64,
 }
 
+/// One device property, as [`Backend::device_info`] gives it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DeviceInfoValue {
+    /// A text (UTF-8); an empty one is reported as not known.
+    Text(String),
+    /// A number.
+    Number(u64),
+}
+
 /// Why the plugin state is being created.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum InitCause {
@@ -372,6 +381,25 @@ pub trait Backend: Send + Sync + Sized + 'static {
     /// Print a description of `device` to stdout.
     fn print_device_info(&self, device: DeviceId);
 
+    /// Property `key` of `device` (`__tgt_rtl_get_device_info`): `None`
+    /// when the backend does not know it, the default for every key. The
+    /// entry layer checks the arguments, encodes the value (a
+    /// [`DeviceInfoValue::Number`] for the number keys, a
+    /// [`DeviceInfoValue::Text`] for [`DeviceInfoKey::Name`]; a value of
+    /// the other shape is refused as the backend's error) and answers
+    /// unknown keys itself. `device` is in range and may not be
+    /// initialised; an error is for a value the backend should know but
+    /// could not read.
+    ///
+    /// [`DeviceInfoKey::Name`]: omptarget_abi::plugin::DeviceInfoKey::Name
+    fn device_info(
+        &self,
+        _device: DeviceId,
+        _key: omptarget_abi::plugin::DeviceInfoKey,
+    ) -> Result<Option<DeviceInfoValue>> {
+        Ok(None)
+    }
+
     /// Observe every entry call (for call recording); runs before the entry
     /// does its work, except `data_alloc`, which is observed with its
     /// result. It is an associated function because entries may run with no
@@ -518,6 +546,13 @@ pub enum EntryCall {
     },
     /// `__tgt_rtl_register_destruction_cb`.
     RegisterDestructionCb,
+    /// `__tgt_rtl_get_device_info`.
+    GetDeviceInfo {
+        /// The plugin's own device number, as passed.
+        device: i32,
+        /// The property's key code, as passed.
+        key: i32,
+    },
 }
 
 struct Ptr(*mut c_void);
@@ -587,6 +622,7 @@ impl fmt::Display for EntryCall {
             SetInfoFlag { flags } => write!(f, "set_info_flag {flags:#x}"),
             PrintDeviceInfo { device } => write!(f, "print_device_info {device}"),
             RegisterDestructionCb => f.write_str("register_destruction_cb"),
+            GetDeviceInfo { device, key } => write!(f, "get_device_info {device} {key}"),
         }
     }
 }
@@ -662,6 +698,10 @@ mod tests {
                 "run_target_team_region 0",
             ),
             (EntryCall::RegisterDestructionCb, "register_destruction_cb"),
+            (
+                EntryCall::GetDeviceInfo { device: 1, key: 3 },
+                "get_device_info 1 3",
+            ),
         ];
         for (call, text) in cases {
             assert_eq!(call.to_string(), text);

@@ -23,11 +23,11 @@
 //! descriptor and the memory it describes, `num_args` arguments and offsets,
 //! `size` bytes of host memory). Null pointers are detected and rejected.
 
-use crate::backend::{Backend, EntryCall, ImageRef, LoadOptions, TeamConfig};
+use crate::backend::{Backend, DeviceInfoValue, EntryCall, ImageRef, LoadOptions, TeamConfig};
 use crate::cell::PluginCell;
 use crate::diagnostics;
 use crate::error::{PluginError, Result};
-use omptarget_abi::plugin::{names, DestructionCallback, KernelArgType};
+use omptarget_abi::plugin::{names, DestructionCallback, DeviceInfoKey, KernelArgType};
 use omptarget_abi::{
     AllocKind, AsyncInfo, DeviceImage, OffloadEntry, TargetTable, OFFLOAD_FAIL, OFFLOAD_SUCCESS,
 };
@@ -794,6 +794,57 @@ pub fn print_device_info<B: Backend>(cell: &PluginCell<B>, device: i32) {
             live.backend().print_device_info(device);
             Ok(())
         })
+    })
+}
+
+/// `__tgt_rtl_get_device_info`: property `key` of `device` into
+/// `value[..cap]` when it fits, its full size into `*size` (0: not known);
+/// see [`omptarget_abi::plugin::GetDeviceInfoFn`]. An unknown key is
+/// answered here, without the backend.
+///
+/// # Safety
+/// `size` is null or writable; `value` is null or writable for `cap` bytes.
+pub unsafe fn get_device_info<B: Backend>(
+    cell: &PluginCell<B>,
+    device: i32,
+    key: i32,
+    value: *mut c_void,
+    cap: usize,
+    size: *mut usize,
+) -> i32 {
+    status::<B>(names::GET_DEVICE_INFO, || {
+        observe::<B>(EntryCall::GetDeviceInfo { device, key });
+        let size = non_null("size", size)?;
+        if value.is_null() && cap > 0 {
+            return Err(PluginError::NullPointer("value"));
+        }
+        let found = cell.with_live(|live| {
+            let device = live.device(device)?;
+            let Some(key) = DeviceInfoKey::from_raw(key) else {
+                return Ok(None);
+            };
+            let found = live.backend().device_info(device, key)?;
+            match (key.is_text(), found) {
+                (_, None) => Ok(None),
+                (true, Some(DeviceInfoValue::Text(text))) if text.is_empty() => Ok(None),
+                (true, Some(DeviceInfoValue::Text(text))) => Ok(Some(text.into_bytes())),
+                (false, Some(DeviceInfoValue::Number(n))) => Ok(Some(n.to_ne_bytes().to_vec())),
+                (_, Some(other)) => Err(PluginError::backend(format!(
+                    "the backend gave {other:?} for {key:?}, which is a {}",
+                    if key.is_text() { "text" } else { "number" }
+                ))),
+            }
+        })?;
+        let bytes = found.unwrap_or_default();
+        if !bytes.is_empty() && bytes.len() <= cap {
+            // SAFETY: `value` is non-null (checked: `cap > 0`) and writable
+            // for `cap >= bytes.len()` bytes (the caller's contract); a
+            // fresh vector does not overlap it.
+            unsafe { ptr::copy_nonoverlapping(bytes.as_ptr(), value.cast::<u8>(), bytes.len()) };
+        }
+        // SAFETY: non-null (checked) and writable (the caller's contract).
+        unsafe { size.as_ptr().write(bytes.len()) };
+        Ok(())
     })
 }
 

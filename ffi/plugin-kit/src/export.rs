@@ -18,7 +18,8 @@
 /// * this project's lifecycle entries: `init_plugin`, `deinit_plugin`,
 ///   `deinit_device`, `unload_binary`, `register_destruction_cb`;
 /// * this project's other entries: `last_error_message`,
-///   `run_typed_region`, `data_delete_batch`, `load_binary_flags`;
+///   `run_typed_region`, `data_delete_batch`, `load_binary_flags`,
+///   `get_device_info`;
 /// * the [safety net](crate::safety_net): one `.fini_array` function;
 /// * the [fork handlers](crate::fork), registered at initialisation.
 ///
@@ -595,6 +596,26 @@ macro_rules! __export_lifecycle {
             }
         }
 
+        /// `__tgt_rtl_get_device_info` (this project's entry): one
+        /// property of a device (the backend's `device_info`).
+        ///
+        /// # Safety
+        /// `size` is null or writable; `value` is null or writable for
+        /// `cap` bytes.
+        $(#[$attr])*
+        pub unsafe extern "C" fn __tgt_rtl_get_device_info(
+            device: i32,
+            key: i32,
+            value: *mut ::core::ffi::c_void,
+            cap: usize,
+            size: *mut usize,
+        ) -> i32 {
+            // SAFETY: `size` is null or writable and `value` null or
+            // writable for `cap` bytes (this entry's contract, forwarded),
+            // as `get_device_info` requires.
+            unsafe { $crate::entry_bodies::get_device_info(&$cell, device, key, value, cap, size) }
+        }
+
         const _: () = {
             use $crate::abi::plugin as p;
             let _: p::InitPluginFn = __tgt_rtl_init_plugin;
@@ -606,6 +627,7 @@ macro_rules! __export_lifecycle {
             let _: p::RunTypedRegionFn = __tgt_rtl_run_typed_region;
             let _: p::DataDeleteBatchFn = __tgt_rtl_data_delete_batch;
             let _: p::LoadBinaryFlagsFn = __tgt_rtl_load_binary_flags;
+            let _: p::GetDeviceInfoFn = __tgt_rtl_get_device_info;
         };
     };
 }
@@ -656,6 +678,7 @@ macro_rules! __entry_table {
             data_delete_batch: Some(__tgt_rtl_data_delete_batch),
             load_binary_flags: Some(__tgt_rtl_load_binary_flags),
             event_elapsed_time: None,
+            get_device_info: Some(__tgt_rtl_get_device_info),
         }
     };
 }

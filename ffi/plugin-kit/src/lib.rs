@@ -63,7 +63,9 @@ pub mod state_lock;
 #[cfg(feature = "testing")]
 pub mod testing;
 
-pub use backend::{Backend, DeviceId, EntryCall, ImageRef, InitCause, LoadOptions, TeamConfig};
+pub use backend::{
+    Backend, DeviceId, DeviceInfoValue, EntryCall, ImageRef, InitCause, LoadOptions, TeamConfig,
+};
 pub use cell::PluginCell;
 pub use error::PluginError;
 /// The ABI crate, re-exported so that [`export_plugin!`] can name its types

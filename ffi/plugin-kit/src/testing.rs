@@ -129,6 +129,9 @@ pub struct Plugin {
     /// `__tgt_rtl_last_error_message` (this project's), if the plugin
     /// exports it; [`Plugin::last_error`] reads it.
     pub last_error_message: Option<p::LastErrorFn>,
+    /// `__tgt_rtl_get_device_info` (this project's), if the plugin
+    /// exports it.
+    pub get_device_info: Option<p::GetDeviceInfoFn>,
     library: libloading::Library,
 }
 
@@ -187,6 +190,7 @@ impl Plugin {
             data_delete_batch: optional!(names::DATA_DELETE_BATCH),
             load_binary_flags: optional!(names::LOAD_BINARY_FLAGS),
             last_error_message: optional!(names::LAST_ERROR_MESSAGE),
+            get_device_info: optional!(names::GET_DEVICE_INFO),
             library,
         }
     }

@@ -14,20 +14,34 @@ pub fn kernel_dir() -> PathBuf {
 /// `tests/kernels/<source>` compiled to a shared object (once per test
 /// binary and source), under the target folder.
 pub fn kernel(source: &str) -> Result<PathBuf> {
+    build(source, &[])
+}
+
+/// [`kernel`] built with `-fopenmp`: the system compiler's OpenMP (GCC's
+/// libgomp, or clang's libomp) runs its pragmas.
+pub fn openmp_kernel(source: &str) -> Result<PathBuf> {
+    build(source, &["-fopenmp"])
+}
+
+fn build(source: &str, flags: &[&str]) -> Result<PathBuf> {
     static BUILT: OnceLock<std::sync::Mutex<Vec<(String, PathBuf)>>> = OnceLock::new();
     let built = BUILT.get_or_init(Default::default);
     let mut built = built.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some((_, path)) = built.iter().find(|(s, _)| s == source) {
+    let key = format!("{source} {}", flags.join(" "));
+    if let Some((_, path)) = built.iter().find(|(s, _)| *s == key) {
         return Ok(path.clone());
     }
     let out_dir = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../target/rust_user_kernels")
         .join(std::process::id().to_string());
     std::fs::create_dir_all(&out_dir)?;
-    let out = out_dir.join(source.replace(".c", ".so"));
+    let suffix: String = flags.iter().map(|f| f.replace('-', "_")).collect();
+    let out = out_dir.join(source.replace(".c", &format!("{suffix}.so")));
     let src = kernel_dir().join(source);
     let status = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
-        .args(["-shared", "-fPIC", "-O2", "-I"])
+        .args(["-shared", "-fPIC", "-O2"])
+        .args(flags)
+        .arg("-I")
         .arg(kernel_dir())
         .arg(&src)
         .arg("-o")
@@ -37,6 +51,6 @@ pub fn kernel(source: &str) -> Result<PathBuf> {
     if !status.success() {
         bail!("cc failed on {}", src.display());
     }
-    built.push((source.to_owned(), out.clone()));
+    built.push((key, out.clone()));
     Ok(out)
 }

@@ -3,10 +3,10 @@
 //! variable. Every rule of the API is a test here; the lifetime and
 //! aliasing rules are `compile_fail` doctests in the crate itself.
 use omptarget::{
-    Config, DeviceBuffer, Error, Image, Kernel, LaunchConfig, Queue, Runtime, SkipReason, Slice,
-    SliceMut,
+    Config, DeviceBuffer, DeviceKind, Error, Image, Kernel, LaunchConfig, PinnedBuffer, Queue,
+    Runtime, SkipReason, Slice, SliceMut,
 };
-use omptarget_user_tests::kernel;
+use omptarget_user_tests::{kernel, openmp_kernel};
 
 /// `void vec_add_slices(const float *a, size_t na, const float *b,
 /// size_t nb, float *c, size_t nc)`: below all three lengths.
@@ -724,5 +724,195 @@ fn a_forgotten_queue_is_reported_and_freed() -> anyhow::Result<()> {
         report.to_string().contains("queues never dropped"),
         "{report}"
     );
+    Ok(())
+}
+
+/// What a cudarc user looks for first: which device this is and how much
+/// memory it has, from the plugin (the built-in host plugin: the machine).
+#[test]
+fn device_properties_come_from_the_plugin() -> anyhow::Result<()> {
+    let runtime = runtime();
+    let device = runtime.device(1)?;
+    let properties = device.properties()?;
+    assert_eq!(properties.kind, Some(DeviceKind::HostCpu));
+    // The CPU's model name, as /proc/cpuinfo says.
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let model = cpuinfo
+        .lines()
+        .find_map(|l| l.strip_prefix("model name")?.split_once(':'))
+        .map(|(_, name)| name.trim().to_owned());
+    assert_eq!(properties.name, model, "{properties:?}");
+    let total = properties.total_memory.expect("the machine's memory");
+    let free = properties.free_memory.expect("its available memory");
+    assert!(total > 0 && free <= total, "{properties:?}");
+    // One launch runs one team of one thread there (see LaunchConfig).
+    assert_eq!(
+        (properties.max_teams, properties.max_threads),
+        (Some(1), Some(1))
+    );
+    assert_eq!(properties.plugin_name, device.plugin_name());
+    assert_eq!(properties.plugin_path, device.plugin().path());
+    let text = properties.to_string();
+    assert!(
+        text.contains("(host CPU)") && text.contains("GiB free"),
+        "{text}"
+    );
+    assert!(runtime.shutdown().is_clean());
+    Ok(())
+}
+
+/// The host plugin runs a plain C kernel as one call on the calling
+/// thread, so a launch asking for more teams or threads is refused before
+/// it runs rather than run once; what it can honour runs once per launch.
+#[test]
+fn launch_configs_the_host_cannot_honour_are_refused() -> anyhow::Result<()> {
+    let runtime = runtime();
+    let device = runtime.device(0)?;
+    let image = Image::load_file(device, kernel("typed.c")?, &["scale", "bump", "counter"])?;
+    // SAFETY: `Scale` is its signature; it stays below the lengths.
+    let scale: Kernel<Scale> = unsafe { image.kernel("scale")? };
+    // SAFETY: `void bump(int32_t by)` touches only its global.
+    let bump: Kernel<(i32,)> = unsafe { image.kernel("bump")? };
+    let counter = image.global::<i32>("counter")?;
+    let x = DeviceBuffer::from_slice(device, &[1.0f32, 2.0])?;
+    let mut y = DeviceBuffer::from_slice(device, &[0.0f32; 2])?;
+    for refused in [
+        LaunchConfig::teams(100, 0),
+        LaunchConfig::teams(0, 8),
+        LaunchConfig::teams(4, 4),
+    ] {
+        let err = scale.launch(refused, (2.0f32, &x, &mut y)).unwrap_err();
+        let Error::UnsupportedLaunch {
+            max_teams,
+            max_threads,
+            ..
+        } = &err
+        else {
+            panic!("{refused:?}: {err}");
+        };
+        assert_eq!((*max_teams, *max_threads), (Some(1), Some(1)));
+        assert!(err.to_string().contains("cannot honour"), "{err}");
+        assert!(bump.launch(refused, (1,)).is_err());
+    }
+    let err = scale
+        .launch(LaunchConfig::teams(100, 0), (2.0f32, &x, &mut y))
+        .unwrap_err();
+    assert!(
+        err.to_string().ends_with(
+            "cannot honour LaunchConfig::teams(100, 0): one launch there runs at most 1 teams \
+             of at most 1 threads each"
+        ),
+        "{err}"
+    );
+    assert_eq!(y.to_vec()?, [0.0; 2], "nothing ran");
+    assert_eq!(counter.read()?, 41, "nothing ran");
+    // Queued launches are checked the same way.
+    let err = omptarget::scope(|s| {
+        let q = s.queue(device)?;
+        let lent = s.bind(&mut y);
+        q.launch(&scale, LaunchConfig::teams(2, 0), (2.0f32, &x, lent))
+    })
+    .unwrap_err();
+    assert!(
+        matches!(err, Error::UnsupportedLaunch { teams: 2, .. }),
+        "{err}"
+    );
+    // What it can honour runs the body once per launch.
+    for once in [
+        LaunchConfig::default(),
+        LaunchConfig::teams(0, 0),
+        LaunchConfig::teams(1, 1),
+        LaunchConfig::single(),
+    ] {
+        bump.launch(once, (1,))?;
+    }
+    assert_eq!(counter.read()?, 45, "four launches, four calls");
+    scale.launch(LaunchConfig::teams(1, 0), (2.0f32, &x, &mut y))?;
+    assert_eq!(y.to_vec()?, [2.0, 4.0]);
+    drop((x, y, image));
+    assert!(runtime.shutdown().is_clean());
+    Ok(())
+}
+
+/// A `-fopenmp` kernel: one call per launch, in which its own pragmas
+/// start the OpenMP runtime's threads; the launch's teams and threads do
+/// not reach them, so asking for more than one is refused here too.
+#[test]
+fn an_openmp_kernel_starts_its_own_threads_inside_one_call() -> anyhow::Result<()> {
+    let runtime = runtime();
+    let device = runtime.device(0)?;
+    let image = Image::load_file(
+        device,
+        openmp_kernel("openmp_scale.c")?,
+        &["openmp_scale", "openmp_calls"],
+    )?;
+    type OpenmpScale = (f32, Slice<f32>, SliceMut<f32>, SliceMut<i32>);
+    // SAFETY: its C signature; it stays below the lengths it is given.
+    let kernel: Kernel<OpenmpScale> = unsafe { image.kernel("openmp_scale")? };
+    let n = 10_000;
+    let x = DeviceBuffer::from_slice(device, &vec![1.5f32; n])?;
+    let mut y = DeviceBuffer::<f32>::new(device, n)?;
+    let mut threads = DeviceBuffer::from_slice(device, &[0i32])?;
+    kernel.launch(LaunchConfig::default(), (2.0f32, &x, &mut y, &mut threads))?;
+    assert!(y.to_vec()?.iter().all(|v| *v == 3.0));
+    assert!(threads.to_vec()?[0] >= 1);
+    let err = kernel
+        .launch(
+            LaunchConfig::teams(8, 0),
+            (2.0f32, &x, &mut y, &mut threads),
+        )
+        .unwrap_err();
+    assert!(matches!(err, Error::UnsupportedLaunch { .. }), "{err}");
+    assert_eq!(image.global::<i32>("openmp_calls")?.read()?, 1);
+    drop((x, y, threads, image));
+    assert!(runtime.shutdown().is_clean());
+    Ok(())
+}
+
+/// Pinned host memory from the plugin: a slice on the host, the host side
+/// of every copy, freed on drop, and a leak when forgotten.
+#[test]
+fn pinned_buffers_are_host_slices_owned_through_the_plugin() -> anyhow::Result<()> {
+    let runtime = runtime();
+    let device = runtime.device(2)?;
+    let mut pinned = PinnedBuffer::<u32>::new(device, 1000)?;
+    assert_eq!(pinned.len(), 1000);
+    assert!(pinned.iter().all(|v| *v == 0), "zeroed");
+    for (i, v) in pinned.iter_mut().enumerate() {
+        *v = i as u32;
+    }
+    // A live allocation of the host kind, on its device.
+    assert_eq!(device.live_allocations(), (1, 4000));
+    // The host side of blocking copies ...
+    let mut buffer = DeviceBuffer::<u32>::new(device, 1000)?;
+    buffer.copy_from_host(&pinned)?;
+    let mut back = PinnedBuffer::<u32>::new(device, 1000)?;
+    buffer.copy_to_host(&mut back)?;
+    assert_eq!(back[..], pinned[..]);
+    // ... and of queued ones.
+    let mut out = PinnedBuffer::<u32>::new(device, 1000)?;
+    omptarget::scope(|s| {
+        let q = s.queue(device)?;
+        let lent = s.bind(&mut buffer);
+        q.copy_from_host(lent, &back)?;
+        q.copy_to_host(lent, &mut out)
+    })?;
+    assert_eq!(out[999], 999);
+    let from = PinnedBuffer::from_slice(device, &[1.5f64, 2.5])?;
+    assert_eq!(from[..], [1.5, 2.5]);
+    // Empty ones allocate nothing.
+    let empty = PinnedBuffer::<f32>::new(device, 0)?;
+    assert!(empty.is_empty() && empty[..].is_empty());
+    empty.free()?;
+    from.free()?;
+    drop((pinned, back, out, buffer));
+    assert_eq!(device.live_allocations(), (0, 0));
+    // A forgotten one is freed at shutdown and reported.
+    std::mem::forget(PinnedBuffer::<u8>::new(device, 64)?);
+    let report = runtime.shutdown();
+    assert_eq!(report.user_leaks.len(), 1, "{report}");
+    assert_eq!(report.user_leaks[0].size, 64);
+    assert_eq!(report.user_leaks[0].kind, omptarget::abi::AllocKind::Host);
+    assert!(report.not_freed.is_empty(), "freed at shutdown: {report}");
     Ok(())
 }

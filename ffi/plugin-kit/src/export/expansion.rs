@@ -1,5 +1,8 @@
-use crate::{Backend, DeviceId, ImageRef, InitCause, LoadOptions, PluginError, TeamConfig};
-use omptarget_abi::{AllocKind, DeviceImage, TargetTable, OFFLOAD_SUCCESS};
+use crate::{
+    Backend, DeviceId, DeviceInfoValue, ImageRef, InitCause, LoadOptions, PluginError, TeamConfig,
+};
+use omptarget_abi::plugin::DeviceInfoKey;
+use omptarget_abi::{AllocKind, DeviceImage, TargetTable, OFFLOAD_FAIL, OFFLOAD_SUCCESS};
 use std::ffi::c_void;
 use std::ptr::NonNull;
 
@@ -99,6 +102,20 @@ impl Backend for Inert {
     }
 
     fn print_device_info(&self, _device: DeviceId) {}
+
+    fn device_info(
+        &self,
+        _device: DeviceId,
+        key: DeviceInfoKey,
+    ) -> crate::error::Result<Option<DeviceInfoValue>> {
+        Ok(match key {
+            DeviceInfoKey::Name => Some(DeviceInfoValue::Text("inert".into())),
+            DeviceInfoKey::MaxTeams => Some(DeviceInfoValue::Number(7)),
+            // The wrong shape: refused by the entry layer.
+            DeviceInfoKey::TotalMemory => Some(DeviceInfoValue::Text("1 GiB".into())),
+            _ => None,
+        })
+    }
 }
 
 crate::export_plugin!(Inert);
@@ -112,13 +129,75 @@ fn the_expansion_is_a_working_plugin() {
     assert_eq!(__tgt_rtl_init_device(0), OFFLOAD_SUCCESS);
     // A load flag the kit does not know fails before the image is read.
     // SAFETY: a null image is allowed (refused by the entry).
-    let table = unsafe { (table.load_binary_flags.unwrap())(0, std::ptr::null_mut(), 1 << 31) };
-    assert!(table.is_null());
+    let loaded = unsafe { (table.load_binary_flags.unwrap())(0, std::ptr::null_mut(), 1 << 31) };
+    assert!(loaded.is_null());
     let reason = crate::last_error::take().unwrap_or_default();
     assert!(
         reason.starts_with("__tgt_rtl_load_binary_flags: ")
             && reason.contains("unknown load flags"),
         "{reason}"
     );
+    get_device_info_follows_its_contract(table.get_device_info.expect("exported"));
     assert_eq!(__tgt_rtl_deinit_plugin(), OFFLOAD_SUCCESS);
+}
+
+/// `__tgt_rtl_get_device_info`'s contract (in the test above: the
+/// expansion's plugin state is one static, which parallel tests would share).
+fn get_device_info_follows_its_contract(get: omptarget_abi::plugin::GetDeviceInfoFn) {
+    let query = |device: i32, key: i32, cap: usize| {
+        let mut buf = [0u8; 16];
+        let mut size = usize::MAX;
+        // SAFETY: `buf` is writable for 16 >= `cap` bytes, `size` writable.
+        let code = unsafe { get(device, key, buf.as_mut_ptr().cast(), cap, &mut size) };
+        (code, size, buf)
+    };
+    // A text that fits is written, without a NUL; its size either way.
+    let (code, size, buf) = query(0, DeviceInfoKey::Name as i32, 16);
+    assert_eq!((code, size), (OFFLOAD_SUCCESS, 5));
+    assert_eq!(&buf[..6], b"inert\0");
+    let (code, size, buf) = query(0, DeviceInfoKey::Name as i32, 4);
+    assert_eq!(
+        (code, size, buf[0]),
+        (OFFLOAD_SUCCESS, 5, 0),
+        "too small: untouched"
+    );
+    // A number is 8 native-endian bytes.
+    let (code, size, buf) = query(0, DeviceInfoKey::MaxTeams as i32, 8);
+    assert_eq!((code, size), (OFFLOAD_SUCCESS, 8));
+    assert_eq!(u64::from_ne_bytes(buf[..8].try_into().unwrap()), 7);
+    // Not known, and a key newer than the plugin: size 0, no failure.
+    assert_eq!(
+        query(0, DeviceInfoKey::FreeMemory as i32, 8).0,
+        OFFLOAD_SUCCESS
+    );
+    assert_eq!(query(0, DeviceInfoKey::FreeMemory as i32, 8).1, 0);
+    assert_eq!(query(0, 999, 8).1, 0);
+    // A size query: null value, no room.
+    let mut size = 0;
+    // SAFETY: a null value with cap 0 is allowed; `size` is writable.
+    let code = unsafe {
+        get(
+            0,
+            DeviceInfoKey::Name as i32,
+            std::ptr::null_mut(),
+            0,
+            &mut size,
+        )
+    };
+    assert_eq!((code, size), (OFFLOAD_SUCCESS, 5));
+    // Failures: a device out of range, the wrong shape, null pointers.
+    assert_eq!(query(1, DeviceInfoKey::Name as i32, 16).0, OFFLOAD_FAIL);
+    assert_eq!(
+        query(0, DeviceInfoKey::TotalMemory as i32, 16).0,
+        OFFLOAD_FAIL
+    );
+    // SAFETY: null pointers, which the entry refuses without using them.
+    unsafe {
+        assert_eq!(get(0, 1, std::ptr::null_mut(), 8, &mut size), OFFLOAD_FAIL);
+        let mut buf = [0u8; 8];
+        assert_eq!(
+            get(0, 1, buf.as_mut_ptr().cast(), 8, std::ptr::null_mut()),
+            OFFLOAD_FAIL
+        );
+    }
 }

@@ -21,6 +21,7 @@ pub const REQUIRED_SYMBOLS: &[&str] = &[
     "cuDeviceGetName",
     "cuDeviceGetAttribute",
     "cuDeviceTotalMem_v2",
+    "cuMemGetInfo_v2",
     "cuDevicePrimaryCtxRetain",
     "cuDevicePrimaryCtxRelease_v2",
     "cuCtxSetCurrent",

@@ -109,6 +109,57 @@ pub fn geometry(teams: Option<TeamConfig>, kernel: KernelLimits, device: Limits)
     (blocks.max(1), threads)
 }
 
+/// [`geometry`] for a typed launch (`__tgt_rtl_run_typed_region`, the Rust
+/// API's `LaunchConfig`), where teams are the grid and threads the block:
+/// what was asked is run exactly, or refused. A number of teams above the
+/// device's grid, or of threads above what the device and the kernel run
+/// per block (for a generic-mode kernel, the asked threads plus its main
+/// warp), is an error saying the limit, never clamped. 0 (the plugin's
+/// choice) and a region without teams follow [`geometry`].
+pub fn typed_geometry(
+    teams: Option<TeamConfig>,
+    kernel: KernelLimits,
+    device: Limits,
+) -> Result<(u32, u32), String> {
+    let (blocks, threads) = geometry(teams, kernel, device);
+    let Some(asked) = teams else {
+        return Ok((blocks, threads));
+    };
+    if let Ok(n) = u32::try_from(asked.num_teams) {
+        if n > 0 && blocks != n {
+            return Err(format!(
+                "{n} teams cannot be honoured: the device runs at most {} blocks per launch",
+                device.max_blocks
+            ));
+        }
+    }
+    if let Ok(n) = u32::try_from(asked.thread_limit) {
+        let extra = if kernel.mode == ExecMode::Generic {
+            device.warp_size
+        } else {
+            0
+        };
+        if n > 0 && u64::from(threads) != u64::from(n) + u64::from(extra) {
+            let most = device
+                .max_threads_per_block
+                .min(kernel.max_threads.max(1))
+                .saturating_sub(extra);
+            return Err(format!(
+                "{n} threads per team cannot be honoured: this kernel runs at most {most} \
+                 (the device's {} per block, the kernel's own limit {}{})",
+                device.max_threads_per_block,
+                kernel.max_threads,
+                if extra > 0 {
+                    ", less a warp for a generic-mode kernel's main thread".to_owned()
+                } else {
+                    String::new()
+                }
+            ));
+        }
+    }
+    Ok((blocks, threads))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -201,6 +252,35 @@ mod tests {
             geometry(teams(0, 0, 0), kernel(ExecMode::Spmd), H200),
             (128, 128)
         );
+    }
+
+    #[test]
+    fn a_typed_launch_runs_what_it_asks_or_is_refused() {
+        let spmd = kernel(ExecMode::Spmd);
+        assert_eq!(typed_geometry(teams(7, 64, 0), spmd, H200), Ok((7, 64)));
+        assert_eq!(typed_geometry(teams(0, 0, 0), spmd, H200), Ok((128, 128)));
+        assert_eq!(typed_geometry(None, spmd, H200), Ok((1, 1)));
+        // Generic: the threads asked plus the main thread's warp.
+        let generic = kernel(ExecMode::Generic);
+        assert_eq!(typed_geometry(teams(2, 64, 0), generic, H200), Ok((2, 96)));
+        // Above the device's block, or the kernel's own limit: refused.
+        let err = typed_geometry(teams(1, 4096, 0), spmd, H200).unwrap_err();
+        assert!(err.contains("at most 1024"), "{err}");
+        let heavy = KernelLimits {
+            mode: ExecMode::Spmd,
+            max_threads: 256,
+        };
+        let err = typed_geometry(teams(1, 512, 0), heavy, H200).unwrap_err();
+        assert!(err.contains("at most 256"), "{err}");
+        let err = typed_geometry(teams(1, 1024, 0), generic, H200).unwrap_err();
+        assert!(err.contains("at most 992"), "{err}");
+        // More blocks than the grid holds.
+        let small = Limits {
+            max_blocks: 100,
+            ..H200
+        };
+        let err = typed_geometry(teams(1000, 0, 0), spmd, small).unwrap_err();
+        assert!(err.contains("at most 100 blocks"), "{err}");
     }
 
     #[test]

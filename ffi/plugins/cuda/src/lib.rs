@@ -37,10 +37,10 @@ pub mod module;
 use device::{DeviceInfo, DeviceState};
 use driver::{check, CudaError};
 use module::LaunchEnv;
-use omptarget_abi::plugin::KernelArgType;
+use omptarget_abi::plugin::{device_kind, DeviceInfoKey, KernelArgType};
 use omptarget_abi::{AllocKind, AsyncInfo, DeviceImage, TargetTable};
 use omptarget_plugin_kit::backend::{
-    Backend, DeviceId, ImageRef, InitCause, LoadOptions, TeamConfig,
+    Backend, DeviceId, DeviceInfoValue, ImageRef, InitCause, LoadOptions, TeamConfig,
 };
 use omptarget_plugin_kit::diagnostics;
 use omptarget_plugin_kit::error::{PluginError, Result};
@@ -147,7 +147,9 @@ impl CudaBackend {
         Ok(returned?)
     }
 
-    /// Launch `entry` on `on`.
+    /// Launch `entry` on `on`; `typed` for `run_typed_region` (the Rust
+    /// API), whose teams and threads are run as asked or refused
+    /// ([`launch::typed_geometry`]), where LLVM's launch entries clamp them.
     ///
     /// # Safety
     /// `args` are what the kernel expects; device memory among them stays
@@ -158,6 +160,7 @@ impl CudaBackend {
         entry: NonNull<c_void>,
         args: &[*mut c_void],
         teams: Option<TeamConfig>,
+        typed: bool,
         on: On<'_>,
     ) -> Result<()> {
         let shared = module::dynamic_shared_memory();
@@ -172,7 +175,13 @@ impl CudaBackend {
                     ))
                 })?;
             let (function, launch_env) = (kernel.function, kernel.launch_env);
-            let (blocks, threads) = launch::geometry(teams, kernel.limits, info.limits);
+            let (blocks, threads) = if typed {
+                launch::typed_geometry(teams, kernel.limits, info.limits).map_err(|why| {
+                    PluginError::InvalidArgument(format!("kernel {}: {why}", kernel.name))
+                })?
+            } else {
+                launch::geometry(teams, kernel.limits, info.limits)
+            };
             diagnostics::debug(
                 CudaBackend::NAME,
                 &format_args!(
@@ -241,6 +250,25 @@ impl CudaBackend {
             })?;
             Ok(())
         })
+    }
+
+    /// `cuMemGetInfo_v2` in `device`'s context: its free bytes, `None`
+    /// while the device is not initialised (the call needs a context, and
+    /// a query retains none).
+    fn free_memory(&self, device: DeviceId) -> Result<Option<u64>> {
+        let dev = self.device(device);
+        let guard = lock(&dev.state);
+        let Some(state) = guard.as_ref() else {
+            return Ok(None);
+        };
+        // SAFETY: an initialised device's state holds its retained context.
+        unsafe { device::make_current(state.context) }?;
+        let (mut free, mut total) = (0usize, 0usize);
+        // SAFETY: two writable out-parameters; the device's context is current.
+        check("cuMemGetInfo_v2", unsafe {
+            sys::cuMemGetInfo_v2(&mut free, &mut total)
+        })?;
+        Ok(Some(free as u64))
     }
 
     /// Release `device`'s state, if initialised; reports what it released.
@@ -586,7 +614,7 @@ impl Backend for CudaBackend {
         teams: Option<TeamConfig>,
     ) -> Result<()> {
         // SAFETY: the caller's contract (Backend::run_region).
-        unsafe { self.launch(device, entry, args, teams, On::Blocking) }
+        unsafe { self.launch(device, entry, args, teams, false, On::Blocking) }
     }
 
     unsafe fn run_typed_region(
@@ -600,7 +628,7 @@ impl Backend for CudaBackend {
         // Every supported type fits its slot's low bytes, where the driver
         // reads a parameter of that size: the types need no conversion.
         // SAFETY: the caller's contract (Backend::run_typed_region).
-        unsafe { self.launch(device, entry, args, teams, On::Blocking) }
+        unsafe { self.launch(device, entry, args, teams, true, On::Blocking) }
     }
 
     unsafe fn run_region_async(
@@ -608,12 +636,13 @@ impl Backend for CudaBackend {
         device: DeviceId,
         entry: NonNull<c_void>,
         args: &[*mut c_void],
-        _types: Option<&[KernelArgType]>,
+        types: Option<&[KernelArgType]>,
         teams: Option<TeamConfig>,
         queue: &mut AsyncInfo,
     ) -> Result<()> {
+        let typed = types.is_some();
         // SAFETY: the caller's contract (Backend::run_region_async).
-        unsafe { self.launch(device, entry, args, teams, On::Queue(queue)) }
+        unsafe { self.launch(device, entry, args, teams, typed, On::Queue(queue)) }
     }
 
     fn synchronize(&self, device: DeviceId) -> Result<()> {
@@ -649,6 +678,19 @@ impl Backend for CudaBackend {
             info.limits.max_threads_per_block,
             info.limits.warp_size
         );
+    }
+
+    fn device_info(&self, device: DeviceId, key: DeviceInfoKey) -> Result<Option<DeviceInfoValue>> {
+        use DeviceInfoValue::{Number, Text};
+        let info = &self.device(device).info;
+        Ok(match key {
+            DeviceInfoKey::Name => Some(Text(info.name.clone())),
+            DeviceInfoKey::Kind => Some(Number(device_kind::CUDA_GPU)),
+            DeviceInfoKey::TotalMemory => Some(Number(info.total_memory as u64)),
+            DeviceInfoKey::FreeMemory => self.free_memory(device)?.map(Number),
+            DeviceInfoKey::MaxTeams => Some(Number(info.limits.max_blocks.into())),
+            DeviceInfoKey::MaxThreads => Some(Number(info.limits.max_threads_per_block.into())),
+        })
     }
 
     fn lock_for_fork(&self) -> ForkLocks<'_> {

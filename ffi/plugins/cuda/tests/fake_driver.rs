@@ -5,7 +5,10 @@
 //! Each test runs its scenario in a child process (`cuda::run_child`):
 //! the parent builds the fake driver, points `LD_LIBRARY_PATH` at it and
 //! reads the driver's log and the child's output afterwards.
-use omptarget::{Config, DeviceBuffer, Image, Kernel, LaunchConfig, PtrMut, Runtime};
+use omptarget::{
+    Config, DeviceBuffer, DeviceKind, Error, Image, Kernel, LaunchConfig, PinnedBuffer, PtrMut,
+    Runtime,
+};
 use omptarget_test_support::cuda;
 use omptarget_test_support::cuda::{first, last, log_lines, Sym};
 use std::path::Path;
@@ -541,4 +544,132 @@ fn an_image_whose_constructors_cannot_run_is_refused_and_left_unloaded() {
         lines.last().unwrap(),
         "EXIT contexts=0 allocations=0 modules=0 streams=0 events=0"
     );
+}
+
+/// What a cudarc user looks for, through the CUDA plugin: the device's
+/// name and memory (`cuDeviceGetName`, `cuDeviceTotalMem`, `cuMemGetInfo`
+/// in its context), page-locked host buffers (`cuMemAllocHost`), and
+/// launches run as asked (grid = teams, block = threads) or refused.
+#[test]
+fn properties_pinned_buffers_and_launch_limits() {
+    if cuda::in_child() {
+        let runtime = cuda_runtime();
+        let device = runtime.device(0).unwrap();
+        let properties = device.properties().unwrap();
+        assert_eq!(properties.name.as_deref(), Some("Fake GPU 0"));
+        assert_eq!(properties.kind, Some(DeviceKind::CudaGpu));
+        assert_eq!(properties.total_memory, Some(1 << 30));
+        assert_eq!(
+            properties.free_memory,
+            Some(1 << 30),
+            "nothing allocated yet"
+        );
+        assert_eq!(properties.max_teams, Some(i32::MAX as u64));
+        assert_eq!(properties.max_threads, Some(1024));
+        assert_eq!(properties.plugin_name, "libomptarget.rtl.cuda.so");
+        // Device memory counts against free memory; pinned host memory not.
+        let mut buffer = DeviceBuffer::<u32>::new(device, 1 << 20).unwrap();
+        let mut pinned = PinnedBuffer::<u32>::new(device, 1 << 20).unwrap();
+        let free = device.properties().unwrap().free_memory.unwrap();
+        assert_eq!(free, (1 << 30) - (4 << 20));
+        for (i, v) in pinned.iter_mut().enumerate() {
+            *v = i as u32;
+        }
+        buffer.copy_from_host(&pinned).unwrap();
+        let mut back = PinnedBuffer::<u32>::new(device, 1 << 20).unwrap();
+        omptarget::scope(|s| {
+            let q = s.queue(device)?;
+            let lent = s.bind(&mut buffer);
+            q.copy_to_host(lent, &mut back)
+        })
+        .unwrap();
+        assert_eq!(back[12345], 12345);
+        drop(back);
+        // Forgotten: freed at shutdown with cuMemFreeHost, and reported.
+        std::mem::forget(pinned);
+
+        let image = Image::load(
+            device,
+            &cuda::test_cubin(90),
+            &["spmd_kernel", "generic_kernel"],
+        )
+        .unwrap();
+        // SAFETY: the fake driver runs no code; the signature is the test's.
+        let spmd: Kernel<(PtrMut<i32>, i32)> = unsafe { image.kernel("spmd_kernel").unwrap() };
+        // SAFETY: as above.
+        let generic: Kernel<(PtrMut<i32>, i32)> =
+            unsafe { image.kernel("generic_kernel").unwrap() };
+        let mut data = DeviceBuffer::from_slice(device, &[0i32; 4]).unwrap();
+        // SAFETY: the fake driver runs no code.
+        unsafe { spmd.launch_unchecked(LaunchConfig::teams(3, 1024), (&mut data, 4)) }.unwrap();
+        // Above the device's block: refused before the plugin is called.
+        // SAFETY: the fake driver runs no code.
+        let err = unsafe { spmd.launch_unchecked(LaunchConfig::teams(1, 2048), (&mut data, 4)) }
+            .unwrap_err();
+        assert!(
+            matches!(
+                err,
+                Error::UnsupportedLaunch {
+                    threads: 2048,
+                    max_threads: Some(1024),
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        // Within the device's block, but a generic kernel's main warp makes
+        // it 1056: the plugin refuses it rather than clamp it.
+        // SAFETY: the fake driver runs no code.
+        let err = unsafe { generic.launch_unchecked(LaunchConfig::teams(1, 1024), (&mut data, 4)) }
+            .unwrap_err();
+        let Error::PluginCallFailed { reason, .. } = &err else {
+            panic!("{err}");
+        };
+        let reason = reason.as_deref().unwrap_or_default();
+        assert!(
+            reason.contains("1024 threads per team cannot be honoured")
+                && reason.contains("at most 992"),
+            "{err}"
+        );
+        drop((data, image, buffer));
+        let report = runtime.shutdown();
+        assert_eq!(report.user_leaks.len(), 1, "{report}");
+        assert_eq!(report.user_leaks[0].kind, omptarget::abi::AllocKind::Host);
+        println!("REPORT\n{report}");
+        return;
+    }
+    let log = cuda::log_path("properties");
+    let (_, stderr, lines) = run("properties_pinned_buffers_and_launch_limits", &log, &[]);
+    no_violations(&lines);
+    assert!(first(&lines, "cuMemGetInfo_v2").is_some(), "{lines:#?}");
+    assert_eq!(
+        lines
+            .iter()
+            .filter(|l| l.starts_with("cuMemAllocHost_v2"))
+            .count(),
+        2
+    );
+    assert_eq!(
+        lines
+            .iter()
+            .filter(|l| l.starts_with("cuMemFreeHost"))
+            .count(),
+        2,
+        "the forgotten one too"
+    );
+    // Exactly what was asked; the refused launches never reached the driver.
+    let launches: Vec<_> = lines
+        .iter()
+        .filter(|l| l.starts_with("cuLaunchKernel"))
+        .collect();
+    assert_eq!(launches.len(), 1, "{launches:#?}");
+    assert!(
+        launches[0].starts_with("cuLaunchKernel spmd_kernel grid=3,1,1 block=1024,1,1"),
+        "{launches:#?}"
+    );
+    assert!(stderr.contains("cannot be honoured"), "{stderr}");
+    assert!(lines
+        .last()
+        .unwrap()
+        .starts_with("EXIT contexts=0 allocations=0"));
 }

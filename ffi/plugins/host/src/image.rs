@@ -14,6 +14,12 @@
 //! does) or dies. With `keep_file` (for debuggers and profilers that read
 //! symbols from the path) the file stays until the image is unloaded:
 //! dlclose, then remove.
+//!
+//! An OpenMP runtime an image brings in (a `-fopenmp` kernel built by GCC
+//! needs libgomp, one built by clang libomp) stays loaded for the process
+//! ([`pin_openmp_runtimes`]): its thread pool outlives the parallel region
+//! that started it, and unloading the library under those threads when the
+//! image is unloaded crashed the process.
 
 use super::elf::{self, EntriesSection};
 use super::image_file::ImageFile;
@@ -115,6 +121,7 @@ impl LoadedImage {
         let names = host_entry_names(image.entries)?;
 
         let (library, file) = open_copy(image.bytes, storage, dlopen_flags(bind_now))?;
+        pin_openmp_runtimes();
         let (library, base) = load_base(library);
 
         let mut loaded = Self {
@@ -227,6 +234,39 @@ impl LoadedImage {
 impl Drop for LoadedImage {
     fn drop(&mut self) {
         let _ = self.release();
+    }
+}
+
+/// The sonames of the OpenMP runtimes a kernel may need: GCC's, LLVM's (and
+/// its older name), Intel's.
+const OPENMP_RUNTIMES: [&CStr; 4] = [
+    c"libgomp.so.1",
+    c"libomp.so.5",
+    c"libomp.so",
+    c"libiomp5.so",
+];
+
+/// Make every OpenMP runtime that is loaded now stay loaded for the
+/// process (glibc's `RTLD_NODELETE` on a library already loaded, through
+/// `RTLD_NOLOAD`, which loads nothing). The pool threads of a runtime that
+/// an image's `-fopenmp` code started keep running its code after the
+/// region ends; an image unload that unloaded the runtime with them would
+/// crash them. A runtime the program itself links is loaded for good
+/// anyway; this covers the one only an image needs.
+pub fn pin_openmp_runtimes() {
+    for name in OPENMP_RUNTIMES {
+        // SAFETY: RTLD_NOLOAD loads nothing (no initialiser runs); a
+        // non-null handle is a reference of ours, given back at once, and
+        // RTLD_NODELETE keeps the library loaded after that.
+        unsafe {
+            let handle = libc::dlopen(
+                name.as_ptr(),
+                libc::RTLD_LAZY | libc::RTLD_NOLOAD | libc::RTLD_NODELETE,
+            );
+            if !handle.is_null() {
+                libc::dlclose(handle);
+            }
+        }
     }
 }
 

@@ -23,6 +23,8 @@
 //!   LLVM's host plugins load), or all at load for `load_binary_flags`
 //!   with `BIND_NOW` (`RTLD_NOW`: an image referencing a symbol nothing
 //!   defines is refused before its constructors run; see [`image`]).
+//!   An OpenMP runtime an image brings in (libgomp for a GCC `-fopenmp`
+//!   kernel) stays loaded for the process: its threads outlive the image.
 //! * Loading the same image twice on one device is allowed and loads a
 //!   second, independent copy (as LLVM 14's plugin does); `unload_binary`
 //!   unloads the most recent copy of that image.
@@ -31,7 +33,9 @@
 //! * Kernels are called with any number of pointer-sized arguments:
 //!   directly up to 16, through libffi beyond that and for typed arguments
 //!   ([`launch`]); a team region is the same call (the image's code forks
-//!   its own teams through libomp). Every launch checks its entry against
+//!   its own teams through libomp). A typed launch (`run_typed_region`)
+//!   of more than one team or thread is refused ([`info::check_launch`]):
+//!   it would run once all the same. Every launch checks its entry against
 //!   the device's loaded images, which sit in a `ReadMostly` (the kit's
 //!   `state_lock`): launches of several threads write no common cache
 //!   line; loads, unloads and the fork handler take the write side.
@@ -48,6 +52,8 @@
 //!   dlopen handle, the target table returned to the runtime).
 //! * [`image_memfd`]: loading from an anonymous memfd, the default.
 //! * [`image_file`]: the private file an image is loaded from otherwise.
+//! * [`info`]: what `__tgt_rtl_get_device_info` reports (the CPU's name,
+//!   the machine's memory, one team of one thread per launch).
 //! * [`launch`]: calling a kernel, directly or through libffi.
 //! * [`memory`]: device memory, `malloc`ed blocks tracked per device.
 //!
@@ -59,15 +65,17 @@ pub mod elf;
 pub mod image;
 pub mod image_file;
 pub mod image_memfd;
+pub mod info;
 pub mod launch;
 pub mod memory;
 
 use config::HostConfig;
 use image::{ImageStorage, LoadedImage};
 use memory::Allocations;
+use omptarget_abi::plugin::{device_kind, DeviceInfoKey};
 use omptarget_abi::{AllocKind, DeviceImage, TargetTable};
 use omptarget_plugin_kit::backend::{
-    Backend, DeviceId, ImageRef, InitCause, LoadOptions, TeamConfig,
+    Backend, DeviceId, DeviceInfoValue, ImageRef, InitCause, LoadOptions, TeamConfig,
 };
 use omptarget_plugin_kit::diagnostics;
 use omptarget_plugin_kit::error::{PluginError, Result};
@@ -384,13 +392,29 @@ impl Backend for HostBackend {
         entry: NonNull<c_void>,
         args: &[*mut c_void],
         types: &[omptarget_plugin_kit::abi::plugin::KernelArgType],
-        _teams: Option<TeamConfig>,
+        teams: Option<TeamConfig>,
     ) -> Result<()> {
         self.check_kernel(device, entry)?;
+        info::check_launch(teams)?;
         // SAFETY: `entry` is a kernel of an image loaded on this device
         // (checked above) with parameters of `types` (the caller's contract).
         unsafe { launch::call_with_typed_args(entry, args, types) }
             .map_err(PluginError::InvalidArgument)
+    }
+
+    fn device_info(
+        &self,
+        _device: DeviceId,
+        key: DeviceInfoKey,
+    ) -> Result<Option<DeviceInfoValue>> {
+        use DeviceInfoValue::{Number, Text};
+        Ok(match key {
+            DeviceInfoKey::Name => info::cpu_name().map(Text),
+            DeviceInfoKey::Kind => Some(Number(device_kind::HOST_CPU)),
+            DeviceInfoKey::TotalMemory => info::memory().0.map(Number),
+            DeviceInfoKey::FreeMemory => info::memory().1.map(Number),
+            DeviceInfoKey::MaxTeams | DeviceInfoKey::MaxThreads => Some(Number(1)),
+        })
     }
 
     fn print_device_info(&self, device: DeviceId) {

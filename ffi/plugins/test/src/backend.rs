@@ -213,6 +213,14 @@ impl Backend for TestBackend {
         self.host.print_device_info(device)
     }
 
+    fn device_info(
+        &self,
+        device: DeviceId,
+        key: omptarget_plugin_kit::abi::plugin::DeviceInfoKey,
+    ) -> Result<Option<omptarget_plugin_kit::DeviceInfoValue>> {
+        self.host.device_info(device, key)
+    }
+
     fn on_entry(call: &EntryCall) {
         recorder::record(call);
         if *call == EntryCall::DeinitPlugin {

@@ -41,7 +41,8 @@
 //!   `data_alloc <id> <size> <kind> <ptr|null>`, `data_delete <id> <ptr>`,
 //!   `data_submit <id> <size>`, `data_retrieve <id> <size>`,
 //!   `run_target_region <id>`, `run_target_team_region <id>`,
-//!   `deinit_device <id>`, `deinit_plugin`, `register_destruction_cb`; the
+//!   `deinit_device <id>`, `deinit_plugin`, `register_destruction_cb`,
+//!   `get_device_info <id> <key>` (it answers as the host backend); the
 //!   async variants log their own names (`data_submit_async <id> <size>` …);
 //!   pointers are `0x…` hex. `fini` is written by the `.fini_array` safety
 //!   net when the library is unloaded or the process exits.

@@ -347,6 +347,22 @@ CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t size) {
     return r;
 }
 
+/* Free and total device memory of the current context's device: 1 GiB
+ * (cuDeviceTotalMem_v2), less what cuMemAlloc_v2 holds on any device (host and managed
+ * blocks are not device memory). */
+CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total_bytes) {
+    ENTER("cuMemGetInfo_v2", "");
+    pthread_mutex_lock(&lock);
+    CUresult r = need_ctx("cuMemGetInfo_v2");
+    if (!r) {
+        size_t total = (size_t)1 << 30;
+        *total_bytes = total;
+        *free_bytes = device_bytes < total ? total - device_bytes : 0;
+    }
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+
 CUresult cuMemAllocHost_v2(void **p, size_t size) {
     ENTER("cuMemAllocHost_v2", "%zu", size);
     return do_alloc("cuMemAllocHost_v2", p, size, 1);

@@ -227,3 +227,62 @@ fn runs_under_llvm_14_libomptarget() {
         "image files left behind"
     );
 }
+
+/// Whether the library `soname` is loaded in this process (RTLD_NOLOAD
+/// loads nothing).
+fn is_loaded(soname: &std::ffi::CStr) -> bool {
+    // SAFETY: RTLD_NOLOAD runs no initialiser; a handle is given back at once.
+    unsafe {
+        let handle = libc::dlopen(soname.as_ptr(), libc::RTLD_LAZY | libc::RTLD_NOLOAD);
+        if !handle.is_null() {
+            libc::dlclose(handle);
+        }
+        !handle.is_null()
+    }
+}
+
+/// A `-fopenmp` kernel built by GCC brings libgomp in; its pool threads
+/// keep running libgomp's code after the parallel region, so unloading
+/// the image must not unload libgomp (it did, and the process crashed on
+/// its next image loads). No other test of this binary uses libgomp.
+#[test]
+fn an_openmp_runtime_an_image_brings_in_outlives_the_image() {
+    let work = tempfile::tempdir().unwrap();
+    let src = work.path().join("par.c");
+    std::fs::write(
+        &src,
+        "long threads = 0;\n\
+         void par(void) {\n  int n = 0;\n#pragma omp parallel reduction(+ : n)\n  n += 1;\n  threads = n;\n}\n",
+    )
+    .unwrap();
+    let so = work.path().join("par.so");
+    let built = Command::new("cc")
+        .args(["-shared", "-fPIC", "-O1", "-fopenmp"])
+        .arg(&src)
+        .arg("-o")
+        .arg(&so)
+        .status()
+        .expect("running cc");
+    assert!(built.success(), "cc -fopenmp failed");
+    assert!(!is_loaded(c"libgomp.so.1"), "loaded before the image");
+    let image = ImageFixture::new(std::fs::read(&so).unwrap(), &[("par", 0), ("threads", 8)]);
+    let (_copy, p) = host_plugin();
+    // SAFETY: the plugin library stays open while `p` lives; `image.desc()`
+    // is valid while `image` lives; `par` takes no arguments and `threads`
+    // is the image's 8-byte global.
+    unsafe {
+        assert_eq!((p.init_device)(0), OFFLOAD_SUCCESS);
+        let table = (p.load_binary)(0, image.desc());
+        assert!(!table.is_null());
+        assert_eq!(run(&p, 0, entry_addr(table, "par"), &[]), OFFLOAD_SUCCESS);
+        let mut threads = [0i64];
+        retrieve(&p, 0, &mut threads, entry_addr(table, "threads"));
+        assert!(threads[0] >= 1);
+        let unload = p.unload_binary.expect("our plugin unloads images");
+        assert_eq!(unload(0, image.desc()), OFFLOAD_SUCCESS);
+    }
+    assert!(
+        is_loaded(c"libgomp.so.1"),
+        "libgomp was unloaded with the image, under its threads"
+    );
+}
