@@ -570,31 +570,6 @@ fn a_written_buffer_passed_twice_to_a_queued_launch_is_refused() -> anyhow::Resu
     Ok(())
 }
 
-/// A forgotten `Image` (`mem::forget`) is unloaded by the teardown and
-/// reported as the user's leak, like a forgotten buffer.
-#[test]
-fn a_forgotten_image_is_reported_as_a_leak() -> anyhow::Result<()> {
-    let runtime = runtime();
-    let device = runtime.device(0)?;
-    let so = kernel("typed.c")?;
-    // Dropped (and one unloaded explicitly): not leaks.
-    drop(Image::load_file(device, &so, &["scale"])?);
-    assert!(Image::load_file(device, &so, &["scale"])?.unload()?);
-    std::mem::forget(Image::load_file(device, &so, &["scale", "counter"])?);
-    let report = runtime.shutdown();
-    assert!(!report.is_clean(), "{report}");
-    assert_eq!(report.leaked_images.len(), 1, "{report}");
-    assert_eq!(report.leaked_images[0].entries, ["scale", "counter"]);
-    assert!(
-        report
-            .to_string()
-            .contains("images whose Image handle was never dropped"),
-        "{report}"
-    );
-    assert!(report.not_freed.is_empty(), "it was unloaded: {report}");
-    Ok(())
-}
-
 /// Generic code needs no special case for empty input: an empty buffer is
 /// made, copied, filled, launched and freed like any other, allocates
 /// nothing and leaks nothing.
