@@ -381,8 +381,11 @@ pub(crate) fn checked_values(
         }
         for (j, other) in slots.iter().enumerate().skip(i + 1) {
             let Some(other) = other.buffer else { continue };
-            let overlap =
-                buffer.addr < other.addr + other.bytes && other.addr < buffer.addr + buffer.bytes;
+            // An empty view touches nothing, wherever it points.
+            let overlap = buffer.bytes > 0
+                && other.bytes > 0
+                && buffer.addr < other.addr + other.bytes
+                && other.addr < buffer.addr + buffer.bytes;
             if overlap && (buffer.writes || other.writes) {
                 return Err(Error::InvalidArgument(format!(
                     "arguments {i} and {j} of kernel {kernel} overlap and the kernel may write {}: \

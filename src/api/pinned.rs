@@ -151,7 +151,12 @@ impl<T: DeviceCopy> Deref for PinnedBuffer<'_, T> {
 
     fn deref(&self) -> &[T] {
         if self.ptr.as_ptr().is_null() {
-            return &[];
+            // Nothing allocated: no values, or values of no size (then
+            // `len` of them live anywhere aligned).
+            // SAFETY: a dangling aligned pointer is valid for 0 bytes.
+            return unsafe {
+                std::slice::from_raw_parts(std::ptr::NonNull::<T>::dangling().as_ptr(), self.len)
+            };
         }
         // SAFETY: `len` initialised values (zeroed or written since) of
         // host memory this buffer owns, aligned for `T` (checked at
@@ -165,7 +170,13 @@ impl<T: DeviceCopy> Deref for PinnedBuffer<'_, T> {
 impl<T: DeviceCopy> DerefMut for PinnedBuffer<'_, T> {
     fn deref_mut(&mut self) -> &mut [T] {
         if self.ptr.as_ptr().is_null() {
-            return &mut [];
+            // SAFETY: as in `deref`: 0 bytes at a dangling aligned pointer.
+            return unsafe {
+                std::slice::from_raw_parts_mut(
+                    std::ptr::NonNull::<T>::dangling().as_ptr(),
+                    self.len,
+                )
+            };
         }
         // SAFETY: as for `deref`, and `&mut self` makes the access unique.
         unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr().cast::<T>(), self.len) }

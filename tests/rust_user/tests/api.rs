@@ -891,3 +891,30 @@ fn pinned_buffers_are_host_slices_owned_through_the_plugin() -> anyhow::Result<(
     assert!(report.not_freed.is_empty(), "freed at shutdown: {report}");
     Ok(())
 }
+
+/// Edges a review found: an empty view inside a buffer the kernel writes
+/// overlaps nothing; a pinned buffer of zero-sized values keeps its length.
+#[test]
+fn empty_views_and_zero_sized_pinned_values() -> anyhow::Result<()> {
+    let runtime = runtime();
+    let device = runtime.device(0)?;
+    let image = Image::load_file(device, kernel("typed.c")?, &["scale"])?;
+    // SAFETY: `Scale` is its signature; it stays below the lengths.
+    let scale: Kernel<Scale> = unsafe { image.kernel("scale")? };
+    let mut y = DeviceBuffer::from_slice(device, &[1.0f32; 4])?;
+    omptarget::scope(|s| {
+        let q = s.queue(device)?;
+        let lent = s.bind(&mut y);
+        q.launch(
+            &scale,
+            LaunchConfig::default(),
+            (2.0f32, lent.slice(2..2)?, lent),
+        )
+    })?;
+    assert_eq!(y.to_vec()?, [1.0; 4], "an empty input scales nothing");
+    let units = PinnedBuffer::<[u8; 0]>::new(device, 5)?;
+    assert_eq!(units.len(), 5);
+    drop((y, units, image));
+    assert!(runtime.shutdown().is_clean());
+    Ok(())
+}
