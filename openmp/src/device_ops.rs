@@ -163,6 +163,12 @@ pub trait Platform: Sync {
     /// # Safety
     /// `image` points to a valid device image.
     unsafe fn is_valid_binary(&self, plugin: usize, image: *mut DeviceImage) -> bool;
+    /// Whether the plugin's devices also take images an earlier plugin
+    /// took (remote devices, which run the local plugins' images);
+    /// otherwise an image goes to the first plugin accepting it, as LLVM's.
+    fn plugin_shares_images(&self, _plugin: usize) -> bool {
+        false
+    }
     /// Device `local` (0-based, the plugin's own numbering) of a plugin.
     fn device(&self, plugin: usize, local: usize) -> Option<&dyn DeviceOps>;
 }
@@ -351,6 +357,10 @@ impl Platform for omptarget::Runtime {
     }
     fn plugin_name(&self, plugin: usize) -> Option<&str> {
         self.plugin(plugin).map(|p| p.name())
+    }
+    fn plugin_shares_images(&self, plugin: usize) -> bool {
+        self.plugin(plugin)
+            .is_some_and(|p| p.name() == omptarget::plugin::MPI_PLUGIN_NAME)
     }
     unsafe fn is_valid_binary(&self, plugin: usize, image: *mut DeviceImage) -> bool {
         self.plugin(plugin)

@@ -218,35 +218,56 @@ impl Offload<'_> {
             // SAFETY: our `# Safety`: `desc`'s image array is valid, so
             // `image_ptr` (in its bounds) is a valid device image of it.
             let fresh = Arc::new(unsafe { ImageCopy::new(image_ptr) });
-            // Hold the device list only while choosing the plugin; the
+            // Hold the device list only while choosing the plugins; the
             // table and pending-ctor locks are taken after it is released.
-            let used = {
+            let takers = {
                 let mut plugins = self.registry.write_plugins();
-                let Some(plugin) = plugins
+                let accepting: Vec<usize> = plugins
                     .available
                     .iter()
                     .copied()
                     // SAFETY: the copy is a valid device image owning its
                     // bytes and entries, alive for this call.
-                    .find(|&p| unsafe { self.platform.is_valid_binary(p, fresh.device_image()) })
-                else {
-                    continue;
-                };
-                self.use_plugin(&mut plugins, plugin)
+                    .filter(|&p| unsafe { self.platform.is_valid_binary(p, fresh.device_image()) })
+                    .collect();
+                // LLVM's rule: the first plugin that accepts the image
+                // takes it. Remote devices (the MPI plugin) run the same
+                // images as a local plugin, so they take it too, after it.
+                let mut takers: Vec<usize> = accepting.first().copied().into_iter().collect();
+                takers.extend(
+                    accepting
+                        .iter()
+                        .skip(1)
+                        .copied()
+                        .filter(|&p| self.platform.plugin_shares_images(p)),
+                );
+                takers
+                    .into_iter()
+                    .map(|p| self.use_plugin(&mut plugins, p))
+                    .collect::<Vec<_>>()
             };
-            let slots = &self.registry.devices.all()
-                [used.first_device..used.first_device + used.device_count];
-            if eager_init {
-                for slot in slots {
-                    self.ready_device(slot.id.into());
+            let mut fresh = Some(fresh);
+            for used in takers {
+                let slots = &self.registry.devices.all()
+                    [used.first_device..used.first_device + used.device_count];
+                if eager_init {
+                    for slot in slots {
+                        self.ready_device(slot.id.into());
+                    }
                 }
+                let image_copy = match fresh.take() {
+                    Some(fresh) => fresh,
+                    // SAFETY: as for the first copy.
+                    None => Arc::new(unsafe { ImageCopy::new(image_ptr) }),
+                };
+                // SAFETY: our `# Safety`: `desc` is valid with valid arrays, so
+                // `image_ptr` is a valid image of it, and its host entry range.
+                let copy = unsafe {
+                    self.register_image(desc_ref, entries_begin, used, image_ptr, image_copy)
+                };
+                // SAFETY: the copy owns its (32-byte) entry range.
+                unsafe { register_ctors_dtors(desc_key, &*copy.device_image(), slots) };
             }
-            // SAFETY: our `# Safety`: `desc` is valid with valid arrays, so
-            // `image_ptr` is a valid image of it, and its host entry range.
-            let copy =
-                unsafe { self.register_image(desc_ref, entries_begin, used, image_ptr, fresh) };
-            // SAFETY: the copy owns its (32-byte) entry range.
-            unsafe { register_ctors_dtors(desc_key, &*copy.device_image(), slots) };
         }
     }
 
@@ -406,19 +427,24 @@ impl Offload<'_> {
             let Some(copy) = copy else {
                 continue;
             };
-            let Some(plugin) = used
-                .iter()
+            // Every plugin that took the image (the first accepting one,
+            // and remote ones after it: `register_lib`).
+            let mut first = true;
+            for plugin in used.iter().filter(|u| {
                 // SAFETY: the copy is a valid device image owning its bytes
                 // and entries, alive for this call.
-                .find(|u| unsafe { self.platform.is_valid_binary(u.plugin, copy.device_image()) })
-            else {
-                continue;
-            };
-            for device in plugin.first_device..plugin.first_device + plugin.device_count {
-                // SAFETY: `run_dtors`'s `# Safety`: the lists under
-                // `desc_key` were recorded by `register_ctors_dtors` from
-                // this binary's image entries, and only there.
-                unsafe { self.run_dtors(device as i64, desc_key, copy.device_image()) };
+                let accepts =
+                    unsafe { self.platform.is_valid_binary(u.plugin, copy.device_image()) };
+                let takes = accepts && (first || self.platform.plugin_shares_images(u.plugin));
+                first &= !accepts;
+                takes
+            }) {
+                for device in plugin.first_device..plugin.first_device + plugin.device_count {
+                    // SAFETY: `run_dtors`'s `# Safety`: the lists under
+                    // `desc_key` were recorded by `register_ctors_dtors` from
+                    // this binary's image entries, and only there.
+                    unsafe { self.run_dtors(device as i64, desc_key, copy.device_image()) };
+                }
             }
         }
 

@@ -211,6 +211,27 @@ impl Device {
         }
     }
 
+    // The raw layer (docs/openmp.md): the MPI device server runs its
+    // clients' typed launches through it.
+    #[doc(hidden)]
+    /// Run a kernel whose C parameters are `types` and wait for it
+    /// (`__tgt_rtl_run_typed_region`).
+    ///
+    /// # Safety
+    /// As for the queued form: `entry` is a kernel of an image loaded on
+    /// this device whose C parameters are `types`, and `args` hold its
+    /// values (each in the low bytes of its slot).
+    pub unsafe fn run_typed_region(
+        &self,
+        entry: *mut c_void,
+        args: &mut [*mut c_void],
+        types: &[KernelArgType],
+        launch: RegionLaunch,
+    ) -> Result<()> {
+        // SAFETY: per this function's contract.
+        unsafe { self.run_typed_on(None, entry, args, types, launch) }
+    }
+
     /// Run a kernel on `queue` (`None`: run and wait). With the plugin's
     /// `run_typed_region` every C scalar type is passed as such; without
     /// it only pointer-sized arguments can be passed, and others are

@@ -48,10 +48,27 @@ pub fn runtime_library_dir() -> Result<PathBuf> {
         .ok_or_else(|| Error::PluginDirectory(format!("{} has no parent", file.display())))
 }
 
-/// The default plugins present in `dir`, in LLVM's order.
+/// The MPI plugin (remote devices): a default plugin only in a process an
+/// MPI launcher started, after LLVM's list (remote devices are numbered
+/// after the local ones).
+pub const MPI_PLUGIN_NAME: &str = "libomptarget.rtl.mpi.so";
+
+/// Whether an MPI launcher started this process (Open MPI's `mpirun`, or a
+/// PMI/PMIx launcher set its rank variables).
+pub fn launched_by_mpi() -> bool {
+    ["OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK"]
+        .iter()
+        .any(|name| std::env::var_os(name).is_some())
+}
+
+/// The default plugins present in `dir`, in LLVM's order, then the MPI
+/// plugin when this process is part of an MPI job.
 pub fn default_plugins_in(dir: &Path) -> Vec<PathBuf> {
+    let mpi = launched_by_mpi().then_some(MPI_PLUGIN_NAME);
     DEFAULT_PLUGIN_NAMES
         .iter()
+        .copied()
+        .chain(mpi)
         .map(|name| dir.join(name))
         .filter(|path| {
             let present = path.is_file();

@@ -27,6 +27,12 @@ const ARTIFACTS: &[(&str, &str, &str, bool)] = &[
         true,
     ),
     (
+        "omptarget-plugin-mpi-rtl",
+        "libomptarget_rtl_mpi.so",
+        "libomptarget.rtl.mpi.so",
+        true,
+    ),
+    (
         "omptarget-shim",
         "libomptarget_shim.so",
         "libomptarget.so",
@@ -45,6 +51,9 @@ const ARTIFACTS: &[(&str, &str, &str, bool)] = &[
         false,
     ),
 ];
+
+/// (cargo package, executable): programs staged in `target/omptarget/bin`.
+pub const BINARIES: &[(&str, &str)] = &[("omptarget-mpi-device", "omptarget-mpi-device")];
 
 /// `target/omptarget/<this>`: the token of the last staging (see [`stage`]).
 pub const STAGED_TOKEN: &str = ".staged";
@@ -93,6 +102,9 @@ pub fn stage(release: bool) -> Result<Staged> {
     for (package, ..) in ARTIFACTS {
         cmd.args(["-p", package]);
     }
+    for (package, _) in BINARIES {
+        cmd.args(["-p", package]);
+    }
     let status = cmd.status().context("running cargo build")?;
     if !status.success() {
         bail!("cargo build of the plugins and the shim failed");
@@ -113,6 +125,14 @@ pub fn stage(release: bool) -> Result<Staged> {
         let tmp = dir.join(format!(".{name}.{}", std::process::id()));
         std::fs::copy(&src, &tmp).with_context(|| format!("copying {}", src.display()))?;
         std::fs::rename(&tmp, dir.join(name))?;
+    }
+    let bin_dir = target.join("omptarget/bin");
+    std::fs::create_dir_all(&bin_dir)?;
+    for (_, name) in BINARIES {
+        let src = built.join(name);
+        let tmp = bin_dir.join(format!(".{name}.{}", std::process::id()));
+        std::fs::copy(&src, &tmp).with_context(|| format!("copying {}", src.display()))?;
+        std::fs::rename(&tmp, bin_dir.join(name))?;
     }
     // clang 19 and 22 binaries ask for these names (`readelf -d`). Links to
     // the one file, not copies: the dynamic loader recognises a library by

@@ -1,0 +1,53 @@
+//! `omptarget-mpi-device`: serves one rank's devices to the offload
+//! programs of an MPI job.
+//!
+//! Started by `mpirun` beside the program (`mpirun -np 1 ./app : -np N
+//! omptarget-mpi-device`, or `omptarget run --mpi N -- ./app`). It joins
+//! the job (collectively with the program's ranks), builds an
+//! `omptarget::Runtime` over its local plugin (the built-in host plugin by
+//! default, any plugin library with `--plugin PATH`), and answers requests
+//! one at a time until every program rank has said `Exit`. Then it shuts
+//! its runtime down in the fixed order, acknowledges with the teardown's
+//! summary, leaves MPI and exits 0.
+mod server;
+
+use server::{Server, ServerConfig};
+use std::process::ExitCode;
+
+const USAGE: &str = "usage: omptarget-mpi-device [--plugin PATH]
+
+Serves this rank's devices to the offload programs of an MPI job; start it
+with mpirun beside the program: mpirun -np 1 ./app : -np N omptarget-mpi-device
+
+  --plugin PATH   serve the devices of this plugin library (default: the
+                  built-in host plugin, x86_64 devices in this process)";
+
+fn main() -> ExitCode {
+    let mut config = ServerConfig::default();
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--plugin" => match args.next() {
+                Some(path) => config.plugin = Some(path.into()),
+                None => return usage("--plugin needs a path"),
+            },
+            "-h" | "--help" => {
+                println!("{USAGE}");
+                return ExitCode::SUCCESS;
+            }
+            other => return usage(&format!("unknown argument {other:?}")),
+        }
+    }
+    match Server::start(config).and_then(Server::serve) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("omptarget-mpi-device: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn usage(problem: &str) -> ExitCode {
+    eprintln!("omptarget-mpi-device: {problem}\n{USAGE}");
+    ExitCode::from(2)
+}

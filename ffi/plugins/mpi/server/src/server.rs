@@ -1,0 +1,520 @@
+//! The request loop: one request at a time, each answered before the next.
+use omptarget::abi::{self, plugin::KernelArgType, AllocKind, DeviceImage, OffloadEntry};
+use omptarget::{Config, Device, DevicePtr, RegionLaunch, Runtime};
+use omptarget_plugin_mpi::mpi::ANY_SOURCE;
+use omptarget_plugin_mpi::protocol::{self, EntrySpec, Op, Request, Writer, REQUEST_TAG};
+use omptarget_plugin_mpi::world::{Role, World};
+use std::collections::{BTreeSet, HashMap};
+use std::ffi::{c_void, CString};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// How to start.
+#[derive(Debug, Default)]
+pub struct ServerConfig {
+    /// The plugin library whose devices are served; `None`: the built-in
+    /// host plugin.
+    pub plugin: Option<PathBuf>,
+}
+
+/// An image a client loaded here: its bytes and entry table, which the
+/// plugin may use while it is loaded (the keepalive of the load).
+struct ImageStorage {
+    desc: Box<DeviceImage>,
+    _bytes: Vec<u8>,
+    _entries: Vec<OffloadEntry>,
+    _names: Vec<CString>,
+}
+
+// SAFETY: the raw pointers point into this value's own heap blocks, read
+// only by the plugin while the image is loaded.
+unsafe impl Send for ImageStorage {}
+// SAFETY: as above; nothing is written through them.
+unsafe impl Sync for ImageStorage {}
+
+/// A running server.
+pub struct Server {
+    world: World,
+    runtime: Option<Runtime>,
+    /// Memory in this process is the device's (the host plugin): bulk data
+    /// moves straight between MPI and device memory, with no staging copy.
+    direct: bool,
+    /// What each client loaded, by (device, client rank, image key).
+    images: HashMap<(u32, i32, u64), Arc<ImageStorage>>,
+    /// What each client allocated, by device: freed at its `DeinitDevice`.
+    allocations: HashMap<(u32, i32), BTreeSet<u64>>,
+    clients_left: usize,
+}
+
+type Reply = Result<Vec<u8>, String>;
+
+impl Server {
+    /// Join the job and build the runtime over the local plugin.
+    pub fn start(config: ServerConfig) -> Result<Server, String> {
+        let world = World::join(Role::Server)?;
+        let mut runtime_config = Config::default();
+        // Never the program's plugin list (OMPTARGET_PLUGINS may name the
+        // MPI plugin itself): only the plugin this server was told to use.
+        match &config.plugin {
+            Some(path) => {
+                if path
+                    .file_name()
+                    .is_some_and(|n| n.to_string_lossy().contains("rtl.mpi"))
+                {
+                    return Err("a device server cannot serve the MPI plugin's devices".into());
+                }
+                runtime_config = runtime_config.with_plugins([path.clone()]);
+            }
+            None => runtime_config.plugins = Some(Vec::new()),
+        }
+        let runtime = Runtime::new(runtime_config).map_err(|e| format!("its runtime: {e}"))?;
+        let direct = runtime
+            .devices()
+            .all(|d| d.plugin_name().contains("x86_64"));
+        let clients_left = world.ranks(Role::Program).len();
+        Ok(Server {
+            world,
+            runtime: Some(runtime),
+            direct,
+            images: HashMap::new(),
+            allocations: HashMap::new(),
+            clients_left,
+        })
+    }
+
+    fn runtime(&self) -> &Runtime {
+        self.runtime
+            .as_ref()
+            .expect("the runtime lives until the last Exit")
+    }
+
+    fn device(&self, id: u32) -> Result<&Device, String> {
+        self.runtime()
+            .device(id as usize)
+            .map_err(|e| format!("device {id}: {e}"))
+    }
+
+    /// Answer requests until every client has said `Exit`; then tear down
+    /// and leave the job.
+    pub fn serve(mut self) -> Result<(), String> {
+        while self.clients_left > 0 {
+            let (client, message) = self.world.recv_message(ANY_SOURCE, REQUEST_TAG)?;
+            let request = match Request::decode(&message) {
+                Ok(request) => request,
+                Err(err) => {
+                    // No reply tag to answer on: say so and go on.
+                    eprintln!("omptarget-mpi-device: from rank {client}: {err}");
+                    continue;
+                }
+            };
+            let tag = request.reply_tag;
+            let reply = self.handle(client, request);
+            let message = match reply {
+                Ok(message) => message,
+                Err(err) => protocol::error_reply(&err),
+            };
+            // A transfer's data was sent or received inside `handle`; a
+            // retrieve's reply went first (it precedes the data).
+            if !message.is_empty() {
+                self.world.send(client, tag, &message)?;
+            }
+        }
+        self.world.leave()
+    }
+
+    fn handle(&mut self, client: i32, request: Request) -> Reply {
+        let tag = request.reply_tag;
+        match request.op {
+            Op::Hello => {
+                let runtime = self.runtime();
+                let count = runtime.devices().count() as u32;
+                let plugin = runtime
+                    .devices()
+                    .next()
+                    .map(|d| d.plugin_name().to_owned())
+                    .unwrap_or_else(|| "no plugin".into());
+                // The ELF machine its images are built for.
+                let machine = if plugin.contains("cuda") { 190 } else { 62 };
+                let host = self.world.mpi.processor_name();
+                Ok(protocol::ok_reply(|w| {
+                    w.u32(count).str(&host).str(&plugin).u32(machine);
+                }))
+            }
+            Op::InitDevice { device } => {
+                self.device(device)?
+                    .ensure_initialized()
+                    .map_err(|e| e.to_string())?;
+                ok()
+            }
+            Op::DeinitDevice { device } => self.release(client, device),
+            Op::LoadBinary {
+                device,
+                key,
+                flags,
+                image,
+                entries,
+            } => self.load(client, device, key, flags, image, entries),
+            Op::UnloadBinary { device, key } => {
+                let storage = self
+                    .images
+                    .remove(&(device, client, key))
+                    .ok_or_else(|| format!("no image {key:#x} loaded on device {device}"))?;
+                let desc = (&*storage.desc as *const DeviceImage).cast_mut();
+                // SAFETY: loaded from `desc`, which `storage` keeps alive.
+                unsafe { self.device(device)?.unload_image(desc) }.map_err(|e| e.to_string())?;
+                ok()
+            }
+            Op::Alloc { device, size, kind } => {
+                let kind =
+                    AllocKind::from_raw(kind).ok_or_else(|| format!("allocation kind {kind}"))?;
+                let dev = self.device(device)?;
+                // SAFETY: no host pointer: the memory mirrors nothing here.
+                let ptr = unsafe { dev.alloc(size as usize, std::ptr::null_mut(), kind) }
+                    .map_err(|e| e.to_string())?;
+                let addr = ptr.addr() as u64;
+                self.allocations
+                    .entry((device, client))
+                    .or_default()
+                    .insert(addr);
+                Ok(protocol::ok_reply(|w| {
+                    w.u64(addr);
+                }))
+            }
+            Op::Delete { device, ptr } => {
+                if !self
+                    .allocations
+                    .get_mut(&(device, client))
+                    .is_some_and(|set| set.remove(&ptr))
+                {
+                    return Err(format!(
+                        "{ptr:#x} is not an allocation of yours on device {device}"
+                    ));
+                }
+                // SAFETY: the client owned it and gave it up.
+                unsafe {
+                    self.device(device)?
+                        .free(DevicePtr::from_raw(ptr as usize as *mut c_void))
+                }
+                .map_err(|e| e.to_string())?;
+                ok()
+            }
+            Op::Submit { device, ptr, size } => {
+                self.submit(client, tag, device, ptr, size as usize)
+            }
+            Op::Retrieve { device, ptr, size } => {
+                // The reply goes first, then the data: nothing more to send.
+                let header = protocol::ok_reply(|_| {});
+                self.send_from(client, tag, device, ptr, size as usize, Some(header))?;
+                Ok(Vec::new())
+            }
+            Op::ExchangeOut {
+                device,
+                ptr,
+                size,
+                peer,
+                tag: data_tag,
+            } => {
+                // The peer server waits for `size` bytes whatever happens
+                // here: on failure it gets zeros, and the client the error.
+                match self.send_from(peer, data_tag, device, ptr, size as usize, None) {
+                    Ok(()) => ok(),
+                    Err(err) => {
+                        let zeros = vec![0u8; size as usize];
+                        // SAFETY: `zeros` holds `size` bytes.
+                        unsafe {
+                            self.world.send_raw(
+                                peer,
+                                data_tag,
+                                zeros.as_ptr().cast(),
+                                zeros.len(),
+                            )?
+                        };
+                        Err(err)
+                    }
+                }
+            }
+            Op::ExchangeIn {
+                device,
+                ptr,
+                size,
+                peer,
+                tag: data_tag,
+            } => {
+                self.receive_into(peer, data_tag, device, ptr, size as usize)?;
+                ok()
+            }
+            Op::ExchangeLocal {
+                src,
+                src_ptr,
+                dst,
+                dst_ptr,
+                size,
+            } => {
+                let (from, to) = (self.device(src)?, self.device(dst)?);
+                let mut staging = vec![0u8; size as usize];
+                // SAFETY: `staging` holds `size` bytes; the addresses are
+                // the client's, as for any plugin's exchange.
+                unsafe {
+                    from.retrieve(
+                        staging.as_mut_ptr().cast(),
+                        DevicePtr::from_raw(src_ptr as usize as *mut c_void),
+                        staging.len(),
+                    )
+                    .map_err(|e| e.to_string())?;
+                    to.submit(
+                        DevicePtr::from_raw(dst_ptr as usize as *mut c_void),
+                        staging.as_ptr().cast(),
+                        staging.len(),
+                    )
+                    .map_err(|e| e.to_string())?;
+                }
+                ok()
+            }
+            Op::Run {
+                device,
+                entry,
+                args,
+                types,
+                teams,
+            } => {
+                let dev = self.device(device)?;
+                let mut slots: Vec<*mut c_void> =
+                    args.iter().map(|a| *a as usize as *mut c_void).collect();
+                let launch = match teams {
+                    Some((num_teams, thread_limit, loop_tripcount)) => RegionLaunch::Teams {
+                        num_teams,
+                        thread_limit,
+                        loop_tripcount,
+                    },
+                    None => RegionLaunch::Single,
+                };
+                let entry = entry as usize as *mut c_void;
+                match types {
+                    None => {
+                        let mut offsets = vec![0isize; slots.len()];
+                        // SAFETY: the client's launch: its entry and
+                        // arguments, as any plugin's caller passes them.
+                        unsafe { dev.run_region(entry, &mut slots, &mut offsets, launch) }
+                    }
+                    Some(types) => {
+                        let types = types
+                            .iter()
+                            .map(|t| {
+                                KernelArgType::from_code(*t)
+                                    .ok_or_else(|| format!("argument type {t}"))
+                            })
+                            .collect::<Result<Vec<_>, _>>()?;
+                        // SAFETY: as above, with the kernel's types.
+                        unsafe { dev.run_typed_region(entry, &mut slots, &types, launch) }
+                    }
+                }
+                .map_err(|e| e.to_string())?;
+                ok()
+            }
+            Op::Synchronize { device } => {
+                self.device(device)?
+                    .synchronize()
+                    .map_err(|e| e.to_string())?;
+                ok()
+            }
+            Op::Exit => {
+                self.clients_left -= 1;
+                let summary = if self.clients_left == 0 {
+                    self.shut_down()
+                } else {
+                    format!("{} more program rank(s) to say exit", self.clients_left)
+                };
+                Ok(protocol::ok_reply(|w| {
+                    w.str(&summary);
+                }))
+            }
+        }
+    }
+
+    /// The teardown, in the runtime's fixed order; its one-line summary.
+    fn shut_down(&mut self) -> String {
+        let runtime = self.runtime.take().expect("shut down once");
+        let report = runtime.shutdown();
+        // The images' storage outlives their unload, which the shutdown did.
+        self.images.clear();
+        format!("rank {}: {}", self.world.rank, report.summary())
+    }
+
+    /// What `client` left on `device`: its images unloaded, its memory freed.
+    fn release(&mut self, client: i32, device: u32) -> Reply {
+        let ptrs = self
+            .allocations
+            .remove(&(device, client))
+            .unwrap_or_default();
+        let dev = self.device(device)?;
+        let mut errors = Vec::new();
+        let keys: Vec<_> = self
+            .images
+            .keys()
+            .filter(|(d, c, _)| *d == device && *c == client)
+            .copied()
+            .collect();
+        let dev_ptr_errors = {
+            for key in &keys {
+                let storage = &self.images[key];
+                let desc = (&*storage.desc as *const DeviceImage).cast_mut();
+                // SAFETY: loaded from `desc`, kept alive by `storage`.
+                if let Err(err) = unsafe { dev.unload_image(desc) } {
+                    errors.push(err.to_string());
+                }
+            }
+            for ptr in ptrs {
+                // SAFETY: the client's allocation, given up with its device.
+                if let Err(err) =
+                    unsafe { dev.free(DevicePtr::from_raw(ptr as usize as *mut c_void)) }
+                {
+                    errors.push(err.to_string());
+                }
+            }
+            errors
+        };
+        for key in keys {
+            self.images.remove(&key);
+        }
+        if dev_ptr_errors.is_empty() {
+            ok()
+        } else {
+            Err(dev_ptr_errors.join("; "))
+        }
+    }
+
+    fn load(
+        &mut self,
+        client: i32,
+        device: u32,
+        key: u64,
+        flags: u32,
+        bytes: Vec<u8>,
+        specs: Vec<EntrySpec>,
+    ) -> Reply {
+        let names = specs
+            .iter()
+            .map(|e| {
+                CString::new(e.name.as_str())
+                    .map_err(|_| format!("entry name {:?} holds a NUL", e.name))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut entries: Vec<OffloadEntry> = specs
+            .iter()
+            .zip(&names)
+            .map(|(spec, name)| OffloadEntry {
+                // A host address stands for the entry in the program; here
+                // only its name matters. Any non-null value will do.
+                addr: name.as_ptr().cast_mut().cast(),
+                name: name.as_ptr().cast_mut(),
+                size: spec.size as usize,
+                flags: spec.flags,
+                reserved: 0,
+            })
+            .collect();
+        let mut bytes = bytes;
+        let range = bytes.as_mut_ptr_range();
+        let entry_range = entries.as_mut_ptr_range();
+        let storage = Arc::new(ImageStorage {
+            desc: Box::new(DeviceImage {
+                image_start: range.start.cast(),
+                image_end: range.end.cast(),
+                entries_begin: entry_range.start,
+                entries_end: entry_range.end,
+            }),
+            _bytes: bytes,
+            _entries: entries,
+            _names: names,
+        });
+        let desc = (&*storage.desc as *const DeviceImage).cast_mut();
+        let keep: Arc<dyn std::any::Any + Send + Sync> = storage.clone();
+        let dev = self.device(device)?;
+        // SAFETY: `desc` and what it points to live in `storage`, kept by
+        // the device while the image is loaded (and by `self.images`).
+        let loaded = unsafe {
+            if flags & abi::plugin::load_flags::BIND_NOW != 0 {
+                dev.load_image_bind_now(desc, Some(keep))
+            } else {
+                dev.load_image_kept(desc, Some(keep))
+            }
+        }
+        .map_err(|e| e.to_string())?;
+        self.images.insert((device, client, key), storage);
+        Ok(protocol::ok_reply(|w| {
+            for entry in &loaded.entries {
+                w.u64(entry.addr as u64);
+            }
+        }))
+    }
+
+    fn submit(&mut self, client: i32, tag: i32, device: u32, ptr: u64, size: usize) -> Reply {
+        self.receive_into(client, tag, device, ptr, size)?;
+        ok()
+    }
+
+    /// Receive `size` bytes from `peer` (tag `tag`) into `ptr` on `device`.
+    fn receive_into(
+        &self,
+        peer: i32,
+        tag: i32,
+        device: u32,
+        ptr: u64,
+        size: usize,
+    ) -> Result<(), String> {
+        let dev = self.device(device);
+        let target = DevicePtr::from_raw(ptr as usize as *mut c_void);
+        if self.direct && dev.is_ok() {
+            // SAFETY: host-plugin device memory is this process's memory;
+            // the address and size are the sender's, as for any plugin's
+            // submit.
+            return unsafe { self.world.recv_raw(peer, tag, target.as_ptr(), size) };
+        }
+        // Staged: the data must be received whatever happens next, or it
+        // would be taken for the next message.
+        let mut staging = vec![0u8; size];
+        // SAFETY: `staging` holds `size` bytes.
+        unsafe {
+            self.world
+                .recv_raw(peer, tag, staging.as_mut_ptr().cast(), size)?
+        };
+        let dev = dev?;
+        // SAFETY: as above.
+        unsafe { dev.submit(target, staging.as_ptr().cast(), size) }.map_err(|e| e.to_string())
+    }
+
+    /// Send `size` bytes at `ptr` on `device` to `peer` (tag `tag`),
+    /// after `header` (a retrieve's successful reply) if any. An error
+    /// before anything was sent leaves nothing sent.
+    fn send_from(
+        &self,
+        peer: i32,
+        tag: i32,
+        device: u32,
+        ptr: u64,
+        size: usize,
+        header: Option<Vec<u8>>,
+    ) -> Result<(), String> {
+        let dev = self.device(device)?;
+        let source = DevicePtr::from_raw(ptr as usize as *mut c_void);
+        let staging;
+        let data: *const c_void = if self.direct {
+            source.as_ptr()
+        } else {
+            let mut buffer = vec![0u8; size];
+            // SAFETY: `buffer` holds `size` bytes.
+            unsafe { dev.retrieve(buffer.as_mut_ptr().cast(), source, size) }
+                .map_err(|e| e.to_string())?;
+            staging = buffer;
+            staging.as_ptr().cast()
+        };
+        if let Some(header) = header {
+            self.world.send(peer, tag, &header)?;
+        }
+        // SAFETY: device memory of this process (direct) or `staging`.
+        unsafe { self.world.send_raw(peer, tag, data, size) }
+    }
+}
+
+fn ok() -> Reply {
+    Ok(protocol::ok_reply(|_: &mut Writer| {}))
+}

@@ -1,0 +1,476 @@
+//! [`MpiBackend`]: the plugin kit's backend whose devices are other
+//! ranks' devices.
+use crate::client::{self, Client, Server};
+use crate::protocol::{self, EntrySpec, Op};
+use omptarget_plugin_kit::abi::plugin::{DeviceInfoKey, KernelArgType};
+use omptarget_plugin_kit::abi::{AllocKind, DeviceImage, OffloadEntry, TargetTable};
+use omptarget_plugin_kit::error::Result;
+use omptarget_plugin_kit::{
+    Backend, DeviceId, DeviceInfoValue, ImageRef, InitCause, LoadOptions, PluginError, TeamConfig,
+};
+use std::collections::HashMap;
+use std::ffi::{c_int, c_void, CStr, CString};
+use std::ptr::NonNull;
+use std::sync::{Arc, Mutex};
+
+/// One remote device: which server, and its number there.
+#[derive(Debug, Clone, Copy)]
+struct Remote {
+    server: usize,
+    device: u32,
+}
+
+/// An image loaded on a remote device: the target table handed to the
+/// runtime, with the remote addresses.
+struct RemoteImage {
+    table: Box<TargetTable>,
+    _entries: Box<[OffloadEntry]>,
+    _names: Box<[CString]>,
+}
+
+// SAFETY: the raw pointers point into this value's own boxes.
+unsafe impl Send for RemoteImage {}
+
+/// The MPI plugin's state: the connection and the remote devices. With
+/// no MPI launcher, or no server in the job, it has no connection and
+/// reports 0 devices, silently (as the CUDA plugin without a driver).
+pub struct MpiBackend {
+    client: Option<Arc<Client>>,
+    devices: Vec<Remote>,
+    images: Mutex<HashMap<(usize, usize), RemoteImage>>,
+    hook: Option<crate::finalize_hook::FinalizeHook>,
+}
+
+fn backend_err(err: String) -> PluginError {
+    PluginError::Backend(err)
+}
+
+impl MpiBackend {
+    fn client(&self) -> Result<&Client> {
+        self.client
+            .as_deref()
+            .ok_or_else(|| backend_err("no MPI device server in this job".into()))
+    }
+
+    fn remote(&self, device: DeviceId) -> Remote {
+        self.devices[device.index()]
+    }
+
+    fn server_of(&self, device: DeviceId) -> &Server {
+        let client = self
+            .client
+            .as_deref()
+            .expect("a device implies a connection");
+        &client.servers()[self.remote(device).server]
+    }
+
+    fn call(&self, device: DeviceId, op: Op) -> Result<Vec<u8>> {
+        let remote = self.remote(device);
+        self.client()?
+            .call_ok(remote.server, op)
+            .map_err(|e| self.located(device, e))
+    }
+
+    /// An error that names where it happened.
+    fn located(&self, device: DeviceId, err: String) -> PluginError {
+        let server = self.server_of(device);
+        backend_err(format!(
+            "remote device {} (rank {} on {}, its device {}): {err}",
+            device.index(),
+            server.rank,
+            server.host,
+            self.remote(device).device
+        ))
+    }
+}
+
+impl Backend for MpiBackend {
+    const NAME: &'static str = "mpi";
+
+    fn init(_cause: InitCause) -> Result<Self> {
+        let mut backend = MpiBackend {
+            client: None,
+            devices: Vec::new(),
+            images: Mutex::new(HashMap::new()),
+            hook: None,
+        };
+        if !client::should_connect() {
+            return Ok(backend);
+        }
+        let Some(client) = Client::connect().map_err(backend_err)? else {
+            return Ok(backend);
+        };
+        for (server, s) in client.servers().iter().enumerate() {
+            backend
+                .devices
+                .extend((0..s.devices).map(|device| Remote { server, device }));
+        }
+        let client = Arc::new(client);
+        backend.hook = crate::finalize_hook::FinalizeHook::install(&client)
+            .map_err(|e| tracing::warn!("no MPI_Finalize hook: {e}"))
+            .ok();
+        backend.client = Some(client);
+        Ok(backend)
+    }
+
+    fn deinit(self) -> Result<()> {
+        let MpiBackend {
+            client,
+            hook,
+            images,
+            ..
+        } = self;
+        drop(images);
+        let Some(client) = client else {
+            return Ok(());
+        };
+        let mut failures = Vec::new();
+        for (rank, ack) in client.close("the plugin was deinitialised") {
+            match ack {
+                Ok(summary) => tracing::info!(rank, "device server: {summary}"),
+                Err(err) => failures.push(format!("rank {rank}: {err}")),
+            }
+        }
+        if let Some(hook) = hook {
+            hook.remove(&client);
+        }
+        match Arc::try_unwrap(client) {
+            Ok(client) => client.leave().map_err(backend_err)?,
+            Err(_) => failures.push("the connection is still in use".into()),
+        }
+        if failures.is_empty() {
+            Ok(())
+        } else {
+            Err(backend_err(format!(
+                "device servers: {}",
+                failures.join("; ")
+            )))
+        }
+    }
+
+    fn number_of_devices(&self) -> usize {
+        self.devices.len()
+    }
+
+    fn is_valid_binary(&self, image: &ImageRef<'_>) -> bool {
+        // An ELF file for the machine the servers' plugin runs.
+        let bytes = image.bytes;
+        if bytes.len() < 20 || &bytes[..4] != b"\x7fELF" {
+            return false;
+        }
+        let machine = u16::from_le_bytes([bytes[18], bytes[19]]);
+        self.client
+            .as_deref()
+            .is_some_and(|c| c.servers().iter().any(|s| s.machine == machine))
+    }
+
+    fn init_device(&self, device: DeviceId) -> Result<()> {
+        let remote = self.remote(device);
+        self.call(
+            device,
+            Op::InitDevice {
+                device: remote.device,
+            },
+        )
+        .map(drop)
+    }
+
+    fn deinit_device(&self, device: DeviceId) -> Result<()> {
+        let remote = self.remote(device);
+        let result = self.call(
+            device,
+            Op::DeinitDevice {
+                device: remote.device,
+            },
+        );
+        self.images
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|(d, _), _| *d != device.index());
+        result.map(drop)
+    }
+
+    fn load_binary(
+        &self,
+        device: DeviceId,
+        image: &ImageRef<'_>,
+        options: LoadOptions,
+    ) -> Result<NonNull<TargetTable>> {
+        let remote = self.remote(device);
+        let mut names = Vec::with_capacity(image.entries.len());
+        let mut specs = Vec::with_capacity(image.entries.len());
+        for entry in image.entries {
+            if entry.name.is_null() {
+                return Err(PluginError::InvalidImage("an entry has no name".into()));
+            }
+            // SAFETY: the runtime's entries hold NUL-terminated names.
+            let name = unsafe { CStr::from_ptr(entry.name) };
+            specs.push(EntrySpec {
+                name: name.to_string_lossy().into_owned(),
+                size: entry.size as u64,
+                flags: entry.flags,
+            });
+            names.push(name.to_owned());
+        }
+        let key = image.desc.as_ptr() as usize;
+        let flags = if options.bind_now {
+            omptarget_plugin_kit::abi::plugin::load_flags::BIND_NOW
+        } else {
+            0
+        };
+        let op = Op::LoadBinary {
+            device: remote.device,
+            key: key as u64,
+            flags,
+            image: image.bytes.to_vec(),
+            entries: specs,
+        };
+        let reply = self.call(device, op)?;
+        let mut r = protocol::read_reply(&reply).map_err(backend_err)?;
+        let mut entries = Vec::with_capacity(names.len());
+        for (entry, name) in image.entries.iter().zip(&names) {
+            let addr = r.u64().map_err(|e| backend_err(e.to_string()))?;
+            entries.push(OffloadEntry {
+                addr: addr as usize as *mut c_void,
+                name: name.as_ptr().cast_mut(),
+                size: entry.size,
+                flags: entry.flags,
+                reserved: 0,
+            });
+        }
+        let mut entries = entries.into_boxed_slice();
+        let range = entries.as_mut_ptr_range();
+        let table = Box::new(TargetTable {
+            entries_begin: range.start,
+            entries_end: range.end,
+        });
+        let loaded = RemoteImage {
+            table,
+            _entries: entries,
+            _names: names.into_boxed_slice(),
+        };
+        let ptr = NonNull::from(&*loaded.table);
+        self.images
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert((device.index(), key), loaded);
+        Ok(ptr)
+    }
+
+    fn unload_binary(&self, device: DeviceId, image: NonNull<DeviceImage>) -> Result<()> {
+        let remote = self.remote(device);
+        let key = image.as_ptr() as usize;
+        self.call(
+            device,
+            Op::UnloadBinary {
+                device: remote.device,
+                key: key as u64,
+            },
+        )?;
+        self.images
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&(device.index(), key));
+        Ok(())
+    }
+
+    fn data_alloc(
+        &self,
+        device: DeviceId,
+        size: usize,
+        _host_ptr: *mut c_void,
+        kind: AllocKind,
+    ) -> Result<NonNull<c_void>> {
+        if matches!(kind, AllocKind::Host | AllocKind::Shared) {
+            // Memory on another machine cannot be the program's host
+            // memory: refuse rather than hand out an address the program
+            // would dereference.
+            return Err(PluginError::InvalidArgument(format!(
+                "{kind:?} memory (host-accessible) cannot be allocated on a remote device"
+            )));
+        }
+        let remote = self.remote(device);
+        let reply = self.call(
+            device,
+            Op::Alloc {
+                device: remote.device,
+                size: size as u64,
+                kind: kind as i32,
+            },
+        )?;
+        let addr = protocol::read_reply(&reply)
+            .and_then(|mut r| r.u64().map_err(|e| e.to_string()))
+            .map_err(backend_err)?;
+        NonNull::new(addr as usize as *mut c_void).ok_or_else(|| {
+            PluginError::OutOfMemory(format!("{size} bytes on remote device {}", device.index()))
+        })
+    }
+
+    fn data_delete(&self, device: DeviceId, tgt_ptr: NonNull<c_void>) -> Result<()> {
+        let remote = self.remote(device);
+        self.call(
+            device,
+            Op::Delete {
+                device: remote.device,
+                ptr: tgt_ptr.as_ptr() as u64,
+            },
+        )
+        .map(drop)
+    }
+
+    unsafe fn data_submit(
+        &self,
+        device: DeviceId,
+        tgt_ptr: NonNull<c_void>,
+        host_ptr: NonNull<c_void>,
+        size: usize,
+    ) -> Result<()> {
+        let remote = self.remote(device);
+        // SAFETY: per this function's contract.
+        unsafe {
+            self.client()?.submit(
+                remote.server,
+                remote.device,
+                tgt_ptr.as_ptr() as u64,
+                host_ptr.as_ptr(),
+                size,
+            )
+        }
+        .map_err(|e| self.located(device, e))
+    }
+
+    unsafe fn data_retrieve(
+        &self,
+        device: DeviceId,
+        host_ptr: NonNull<c_void>,
+        tgt_ptr: NonNull<c_void>,
+        size: usize,
+    ) -> Result<()> {
+        let remote = self.remote(device);
+        // SAFETY: per this function's contract.
+        unsafe {
+            self.client()?.retrieve(
+                remote.server,
+                remote.device,
+                tgt_ptr.as_ptr() as u64,
+                host_ptr.as_ptr(),
+                size,
+            )
+        }
+        .map_err(|e| self.located(device, e))
+    }
+
+    fn is_data_exchangable(&self, _src: DeviceId, _dst: DeviceId) -> bool {
+        true
+    }
+
+    unsafe fn data_exchange(
+        &self,
+        src: DeviceId,
+        src_ptr: NonNull<c_void>,
+        dst: DeviceId,
+        dst_ptr: NonNull<c_void>,
+        size: usize,
+    ) -> Result<()> {
+        let (s, d) = (self.remote(src), self.remote(dst));
+        self.client()?
+            .exchange(
+                (s.server, s.device, src_ptr.as_ptr() as u64),
+                (d.server, d.device, dst_ptr.as_ptr() as u64),
+                size as u64,
+            )
+            .map_err(|e| self.located(src, e))
+    }
+
+    unsafe fn run_region(
+        &self,
+        device: DeviceId,
+        entry: NonNull<c_void>,
+        args: &[*mut c_void],
+        teams: Option<TeamConfig>,
+    ) -> Result<()> {
+        self.run(device, entry, args, None, teams)
+    }
+
+    unsafe fn run_typed_region(
+        &self,
+        device: DeviceId,
+        entry: NonNull<c_void>,
+        args: &[*mut c_void],
+        types: &[KernelArgType],
+        teams: Option<TeamConfig>,
+    ) -> Result<()> {
+        self.run(device, entry, args, Some(types), teams)
+    }
+
+    fn synchronize(&self, device: DeviceId) -> Result<()> {
+        let remote = self.remote(device);
+        self.call(
+            device,
+            Op::Synchronize {
+                device: remote.device,
+            },
+        )
+        .map(drop)
+    }
+
+    fn init_requires(&self, flags: i64) -> i64 {
+        // `requires unified_shared_memory` and `unified_address` cannot
+        // hold across machines: not accepted, so the runtime refuses these
+        // devices to such a program.
+        use omptarget_plugin_kit::abi::requires;
+        flags & !(requires::UNIFIED_ADDRESS | requires::UNIFIED_SHARED_MEMORY)
+    }
+
+    fn print_device_info(&self, device: DeviceId) {
+        let server = self.server_of(device);
+        println!(
+            "    MPI remote device: rank {} on {}, its device {} ({})",
+            server.rank,
+            server.host,
+            self.remote(device).device,
+            server.plugin
+        );
+    }
+
+    fn device_info(&self, device: DeviceId, key: DeviceInfoKey) -> Result<Option<DeviceInfoValue>> {
+        let server = self.server_of(device);
+        Ok(match key {
+            DeviceInfoKey::Name => Some(DeviceInfoValue::Text(format!(
+                "rank {} on {}, device {} of {}",
+                server.rank,
+                server.host,
+                self.remote(device).device,
+                server.plugin
+            ))),
+            _ => None,
+        })
+    }
+}
+
+impl MpiBackend {
+    fn run(
+        &self,
+        device: DeviceId,
+        entry: NonNull<c_void>,
+        args: &[*mut c_void],
+        types: Option<&[KernelArgType]>,
+        teams: Option<TeamConfig>,
+    ) -> Result<()> {
+        let remote = self.remote(device);
+        let op = Op::Run {
+            device: remote.device,
+            entry: entry.as_ptr() as u64,
+            args: args.iter().map(|a| *a as u64).collect(),
+            types: types.map(|t| t.iter().map(|t| *t as u8).collect()),
+            teams: teams.map(|t| {
+                (
+                    t.num_teams as c_int,
+                    t.thread_limit as c_int,
+                    t.loop_tripcount,
+                )
+            }),
+        };
+        self.call(device, op).map(drop)
+    }
+}

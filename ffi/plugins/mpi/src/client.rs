@@ -1,0 +1,270 @@
+//! The program's side of the protocol: one request, one reply, from any
+//! thread.
+use crate::mpi;
+use crate::protocol::{self, Op, Request, FIRST_REPLY_TAG, LAST_REPLY_TAG, REQUEST_TAG};
+use crate::world::{Role, World};
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::Mutex;
+
+/// One device server, as its `Hello` reply describes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Server {
+    /// Its rank in the plugin's communicator.
+    pub rank: i32,
+    /// How many devices it serves.
+    pub devices: u32,
+    /// Its host name.
+    pub host: String,
+    /// The plugin it serves them with (file name).
+    pub plugin: String,
+    /// The ELF machine of the images that plugin runs (62: x86_64, 190: CUDA).
+    pub machine: u16,
+}
+
+/// The connection to every server of the job.
+pub struct Client {
+    world: World,
+    servers: Vec<Server>,
+    next_tag: AtomicI32,
+    /// Why no request may be sent any more (the servers were told to exit).
+    closed: Mutex<Option<String>>,
+    /// Device-to-device copies between two servers run one at a time: two
+    /// servers sending to each other at once, each blocked in its send,
+    /// would wait for each other for ever.
+    exchanges: Mutex<()>,
+}
+
+impl Client {
+    /// Join the job as a program rank and greet every server. `Ok(None)`:
+    /// the job has no server.
+    pub fn connect() -> Result<Option<Client>, String> {
+        let world = World::join(Role::Program)?;
+        let ranks = world.ranks(Role::Server);
+        let mut client = Client {
+            world,
+            servers: Vec::new(),
+            next_tag: AtomicI32::new(FIRST_REPLY_TAG),
+            closed: Mutex::new(None),
+            exchanges: Mutex::new(()),
+        };
+        if ranks.is_empty() {
+            client.world.leave()?;
+            return Ok(None);
+        }
+        for rank in ranks {
+            let reply = client.call_rank(rank, Op::Hello)?;
+            let mut r = protocol::read_reply(&reply)?;
+            let server = (|| -> Result<Server, protocol::Malformed> {
+                Ok(Server {
+                    rank,
+                    devices: r.u32()?,
+                    host: r.string()?,
+                    plugin: r.string()?,
+                    machine: r.u32()? as u16,
+                })
+            })()
+            .map_err(|e| format!("rank {rank}: {e}"))?;
+            client.servers.push(server);
+        }
+        Ok(Some(client))
+    }
+
+    /// The servers, in rank order.
+    pub fn servers(&self) -> &[Server] {
+        &self.servers
+    }
+
+    /// This rank's number.
+    pub fn rank(&self) -> i32 {
+        self.world.rank
+    }
+
+    fn fresh_tag(&self) -> i32 {
+        let span = LAST_REPLY_TAG - FIRST_REPLY_TAG + 1;
+        let n = self.next_tag.fetch_add(1, Ordering::Relaxed);
+        FIRST_REPLY_TAG + (n - FIRST_REPLY_TAG).rem_euclid(span)
+    }
+
+    fn check_open(&self) -> Result<(), String> {
+        match &*self.closed.lock().unwrap_or_else(|p| p.into_inner()) {
+            Some(why) => Err(format!("the remote devices are gone: {why}")),
+            None => Ok(()),
+        }
+    }
+
+    /// Send `op` to server `server` and wait for its reply message.
+    pub fn call(&self, server: usize, op: Op) -> Result<Vec<u8>, String> {
+        self.check_open()?;
+        self.call_rank(self.servers[server].rank, op)
+    }
+
+    fn call_rank(&self, rank: i32, op: Op) -> Result<Vec<u8>, String> {
+        let reply_tag = self.fresh_tag();
+        let request = Request { reply_tag, op }.encode();
+        self.world.send(rank, REQUEST_TAG, &request)?;
+        Ok(self.world.recv_message(rank, reply_tag)?.1)
+    }
+
+    /// `call`, then the reply's payload or the server's error.
+    pub fn call_ok(&self, server: usize, op: Op) -> Result<Vec<u8>, String> {
+        let reply = self.call(server, op)?;
+        protocol::read_reply(&reply)?;
+        Ok(reply)
+    }
+
+    /// Copy `size` bytes from `host` to `ptr` on the server's `device`.
+    ///
+    /// # Safety
+    /// `host` is readable for `size` bytes.
+    pub unsafe fn submit(
+        &self,
+        server: usize,
+        device: u32,
+        ptr: u64,
+        host: *const c_void,
+        size: usize,
+    ) -> Result<(), String> {
+        self.check_open()?;
+        let rank = self.servers[server].rank;
+        let reply_tag = self.fresh_tag();
+        let op = Op::Submit {
+            device,
+            ptr,
+            size: size as u64,
+        };
+        self.world
+            .send(rank, REQUEST_TAG, &Request { reply_tag, op }.encode())?;
+        // SAFETY: per this function's contract.
+        unsafe { self.world.send_raw(rank, reply_tag, host, size)? };
+        let reply = self.world.recv_message(rank, reply_tag)?.1;
+        protocol::read_reply(&reply).map(drop)
+    }
+
+    /// Copy `size` bytes from `ptr` on the server's `device` to `host`.
+    ///
+    /// # Safety
+    /// `host` is writable for `size` bytes.
+    pub unsafe fn retrieve(
+        &self,
+        server: usize,
+        device: u32,
+        ptr: u64,
+        host: *mut c_void,
+        size: usize,
+    ) -> Result<(), String> {
+        self.check_open()?;
+        let rank = self.servers[server].rank;
+        let reply_tag = self.fresh_tag();
+        let op = Op::Retrieve {
+            device,
+            ptr,
+            size: size as u64,
+        };
+        self.world
+            .send(rank, REQUEST_TAG, &Request { reply_tag, op }.encode())?;
+        let reply = self.world.recv_message(rank, reply_tag)?.1;
+        protocol::read_reply(&reply)?;
+        // SAFETY: per this function's contract.
+        unsafe { self.world.recv_raw(rank, reply_tag, host, size) }
+    }
+
+    /// Copy `size` bytes between devices of two servers, straight from
+    /// one to the other.
+    pub fn exchange(
+        &self,
+        (src, src_device, src_ptr): (usize, u32, u64),
+        (dst, dst_device, dst_ptr): (usize, u32, u64),
+        size: u64,
+    ) -> Result<(), String> {
+        self.check_open()?;
+        if src == dst {
+            let op = Op::ExchangeLocal {
+                src: src_device,
+                src_ptr,
+                dst: dst_device,
+                dst_ptr,
+                size,
+            };
+            return self.call_ok(src, op).map(drop);
+        }
+        let _one_at_a_time = self.exchanges.lock().unwrap_or_else(|p| p.into_inner());
+        let (src_rank, dst_rank) = (self.servers[src].rank, self.servers[dst].rank);
+        let tag = self.fresh_tag();
+        let (out_tag, in_tag) = (self.fresh_tag(), self.fresh_tag());
+        let out = Op::ExchangeOut {
+            device: src_device,
+            ptr: src_ptr,
+            size,
+            peer: dst_rank,
+            tag,
+        };
+        let inn = Op::ExchangeIn {
+            device: dst_device,
+            ptr: dst_ptr,
+            size,
+            peer: src_rank,
+            tag,
+        };
+        self.world.send(
+            src_rank,
+            REQUEST_TAG,
+            &Request {
+                reply_tag: out_tag,
+                op: out,
+            }
+            .encode(),
+        )?;
+        self.world.send(
+            dst_rank,
+            REQUEST_TAG,
+            &Request {
+                reply_tag: in_tag,
+                op: inn,
+            }
+            .encode(),
+        )?;
+        let sent = self.world.recv_message(src_rank, out_tag)?.1;
+        let received = self.world.recv_message(dst_rank, in_tag)?.1;
+        protocol::read_reply(&sent)?;
+        protocol::read_reply(&received).map(drop)
+    }
+
+    /// Tell every server this program rank is done and wait for each
+    /// one's acknowledgement (its teardown's summary); then refuse every
+    /// later request with `why`. Idempotent.
+    pub fn close(&self, why: &str) -> Vec<(i32, Result<String, String>)> {
+        let mut closed = self.closed.lock().unwrap_or_else(|p| p.into_inner());
+        if closed.is_some() {
+            return Vec::new();
+        }
+        *closed = Some(why.to_owned());
+        drop(closed);
+        let mut acks = Vec::new();
+        for server in &self.servers {
+            let ack = self.call_rank(server.rank, Op::Exit).and_then(|reply| {
+                let mut r = protocol::read_reply(&reply)?;
+                r.string().map_err(|e| e.to_string())
+            });
+            acks.push((server.rank, ack));
+        }
+        acks
+    }
+
+    /// The world, for the finalize hook.
+    pub fn world(&self) -> &World {
+        &self.world
+    }
+
+    /// Close (if not yet) and leave the job: free the communicator, and
+    /// finalise MPI if the plugin initialised it.
+    pub fn leave(self) -> Result<(), String> {
+        self.world.leave()
+    }
+}
+
+/// Whether [`Client::connect`] should be tried at all: only in a process
+/// an MPI launcher started (no library is opened otherwise).
+pub fn should_connect() -> bool {
+    mpi::launched_by_mpi() && std::env::var_os("OMPTARGET_MPI_DISABLE").is_none()
+}

@@ -1,0 +1,111 @@
+//! Closing the remote devices when the program finalises MPI first.
+//!
+//! A program that initialised MPI itself also finalises it, and for a
+//! clang-compiled program that happens at the end of `main`, before the
+//! runtime's teardown (which runs from `__tgt_unregister_lib`, in the
+//! program's destructors). After `MPI_Finalize` no message can reach a
+//! server, and a server still waiting for requests would keep the job
+//! (and the program's `MPI_Finalize`, which waits for every process of
+//! the job) waiting for ever.
+//!
+//! MPI's own hook for libraries fixes the order: `MPI_Finalize` first
+//! deletes the attributes of `MPI_COMM_SELF`, while MPI still works,
+//! calling their delete functions. The plugin sets one; its delete
+//! function tells every server to exit (each tears its devices down in the
+//! fixed order and acknowledges), so the job ends together. Later calls on
+//! remote devices fail with "the remote devices are gone: the program
+//! called MPI_Finalize"; the runtime's shutdown report lists what they
+//! could not free, which the servers' own teardown has freed.
+use crate::client::Client;
+use crate::mpi::KEYVAL_INVALID;
+use std::ffi::{c_int, c_void};
+use std::sync::Arc;
+
+/// The installed attribute; [`FinalizeHook::remove`] takes it off.
+pub struct FinalizeHook {
+    keyval: c_int,
+    /// `Arc::into_raw` of the client the delete function closes.
+    client: *const Client,
+}
+
+// SAFETY: `client` is an `Arc` reference count, released once by `remove`.
+unsafe impl Send for FinalizeHook {}
+// SAFETY: nothing is reached through `&FinalizeHook`.
+unsafe impl Sync for FinalizeHook {}
+
+unsafe extern "C" fn on_finalize(
+    _comm: *mut c_void,
+    _keyval: c_int,
+    value: *mut c_void,
+    _extra: *mut c_void,
+) -> c_int {
+    let closed = std::panic::catch_unwind(|| {
+        // SAFETY: `value` is the `Arc::into_raw` pointer `install` set,
+        // released only by `remove`, after this attribute is deleted.
+        let client = unsafe { &*value.cast::<Client>() };
+        for (rank, ack) in client.close("the program called MPI_Finalize") {
+            if let Err(err) = ack {
+                eprintln!(
+                    "omptarget: MPI device server rank {rank} did not acknowledge its exit: {err}"
+                );
+            }
+        }
+    });
+    if closed.is_err() {
+        eprintln!("omptarget: closing the MPI device servers panicked");
+    }
+    crate::mpi::SUCCESS
+}
+
+impl FinalizeHook {
+    /// Set the attribute on `MPI_COMM_SELF`.
+    pub fn install(client: &Arc<Client>) -> Result<FinalizeHook, String> {
+        let m = &client.world().mpi;
+        let mut keyval = KEYVAL_INVALID;
+        let delete: crate::mpi::DeleteAttrFn = on_finalize;
+        // SAFETY: MPI_COMM_NULL_COPY_FN and our delete function; `keyval`
+        // is written.
+        m.check("MPI_Comm_create_keyval", unsafe {
+            (m.f.comm_create_keyval)(
+                m.comm_null_copy_fn,
+                delete as *mut c_void,
+                &mut keyval,
+                std::ptr::null_mut(),
+            )
+        })?;
+        let raw = Arc::into_raw(Arc::clone(client));
+        // SAFETY: a valid keyval; the value is an opaque pointer.
+        let set = m.check("MPI_Comm_set_attr", unsafe {
+            (m.f.comm_set_attr)(m.comm_self, keyval, raw.cast_mut().cast())
+        });
+        if let Err(err) = set {
+            // SAFETY: from `Arc::into_raw` just above, not shared.
+            drop(unsafe { Arc::from_raw(raw) });
+            // SAFETY: our keyval.
+            unsafe { (m.f.comm_free_keyval)(&mut keyval) };
+            return Err(err);
+        }
+        Ok(FinalizeHook {
+            keyval,
+            client: raw,
+        })
+    }
+
+    /// Take the attribute off (unless MPI is finalised: then it is gone)
+    /// and release the client's reference.
+    pub fn remove(mut self, client: &Client) {
+        let world = client.world();
+        if !world.finalized() {
+            let m = &world.mpi;
+            // SAFETY: our keyval on MPI_COMM_SELF; the delete function runs
+            // and finds the client closed already.
+            unsafe {
+                (m.f.comm_delete_attr)(m.comm_self, self.keyval);
+                (m.f.comm_free_keyval)(&mut self.keyval);
+            }
+        }
+        // SAFETY: from `Arc::into_raw` in `install`; the attribute that
+        // held it is gone, so this is its last use.
+        drop(unsafe { Arc::from_raw(self.client) });
+    }
+}

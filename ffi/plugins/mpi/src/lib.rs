@@ -1,0 +1,31 @@
+//! Remote devices over MPI: the backend of `libomptarget.rtl.mpi.so`, and
+//! what its device server (`omptarget-mpi-device`) shares with it.
+//!
+//! In an MPI job (`mpirun -np 1 ./app : -np N omptarget-mpi-device`), the
+//! program's ranks load this plugin like any other; each device server
+//! serves its local plugin's devices, and they become the program's
+//! devices after the local ones. Outside a job, or with no server in it,
+//! the plugin opens no MPI library and reports 0 devices, silently.
+//!
+//! * [`mpi`]: Open MPI's `libmpi.so.40`, opened at run time (why not the
+//!   `mpi` crate: see there).
+//! * [`world`]: joining the job, the plugin's own communicator, and who
+//!   is a server.
+//! * [`protocol`]: the messages, their tags and their encoding.
+//! * [`client`]: the program's side: requests and bulk data.
+//! * [`finalize_hook`]: closing the servers when the program finalises MPI
+//!   before the runtime's teardown.
+//! * [`backend`]: [`MpiBackend`], the kit's backend over the client.
+//!
+//! The protocol, its threads and its place in the teardown order:
+//! `docs/mpi.md` in the repository.
+#![deny(missing_docs)]
+
+pub mod backend;
+pub mod client;
+pub mod finalize_hook;
+pub mod mpi;
+pub mod protocol;
+pub mod world;
+
+pub use backend::MpiBackend;

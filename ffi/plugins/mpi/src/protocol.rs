@@ -1,0 +1,647 @@
+//! The messages between the plugin (on the program's rank) and a device
+//! server (`omptarget-mpi-device`, on another rank), on the plugin's own
+//! communicator (a duplicate of `MPI_COMM_WORLD`).
+//!
+//! * A request goes to the server with tag [`REQUEST_TAG`]. It names the
+//!   tag of its reply, which the client picks unique among its requests in
+//!   flight, so several threads can wait for replies from one server at
+//!   once without taking each other's.
+//! * The reply comes back with that tag: a status word, then the payload,
+//!   or the server's error text.
+//! * Bulk data travels as messages of its own on the reply tag, straight
+//!   from and into the program's buffer, in fragments of at most
+//!   [`FRAGMENT`] bytes (MPI counts are `int`). A submit sends its data
+//!   after the request; a retrieve's data follows its (successful) reply.
+//!   MPI keeps messages of one sender, tag and communicator in order.
+//! * A device-to-device copy between two servers is two requests (one to
+//!   each) naming a fresh tag: the servers move the data between
+//!   themselves, not through the program's rank.
+//!
+//! Encoding: little-endian fixed-size fields, strings and blobs as a `u64`
+//! length then the bytes. A malformed message is an error of its own,
+//! never a panic: a server answers it and goes on.
+use std::fmt;
+
+/// The tag of every request to a server.
+pub const REQUEST_TAG: i32 = 1;
+/// The first reply tag; tags below are reserved.
+pub const FIRST_REPLY_TAG: i32 = 16;
+/// The last reply tag used (Open MPI's `MPI_TAG_UB` is 2^31 - 1; MPI
+/// guarantees only 32767, so stay within that).
+pub const LAST_REPLY_TAG: i32 = 32767;
+/// The largest fragment of bulk data, in bytes.
+pub const FRAGMENT: usize = 1 << 30;
+
+/// What a server is asked to do. `device` is the server's own device
+/// number.
+/// The fields are the arguments of the `__tgt_rtl_*` entry of the same
+/// name (`ptr` a device address, `size` in bytes).
+#[allow(missing_docs)]
+#[derive(Debug, Clone, PartialEq)]
+pub enum Op {
+    /// Who are you: device count, host name, plugin.
+    Hello,
+    /// `init_device`.
+    InitDevice { device: u32 },
+    /// `deinit_device`.
+    DeinitDevice { device: u32 },
+    /// Load an image; reply: one device address per entry.
+    LoadBinary {
+        device: u32,
+        /// The program's `__tgt_device_image` address: the image's key.
+        key: u64,
+        /// `__tgt_rtl_load_binary_flags`'s flags.
+        flags: u32,
+        image: Vec<u8>,
+        entries: Vec<EntrySpec>,
+    },
+    /// Unload the image loaded under `key`.
+    UnloadBinary { device: u32, key: u64 },
+    /// Allocate; reply: the device address.
+    Alloc { device: u32, size: u64, kind: i32 },
+    /// Free.
+    Delete { device: u32, ptr: u64 },
+    /// Host -> device: `size` bytes follow on the reply tag.
+    Submit { device: u32, ptr: u64, size: u64 },
+    /// Device -> host: `size` bytes follow the reply on the reply tag.
+    Retrieve { device: u32, ptr: u64, size: u64 },
+    /// Send `size` bytes at `ptr` to server rank `peer` with tag `tag`.
+    ExchangeOut {
+        device: u32,
+        ptr: u64,
+        size: u64,
+        peer: i32,
+        tag: i32,
+    },
+    /// Receive `size` bytes into `ptr` from server rank `peer`, tag `tag`.
+    ExchangeIn {
+        device: u32,
+        ptr: u64,
+        size: u64,
+        peer: i32,
+        tag: i32,
+    },
+    /// Copy between two devices of this server.
+    ExchangeLocal {
+        src: u32,
+        src_ptr: u64,
+        dst: u32,
+        dst_ptr: u64,
+        size: u64,
+    },
+    /// Run a kernel with pointer-sized arguments (`types` when typed).
+    Run {
+        device: u32,
+        entry: u64,
+        args: Vec<u64>,
+        types: Option<Vec<u8>>,
+        teams: Option<(i32, i32, u64)>,
+    },
+    /// Wait for the device's work.
+    Synchronize { device: u32 },
+    /// This client is done: tear down when every client said so.
+    Exit,
+}
+
+/// One host entry of an image, as the server needs it to load the image.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EntrySpec {
+    /// Its symbol name.
+    pub name: String,
+    /// Bytes of a global; 0 for a function.
+    pub size: u64,
+    /// `declare target` flags.
+    pub flags: i32,
+}
+
+/// A request: what to do and where to reply.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Request {
+    /// The tag the reply (and a transfer's data) uses.
+    pub reply_tag: i32,
+    /// The operation.
+    pub op: Op,
+}
+
+/// A reply's status word.
+pub const OK: u32 = 0;
+/// A reply's status word for a failure; the error text follows.
+pub const FAILED: u32 = 1;
+
+/// A message that does not decode.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Malformed(pub String);
+
+impl fmt::Display for Malformed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "malformed message: {}", self.0)
+    }
+}
+
+impl std::error::Error for Malformed {}
+
+/// Builds a message.
+#[derive(Debug, Default)]
+pub struct Writer(Vec<u8>);
+
+impl Writer {
+    /// An empty message.
+    pub fn new() -> Self {
+        Writer(Vec::with_capacity(64))
+    }
+    /// Append a `u32`.
+    pub fn u32(&mut self, v: u32) -> &mut Self {
+        self.0.extend_from_slice(&v.to_le_bytes());
+        self
+    }
+    /// Append an `i32`.
+    pub fn i32(&mut self, v: i32) -> &mut Self {
+        self.0.extend_from_slice(&v.to_le_bytes());
+        self
+    }
+    /// Append a `u64`.
+    pub fn u64(&mut self, v: u64) -> &mut Self {
+        self.0.extend_from_slice(&v.to_le_bytes());
+        self
+    }
+    /// Append a length-prefixed blob.
+    pub fn bytes(&mut self, v: &[u8]) -> &mut Self {
+        self.u64(v.len() as u64);
+        self.0.extend_from_slice(v);
+        self
+    }
+    /// Append a length-prefixed string.
+    pub fn str(&mut self, v: &str) -> &mut Self {
+        self.bytes(v.as_bytes())
+    }
+    /// The message.
+    pub fn finish(self) -> Vec<u8> {
+        self.0
+    }
+}
+
+/// Reads a message.
+#[derive(Debug)]
+pub struct Reader<'a> {
+    rest: &'a [u8],
+}
+
+impl<'a> Reader<'a> {
+    /// Read `message` from its start.
+    pub fn new(message: &'a [u8]) -> Self {
+        Reader { rest: message }
+    }
+    fn take(&mut self, n: usize, what: &str) -> Result<&'a [u8], Malformed> {
+        if self.rest.len() < n {
+            return Err(Malformed(format!(
+                "{what}: {n} bytes wanted, {} left",
+                self.rest.len()
+            )));
+        }
+        let (head, tail) = self.rest.split_at(n);
+        self.rest = tail;
+        Ok(head)
+    }
+    /// A `u32`.
+    pub fn u32(&mut self) -> Result<u32, Malformed> {
+        Ok(u32::from_le_bytes(
+            self.take(4, "u32")?.try_into().expect("4 bytes"),
+        ))
+    }
+    /// An `i32`.
+    pub fn i32(&mut self) -> Result<i32, Malformed> {
+        Ok(i32::from_le_bytes(
+            self.take(4, "i32")?.try_into().expect("4 bytes"),
+        ))
+    }
+    /// A `u64`.
+    pub fn u64(&mut self) -> Result<u64, Malformed> {
+        Ok(u64::from_le_bytes(
+            self.take(8, "u64")?.try_into().expect("8 bytes"),
+        ))
+    }
+    /// A length-prefixed blob.
+    pub fn bytes(&mut self) -> Result<&'a [u8], Malformed> {
+        let len = self.u64()?;
+        let len = usize::try_from(len).map_err(|_| Malformed(format!("length {len}")))?;
+        self.take(len, "blob")
+    }
+    /// A length-prefixed UTF-8 string.
+    pub fn string(&mut self) -> Result<String, Malformed> {
+        let bytes = self.bytes()?;
+        String::from_utf8(bytes.to_vec()).map_err(|_| Malformed("a string is not UTF-8".into()))
+    }
+    /// A count of items each at least `min_size` bytes long, checked
+    /// against what is left (so a forged count cannot make us allocate).
+    pub fn count(&mut self, min_size: usize) -> Result<usize, Malformed> {
+        let n = self.u64()?;
+        let n = usize::try_from(n).map_err(|_| Malformed(format!("count {n}")))?;
+        if n.saturating_mul(min_size.max(1)) > self.rest.len() {
+            return Err(Malformed(format!("count {n} exceeds the message")));
+        }
+        Ok(n)
+    }
+    /// Everything was read.
+    pub fn end(&self) -> Result<(), Malformed> {
+        if self.rest.is_empty() {
+            Ok(())
+        } else {
+            Err(Malformed(format!("{} trailing bytes", self.rest.len())))
+        }
+    }
+}
+
+mod code {
+    pub const HELLO: u32 = 1;
+    pub const INIT_DEVICE: u32 = 2;
+    pub const DEINIT_DEVICE: u32 = 3;
+    pub const LOAD_BINARY: u32 = 4;
+    pub const UNLOAD_BINARY: u32 = 5;
+    pub const ALLOC: u32 = 6;
+    pub const DELETE: u32 = 7;
+    pub const SUBMIT: u32 = 8;
+    pub const RETRIEVE: u32 = 9;
+    pub const EXCHANGE_OUT: u32 = 10;
+    pub const EXCHANGE_IN: u32 = 11;
+    pub const EXCHANGE_LOCAL: u32 = 12;
+    pub const RUN: u32 = 13;
+    pub const SYNCHRONIZE: u32 = 14;
+    pub const EXIT: u32 = 15;
+}
+
+impl Request {
+    /// The request as a message.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut w = Writer::new();
+        w.i32(self.reply_tag);
+        match &self.op {
+            Op::Hello => {
+                w.u32(code::HELLO);
+            }
+            Op::InitDevice { device } => {
+                w.u32(code::INIT_DEVICE).u32(*device);
+            }
+            Op::DeinitDevice { device } => {
+                w.u32(code::DEINIT_DEVICE).u32(*device);
+            }
+            Op::LoadBinary {
+                device,
+                key,
+                flags,
+                image,
+                entries,
+            } => {
+                w.u32(code::LOAD_BINARY)
+                    .u32(*device)
+                    .u64(*key)
+                    .u32(*flags)
+                    .bytes(image);
+                w.u64(entries.len() as u64);
+                for e in entries {
+                    w.str(&e.name).u64(e.size).i32(e.flags);
+                }
+            }
+            Op::UnloadBinary { device, key } => {
+                w.u32(code::UNLOAD_BINARY).u32(*device).u64(*key);
+            }
+            Op::Alloc { device, size, kind } => {
+                w.u32(code::ALLOC).u32(*device).u64(*size).i32(*kind);
+            }
+            Op::Delete { device, ptr } => {
+                w.u32(code::DELETE).u32(*device).u64(*ptr);
+            }
+            Op::Submit { device, ptr, size } => {
+                w.u32(code::SUBMIT).u32(*device).u64(*ptr).u64(*size);
+            }
+            Op::Retrieve { device, ptr, size } => {
+                w.u32(code::RETRIEVE).u32(*device).u64(*ptr).u64(*size);
+            }
+            Op::ExchangeOut {
+                device,
+                ptr,
+                size,
+                peer,
+                tag,
+            } => {
+                w.u32(code::EXCHANGE_OUT)
+                    .u32(*device)
+                    .u64(*ptr)
+                    .u64(*size)
+                    .i32(*peer)
+                    .i32(*tag);
+            }
+            Op::ExchangeIn {
+                device,
+                ptr,
+                size,
+                peer,
+                tag,
+            } => {
+                w.u32(code::EXCHANGE_IN)
+                    .u32(*device)
+                    .u64(*ptr)
+                    .u64(*size)
+                    .i32(*peer)
+                    .i32(*tag);
+            }
+            Op::ExchangeLocal {
+                src,
+                src_ptr,
+                dst,
+                dst_ptr,
+                size,
+            } => {
+                w.u32(code::EXCHANGE_LOCAL)
+                    .u32(*src)
+                    .u64(*src_ptr)
+                    .u32(*dst)
+                    .u64(*dst_ptr)
+                    .u64(*size);
+            }
+            Op::Run {
+                device,
+                entry,
+                args,
+                types,
+                teams,
+            } => {
+                w.u32(code::RUN).u32(*device).u64(*entry);
+                w.u64(args.len() as u64);
+                for a in args {
+                    w.u64(*a);
+                }
+                match types {
+                    Some(t) => w.u32(1).bytes(t),
+                    None => w.u32(0),
+                };
+                match teams {
+                    Some((t, l, n)) => w.u32(1).i32(*t).i32(*l).u64(*n),
+                    None => w.u32(0),
+                };
+            }
+            Op::Synchronize { device } => {
+                w.u32(code::SYNCHRONIZE).u32(*device);
+            }
+            Op::Exit => {
+                w.u32(code::EXIT);
+            }
+        }
+        w.finish()
+    }
+
+    /// Decode a request message.
+    pub fn decode(message: &[u8]) -> Result<Request, Malformed> {
+        let mut r = Reader::new(message);
+        let reply_tag = r.i32()?;
+        let op = match r.u32()? {
+            code::HELLO => Op::Hello,
+            code::INIT_DEVICE => Op::InitDevice { device: r.u32()? },
+            code::DEINIT_DEVICE => Op::DeinitDevice { device: r.u32()? },
+            code::LOAD_BINARY => {
+                let device = r.u32()?;
+                let key = r.u64()?;
+                let flags = r.u32()?;
+                let image = r.bytes()?.to_vec();
+                let n = r.count(8 + 8 + 4)?;
+                let mut entries = Vec::with_capacity(n);
+                for _ in 0..n {
+                    entries.push(EntrySpec {
+                        name: r.string()?,
+                        size: r.u64()?,
+                        flags: r.i32()?,
+                    });
+                }
+                Op::LoadBinary {
+                    device,
+                    key,
+                    flags,
+                    image,
+                    entries,
+                }
+            }
+            code::UNLOAD_BINARY => Op::UnloadBinary {
+                device: r.u32()?,
+                key: r.u64()?,
+            },
+            code::ALLOC => Op::Alloc {
+                device: r.u32()?,
+                size: r.u64()?,
+                kind: r.i32()?,
+            },
+            code::DELETE => Op::Delete {
+                device: r.u32()?,
+                ptr: r.u64()?,
+            },
+            code::SUBMIT => Op::Submit {
+                device: r.u32()?,
+                ptr: r.u64()?,
+                size: r.u64()?,
+            },
+            code::RETRIEVE => Op::Retrieve {
+                device: r.u32()?,
+                ptr: r.u64()?,
+                size: r.u64()?,
+            },
+            code::EXCHANGE_OUT => Op::ExchangeOut {
+                device: r.u32()?,
+                ptr: r.u64()?,
+                size: r.u64()?,
+                peer: r.i32()?,
+                tag: r.i32()?,
+            },
+            code::EXCHANGE_IN => Op::ExchangeIn {
+                device: r.u32()?,
+                ptr: r.u64()?,
+                size: r.u64()?,
+                peer: r.i32()?,
+                tag: r.i32()?,
+            },
+            code::EXCHANGE_LOCAL => Op::ExchangeLocal {
+                src: r.u32()?,
+                src_ptr: r.u64()?,
+                dst: r.u32()?,
+                dst_ptr: r.u64()?,
+                size: r.u64()?,
+            },
+            code::RUN => {
+                let device = r.u32()?;
+                let entry = r.u64()?;
+                let n = r.count(8)?;
+                let mut args = Vec::with_capacity(n);
+                for _ in 0..n {
+                    args.push(r.u64()?);
+                }
+                let types = match r.u32()? {
+                    0 => None,
+                    _ => Some(r.bytes()?.to_vec()),
+                };
+                let teams = match r.u32()? {
+                    0 => None,
+                    _ => Some((r.i32()?, r.i32()?, r.u64()?)),
+                };
+                Op::Run {
+                    device,
+                    entry,
+                    args,
+                    types,
+                    teams,
+                }
+            }
+            code::SYNCHRONIZE => Op::Synchronize { device: r.u32()? },
+            code::EXIT => Op::Exit,
+            other => return Err(Malformed(format!("unknown operation {other}"))),
+        };
+        r.end()?;
+        Ok(Request { reply_tag, op })
+    }
+}
+
+/// A successful reply with `payload` (written by the closure).
+pub fn ok_reply(payload: impl FnOnce(&mut Writer)) -> Vec<u8> {
+    let mut w = Writer::new();
+    w.u32(OK);
+    payload(&mut w);
+    w.finish()
+}
+
+/// A failed reply.
+pub fn error_reply(message: &str) -> Vec<u8> {
+    let mut w = Writer::new();
+    w.u32(FAILED).str(message);
+    w.finish()
+}
+
+/// Split a reply: `Ok(reader over the payload)` or the server's error.
+pub fn read_reply(message: &[u8]) -> Result<Reader<'_>, String> {
+    let mut r = Reader::new(message);
+    match r.u32().map_err(|e| e.to_string())? {
+        OK => Ok(r),
+        _ => Err(r.string().unwrap_or_else(|e| e.to_string())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn round_trip(op: Op) {
+        let request = Request { reply_tag: 77, op };
+        assert_eq!(Request::decode(&request.encode()).unwrap(), request);
+    }
+
+    #[test]
+    fn every_operation_decodes_to_itself() {
+        round_trip(Op::Hello);
+        round_trip(Op::InitDevice { device: 3 });
+        round_trip(Op::DeinitDevice { device: 3 });
+        round_trip(Op::LoadBinary {
+            device: 1,
+            key: 0xdead,
+            flags: 1,
+            image: vec![1, 2, 3],
+            entries: vec![
+                EntrySpec {
+                    name: "k".into(),
+                    size: 0,
+                    flags: 0,
+                },
+                EntrySpec {
+                    name: "g".into(),
+                    size: 8,
+                    flags: 1,
+                },
+            ],
+        });
+        round_trip(Op::UnloadBinary { device: 1, key: 9 });
+        round_trip(Op::Alloc {
+            device: 0,
+            size: 64,
+            kind: 2,
+        });
+        round_trip(Op::Delete {
+            device: 0,
+            ptr: 0x1000,
+        });
+        round_trip(Op::Submit {
+            device: 0,
+            ptr: 1,
+            size: 2,
+        });
+        round_trip(Op::Retrieve {
+            device: 0,
+            ptr: 1,
+            size: 2,
+        });
+        round_trip(Op::ExchangeOut {
+            device: 0,
+            ptr: 1,
+            size: 2,
+            peer: 3,
+            tag: 4,
+        });
+        round_trip(Op::ExchangeIn {
+            device: 0,
+            ptr: 1,
+            size: 2,
+            peer: 3,
+            tag: 4,
+        });
+        round_trip(Op::ExchangeLocal {
+            src: 0,
+            src_ptr: 1,
+            dst: 1,
+            dst_ptr: 2,
+            size: 3,
+        });
+        round_trip(Op::Run {
+            device: 2,
+            entry: 0x40,
+            args: vec![1, 2, u64::MAX],
+            types: Some(vec![0, 1, 2]),
+            teams: Some((4, 0, 1000)),
+        });
+        round_trip(Op::Run {
+            device: 2,
+            entry: 0x40,
+            args: vec![],
+            types: None,
+            teams: None,
+        });
+        round_trip(Op::Synchronize { device: 0 });
+        round_trip(Op::Exit);
+    }
+
+    #[test]
+    fn malformed_messages_are_errors_not_panics() {
+        assert!(Request::decode(&[]).is_err());
+        assert!(Request::decode(&[0, 0, 0, 0, 99, 0, 0, 0]).is_err());
+        // A forged entry count larger than the message.
+        let mut w = Writer::new();
+        w.i32(1)
+            .u32(code::LOAD_BINARY)
+            .u32(0)
+            .u64(0)
+            .u32(0)
+            .bytes(&[])
+            .u64(u64::MAX);
+        assert!(Request::decode(&w.finish()).is_err());
+        // Trailing bytes.
+        let mut bytes = Request {
+            reply_tag: 1,
+            op: Op::Exit,
+        }
+        .encode();
+        bytes.push(0);
+        assert!(Request::decode(&bytes).is_err());
+    }
+
+    #[test]
+    fn replies_carry_payload_or_error() {
+        let ok = ok_reply(|w| {
+            w.u64(42);
+        });
+        assert_eq!(read_reply(&ok).unwrap().u64().unwrap(), 42);
+        let failed = error_reply("no such device");
+        assert_eq!(read_reply(&failed).unwrap_err(), "no such device");
+    }
+}
