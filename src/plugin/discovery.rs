@@ -61,6 +61,18 @@ pub fn launched_by_mpi() -> bool {
         .any(|name| std::env::var_os(name).is_some())
 }
 
+/// The MPI plugin next to the runtime, when this process is part of an MPI
+/// job and the plugin is there: a program rank must join the job even when
+/// it offloads nothing (with offloading disabled, LLVM 14 loads no plugin),
+/// or the device servers would wait for it for ever.
+pub fn mpi_plugin_of_this_job() -> Option<PathBuf> {
+    if !launched_by_mpi() {
+        return None;
+    }
+    let path = runtime_library_dir().ok()?.join(MPI_PLUGIN_NAME);
+    path.is_file().then_some(path)
+}
+
 /// The default plugins present in `dir`, in LLVM's order, then the MPI
 /// plugin when this process is part of an MPI job.
 pub fn default_plugins_in(dir: &Path) -> Vec<PathBuf> {

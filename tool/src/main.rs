@@ -53,6 +53,15 @@ enum Command {
         /// Print the runtime's shutdown report at exit.
         #[arg(long)]
         report: bool,
+        /// Start N device servers (omptarget-mpi-device) beside the program
+        /// with mpirun: their devices become the program's, after the
+        /// local ones.
+        #[arg(long, value_name = "N")]
+        mpi: Option<u32>,
+        /// The plugin library the device servers serve (default: their
+        /// built-in host plugin).
+        #[arg(long, value_name = "PATH", requires = "mpi")]
+        mpi_plugin: Option<PathBuf>,
         /// The program and its arguments.
         #[arg(
             required = true,
@@ -77,11 +86,17 @@ fn main() -> ExitCode {
             profile,
             leak_report,
             report,
+            mpi,
+            mpi_plugin,
             program,
         } => run::run(&run::RunOptions {
             profile,
             leak_report,
             report,
+            mpi: mpi.map(|servers| run::MpiOptions {
+                servers,
+                plugin: mpi_plugin,
+            }),
             program,
         }),
         Command::Profile { file } => profile::summary(&file).map(|()| ExitCode::SUCCESS),

@@ -21,8 +21,65 @@ pub struct RunOptions {
     pub leak_report: bool,
     /// `--report`.
     pub report: bool,
+    /// `--mpi N [--mpi-plugin PATH]`.
+    pub mpi: Option<MpiOptions>,
     /// The program and its arguments.
     pub program: Vec<OsString>,
+}
+
+/// Device servers to start beside the program.
+pub struct MpiOptions {
+    /// How many (`mpirun -np N omptarget-mpi-device`).
+    pub servers: u32,
+    /// The plugin they serve (`--plugin PATH`).
+    pub plugin: Option<PathBuf>,
+}
+
+/// The device server's executable.
+const MPI_SERVER: &str = "omptarget-mpi-device";
+
+/// The device server next to the runtime: `LIB/../bin` (installed, and
+/// `target/omptarget/bin` where `cargo xtask stage` puts it).
+fn mpi_server(lib_dir: &std::path::Path) -> Result<PathBuf> {
+    let server = lib_dir.join("../bin").join(MPI_SERVER);
+    anyhow::ensure!(
+        server.is_file(),
+        "cannot find {MPI_SERVER} at {} (install with `cargo xtask install`, or `cargo xtask stage`)",
+        server.display()
+    );
+    Ok(server.canonicalize()?)
+}
+
+/// `mpirun` starting the program (one rank) and the servers: MPMD, so the
+/// servers share the program's job, as `mpirun -np 1 ./app : -np N
+/// omptarget-mpi-device` does by hand. Open MPI passes on only the
+/// variables named with `-x`: each one this tool sets is named.
+fn mpirun(
+    mpi: &MpiOptions,
+    lib_dir: &std::path::Path,
+    program: &OsString,
+    args: &[OsString],
+    vars: &[&str],
+) -> Result<Command> {
+    let server = mpi_server(lib_dir)?;
+    let mut cmd = Command::new("mpirun");
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        // Open MPI refuses root unless told; containers and CI run as root.
+        cmd.arg("--allow-run-as-root");
+    }
+    cmd.arg("--oversubscribe");
+    for var in vars {
+        cmd.args(["-x", var]);
+    }
+    cmd.args(["-np", "1"]).arg(program).args(args);
+    cmd.args([":", "-np"])
+        .arg(mpi.servers.to_string())
+        .arg(server);
+    if let Some(plugin) = &mpi.plugin {
+        cmd.arg("--plugin").arg(std::path::absolute(plugin)?);
+    }
+    Ok(cmd)
 }
 
 /// Interrupts from the terminal (SIGINT, SIGQUIT) reach the whole
@@ -51,6 +108,7 @@ const LEAKS_MARK: &str = "omptarget leak report: LEAKS:";
 pub fn run(options: &RunOptions) -> Result<ExitCode> {
     let lib_dir = libdir::find()?;
     let (program, args) = options.program.split_first().context("no program to run")?;
+    let mut vars = vec!["LD_LIBRARY_PATH"];
     let mut cmd = Command::new(program);
     cmd.args(args);
     let mut path = OsString::from(lib_dir.as_os_str());
@@ -61,9 +119,11 @@ pub fn run(options: &RunOptions) -> Result<ExitCode> {
     cmd.env("LD_LIBRARY_PATH", path);
     if let Some(profile) = &options.profile {
         cmd.env("LIBOMPTARGET_PROFILE", std::path::absolute(profile)?);
+        vars.push("LIBOMPTARGET_PROFILE");
     }
     if options.report {
         cmd.env("OMPTARGET_SHUTDOWN_REPORT", "stderr");
+        vars.push("OMPTARGET_SHUTDOWN_REPORT");
     }
     // The runtime appends one report per shutdown to this file; read at
     // the end, it goes to stderr after everything the program printed.
@@ -74,10 +134,21 @@ pub fn run(options: &RunOptions) -> Result<ExitCode> {
             .tempfile()
             .context("creating the leak report's file")?;
         cmd.env("OMPTARGET_LEAK_REPORT", file.path());
+        vars.push("OMPTARGET_LEAK_REPORT");
         Some(file)
     } else {
         None
     };
+    if let Some(mpi) = &options.mpi {
+        // The same environment, on the program's rank and the servers'.
+        let mut launcher = mpirun(mpi, &lib_dir, program, args, &vars)?;
+        for (key, value) in cmd.get_envs() {
+            if let Some(value) = value {
+                launcher.env(key, value);
+            }
+        }
+        cmd = launcher;
+    }
     forward_interrupts_to_the_program();
     let status = cmd
         .status()

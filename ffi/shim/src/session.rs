@@ -90,8 +90,14 @@ impl Session {
             if host_env::target_offload_policy() == TargetOffloadPolicy::Disabled
                 && !crate::caller::calling_release().counts_devices_when_disabled()
             {
-                // LLVM 14 loads no plugin at all when offloading is disabled.
-                config.plugins = Some(Vec::new());
+                // LLVM 14 loads no plugin at all when offloading is disabled;
+                // in an MPI job the MPI plugin still joins it (no device of
+                // it is used), so that its device servers are told to exit.
+                config.plugins = Some(
+                    omptarget::plugin::mpi_plugin_of_this_job()
+                        .into_iter()
+                        .collect(),
+                );
             }
             let runtime = Runtime::new(config).unwrap_or_else(|err| {
                 eprintln!("Libomptarget error: cannot load the offload plugins: {err}");

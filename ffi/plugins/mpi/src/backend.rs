@@ -11,6 +11,7 @@ use omptarget_plugin_kit::{
 use std::collections::HashMap;
 use std::ffi::{c_int, c_void, CStr, CString};
 use std::ptr::NonNull;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// One remote device: which server, and its number there.
@@ -39,7 +40,14 @@ pub struct MpiBackend {
     devices: Vec<Remote>,
     images: Mutex<HashMap<(usize, usize), RemoteImage>>,
     hook: Option<crate::finalize_hook::FinalizeHook>,
+    /// The program's `requires` flags (`init_requires`).
+    requires: AtomicI64,
 }
+
+/// The `requires` clauses no remote device can honour: memory on another
+/// machine is not the program's memory.
+const UNSHAREABLE: i64 = omptarget_plugin_kit::abi::requires::UNIFIED_ADDRESS
+    | omptarget_plugin_kit::abi::requires::UNIFIED_SHARED_MEMORY;
 
 fn backend_err(err: String) -> PluginError {
     PluginError::Backend(err)
@@ -62,6 +70,13 @@ impl MpiBackend {
             .as_deref()
             .expect("a device implies a connection");
         &client.servers()[self.remote(device).server]
+    }
+
+    /// For a release (free, unload, deinit): true when the servers already
+    /// tore their devices down (the program finalised MPI first: see
+    /// [`crate::finalize_hook`]), which released it; nothing is left to do.
+    fn released_by_server(&self) -> bool {
+        self.client.as_deref().is_some_and(Client::is_closed)
     }
 
     fn call(&self, device: DeviceId, op: Op) -> Result<Vec<u8>> {
@@ -93,6 +108,7 @@ impl Backend for MpiBackend {
             devices: Vec::new(),
             images: Mutex::new(HashMap::new()),
             hook: None,
+            requires: AtomicI64::new(0),
         };
         if !client::should_connect() {
             return Ok(backend);
@@ -165,6 +181,20 @@ impl Backend for MpiBackend {
     }
 
     fn init_device(&self, device: DeviceId) -> Result<()> {
+        let requires = self.requires.load(Ordering::Relaxed);
+        if requires & UNSHAREABLE != 0 {
+            return Err(self.located(
+                device,
+                format!(
+                    "the program requires {} (requires flags {requires:#x}), which no remote device can give: its memory is on another host",
+                    if requires & omptarget_plugin_kit::abi::requires::UNIFIED_SHARED_MEMORY != 0 {
+                        "unified_shared_memory"
+                    } else {
+                        "unified_address"
+                    }
+                ),
+            ));
+        }
         let remote = self.remote(device);
         self.call(
             device,
@@ -177,12 +207,16 @@ impl Backend for MpiBackend {
 
     fn deinit_device(&self, device: DeviceId) -> Result<()> {
         let remote = self.remote(device);
-        let result = self.call(
-            device,
-            Op::DeinitDevice {
-                device: remote.device,
-            },
-        );
+        let result = if self.released_by_server() {
+            Ok(Vec::new())
+        } else {
+            self.call(
+                device,
+                Op::DeinitDevice {
+                    device: remote.device,
+                },
+            )
+        };
         self.images
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -260,13 +294,13 @@ impl Backend for MpiBackend {
     fn unload_binary(&self, device: DeviceId, image: NonNull<DeviceImage>) -> Result<()> {
         let remote = self.remote(device);
         let key = image.as_ptr() as usize;
-        self.call(
-            device,
-            Op::UnloadBinary {
+        if !self.released_by_server() {
+            let op = Op::UnloadBinary {
                 device: remote.device,
                 key: key as u64,
-            },
-        )?;
+            };
+            self.call(device, op)?;
+        }
         self.images
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -307,6 +341,9 @@ impl Backend for MpiBackend {
     }
 
     fn data_delete(&self, device: DeviceId, tgt_ptr: NonNull<c_void>) -> Result<()> {
+        if self.released_by_server() {
+            return Ok(());
+        }
         let remote = self.remote(device);
         self.call(
             device,
@@ -416,10 +453,10 @@ impl Backend for MpiBackend {
 
     fn init_requires(&self, flags: i64) -> i64 {
         // `requires unified_shared_memory` and `unified_address` cannot
-        // hold across machines: not accepted, so the runtime refuses these
-        // devices to such a program.
-        use omptarget_plugin_kit::abi::requires;
-        flags & !(requires::UNIFIED_ADDRESS | requires::UNIFIED_SHARED_MEMORY)
+        // hold across machines: not accepted, and `init_device` refuses
+        // every device to such a program.
+        self.requires.store(flags, Ordering::Relaxed);
+        flags & !UNSHAREABLE
     }
 
     fn print_device_info(&self, device: DeviceId) {

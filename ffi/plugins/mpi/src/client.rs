@@ -52,6 +52,23 @@ impl Client {
             client.world.leave()?;
             return Ok(None);
         }
+        if let Err(err) = client.world.check_thread_level() {
+            // Still one thread here: tell the servers this rank is done, so
+            // that the job can end.
+            client.servers = ranks
+                .iter()
+                .map(|&rank| Server {
+                    rank,
+                    devices: 0,
+                    host: String::new(),
+                    plugin: String::new(),
+                    machine: 0,
+                })
+                .collect();
+            client.close(&err);
+            let _ = client.world.leave();
+            return Err(err);
+        }
         for rank in ranks {
             let reply = client.call_rank(rank, Op::Hello)?;
             let mut r = protocol::read_reply(&reply)?;
@@ -84,6 +101,15 @@ impl Client {
         let span = LAST_REPLY_TAG - FIRST_REPLY_TAG + 1;
         let n = self.next_tag.fetch_add(1, Ordering::Relaxed);
         FIRST_REPLY_TAG + (n - FIRST_REPLY_TAG).rem_euclid(span)
+    }
+
+    /// Whether the servers were told to exit ([`Client::close`]): each
+    /// tore its devices down then, freeing whatever was left on them.
+    pub fn is_closed(&self) -> bool {
+        self.closed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_some()
     }
 
     fn check_open(&self) -> Result<(), String> {

@@ -32,6 +32,11 @@ pub struct World {
     pub roles: Vec<Role>,
     /// MPI was initialised here, so it is finalised here.
     pub initialised_here: bool,
+    /// The thread level MPI gives (`MPI_THREAD_MULTIPLE` is needed by the
+    /// plugin; checked by the caller after joining, so that a rank that
+    /// cannot go on still takes part in the collective join, and can tell
+    /// the servers to exit).
+    pub thread_level: c_int,
 }
 
 // SAFETY: `Mpi` is Send + Sync (MPI_THREAD_MULTIPLE, checked by `join`);
@@ -82,20 +87,8 @@ impl World {
             rank: -1,
             roles: Vec::new(),
             initialised_here,
+            thread_level: provided,
         };
-        if provided < mpi::THREAD_MULTIPLE {
-            let err = format!(
-                "the MPI library gives thread level {provided}, and remote devices need MPI_THREAD_MULTIPLE ({}){}",
-                mpi::THREAD_MULTIPLE,
-                if initialised_here {
-                    " (Open MPI built without thread support?)"
-                } else {
-                    ": initialise MPI with MPI_Init_thread(..., MPI_THREAD_MULTIPLE, ...)"
-                }
-            );
-            world.finalize_if_ours();
-            return Err(err);
-        }
         if let Err(err) = world.connect(role) {
             world.finalize_if_ours();
             return Err(err);
@@ -148,6 +141,23 @@ impl World {
             })
             .collect();
         Ok(())
+    }
+
+    /// `Err` saying why, unless MPI gives `MPI_THREAD_MULTIPLE`.
+    pub fn check_thread_level(&self) -> Result<(), String> {
+        if self.thread_level >= mpi::THREAD_MULTIPLE {
+            return Ok(());
+        }
+        Err(format!(
+            "the MPI library gives thread level {}, and remote devices need MPI_THREAD_MULTIPLE ({}){}",
+            self.thread_level,
+            mpi::THREAD_MULTIPLE,
+            if self.initialised_here {
+                " (Open MPI built without thread support?)"
+            } else {
+                ": the program initialised MPI; it must call MPI_Init_thread(..., MPI_THREAD_MULTIPLE, ...)"
+            }
+        ))
     }
 
     /// The ranks with `role`.

@@ -52,6 +52,7 @@ impl Server {
     /// Join the job and build the runtime over the local plugin.
     pub fn start(config: ServerConfig) -> Result<Server, String> {
         let world = World::join(Role::Server)?;
+        world.check_thread_level()?;
         let mut runtime_config = Config::default();
         // Never the program's plugin list (OMPTARGET_PLUGINS may name the
         // MPI plugin itself): only the plugin this server was told to use.
@@ -66,6 +67,12 @@ impl Server {
                 runtime_config = runtime_config.with_plugins([path.clone()]);
             }
             None => runtime_config.plugins = Some(Vec::new()),
+        }
+        // The program's profile, one file per server: FILE.rankN.
+        if let Some(file) = std::env::var_os("LIBOMPTARGET_PROFILE").filter(|f| !f.is_empty()) {
+            let mut file = file;
+            file.push(format!(".rank{}", world.rank));
+            runtime_config.profile = Some(file.into());
         }
         let runtime = Runtime::new(runtime_config).map_err(|e| format!("its runtime: {e}"))?;
         let direct = runtime
@@ -337,7 +344,12 @@ impl Server {
         let report = runtime.shutdown();
         // The images' storage outlives their unload, which the shutdown did.
         self.images.clear();
-        format!("rank {}: {}", self.world.rank, report.summary())
+        let rank = self.world.rank;
+        let host = self.world.mpi.processor_name();
+        emit_report(&format!(
+            "omptarget-mpi-device rank {rank} on {host}:\n{report}\n"
+        ));
+        format!("rank {rank}: {}", report.summary())
     }
 
     /// What `client` left on `device`: its images unloaded, its memory freed.
@@ -364,10 +376,9 @@ impl Server {
                 }
             }
             for ptr in ptrs {
+                let ptr = DevicePtr::from_raw(ptr as usize as *mut c_void);
                 // SAFETY: the client's allocation, given up with its device.
-                if let Err(err) =
-                    unsafe { dev.free(DevicePtr::from_raw(ptr as usize as *mut c_void)) }
-                {
+                if let Err(err) = unsafe { dev.free(ptr) } {
                     errors.push(err.to_string());
                 }
             }
@@ -512,6 +523,31 @@ impl Server {
         }
         // SAFETY: device memory of this process (direct) or `staging`.
         unsafe { self.world.send_raw(peer, tag, data, size) }
+    }
+}
+
+/// The server's shutdown report, where the program's goes
+/// (`OMPTARGET_SHUTDOWN_REPORT`: `stderr` or a file appended to).
+fn emit_report(text: &str) {
+    use std::io::Write;
+    let Some(dest) = std::env::var_os("OMPTARGET_SHUTDOWN_REPORT") else {
+        return;
+    };
+    if dest.is_empty() || dest == "0" {
+        return;
+    }
+    if dest == "1" || dest == "stderr" {
+        eprint!("{text}");
+    } else if let Err(err) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&dest)
+        .and_then(|mut file| file.write_all(text.as_bytes()))
+    {
+        eprintln!(
+            "omptarget-mpi-device: cannot write the shutdown report to {}: {err}",
+            dest.to_string_lossy()
+        );
     }
 }
 

@@ -1,0 +1,83 @@
+// One program rank of an MPI job with device servers; what it does is
+// chosen by argv[1]:
+//   count        each device sums an array it was given; prints the sums
+//   exit         offloads to the last device, then exit(4)
+//   exit-thread  a second thread calls exit(5) while main offloads
+//   kill         offloads, then raise(SIGKILL)
+//   own-mpi      (built with -DWITH_MPI) initialises MPI itself, trades
+//                messages with the other program ranks on MPI_COMM_WORLD
+//                while offloading, finalises MPI before main returns
+#include <omp.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#ifdef WITH_MPI
+#include <mpi.h>
+#endif
+
+enum { N = 4096 };
+static double data[N];
+
+static double sum_on(int device) {
+  double sum = 0;
+#pragma omp target teams distribute parallel for reduction(+ : sum) map(to : data) device(device)
+  for (int i = 0; i < N; i++) sum += data[i];
+  return sum;
+}
+
+static void *exit_soon(void *arg) {
+  (void)arg;
+  usleep(20000);
+  exit(5);
+}
+
+int main(int argc, char **argv) {
+  const char *mode = argc > 1 ? argv[1] : "count";
+  for (int i = 0; i < N; i++) data[i] = i % 7;
+  int devices = omp_get_num_devices();
+  if (!strcmp(mode, "count")) {
+    printf("devices: %d\n", devices);
+    for (int d = 0; d < devices; d++) printf("device %d: %.0f\n", d, sum_on(d));
+    return 0;
+  }
+  if (!strcmp(mode, "exit")) {
+    printf("last device: %.0f\n", sum_on(devices - 1));
+    fflush(stdout);
+    exit(4);
+  }
+  if (!strcmp(mode, "exit-thread")) {
+    pthread_t thread;
+    pthread_create(&thread, NULL, exit_soon, NULL);
+    for (;;) sum_on(devices - 1);
+  }
+  if (!strcmp(mode, "kill")) {
+    printf("last device: %.0f\n", sum_on(devices - 1));
+    fflush(stdout);
+    raise(SIGKILL);
+  }
+#ifdef WITH_MPI
+  if (!strcmp(mode, "own-mpi")) {
+    int provided = 0, rank = 0, size = 0;
+    int already = 0;
+    MPI_Initialized(&already);  // the offload runtime may have been first
+    if (!already) MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    int peer = rank ^ 1;  // program ranks are 0 and 1
+    long mine = rank + 100, theirs = -1;
+    MPI_Request requests[2];
+    MPI_Irecv(&theirs, 1, MPI_LONG, peer, 0, MPI_COMM_WORLD, &requests[0]);
+    MPI_Isend(&mine, 1, MPI_LONG, peer, 0, MPI_COMM_WORLD, &requests[1]);
+    double sum = sum_on(devices - 1 - rank);
+    MPI_Waitall(2, requests, MPI_STATUSES_IGNORE);
+    printf("rank %d: devices %d, sum %.0f, peer said %ld\n", rank, devices, sum, theirs);
+    fflush(stdout);
+    MPI_Finalize();
+    return theirs == peer + 100 ? 0 : 1;
+  }
+#endif
+  fprintf(stderr, "unknown mode %s\n", mode);
+  return 2;
+}

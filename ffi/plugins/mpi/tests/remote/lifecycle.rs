@@ -1,0 +1,223 @@
+//! How jobs end, and the plugin outside a job. The program is
+//! `tests/c/job.c`, built by clang-14 (with Open MPI's flags for the
+//! `own-mpi` build).
+use crate::job;
+use omptarget_test_support::exec::{self, Exit, RunOutput};
+use omptarget_test_support::stage;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+fn source() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/job.c")
+}
+
+fn build(name: &str, with_mpi: bool) -> PathBuf {
+    let dir = omptarget_test_support::paths::omptarget_dir().join("mpi-tests");
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dir.join(name);
+    let mut cmd = Command::new("clang-14");
+    cmd.args(["-O1", "-fopenmp", "-fopenmp-targets=x86_64-pc-linux-gnu"]);
+    let mut link = Vec::new();
+    if with_mpi {
+        cmd.arg("-DWITH_MPI");
+        for (flag, into) in [("--showme:compile", false), ("--showme:link", true)] {
+            let shown = Command::new("mpicc")
+                .arg(flag)
+                .output()
+                .expect("mpicc runs");
+            let words: Vec<String> = String::from_utf8_lossy(&shown.stdout)
+                .split_whitespace()
+                .map(str::to_owned)
+                .collect();
+            if into {
+                link = words;
+            } else {
+                cmd.args(words);
+            }
+        }
+    }
+    // A private name while building: tests of this binary run at once.
+    let tmp = dir.join(format!(".{name}.{}", std::process::id()));
+    let built = cmd
+        .arg(source())
+        .arg("-o")
+        .arg(&tmp)
+        .args(link)
+        .arg("-lpthread")
+        .output()
+        .unwrap();
+    assert!(
+        built.status.success(),
+        "{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    std::fs::rename(&tmp, &out).unwrap();
+    out
+}
+
+fn program() -> &'static Path {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT.get_or_init(|| build("job", false))
+}
+
+fn lib_path() -> String {
+    stage::staged().lib_dir.display().to_string()
+}
+
+/// `mpirun -np programs job MODE : -np servers omptarget-mpi-device`, the
+/// program with its default plugins (4 local host devices first), the
+/// servers marked with `tag`.
+fn job(binary: &Path, mode: &str, programs: usize, servers: usize, tag: &str) -> Command {
+    let mut cmd = job::mpirun();
+    cmd.args(["-x", &format!("LD_LIBRARY_PATH={}", lib_path())]);
+    cmd.args(["-np", &programs.to_string()])
+        .arg(binary)
+        .arg(mode);
+    cmd.args([":", "-x", &format!("OMPTARGET_TEST_JOB={tag}")]);
+    cmd.args(["-x", &format!("LD_LIBRARY_PATH={}", lib_path())]);
+    cmd.args(["-np", &servers.to_string()]).arg(job::server());
+    cmd
+}
+
+fn assert_no_server_left(tag: &str, within: Duration) {
+    let start = Instant::now();
+    loop {
+        let left = job::running_servers(tag);
+        if left.is_empty() {
+            return;
+        }
+        assert!(
+            start.elapsed() < within,
+            "device servers still running after {within:?}: {left:?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn tag(test: &str) -> String {
+    format!("{test}-{}", std::process::id())
+}
+
+fn describe(out: &RunOutput) -> String {
+    format!(
+        "{}\n--- stdout\n{}--- stderr\n{}",
+        out.exit_text(),
+        out.stdout,
+        out.stderr
+    )
+}
+
+#[test]
+fn remote_devices_come_after_the_local_ones_and_compute() {
+    let tag = tag("count");
+    let out = job::run(job(program(), "count", 1, 2, &tag));
+    assert_eq!(out.exit, Some(Exit::Code(0)), "{}", describe(&out));
+    let expected: String = std::iter::once("devices: 12\n".to_owned())
+        .chain((0..12).map(|d| format!("device {d}: 12285\n")))
+        .collect();
+    assert_eq!(out.stdout, expected, "{}", describe(&out));
+    assert_no_server_left(&tag, Duration::from_secs(5));
+}
+
+#[test]
+fn exit_status_passes_through_and_every_server_exits() {
+    let tag = tag("exit");
+    let started = Instant::now();
+    let out = job::run(job(program(), "exit", 1, 2, &tag));
+    assert_eq!(out.exit, Some(Exit::Code(4)), "{}", describe(&out));
+    assert_eq!(out.stdout, "last device: 12285\n");
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "took {:?}",
+        started.elapsed()
+    );
+    assert_no_server_left(&tag, Duration::from_secs(5));
+}
+
+#[test]
+fn exit_from_another_thread_while_offloading_ends_the_job() {
+    let tag = tag("exit-thread");
+    let out = job::run(job(program(), "exit-thread", 1, 2, &tag));
+    assert_eq!(out.exit, Some(Exit::Code(5)), "{}", describe(&out));
+    assert_no_server_left(&tag, Duration::from_secs(5));
+}
+
+#[test]
+fn a_killed_program_leaves_no_server_behind() {
+    let tag = tag("kill");
+    let out = job::run(job(program(), "kill", 1, 2, &tag));
+    // mpirun reports the program's death by SIGKILL as 128 + 9.
+    assert_eq!(
+        out.exit,
+        Some(Exit::Code(128 + libc::SIGKILL)),
+        "{}",
+        describe(&out)
+    );
+    assert_no_server_left(&tag, Duration::from_secs(10));
+}
+
+#[test]
+fn the_programs_own_mpi_traffic_and_finalize_leave_the_job_clean() {
+    let binary = build("job_mpi", true);
+    let tag = tag("own-mpi");
+    let out = job::run(job(&binary, "own-mpi", 2, 2, &tag));
+    assert_eq!(out.exit, Some(Exit::Code(0)), "{}", describe(&out));
+    let mut lines: Vec<&str> = out.stdout.lines().collect();
+    lines.sort();
+    assert_eq!(
+        lines,
+        [
+            "rank 0: devices 12, sum 12285, peer said 101",
+            "rank 1: devices 12, sum 12285, peer said 100"
+        ]
+    );
+    // The program finalised MPI before the runtime's teardown: the servers
+    // were closed then, and the teardown has nothing to complain about.
+    assert!(!out.stderr.contains("error"), "{}", describe(&out));
+    assert_no_server_left(&tag, Duration::from_secs(5));
+}
+
+#[test]
+fn a_job_without_servers_has_no_remote_devices_and_says_nothing() {
+    let mut cmd = job::mpirun();
+    cmd.args(["-x", &format!("LD_LIBRARY_PATH={}", lib_path())]);
+    cmd.args(["-np", "1"]).arg(program()).arg("count");
+    let out = job::run(cmd);
+    assert_eq!(out.exit, Some(Exit::Code(0)), "{}", describe(&out));
+    assert!(out.stdout.starts_with("devices: 4\n"), "{}", describe(&out));
+    assert_eq!(out.stderr, "", "{}", describe(&out));
+}
+
+#[test]
+fn outside_a_job_the_plugin_opens_no_mpi_library() {
+    // The MPI plugin named explicitly, no launcher: 0 devices, silently,
+    // and libmpi never mapped (LD_DEBUG lists every library the loader
+    // opens).
+    let mut cmd = exec::command(
+        program(),
+        &["count".into()],
+        &[
+            (
+                "OMPTARGET_PLUGINS".into(),
+                job::mpi_plugin().display().to_string(),
+            ),
+            ("LD_DEBUG".into(), "files".into()),
+        ],
+        lib_path(),
+    );
+    cmd.env_remove("OMPI_COMM_WORLD_SIZE");
+    let out = exec::run(cmd, Duration::from_secs(60)).unwrap();
+    assert_eq!(out.exit, Some(Exit::Code(0)), "{}", describe(&out));
+    assert_eq!(out.stdout, "devices: 0\n");
+    assert!(
+        out.stderr.contains("libomptarget.rtl.mpi.so"),
+        "the plugin was loaded"
+    );
+    assert!(
+        !out.stderr.contains("libmpi"),
+        "libmpi was opened:\n{}",
+        out.stderr
+    );
+}

@@ -1,0 +1,16 @@
+//! Remote devices over MPI, end to end: real `mpirun` jobs of one program
+//! rank and device servers (`omptarget-mpi-device`), on this machine.
+//!
+//! One test binary, a module per topic:
+//! * `abi`: the binding's constants and layouts against `mpi.h`;
+//! * `programs`: the differential suite's C programs, built by clang 14,
+//!   19 and 22, on remote devices only, against the same binaries on the
+//!   local host plugin;
+//! * `lifecycle`: how jobs end (exit status, `exit()`, killed program,
+//!   the program's own MPI), and the plugin outside a job;
+//! * `rust_api`: the Rust API on remote devices.
+mod abi;
+mod job;
+mod lifecycle;
+mod programs;
+mod rust_api;
