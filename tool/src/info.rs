@@ -62,8 +62,12 @@ fn gather() -> Result<Value> {
             .filter(|other| other.id() != device.id() && device.can_exchange_with(other))
             .map(|other| other.id())
             .collect();
+        // Where the device is: a remote device's name gives its rank and
+        // host ("rank 1 on node7, device 0 of ...").
+        let name = device.properties().ok().and_then(|p| p.name);
         device_values.push(json!({
             "id": device.id(),
+            "name": name,
             "plugin": device.plugin_name(),
             "plugin_device": device.local_id(),
             "initialised": init.is_ok(),
@@ -115,8 +119,12 @@ fn text(v: &Value) -> String {
             Some(err) => format!("cannot initialise: {err}"),
         };
         let peers = join(&d["direct_copy_to"]);
+        let name = match d["name"].as_str() {
+            Some(name) => format!(" ({name})"),
+            None => String::new(),
+        };
         out += &format!(
-            "  device {}: {} device {}, {state}; memory manager caches blocks up to {} bytes; direct copies to: {}\n",
+            "  device {}: {} device {}{name}, {state}; memory manager caches blocks up to {} bytes; direct copies to: {}\n",
             d["id"],
             d["plugin"].as_str().unwrap_or_default(),
             d["plugin_device"],

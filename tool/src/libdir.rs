@@ -40,7 +40,8 @@ pub fn find() -> Result<PathBuf> {
     for_executable(&exe)
 }
 
-/// The plugin libraries in `dir` (`libomptarget.rtl.*.so`), by name.
+/// The plugin libraries in `dir` (`libomptarget.rtl.*.so`), by name, the
+/// MPI plugin last.
 pub fn plugins_in(dir: &Path) -> Result<Vec<PathBuf>> {
     let mut plugins: Vec<PathBuf> = std::fs::read_dir(dir)
         .with_context(|| format!("reading {}", dir.display()))?
@@ -52,6 +53,9 @@ pub fn plugins_in(dir: &Path) -> Result<Vec<PathBuf>> {
         })
         .collect();
     plugins.sort();
+    // The MPI plugin's devices are numbered after the local ones, as in a
+    // program (its devices are other ranks').
+    plugins.sort_by_key(|p| p.file_name() == Some(omptarget::plugin::MPI_PLUGIN_NAME.as_ref()));
     Ok(plugins)
 }
 

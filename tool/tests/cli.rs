@@ -429,3 +429,121 @@ fn run_serves_clang_19_and_22_binaries_with_their_reports() {
         assert_eq!(launches, 1, "clang-{major}: {trace}");
     }
 }
+
+/// `ffi/plugins/mpi/tests/c/job.c` (one program rank of an MPI job) built
+/// by clang-14.
+fn mpi_job_program(dir: &Path) -> PathBuf {
+    let out = dir.join("job");
+    let status = Command::new("clang-14")
+        .args(["-fopenmp", "-fopenmp-targets=x86_64-pc-linux-gnu", "-O1"])
+        .arg(repo().join("ffi/plugins/mpi/tests/c/job.c"))
+        .args(["-lpthread", "-o"])
+        .arg(&out)
+        .status()
+        .expect("clang-14 (cargo xtask deps installs it)");
+    assert!(status.success());
+    out
+}
+
+/// `omptarget run --mpi 2`: the program and two device servers (4 host
+/// devices each) in one mpirun job. Every device computes; the program's
+/// status, the shutdown reports (the program's and each server's, with
+/// its rank), the leak report and the profile (one file per rank) all
+/// come through.
+#[test]
+fn run_mpi_starts_the_servers_and_keeps_the_reports() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = mpi_job_program(dir.path());
+    let profile = dir.path().join("trace.json");
+    let out = omptarget(
+        dir.path(),
+        &[
+            "run",
+            "--mpi",
+            "2",
+            "--report",
+            "--leak-report",
+            "--profile",
+            profile.to_str().unwrap(),
+            "--",
+            program.to_str().unwrap(),
+            "count",
+        ],
+        &[],
+    );
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    // 4 local devices, then 2 x 4 remote ones; each sums 0..4096 % 7.
+    let mut expected = String::from("devices: 12\n");
+    for d in 0..12 {
+        expected += &format!("device {d}: 12285\n");
+    }
+    assert_eq!(stdout, expected, "{stderr}");
+    for rank in [1, 2] {
+        assert!(
+            stderr.contains(&format!("omptarget-mpi-device rank {rank} on ")),
+            "rank {rank}'s shutdown report: {stderr}"
+        );
+        let server_profile = dir.path().join(format!("trace.json.rank{rank}"));
+        assert!(server_profile.is_file(), "rank {rank}'s profile: {stderr}");
+    }
+    assert!(profile.is_file(), "the program's profile: {stderr}");
+    assert!(
+        stderr.contains("omptarget leak report: no leaks"),
+        "{stderr}"
+    );
+}
+
+/// The program's exit status passes through mpirun and the tool: `exit(4)`
+/// after offloading to a remote device.
+#[test]
+fn run_mpi_returns_the_programs_status() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = mpi_job_program(dir.path());
+    let out = omptarget(
+        dir.path(),
+        &["run", "--mpi", "1", "--", program.to_str().unwrap(), "exit"],
+        &[],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(4),
+        "{}\n{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    assert_eq!(text(&out.stdout), "last device: 12285\n");
+}
+
+/// `omptarget info` in an MPI job lists each remote device after the local
+/// ones, with the rank and host that serve it.
+#[test]
+fn info_in_an_mpi_job_lists_remote_devices_with_rank_and_host() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = omptarget(
+        dir.path(),
+        &["run", "--mpi", "1", "--", OMPTARGET, "info"],
+        &[],
+    );
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    let devices: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.starts_with("  device "))
+        .collect();
+    assert_eq!(devices.len(), 8, "{stdout}");
+    for (id, line) in devices.iter().enumerate() {
+        let plugin = if id < 4 { "x86_64" } else { "mpi" };
+        let head = format!(
+            "  device {id}: libomptarget.rtl.{plugin}.so device {} (",
+            id % 4
+        );
+        assert!(line.starts_with(&head), "{line}");
+        if id >= 4 {
+            assert!(
+                line.contains("(rank 1 on ") && line.contains(&format!(", device {} of ", id - 4)),
+                "{line}"
+            );
+        }
+    }
+}

@@ -1,5 +1,6 @@
-//! `cargo xtask install --prefix DIR [--debug]`: the `omptarget` command in
-//! `DIR/bin`, the runtime and its plugins in `DIR/lib`.
+//! `cargo xtask install --prefix DIR [--debug]`: the `omptarget` command
+//! and the MPI device server `omptarget-mpi-device` in `DIR/bin`, the
+//! runtime and its plugins in `DIR/lib`.
 //!
 //! `DIR/lib` gets everything `stage` puts in `target/omptarget/lib`, under
 //! the same names, symbolic links included: `libomptarget.so` and every
@@ -29,6 +30,12 @@ pub fn install(prefix: &Path, debug: bool) -> Result<()> {
     std::fs::create_dir_all(&lib).with_context(|| format!("creating {}", lib.display()))?;
     copy_file(&exe, &bin.join("omptarget"))?;
     println!("installed {}", bin.join("omptarget").display());
+    // The MPI device server (`omptarget run --mpi` finds it in `LIB/../bin`).
+    let staged_bin = staged.lib_dir.join("../bin");
+    for (_, name) in stage::BINARIES {
+        copy_file(&staged_bin.join(name), &bin.join(name))?;
+        println!("installed {}", bin.join(name).display());
+    }
     let mut entries: Vec<PathBuf> = std::fs::read_dir(&staged.lib_dir)?
         .map(|e| e.map(|e| e.path()))
         .collect::<std::io::Result<_>>()?;
@@ -138,6 +145,39 @@ pub fn check() -> Result<()> {
         program.display(),
         runtime.display(),
         plugin.display()
+    );
+    check_mpi(&omptarget, &program)
+}
+
+/// The installed `omptarget run --mpi 1`: the program's devices are the
+/// installed host plugin's 4 and the installed server's, and it computes
+/// on all of them (the program checks its results). Skipped where Open
+/// MPI is not installed (`cargo xtask deps` installs it).
+fn check_mpi(omptarget: &Path, program: &Path) -> Result<()> {
+    if Command::new("mpirun").arg("--version").output().is_err() {
+        println!("no mpirun: the installed `omptarget run --mpi` is not checked");
+        return Ok(());
+    }
+    let out = Command::new(omptarget)
+        .args(["run", "--mpi", "1", "--"])
+        .arg(program)
+        .env_remove("LD_LIBRARY_PATH")
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .output()
+        .context("running the installed omptarget run --mpi")?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    if !out.status.success() || !stdout.starts_with("devices: 8 ") || !stdout.ends_with("ok\n") {
+        bail!(
+            "the installed `omptarget run --mpi 1` failed ({}):\n{stdout}\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    println!(
+        "{} run --mpi 1 ran {} on 8 devices (4 of them remote)",
+        omptarget.display(),
+        program.display()
     );
     Ok(())
 }
