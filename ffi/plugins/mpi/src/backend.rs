@@ -11,7 +11,7 @@ use omptarget_plugin_kit::{
 use std::collections::HashMap;
 use std::ffi::{c_int, c_void, CStr, CString};
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// One remote device: which server, and its number there.
@@ -42,6 +42,10 @@ pub struct MpiBackend {
     hook: Option<crate::finalize_hook::FinalizeHook>,
     /// The program's `requires` flags (`init_requires`).
     requires: AtomicI64,
+    /// Images whose bytes each server holds: (server, image key, bytes'
+    /// address, length) -> the number they were shipped under.
+    shipped: Mutex<HashMap<(usize, usize, usize, usize), u64>>,
+    next_image_id: AtomicU64,
 }
 
 /// The `requires` clauses no remote device can honour: memory on another
@@ -109,6 +113,8 @@ impl Backend for MpiBackend {
             images: Mutex::new(HashMap::new()),
             hook: None,
             requires: AtomicI64::new(0),
+            shipped: Mutex::new(HashMap::new()),
+            next_image_id: AtomicU64::new(1),
         };
         if !client::should_connect() {
             return Ok(backend);
@@ -252,15 +258,45 @@ impl Backend for MpiBackend {
         } else {
             0
         };
-        let op = Op::LoadBinary {
-            device: remote.device,
-            key: key as u64,
-            flags,
-            image: image.bytes.to_vec(),
-            entries: specs,
+        // The bytes go to each server once: the loads on its other devices
+        // name them (a server that no longer holds them says so, and gets
+        // them again).
+        let shipped_key = (
+            remote.server,
+            key,
+            image.bytes.as_ptr() as usize,
+            image.bytes.len(),
+        );
+        let shipped = self
+            .shipped
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&shipped_key)
+            .copied();
+        let image_id =
+            shipped.unwrap_or_else(|| self.next_image_id.fetch_add(1, Ordering::Relaxed));
+        let load = |bytes: Option<Vec<u8>>| -> Result<Vec<u8>> {
+            let op = Op::LoadBinary {
+                device: remote.device,
+                key: key as u64,
+                flags,
+                image_id,
+                image: bytes,
+                entries: specs.clone(),
+            };
+            self.client()?
+                .call(remote.server, op)
+                .map_err(|e| self.located(device, e))
         };
-        let reply = self.call(device, op)?;
-        let mut r = protocol::read_reply(&reply).map_err(backend_err)?;
+        let mut reply = load(shipped.is_none().then(|| image.bytes.to_vec()))?;
+        if protocol::is_not_shipped(&reply) {
+            reply = load(Some(image.bytes.to_vec()))?;
+        }
+        let mut r = protocol::read_reply(&reply).map_err(|e| self.located(device, e))?;
+        self.shipped
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(shipped_key, image_id);
         let mut entries = Vec::with_capacity(names.len());
         for (entry, name) in image.entries.iter().zip(&names) {
             let addr = r.u64().map_err(|e| backend_err(e.to_string()))?;

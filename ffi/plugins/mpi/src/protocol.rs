@@ -45,14 +45,20 @@ pub enum Op {
     InitDevice { device: u32 },
     /// `deinit_device`.
     DeinitDevice { device: u32 },
-    /// Load an image; reply: one device address per entry.
+    /// Load an image; reply: one device address per entry, or
+    /// [`NOT_SHIPPED`] when `image` is `None` and the server no longer
+    /// holds the bytes shipped under `image_id`.
     LoadBinary {
         device: u32,
         /// The program's `__tgt_device_image` address: the image's key.
         key: u64,
         /// `__tgt_rtl_load_binary_flags`'s flags.
         flags: u32,
-        image: Vec<u8>,
+        /// The client's number for these bytes: the first load on a
+        /// server ships them, the loads on its other devices name them.
+        image_id: u64,
+        /// The bytes, or `None`: those shipped before under `image_id`.
+        image: Option<Vec<u8>>,
         entries: Vec<EntrySpec>,
     },
     /// Unload the image loaded under `key`.
@@ -127,6 +133,8 @@ pub struct Request {
 pub const OK: u32 = 0;
 /// A reply's status word for a failure; the error text follows.
 pub const FAILED: u32 = 1;
+/// A `LoadBinary` reply's status word: the bytes it named are not here.
+pub const NOT_SHIPPED: u32 = 2;
 
 /// A message that does not decode.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -288,6 +296,7 @@ impl Request {
                 device,
                 key,
                 flags,
+                image_id,
                 image,
                 entries,
             } => {
@@ -295,7 +304,11 @@ impl Request {
                     .u32(*device)
                     .u64(*key)
                     .u32(*flags)
-                    .bytes(image);
+                    .u64(*image_id);
+                match image {
+                    Some(bytes) => w.u32(1).bytes(bytes),
+                    None => w.u32(0),
+                };
                 w.u64(entries.len() as u64);
                 for e in entries {
                     w.str(&e.name).u64(e.size).i32(e.flags);
@@ -401,7 +414,11 @@ impl Request {
                 let device = r.u32()?;
                 let key = r.u64()?;
                 let flags = r.u32()?;
-                let image = r.bytes()?.to_vec();
+                let image_id = r.u64()?;
+                let image = match r.u32()? {
+                    0 => None,
+                    _ => Some(r.bytes()?.to_vec()),
+                };
                 let n = r.count(8 + 8 + 4)?;
                 let mut entries = Vec::with_capacity(n);
                 for _ in 0..n {
@@ -415,6 +432,7 @@ impl Request {
                     device,
                     key,
                     flags,
+                    image_id,
                     image,
                     entries,
                 }
@@ -511,6 +529,21 @@ pub fn error_reply(message: &str) -> Vec<u8> {
     w.finish()
 }
 
+/// The reply to a `LoadBinary` that named bytes the server does not hold
+/// (any more): the client ships them again.
+pub fn not_shipped_reply() -> Vec<u8> {
+    let mut w = Writer::new();
+    w.u32(NOT_SHIPPED);
+    w.finish()
+}
+
+/// Whether `message` is [`not_shipped_reply`].
+pub fn is_not_shipped(message: &[u8]) -> bool {
+    Reader::new(message)
+        .u32()
+        .is_ok_and(|status| status == NOT_SHIPPED)
+}
+
 /// Split a reply: `Ok(reader over the payload)` or the server's error.
 pub fn read_reply(message: &[u8]) -> Result<Reader<'_>, String> {
     let mut r = Reader::new(message);
@@ -538,7 +571,8 @@ mod tests {
             device: 1,
             key: 0xdead,
             flags: 1,
-            image: vec![1, 2, 3],
+            image_id: 7,
+            image: Some(vec![1, 2, 3]),
             entries: vec![
                 EntrySpec {
                     name: "k".into(),
@@ -551,6 +585,14 @@ mod tests {
                     flags: 1,
                 },
             ],
+        });
+        round_trip(Op::LoadBinary {
+            device: 2,
+            key: 0xdead,
+            flags: 0,
+            image_id: 7,
+            image: None,
+            entries: Vec::new(),
         });
         round_trip(Op::UnloadBinary { device: 1, key: 9 });
         round_trip(Op::Alloc {

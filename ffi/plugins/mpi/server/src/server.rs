@@ -7,7 +7,7 @@ use omptarget_plugin_mpi::world::{Role, World};
 use std::collections::{BTreeSet, HashMap};
 use std::ffi::{c_void, CString};
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 /// How to start.
 #[derive(Debug, Default)]
@@ -21,7 +21,8 @@ pub struct ServerConfig {
 /// plugin may use while it is loaded (the keepalive of the load).
 struct ImageStorage {
     desc: Box<DeviceImage>,
-    _bytes: Vec<u8>,
+    /// Shared by the image's loads on this server's devices.
+    _bytes: Arc<Vec<u8>>,
     _entries: Vec<OffloadEntry>,
     _names: Vec<CString>,
 }
@@ -41,6 +42,11 @@ pub struct Server {
     direct: bool,
     /// What each client loaded, by (device, client rank, image key).
     images: HashMap<(u32, i32, u64), Arc<ImageStorage>>,
+    /// The image bytes each client shipped, by (client rank, image id):
+    /// held while an image of them is loaded.
+    shipped: HashMap<(i32, u64), Weak<Vec<u8>>>,
+    /// Images shipped here, and their bytes (for the shutdown summary).
+    received: (usize, u64),
     /// What each client allocated, by device: freed at its `DeinitDevice`.
     allocations: HashMap<(u32, i32), BTreeSet<u64>>,
     clients_left: usize,
@@ -85,6 +91,8 @@ impl Server {
             direct,
             images: HashMap::new(),
             allocations: HashMap::new(),
+            shipped: HashMap::new(),
+            received: (0, 0),
             clients_left,
         })
     }
@@ -158,9 +166,31 @@ impl Server {
                 device,
                 key,
                 flags,
+                image_id,
                 image,
                 entries,
-            } => self.load(client, device, key, flags, image, entries),
+            } => {
+                let bytes = match image {
+                    Some(bytes) => {
+                        self.received.0 += 1;
+                        self.received.1 += bytes.len() as u64;
+                        let bytes = Arc::new(bytes);
+                        self.shipped.retain(|_, held| held.strong_count() > 0);
+                        self.shipped
+                            .insert((client, image_id), Arc::downgrade(&bytes));
+                        bytes
+                    }
+                    None => match self
+                        .shipped
+                        .get(&(client, image_id))
+                        .and_then(Weak::upgrade)
+                    {
+                        Some(bytes) => bytes,
+                        None => return Ok(protocol::not_shipped_reply()),
+                    },
+                };
+                self.load(client, device, key, flags, bytes, entries)
+            }
             Op::UnloadBinary { device, key } => {
                 let storage = self
                     .images
@@ -346,10 +376,12 @@ impl Server {
         self.images.clear();
         let rank = self.world.rank;
         let host = self.world.mpi.processor_name();
+        let (images, bytes) = self.received;
+        let shipped = format!("{images} image(s) shipped here ({bytes} bytes)");
         emit_report(&format!(
-            "omptarget-mpi-device rank {rank} on {host}:\n{report}\n"
+            "omptarget-mpi-device rank {rank} on {host}: {shipped}\n{report}\n"
         ));
-        format!("rank {rank}: {}", report.summary())
+        format!("rank {rank}: {}; {shipped}", report.summary())
     }
 
     /// What `client` left on `device`: its images unloaded, its memory freed.
@@ -400,7 +432,7 @@ impl Server {
         device: u32,
         key: u64,
         flags: u32,
-        bytes: Vec<u8>,
+        bytes: Arc<Vec<u8>>,
         specs: Vec<EntrySpec>,
     ) -> Reply {
         let names = specs
@@ -423,13 +455,13 @@ impl Server {
                 reserved: 0,
             })
             .collect();
-        let mut bytes = bytes;
-        let range = bytes.as_mut_ptr_range();
+        let range = bytes.as_ptr_range();
         let entry_range = entries.as_mut_ptr_range();
         let storage = Arc::new(ImageStorage {
             desc: Box::new(DeviceImage {
-                image_start: range.start.cast(),
-                image_end: range.end.cast(),
+                // The plugin only reads an image's bytes.
+                image_start: range.start.cast_mut().cast(),
+                image_end: range.end.cast_mut().cast(),
                 entries_begin: entry_range.start,
                 entries_end: entry_range.end,
             }),

@@ -68,7 +68,7 @@ fn lib_path() -> String {
 
 /// `mpirun -np programs job MODE : -np servers omptarget-mpi-device`, the
 /// program with its default plugins (4 local host devices first), the
-/// servers marked with `tag`.
+/// servers marked with `tag`, each printing its shutdown report to stderr.
 fn job(binary: &Path, mode: &str, programs: usize, servers: usize, tag: &str) -> Command {
     let mut cmd = job::mpirun();
     cmd.args(["-x", &format!("LD_LIBRARY_PATH={}", lib_path())]);
@@ -77,6 +77,7 @@ fn job(binary: &Path, mode: &str, programs: usize, servers: usize, tag: &str) ->
         .arg(mode);
     cmd.args([":", "-x", &format!("OMPTARGET_TEST_JOB={tag}")]);
     cmd.args(["-x", &format!("LD_LIBRARY_PATH={}", lib_path())]);
+    cmd.args(["-x", "OMPTARGET_SHUTDOWN_REPORT=stderr"]);
     cmd.args(["-np", &servers.to_string()]).arg(job::server());
     cmd
 }
@@ -118,6 +119,17 @@ fn remote_devices_come_after_the_local_ones_and_compute() {
         .chain((0..12).map(|d| format!("device {d}: 12285\n")))
         .collect();
     assert_eq!(out.stdout, expected, "{}", describe(&out));
+    // The program's image was loaded on 4 devices of each server, and
+    // shipped to each server once.
+    for rank in [1, 2] {
+        let head = format!("omptarget-mpi-device rank {rank} on ");
+        let line = out.stderr.lines().find(|l| l.starts_with(&head));
+        assert!(
+            line.is_some_and(|l| l.contains(": 1 image(s) shipped here (")),
+            "rank {rank}: {}",
+            describe(&out)
+        );
+    }
     assert_no_server_left(&tag, Duration::from_secs(5));
 }
 
