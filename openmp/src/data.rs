@@ -590,100 +590,121 @@ impl<'a> Offload<'a> {
         // and a free per region (callgrind, `map_tofrom_scalar`).
         let mut settles: SmallVec<[(EntryHandle, usize, i64, bool); 8]> = SmallVec::new();
         let mut from_mapper_base: Option<usize> = None;
+        // The copies back go on one queue and complete together, as LLVM's
+        // `AsyncInfo` makes them (a remote device answers them in one
+        // round trip). What reads the copied host memory waits for them:
+        // restoring shadowed pointers, a mapper's function, the settles.
+        let mut queue = omptarget::abi::AsyncInfo {
+            queue: std::ptr::null_mut(),
+        };
+        let mut shadows: SmallVec<[(EntryHandle, usize, i64); 8]> = SmallVec::new();
 
-        for i in (0..args.len()).rev() {
-            let t = args.map_type(i);
-            if has(t, mt::LITERAL) || has(t, mt::PRIVATE) || has(t, mt::ATTACH) {
-                continue;
-            }
-            if let Some(mapper) = args.mapper(i) {
-                // SAFETY: our `# Safety`: `args` is a valid view and
-                // `mapper` argument `i`'s.
-                if unsafe { self.data_mapper(dev, args, i, mapper, DataOp::End) }.is_err() {
-                    return Err(self.report(OffloadError::MapperEndFailed));
+        let copies: Result<(), OffloadError> = 'copies: {
+            for i in (0..args.len()).rev() {
+                let t = args.map_type(i);
+                if has(t, mt::LITERAL) || has(t, mt::PRIVATE) || has(t, mt::ATTACH) {
+                    continue;
                 }
-                continue;
-            }
-
-            let Section { begin, size, .. } = padded_section(args, i, &caller);
-            let implicit = has(t, mt::IMPLICIT);
-            let update_ref =
-                (!has(t, mt::MEMBER_OF) || has(t, mt::PTR_AND_OBJ)) && !(from_mapper && i == 0);
-            let present = has(t, mt::PRESENT);
-            let hold = has(t, mt::OMPX_HOLD);
-
-            let tpr = table.get_tgt_ptr_begin(&UnmapRequest {
-                host_begin: begin,
-                size,
-                update_refcount: update_ref,
-                hold,
-                must_contain: !implicit,
-                force_delete: has(t, mt::DELETE),
-                unified_shared_memory: usm,
-                zero_length: caller.zero_length(size),
-                from_data_end: true,
-            });
-            if let Some(event) = &tpr.event {
-                self.info_map_event(dev.id, event);
-            }
-            let Some(target) = tpr.target else {
-                if present {
-                    // Only possible on "target exit data": the data must be
-                    // there on entry to the construct.
-                    return Err(self.report(OffloadError::PresentMissingOnExit {
-                        host_begin: begin,
-                        size,
-                    }));
+                if let Some(mapper) = args.mapper(i) {
+                    // The mapper's function reads the host data (its members'
+                    // pointers): the copies before it land first.
+                    if self
+                        .finish_copies_back(dev, &mut queue, &mut shadows)
+                        .is_err()
+                    {
+                        break 'copies Err(self.report(OffloadError::CopyFromDeviceFailed));
+                    }
+                    // SAFETY: our `# Safety`: `args` is a valid view and
+                    // `mapper` argument `i`'s.
+                    if unsafe { self.data_mapper(dev, args, i, mapper, DataOp::End) }.is_err() {
+                        break 'copies Err(self.report(OffloadError::MapperEndFailed));
+                    }
+                    continue;
                 }
-                continue;
-            };
 
-            // A member's mapping belongs to its parent struct.
-            let member_only = has(t, mt::MEMBER_OF) && !has(t, mt::PTR_AND_OBJ);
-            let del_entry = tpr.is_last && !member_only;
-            // Every section found is settled after the copies (LLVM 15+'s
-            // post-processing): the last data-end user removes the mapping
-            // if its count is still zero, whichever thread saw it last.
-            let mut settle_deletes = !member_only && !tpr.is_host_ptr;
-            let from = has(t, mt::FROM);
-            if !(from || del_entry) {
-                if let Some(entry) = tpr.entry {
-                    settles.push((entry, begin, size, settle_deletes));
+                let Section { begin, size, .. } = padded_section(args, i, &caller);
+                let implicit = has(t, mt::IMPLICIT);
+                let update_ref =
+                    (!has(t, mt::MEMBER_OF) || has(t, mt::PTR_AND_OBJ)) && !(from_mapper && i == 0);
+                let present = has(t, mt::PRESENT);
+                let hold = has(t, mt::OMPX_HOLD);
+
+                let tpr = table.get_tgt_ptr_begin(&UnmapRequest {
+                    host_begin: begin,
+                    size,
+                    update_refcount: update_ref,
+                    hold,
+                    must_contain: !implicit,
+                    force_delete: has(t, mt::DELETE),
+                    unified_shared_memory: usm,
+                    zero_length: caller.zero_length(size),
+                    from_data_end: true,
+                });
+                if let Some(event) = &tpr.event {
+                    self.info_map_event(dev.id, event);
                 }
-                continue;
-            }
-            if from
+                let Some(target) = tpr.target else {
+                    if present {
+                        // Only possible on "target exit data": the data must be
+                        // there on entry to the construct.
+                        break 'copies Err(self.report(OffloadError::PresentMissingOnExit {
+                            host_begin: begin,
+                            size,
+                        }));
+                    }
+                    continue;
+                };
+
+                // A member's mapping belongs to its parent struct.
+                let member_only = has(t, mt::MEMBER_OF) && !has(t, mt::PTR_AND_OBJ);
+                let del_entry = tpr.is_last && !member_only;
+                // Every section found is settled after the copies (LLVM 15+'s
+                // post-processing): the last data-end user removes the mapping
+                // if its count is still zero, whichever thread saw it last.
+                let mut settle_deletes = !member_only && !tpr.is_host_ptr;
+                let from = has(t, mt::FROM);
+                if !(from || del_entry) {
+                    if let Some(entry) = tpr.entry {
+                        settles.push((entry, begin, size, settle_deletes));
+                    }
+                    continue;
+                }
+                if from
                 && (has(t, mt::ALWAYS) || tpr.is_last)
                 && !tpr.is_host_ptr
                 // SAFETY: our `# Safety`: a `from` range is writable host
-                // memory; `target` is its device copy on `dev`.
-                && unsafe { self.retrieve(dev, begin, target, size) }.is_err()
-            {
-                return Err(self.report(OffloadError::CopyFromDeviceFailed));
+                // memory, not read before the queue is synchronised below;
+                // `target` is its device copy on `dev`, freed only after.
+                && unsafe { self.retrieve_queued(dev, &mut queue, begin, target, size) }.is_err()
+                {
+                    break 'copies Err(self.report(OffloadError::CopyFromDeviceFailed));
+                }
+                if del_entry && from_mapper && i == 0 {
+                    from_mapper_base = Some(begin);
+                }
+                if from_mapper && i == 0 {
+                    // A mapper's base: removed with its parent, not here.
+                    settle_deletes = false;
+                }
+                // Host pointers the copy-back overwrites with device addresses
+                // are restored once it has landed (`finish_copies_back`).
+                if from {
+                    if let Some(entry) = &tpr.entry {
+                        shadows.push((entry.clone(), begin, size));
+                    }
+                }
+                if let Some(entry) = tpr.entry {
+                    settles.push((entry, begin, size, settle_deletes));
+                }
             }
-            if del_entry && from_mapper && i == 0 {
-                from_mapper_base = Some(begin);
-            }
-            if from_mapper && i == 0 {
-                // A mapper's base: removed with its parent, not here.
-                settle_deletes = false;
-            }
-            // Restore host pointers the copy-back overwrote with device
-            // addresses. They are forgotten when the mapping is removed
-            // (`end_data_end`), not here: another thread may map the data
-            // again before that, and its copy-back needs them too.
-            if from {
-                table.visit_shadows(tpr.entry.as_ref(), begin, size, |host_ptr_addr, shadow| {
-                    // SAFETY: a shadowed pointer lies inside the mapped host
-                    // range `begin..begin+size` (the table visits only
-                    // those), which is writable host memory (our `# Safety`).
-                    unsafe { *(host_ptr_addr as *mut usize) = shadow.host_ptr_value };
-                    ShadowVisit::Keep
-                });
-            }
-            if let Some(entry) = tpr.entry {
-                settles.push((entry, begin, size, settle_deletes));
-            }
+            Ok(())
+        };
+        // Whatever happened, nothing may still be copying into host memory
+        // when this returns, nor into device memory the settles free.
+        let landed = self.finish_copies_back(dev, &mut queue, &mut shadows);
+        copies?;
+        if landed.is_err() {
+            return Err(self.report(OffloadError::CopyFromDeviceFailed));
         }
 
         let memory = self.memory(dev);
@@ -696,8 +717,33 @@ impl<'a> Offload<'a> {
         }
         Ok(())
     }
-}
 
+    /// Wait for the copies back on `queue`, then restore the host pointers
+    /// they overwrote with device addresses (`shadows`, in order). The
+    /// pointers are forgotten when the mapping is removed
+    /// (`end_data_end`), not here: another thread may map the data again
+    /// before that, and its copy-back needs them too.
+    fn finish_copies_back(
+        &self,
+        dev: &DeviceCtx<'a>,
+        queue: &mut omptarget::abi::AsyncInfo,
+        shadows: &mut SmallVec<[(EntryHandle, usize, i64); 8]>,
+    ) -> Result<(), crate::OpFailed> {
+        let synced = dev.ops.synchronize_queue(queue);
+        let table = dev.ops.mappings();
+        for (entry, begin, size) in shadows.drain(..) {
+            table.visit_shadows(Some(&entry), begin, size, |host_ptr_addr, shadow| {
+                // SAFETY: a shadowed pointer lies inside the mapped host
+                // range `begin..begin+size` (the table visits only those),
+                // which is writable host memory (`data_end`'s `# Safety`),
+                // and its copy back has landed.
+                unsafe { *(host_ptr_addr as *mut usize) = shadow.host_ptr_value };
+                ShadowVisit::Keep
+            });
+        }
+        synced
+    }
+}
 #[cfg(test)]
 mod tests {
     use super::partial_struct_alignment;

@@ -7,7 +7,7 @@
 //!   (LLVM's `AllRTLs`). The [`super::Registry`] decides which plugins are
 //!   used and numbers their devices as LLVM does.
 
-use omptarget::abi::{AllocKind, DeviceImage, OffloadEntry};
+use omptarget::abi::{AllocKind, AsyncInfo, DeviceImage, OffloadEntry};
 use omptarget::device::DevicePtr;
 use omptarget::mapping::MappingTable;
 use std::any::Any;
@@ -66,6 +66,30 @@ pub trait DeviceOps: Send + Sync {
         src: DevicePtr,
         size: usize,
     ) -> Result<(), OpFailed>;
+    /// `__tgt_rtl_data_retrieve_async` on `queue`: the copy is complete
+    /// once [`DeviceOps::synchronize_queue`] returns. By default the
+    /// blocking [`DeviceOps::retrieve`] (a fully ordered queue).
+    ///
+    /// # Safety
+    /// As [`DeviceOps::retrieve`], and `dst..dst+size` stays writable and
+    /// unread by the host until the queue is synchronised.
+    unsafe fn retrieve_queued(
+        &self,
+        queue: &mut AsyncInfo,
+        dst: *mut c_void,
+        src: DevicePtr,
+        size: usize,
+    ) -> Result<(), OpFailed> {
+        let _ = queue;
+        // SAFETY: per this function's contract.
+        unsafe { self.retrieve(dst, src, size) }
+    }
+    /// Wait for everything on `queue` and give it back to the plugin; by
+    /// default there is nothing to wait for.
+    fn synchronize_queue(&self, queue: &mut AsyncInfo) -> Result<(), OpFailed> {
+        let _ = queue;
+        Ok(())
+    }
     /// LLVM's `isDataExchangable`: `dst` is a device of the same plugin,
     /// which exports `is_data_exchangable` (saying yes for the pair) and a
     /// `data_exchange` entry.
@@ -234,6 +258,20 @@ impl DeviceOps for omptarget::device::Device {
         // writable host memory and `src` device memory of this device, which
         // is `Device::retrieve`'s contract.
         unsafe { omptarget::device::Device::retrieve(self, dst, src, size) }
+    }
+    unsafe fn retrieve_queued(
+        &self,
+        queue: &mut AsyncInfo,
+        dst: *mut c_void,
+        src: DevicePtr,
+        size: usize,
+    ) -> Result<(), OpFailed> {
+        // SAFETY: the trait's `# Safety` for `retrieve_queued`, which is
+        // `Device::retrieve_on`'s contract.
+        unsafe { omptarget::device::Device::retrieve_on(self, queue, dst, src, size) }
+    }
+    fn synchronize_queue(&self, queue: &mut AsyncInfo) -> Result<(), OpFailed> {
+        omptarget::device::Device::synchronize_queue(self, queue)
     }
     fn is_data_exchangable(&self, dst: &dyn DeviceOps) -> bool {
         dst.as_any()

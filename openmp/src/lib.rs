@@ -300,6 +300,36 @@ impl<'a> Offload<'a> {
         })
     }
 
+    /// [`Offload::retrieve`] on `queue`: complete once the queue is
+    /// synchronised (`dev.ops.synchronize_queue`).
+    ///
+    /// # Safety
+    /// `host..host+size` is writable and unread by the host until then;
+    /// `target` is device memory of `dev`.
+    pub(crate) unsafe fn retrieve_queued(
+        &self,
+        dev: &DeviceCtx<'_>,
+        queue: &mut omptarget::abi::AsyncInfo,
+        host: usize,
+        target: usize,
+        size: i64,
+    ) -> Result<(), OpFailed> {
+        let name = self.transfer_name(dev, host, size);
+        self.info_transfer(dev, false, host, target, size, name);
+        self.traced_retrieve(dev, host, target, size as usize, || {
+            // SAFETY: our `# Safety`, which is what
+            // `DeviceOps::retrieve_queued` asks.
+            unsafe {
+                dev.ops.retrieve_queued(
+                    queue,
+                    host as *mut c_void,
+                    DevicePtr::from_raw(target as *mut c_void),
+                    size as usize,
+                )
+            }
+        })
+    }
+
     /// The device memory of `dev` as the mapping table sees it.
     pub(crate) fn memory<'b>(&'b self, dev: &'b DeviceCtx<'a>) -> MappingMemory<'a, 'b> {
         MappingMemory { offload: self, dev }

@@ -133,13 +133,17 @@ impl Device {
         self.check("data_submit_async", code)
     }
 
-    /// Copy `size` bytes device -> host on `queue`.
+    /// Copy `size` bytes device -> host on `queue`. Public for the OpenMP
+    /// layer (a data end's copies back complete together, as LLVM's
+    /// `AsyncInfo` makes them); the typed API's [`crate::Queue`] is the
+    /// user's way.
     ///
     /// # Safety
     /// `dst` stays writable for `size` bytes (and unread by the host) and
     /// `src..src+size` is device memory of this device, until `queue` is
     /// synchronised.
-    pub(crate) unsafe fn retrieve_on(
+    #[doc(hidden)]
+    pub unsafe fn retrieve_on(
         &self,
         queue: &mut AsyncInfo,
         dst: *mut c_void,
@@ -332,7 +336,9 @@ impl Device {
 
     /// Wait for everything on `queue` (`synchronize`), which also gives the
     /// queue back to the plugin. A queue the plugin never set needs nothing.
-    pub(crate) fn synchronize_queue(&self, queue: &mut AsyncInfo) -> Result<()> {
+    /// Public for the OpenMP layer, as [`Device::retrieve_on`].
+    #[doc(hidden)]
+    pub fn synchronize_queue(&self, queue: &mut AsyncInfo) -> Result<()> {
         if queue.queue.is_null() {
             return self.plugin.call(|_| ());
         }

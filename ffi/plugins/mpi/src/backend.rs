@@ -3,7 +3,7 @@
 use crate::client::{self, Client, Server};
 use crate::protocol::{self, EntrySpec, Op};
 use omptarget_plugin_kit::abi::plugin::{DeviceInfoKey, KernelArgType};
-use omptarget_plugin_kit::abi::{AllocKind, DeviceImage, OffloadEntry, TargetTable};
+use omptarget_plugin_kit::abi::{AllocKind, AsyncInfo, DeviceImage, OffloadEntry, TargetTable};
 use omptarget_plugin_kit::error::Result;
 use omptarget_plugin_kit::{
     Backend, DeviceId, DeviceInfoValue, ImageRef, InitCause, LoadOptions, PluginError, TeamConfig,
@@ -100,6 +100,67 @@ impl MpiBackend {
             server.host,
             self.remote(device).device
         ))
+    }
+}
+
+/// A queue's copies back, not yet fetched: what `__tgt_async_info`'s
+/// `queue` points to (set by the first, freed by the synchronisation).
+struct PendingRetrieves {
+    device: DeviceId,
+    /// (device address, host address, bytes).
+    ranges: Vec<(u64, *mut c_void, usize)>,
+}
+
+/// Copies to a device up to this size travel inside one request, with no
+/// reply to wait for (`Op::SubmitInline`); larger ones go straight from
+/// the program's memory, after their request.
+const INLINE_SUBMIT_LIMIT: usize = 64 << 10;
+
+impl MpiBackend {
+    /// `queue`'s pending copies back, made on first use.
+    fn pending_of<'q>(
+        &self,
+        device: DeviceId,
+        queue: &'q mut AsyncInfo,
+    ) -> Result<&'q mut PendingRetrieves> {
+        if !queue.queue.is_null() {
+            // SAFETY: set below from a box, and only by this backend.
+            let held = unsafe { &*queue.queue.cast::<PendingRetrieves>() };
+            if held.device != device {
+                // A queue is one device's; keep it so if asked otherwise.
+                let held_device = held.device;
+                self.flush_queue(held_device, queue)?;
+            }
+        }
+        if queue.queue.is_null() {
+            let fresh = Box::new(PendingRetrieves {
+                device,
+                ranges: Vec::new(),
+            });
+            queue.queue = Box::into_raw(fresh).cast();
+        }
+        // SAFETY: a live box of ours (above).
+        Ok(unsafe { &mut *queue.queue.cast::<PendingRetrieves>() })
+    }
+
+    /// Fetch `queue`'s pending copies back in one request, and give the
+    /// queue back (its `queue` field cleared).
+    fn flush_queue(&self, _device: DeviceId, queue: &mut AsyncInfo) -> Result<()> {
+        if queue.queue.is_null() {
+            return Ok(());
+        }
+        // SAFETY: set by `pending_of` from a box; taken back once, here.
+        let pending = unsafe { Box::from_raw(queue.queue.cast::<PendingRetrieves>()) };
+        queue.queue = std::ptr::null_mut();
+        let device = pending.device;
+        let remote = self.remote(device);
+        // SAFETY: the async entries' contract: each host range stays
+        // writable until the queue is synchronised, which is now.
+        unsafe {
+            self.client()?
+                .retrieve_batch(remote.server, remote.device, &pending.ranges)
+        }
+        .map_err(|e| self.located(device, e))
     }
 }
 
@@ -399,6 +460,22 @@ impl Backend for MpiBackend {
         size: usize,
     ) -> Result<()> {
         let remote = self.remote(device);
+        if size <= INLINE_SUBMIT_LIMIT {
+            // The bytes are taken now, so the copy is done as far as the
+            // program can tell: the server applies it before this rank's
+            // next request, and that request's reply carries a failure.
+            // SAFETY: per this function's contract, readable for `size`.
+            let data = unsafe { std::slice::from_raw_parts(host_ptr.as_ptr().cast::<u8>(), size) };
+            return self
+                .client()?
+                .submit_inline(
+                    remote.server,
+                    remote.device,
+                    tgt_ptr.as_ptr() as u64,
+                    data.to_vec(),
+                )
+                .map_err(|e| self.located(device, e));
+        }
         // SAFETY: per this function's contract.
         unsafe {
             self.client()?.submit(
@@ -474,6 +551,75 @@ impl Backend for MpiBackend {
         teams: Option<TeamConfig>,
     ) -> Result<()> {
         self.run(device, entry, args, Some(types), teams)
+    }
+
+    unsafe fn data_submit_async(
+        &self,
+        device: DeviceId,
+        tgt_ptr: NonNull<c_void>,
+        host_ptr: NonNull<c_void>,
+        size: usize,
+        queue: &mut AsyncInfo,
+    ) -> Result<()> {
+        // In queue order: what the queue holds first.
+        self.flush_queue(device, queue)?;
+        // SAFETY: per this function's contract.
+        unsafe { self.data_submit(device, tgt_ptr, host_ptr, size) }
+    }
+
+    unsafe fn data_retrieve_async(
+        &self,
+        device: DeviceId,
+        host_ptr: NonNull<c_void>,
+        tgt_ptr: NonNull<c_void>,
+        size: usize,
+        queue: &mut AsyncInfo,
+    ) -> Result<()> {
+        // Copies back wait in the queue: its synchronisation fetches them
+        // all in one round trip.
+        let pending = self.pending_of(device, queue)?;
+        pending
+            .ranges
+            .push((tgt_ptr.as_ptr() as u64, host_ptr.as_ptr(), size));
+        Ok(())
+    }
+
+    unsafe fn data_exchange_async(
+        &self,
+        src: DeviceId,
+        src_ptr: NonNull<c_void>,
+        dst: DeviceId,
+        dst_ptr: NonNull<c_void>,
+        size: usize,
+        queue: &mut AsyncInfo,
+    ) -> Result<()> {
+        self.flush_queue(src, queue)?;
+        // SAFETY: per this function's contract.
+        unsafe { self.data_exchange(src, src_ptr, dst, dst_ptr, size) }
+    }
+
+    unsafe fn run_region_async(
+        &self,
+        device: DeviceId,
+        entry: NonNull<c_void>,
+        args: &[*mut c_void],
+        types: Option<&[KernelArgType]>,
+        teams: Option<TeamConfig>,
+        queue: &mut AsyncInfo,
+    ) -> Result<()> {
+        self.flush_queue(device, queue)?;
+        // SAFETY: per this function's contract.
+        unsafe {
+            match types {
+                Some(types) => self.run_typed_region(device, entry, args, types, teams),
+                None => self.run_region(device, entry, args, teams),
+            }
+        }
+    }
+
+    fn synchronize_queue(&self, device: DeviceId, queue: &mut AsyncInfo) -> Result<()> {
+        // Everything but copies back ran when it was queued.
+        self.flush_queue(device, queue)
     }
 
     fn synchronize(&self, device: DeviceId) -> Result<()> {

@@ -195,6 +195,59 @@ impl Client {
         unsafe { self.world.recv_raw(rank, reply_tag, host, size) }
     }
 
+    /// Copy `data` to `ptr` on the server's `device` without waiting: the
+    /// bytes travel in the request, and the server keeps a failure for the
+    /// reply to this rank's next request.
+    pub fn submit_inline(
+        &self,
+        server: usize,
+        device: u32,
+        ptr: u64,
+        data: Vec<u8>,
+    ) -> Result<(), String> {
+        self.check_open()?;
+        let op = Op::SubmitInline { device, ptr, data };
+        // No reply comes: the tag is never used.
+        let request = Request {
+            reply_tag: FIRST_REPLY_TAG,
+            op,
+        };
+        self.world
+            .send(self.servers[server].rank, REQUEST_TAG, &request.encode())
+    }
+
+    /// Copy each of `ranges` (device address on the server's `device`,
+    /// host address, bytes) to the host, in one request.
+    ///
+    /// # Safety
+    /// Each host range is writable for its bytes.
+    pub unsafe fn retrieve_batch(
+        &self,
+        server: usize,
+        device: u32,
+        ranges: &[(u64, *mut c_void, usize)],
+    ) -> Result<(), String> {
+        self.check_open()?;
+        let rank = self.servers[server].rank;
+        let reply_tag = self.fresh_tag();
+        let op = Op::RetrieveBatch {
+            device,
+            ranges: ranges
+                .iter()
+                .map(|&(ptr, _, size)| (ptr, size as u64))
+                .collect(),
+        };
+        self.world
+            .send(rank, REQUEST_TAG, &Request { reply_tag, op }.encode())?;
+        let reply = self.world.recv_message(rank, reply_tag)?.1;
+        protocol::read_reply(&reply)?;
+        for &(_, host, size) in ranges {
+            // SAFETY: per this function's contract.
+            unsafe { self.world.recv_raw(rank, reply_tag, host, size)? };
+        }
+        Ok(())
+    }
+
     /// Copy `size` bytes between devices of two servers, straight from
     /// one to the other.
     pub fn exchange(

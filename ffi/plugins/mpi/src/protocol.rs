@@ -105,6 +105,22 @@ pub enum Op {
     },
     /// Wait for the device's work.
     Synchronize { device: u32 },
+    /// Host -> device with the bytes in the request, and no reply: the
+    /// client goes on at once (a blocking copy of a few bytes costs no
+    /// round trip). A failure is kept and answers the client's next
+    /// request that has a reply.
+    SubmitInline {
+        device: u32,
+        ptr: u64,
+        data: Vec<u8>,
+    },
+    /// Device -> host of several ranges (a queue's copies back): the
+    /// reply, then each range's bytes on the reply tag, in order.
+    RetrieveBatch {
+        device: u32,
+        /// (device address, bytes) of each range.
+        ranges: Vec<(u64, u64)>,
+    },
     /// This client is done: tear down when every client said so.
     Exit,
 }
@@ -275,6 +291,8 @@ mod code {
     pub const RUN: u32 = 13;
     pub const SYNCHRONIZE: u32 = 14;
     pub const EXIT: u32 = 15;
+    pub const SUBMIT_INLINE: u32 = 16;
+    pub const RETRIEVE_BATCH: u32 = 17;
 }
 
 impl Request {
@@ -398,6 +416,20 @@ impl Request {
             Op::Exit => {
                 w.u32(code::EXIT);
             }
+            Op::SubmitInline { device, ptr, data } => {
+                w.u32(code::SUBMIT_INLINE)
+                    .u32(*device)
+                    .u64(*ptr)
+                    .bytes(data);
+            }
+            Op::RetrieveBatch { device, ranges } => {
+                w.u32(code::RETRIEVE_BATCH)
+                    .u32(*device)
+                    .u64(ranges.len() as u64);
+                for (ptr, size) in ranges {
+                    w.u64(*ptr).u64(*size);
+                }
+            }
         }
         w.finish()
     }
@@ -507,6 +539,20 @@ impl Request {
             }
             code::SYNCHRONIZE => Op::Synchronize { device: r.u32()? },
             code::EXIT => Op::Exit,
+            code::SUBMIT_INLINE => Op::SubmitInline {
+                device: r.u32()?,
+                ptr: r.u64()?,
+                data: r.bytes()?.to_vec(),
+            },
+            code::RETRIEVE_BATCH => {
+                let device = r.u32()?;
+                let n = r.count(16)?;
+                let mut ranges = Vec::with_capacity(n);
+                for _ in 0..n {
+                    ranges.push((r.u64()?, r.u64()?));
+                }
+                Op::RetrieveBatch { device, ranges }
+            }
             other => return Err(Malformed(format!("unknown operation {other}"))),
         };
         r.end()?;
@@ -595,6 +641,15 @@ mod tests {
             entries: Vec::new(),
         });
         round_trip(Op::UnloadBinary { device: 1, key: 9 });
+        round_trip(Op::SubmitInline {
+            device: 3,
+            ptr: 0x1000,
+            data: vec![9; 17],
+        });
+        round_trip(Op::RetrieveBatch {
+            device: 1,
+            ranges: vec![(0x1000, 8), (0x2000, 0), (0x3000, 1 << 20)],
+        });
         round_trip(Op::Alloc {
             device: 0,
             size: 64,

@@ -47,6 +47,12 @@ pub struct Server {
     shipped: HashMap<(i32, u64), Weak<Vec<u8>>>,
     /// Images shipped here, and their bytes (for the shutdown summary).
     received: (usize, u64),
+    /// Requests answered, and one-way copies (for the shutdown summary:
+    /// what a program costs in round trips).
+    served: u64,
+    one_way: u64,
+    /// A client's failed `SubmitInline`, for its next request's reply.
+    deferred: HashMap<i32, String>,
     /// What each client allocated, by device: freed at its `DeinitDevice`.
     allocations: HashMap<(u32, i32), BTreeSet<u64>>,
     clients_left: usize,
@@ -93,6 +99,9 @@ impl Server {
             allocations: HashMap::new(),
             shipped: HashMap::new(),
             received: (0, 0),
+            served: 0,
+            one_way: 0,
+            deferred: HashMap::new(),
             clients_left,
         })
     }
@@ -123,7 +132,36 @@ impl Server {
                 }
             };
             let tag = request.reply_tag;
-            let reply = self.handle(client, request);
+            if let Op::SubmitInline { device, ptr, data } = &request.op {
+                self.one_way += 1;
+                // No reply: a failure answers the client's next request.
+                if let Err(err) = self.submit_inline(*device, *ptr, data) {
+                    self.deferred
+                        .entry(client)
+                        .or_insert(format!("an earlier copy to device {device} failed: {err}"));
+                }
+                continue;
+            }
+            // A retrieve's reply precedes its data: an earlier failure is
+            // its answer, and nothing is sent after it.
+            let replies_first =
+                matches!(request.op, Op::Retrieve { .. } | Op::RetrieveBatch { .. });
+            self.served += 1;
+            let earlier = match request.op {
+                Op::Exit => None,
+                _ => self.deferred.remove(&client),
+            };
+            let reply = match earlier {
+                Some(err) if replies_first => Err(err),
+                earlier => {
+                    let reply = self.handle(client, request);
+                    match (earlier, reply) {
+                        (Some(err), Ok(_)) => Err(err),
+                        (Some(err), Err(now)) => Err(format!("{now}; {err}")),
+                        (None, reply) => reply,
+                    }
+                }
+            };
             let message = match reply {
                 Ok(message) => message,
                 Err(err) => protocol::error_reply(&err),
@@ -237,6 +275,14 @@ impl Server {
             }
             Op::Submit { device, ptr, size } => {
                 self.submit(client, tag, device, ptr, size as usize)
+            }
+            Op::SubmitInline { device, ptr, data } => {
+                self.submit_inline(device, ptr, &data)?;
+                ok()
+            }
+            Op::RetrieveBatch { device, ranges } => {
+                self.retrieve_batch(client, tag, device, &ranges)?;
+                Ok(Vec::new())
             }
             Op::Retrieve { device, ptr, size } => {
                 // The reply goes first, then the data: nothing more to send.
@@ -377,7 +423,10 @@ impl Server {
         let rank = self.world.rank;
         let host = self.world.mpi.processor_name();
         let (images, bytes) = self.received;
-        let shipped = format!("{images} image(s) shipped here ({bytes} bytes)");
+        let shipped = format!(
+            "{} request(s) answered, {} one-way copies; {images} image(s) shipped here ({bytes} bytes)",
+            self.served, self.one_way
+        );
         emit_report(&format!(
             "omptarget-mpi-device rank {rank} on {host}: {shipped}\n{report}\n"
         ));
@@ -493,6 +542,52 @@ impl Server {
     fn submit(&mut self, client: i32, tag: i32, device: u32, ptr: u64, size: usize) -> Reply {
         self.receive_into(client, tag, device, ptr, size)?;
         ok()
+    }
+
+    /// Copy `data` (a request's own bytes) to `ptr` on `device`.
+    fn submit_inline(&self, device: u32, ptr: u64, data: &[u8]) -> Result<(), String> {
+        let target = DevicePtr::from_raw(ptr as usize as *mut c_void);
+        // SAFETY: `data` is readable; the address is the client's, as for
+        // any plugin's submit.
+        unsafe {
+            self.device(device)?
+                .submit(target, data.as_ptr().cast(), data.len())
+        }
+        .map_err(|e| e.to_string())
+    }
+
+    /// The reply, then each of `ranges` (device address, bytes) on
+    /// `device` to `client` (tag `tag`). Staged ranges are all read before
+    /// anything is sent, so that a failure leaves nothing sent.
+    fn retrieve_batch(
+        &self,
+        client: i32,
+        tag: i32,
+        device: u32,
+        ranges: &[(u64, u64)],
+    ) -> Result<(), String> {
+        let dev = self.device(device)?;
+        let mut staged = Vec::new();
+        if !self.direct {
+            for &(ptr, size) in ranges {
+                let mut buffer = vec![0u8; size as usize];
+                let source = DevicePtr::from_raw(ptr as usize as *mut c_void);
+                // SAFETY: `buffer` holds `size` bytes.
+                unsafe { dev.retrieve(buffer.as_mut_ptr().cast(), source, buffer.len()) }
+                    .map_err(|e| e.to_string())?;
+                staged.push(buffer);
+            }
+        }
+        self.world.send(client, tag, &protocol::ok_reply(|_| {}))?;
+        for (i, &(ptr, size)) in ranges.iter().enumerate() {
+            let data: *const c_void = match staged.get(i) {
+                Some(buffer) => buffer.as_ptr().cast(),
+                None => ptr as usize as *const c_void,
+            };
+            // SAFETY: device memory of this process (direct) or `staged`.
+            unsafe { self.world.send_raw(client, tag, data, size as usize)? };
+        }
+        Ok(())
     }
 
     /// Receive `size` bytes from `peer` (tag `tag`) into `ptr` on `device`.

@@ -125,7 +125,7 @@ fn remote_devices_come_after_the_local_ones_and_compute() {
         let head = format!("omptarget-mpi-device rank {rank} on ");
         let line = out.stderr.lines().find(|l| l.starts_with(&head));
         assert!(
-            line.is_some_and(|l| l.contains(": 1 image(s) shipped here (")),
+            line.is_some_and(|l| l.contains(" one-way copies; 1 image(s) shipped here (")),
             "rank {rank}: {}",
             describe(&out)
         );

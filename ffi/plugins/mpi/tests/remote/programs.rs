@@ -25,6 +25,7 @@ const NOT_REMOTE: &[(&str, &str)] = &[
     ("mapper_nested_attached_pointer", "the region writes through a host pointer (LLVM 19's quirk needs a shared address space)"),
     ("lock_mem", "host and shared allocations (omp_target_alloc_host/shared): refused on remote devices"),
     ("device_ctor_on_lookup", "prints from a device constructor, which runs in the server's process: the order of two processes' output is the launcher's"),
+    ("device_global_dtor_at_exit", "prints from device constructors and destructors, which run in the server's process: the order of two processes' output is the launcher's"),
     ("device_uid_accessible", "prints device UIDs, which name the plugin (mpi-N, not x86_64-N)"),
     ("device_query", "omp_get_device_num() inside a region answers for the process the region runs in (the server's)"),
     ("info_levels", "runs itself again as a child process, which inherits the job's MPI environment"),

@@ -1,0 +1,237 @@
+// Remote devices over MPI against the transport's own limits, in one MPI
+// job on one machine (benches/mpi_remote/run.py starts it):
+//
+//   rank 0  this program, "bench": offloads to remote devices only
+//           (OMPTARGET_PLUGINS names the MPI plugin) and measures;
+//   rank 1  this program, "echo": the peer of MPI's own ping-pong and
+//           bandwidth measurements (it offloads nothing);
+//   rank 2  omptarget-mpi-device, serving the remote device.
+//
+// Ranks 0 and 1 talk over MPI_COMM_WORLD, the plugin and the server over
+// their own communicator: the same MPI library, the same transport (shared
+// memory on one machine). Every figure is a median over rounds; each
+// offload result is checked before it counts. Output: one "name value"
+// line per figure (seconds per operation, or bytes per second).
+#include <mpi.h>
+#include <omp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { TAG_PING = 1, TAG_BULK_IN = 2, TAG_BULK_OUT = 3, TAG_DONE = 9 };
+enum { ARRAY_INTS = 16 };
+static const size_t BULK = 64u << 20;
+
+static int rounds = 7;
+static int iterations = 2000;
+static int bulk_iterations = 8;
+
+static int compare(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static double median(double *v, int n) {
+  qsort(v, n, sizeof *v, compare);
+  return v[n / 2];
+}
+
+static void echo(void) {
+  char *bulk = malloc(BULK);
+  memset(bulk, 1, BULK);
+  for (;;) {
+    MPI_Status status;
+    char small[8];
+    MPI_Probe(0, MPI_ANY_TAG, MPI_COMM_WORLD, &status);
+    switch (status.MPI_TAG) {
+    case TAG_PING:
+      MPI_Recv(small, 8, MPI_BYTE, 0, TAG_PING, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      MPI_Send(small, 8, MPI_BYTE, 0, TAG_PING, MPI_COMM_WORLD);
+      break;
+    case TAG_BULK_IN:  // rank 0 sends BULK bytes; 1 byte back when in
+      MPI_Recv(bulk, (int)BULK, MPI_BYTE, 0, TAG_BULK_IN, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      MPI_Send(small, 1, MPI_BYTE, 0, TAG_BULK_IN, MPI_COMM_WORLD);
+      break;
+    case TAG_BULK_OUT:  // rank 0 asks with 1 byte; BULK bytes back
+      MPI_Recv(small, 1, MPI_BYTE, 0, TAG_BULK_OUT, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      MPI_Send(bulk, (int)BULK, MPI_BYTE, 0, TAG_BULK_OUT, MPI_COMM_WORLD);
+      break;
+    default:
+      MPI_Recv(small, 1, MPI_BYTE, 0, status.MPI_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      free(bulk);
+      return;
+    }
+  }
+}
+
+static double mpi_ping_pong(void) {
+  char small[8] = {0};
+  double t[64];
+  for (int r = 0; r < rounds; r++) {
+    double start = MPI_Wtime();
+    for (int i = 0; i < iterations; i++) {
+      MPI_Send(small, 8, MPI_BYTE, 1, TAG_PING, MPI_COMM_WORLD);
+      MPI_Recv(small, 8, MPI_BYTE, 1, TAG_PING, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    }
+    t[r] = (MPI_Wtime() - start) / iterations;
+  }
+  return median(t, rounds);
+}
+
+// MPI's own bandwidth for BULK bytes, one way then the other: the rate of
+// a send acknowledged by the receiver, and of a receive asked for.
+static void mpi_bandwidth(char *buf, double *to, double *from) {
+  char small[1] = {0};
+  double t_to[64], t_from[64];
+  for (int r = 0; r < rounds; r++) {
+    double start = MPI_Wtime();
+    for (int i = 0; i < bulk_iterations; i++) {
+      MPI_Send(buf, (int)BULK, MPI_BYTE, 1, TAG_BULK_IN, MPI_COMM_WORLD);
+      MPI_Recv(small, 1, MPI_BYTE, 1, TAG_BULK_IN, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    }
+    t_to[r] = BULK * (double)bulk_iterations / (MPI_Wtime() - start);
+    start = MPI_Wtime();
+    for (int i = 0; i < bulk_iterations; i++) {
+      MPI_Send(small, 1, MPI_BYTE, 1, TAG_BULK_OUT, MPI_COMM_WORLD);
+      MPI_Recv(buf, (int)BULK, MPI_BYTE, 1, TAG_BULK_OUT, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    }
+    t_from[r] = BULK * (double)bulk_iterations / (MPI_Wtime() - start);
+  }
+  *to = median(t_to, rounds);
+  *from = median(t_from, rounds);
+}
+
+static double empty_region(int dev) {
+  double t[64];
+  for (int r = 0; r < rounds; r++) {
+    double start = omp_get_wtime();
+    for (int i = 0; i < iterations; i++) {
+#pragma omp target device(dev)
+      {}
+    }
+    t[r] = (omp_get_wtime() - start) / iterations;
+  }
+  return median(t, rounds);
+}
+
+// `target update` of BULK mapped bytes each way; the device copy is
+// checked after the round trips.
+static int update_bandwidth(int dev, char *buf, double *to, double *from) {
+  size_t n = BULK;
+  double t_to[64], t_from[64];
+  memset(buf, 3, n);
+#pragma omp target enter data map(to : buf[0 : n]) device(dev)
+  for (int r = 0; r < rounds; r++) {
+    double start = omp_get_wtime();
+    for (int i = 0; i < bulk_iterations; i++) {
+#pragma omp target update to(buf[0 : n]) device(dev)
+    }
+    t_to[r] = n * (double)bulk_iterations / (omp_get_wtime() - start);
+    start = omp_get_wtime();
+    for (int i = 0; i < bulk_iterations; i++) {
+#pragma omp target update from(buf[0 : n]) device(dev)
+    }
+    t_from[r] = n * (double)bulk_iterations / (omp_get_wtime() - start);
+  }
+  int ok = 1;
+#pragma omp target map(tofrom : ok) device(dev)
+  {
+    for (size_t i = 0; i < n; i += 4096) ok &= buf[i] == 3;
+  }
+#pragma omp target exit data map(delete : buf[0 : n]) device(dev)
+  *to = median(t_to, rounds);
+  *from = median(t_from, rounds);
+  return ok;
+}
+
+// A region mapping 16 arrays of 16 ints tofrom, new each time; every
+// element is incremented on the device and checked on the host.
+static int a0[ARRAY_INTS], a1[ARRAY_INTS], a2[ARRAY_INTS], a3[ARRAY_INTS], a4[ARRAY_INTS],
+    a5[ARRAY_INTS], a6[ARRAY_INTS], a7[ARRAY_INTS], a8[ARRAY_INTS], a9[ARRAY_INTS],
+    a10[ARRAY_INTS], a11[ARRAY_INTS], a12[ARRAY_INTS], a13[ARRAY_INTS], a14[ARRAY_INTS],
+    a15[ARRAY_INTS];
+#define EACH(X) X(a0) X(a1) X(a2) X(a3) X(a4) X(a5) X(a6) X(a7) X(a8) X(a9) X(a10) \
+    X(a11) X(a12) X(a13) X(a14) X(a15)
+
+static double region_16_arrays(int dev, int *ok) {
+  double t[64];
+  int expect = 0;
+  for (int r = 0; r < rounds; r++) {
+    double start = omp_get_wtime();
+    for (int i = 0; i < iterations; i++) {
+#pragma omp target device(dev) map(tofrom : a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, \
+    a11, a12, a13, a14, a15)
+      {
+#define INCREMENT(v) for (int j = 0; j < ARRAY_INTS; j++) v[j]++;
+        EACH(INCREMENT)
+      }
+    }
+    t[r] = (omp_get_wtime() - start) / iterations;
+    expect += iterations;
+  }
+  *ok = 1;
+#define CHECK(v) for (int j = 0; j < ARRAY_INTS; j++) *ok &= v[j] == expect;
+  EACH(CHECK)
+  return median(t, rounds);
+}
+
+int main(int argc, char **argv) {
+  int initialised = 0, provided = 0, rank = 0;
+  MPI_Initialized(&initialised);  // the offload runtime may have been first
+  if (!initialised) MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (getenv("BENCH_QUICK")) {
+    rounds = 1;
+    iterations = 20;
+    bulk_iterations = 1;
+  }
+  if (rank == 1) {
+    echo();
+    MPI_Finalize();
+    return 0;
+  }
+  int devices = omp_get_num_devices();
+  if (devices < 1) {
+    fprintf(stderr, "no remote device\n");
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  const char *only = getenv("BENCH_REGION16_ONLY");
+  if (only) {  // K regions and nothing else: the server counts requests
+    rounds = 1;
+    iterations = atoi(only);
+    int ok = 1;
+    if (iterations > 0) region_16_arrays(0, &ok);
+    else {
+#pragma omp target device(0)
+      {}
+    }
+    char done = 0;
+    MPI_Send(&done, 1, MPI_BYTE, 1, TAG_DONE, MPI_COMM_WORLD);
+    printf("results_right %d\n", ok);
+    MPI_Finalize();
+    return ok ? 0 : 1;
+  }
+  char *buf = malloc(BULK);
+  memset(buf, 0, BULK);
+  double ping = mpi_ping_pong();
+  double mpi_to, mpi_from, up_to, up_from;
+  mpi_bandwidth(buf, &mpi_to, &mpi_from);
+  double region = empty_region(0);
+  int ok_update = update_bandwidth(0, buf, &up_to, &up_from);
+  int ok_16 = 0;
+  double region16 = region_16_arrays(0, &ok_16);
+  char done = 0;
+  MPI_Send(&done, 1, MPI_BYTE, 1, TAG_DONE, MPI_COMM_WORLD);
+  printf("mpi_ping_pong_s %.9f\n", ping);
+  printf("mpi_bandwidth_to_Bps %.0f\n", mpi_to);
+  printf("mpi_bandwidth_from_Bps %.0f\n", mpi_from);
+  printf("empty_region_s %.9f\n", region);
+  printf("update_to_64MiB_Bps %.0f\n", up_to);
+  printf("update_from_64MiB_Bps %.0f\n", up_from);
+  printf("region_16_arrays_s %.9f\n", region16);
+  printf("results_right %d\n", ok_update && ok_16);
+  free(buf);
+  MPI_Finalize();
+  return ok_update && ok_16 ? 0 : 1;
+}
