@@ -365,9 +365,8 @@ impl Server {
             }
             for ptr in ptrs {
                 // SAFETY: the client's allocation, given up with its device.
-                if let Err(err) =
-                    unsafe { dev.free(DevicePtr::from_raw(ptr as usize as *mut c_void)) }
-                {
+                let freed = unsafe { dev.free(DevicePtr::from_raw(ptr as usize as *mut c_void)) };
+                if let Err(err) = freed {
                     errors.push(err.to_string());
                 }
             }
