@@ -56,7 +56,8 @@
 //! the lookup vouches for) cannot reach past its buffers: [`Kernel::launch`]
 //! is safe. A bare [`Ptr`]/[`PtrMut`] parameter's reach depends on the
 //! other arguments, so such kernels launch with the `unsafe`
-//! [`Kernel::launch_unchecked`]. Globals have typed handles ([`Global`]).
+//! [`Kernel::launch_unchecked`]. Globals have typed handles ([`Global`]),
+//! whose reads and writes never race a launch of their image's kernels.
 //!
 //! ```
 //! # fn main() -> anyhow::Result<()> {

@@ -4,6 +4,7 @@
 //! crate's front page for a walk-through.
 mod buffer;
 mod checks;
+mod gate;
 mod image;
 mod kernel;
 mod params;
