@@ -107,6 +107,48 @@ impl<'rt> Queue<'rt> {
     }
 }
 
+/// Synchronise `queue` (on `device`) before what its work uses is
+/// released; `after` says when (for the message).
+///
+/// A queue that cannot be synchronised may still be copying from or into
+/// that memory (host memory, or device memory, which on the host plugin is
+/// host memory too). Returning would end the borrows that keep it alive
+/// and make the copy a use after free, so the process aborts instead,
+/// with the reason: the policy for every queue the API waits for before
+/// releasing memory. A destroyed plugin runs nothing more, so that case is
+/// an error.
+pub(crate) fn synchronize_or_abort(
+    device: &Device,
+    queue: &mut AsyncInfo,
+    after: &dyn std::fmt::Display,
+) -> Result<()> {
+    let synced = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        device.synchronize_queue(queue)
+    }));
+    match synced {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(err @ Error::PluginDead { .. })) => Err(err),
+        Ok(Err(err)) => abort_unsynchronised(device, after, &err),
+        Err(_) => abort_unsynchronised(device, after, &"a panic"),
+    }
+}
+
+/// See [`synchronize_or_abort`].
+fn abort_unsynchronised(
+    device: &Device,
+    after: &dyn std::fmt::Display,
+    why: &dyn std::fmt::Display,
+) -> ! {
+    use std::io::Write;
+    let _ = writeln!(
+        std::io::stderr(),
+        "omptarget: fatal: a queue on device {} could not be synchronised {after} ({why}); \
+         it may still use memory that would be released, so the process aborts",
+        device.id()
+    );
+    std::process::abort()
+}
+
 impl Drop for Queue<'_> {
     fn drop(&mut self) {
         let device = self.device;

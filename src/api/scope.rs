@@ -15,7 +15,7 @@ use super::params::{
     ArgSlot, BoundedSignature, KernelSignature, Ptr, PtrMut, QueuedKernelArg, QueuedLaunchArgs,
     Slice, SliceMut,
 };
-use super::queue::Event;
+use super::queue::{synchronize_or_abort, Event};
 use super::view::{element, resolve, DeviceSlice, DeviceSliceMut};
 use super::{DeviceBuffer, DeviceCopy};
 use crate::abi::AsyncInfo;
@@ -199,17 +199,10 @@ impl<'scope, 'env> Scope<'scope, 'env> {
     fn finish(&self) -> Result<()> {
         let mut first_error = None;
         for (device, slot) in self.queues.borrow_mut().iter_mut() {
-            let info = slot_info(slot);
-            let synced = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                device.synchronize_queue(info)
-            }));
-            match synced {
-                Ok(Ok(())) => {}
-                Ok(Err(err @ Error::PluginDead { .. })) => {
-                    first_error.get_or_insert(err);
-                }
-                Ok(Err(err)) => abort_unsynchronised(device, &err),
-                Err(_) => abort_unsynchronised(device, &"a panic"),
+            if let Err(err) =
+                synchronize_or_abort(device, slot_info(slot), &"at the end of its scope")
+            {
+                first_error.get_or_insert(err);
             }
         }
         self.queues.borrow_mut().clear();
@@ -259,18 +252,6 @@ fn slot_info(slot: &mut Slot) -> &mut AsyncInfo {
         // scope (`attach`), and its box lives as long as the queue.
         Slot::Attached(info) => unsafe { &mut **info },
     }
-}
-
-/// See [`Scope::finish`].
-fn abort_unsynchronised(device: &Device, why: &dyn std::fmt::Display) -> ! {
-    use std::io::Write;
-    let _ = writeln!(
-        std::io::stderr(),
-        "omptarget: fatal: a queue on device {} could not be synchronised at the end of its scope ({why}); \
-         it may still use host memory the scope would release, so the process aborts",
-        device.id()
-    );
-    std::process::abort()
 }
 
 impl std::fmt::Debug for Scope<'_, '_> {

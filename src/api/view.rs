@@ -2,6 +2,7 @@
 //! [`DeviceSliceMut`] (exclusive), with the borrow rules of `&[T]` and
 //! `&mut [T]`. They take part in copies and launches wherever a whole
 //! buffer does, so an offset is a view, not an extra argument.
+use super::queue::synchronize_or_abort;
 use super::DeviceCopy;
 use crate::abi::AsyncInfo;
 use crate::{Device, DevicePtr, Error, Result};
@@ -273,13 +274,18 @@ impl<'a, T: DeviceCopy> DeviceSliceMut<'a, T> {
         };
         // SAFETY: both views are live; `&mut self` and a shared `src` cannot
         // overlap (the borrow checker); the queue is synchronised before
-        // they are released.
+        // they are released (or the process ends, below).
         let copied = unsafe {
             src.device
                 .copy_to_device_on(&mut queue, src.ptr, self.device, self.ptr, bytes)
         };
-        let synced = src.device.synchronize_queue(&mut queue);
-        copied.and(synced)
+        // Also when the copy failed: part of it may have been queued. A
+        // failed synchronisation would return and end both borrows while
+        // the copy may still read `src` and write `self` (memory the caller
+        // may free or reuse at once; on the host plugin, host memory): it
+        // aborts instead, the policy of every queue the API waits for.
+        synchronize_or_abort(src.device, &mut queue, &"after a device-to-device copy")?;
+        copied
     }
 
     /// Set every value to `value`.
