@@ -252,9 +252,9 @@ pub(crate) mod trace;
 
 pub use api::{
     scope, BoundedParam, BoundedSignature, DeviceBuffer, DeviceCopy, DeviceSlice, DeviceSliceMut,
-    Event, Global, Image, Kernel, KernelArg, KernelParam, KernelSignature, LaunchArgs,
+    Event, Global, HostBuffer, Image, Kernel, KernelArg, KernelParam, KernelSignature, LaunchArgs,
     LaunchConfig, PinnedBuffer, Ptr, PtrMut, Queue, QueueDest, QueueSource, QueuedKernelArg,
-    QueuedLaunchArgs, Scope, ScopedBuffer, ScopedQueue, Slice, SliceMut,
+    QueuedLaunchArgs, Returned, Scope, ScopedBuffer, ScopedQueue, Slice, SliceMut, Transfer,
 };
 pub use config::Config;
 pub use device::{Device, DeviceKind, DeviceProperties, DevicePtr};

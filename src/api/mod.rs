@@ -11,6 +11,7 @@ mod params;
 mod pinned;
 mod queue;
 mod scope;
+mod transfer;
 mod view;
 
 pub use buffer::{DeviceBuffer, DeviceCopy};
@@ -23,4 +24,5 @@ pub use params::{
 pub use pinned::PinnedBuffer;
 pub use queue::{Event, Queue};
 pub use scope::{scope, QueueDest, QueueSource, Scope, ScopedBuffer, ScopedQueue};
+pub use transfer::{HostBuffer, Returned, Transfer};
 pub use view::{DeviceSlice, DeviceSliceMut};

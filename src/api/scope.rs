@@ -441,20 +441,7 @@ impl<'scope, 'env> ScopedQueue<'scope, 'env> {
     }
 
     fn check_device(&self, what: &str, device: &Device) -> Result<()> {
-        if std::ptr::eq(device, self.device) {
-            Ok(())
-        } else {
-            Err(Error::InvalidArgument(format!(
-                "{what} is on device {}{}, the queue on device {}",
-                device.id(),
-                if device.same_runtime(self.device) {
-                    ""
-                } else {
-                    " of another runtime"
-                },
-                self.device.id()
-            )))
-        }
+        super::checks::on_queue_device(what, device, self.device)
     }
 
     /// Queue a copy of `src` into `dst` (same length).

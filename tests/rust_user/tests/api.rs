@@ -4,7 +4,7 @@
 //! aliasing rules are `compile_fail` doctests in the crate itself.
 use omptarget::{
     Config, DeviceBuffer, DeviceKind, Error, Image, Kernel, LaunchConfig, PinnedBuffer, Queue,
-    Runtime, SkipReason, Slice, SliceMut,
+    Returned, Runtime, SkipReason, Slice, SliceMut,
 };
 use omptarget_user_tests::{kernel, openmp_kernel};
 
@@ -800,6 +800,83 @@ fn a_long_lived_queue_in_a_struct_runs_on_another_thread() -> anyhow::Result<()>
     let mut other = device.queue()?;
     other.wait_for(&end)?;
     drop((start, end, other, pipeline, image));
+    let report = runtime.shutdown();
+    assert!(report.is_clean(), "{report}");
+    Ok(())
+}
+
+/// Outside a scope a long-lived queue copies owned buffers only: it holds
+/// both sides until `wait` gives them back, and gives them back with the
+/// error when it refuses a copy.
+#[test]
+fn a_long_lived_queue_holds_owned_buffers_until_waited_for() -> anyhow::Result<()> {
+    let runtime = runtime();
+    let device = runtime.device(2)?;
+    let mut queue = device.queue()?;
+    let staging = PinnedBuffer::from_slice(device, &[1u32, 2, 3, 4])?;
+    let upload = queue
+        .copy_from_host(DeviceBuffer::new(device, 4)?, staging)
+        .map_err(Error::from)?;
+    let (buffer, staging) = queue.wait(upload)?;
+    assert_eq!(buffer.to_vec()?, [1, 2, 3, 4]);
+    // Into a Vec and a boxed slice; two copies in flight, waited out of order.
+    let mut other = DeviceBuffer::from_slice(device, &[9u32; 4])?;
+    other.fill(5)?;
+    let first = queue
+        .copy_to_host(buffer, vec![0u32; 4])
+        .map_err(Error::from)?;
+    let second = queue
+        .copy_to_host(other, vec![0u32; 4].into_boxed_slice())
+        .map_err(Error::from)?;
+    let (other, boxed) = queue.wait(second)?;
+    let (buffer, values) = queue.wait(first)?;
+    assert_eq!((values, &boxed[..]), (vec![1, 2, 3, 4], &[5u32; 4][..]));
+
+    // Refused copies give the buffers back, unchanged.
+    let Returned {
+        error,
+        buffers: (buffer, short),
+    } = queue
+        .copy_from_host(buffer, vec![7u32; 3])
+        .expect_err("lengths differ");
+    assert!(
+        matches!(
+            error,
+            Error::LengthMismatch {
+                device_len: 4,
+                host_len: 3
+            }
+        ),
+        "{error:?}"
+    );
+    assert_eq!((buffer.to_vec()?, short), (vec![1, 2, 3, 4], vec![7; 3]));
+    let Returned {
+        error,
+        buffers: (elsewhere, staging),
+    } = queue
+        .copy_to_host(DeviceBuffer::<u32>::new(runtime.device(3)?, 4)?, staging)
+        .expect_err("another device");
+    assert!(
+        error
+            .to_string()
+            .contains("is on device 3, the queue on device 2"),
+        "{error}"
+    );
+    assert_eq!(staging[..], [1, 2, 3, 4]);
+
+    // A receipt is redeemed on its own queue only.
+    let mut second_queue = device.queue()?;
+    let receipt = queue
+        .copy_from_host(buffer, vec![0u32; 4])
+        .map_err(Error::from)?;
+    let err = second_queue.wait(receipt).unwrap_err();
+    assert!(err.to_string().contains("another queue"), "{err}");
+    // A receipt never redeemed: the queue drops what it holds when it is
+    // dropped, after synchronising; nothing leaks.
+    let unredeemed = queue
+        .copy_to_host(other, vec![0u32; 4])
+        .map_err(Error::from)?;
+    drop((unredeemed, queue, second_queue, elsewhere, staging, boxed));
     let report = runtime.shutdown();
     assert!(report.is_clean(), "{report}");
     Ok(())
