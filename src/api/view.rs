@@ -95,26 +95,6 @@ impl<'a, T: DeviceCopy> DeviceSlice<'a, T> {
         }
     }
 
-    /// Number of values.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Whether it holds no value.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// The device holding the values.
-    pub fn device(&self) -> &'a Device {
-        self.device
-    }
-
-    /// The address of its first value (null for an empty buffer).
-    pub fn device_ptr(&self) -> DevicePtr {
-        self.ptr
-    }
-
     /// The values in `range` of this view.
     pub fn slice(&self, range: impl RangeBounds<usize>) -> Result<DeviceSlice<'a, T>> {
         let (start, end) = resolve(range, self.len)?;
@@ -167,26 +147,6 @@ impl<'a, T: DeviceCopy> DeviceSliceMut<'a, T> {
             len,
             _values: PhantomData,
         }
-    }
-
-    /// Number of values.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Whether it holds no value.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// The device holding the values.
-    pub fn device(&self) -> &'a Device {
-        self.device
-    }
-
-    /// The address of its first value (null for an empty buffer).
-    pub fn device_ptr(&self) -> DevicePtr {
-        self.ptr
     }
 
     /// A shared view of the same values, for as long as this one is not
@@ -306,25 +266,43 @@ impl<'a, T: DeviceCopy> DeviceSliceMut<'a, T> {
     }
 }
 
-impl<T: DeviceCopy> std::fmt::Debug for DeviceSlice<'_, T> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("DeviceSlice")
-            .field("device", &self.device.id())
-            .field("ptr", &self.ptr.as_ptr())
-            .field("len", &self.len)
-            .finish()
-    }
-}
+/// What both views have alike: their accessors and `Debug`.
+macro_rules! view_basics {
+    ($($view:ident),*) => { $(
+        impl<'a, T: DeviceCopy> $view<'a, T> {
+            /// Number of values.
+            pub fn len(&self) -> usize {
+                self.len
+            }
 
-impl<T: DeviceCopy> std::fmt::Debug for DeviceSliceMut<'_, T> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("DeviceSliceMut")
-            .field("device", &self.device.id())
-            .field("ptr", &self.ptr.as_ptr())
-            .field("len", &self.len)
-            .finish()
-    }
+            /// Whether it holds no value.
+            pub fn is_empty(&self) -> bool {
+                self.len == 0
+            }
+
+            /// The device holding the values.
+            pub fn device(&self) -> &'a Device {
+                self.device
+            }
+
+            /// The address of its first value (null for an empty buffer).
+            pub fn device_ptr(&self) -> DevicePtr {
+                self.ptr
+            }
+        }
+
+        impl<T: DeviceCopy> std::fmt::Debug for $view<'_, T> {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.debug_struct(stringify!($view))
+                    .field("device", &self.device.id())
+                    .field("ptr", &self.ptr.as_ptr())
+                    .field("len", &self.len)
+                    .finish()
+            }
+        }
+    )* };
 }
+view_basics!(DeviceSlice, DeviceSliceMut);
 
 #[cfg(test)]
 mod tests {
