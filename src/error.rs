@@ -119,6 +119,20 @@ pub enum Error {
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
 
+    /// A global of an image was read or written while launches of the
+    /// image's kernels were queued and not yet synchronised: they may run
+    /// at any time and touch it (see [`crate::Global`]). Synchronise the
+    /// queue ([`crate::ScopedQueue::synchronize`]) or end the scope first.
+    #[error(
+        "global {global:?} cannot be read or written while launches of its image's kernels are queued on {queues} queue(s); synchronise the queue (or end the scope) first"
+    )]
+    LaunchesPending {
+        /// The global's name.
+        global: String,
+        /// How many queues hold such launches.
+        queues: usize,
+    },
+
     /// A host/device copy whose lengths disagree.
     #[error(
         "length mismatch: the device buffer holds {device_len} elements, the host slice {host_len}"

@@ -56,7 +56,8 @@
 //! the lookup vouches for) cannot reach past its buffers: [`Kernel::launch`]
 //! is safe. A bare [`Ptr`]/[`PtrMut`] parameter's reach depends on the
 //! other arguments, so such kernels launch with the `unsafe`
-//! [`Kernel::launch_unchecked`]. Globals have typed handles ([`Global`]).
+//! [`Kernel::launch_unchecked`]. Globals have typed handles ([`Global`]),
+//! whose reads and writes never race a launch of their image's kernels.
 //!
 //! ```
 //! # fn main() -> anyhow::Result<()> {
@@ -251,9 +252,9 @@ pub(crate) mod trace;
 
 pub use api::{
     scope, BoundedParam, BoundedSignature, DeviceBuffer, DeviceCopy, DeviceSlice, DeviceSliceMut,
-    Event, Global, Image, Kernel, KernelArg, KernelParam, KernelSignature, LaunchArgs,
+    Event, Global, HostBuffer, Image, Kernel, KernelArg, KernelParam, KernelSignature, LaunchArgs,
     LaunchConfig, PinnedBuffer, Ptr, PtrMut, Queue, QueueDest, QueueSource, QueuedKernelArg,
-    QueuedLaunchArgs, Scope, ScopedBuffer, ScopedQueue, Slice, SliceMut,
+    QueuedLaunchArgs, Returned, Scope, ScopedBuffer, ScopedQueue, Slice, SliceMut, Transfer,
 };
 pub use config::Config;
 pub use device::{Device, DeviceKind, DeviceProperties, DevicePtr};

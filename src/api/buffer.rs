@@ -24,6 +24,30 @@ device_copy!(u8, i8, u16, i16, u32, i32, u64, i64, u128, i128, usize, isize, f32
 // SAFETY: arrays of plain data are plain data.
 unsafe impl<T: DeviceCopy, const N: usize> DeviceCopy for [T; N] {}
 
+/// A new allocation of `len` values of `T` on `device` as `kind`, for a
+/// buffer that owns it alone (`what` names it in the message); null,
+/// allocating nothing, when that is no bytes.
+#[track_caller]
+pub(crate) fn alloc_values<T>(
+    device: &Device,
+    len: usize,
+    kind: AllocKind,
+    what: &str,
+) -> Result<DevicePtr> {
+    let bytes = len.checked_mul(std::mem::size_of::<T>()).ok_or_else(|| {
+        Error::InvalidArgument(format!(
+            "{what} of {len} values of {} bytes is larger than the address space",
+            std::mem::size_of::<T>()
+        ))
+    })?;
+    if bytes == 0 {
+        return Ok(DevicePtr::from_raw(std::ptr::null_mut()));
+    }
+    // SAFETY: no host pointer is given; the new allocation goes to the
+    // caller's buffer alone.
+    unsafe { device.alloc(bytes, std::ptr::null_mut(), kind) }
+}
+
 /// `len` values of `T` in one device's memory. It owns the memory: freed
 /// on drop (or with [`DeviceBuffer::free`], which reports failures), and
 /// nothing safe can free or alias it before then:
@@ -70,23 +94,7 @@ impl<'rt, T: DeviceCopy> DeviceBuffer<'rt, T> {
     /// ```
     #[track_caller]
     pub fn new(device: &'rt Device, len: usize) -> Result<Self> {
-        let bytes = len.checked_mul(std::mem::size_of::<T>()).ok_or_else(|| {
-            Error::InvalidArgument(format!(
-                "a buffer of {len} values of {} bytes is larger than the address space",
-                std::mem::size_of::<T>()
-            ))
-        })?;
-        if bytes == 0 {
-            return Ok(DeviceBuffer {
-                device,
-                ptr: DevicePtr::from_raw(std::ptr::null_mut()),
-                len,
-                _values: PhantomData,
-            });
-        }
-        // SAFETY: no host pointer is given; the new allocation is owned by
-        // the buffer alone.
-        let ptr = unsafe { device.alloc(bytes, std::ptr::null_mut(), AllocKind::Default) }?;
+        let ptr = alloc_values::<T>(device, len, AllocKind::Default, "a buffer")?;
         Ok(DeviceBuffer {
             device,
             ptr,

@@ -17,6 +17,25 @@ pub(crate) fn same_runtime(what: &str, buffer: &Device, runtime: &Device) -> Res
     }
 }
 
+/// `buffer` (what it is, for the message) is on `queue`'s device: a
+/// queue copies and launches on its own device only.
+pub(crate) fn on_queue_device(what: &str, buffer: &Device, queue: &Device) -> Result<()> {
+    if std::ptr::eq(buffer, queue) {
+        Ok(())
+    } else {
+        Err(Error::InvalidArgument(format!(
+            "{what} is on device {}{}, the queue on device {}",
+            buffer.id(),
+            if buffer.same_runtime(queue) {
+                ""
+            } else {
+                " of another runtime"
+            },
+            queue.id()
+        )))
+    }
+}
+
 /// The `bytes` at `src` and at `dst` (on `src_device` and `dst_device`)
 /// do not overlap: a device copy between overlapping ranges has no defined
 /// result (CUDA's `cuMemcpyDtoD` neither).

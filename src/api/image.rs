@@ -1,4 +1,5 @@
 //! `Image`: a device object loaded on one device, its kernels and globals.
+use super::gate::Gate;
 use super::kernel::Kernel;
 use super::params::KernelSignature;
 use super::DeviceCopy;
@@ -17,9 +18,6 @@ struct Entry {
     kind: EntryKind,
     /// The device address the plugin gave it.
     addr: usize,
-    /// Serialises the host's reads and writes of a global through its
-    /// [`Global`] handles (any number of which may exist, on any thread).
-    access: std::sync::Mutex<()>,
 }
 
 /// A device object (an x86_64 shared object for the host plugin, a cubin
@@ -30,6 +28,9 @@ pub struct Image<'rt> {
     device: &'rt Device,
     storage: Arc<OwnedImage>,
     entries: Vec<Entry>,
+    /// Makes the host's accesses to the globals exclusive with launches
+    /// of the kernels (see [`Global`]).
+    gate: Gate,
     /// Still to be unloaded.
     loaded: bool,
 }
@@ -89,6 +90,7 @@ impl<'rt> Image<'rt> {
             device,
             storage,
             entries: Vec::new(),
+            gate: Gate::default(),
             loaded: true,
         };
         // From here on `image` unloads itself if checking fails.
@@ -155,7 +157,6 @@ impl<'rt> Image<'rt> {
                 name,
                 kind,
                 addr: entry.addr as usize,
-                access: std::sync::Mutex::new(()),
             });
         }
         Ok(self)
@@ -189,8 +190,16 @@ impl<'rt> Image<'rt> {
     ///   [`crate::PtrMut`] is vouched for at each launch instead
     ///   ([`Kernel::launch_unchecked`]);
     /// * it writes only through [`crate::SliceMut`] and [`crate::PtrMut`]
-    ///   parameters, and to globals of its image that no [`Global`] handle
-    ///   reads or writes while it runs.
+    ///   parameters and to globals of its own image;
+    /// * it is memory-safe whatever its image's globals hold (any values
+    ///   the host or other kernels wrote there), and data-race-free when it
+    ///   runs at the same time as itself and the other kernels of its image
+    ///   (blocking launches on several threads, or queues running side by
+    ///   side).
+    ///
+    /// The host's own accesses to the globals need no promise: the image
+    /// makes [`Global::read`] and [`Global::write`] exclusive with its
+    /// kernels' launches (see [`Global`]).
     ///
     /// # Errors
     /// [`Error::KernelNotFound`]; [`Error::InvalidArgument`] when `name` is
@@ -202,6 +211,7 @@ impl<'rt> Image<'rt> {
                 device: self.device,
                 name: &entry.name,
                 addr: entry.addr,
+                gate: &self.gate,
                 _signature: PhantomData,
             }),
             EntryKind::Global { size } => Err(Error::InvalidArgument(format!(
@@ -222,7 +232,7 @@ impl<'rt> Image<'rt> {
                 device: self.device,
                 name: &entry.name,
                 ptr: DevicePtr::from_raw(entry.addr as *mut c_void),
-                access: &entry.access,
+                gate: &self.gate,
                 _value: PhantomData,
             }),
             EntryKind::Global { size } => Err(Error::InvalidArgument(format!(
@@ -286,12 +296,55 @@ impl std::fmt::Debug for Image<'_> {
 }
 
 /// A global variable of a loaded image, typed as `T`. Borrows the image.
-/// Reads and writes through every handle of one variable are serialised.
+///
+/// Reading and writing a global from the host is exclusive with the
+/// launches of its image's kernels, which may touch it whenever they run:
+///
+/// * reads and writes of the image's globals, through any handles on any
+///   threads, are serialised;
+/// * one waits for the blocking launches ([`Kernel::launch`]) of the
+///   image's kernels running on other threads, and launches that come
+///   after it wait for it;
+/// * one is refused with [`Error::LaunchesPending`] while launches of the
+///   image's kernels are queued in a [`crate::scope`] and their queue has
+///   not been synchronised since ([`crate::ScopedQueue::synchronize`], or
+///   the end of the scope, which synchronises every queue of the scope and
+///   attached [`crate::Queue`]s): such a launch may run at any time until
+///   then, and waiting for it could wait for the caller itself.
+///
+/// ```
+/// # fn main() -> anyhow::Result<()> {
+/// # use omptarget::{Config, Error, Image, Kernel, LaunchConfig, Runtime};
+/// # let runtime = Runtime::new(Config::default())?;
+/// # let device = runtime.device(0)?;
+/// # let dir = tempfile::tempdir()?;
+/// # let so = dir.path().join("typed.so");
+/// # let source = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/kernels/typed.c");
+/// # let built = std::process::Command::new("cc")
+/// #     .args(["-shared", "-fPIC", "-O2"]).arg(&source).arg("-o").arg(&so).status()?;
+/// # assert!(built.success());
+/// // int32_t counter = 41; void bump(int32_t by) { counter += by; }
+/// let image = Image::load_file(device, &so, &["bump", "counter"])?;
+/// // SAFETY: that is its signature; it touches only `counter`, whatever it holds.
+/// let bump: Kernel<(i32,)> = unsafe { image.kernel("bump")? };
+/// let counter = image.global::<i32>("counter")?;
+/// counter.write(&1)?;
+/// omptarget::scope(|s| {
+///     let queue = s.queue(device)?;
+///     queue.launch(&bump, LaunchConfig::single(), (2,))?;
+///     // The launch may still run: the global is out of reach ...
+///     assert!(matches!(counter.read(), Err(Error::LaunchesPending { .. })));
+///     queue.synchronize()?;
+///     assert_eq!(counter.read()?, 3); // ... until its queue is synchronised.
+///     Ok(())
+/// })?;
+/// # Ok(()) }
+/// ```
 pub struct Global<'img, T: DeviceCopy> {
     device: &'img Device,
     name: &'img str,
     ptr: DevicePtr,
-    access: &'img std::sync::Mutex<()>,
+    gate: &'img Gate,
     _value: PhantomData<T>,
 }
 
@@ -306,9 +359,14 @@ impl<T: DeviceCopy> Global<'_, T> {
         self.ptr
     }
 
-    /// Read its current value from the device.
+    /// Read its current value from the device, after the blocking
+    /// launches of the image's kernels running now (see [`Global`]).
+    ///
+    /// # Errors
+    /// [`Error::LaunchesPending`] while launches of the image's kernels
+    /// are queued and not synchronised; the plugin's failure.
     pub fn read(&self) -> Result<T> {
-        let _access = crate::sync::lock(self.access);
+        let _access = self.gate.access(self.name)?;
         let mut value = std::mem::MaybeUninit::<T>::uninit();
         // SAFETY: `value` is writable for size_of::<T>() bytes and any bytes
         // are a valid `T` (DeviceCopy); the global is that large (checked
@@ -323,9 +381,13 @@ impl<T: DeviceCopy> Global<'_, T> {
         }
     }
 
-    /// Write `value` to the device.
+    /// Write `value` to the device, after the blocking launches of the
+    /// image's kernels running now (see [`Global`]).
+    ///
+    /// # Errors
+    /// As [`Global::read`].
     pub fn write(&self, value: &T) -> Result<()> {
-        let _access = crate::sync::lock(self.access);
+        let _access = self.gate.access(self.name)?;
         // SAFETY: `value` is readable for size_of::<T>() bytes; the global
         // is that large and lives while the image is loaded.
         unsafe {

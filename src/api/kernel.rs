@@ -177,6 +177,8 @@ pub struct Kernel<'img, S: KernelSignature> {
     pub(crate) device: &'img Device,
     pub(crate) name: &'img str,
     pub(crate) addr: usize,
+    /// Its image's gate: launches exclude host accesses to the globals.
+    pub(crate) gate: &'img super::gate::Gate,
     pub(crate) _signature: PhantomData<fn(S)>,
 }
 
@@ -213,6 +215,10 @@ impl<'img, S: KernelSignature> Kernel<'img, S> {
     /// its length ([`crate::Slice`], [`crate::SliceMut`]), so what the
     /// kernel reaches is bounded by the buffers it was given.
     ///
+    /// A read or write of one of its image's globals ([`crate::Global`])
+    /// in progress on another thread ends before the kernel starts, and
+    /// one asked for while it runs waits for it.
+    ///
     /// # Errors
     /// A buffer on another device than the kernel's, or a buffer the
     /// kernel writes passed twice ([`Error::InvalidArgument`]); a plugin
@@ -243,17 +249,21 @@ impl<'img, S: KernelSignature> Kernel<'img, S> {
     ) -> Result<()> {
         let mut values = self.checked_values(&args.slots())?;
         let types = S::types();
+        let region = config.region()?;
+        // No host access to the image's globals while it runs.
+        let _running = self.gate.launch();
         // SAFETY: `addr` is a kernel of an image loaded on this device (the
         // image outlives this borrow) and `S` its C signature (the contract
         // of `Image::kernel`); the buffers are borrowed for the call and
-        // within bounds (our contract).
+        // within bounds (our contract); the globals are not accessed by the
+        // host meanwhile (the gate).
         unsafe {
             self.device.run_typed_on(
                 None,
                 self.addr as *mut c_void,
                 &mut values,
                 types.as_slice(),
-                config.region()?,
+                region,
             )
         }
     }

@@ -4,12 +4,14 @@
 //! crate's front page for a walk-through.
 mod buffer;
 mod checks;
+mod gate;
 mod image;
 mod kernel;
 mod params;
 mod pinned;
 mod queue;
 mod scope;
+mod transfer;
 mod view;
 
 pub use buffer::{DeviceBuffer, DeviceCopy};
@@ -22,4 +24,5 @@ pub use params::{
 pub use pinned::PinnedBuffer;
 pub use queue::{Event, Queue};
 pub use scope::{scope, QueueDest, QueueSource, Scope, ScopedBuffer, ScopedQueue};
+pub use transfer::{HostBuffer, Returned, Transfer};
 pub use view::{DeviceSlice, DeviceSliceMut};

@@ -76,24 +76,11 @@ impl<'rt, T: DeviceCopy> PinnedBuffer<'rt, T> {
     /// ([`Error::InvalidArgument`]; it is freed again).
     #[track_caller]
     pub fn new(device: &'rt Device, len: usize) -> Result<Self> {
-        let bytes = len.checked_mul(std::mem::size_of::<T>()).ok_or_else(|| {
-            Error::InvalidArgument(format!(
-                "a pinned buffer of {len} values of {} bytes is larger than the address space",
-                std::mem::size_of::<T>()
-            ))
-        })?;
-        if bytes == 0 {
-            return Ok(PinnedBuffer {
-                device,
-                ptr: DevicePtr::from_raw(std::ptr::null_mut()),
-                len,
-                _values: PhantomData,
-            });
-        }
-        // SAFETY: no host pointer is given; the new allocation is owned by
-        // the buffer alone.
-        let ptr = unsafe { device.alloc(bytes, std::ptr::null_mut(), AllocKind::Host) }?;
-        if ptr.addr() % std::mem::align_of::<T>() != 0 {
+        let ptr =
+            super::buffer::alloc_values::<T>(device, len, AllocKind::Host, "a pinned buffer")?;
+        if ptr.as_ptr().is_null() {
+            // Nothing allocated (no bytes): nothing to check or zero.
+        } else if ptr.addr() % std::mem::align_of::<T>() != 0 {
             // SAFETY: allocated just above, used by nothing else.
             let _ = unsafe { device.free(ptr) };
             return Err(Error::InvalidArgument(format!(
@@ -104,11 +91,13 @@ impl<'rt, T: DeviceCopy> PinnedBuffer<'rt, T> {
                 std::any::type_name::<T>(),
                 std::mem::align_of::<T>()
             )));
+        } else {
+            // SAFETY: the host kind's memory is host memory (the ABI's
+            // `TARGET_ALLOC_HOST`), `len` values long, owned by this buffer
+            // alone; zeroing makes every value initialised (any bytes are a
+            // `T`).
+            unsafe { std::ptr::write_bytes(ptr.as_ptr().cast::<T>(), 0, len) };
         }
-        // SAFETY: the host kind's memory is host memory (the ABI's
-        // `TARGET_ALLOC_HOST`), `bytes` long, owned by this buffer alone;
-        // zeroing makes every value initialised (any bytes are a `T`).
-        unsafe { std::ptr::write_bytes(ptr.as_ptr().cast::<u8>(), 0, bytes) };
         Ok(PinnedBuffer {
             device,
             ptr,

@@ -4,8 +4,11 @@
 //! GPU) that lives as long as the program wants: it is `Send`, it can be
 //! kept in a struct, and it is synchronised and released on drop. Work that
 //! borrows memory is queued on it inside a [`crate::scope`]
-//! ([`crate::Scope::attach`]), which waits for it at its end; between
-//! scopes the queue orders itself against other queues with [`Event`]s.
+//! ([`crate::Scope::attach`]), which waits for it at its end; outside a
+//! scope it copies owned buffers, which it holds until [`Queue::wait`]
+//! gives them back (`transfer.rs`); between scopes the queue orders
+//! itself against other queues with [`Event`]s.
+use super::transfer::Holding;
 use crate::abi::AsyncInfo;
 use crate::device::queue_ops::RawEvent;
 use crate::{Device, Error, Result};
@@ -15,6 +18,12 @@ use std::time::{Duration, Instant};
 /// [`Queue::new`]. Dropping it waits for its work and releases it; one
 /// never dropped (`mem::forget`) is synchronised by the shutdown and listed
 /// in its report ([`crate::ShutdownReport::leaked_queues`]).
+///
+/// Borrowed memory goes on it inside a [`crate::scope`] (below); owned
+/// buffers (a [`crate::DeviceBuffer`] and a `Vec`, a boxed slice or a
+/// [`crate::PinnedBuffer`]) go on it anywhere: [`Queue::copy_from_host`]
+/// and [`Queue::copy_to_host`] take them by value, and [`Queue::wait`]
+/// gives them back once the copy is complete.
 ///
 /// ```
 /// use omptarget::{Config, DeviceBuffer, Queue, Runtime};
@@ -55,6 +64,8 @@ pub struct Queue<'rt> {
     /// teardown finds a forgotten queue); freed by drop, or by the
     /// teardown for a forgotten one.
     info: *mut AsyncInfo,
+    /// The buffers of copies queued outside a scope, until given back.
+    pub(super) holding: Holding<'rt>,
 }
 
 // SAFETY: a plugin queue may be used from any thread (CUDA streams are
@@ -70,7 +81,11 @@ impl<'rt> Queue<'rt> {
             queue: std::ptr::null_mut(),
         }));
         device.register_queue(info);
-        Ok(Queue { device, info })
+        Ok(Queue {
+            device,
+            info,
+            holding: Holding::new(),
+        })
     }
 
     /// The device the queue runs on.
@@ -82,7 +97,7 @@ impl<'rt> Queue<'rt> {
         self.info
     }
 
-    fn info(&mut self) -> &mut AsyncInfo {
+    pub(super) fn info(&mut self) -> &mut AsyncInfo {
         // SAFETY: our box, alive until drop; `&mut self` is exclusive.
         unsafe { &mut *self.info }
     }
@@ -107,10 +122,56 @@ impl<'rt> Queue<'rt> {
     }
 }
 
+/// Synchronise `queue` (on `device`) before what its work uses is
+/// released; `after` says when (for the message).
+///
+/// A queue that cannot be synchronised may still be copying from or into
+/// that memory (host memory, or device memory, which on the host plugin is
+/// host memory too). Returning would end the borrows that keep it alive
+/// and make the copy a use after free, so the process aborts instead,
+/// with the reason: the policy for every queue the API waits for before
+/// releasing memory. A destroyed plugin runs nothing more, so that case is
+/// an error.
+pub(crate) fn synchronize_or_abort(
+    device: &Device,
+    queue: &mut AsyncInfo,
+    after: &dyn std::fmt::Display,
+) -> Result<()> {
+    let synced = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        device.synchronize_queue(queue)
+    }));
+    match synced {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(err @ Error::PluginDead { .. })) => Err(err),
+        Ok(Err(err)) => abort_unsynchronised(device, after, &err),
+        Err(_) => abort_unsynchronised(device, after, &"a panic"),
+    }
+}
+
+/// See [`synchronize_or_abort`].
+fn abort_unsynchronised(
+    device: &Device,
+    after: &dyn std::fmt::Display,
+    why: &dyn std::fmt::Display,
+) -> ! {
+    use std::io::Write;
+    let _ = writeln!(
+        std::io::stderr(),
+        "omptarget: fatal: a queue on device {} could not be synchronised {after} ({why}); \
+         it may still use memory that would be released, so the process aborts",
+        device.id()
+    );
+    std::process::abort()
+}
+
 impl Drop for Queue<'_> {
     fn drop(&mut self) {
         let device = self.device;
-        if let Err(err) = device.synchronize_queue(self.info()) {
+        if !self.holding.is_empty() {
+            // The buffers it holds are dropped after this: their copies
+            // must be complete (or the process aborts).
+            let _ = synchronize_or_abort(device, self.info(), &"when dropped with copies' buffers");
+        } else if let Err(err) = device.synchronize_queue(self.info()) {
             tracing::warn!(
                 device = device.id(),
                 "synchronising a dropped Queue failed: {err}"

@@ -9,12 +9,13 @@
 //! handle (`mem::forget`) changes nothing, because the scope, not the
 //! handle, waits. A long-lived [`crate::Queue`] joins a scope with
 //! [`Scope::attach`].
+use super::gate::Gate;
 use super::kernel::Kernel;
 use super::params::{
     ArgSlot, BoundedSignature, KernelSignature, Ptr, PtrMut, QueuedKernelArg, QueuedLaunchArgs,
     Slice, SliceMut,
 };
-use super::queue::Event;
+use super::queue::{synchronize_or_abort, Event};
 use super::view::{element, resolve, DeviceSlice, DeviceSliceMut};
 use super::{DeviceBuffer, DeviceCopy};
 use crate::abi::AsyncInfo;
@@ -98,6 +99,7 @@ pub fn scope<'env, R>(
     let scope = Scope {
         queues: RefCell::new(Vec::new()),
         keep: RefCell::new(Vec::new()),
+        launched: RefCell::new(Vec::new()),
         _scope: PhantomData,
         _env: PhantomData,
     };
@@ -131,6 +133,10 @@ pub struct Scope<'scope, 'env: 'scope> {
     queues: RefCell<Vec<(&'env Device, Slot)>>,
     /// Staging memory of queued fills, freed after the final wait.
     keep: RefCell<Vec<Box<dyn Any>>>,
+    /// (queue index, image gate): the queue holds launches of the image's
+    /// kernels queued since it was last synchronised, counted by the gate
+    /// as pending (its globals refuse host access) until then.
+    launched: RefCell<Vec<(usize, &'env Gate)>>,
     _scope: PhantomData<&'scope mut &'scope ()>,
     _env: PhantomData<&'env mut &'env ()>,
 }
@@ -183,7 +189,8 @@ impl<'scope, 'env> Scope<'scope, 'env> {
     }
 
     /// Wait for every queue (once, at the end of [`scope`], also when the
-    /// closure panicked), then free the staging memory.
+    /// closure panicked), then free the staging memory and release the
+    /// images' globals.
     ///
     /// A queue that cannot be synchronised may still be copying into host
     /// memory the scope is about to release; returning would make that a
@@ -192,22 +199,40 @@ impl<'scope, 'env> Scope<'scope, 'env> {
     fn finish(&self) -> Result<()> {
         let mut first_error = None;
         for (device, slot) in self.queues.borrow_mut().iter_mut() {
-            let info = slot_info(slot);
-            let synced = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                device.synchronize_queue(info)
-            }));
-            match synced {
-                Ok(Ok(())) => {}
-                Ok(Err(err @ Error::PluginDead { .. })) => {
-                    first_error.get_or_insert(err);
-                }
-                Ok(Err(err)) => abort_unsynchronised(device, &err),
-                Err(_) => abort_unsynchronised(device, &"a panic"),
+            if let Err(err) =
+                synchronize_or_abort(device, slot_info(slot), &"at the end of its scope")
+            {
+                first_error.get_or_insert(err);
             }
         }
         self.queues.borrow_mut().clear();
         self.keep.borrow_mut().clear();
+        self.release_launched(|_| true);
         first_error.map_or(Ok(()), Err)
+    }
+
+    /// Count queue `index`'s launches of `gate`'s image as pending, unless
+    /// they already are (before the launch is queued).
+    fn note_launch(&self, index: usize, gate: &'env Gate) {
+        let mut launched = self.launched.borrow_mut();
+        if !launched
+            .iter()
+            .any(|&(i, g)| i == index && std::ptr::eq(g, gate))
+        {
+            gate.queue_launches();
+            launched.push((index, gate));
+        }
+    }
+
+    /// The queues `which` selects were synchronised: their launches ended.
+    fn release_launched(&self, which: impl Fn(usize) -> bool) {
+        self.launched.borrow_mut().retain(|&(index, gate)| {
+            let ended = which(index);
+            if ended {
+                gate.release_queued();
+            }
+            !ended
+        });
     }
 
     fn with_queue<R>(
@@ -227,18 +252,6 @@ fn slot_info(slot: &mut Slot) -> &mut AsyncInfo {
         // scope (`attach`), and its box lives as long as the queue.
         Slot::Attached(info) => unsafe { &mut **info },
     }
-}
-
-/// See [`Scope::finish`].
-fn abort_unsynchronised(device: &Device, why: &dyn std::fmt::Display) -> ! {
-    use std::io::Write;
-    let _ = writeln!(
-        std::io::stderr(),
-        "omptarget: fatal: a queue on device {} could not be synchronised at the end of its scope ({why}); \
-         it may still use host memory the scope would release, so the process aborts",
-        device.id()
-    );
-    std::process::abort()
 }
 
 impl std::fmt::Debug for Scope<'_, '_> {
@@ -428,20 +441,7 @@ impl<'scope, 'env> ScopedQueue<'scope, 'env> {
     }
 
     fn check_device(&self, what: &str, device: &Device) -> Result<()> {
-        if std::ptr::eq(device, self.device) {
-            Ok(())
-        } else {
-            Err(Error::InvalidArgument(format!(
-                "{what} is on device {}{}, the queue on device {}",
-                device.id(),
-                if device.same_runtime(self.device) {
-                    ""
-                } else {
-                    " of another runtime"
-                },
-                self.device.id()
-            )))
-        }
+        super::checks::on_queue_device(what, device, self.device)
     }
 
     /// Queue a copy of `src` into `dst` (same length).
@@ -552,6 +552,11 @@ impl<'scope, 'env> ScopedQueue<'scope, 'env> {
     /// buffers it writes as a [`ScopedBuffer`], a `&mut DeviceBuffer` or a
     /// writable view. The signature is bounded, as for [`Kernel::launch`],
     /// and the same checks are made.
+    ///
+    /// Until this queue is synchronised ([`ScopedQueue::synchronize`], or
+    /// the end of the scope), the globals of the kernel's image refuse the
+    /// host's reads and writes ([`crate::Global`],
+    /// [`Error::LaunchesPending`]): the launch may run at any time.
     pub fn launch<S: BoundedSignature, A: QueuedLaunchArgs<S> + 'scope>(
         &self,
         kernel: &Kernel<'env, S>,
@@ -585,11 +590,14 @@ impl<'scope, 'env> ScopedQueue<'scope, 'env> {
         let mut values = kernel.checked_values(&args.queued_slots())?;
         let types = S::types();
         let region = config.region()?;
+        // Pending from before it is queued until this queue is synchronised.
+        self.scope.note_launch(self.index, kernel.gate);
         self.scope.with_queue(self.index, |queue| {
             // SAFETY: the kernel's signature is `S` (Image::kernel's
             // contract) and stays within its buffers (ours); its buffers
             // are borrowed for the scope ('scope bound on `A`), which
-            // synchronises this queue before it ends.
+            // synchronises this queue before it ends; no host access to
+            // its image's globals until then (the gate, noted above).
             unsafe {
                 self.device.run_typed_on(
                     Some(queue),
@@ -616,10 +624,14 @@ impl<'scope, 'env> ScopedQueue<'scope, 'env> {
             .with_queue(self.index, |queue| event.wait_on(self.device, queue))
     }
 
-    /// Block until everything queued so far has completed.
+    /// Block until everything queued so far has completed; the globals of
+    /// the images whose kernels it launched are then the host's again
+    /// (unless another queue still holds launches of them).
     pub fn synchronize(&self) -> Result<()> {
         self.scope
-            .with_queue(self.index, |queue| self.device.synchronize_queue(queue))
+            .with_queue(self.index, |queue| self.device.synchronize_queue(queue))?;
+        self.scope.release_launched(|index| index == self.index);
+        Ok(())
     }
 }
 

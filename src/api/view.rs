@@ -2,6 +2,7 @@
 //! [`DeviceSliceMut`] (exclusive), with the borrow rules of `&[T]` and
 //! `&mut [T]`. They take part in copies and launches wherever a whole
 //! buffer does, so an offset is a view, not an extra argument.
+use super::queue::synchronize_or_abort;
 use super::DeviceCopy;
 use crate::abi::AsyncInfo;
 use crate::{Device, DevicePtr, Error, Result};
@@ -94,26 +95,6 @@ impl<'a, T: DeviceCopy> DeviceSlice<'a, T> {
         }
     }
 
-    /// Number of values.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Whether it holds no value.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// The device holding the values.
-    pub fn device(&self) -> &'a Device {
-        self.device
-    }
-
-    /// The address of its first value (null for an empty buffer).
-    pub fn device_ptr(&self) -> DevicePtr {
-        self.ptr
-    }
-
     /// The values in `range` of this view.
     pub fn slice(&self, range: impl RangeBounds<usize>) -> Result<DeviceSlice<'a, T>> {
         let (start, end) = resolve(range, self.len)?;
@@ -166,26 +147,6 @@ impl<'a, T: DeviceCopy> DeviceSliceMut<'a, T> {
             len,
             _values: PhantomData,
         }
-    }
-
-    /// Number of values.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Whether it holds no value.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// The device holding the values.
-    pub fn device(&self) -> &'a Device {
-        self.device
-    }
-
-    /// The address of its first value (null for an empty buffer).
-    pub fn device_ptr(&self) -> DevicePtr {
-        self.ptr
     }
 
     /// A shared view of the same values, for as long as this one is not
@@ -273,13 +234,18 @@ impl<'a, T: DeviceCopy> DeviceSliceMut<'a, T> {
         };
         // SAFETY: both views are live; `&mut self` and a shared `src` cannot
         // overlap (the borrow checker); the queue is synchronised before
-        // they are released.
+        // they are released (or the process ends, below).
         let copied = unsafe {
             src.device
                 .copy_to_device_on(&mut queue, src.ptr, self.device, self.ptr, bytes)
         };
-        let synced = src.device.synchronize_queue(&mut queue);
-        copied.and(synced)
+        // Also when the copy failed: part of it may have been queued. A
+        // failed synchronisation would return and end both borrows while
+        // the copy may still read `src` and write `self` (memory the caller
+        // may free or reuse at once; on the host plugin, host memory): it
+        // aborts instead, the policy of every queue the API waits for.
+        synchronize_or_abort(src.device, &mut queue, &"after a device-to-device copy")?;
+        copied
     }
 
     /// Set every value to `value`.
@@ -300,25 +266,43 @@ impl<'a, T: DeviceCopy> DeviceSliceMut<'a, T> {
     }
 }
 
-impl<T: DeviceCopy> std::fmt::Debug for DeviceSlice<'_, T> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("DeviceSlice")
-            .field("device", &self.device.id())
-            .field("ptr", &self.ptr.as_ptr())
-            .field("len", &self.len)
-            .finish()
-    }
-}
+/// What both views have alike: their accessors and `Debug`.
+macro_rules! view_basics {
+    ($($view:ident),*) => { $(
+        impl<'a, T: DeviceCopy> $view<'a, T> {
+            /// Number of values.
+            pub fn len(&self) -> usize {
+                self.len
+            }
 
-impl<T: DeviceCopy> std::fmt::Debug for DeviceSliceMut<'_, T> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("DeviceSliceMut")
-            .field("device", &self.device.id())
-            .field("ptr", &self.ptr.as_ptr())
-            .field("len", &self.len)
-            .finish()
-    }
+            /// Whether it holds no value.
+            pub fn is_empty(&self) -> bool {
+                self.len == 0
+            }
+
+            /// The device holding the values.
+            pub fn device(&self) -> &'a Device {
+                self.device
+            }
+
+            /// The address of its first value (null for an empty buffer).
+            pub fn device_ptr(&self) -> DevicePtr {
+                self.ptr
+            }
+        }
+
+        impl<T: DeviceCopy> std::fmt::Debug for $view<'_, T> {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.debug_struct(stringify!($view))
+                    .field("device", &self.device.id())
+                    .field("ptr", &self.ptr.as_ptr())
+                    .field("len", &self.len)
+                    .finish()
+            }
+        }
+    )* };
 }
+view_basics!(DeviceSlice, DeviceSliceMut);
 
 #[cfg(test)]
 mod tests {

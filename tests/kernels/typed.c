@@ -47,3 +47,17 @@ void sum_table(double *out, size_t n) {
     return;
   out[0] = table[0] + table[1] + table[2] + table[3];
 }
+
+/* Safe to run on several threads at once (atomics only: data-race-free
+ * with itself, as Image::kernel asks): `busy` counts the runs in progress,
+ * `runs` the runs done; it spins `spins` times in between. */
+int32_t busy = 0;
+int64_t runs = 0;
+
+void busy_run(uint64_t spins) {
+  __atomic_fetch_add(&busy, 1, __ATOMIC_SEQ_CST);
+  for (volatile uint64_t i = 0; i < spins; i = i + 1)
+    ;
+  __atomic_fetch_add(&runs, 1, __ATOMIC_SEQ_CST);
+  __atomic_fetch_sub(&busy, 1, __ATOMIC_SEQ_CST);
+}

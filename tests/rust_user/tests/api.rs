@@ -4,7 +4,7 @@
 //! aliasing rules are `compile_fail` doctests in the crate itself.
 use omptarget::{
     Config, DeviceBuffer, DeviceKind, Error, Image, Kernel, LaunchConfig, PinnedBuffer, Queue,
-    Runtime, SkipReason, Slice, SliceMut,
+    Returned, Runtime, SkipReason, Slice, SliceMut,
 };
 use omptarget_user_tests::{kernel, openmp_kernel};
 
@@ -486,6 +486,129 @@ fn global_handles_on_several_threads_are_serialised() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// A launch queued in a scope keeps its image's globals from the host
+/// until its queue is synchronised: reading or writing one meanwhile is an
+/// error, never a race with a kernel that may still run.
+#[test]
+fn globals_are_refused_while_a_queued_launch_is_pending() -> anyhow::Result<()> {
+    let runtime = runtime();
+    let device = runtime.device(2)?;
+    let image = Image::load_file(device, kernel("typed.c")?, &["bump", "counter", "table"])?;
+    // SAFETY: `void bump(int32_t by)` touches only `counter`, whatever it holds.
+    let bump: Kernel<(i32,)> = unsafe { image.kernel("bump")? };
+    let counter = image.global::<i32>("counter")?;
+    let table = image.global::<[f64; 4]>("table")?;
+    let mut long_lived = device.queue()?;
+    omptarget::scope(|s| {
+        let q = s.queue(device)?;
+        counter.write(&0)?; // nothing queued yet
+        q.launch(&bump, LaunchConfig::single(), (5,))?;
+        let err = counter.write(&100).unwrap_err();
+        assert!(
+            matches!(&err, Error::LaunchesPending { global, queues: 1 } if global == "counter"),
+            "{err}"
+        );
+        assert!(err.to_string().contains("synchronise the queue"), "{err}");
+        // Every global of the image, reads too.
+        assert!(matches!(table.read(), Err(Error::LaunchesPending { .. })));
+        // A second queue with a launch: both must be synchronised.
+        let attached = s.attach(&mut long_lived);
+        attached.launch(&bump, LaunchConfig::single(), (1,))?;
+        q.synchronize()?;
+        assert!(matches!(
+            counter.read(),
+            Err(Error::LaunchesPending { queues: 1, .. })
+        ));
+        attached.synchronize()?;
+        assert_eq!(counter.read()?, 6, "both launches ran, the write did not");
+        counter.write(&10)?;
+        // Pending again until the end of the scope, which synchronises.
+        attached.launch(&bump, LaunchConfig::single(), (1,))?;
+        assert!(counter.read().is_err());
+        Ok(())
+    })?;
+    assert_eq!(counter.read()?, 11);
+    // A scope whose closure fails releases the globals too.
+    let err = omptarget::scope(|s| {
+        s.queue(device)?
+            .launch(&bump, LaunchConfig::single(), (1,))?;
+        Err::<(), _>(Error::InvalidArgument("the closure fails".into()))
+    })
+    .unwrap_err();
+    assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
+    assert_eq!(counter.read()?, 12);
+    drop((long_lived, image));
+    assert!(runtime.shutdown().is_clean());
+    Ok(())
+}
+
+/// Blocking launches on several threads and host accesses to the image's
+/// globals on others exclude each other: no access ever sees a kernel in
+/// progress (`busy` non-zero), and none is lost.
+#[test]
+fn blocking_launches_and_global_accesses_on_several_threads_exclude_each_other(
+) -> anyhow::Result<()> {
+    const LAUNCHERS: u64 = 2;
+    const LAUNCHES: u64 = 200;
+    let runtime = runtime();
+    let device = runtime.device(1)?;
+    let image = Image::load_file(device, kernel("typed.c")?, &["busy_run", "busy", "runs"])?;
+    // SAFETY: `void busy_run(uint64_t spins)` touches only `busy` and
+    // `runs`, with atomics, whatever they hold.
+    let busy_run: Kernel<(u64,)> = unsafe { image.kernel("busy_run")? };
+    let busy = image.global::<i32>("busy")?;
+    let runs = image.global::<i64>("runs")?;
+    let launched = std::sync::atomic::AtomicU64::new(0);
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let accesses = std::thread::scope(|s| {
+        let launchers: Vec<_> = (0..LAUNCHERS)
+            .map(|_| {
+                s.spawn(|| -> omptarget::Result<()> {
+                    for _ in 0..LAUNCHES {
+                        busy_run.launch(LaunchConfig::single(), (20_000,))?;
+                        launched.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        let accessors: Vec<_> = (0..2)
+            .map(|_| {
+                s.spawn(|| -> omptarget::Result<u64> {
+                    let mut accesses = 0;
+                    loop {
+                        let finished = done.load(std::sync::atomic::Ordering::SeqCst);
+                        // Never inside a run ...
+                        assert_eq!(busy.read()?, 0, "read while a kernel ran");
+                        // ... so writing 0 loses nothing of one.
+                        busy.write(&0)?;
+                        let before = launched.load(std::sync::atomic::Ordering::SeqCst);
+                        assert!(runs.read()? >= before as i64);
+                        accesses += 1;
+                        if finished {
+                            return Ok(accesses);
+                        }
+                    }
+                })
+            })
+            .collect();
+        for launcher in launchers {
+            launcher.join().expect("no panic")?;
+        }
+        done.store(true, std::sync::atomic::Ordering::SeqCst);
+        accessors
+            .into_iter()
+            .map(|a| a.join().expect("no panic"))
+            .sum::<omptarget::Result<u64>>()
+    })?;
+    assert!(accesses >= 2);
+    assert_eq!(busy.read()?, 0);
+    assert_eq!(runs.read()?, (LAUNCHERS * LAUNCHES) as i64);
+    drop(image);
+    assert!(runtime.shutdown().is_clean());
+    Ok(())
+}
+
 #[test]
 fn a_reversed_source_range_is_an_error() -> anyhow::Result<()> {
     let runtime = runtime();
@@ -677,6 +800,83 @@ fn a_long_lived_queue_in_a_struct_runs_on_another_thread() -> anyhow::Result<()>
     let mut other = device.queue()?;
     other.wait_for(&end)?;
     drop((start, end, other, pipeline, image));
+    let report = runtime.shutdown();
+    assert!(report.is_clean(), "{report}");
+    Ok(())
+}
+
+/// Outside a scope a long-lived queue copies owned buffers only: it holds
+/// both sides until `wait` gives them back, and gives them back with the
+/// error when it refuses a copy.
+#[test]
+fn a_long_lived_queue_holds_owned_buffers_until_waited_for() -> anyhow::Result<()> {
+    let runtime = runtime();
+    let device = runtime.device(2)?;
+    let mut queue = device.queue()?;
+    let staging = PinnedBuffer::from_slice(device, &[1u32, 2, 3, 4])?;
+    let upload = queue
+        .copy_from_host(DeviceBuffer::new(device, 4)?, staging)
+        .map_err(Error::from)?;
+    let (buffer, staging) = queue.wait(upload)?;
+    assert_eq!(buffer.to_vec()?, [1, 2, 3, 4]);
+    // Into a Vec and a boxed slice; two copies in flight, waited out of order.
+    let mut other = DeviceBuffer::from_slice(device, &[9u32; 4])?;
+    other.fill(5)?;
+    let first = queue
+        .copy_to_host(buffer, vec![0u32; 4])
+        .map_err(Error::from)?;
+    let second = queue
+        .copy_to_host(other, vec![0u32; 4].into_boxed_slice())
+        .map_err(Error::from)?;
+    let (other, boxed) = queue.wait(second)?;
+    let (buffer, values) = queue.wait(first)?;
+    assert_eq!((values, &boxed[..]), (vec![1, 2, 3, 4], &[5u32; 4][..]));
+
+    // Refused copies give the buffers back, unchanged.
+    let Returned {
+        error,
+        buffers: (buffer, short),
+    } = queue
+        .copy_from_host(buffer, vec![7u32; 3])
+        .expect_err("lengths differ");
+    assert!(
+        matches!(
+            error,
+            Error::LengthMismatch {
+                device_len: 4,
+                host_len: 3
+            }
+        ),
+        "{error:?}"
+    );
+    assert_eq!((buffer.to_vec()?, short), (vec![1, 2, 3, 4], vec![7; 3]));
+    let Returned {
+        error,
+        buffers: (elsewhere, staging),
+    } = queue
+        .copy_to_host(DeviceBuffer::<u32>::new(runtime.device(3)?, 4)?, staging)
+        .expect_err("another device");
+    assert!(
+        error
+            .to_string()
+            .contains("is on device 3, the queue on device 2"),
+        "{error}"
+    );
+    assert_eq!(staging[..], [1, 2, 3, 4]);
+
+    // A receipt is redeemed on its own queue only.
+    let mut second_queue = device.queue()?;
+    let receipt = queue
+        .copy_from_host(buffer, vec![0u32; 4])
+        .map_err(Error::from)?;
+    let err = second_queue.wait(receipt).unwrap_err();
+    assert!(err.to_string().contains("another queue"), "{err}");
+    // A receipt never redeemed: the queue drops what it holds when it is
+    // dropped, after synchronising; nothing leaks.
+    let unredeemed = queue
+        .copy_to_host(other, vec![0u32; 4])
+        .map_err(Error::from)?;
+    drop((unredeemed, queue, second_queue, elsewhere, staging, boxed));
     let report = runtime.shutdown();
     assert!(report.is_clean(), "{report}");
     Ok(())
