@@ -321,8 +321,9 @@ fn run_examples() -> Result<()> {
 
 /// Every benchmark runs once so that none rots; none asserts a time. The
 /// criterion benches run in criterion's test mode (`cargo test --benches`:
-/// each benchmark once), the LLVM comparison with `--quick` (one pair of
-/// runs on the staged debug libraries; its programs check their results).
+/// each benchmark once), the LLVM comparison and the remote-device
+/// benchmark with `--quick` (one short run on the staged debug libraries;
+/// their programs check their results).
 fn benchmarks_once() -> Result<()> {
     let mut cmd = cmd::cargo();
     cmd.args([
@@ -352,6 +353,17 @@ fn benchmarks_once() -> Result<()> {
         .success()
     {
         bail!("benches/llvm_comparison/compare.py --quick failed");
+    }
+    let mut cmd = std::process::Command::new("python3");
+    cmd.arg(root.join("benches/mpi_remote/run.py"))
+        .arg("--quick");
+    println!("$ {}", cmd::show(&cmd));
+    if !cmd
+        .status()
+        .context("running benches/mpi_remote/run.py --quick")?
+        .success()
+    {
+        bail!("benches/mpi_remote/run.py --quick failed");
     }
     Ok(())
 }

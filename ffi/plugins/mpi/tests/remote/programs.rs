@@ -110,3 +110,41 @@ fn clang_19_programs_run_the_same_on_remote_devices() {
 fn clang_22_programs_run_the_same_on_remote_devices() {
     differential(Release::Llvm22);
 }
+
+/// What cannot work remotely is refused with an error that says why:
+/// `requires unified_shared_memory` (clang 14's `requires_usm`), and host
+/// and shared allocations (clang 22's `llvm_target_alloc_kinds`).
+#[test]
+fn what_needs_shared_memory_is_refused_with_a_clear_error() {
+    let staged = stage::staged();
+    for (release, name, expected) in [
+        (
+            Release::Llvm14,
+            "requires_usm",
+            "the program requires unified_shared_memory (requires flags 0x8), which no remote device can give",
+        ),
+        (
+            Release::Llvm22,
+            "llvm_target_alloc_kinds",
+            "Host memory (host-accessible) cannot be allocated on a remote device",
+        ),
+    ] {
+        let tc = build::Toolchain::detect_release(release).unwrap_or_else(|e| panic!("{e}"));
+        let program = spec::discover(&paths::programs_dir(), Some(name))
+            .unwrap_or_else(|e| panic!("{e}"))
+            .into_iter()
+            .find(|p| p.name == name)
+            .unwrap_or_else(|| panic!("no program {name}"));
+        let built = build::build(&program, &tc).unwrap_or_else(|e| panic!("{e}"));
+        let lib_path = release.our_library_path(&staged.lib_dir);
+        let mut job = job::remote_only_job(&built.binary, &built.args, &program.env, &lib_path, 1, 1);
+        job.current_dir(&built.out_dir);
+        let out = job::run(job);
+        assert!(
+            out.stderr.contains(expected),
+            "{name}: {}\n{}",
+            out.exit_text(),
+            out.stderr
+        );
+    }
+}

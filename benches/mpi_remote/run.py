@@ -1,0 +1,195 @@
+#!/usr/bin/env python3
+"""Remote devices over MPI against the transport's own limits, as ratios,
+in one run on one machine.
+
+Builds remote.c (clang-14 OpenMP offload + Open MPI's flags), stages a
+release build of our runtime, and runs MPI jobs of three ranks: the
+benchmark (its only plugin the MPI one, so its device is remote), an echo
+rank (the peer of MPI's own ping-pong and bandwidth, over the same MPI
+library and transport), and one omptarget-mpi-device. Then two short jobs
+count what a region mapping 16 arrays costs in requests the server
+answers (round trips), from the server's shutdown line: K regions minus
+none, over K.
+
+Rows and targets (issue 22):
+  empty_region / mpi_ping_pong          at most 2   (one request, one reply is the floor)
+  update_to/from_64MiB / MPI bandwidth  at least 0.8
+  region_16_arrays round trips          at most 3   (not one per array)
+
+Usage (from anywhere in the repository):
+  benches/mpi_remote/run.py                 # 5 runs, medians
+  benches/mpi_remote/run.py --update-doc    # also rewrite BENCHMARKS.md's section and
+                                            # benches/mpi_ratios.svg
+  benches/mpi_remote/run.py --quick         # CI: one short run on the staged debug
+                                            # libraries; checks results, asserts no time
+"""
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+HERE = os.path.join(ROOT, "benches", "mpi_remote")
+sys.path.insert(0, os.path.join(ROOT, "benches", "llvm_comparison"))
+from compare import machine  # noqa: E402
+
+REGION_COUNT = 200
+
+
+def build(out_dir):
+    os.makedirs(out_dir, exist_ok=True)
+    flags = []
+    for show in ("--showme:compile", "--showme:link"):
+        flags.append(subprocess.run(["mpicc", show], check=True, stdout=subprocess.PIPE)
+                     .stdout.decode().split())
+    binary = os.path.join(out_dir, "remote")
+    subprocess.run(["clang-14", "-O2", "-fopenmp", "-fopenmp-targets=x86_64-pc-linux-gnu",
+                    *flags[0], os.path.join(HERE, "remote.c"), "-o", binary, *flags[1]],
+                   check=True)
+    return binary
+
+
+def job(binary, lib, env):
+    """One job; (the benchmark's "name value" lines, the server's line)."""
+    server = os.path.join(lib, "..", "bin", "omptarget-mpi-device")
+    cmd = ["mpirun", "--oversubscribe"]
+    if os.geteuid() == 0:
+        cmd.append("--allow-run-as-root")
+    program_env = [f"LD_LIBRARY_PATH={lib}",
+                   f"OMPTARGET_PLUGINS={os.path.join(lib, 'libomptarget.rtl.mpi.so')}"]
+    program_env += [f"{k}={v}" for k, v in env.items()]
+    for var in program_env:
+        cmd += ["-x", var]
+    cmd += ["-np", "1", binary, ":", "-x", f"LD_LIBRARY_PATH={lib}", "-np", "1", binary,
+            ":", "-x", "OMPTARGET_HOST_DEVICES=1", "-x", "OMPTARGET_SHUTDOWN_REPORT=stderr",
+            "-np", "1", server]
+    clean = {k: v for k, v in os.environ.items()
+             if not k.startswith(("OMPTARGET_", "LIBOMPTARGET_", "OMP_"))}
+    out = subprocess.run(cmd, env=clean, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         timeout=600)
+    stdout, stderr = out.stdout.decode(), out.stderr.decode()
+    values = {}
+    for line in stdout.splitlines():
+        name, _, value = line.partition(" ")
+        values[name] = float(value)
+    if out.returncode != 0 or values.get("results_right") != 1:
+        sys.exit(f"the benchmark job failed ({out.returncode}):\n{stdout}\n{stderr}")
+    server_line = next((l for l in stderr.splitlines()
+                        if l.startswith("omptarget-mpi-device rank ")), "")
+    return values, server_line
+
+
+def answered(server_line):
+    m = re.search(r"(\d+) request\(s\) answered, (\d+) one-way", server_line)
+    if not m:
+        sys.exit(f"no request count in the server's line: {server_line!r}")
+    return int(m.group(1)), int(m.group(2))
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--runs", type=int, default=5)
+    p.add_argument("--quick", action="store_true")
+    p.add_argument("--update-doc", action="store_true")
+    p.add_argument("--out-dir", default=os.path.join(ROOT, "target", "bench", "mpi_remote"))
+    a = p.parse_args()
+    if a.quick:
+        a.runs = 1
+        staged = subprocess.run(["cargo", "run", "-q", "-p", "xtask", "--", "stage"], cwd=ROOT,
+                                check=True, stdout=subprocess.PIPE).stdout.decode()
+    else:
+        staged = subprocess.run(["cargo", "run", "-q", "-p", "xtask", "--", "stage",
+                                 "--release"], cwd=ROOT, check=True,
+                                stdout=subprocess.PIPE).stdout.decode()
+    lib = os.path.abspath(staged.strip().splitlines()[-1])
+    binary = build(a.out_dir)
+    env = {"BENCH_QUICK": "1"} if a.quick else {}
+    started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    runs = [job(binary, lib, env)[0] for _ in range(a.runs)]
+    base = answered(job(binary, lib, {"BENCH_REGION16_ONLY": "0"})[1])
+    k = 20 if a.quick else REGION_COUNT
+    with_k = answered(job(binary, lib, {"BENCH_REGION16_ONLY": str(k)})[1])
+    trips = (with_k[0] - base[0]) / k
+    one_way = (with_k[1] - base[1]) / k
+
+    med = {name: statistics.median(r[name] for r in runs) for name in runs[0]}
+    rows = [
+        ("empty_region / mpi_ping_pong", med["empty_region_s"] / med["mpi_ping_pong_s"],
+         "<= 2", med["empty_region_s"] / med["mpi_ping_pong_s"] <= 2,
+         f"{med['empty_region_s'] * 1e6:.1f} us / {med['mpi_ping_pong_s'] * 1e6:.1f} us"),
+        ("update_to_64MiB / mpi_bandwidth_to", med["update_to_64MiB_Bps"] /
+         med["mpi_bandwidth_to_Bps"], ">= 0.8",
+         med["update_to_64MiB_Bps"] / med["mpi_bandwidth_to_Bps"] >= 0.8,
+         f"{med['update_to_64MiB_Bps'] / 2**30:.2f} / {med['mpi_bandwidth_to_Bps'] / 2**30:.2f} GiB/s"),
+        ("update_from_64MiB / mpi_bandwidth_from", med["update_from_64MiB_Bps"] /
+         med["mpi_bandwidth_from_Bps"], ">= 0.8",
+         med["update_from_64MiB_Bps"] / med["mpi_bandwidth_from_Bps"] >= 0.8,
+         f"{med['update_from_64MiB_Bps'] / 2**30:.2f} / {med['mpi_bandwidth_from_Bps'] / 2**30:.2f} GiB/s"),
+        ("region_16_arrays round trips", trips, "<= 3", trips <= 3,
+         f"{trips:.2f} answered requests + {one_way:.2f} one-way copies per region"),
+        ("region_16_arrays / mpi_ping_pong", med["region_16_arrays_s"] / med["mpi_ping_pong_s"],
+         "", None, f"{med['region_16_arrays_s'] * 1e6:.1f} us (time in ping-pong round trips)"),
+    ]
+    header = (f"Machine: {machine()}. {a.runs} run(s), medians; {started}; "
+              f"`benches/mpi_remote/run.py{' --quick' if a.quick else ''}`.")
+    table = ["| row | ratio | target | met | figures |", "|---|---|---|---|---|"]
+    for name, ratio, target, met, figures in rows:
+        mark = "" if met is None else ("yes" if met else "**no**")
+        table.append(f"| `{name}` | {ratio:.2f} | {target} | {mark} | {figures} |")
+    text = header + "\n\n" + "\n".join(table) + "\n"
+    print(text)
+    if a.quick:
+        return
+    if a.update_doc:
+        doc = os.path.join(ROOT, "BENCHMARKS.md")
+        with open(doc) as f:
+            content = f.read()
+        begin, end = "<!-- mpi-remote:begin -->", "<!-- mpi-remote:end -->"
+        if begin not in content:
+            sys.exit(f"BENCHMARKS.md has no {begin} marker")
+        head, rest = content.split(begin, 1)
+        _, tail = rest.split(end, 1)
+        with open(doc, "w") as f:
+            f.write(head + begin + "\n" + text + end + tail)
+        svg(rows, os.path.join(ROOT, "benches", "mpi_ratios.svg"))
+        print("rewrote BENCHMARKS.md's remote section and benches/mpi_ratios.svg")
+
+
+def svg(rows, path):
+    """Bars of each ratio against its target (log scale)."""
+    import math
+    rows = [r for r in rows if r[3] is not None]
+    bar, gap, left, width = 14, 10, 280, 400
+    height = 40 + len(rows) * (bar + gap) + 30
+    lo, hi = math.log10(0.1), math.log10(10)
+    x = lambda r: left + (math.log10(min(max(r, 0.1), 10)) - lo) / (hi - lo) * width
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + width + 40}" '
+           f'height="{height}" font-family="sans-serif" font-size="11">',
+           '<rect width="100%" height="100%" fill="white"/>',
+           f'<text x="{left}" y="16" font-size="13">remote devices over MPI: ratio '
+           '(log scale; | marks the target)</text>']
+    for tick in (0.1, 0.5, 0.8, 1, 2, 3, 10):
+        out.append(f'<line x1="{x(tick):.1f}" y1="24" x2="{x(tick):.1f}" y2="{height - 24}" '
+                   f'stroke="{"#000" if tick == 1 else "#ddd"}"/>')
+        out.append(f'<text x="{x(tick):.1f}" y="{height - 10}" text-anchor="middle">{tick}</text>')
+    y = 32
+    for name, ratio, target, met, _ in rows:
+        out.append(f'<text x="{left - 6}" y="{y + bar - 3}" text-anchor="end">{name}</text>')
+        x0, x1 = sorted((x(1), x(ratio)))
+        color = "#5aa05a" if met else "#c05050"
+        out.append(f'<rect x="{x0:.1f}" y="{y}" width="{max(x1 - x0, 1):.1f}" height="{bar}" '
+                   f'fill="{color}"><title>{name}: {ratio:.2f}</title></rect>')
+        t = float(target.split()[-1])
+        out.append(f'<line x1="{x(t):.1f}" y1="{y - 2}" x2="{x(t):.1f}" y2="{y + bar + 2}" '
+                   'stroke="#c00" stroke-width="2"/>')
+        y += bar + gap
+    out.append("</svg>")
+    with open(path, "w") as f:
+        f.write("\n".join(out) + "\n")
+
+
+if __name__ == "__main__":
+    main()
