@@ -81,6 +81,8 @@ pub struct Device {
     queues: Mutex<Vec<queue_ops::QueuePtr>>,
     /// What one typed launch runs at most, read from the plugin once.
     launch_limits: OnceLock<properties::LaunchLimits>,
+    /// Where the device is, asked once ([`Device::location`]).
+    location: OnceLock<Option<String>>,
 }
 
 impl std::fmt::Debug for Device {
@@ -116,6 +118,7 @@ impl Device {
             runtime,
             queues: Mutex::new(Vec::new()),
             launch_limits: OnceLock::new(),
+            location: OnceLock::new(),
         }
     }
 

@@ -33,7 +33,8 @@ pub enum TeardownStep {
     DrainMemoryManager {
         /// Runtime-wide number of the device.
         device: usize,
-        /// File name of the plugin library serving the device.
+        /// File name of the plugin library serving the device, then where the
+        /// device is for one outside this process (`libomptarget.rtl.mpi.so at rank 1 on node7`).
         plugin: String,
         /// Number of cached blocks freed.
         blocks: usize,
@@ -47,7 +48,8 @@ pub enum TeardownStep {
     FreeUserAllocations {
         /// Runtime-wide number of the device.
         device: usize,
-        /// File name of the plugin library serving the device.
+        /// File name of the plugin library serving the device, then where the
+        /// device is for one outside this process (`libomptarget.rtl.mpi.so at rank 1 on node7`).
         plugin: String,
         /// Number of user allocations freed.
         blocks: usize,
@@ -61,7 +63,8 @@ pub enum TeardownStep {
     UnloadImages {
         /// Runtime-wide number of the device.
         device: usize,
-        /// File name of the plugin library serving the device.
+        /// File name of the plugin library serving the device, then where the
+        /// device is for one outside this process (`libomptarget.rtl.mpi.so at rank 1 on node7`).
         plugin: String,
         /// Number of images unloaded successfully.
         images: usize,
@@ -73,7 +76,8 @@ pub enum TeardownStep {
     DeinitDevice {
         /// Runtime-wide number of the device.
         device: usize,
-        /// File name of the plugin library serving the device.
+        /// File name of the plugin library serving the device, then where the
+        /// device is for one outside this process (`libomptarget.rtl.mpi.so at rank 1 on node7`).
         plugin: String,
         /// What `deinit_device` returned (or why it was not called).
         outcome: StepOutcome,
@@ -200,7 +204,8 @@ pub struct UserLeak {
 pub struct LeakedImage {
     /// Runtime-wide number of the device it was loaded on.
     pub device: usize,
-    /// File name of the plugin library serving the device.
+    /// File name of the plugin library serving the device, then where the
+    /// device is for one outside this process (`libomptarget.rtl.mpi.so at rank 1 on node7`).
     pub plugin: String,
     /// Address of its `__tgt_device_image`.
     pub image: usize,
@@ -214,7 +219,8 @@ pub struct LeakedImage {
 pub struct LeakedQueue {
     /// Runtime-wide number of its device.
     pub device: usize,
-    /// File name of the plugin library serving the device.
+    /// File name of the plugin library serving the device, then where the
+    /// device is for one outside this process (`libomptarget.rtl.mpi.so at rank 1 on node7`).
     pub plugin: String,
     /// It still held a plugin queue (work queued and never synchronised).
     pub had_work: bool,

@@ -73,6 +73,9 @@ impl fmt::Display for DeviceKind {
 pub struct DeviceProperties {
     /// The device's name.
     pub name: Option<String>,
+    /// Where the device is, when it is not in this process (a remote
+    /// device over MPI: "rank 1 on node7"); `None` for a local one.
+    pub location: Option<String>,
     /// What kind of device it is.
     pub kind: Option<DeviceKind>,
     /// Bytes of memory the device has in all.
@@ -109,7 +112,11 @@ impl fmt::Display for DeviceProperties {
         if let (Some(teams), Some(threads)) = (self.max_teams, self.max_threads) {
             write!(f, ", launches of up to {teams} teams x {threads} threads")?;
         }
-        write!(f, ", plugin {}", self.plugin_name)
+        write!(f, ", plugin {}", self.plugin_name)?;
+        if let Some(location) = &self.location {
+            write!(f, " at {location}")?;
+        }
+        Ok(())
     }
 }
 
@@ -136,6 +143,7 @@ impl Device {
         self.ensure_initialized()?;
         Ok(DeviceProperties {
             name: self.text_info(DeviceInfoKey::Name)?,
+            location: self.location().map(str::to_owned),
             kind: self
                 .number_info(DeviceInfoKey::Kind)?
                 .map(DeviceKind::from_code),
@@ -146,6 +154,24 @@ impl Device {
             plugin_name: self.plugin.name().to_owned(),
             plugin_path: self.plugin.path().to_path_buf(),
         })
+    }
+
+    /// Where the device is, when it is outside this process (the
+    /// plugin's [`DeviceInfoKey::Location`], asked once).
+    pub(crate) fn location(&self) -> Option<&str> {
+        self.location
+            .get_or_init(|| self.text_info(DeviceInfoKey::Location).ok().flatten())
+            .as_deref()
+    }
+
+    /// How reports name the device's plugin: its library's file name,
+    /// then where the device is for one outside this process
+    /// ("libomptarget.rtl.mpi.so at rank 1 on node7").
+    pub(crate) fn report_label(&self) -> String {
+        match self.location() {
+            Some(location) => format!("{} at {location}", self.plugin.name()),
+            None => self.plugin.name().to_owned(),
+        }
     }
 
     fn text_info(&self, key: DeviceInfoKey) -> Result<Option<String>> {
@@ -237,6 +263,7 @@ mod tests {
     fn properties_print_what_is_known() {
         let mut p = DeviceProperties {
             name: Some("Fake GPU 0".into()),
+            location: None,
             kind: Some(DeviceKind::CudaGpu),
             total_memory: Some(1 << 30),
             free_memory: Some(1 << 29),

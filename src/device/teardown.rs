@@ -27,7 +27,7 @@ impl Device {
         }
         report.push(TeardownStep::DrainMemoryManager {
             device: self.id,
-            plugin: self.plugin.name().to_owned(),
+            plugin: self.report_label(),
             blocks: drained.blocks,
             bytes: drained.bytes,
             outcome: outcome_of(&errors),
@@ -106,7 +106,7 @@ impl Device {
         }
         report.push(TeardownStep::FreeUserAllocations {
             device: self.id,
-            plugin: self.plugin.name().to_owned(),
+            plugin: self.report_label(),
             blocks,
             bytes,
             outcome: outcome_of(&errors),
@@ -172,7 +172,7 @@ impl Device {
         lock(&self.images).splice(0..0, images);
         report.push(TeardownStep::UnloadImages {
             device: self.id,
-            plugin: self.plugin.name().to_owned(),
+            plugin: self.report_label(),
             images: unloaded,
             outcome,
         });
@@ -208,7 +208,7 @@ impl Device {
                 .leaked_images
                 .push(crate::shutdown_report::LeakedImage {
                     device: self.id,
-                    plugin: self.plugin.name().to_owned(),
+                    plugin: self.report_label(),
                     image: record.image.0 as usize,
                     entries: entries.clone(),
                 });
@@ -255,14 +255,14 @@ impl Device {
         if let StepOutcome::PluginDead | StepOutcome::Failed(_) = outcome {
             report.not_freed.push(NotFreed {
                 device: Some(self.id),
-                plugin: self.plugin.name().to_owned(),
+                plugin: self.report_label(),
                 what: "device state".into(),
                 reason: outcome.to_string(),
             });
         }
         report.push(TeardownStep::DeinitDevice {
             device: self.id,
-            plugin: self.plugin.name().to_owned(),
+            plugin: self.report_label(),
             outcome,
         });
     }
@@ -275,7 +275,7 @@ impl Device {
     fn not_freed(&self, what: String, err: &Error) -> NotFreed {
         NotFreed {
             device: Some(self.id),
-            plugin: self.plugin.name().to_owned(),
+            plugin: self.report_label(),
             what,
             reason: err.to_string(),
         }

@@ -488,6 +488,14 @@ fn run_mpi_starts_the_servers_and_keeps_the_reports() {
         assert!(server_profile.is_file(), "rank {rank}'s profile: {stderr}");
     }
     assert!(profile.is_file(), "the program's profile: {stderr}");
+    // The program's report names each remote device's rank: devices 4-7
+    // are rank 1's, 8-11 rank 2's.
+    for (device, rank) in [(4, 1), (7, 1), (8, 2), (11, 2)] {
+        let step = format!(
+            "deinit device          device {device} (libomptarget.rtl.mpi.so at rank {rank} on "
+        );
+        assert!(stderr.contains(&step), "{step}: {stderr}");
+    }
     assert!(
         stderr.contains("omptarget leak report: no leaks"),
         "{stderr}"

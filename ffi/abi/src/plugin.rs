@@ -340,17 +340,21 @@ pub enum DeviceInfoKey {
     /// Number: the most threads per team one launch of a typed kernel
     /// runs (`ThreadLimit`; CUDA's block).
     MaxThreads = 6,
+    /// Text: where the device is, for a device outside this process (a
+    /// remote device: "rank 1 on node7"). A local device has none.
+    Location = 7,
 }
 
 impl DeviceInfoKey {
     /// Every key, in code order.
-    pub const ALL: [DeviceInfoKey; 6] = [
+    pub const ALL: [DeviceInfoKey; 7] = [
         DeviceInfoKey::Name,
         DeviceInfoKey::Kind,
         DeviceInfoKey::TotalMemory,
         DeviceInfoKey::FreeMemory,
         DeviceInfoKey::MaxTeams,
         DeviceInfoKey::MaxThreads,
+        DeviceInfoKey::Location,
     ];
 
     /// The key of code `raw`, if it is one.
@@ -360,7 +364,7 @@ impl DeviceInfoKey {
 
     /// Whether the property is a text (else a number).
     pub fn is_text(self) -> bool {
-        self == DeviceInfoKey::Name
+        matches!(self, DeviceInfoKey::Name | DeviceInfoKey::Location)
     }
 }
 

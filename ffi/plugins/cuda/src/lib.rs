@@ -690,6 +690,8 @@ impl Backend for CudaBackend {
             DeviceInfoKey::FreeMemory => self.free_memory(device)?.map(Number),
             DeviceInfoKey::MaxTeams => Some(Number(info.limits.max_blocks.into())),
             DeviceInfoKey::MaxThreads => Some(Number(info.limits.max_threads_per_block.into())),
+            // A GPU of this process.
+            DeviceInfoKey::Location => None,
         })
     }
 

@@ -414,6 +414,8 @@ impl Backend for HostBackend {
             DeviceInfoKey::TotalMemory => info::memory().0.map(Number),
             DeviceInfoKey::FreeMemory => info::memory().1.map(Number),
             DeviceInfoKey::MaxTeams | DeviceInfoKey::MaxThreads => Some(Number(1)),
+            // In this process.
+            DeviceInfoKey::Location => None,
         })
     }
 

@@ -662,6 +662,10 @@ impl Backend for MpiBackend {
                 self.remote(device).device,
                 server.plugin
             ))),
+            DeviceInfoKey::Location => Some(DeviceInfoValue::Text(format!(
+                "rank {} on {}",
+                server.rank, server.host
+            ))),
             _ => None,
         })
     }

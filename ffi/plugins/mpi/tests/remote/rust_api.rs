@@ -60,9 +60,9 @@ fn run_program_rank() -> anyhow::Result<()> {
     let b: Vec<f32> = (0..1000).map(|i| (2 * i) as f32).collect();
     let mut results = Vec::new();
     for device in &remote {
-        let name = device.properties()?.name.unwrap_or_default();
-        // "rank R on HOST, device D of PLUGIN": where the device is.
-        let rank = name.split(' ').nth(1).unwrap_or("?").to_owned();
+        // Where the device is: "rank R on HOST".
+        let location = device.properties()?.location.unwrap_or_default();
+        let rank = location.split(' ').nth(1).unwrap_or("?").to_owned();
         let image = Image::load_file(device, &kernel_library, &["vec_add_slices"])?;
         // SAFETY: `VecAdd` is its signature; it stays below the lengths it
         // is given.
