@@ -9,9 +9,15 @@
 //! one at a time until every program rank has said `Exit`. Then it shuts
 //! its runtime down in the fixed order, acknowledges with the teardown's
 //! summary, leaves MPI and exits 0.
+//!
+//! When every program rank that had not said `Exit` died instead (possible
+//! only under `mpirun --enable-recovery`: otherwise Open MPI ends the job),
+//! it notices within about a quarter of a second, shuts its runtime down
+//! all the same, says so on stderr, leaves MPI and exits 1: its clients
+//! did not end well, and the exit status says so.
 mod server;
 
-use server::{Server, ServerConfig};
+use server::{Ended, Server, ServerConfig};
 use std::process::ExitCode;
 
 const USAGE: &str = "usage: omptarget-mpi-device [--plugin PATH]
@@ -39,7 +45,13 @@ fn main() -> ExitCode {
         }
     }
     match Server::start(config).and_then(Server::serve) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(Ended::Exited) => ExitCode::SUCCESS,
+        Ok(Ended::ProgramsDied(who)) => {
+            eprintln!(
+                "omptarget-mpi-device: every program rank died ({who}); its devices were torn down"
+            );
+            ExitCode::FAILURE
+        }
         Err(err) => {
             eprintln!("omptarget-mpi-device: {err}");
             ExitCode::FAILURE
