@@ -533,9 +533,35 @@ impl World {
         Ok((status.source, bytes))
     }
 
+    /// The first rank of the job (not this one) known to be dead.
+    pub fn any_peer_dead(&self) -> Option<String> {
+        (0..self.peers.len() as i32)
+            .filter(|&rank| rank != self.rank)
+            .find_map(|rank| self.death_of(rank))
+    }
+
     /// Free the communicator, and finalise MPI if it was initialised here
     /// (and not finalised since). Called once, at the end.
+    ///
+    /// Unless a rank of the job is known dead (possible only under
+    /// `mpirun --enable-recovery`): then `MPI_Finalize` may wait for ever
+    /// for it (Open MPI 4.1's finalize fence: measured, it hangs in some
+    /// runs and not in others), so MPI is left as it is, and its library
+    /// stays loaded (its progress threads still run in it). The process
+    /// ends without finalising MPI, which `mpirun` reports.
     pub fn leave(mut self) -> Result<(), String> {
+        if self.initialised_here && !self.finalized() {
+            if let Some(why) = self.any_peer_dead() {
+                let note = format!(
+                    "omptarget: rank {} does not finalise MPI: {why}, and MPI_Finalize could wait for it for ever\n",
+                    self.rank
+                );
+                // One write: the ranks share mpirun's stderr.
+                let _ = std::io::Write::write_all(&mut std::io::stderr(), note.as_bytes());
+                std::mem::forget(self);
+                return Ok(());
+            }
+        }
         let mut first = Ok(());
         if !self.comm.is_null() && !self.finalized() {
             let m = &self.mpi;

@@ -162,6 +162,15 @@ fn run_program_rank() -> anyhow::Result<()> {
     for line in before {
         println!("fact: {line}");
     }
+    // For copies between the ranks after the kill: 1 MiB, past any eager
+    // limit (a send to the dead rank then cannot complete).
+    let first_of = |r: &str| ranks.iter().position(|x| x == r);
+    let (Some(one), Some(two)) = (first_of("1"), first_of("2")) else {
+        anyhow::bail!("no device of rank 1 or 2 among {ranks:?}");
+    };
+    let big: Vec<f32> = (0..1 << 18).map(|i| i as f32).collect();
+    let mut big_on_one = DeviceBuffer::from_slice(remote[one], &big)?;
+    let mut big_on_two = DeviceBuffer::from_slice(remote[two], &big)?;
     std::fs::write(format!("{ready}.tmp"), std::process::id().to_string())?;
     std::fs::rename(format!("{ready}.tmp"), &ready)?;
     while !Path::new(&go).exists() {
@@ -201,6 +210,27 @@ fn run_program_rank() -> anyhow::Result<()> {
     for line in after {
         println!("fact: {line}");
     }
+    // Device-to-device copies with the dead rank, both ways: the live
+    // server's wait for its dead peer ends too, and it serves on.
+    let names_death = |r: Result<(), omptarget::Error>| match r {
+        Ok(()) => "no error".to_owned(),
+        Err(err) => format!(
+            "error naming the death: {}",
+            format!("{err:#}").contains("device server rank 2 on")
+        ),
+    };
+    println!(
+        "fact: copy to the dead rank: {}",
+        names_death(big_on_two.copy_from(&big_on_one))
+    );
+    println!(
+        "fact: copy from the dead rank: {}",
+        names_death(big_on_one.copy_from(&big_on_two))
+    );
+    let (add, da, db, dc) = &mut work[one];
+    add.launch(LaunchConfig::default(), (&*da, &*db, &mut *dc))?;
+    println!("fact: rank 1 computes on: right: {}", right(&dc.to_vec()?));
+    drop((big_on_one, big_on_two));
     drop(work);
     drop(images);
     let report = runtime.shutdown();
@@ -282,6 +312,9 @@ fn the_rust_api_gets_errors_from_a_killed_server_and_keeps_the_others() {
             "again: rank 1: copy right: true",
             "again: rank 2: error",
             "again: rank 2: error",
+            "copy to the dead rank: error naming the death: true",
+            "copy from the dead rank: error naming the death: true",
+            "rank 1 computes on: right: true",
             "shutdown clean: false",
             "report names the dead rank: true",
         ],
