@@ -10,11 +10,12 @@
 //! its runtime down in the fixed order, acknowledges with the teardown's
 //! summary, leaves MPI and exits 0.
 //!
-//! When every program rank that had not said `Exit` died instead (possible
-//! only under `mpirun --enable-recovery`: otherwise Open MPI ends the job),
-//! it notices within about a quarter of a second, shuts its runtime down
-//! all the same, says so on stderr, leaves MPI and exits 1: its clients
-//! did not end well, and the exit status says so.
+//! A program rank that dies instead of saying `Exit` (possible only under
+//! `mpirun --enable-recovery`: otherwise Open MPI ends the job) is
+//! noticed within about a quarter of a second and forgotten; the server
+//! serves the others, and when none is left shuts its runtime down all
+//! the same, says so on stderr, leaves MPI and exits 1: a client did not
+//! end well, and the exit status says so.
 mod server;
 
 use server::{Ended, Server, ServerConfig};
@@ -48,7 +49,7 @@ fn main() -> ExitCode {
         Ok(Ended::Exited) => ExitCode::SUCCESS,
         Ok(Ended::ProgramsDied(who)) => {
             eprintln!(
-                "omptarget-mpi-device: every program rank died ({who}); its devices were torn down"
+                "omptarget-mpi-device: program rank(s) died without saying exit ({who}); its devices were torn down"
             );
             ExitCode::FAILURE
         }

@@ -52,9 +52,9 @@ pub struct Server {
 pub enum Ended {
     /// Every program rank said `Exit`.
     Exited,
-    /// Every program rank that had not said `Exit` died (only possible
-    /// under `mpirun --enable-recovery`): the runtime was shut down all
-    /// the same. The text says who died.
+    /// Every program rank said `Exit` or died, and at least one died
+    /// (only possible under `mpirun --enable-recovery`): the runtime was
+    /// shut down all the same. The text says who died.
     ProgramsDied(String),
 }
 

@@ -8,10 +8,10 @@
 //! ended well within its hang limit.
 //!
 //! The C program is `tests/c/job.c`'s `wait` mode: it offloads to every
-//! device, writes its pid to a file, waits until the test creates a
-//! second file naming a device, and offloads to that device. Its devices:
-//! 4 local host devices, then 4 per server in rank order (server rank 2's
-//! first device is device 8).
+//! device, writes its pid to a file (`ready.R`, R its rank), waits until
+//! the test creates a second file (`go.R`) naming a device, and offloads
+//! to that device. Its devices: 4 local host devices, then 4 per server in
+//! rank order (the second server's first device is device 8).
 use crate::job;
 use crate::lifecycle::{self, assert_no_server_left, describe, tag};
 use crate::rust_api::{vec_add_library, VecAdd, KERNEL_VAR};
@@ -48,13 +48,13 @@ fn a_killed_server_fails_the_next_target_region_through_the_fatal_error_path() {
         &tag,
     );
     let running = std::thread::spawn(move || job::run(cmd));
-    if job::wait_for_file(&ready, &running).is_none() {
+    if job::wait_for_file(&dir.path().join("ready.0"), &running).is_none() {
         let out = running.join().unwrap();
         panic!("the job ended before it was ready: {}", describe(&out));
     }
     job::kill(server_with_rank(&tag, 2));
     let killed = Instant::now();
-    job::write_whole(&go, "8\n");
+    job::write_whole(&dir.path().join("go.0"), "8\n");
     let out = running.join().unwrap();
     let took = killed.elapsed();
     // mpirun says 0 under recovery: the output tells what happened.
@@ -88,7 +88,7 @@ fn a_killed_program_leaves_no_server_behind_even_under_recovery() {
         &tag,
     );
     let running = std::thread::spawn(move || job::run(cmd));
-    let Some(pid) = job::wait_for_file(&ready, &running) else {
+    let Some(pid) = job::wait_for_file(&dir.path().join("ready.0"), &running) else {
         let out = running.join().unwrap();
         panic!("the job ended before it was ready: {}", describe(&out));
     };
@@ -105,6 +105,56 @@ fn a_killed_program_leaves_no_server_behind_even_under_recovery() {
             describe(&out)
         );
     }
+}
+
+#[test]
+fn a_server_serves_on_when_one_of_two_program_ranks_is_killed() {
+    let tag = tag("kill-one-program");
+    let dir = tempfile::tempdir().unwrap();
+    let (ready, go) = (dir.path().join("ready"), dir.path().join("go"));
+    // Program ranks 0 and 1, servers 2 and 3.
+    let cmd = lifecycle::job_with(
+        job::mpirun_recovering(),
+        lifecycle::program(),
+        &["wait", &ready.to_string_lossy(), &go.to_string_lossy()],
+        2,
+        2,
+        &tag,
+    );
+    let running = std::thread::spawn(move || job::run(cmd));
+    let mut pids = Vec::new();
+    for rank in 0..2 {
+        match job::wait_for_file(&dir.path().join(format!("ready.{rank}")), &running) {
+            Some(pid) => pids.push(pid.trim().parse::<i32>().expect("a pid")),
+            None => {
+                let out = running.join().unwrap();
+                panic!("the job ended before it was ready: {}", describe(&out));
+            }
+        }
+    }
+    job::kill(pids[1]);
+    let killed = Instant::now();
+    // Rank 0 goes on: a region on the second server's first device.
+    job::write_whole(&dir.path().join("go.0"), "8\n");
+    let out = running.join().unwrap();
+    let took = killed.elapsed();
+    assert!(out.exit.is_some(), "hung: {}", describe(&out));
+    assert!(took < BOUNDED, "took {took:?}: {}", describe(&out));
+    assert!(
+        out.stdout.contains("after: device 8: 12285\n"),
+        "{}",
+        describe(&out)
+    );
+    for rank in [2, 3] {
+        let said = format!("omptarget-mpi-device rank {rank}: program rank 1 on");
+        assert!(
+            out.stderr.contains(&said),
+            "no {said:?}: {}",
+            describe(&out)
+        );
+    }
+    assert!(!out.stderr.contains("fatal error"), "{}", describe(&out));
+    assert_no_server_left(&tag, Duration::from_secs(10));
 }
 
 /// Set in the Rust program rank's environment: the files it writes its
