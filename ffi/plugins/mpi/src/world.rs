@@ -590,3 +590,47 @@ impl World {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_peer_record_round_trips() {
+        let peer = Peer {
+            role: Role::Server,
+            pid: 4242,
+            start_time: 123_456_789,
+            process_table: 0xdead_beef_cafe,
+            host: "node-17.example".into(),
+        };
+        assert_eq!(Peer::decode(&peer.encode()), peer);
+        assert_eq!(peer.describe(3), "device server rank 3 on node-17.example");
+        let long = Peer {
+            host: "h".repeat(400),
+            ..peer
+        };
+        assert_eq!(
+            Peer::decode(&long.encode()).host.len(),
+            mpi::MAX_PROCESSOR_NAME
+        );
+    }
+
+    #[test]
+    fn this_process_reads_as_running_with_a_start_time() {
+        let (state, start) = proc_stat("self").expect("/proc/self/stat");
+        assert!(matches!(state, 'R' | 'S'), "{state}");
+        assert!(start > 0);
+        let by_pid = proc_stat(&std::process::id().to_string()).expect("by pid");
+        assert_eq!(by_pid.1, start);
+        assert_eq!(proc_stat("0"), None);
+        assert_ne!(own_process_table(), 0);
+        assert_eq!(own_process_table(), own_process_table());
+    }
+
+    #[test]
+    fn the_hash_separates_its_parts() {
+        assert_ne!(fnv1a(&[b"ab", b"c"]), fnv1a(&[b"a", b"bc"]));
+        assert_eq!(fnv1a(&[b"boot", b"ns"]), fnv1a(&[b"boot", b"ns"]));
+    }
+}
