@@ -3,6 +3,7 @@
 use crate::mpi;
 use crate::protocol::{self, Op, Request, FIRST_REPLY_TAG, LAST_REPLY_TAG, REQUEST_TAG};
 use crate::world::{Role, World};
+use std::collections::HashMap;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Mutex;
@@ -33,6 +34,9 @@ pub struct Client {
     /// servers sending to each other at once, each blocked in its send,
     /// would wait for each other for ever.
     exchanges: Mutex<()>,
+    /// The servers found dead, by rank, and how they were found: every
+    /// later call on their devices fails at once with that text.
+    dead: Mutex<HashMap<i32, String>>,
 }
 
 impl Client {
@@ -47,6 +51,7 @@ impl Client {
             next_tag: AtomicI32::new(FIRST_REPLY_TAG),
             closed: Mutex::new(None),
             exchanges: Mutex::new(()),
+            dead: Mutex::new(HashMap::new()),
         };
         if ranks.is_empty() {
             client.world.leave()?;
@@ -119,6 +124,39 @@ impl Client {
         }
     }
 
+    /// Why server rank `rank` is known dead, if it is.
+    pub fn dead(&self, rank: i32) -> Option<String> {
+        self.dead
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&rank)
+            .cloned()
+    }
+
+    /// Run `f`, an exchange of messages with server `rank`: at once `Err`
+    /// if it is known dead; and when `f` fails and the server is found
+    /// dead, mark it so (the error then says it died).
+    fn with_rank<T>(&self, rank: i32, f: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
+        if let Some(why) = self.dead(rank) {
+            return Err(why);
+        }
+        let result = f();
+        if let Err(err) = &result {
+            if let Some(why) = self.world.death_of(rank) {
+                tracing::warn!("{why}");
+                self.dead
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .entry(rank)
+                    .or_insert_with(|| why.clone());
+                if !err.contains(&why) {
+                    return Err(format!("{why}; {err}"));
+                }
+            }
+        }
+        result
+    }
+
     /// Send `op` to server `server` and wait for its reply message.
     pub fn call(&self, server: usize, op: Op) -> Result<Vec<u8>, String> {
         self.check_open()?;
@@ -126,10 +164,12 @@ impl Client {
     }
 
     fn call_rank(&self, rank: i32, op: Op) -> Result<Vec<u8>, String> {
-        let reply_tag = self.fresh_tag();
-        let request = Request { reply_tag, op }.encode();
-        self.world.send(rank, REQUEST_TAG, &request)?;
-        Ok(self.world.recv_message(rank, reply_tag)?.1)
+        self.with_rank(rank, || {
+            let reply_tag = self.fresh_tag();
+            let request = Request { reply_tag, op }.encode();
+            self.world.send(rank, REQUEST_TAG, &request)?;
+            Ok(self.world.recv_message(rank, reply_tag)?.1)
+        })
     }
 
     /// `call`, then the reply's payload or the server's error.
@@ -159,11 +199,13 @@ impl Client {
             ptr,
             size: size as u64,
         };
-        self.world
-            .send(rank, REQUEST_TAG, &Request { reply_tag, op }.encode())?;
-        // SAFETY: per this function's contract.
-        unsafe { self.world.send_raw(rank, reply_tag, host, size)? };
-        let reply = self.world.recv_message(rank, reply_tag)?.1;
+        let reply = self.with_rank(rank, || {
+            self.world
+                .send(rank, REQUEST_TAG, &Request { reply_tag, op }.encode())?;
+            // SAFETY: per this function's contract.
+            unsafe { self.world.send_raw(rank, reply_tag, host, size)? };
+            Ok(self.world.recv_message(rank, reply_tag)?.1)
+        })?;
         protocol::read_reply(&reply).map(drop)
     }
 
@@ -187,12 +229,14 @@ impl Client {
             ptr,
             size: size as u64,
         };
-        self.world
-            .send(rank, REQUEST_TAG, &Request { reply_tag, op }.encode())?;
-        let reply = self.world.recv_message(rank, reply_tag)?.1;
-        protocol::read_reply(&reply)?;
-        // SAFETY: per this function's contract.
-        unsafe { self.world.recv_raw(rank, reply_tag, host, size) }
+        self.with_rank(rank, || {
+            self.world
+                .send(rank, REQUEST_TAG, &Request { reply_tag, op }.encode())?;
+            let reply = self.world.recv_message(rank, reply_tag)?.1;
+            protocol::read_reply(&reply)?;
+            // SAFETY: per this function's contract.
+            unsafe { self.world.recv_raw(rank, reply_tag, host, size) }
+        })
     }
 
     /// Copy `data` to `ptr` on the server's `device` without waiting: the
@@ -212,8 +256,10 @@ impl Client {
             reply_tag: FIRST_REPLY_TAG,
             op,
         };
-        self.world
-            .send(self.servers[server].rank, REQUEST_TAG, &request.encode())
+        let rank = self.servers[server].rank;
+        self.with_rank(rank, || {
+            self.world.send(rank, REQUEST_TAG, &request.encode())
+        })
     }
 
     /// Copy each of `ranges` (device address on the server's `device`,
@@ -237,15 +283,17 @@ impl Client {
                 .map(|&(ptr, _, size)| (ptr, size as u64))
                 .collect(),
         };
-        self.world
-            .send(rank, REQUEST_TAG, &Request { reply_tag, op }.encode())?;
-        let reply = self.world.recv_message(rank, reply_tag)?.1;
-        protocol::read_reply(&reply)?;
-        for &(_, host, size) in ranges {
-            // SAFETY: per this function's contract.
-            unsafe { self.world.recv_raw(rank, reply_tag, host, size)? };
-        }
-        Ok(())
+        self.with_rank(rank, || {
+            self.world
+                .send(rank, REQUEST_TAG, &Request { reply_tag, op }.encode())?;
+            let reply = self.world.recv_message(rank, reply_tag)?.1;
+            protocol::read_reply(&reply)?;
+            for &(_, host, size) in ranges {
+                // SAFETY: per this function's contract.
+                unsafe { self.world.recv_raw(rank, reply_tag, host, size)? };
+            }
+            Ok(())
+        })
     }
 
     /// Copy `size` bytes between devices of two servers, straight from
@@ -285,33 +333,52 @@ impl Client {
             peer: src_rank,
             tag,
         };
-        self.world.send(
-            src_rank,
-            REQUEST_TAG,
-            &Request {
-                reply_tag: out_tag,
-                op: out,
-            }
-            .encode(),
-        )?;
-        self.world.send(
-            dst_rank,
-            REQUEST_TAG,
-            &Request {
-                reply_tag: in_tag,
-                op: inn,
-            }
-            .encode(),
-        )?;
-        let sent = self.world.recv_message(src_rank, out_tag)?.1;
-        let received = self.world.recv_message(dst_rank, in_tag)?.1;
-        protocol::read_reply(&sent)?;
-        protocol::read_reply(&received).map(drop)
+        // Both servers are asked, and both replies awaited, whatever
+        // happens to one of them: a reply left unreceived would be taken
+        // for a later one with the same tag.
+        let sent = self.with_rank(src_rank, || {
+            self.world.send(
+                src_rank,
+                REQUEST_TAG,
+                &Request {
+                    reply_tag: out_tag,
+                    op: out,
+                }
+                .encode(),
+            )
+        });
+        let asked = self.with_rank(dst_rank, || {
+            self.world.send(
+                dst_rank,
+                REQUEST_TAG,
+                &Request {
+                    reply_tag: in_tag,
+                    op: inn,
+                }
+                .encode(),
+            )
+        });
+        // A server that was not asked sends no reply; one that was asked
+        // replies (with an error if its peer died: it watches it too).
+        let sent = sent.and_then(|()| {
+            self.with_rank(src_rank, || {
+                Ok(self.world.recv_message(src_rank, out_tag)?.1)
+            })
+        });
+        let received = asked.and_then(|()| {
+            self.with_rank(dst_rank, || {
+                Ok(self.world.recv_message(dst_rank, in_tag)?.1)
+            })
+        });
+        protocol::read_reply(&sent?)?;
+        protocol::read_reply(&received?).map(drop)
     }
 
     /// Tell every server this program rank is done and wait for each
     /// one's acknowledgement (its teardown's summary); then refuse every
-    /// later request with `why`. Idempotent.
+    /// later request with `why`. Idempotent. A server found dead is not
+    /// told: its acknowledgement is an error that says what it took with
+    /// it.
     pub fn close(&self, why: &str) -> Vec<(i32, Result<String, String>)> {
         let mut closed = self.closed.lock().unwrap_or_else(|p| p.into_inner());
         if closed.is_some() {
@@ -321,6 +388,18 @@ impl Client {
         drop(closed);
         let mut acks = Vec::new();
         for server in &self.servers {
+            if let Some(why) = self
+                .dead(server.rank)
+                .or_else(|| self.world.death_of(server.rank))
+            {
+                acks.push((
+                    server.rank,
+                    Err(format!(
+                        "{why}: not told to exit; what this program left on its devices went with it"
+                    )),
+                ));
+                continue;
+            }
             let ack = self.call_rank(server.rank, Op::Exit).and_then(|reply| {
                 let mut r = protocol::read_reply(&reply)?;
                 r.string().map_err(|e| e.to_string())

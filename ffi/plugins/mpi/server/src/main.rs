@@ -9,9 +9,16 @@
 //! one at a time until every program rank has said `Exit`. Then it shuts
 //! its runtime down in the fixed order, acknowledges with the teardown's
 //! summary, leaves MPI and exits 0.
+//!
+//! A program rank that dies instead of saying `Exit` (possible only under
+//! `mpirun --enable-recovery`: otherwise Open MPI ends the job) is
+//! noticed within about a quarter of a second and forgotten; the server
+//! serves the others, and when none is left shuts its runtime down all
+//! the same, says so on stderr, leaves MPI and exits 1: a client did not
+//! end well, and the exit status says so.
 mod server;
 
-use server::{Server, ServerConfig};
+use server::{Ended, Server, ServerConfig};
 use std::process::ExitCode;
 
 const USAGE: &str = "usage: omptarget-mpi-device [--plugin PATH]
@@ -39,7 +46,13 @@ fn main() -> ExitCode {
         }
     }
     match Server::start(config).and_then(Server::serve) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(Ended::Exited) => ExitCode::SUCCESS,
+        Ok(Ended::ProgramsDied(who)) => {
+            eprintln!(
+                "omptarget-mpi-device: program rank(s) died without saying exit ({who}); its devices were torn down"
+            );
+            ExitCode::FAILURE
+        }
         Err(err) => {
             eprintln!("omptarget-mpi-device: {err}");
             ExitCode::FAILURE

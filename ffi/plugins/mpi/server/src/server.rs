@@ -55,7 +55,19 @@ pub struct Server {
     deferred: HashMap<i32, String>,
     /// What each client allocated, by device: freed at its `DeinitDevice`.
     allocations: HashMap<(u32, i32), BTreeSet<u64>>,
-    clients_left: usize,
+    /// The program ranks that have not said `Exit` (nor died).
+    clients: BTreeSet<i32>,
+}
+
+/// How serving ended.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Ended {
+    /// Every program rank said `Exit`.
+    Exited,
+    /// Every program rank said `Exit` or died, and at least one died
+    /// (only possible under `mpirun --enable-recovery`): the runtime was
+    /// shut down all the same. The text says who died.
+    ProgramsDied(String),
 }
 
 type Reply = Result<Vec<u8>, String>;
@@ -90,7 +102,7 @@ impl Server {
         let direct = runtime
             .devices()
             .all(|d| d.plugin_name().contains("x86_64"));
-        let clients_left = world.ranks(Role::Program).len();
+        let clients = world.ranks(Role::Program).into_iter().collect();
         Ok(Server {
             world,
             runtime: Some(runtime),
@@ -102,7 +114,7 @@ impl Server {
             served: 0,
             one_way: 0,
             deferred: HashMap::new(),
-            clients_left,
+            clients,
         })
     }
 
@@ -118,11 +130,34 @@ impl Server {
             .map_err(|e| format!("device {id}: {e}"))
     }
 
-    /// Answer requests until every client has said `Exit`; then tear down
-    /// and leave the job.
-    pub fn serve(mut self) -> Result<(), String> {
-        while self.clients_left > 0 {
-            let (client, message) = self.world.recv_message(ANY_SOURCE, REQUEST_TAG)?;
+    /// Answer requests until every client has said `Exit` (or died); then
+    /// tear down and leave the job.
+    ///
+    /// While it waits for a request it checks, every
+    /// [`omptarget_plugin_mpi::world::CHECK_EVERY`], whether the clients
+    /// still live; a dead one is forgotten, and when none is left the
+    /// runtime is shut down and the server leaves: no server outlives a
+    /// killed program, even under `mpirun --enable-recovery`.
+    pub fn serve(mut self) -> Result<Ended, String> {
+        let mut deaths = Vec::new();
+        while !self.clients.is_empty() {
+            let watch = || {
+                self.clients
+                    .iter()
+                    .find_map(|&rank| self.world.death_of(rank))
+            };
+            let received = self
+                .world
+                .recv_message_watched(ANY_SOURCE, REQUEST_TAG, &watch);
+            let (client, message) = match received {
+                Ok(received) => received,
+                Err(err) => {
+                    if self.forget_dead_clients(&mut deaths) {
+                        continue;
+                    }
+                    return Err(err);
+                }
+            };
             let request = match Request::decode(&message) {
                 Ok(request) => request,
                 Err(err) => {
@@ -169,10 +204,44 @@ impl Server {
             // A transfer's data was sent or received inside `handle`; a
             // retrieve's reply went first (it precedes the data).
             if !message.is_empty() {
-                self.world.send(client, tag, &message)?;
+                if let Err(err) = self.world.send(client, tag, &message) {
+                    if !self.forget_dead_clients(&mut deaths) {
+                        return Err(err);
+                    }
+                }
             }
         }
-        self.world.leave()
+        let ended = if deaths.is_empty() {
+            Ended::Exited
+        } else {
+            // The last client died without saying `Exit`: the teardown it
+            // would have asked for.
+            if self.runtime.is_some() {
+                self.shut_down();
+            }
+            Ended::ProgramsDied(deaths.join("; "))
+        };
+        self.world.leave()?;
+        Ok(ended)
+    }
+
+    /// Drop the clients found dead, noting each in `deaths`; whether any was.
+    fn forget_dead_clients(&mut self, deaths: &mut Vec<String>) -> bool {
+        let dead: Vec<(i32, String)> = self
+            .clients
+            .iter()
+            .filter_map(|&rank| self.world.death_of(rank).map(|why| (rank, why)))
+            .collect();
+        for (rank, why) in &dead {
+            self.clients.remove(rank);
+            say(&format!(
+                "omptarget-mpi-device rank {}: {why}; {} program rank(s) left",
+                self.world.rank,
+                self.clients.len()
+            ));
+            deaths.push(why.clone());
+        }
+        !dead.is_empty()
     }
 
     fn handle(&mut self, client: i32, request: Request) -> Reply {
@@ -401,11 +470,11 @@ impl Server {
                 ok()
             }
             Op::Exit => {
-                self.clients_left -= 1;
-                let summary = if self.clients_left == 0 {
+                self.clients.remove(&client);
+                let summary = if self.clients.is_empty() {
                     self.shut_down()
                 } else {
-                    format!("{} more program rank(s) to say exit", self.clients_left)
+                    format!("{} more program rank(s) to say exit", self.clients.len())
                 };
                 Ok(protocol::ok_reply(|w| {
                     w.str(&summary);
@@ -676,6 +745,13 @@ fn emit_report(text: &str) {
             dest.to_string_lossy()
         );
     }
+}
+
+/// `line` and a newline on stderr in one write, so that the lines of the
+/// job's servers (one stderr, through mpirun) do not interleave.
+pub fn say(line: &str) {
+    use std::io::Write;
+    let _ = std::io::stderr().write_all(format!("{line}\n").as_bytes());
 }
 
 fn ok() -> Reply {

@@ -4,6 +4,11 @@
 //   exit         offloads to the last device, then exit(4)
 //   exit-thread  a second thread calls exit(5) while main offloads
 //   kill         offloads, then raise(SIGKILL)
+//   wait READY GO  offloads to every device, writes its pid to the file
+//                READY.R (R: its MPI rank), waits until the file GO.R
+//                exists, reads a device number from it and offloads to
+//                that device (the test kills a device server, or a
+//                program rank, meanwhile)
 //   own-mpi      (built with -DWITH_MPI) initialises MPI itself, trades
 //                messages with the other program ranks on MPI_COMM_WORLD
 //                while offloading, finalises MPI before main returns
@@ -57,6 +62,29 @@ int main(int argc, char **argv) {
     printf("last device: %.0f\n", sum_on(devices - 1));
     fflush(stdout);
     raise(SIGKILL);
+  }
+  if (!strcmp(mode, "wait") && argc > 3) {
+    for (int d = 0; d < devices; d++) printf("device %d: %.0f\n", d, sum_on(d));
+    const char *rank = getenv("OMPI_COMM_WORLD_RANK");
+    if (!rank) rank = "0";
+    char tmp[4096], ready_path[4096], go_path[4096];
+    snprintf(tmp, sizeof tmp, "%s.%s.tmp", argv[2], rank);
+    snprintf(ready_path, sizeof ready_path, "%s.%s", argv[2], rank);
+    snprintf(go_path, sizeof go_path, "%s.%s", argv[3], rank);
+    FILE *ready = fopen(tmp, "w");
+    if (!ready) return 3;
+    fprintf(ready, "%d\n", (int)getpid());
+    fclose(ready);
+    rename(tmp, ready_path);  // whole, or not there
+    printf("ready\n");
+    fflush(stdout);
+    FILE *go;
+    while (!(go = fopen(go_path, "r"))) usleep(10000);
+    int device = -1;
+    if (fscanf(go, "%d", &device) != 1) return 3;
+    fclose(go);
+    printf("after: device %d: %.0f\n", device, sum_on(device));
+    return 0;
   }
 #ifdef WITH_MPI
   if (!strcmp(mode, "own-mpi")) {

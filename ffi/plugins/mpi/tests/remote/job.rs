@@ -36,6 +36,60 @@ pub fn mpirun() -> Command {
     cmd
 }
 
+/// [`mpirun`] with `--enable-recovery`: the job survives the death of a
+/// rank (by default Open MPI ends the whole job then). Its exit status is
+/// 0 whatever its ranks' (Open MPI 4.1): tests check what the ranks said.
+pub fn mpirun_recovering() -> Command {
+    let mut cmd = mpirun();
+    cmd.arg("--enable-recovery");
+    cmd
+}
+
+/// The rank (`OMPI_COMM_WORLD_RANK`) of the MPI process `pid`.
+pub fn rank_of(pid: i32) -> Option<i32> {
+    let environ = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
+    environ.split(|b| *b == 0).find_map(|v| {
+        std::str::from_utf8(v.strip_prefix(b"OMPI_COMM_WORLD_RANK=")?)
+            .ok()?
+            .parse()
+            .ok()
+    })
+}
+
+/// Kill `pid` with SIGKILL.
+pub fn kill(pid: i32) {
+    // SAFETY: a plain syscall; `pid` is a process of the test's own job.
+    let killed = unsafe { libc::kill(pid, libc::SIGKILL) };
+    assert_eq!(killed, 0, "kill {pid}: {}", std::io::Error::last_os_error());
+}
+
+/// Wait until `path` exists, or `running` ends (then `None`), or
+/// [`JOB_TIMEOUT`] passes (a panic).
+pub fn wait_for_file<T>(path: &Path, running: &std::thread::JoinHandle<T>) -> Option<String> {
+    let start = std::time::Instant::now();
+    loop {
+        if let Ok(text) = std::fs::read_to_string(path) {
+            return Some(text);
+        }
+        if running.is_finished() {
+            return None;
+        }
+        assert!(
+            start.elapsed() < JOB_TIMEOUT,
+            "{} did not appear within {JOB_TIMEOUT:?}",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Write `text` to `path` whole (a reader never sees part of it).
+pub fn write_whole(path: &Path, text: &str) {
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, text).unwrap();
+    std::fs::rename(&tmp, path).unwrap();
+}
+
 /// A job: one rank of `program` (with `env`, passed with `-x`) and
 /// `servers` device servers, each serving `server_devices` host devices.
 /// The program loads only the MPI plugin, so its devices are all remote.

@@ -57,12 +57,12 @@ fn build(name: &str, with_mpi: bool) -> PathBuf {
     out
 }
 
-fn program() -> &'static Path {
+pub(crate) fn program() -> &'static Path {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     BUILT.get_or_init(|| build("job", false))
 }
 
-fn lib_path() -> String {
+pub(crate) fn lib_path() -> String {
     stage::staged().lib_dir.display().to_string()
 }
 
@@ -70,11 +70,24 @@ fn lib_path() -> String {
 /// program with its default plugins (4 local host devices first), the
 /// servers marked with `tag`, each printing its shutdown report to stderr.
 fn job(binary: &Path, mode: &str, programs: usize, servers: usize, tag: &str) -> Command {
-    let mut cmd = job::mpirun();
+    job_with(job::mpirun(), binary, &[mode], programs, servers, tag)
+}
+
+/// [`job`] started by `mpirun` (`mpirun` with options), the program given
+/// `args`.
+pub(crate) fn job_with(
+    mpirun: Command,
+    binary: &Path,
+    args: &[&str],
+    programs: usize,
+    servers: usize,
+    tag: &str,
+) -> Command {
+    let mut cmd = mpirun;
     cmd.args(["-x", &format!("LD_LIBRARY_PATH={}", lib_path())]);
     cmd.args(["-np", &programs.to_string()])
         .arg(binary)
-        .arg(mode);
+        .args(args);
     cmd.args([":", "-x", &format!("OMPTARGET_TEST_JOB={tag}")]);
     cmd.args(["-x", &format!("LD_LIBRARY_PATH={}", lib_path())]);
     cmd.args(["-x", "OMPTARGET_SHUTDOWN_REPORT=stderr"]);
@@ -82,7 +95,7 @@ fn job(binary: &Path, mode: &str, programs: usize, servers: usize, tag: &str) ->
     cmd
 }
 
-fn assert_no_server_left(tag: &str, within: Duration) {
+pub(crate) fn assert_no_server_left(tag: &str, within: Duration) {
     let start = Instant::now();
     loop {
         let left = job::running_servers(tag);
@@ -97,11 +110,11 @@ fn assert_no_server_left(tag: &str, within: Duration) {
     }
 }
 
-fn tag(test: &str) -> String {
+pub(crate) fn tag(test: &str) -> String {
     format!("{test}-{}", std::process::id())
 }
 
-fn describe(out: &RunOutput) -> String {
+pub(crate) fn describe(out: &RunOutput) -> String {
     format!(
         "{}\n--- stdout\n{}--- stderr\n{}",
         out.exit_text(),

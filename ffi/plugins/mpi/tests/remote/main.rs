@@ -8,8 +8,11 @@
 //!   local host plugin;
 //! * `lifecycle`: how jobs end (exit status, `exit()`, killed program,
 //!   the program's own MPI), and the plugin outside a job;
-//! * `rust_api`: the Rust API on remote devices.
+//! * `rust_api`: the Rust API on remote devices;
+//! * `faults`: a device server or the program killed under
+//!   `mpirun --enable-recovery`.
 mod abi;
+mod faults;
 mod job;
 mod lifecycle;
 mod programs;

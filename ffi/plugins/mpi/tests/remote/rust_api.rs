@@ -13,14 +13,14 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// Set in the program rank's environment: the kernel library to load.
-const KERNEL_VAR: &str = "OMPTARGET_TEST_REMOTE_KERNEL";
+pub(crate) const KERNEL_VAR: &str = "OMPTARGET_TEST_REMOTE_KERNEL";
 
 /// `void vec_add_slices(const float *a, size_t na, const float *b,
 /// size_t nb, float *c, size_t nc)` of `tests/kernels/vec_add.c`.
-type VecAdd = (Slice<f32>, Slice<f32>, SliceMut<f32>);
+pub(crate) type VecAdd = (Slice<f32>, Slice<f32>, SliceMut<f32>);
 
 /// `tests/kernels/vec_add.c` built as a user builds a kernel library.
-fn vec_add_library(dir: &Path) -> PathBuf {
+pub(crate) fn vec_add_library(dir: &Path) -> PathBuf {
     let kernels = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../tests/kernels");
     let out = dir.join("vec_add.so");
     let built = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
