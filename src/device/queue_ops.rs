@@ -150,6 +150,10 @@ impl Device {
         src: DevicePtr,
         size: usize,
     ) -> Result<()> {
+        // Queued: the span is the copy's start (the plugin call that
+        // queues it); the wait is the queue's synchronisation.
+        let _span = crate::profile::span(crate::profile::Kind::TransferFromDevice, "retrieve")
+            .map(|s| s.device(self.id).bytes(size));
         self.ensure_initialized()?;
         let size64 = to_i64(size)?;
         let local = self.local_id;
@@ -157,11 +161,14 @@ impl Device {
             // The blocking entry must not overtake what is queued already.
             self.synchronize_queue(queue)?;
         }
-        let code = self.plugin.call(|e| match e.data_retrieve_async {
-            // SAFETY: per this function's contract.
-            Some(retrieve) => unsafe { retrieve(local, dst, src.as_ptr(), size64, queue) },
-            // SAFETY: per this function's contract.
-            None => unsafe { (e.data_retrieve)(local, dst, src.as_ptr(), size64) },
+        let code = self.plugin.call(|e| {
+            let _call = crate::profile::span(crate::profile::Kind::Plugin, "data_retrieve_async");
+            match e.data_retrieve_async {
+                // SAFETY: per this function's contract.
+                Some(retrieve) => unsafe { retrieve(local, dst, src.as_ptr(), size64, queue) },
+                // SAFETY: per this function's contract.
+                None => unsafe { (e.data_retrieve)(local, dst, src.as_ptr(), size64) },
+            }
         })?;
         self.check("data_retrieve_async", code)
     }
@@ -343,10 +350,13 @@ impl Device {
             return self.plugin.call(|_| ());
         }
         let local = self.local_id;
-        let code = self.plugin.call(|e| match e.synchronize {
-            // SAFETY: `queue` was set by this plugin for this device.
-            Some(sync) => unsafe { sync(local, queue) },
-            None => abi::OFFLOAD_SUCCESS,
+        let code = self.plugin.call(|e| {
+            let _call = crate::profile::span(crate::profile::Kind::Plugin, "synchronize");
+            match e.synchronize {
+                // SAFETY: `queue` was set by this plugin for this device.
+                Some(sync) => unsafe { sync(local, queue) },
+                None => abi::OFFLOAD_SUCCESS,
+            }
         })?;
         self.check("synchronize", code)
     }

@@ -124,8 +124,13 @@ fn info_lists_every_plugin_tried_and_every_device() {
         stdout.contains("  skipped  /nonexistent/libomptarget.rtl.none.so: cannot open"),
         "{stdout}"
     );
+    // The device's name follows in parentheses where the plugin knows it.
     assert!(
-        stdout.contains("devices (2):\n  device 0: libomptarget.rtl.x86_64.so device 0, ready"),
+        stdout.contains("devices (2):\n  device 0: libomptarget.rtl.x86_64.so device 0")
+            && stdout.contains("device 0")
+            && stdout
+                .lines()
+                .any(|l| l.starts_with("  device 0: ") && l.contains(", ready;")),
         "{stdout}"
     );
 }
