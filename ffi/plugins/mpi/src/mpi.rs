@@ -127,8 +127,7 @@ mpi_functions! {
 }
 
 /// The opened library: its functions and predefined handles. Dropping it
-/// closes the library (after `MPI_Finalize`, or when MPI was never
-/// initialised by it).
+/// closes the library only when MPI never started in the process.
 pub struct Mpi {
     /// The functions.
     pub f: Functions,
@@ -144,7 +143,29 @@ pub struct Mpi {
     pub errors_return: Errhandler,
     /// `MPI_COMM_NULL_COPY_FN` (a function of Open MPI's).
     pub comm_null_copy_fn: *mut c_void,
-    _library: Library,
+    /// `None` once given up to stay loaded ([`Drop for Mpi`](#impl-Drop-for-Mpi)).
+    library: Option<Library>,
+}
+
+impl Drop for Mpi {
+    /// Close the library only if MPI never started in this process. Once
+    /// it did, Open MPI stays loaded for the rest of the process: MPI
+    /// cannot start again after `MPI_Finalize` anyway, Open MPI's own
+    /// components and exit-time hooks point into it, and a leak checker
+    /// can still name its frames (valgrind reports what Open MPI keeps
+    /// from its initialisation under `libmpi.so.40`, where a suppression
+    /// can find it).
+    fn drop(&mut self) {
+        let mut started: c_int = 0;
+        // SAFETY: MPI_Initialized may be called at any time, finalised too.
+        unsafe { (self.f.initialized)(&mut started) };
+        if started != 0 {
+            if let Some(library) = self.library.take() {
+                // Stays mapped: the handle is dropped without dlclose.
+                std::mem::forget(library);
+            }
+        }
+    }
 }
 
 // SAFETY: the handles are addresses of Open MPI's predefined objects,
@@ -192,7 +213,7 @@ impl Mpi {
             int,
             errors_return,
             comm_null_copy_fn,
-            _library: library,
+            library: Some(library),
         })
     }
 

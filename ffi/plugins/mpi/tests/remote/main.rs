@@ -17,3 +17,4 @@ mod job;
 mod lifecycle;
 mod programs;
 mod rust_api;
+mod valgrind;
