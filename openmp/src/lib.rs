@@ -284,19 +284,11 @@ impl<'a> Offload<'a> {
         target: usize,
         size: i64,
     ) -> Result<(), OpFailed> {
-        let name = self.transfer_name(dev, host, size);
-        self.info_transfer(dev, false, host, target, size, name);
-        self.traced_retrieve(dev, host, target, size as usize, || {
+        self.traced_retrieve_by(dev, host, target, size, |dst, src, n| {
             // SAFETY: our `# Safety`: `host..host+size` is writable and
             // `target` is device memory of `dev`, which is what
             // `DeviceOps::retrieve` asks.
-            unsafe {
-                dev.ops.retrieve(
-                    host as *mut c_void,
-                    DevicePtr::from_raw(target as *mut c_void),
-                    size as usize,
-                )
-            }
+            unsafe { dev.ops.retrieve(dst, src, n) }
         })
     }
 
@@ -314,19 +306,31 @@ impl<'a> Offload<'a> {
         target: usize,
         size: i64,
     ) -> Result<(), OpFailed> {
+        self.traced_retrieve_by(dev, host, target, size, |dst, src, n| {
+            // SAFETY: our `# Safety`, which is what
+            // `DeviceOps::retrieve_queued` asks.
+            unsafe { dev.ops.retrieve_queued(queue, dst, src, n) }
+        })
+    }
+
+    /// A copy back by `copy`, with LLVM's DATA_TRANSFER info line and its
+    /// OMPT/profile tracing.
+    fn traced_retrieve_by(
+        &self,
+        dev: &DeviceCtx<'_>,
+        host: usize,
+        target: usize,
+        size: i64,
+        copy: impl FnOnce(*mut c_void, DevicePtr, usize) -> Result<(), OpFailed>,
+    ) -> Result<(), OpFailed> {
         let name = self.transfer_name(dev, host, size);
         self.info_transfer(dev, false, host, target, size, name);
         self.traced_retrieve(dev, host, target, size as usize, || {
-            // SAFETY: our `# Safety`, which is what
-            // `DeviceOps::retrieve_queued` asks.
-            unsafe {
-                dev.ops.retrieve_queued(
-                    queue,
-                    host as *mut c_void,
-                    DevicePtr::from_raw(target as *mut c_void),
-                    size as usize,
-                )
-            }
+            copy(
+                host as *mut c_void,
+                DevicePtr::from_raw(target as *mut c_void),
+                size as usize,
+            )
         })
     }
 

@@ -694,6 +694,37 @@ impl MpiBackend {
                 )
             }),
         };
-        self.call(device, op).map(drop)
+        let client = self.client()?;
+        let reply = client
+            .call(remote.server, op)
+            .map_err(|e| self.located(device, e))?;
+        if let Some(status) = protocol::kernel_exit_status(&reply) {
+            self.exit_as_the_kernel_did(client, device, status);
+        }
+        protocol::read_reply(&reply)
+            .map(drop)
+            .map_err(|e| self.located(device, e))
+    }
+
+    /// The kernel called `exit(status)` on a remote device: the program
+    /// exits with that status, as it would have on a local device. The
+    /// servers are closed first (that one acknowledges and exits 0, the
+    /// others tear down as usual) and MPI finalised if the plugin started
+    /// it: the exit's teardown is partial (this thread is inside a plugin
+    /// call), so `deinit_plugin` would not come.
+    fn exit_as_the_kernel_did(&self, client: &Client, device: DeviceId, status: i32) -> ! {
+        let server = self.server_of(device);
+        let why = format!(
+            "a kernel called exit({status}) on rank {} on {}",
+            server.rank, server.host
+        );
+        tracing::info!("{why}: the program exits with status {status}");
+        for (rank, ack) in client.close(&why) {
+            if let Err(err) = ack {
+                tracing::warn!(rank, "{err}");
+            }
+        }
+        client.world().finalize_before_exit();
+        std::process::exit(status)
     }
 }

@@ -151,6 +151,9 @@ pub const OK: u32 = 0;
 pub const FAILED: u32 = 1;
 /// A `LoadBinary` reply's status word: the bytes it named are not here.
 pub const NOT_SHIPPED: u32 = 2;
+/// A `Run` reply's status word: the kernel called `exit(status)`; the
+/// status (`i32`) follows. The server is going away.
+pub const KERNEL_EXIT: u32 = 3;
 
 /// A message that does not decode.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -581,6 +584,22 @@ pub fn not_shipped_reply() -> Vec<u8> {
     let mut w = Writer::new();
     w.u32(NOT_SHIPPED);
     w.finish()
+}
+
+/// The reply to a `Run` whose kernel called `exit(status)`.
+pub fn kernel_exit_reply(status: i32) -> Vec<u8> {
+    let mut w = Writer::new();
+    w.u32(KERNEL_EXIT).i32(status);
+    w.finish()
+}
+
+/// The status of a [`kernel_exit_reply`], if `message` is one.
+pub fn kernel_exit_status(message: &[u8]) -> Option<i32> {
+    let mut r = Reader::new(message);
+    match r.u32() {
+        Ok(KERNEL_EXIT) => r.i32().ok(),
+        _ => None,
+    }
 }
 
 /// Whether `message` is [`not_shipped_reply`].

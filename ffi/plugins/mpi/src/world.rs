@@ -580,6 +580,20 @@ impl World {
         flag != 0
     }
 
+    /// `MPI_Finalize` now if MPI was initialised here and is not finalised
+    /// yet, for a process about to exit with no teardown to come (a
+    /// kernel called `exit()` on a remote device). Later calls fail.
+    pub fn finalize_before_exit(&self) {
+        if self.initialised_here && !self.finalized() && self.any_peer_dead().is_none() {
+            // SAFETY: initialised by us and not finalised; the process is
+            // exiting, and nothing of ours uses MPI after this.
+            let code = unsafe { (self.mpi.f.finalize)() };
+            if let Err(err) = self.mpi.check("MPI_Finalize", code) {
+                tracing::warn!("{err}");
+            }
+        }
+    }
+
     fn finalize_if_ours(&mut self) {
         if self.initialised_here && !self.finalized() {
             // SAFETY: initialised by us and not finalised.

@@ -99,6 +99,8 @@ impl Server {
             runtime_config.profile = Some(file.into());
         }
         let runtime = Runtime::new(runtime_config).map_err(|e| format!("its runtime: {e}"))?;
+        // After MPI and the runtime started, before any image is loaded.
+        crate::kernel_exit::install()?;
         let direct = runtime
             .devices()
             .all(|d| d.plugin_name().contains("x86_64"));
@@ -432,6 +434,9 @@ impl Server {
                 let dev = self.device(device)?;
                 let mut slots: Vec<*mut c_void> =
                     args.iter().map(|a| *a as usize as *mut c_void).collect();
+                // A kernel that calls exit() is answered from its handler.
+                let _armed =
+                    crate::kernel_exit::arm(&self.world, client, tag, self.clients.iter().copied());
                 let launch = match teams {
                     Some((num_teams, thread_limit, loop_tripcount)) => RegionLaunch::Teams {
                         num_teams,

@@ -4,6 +4,7 @@
 //   exit         offloads to the last device, then exit(4)
 //   exit-thread  a second thread calls exit(5) while main offloads
 //   kill         offloads, then raise(SIGKILL)
+//   exit-in-kernel  a region on the last device calls exit(6)
 //   wait READY GO  offloads to every device, writes its pid to the file
 //                READY.R (R: its MPI rank), waits until the file GO.R
 //                exists, reads a device number from it and offloads to
@@ -57,6 +58,14 @@ int main(int argc, char **argv) {
     pthread_t thread;
     pthread_create(&thread, NULL, exit_soon, NULL);
     for (;;) sum_on(devices - 1);
+  }
+  if (!strcmp(mode, "exit-in-kernel")) {
+    printf("last device: %.0f\n", sum_on(devices - 1));
+    fflush(stdout);
+#pragma omp target device(devices - 1)
+    { exit(6); }
+    printf("not reached\n");
+    return 1;
   }
   if (!strcmp(mode, "kill")) {
     printf("last device: %.0f\n", sum_on(devices - 1));

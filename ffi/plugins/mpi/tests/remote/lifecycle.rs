@@ -13,12 +13,15 @@ fn source() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/job.c")
 }
 
-fn build(name: &str, with_mpi: bool) -> PathBuf {
+/// `tests/c/job.c` built by clang-14 as `target/omptarget/mpi-tests/NAME`,
+/// with Open MPI's flags for `with_mpi` and `extra` flags.
+pub(crate) fn build(name: &str, with_mpi: bool, extra: &[&str]) -> PathBuf {
     let dir = omptarget_test_support::paths::omptarget_dir().join("mpi-tests");
     std::fs::create_dir_all(&dir).unwrap();
     let out = dir.join(name);
     let mut cmd = Command::new("clang-14");
     cmd.args(["-O1", "-fopenmp", "-fopenmp-targets=x86_64-pc-linux-gnu"]);
+    cmd.args(extra);
     let mut link = Vec::new();
     if with_mpi {
         cmd.arg("-DWITH_MPI");
@@ -59,7 +62,7 @@ fn build(name: &str, with_mpi: bool) -> PathBuf {
 
 pub(crate) fn program() -> &'static Path {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
-    BUILT.get_or_init(|| build("job", false))
+    BUILT.get_or_init(|| build("job", false, &[]))
 }
 
 pub(crate) fn lib_path() -> String {
@@ -169,6 +172,41 @@ fn exit_from_another_thread_while_offloading_ends_the_job() {
     assert_no_server_left(&tag, Duration::from_secs(5));
 }
 
+/// `exit(6)` inside a kernel on a remote device: the program exits with 6,
+/// as on a local device. The server that ran the kernel answers for it
+/// and exits 0; the program closes the servers first, so the status mpirun
+/// reports is the program's (rank 0), and no server is left.
+#[test]
+fn exit_inside_a_remote_kernel_is_the_programs_exit() {
+    let tag = tag("exit-in-kernel");
+    let out = job::run(job(program(), "exit-in-kernel", 1, 2, &tag));
+    assert_eq!(out.exit, Some(Exit::Code(6)), "{}", describe(&out));
+    assert_eq!(out.stdout, "last device: 12285\n", "{}", describe(&out));
+    assert!(
+        out.stderr
+            .contains("omptarget-mpi-device rank 2: a kernel called exit(6) for program rank 0"),
+        "{}",
+        describe(&out)
+    );
+    // mpirun names the first rank to exit non-zero: the program, rank 0.
+    assert!(
+        !out.stderr.contains("exited on signal"),
+        "{}",
+        describe(&out)
+    );
+    let first = out
+        .stderr
+        .split("Process name: ")
+        .nth(1)
+        .unwrap_or_default();
+    assert!(
+        first.starts_with("[[") && first.contains(",1],0]"),
+        "{}",
+        describe(&out)
+    );
+    assert_no_server_left(&tag, Duration::from_secs(5));
+}
+
 #[test]
 fn a_killed_program_leaves_no_server_behind() {
     let tag = tag("kill");
@@ -185,7 +223,7 @@ fn a_killed_program_leaves_no_server_behind() {
 
 #[test]
 fn the_programs_own_mpi_traffic_and_finalize_leave_the_job_clean() {
-    let binary = build("job_mpi", true);
+    let binary = build("job_mpi", true, &[]);
     let tag = tag("own-mpi");
     let out = job::run(job(&binary, "own-mpi", 2, 2, &tag));
     assert_eq!(out.exit, Some(Exit::Code(0)), "{}", describe(&out));

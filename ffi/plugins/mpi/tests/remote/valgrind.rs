@@ -10,32 +10,13 @@ use crate::job;
 use omptarget_test_support::exec::{self, Exit};
 use omptarget_test_support::{stage, valgrind};
 use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
 #[test]
 fn the_program_rank_is_valgrind_clean_and_its_report_names_each_rank() {
     let dir = tempfile::tempdir().unwrap();
-    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/job.c");
-    let program = dir.path().join("job");
-    let built = Command::new("clang-14")
-        .args([
-            "-O1",
-            "-g",
-            "-fopenmp",
-            "-fopenmp-targets=x86_64-pc-linux-gnu",
-        ])
-        .arg(&source)
-        .arg("-o")
-        .arg(&program)
-        .arg("-lpthread")
-        .output()
-        .unwrap();
-    assert!(
-        built.status.success(),
-        "{}",
-        String::from_utf8_lossy(&built.stderr)
-    );
+    // With debug info: valgrind names the program's frames.
+    let program = crate::lifecycle::build("job-g", false, &["-g"]);
     let xml = dir.path().join("valgrind.xml");
     let lib = stage::staged().lib_dir.display().to_string();
     let mut cmd = job::mpirun();

@@ -1,0 +1,147 @@
+//! A kernel that calls `exit()`.
+//!
+//! On a local device, `exit(status)` in a kernel ends the program with that
+//! status. On a remote device it runs in this server's process, whose
+//! exit would take the device away from the program and, under `mpirun`,
+//! end the whole job with the server's status. Instead the server takes
+//! the exit over: an `on_exit` handler, armed only while a `Run` request's
+//! kernel runs, answers that request with the kernel's status
+//! ([`protocol::KERNEL_EXIT`]), then answers every later request with an
+//! error (acknowledging each program rank's `Exit`), finalises MPI and
+//! ends the process with status 0 (`_exit`: the exit in progress already
+//! ran the handlers registered after this one, and will not come back).
+//! The program's plugin, given the status, closes the servers and exits
+//! with it, as it would have locally.
+//!
+//! The runtime is not torn down: the kernel is still on the stack of the
+//! thread that called `exit`, and the process is going away.
+//!
+//! The handler's state is plain statics with no destructor (the server
+//! has no global destructors either): what it needs of the running
+//! server, set by [`arm`] before the kernel runs and cleared after.
+use omptarget_plugin_mpi::mpi::ANY_SOURCE;
+use omptarget_plugin_mpi::protocol::{self, Op, Request, REQUEST_TAG};
+use omptarget_plugin_mpi::world::World;
+use std::ffi::{c_int, c_void};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, Ordering};
+use std::sync::Mutex;
+
+static ARMED: AtomicBool = AtomicBool::new(false);
+static WORLD: AtomicPtr<World> = AtomicPtr::new(std::ptr::null_mut());
+static CLIENT: AtomicI32 = AtomicI32::new(-1);
+static TAG: AtomicI32 = AtomicI32::new(-1);
+/// The program ranks that have not said `Exit`.
+static CLIENTS: Mutex<Vec<i32>> = Mutex::new(Vec::new());
+
+extern "C" {
+    /// glibc's `on_exit`: like `atexit`, and the handler gets the status.
+    fn on_exit(handler: extern "C" fn(c_int, *mut c_void), arg: *mut c_void) -> c_int;
+}
+
+/// Register the handler: after MPI is initialised (its handlers, if any,
+/// then run after this one) and before any image is loaded.
+pub fn install() -> Result<(), String> {
+    // SAFETY: registers a handler with no argument; it does nothing
+    // unless armed.
+    if unsafe { on_exit(handle_exit, std::ptr::null_mut()) } != 0 {
+        return Err("on_exit failed".into());
+    }
+    Ok(())
+}
+
+/// Armed while a kernel of `client`'s request (reply tag `tag`) runs;
+/// disarmed when dropped.
+pub struct Armed(());
+
+/// Arm the handler for a kernel about to run. `world` must stay where it
+/// is until the returned guard is dropped.
+pub fn arm(world: &World, client: i32, tag: i32, clients: impl Iterator<Item = i32>) -> Armed {
+    let mut held = CLIENTS.lock().unwrap_or_else(|p| p.into_inner());
+    held.clear();
+    held.extend(clients);
+    drop(held);
+    WORLD.store(std::ptr::from_ref(world).cast_mut(), Ordering::SeqCst);
+    CLIENT.store(client, Ordering::SeqCst);
+    TAG.store(tag, Ordering::SeqCst);
+    ARMED.store(true, Ordering::SeqCst);
+    Armed(())
+}
+
+impl Drop for Armed {
+    fn drop(&mut self) {
+        ARMED.store(false, Ordering::SeqCst);
+        WORLD.store(std::ptr::null_mut(), Ordering::SeqCst);
+    }
+}
+
+extern "C" fn handle_exit(status: c_int, _arg: *mut c_void) {
+    // Never unwind into libc's exit.
+    let _ = std::panic::catch_unwind(|| {
+        if !ARMED.swap(false, Ordering::SeqCst) {
+            return; // the server's own exit
+        }
+        let world = WORLD.load(Ordering::SeqCst);
+        if world.is_null() {
+            return;
+        }
+        // SAFETY: armed: `arm`'s caller keeps the world in place while the
+        // kernel runs, and the kernel is still running (it called exit).
+        let world = unsafe { &*world };
+        serve_out(world, status);
+        world.finalize_before_exit();
+    });
+    // SAFETY: ends the process at once; the exit in progress never returns
+    // to the kernel, and the handlers left to run are those registered
+    // before this one (none of ours).
+    unsafe { libc::_exit(0) }
+}
+
+/// Answer the kernel's request with its status, then every later request
+/// with an error, until every program rank has said `Exit` (or died).
+fn serve_out(world: &World, status: c_int) {
+    let rank = world.rank;
+    let client = CLIENT.load(Ordering::SeqCst);
+    let tag = TAG.load(Ordering::SeqCst);
+    eprintln!(
+        "omptarget-mpi-device rank {rank}: a kernel called exit({status}) for program rank {client}; the server exits, its runtime left to the OS"
+    );
+    let _ = world.send(client, tag, &protocol::kernel_exit_reply(status));
+    let mut left = CLIENTS.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    let why = format!("device server rank {rank} is exiting: a kernel called exit({status})");
+    while !left.is_empty() {
+        let snapshot = left.clone();
+        let watch = || snapshot.iter().find_map(|&r| world.death_of(r));
+        let (client, message) = match world.recv_message_watched(ANY_SOURCE, REQUEST_TAG, &watch) {
+            Ok(received) => received,
+            Err(_) => {
+                left.retain(|&r| world.death_of(r).is_none());
+                continue;
+            }
+        };
+        let Ok(request) = Request::decode(&message) else {
+            continue;
+        };
+        let tag = request.reply_tag;
+        let reply = match request.op {
+            Op::SubmitInline { .. } => continue,
+            Op::Submit { size, .. } => {
+                // Its data follows: taken, so that MPI's order holds.
+                let mut sink = vec![0u8; size as usize];
+                // SAFETY: `sink` holds `size` bytes.
+                let _ =
+                    unsafe { world.recv_raw(client, tag, sink.as_mut_ptr().cast(), sink.len()) };
+                protocol::error_reply(&why)
+            }
+            Op::Exit => {
+                left.retain(|&r| r != client);
+                protocol::ok_reply(|w| {
+                    w.str(&format!(
+                        "rank {rank}: a kernel called exit({status}); not torn down"
+                    ));
+                })
+            }
+            _ => protocol::error_reply(&why),
+        };
+        let _ = world.send(client, tag, &reply);
+    }
+}
