@@ -53,12 +53,23 @@ pub fn runtime_library_dir() -> Result<PathBuf> {
 /// after the local ones).
 pub const MPI_PLUGIN_NAME: &str = "libomptarget.rtl.mpi.so";
 
-/// Whether an MPI launcher started this process (Open MPI's `mpirun`, or a
-/// PMI/PMIx launcher set its rank variables).
+/// Whether this process is part of an MPI job that may hold device
+/// servers: an Open MPI job of several application contexts (`mpirun -np
+/// 1 ./app : -np N omptarget-mpi-device`), or `OMPTARGET_MPI=1`; never
+/// with `OMPTARGET_MPI_DISABLE`. A plain MPI job (one context) is not: its
+/// program starts MPI itself. The MPI plugin applies the same rule
+/// (`omptarget_plugin_mpi::mpi::job_may_have_servers`).
 pub fn launched_by_mpi() -> bool {
-    ["OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK"]
-        .iter()
-        .any(|name| std::env::var_os(name).is_some())
+    if std::env::var_os("OMPTARGET_MPI_DISABLE").is_some() {
+        return false;
+    }
+    if std::env::var("OMPTARGET_MPI").is_ok_and(|v| v == "1") {
+        return true;
+    }
+    std::env::var("OMPI_NUM_APP_CTX")
+        .ok()
+        .and_then(|n| n.trim().parse::<u32>().ok())
+        .is_some_and(|n| n > 1)
 }
 
 /// The MPI plugin next to the runtime, when this process is part of an MPI

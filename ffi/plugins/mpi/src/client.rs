@@ -424,5 +424,5 @@ impl Client {
 /// Whether [`Client::connect`] should be tried at all: only in a process
 /// an MPI launcher started (no library is opened otherwise).
 pub fn should_connect() -> bool {
-    mpi::launched_by_mpi() && std::env::var_os("OMPTARGET_MPI_DISABLE").is_none()
+    mpi::job_may_have_servers()
 }

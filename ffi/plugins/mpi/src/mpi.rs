@@ -255,10 +255,61 @@ impl Mpi {
     }
 }
 
-/// Whether this process was started by an MPI launcher (Open MPI's
-/// `mpirun`, or a PMIx launcher): only then is `libmpi` opened at all.
-pub fn launched_by_mpi() -> bool {
-    ["OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK"]
-        .iter()
-        .any(|name| std::env::var_os(name).is_some())
+/// Whether this process is part of a job that may hold device servers:
+/// only then is `libmpi` opened at all, and MPI initialised.
+///
+/// Servers run as an application context of their own (`mpirun -np 1
+/// ./app : -np N omptarget-mpi-device`), so Open MPI tells each process
+/// there is more than one (`OMPI_NUM_APP_CTX`). A plain MPI job (`mpirun
+/// -np 4 ./app`) is left alone: the plugin must not initialise (let alone
+/// finalise) the MPI of a program that starts it itself in `main`.
+/// `OMPTARGET_MPI=1` says yes for a launcher that sets no such variable;
+/// `OMPTARGET_MPI_DISABLE` says no.
+pub fn job_may_have_servers() -> bool {
+    job_may_have_servers_by(|name| std::env::var(name).ok())
+}
+
+/// [`job_may_have_servers`] over `var` (testable).
+pub fn job_may_have_servers_by(var: impl Fn(&str) -> Option<String>) -> bool {
+    if var("OMPTARGET_MPI_DISABLE").is_some() {
+        return false;
+    }
+    if var("OMPTARGET_MPI").is_some_and(|v| v == "1") {
+        return true;
+    }
+    var("OMPI_NUM_APP_CTX")
+        .and_then(|n| n.trim().parse::<u32>().ok())
+        .is_some_and(|n| n > 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::job_may_have_servers_by;
+
+    fn job(vars: &[(&str, &str)]) -> bool {
+        job_may_have_servers_by(|name| {
+            vars.iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| (*v).to_owned())
+        })
+    }
+
+    #[test]
+    fn only_a_job_of_several_contexts_may_have_servers() {
+        assert!(!job(&[]), "no launcher");
+        assert!(!job(&[
+            ("OMPI_COMM_WORLD_SIZE", "4"),
+            ("OMPI_NUM_APP_CTX", "1")
+        ]));
+        assert!(job(&[
+            ("OMPI_COMM_WORLD_SIZE", "3"),
+            ("OMPI_NUM_APP_CTX", "2")
+        ]));
+        assert!(job(&[("OMPTARGET_MPI", "1")]));
+        assert!(!job(&[
+            ("OMPI_NUM_APP_CTX", "2"),
+            ("OMPTARGET_MPI_DISABLE", "1")
+        ]));
+        assert!(!job(&[("OMPI_NUM_APP_CTX", "two")]));
+    }
 }

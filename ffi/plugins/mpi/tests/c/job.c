@@ -10,6 +10,9 @@
 //                exists, reads a device number from it and offloads to
 //                that device (the test kills a device server, or a
 //                program rank, meanwhile)
+//   plain-mpi    (built with -DWITH_MPI) MPI_Init in main, unconditionally,
+//                as MPI programs do; allreduces its device count and
+//                offloads to its last device (a job with no server)
 //   own-mpi      (built with -DWITH_MPI) initialises MPI itself, trades
 //                messages with the other program ranks on MPI_COMM_WORLD
 //                while offloading, finalises MPI before main returns
@@ -96,6 +99,17 @@ int main(int argc, char **argv) {
     return 0;
   }
 #ifdef WITH_MPI
+  if (!strcmp(mode, "plain-mpi")) {
+    if (MPI_Init(&argc, &argv) != MPI_SUCCESS) return 2;
+    int rank = 0, total = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Allreduce(&devices, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    double sum = sum_on(devices - 1);
+    printf("rank %d: devices %d of %d, sum %.0f\n", rank, devices, total, sum);
+    fflush(stdout);
+    MPI_Finalize();
+    return 0;
+  }
   if (!strcmp(mode, "own-mpi")) {
     int provided = 0, rank = 0, size = 0;
     int already = 0;

@@ -253,6 +253,31 @@ fn a_job_without_servers_has_no_remote_devices_and_says_nothing() {
     assert_eq!(out.stderr, "", "{}", describe(&out));
 }
 
+/// A plain MPI job (one application context, no server) whose program
+/// calls `MPI_Init` itself, unconditionally: the plugin leaves MPI alone
+/// (it neither opens nor initialises it before `main`), and the program
+/// offloads to its local devices.
+#[test]
+fn a_plain_mpi_program_keeps_its_own_mpi() {
+    let binary = build("job_mpi", true, &[]);
+    let mut cmd = job::mpirun();
+    cmd.args(["-x", &format!("LD_LIBRARY_PATH={}", lib_path())]);
+    cmd.args(["-np", "2"]).arg(binary).arg("plain-mpi");
+    let out = job::run(cmd);
+    assert_eq!(out.exit, Some(Exit::Code(0)), "{}", describe(&out));
+    let mut lines: Vec<&str> = out.stdout.lines().collect();
+    lines.sort();
+    assert_eq!(
+        lines,
+        [
+            "rank 0: devices 4 of 8, sum 12285",
+            "rank 1: devices 4 of 8, sum 12285"
+        ],
+        "{}",
+        describe(&out)
+    );
+}
+
 #[test]
 fn outside_a_job_the_plugin_opens_no_mpi_library() {
     // The MPI plugin named explicitly, no launcher: 0 devices, silently,
