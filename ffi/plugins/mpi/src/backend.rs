@@ -322,6 +322,16 @@ impl Backend for MpiBackend {
         // The bytes go to each server once: the loads on its other devices
         // name them (a server that no longer holds them says so, and gets
         // them again).
+        // A request is one MPI message, of at most `FRAGMENT` bytes.
+        if image.bytes.len() > protocol::FRAGMENT - (64 << 10) {
+            return Err(self.located(
+                device,
+                format!(
+                    "an image of {} bytes is larger than one request carries (1 GiB)",
+                    image.bytes.len()
+                ),
+            ));
+        }
         let shipped_key = (
             remote.server,
             key,

@@ -1,11 +1,11 @@
 //! The program's side of the protocol: one request, one reply, from any
 //! thread.
 use crate::mpi;
-use crate::protocol::{self, Op, Request, FIRST_REPLY_TAG, LAST_REPLY_TAG, REQUEST_TAG};
+use crate::protocol::{self, Op, Request, FIRST_REPLY_TAG, REQUEST_TAG};
 use crate::world::{Role, World};
 use std::collections::HashMap;
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
 use std::sync::Mutex;
 
 /// One device server, as its `Hello` reply describes it.
@@ -28,6 +28,8 @@ pub struct Client {
     world: World,
     servers: Vec<Server>,
     next_tag: AtomicI32,
+    /// Numbers the copies between servers ([`World::exchange_tag`]).
+    next_exchange: AtomicU32,
     /// Why no request may be sent any more (the servers were told to exit).
     closed: Mutex<Option<String>>,
     /// Device-to-device copies between two servers run one at a time: two
@@ -48,7 +50,8 @@ impl Client {
         let mut client = Client {
             world,
             servers: Vec::new(),
-            next_tag: AtomicI32::new(FIRST_REPLY_TAG),
+            next_tag: AtomicI32::new(0),
+            next_exchange: AtomicU32::new(0),
             closed: Mutex::new(None),
             exchanges: Mutex::new(()),
             dead: Mutex::new(HashMap::new()),
@@ -60,36 +63,52 @@ impl Client {
         if let Err(err) = client.world.check_thread_level() {
             // Still one thread here: tell the servers this rank is done, so
             // that the job can end.
-            client.servers = ranks
-                .iter()
-                .map(|&rank| Server {
-                    rank,
-                    devices: 0,
-                    host: String::new(),
-                    plugin: String::new(),
-                    machine: 0,
-                })
-                .collect();
-            client.close(&err);
-            let _ = client.world.leave();
-            return Err(err);
+            return Err(client.give_up(&ranks, err));
         }
-        for rank in ranks {
-            let reply = client.call_rank(rank, Op::Hello)?;
-            let mut r = protocol::read_reply(&reply)?;
-            let server = (|| -> Result<Server, protocol::Malformed> {
-                Ok(Server {
-                    rank,
-                    devices: r.u32()?,
-                    host: r.string()?,
-                    plugin: r.string()?,
-                    machine: r.u32()? as u16,
-                })
-            })()
-            .map_err(|e| format!("rank {rank}: {e}"))?;
-            client.servers.push(server);
+        let mut servers = Vec::with_capacity(ranks.len());
+        for &rank in &ranks {
+            let greeted = client.call_rank(rank, Op::Hello).and_then(|reply| {
+                let mut r = protocol::read_reply(&reply)?;
+                (|| -> Result<Server, protocol::Malformed> {
+                    Ok(Server {
+                        rank,
+                        devices: r.u32()?,
+                        host: r.string()?,
+                        plugin: r.string()?,
+                        machine: r.u32()? as u16,
+                    })
+                })()
+                .map_err(|e| format!("rank {rank}: {e}"))
+            });
+            match greeted {
+                Ok(server) => servers.push(server),
+                Err(err) => {
+                    // Every server still waits for this rank's Exit, and
+                    // MPI is ours to finalise: end the job cleanly.
+                    return Err(client.give_up(&ranks, err));
+                }
+            }
         }
+        client.servers = servers;
         Ok(Some(client))
+    }
+
+    /// Joining failed with `err`: tell every server this rank is done and
+    /// leave MPI, so that the job can end; `err` back.
+    fn give_up(mut self, ranks: &[i32], err: String) -> String {
+        self.servers = ranks
+            .iter()
+            .map(|&rank| Server {
+                rank,
+                devices: 0,
+                host: String::new(),
+                plugin: String::new(),
+                machine: 0,
+            })
+            .collect();
+        self.close(&err);
+        let _ = self.world.leave();
+        err
     }
 
     /// The servers, in rank order.
@@ -102,10 +121,15 @@ impl Client {
         self.world.rank
     }
 
+    /// A reply tag, in turn over [`World::reply_tags`]: with Open MPI's
+    /// tags, a tag comes back after 2^30 requests, so one still waited for
+    /// is not handed out again in practice (with MPI's guaranteed 32767,
+    /// after 32752).
     fn fresh_tag(&self) -> i32 {
-        let span = LAST_REPLY_TAG - FIRST_REPLY_TAG + 1;
-        let n = self.next_tag.fetch_add(1, Ordering::Relaxed);
-        FIRST_REPLY_TAG + (n - FIRST_REPLY_TAG).rem_euclid(span)
+        let tags = self.world.reply_tags();
+        let span = (*tags.end() - *tags.start()) as i64 + 1;
+        let n = self.next_tag.fetch_add(1, Ordering::Relaxed) as u32 as i64;
+        (*tags.start() as i64 + n % span) as i32
     }
 
     /// Whether the servers were told to exit ([`Client::close`]): each
@@ -317,7 +341,9 @@ impl Client {
         }
         let _one_at_a_time = self.exchanges.lock().unwrap_or_else(|p| p.into_inner());
         let (src_rank, dst_rank) = (self.servers[src].rank, self.servers[dst].rank);
-        let tag = self.fresh_tag();
+        let tag = self
+            .world
+            .exchange_tag(self.next_exchange.fetch_add(1, Ordering::Relaxed));
         let (out_tag, in_tag) = (self.fresh_tag(), self.fresh_tag());
         let out = Op::ExchangeOut {
             device: src_device,

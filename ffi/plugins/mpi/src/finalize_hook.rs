@@ -52,7 +52,12 @@ unsafe extern "C" fn on_finalize(
         }
     });
     if closed.is_err() {
-        eprintln!("omptarget: closing the MPI device servers panicked");
+        // Not eprintln!, which panics when stderr is gone: this is a C
+        // callback, and nothing may unwind out of it.
+        let _ = std::io::Write::write_all(
+            &mut std::io::stderr(),
+            b"omptarget: closing the MPI device servers panicked\n",
+        );
     }
     crate::mpi::SUCCESS
 }

@@ -40,6 +40,8 @@ pub const ANY_SOURCE: c_int = -1;
 pub const MAX_PROCESSOR_NAME: usize = 256;
 /// `MPI_KEYVAL_INVALID`.
 pub const KEYVAL_INVALID: c_int = -1;
+/// `MPI_TAG_UB`: the predefined attribute keyval of the largest tag.
+pub const TAG_UB: c_int = 0;
 /// The soname opened (Open MPI 4 and 5 keep it).
 pub const LIBRARY: &str = "libmpi.so.40";
 
@@ -110,6 +112,7 @@ mpi_functions! {
     comm_free_keyval = "MPI_Comm_free_keyval": fn(*mut c_int);
     comm_set_attr = "MPI_Comm_set_attr": fn(Comm, c_int, *mut c_void);
     comm_delete_attr = "MPI_Comm_delete_attr": fn(Comm, c_int);
+    comm_get_attr = "MPI_Comm_get_attr": fn(Comm, c_int, *mut c_void, *mut c_int);
     allgather = "MPI_Allgather": fn(*const c_void, c_int, Datatype, *mut c_void, c_int, Datatype, Comm);
     send = "MPI_Send": fn(*const c_void, c_int, Datatype, c_int, c_int, Comm);
     recv = "MPI_Recv": fn(*mut c_void, c_int, Datatype, c_int, c_int, Comm, *mut Status);

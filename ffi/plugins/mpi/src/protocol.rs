@@ -24,11 +24,10 @@ use std::fmt;
 
 /// The tag of every request to a server.
 pub const REQUEST_TAG: i32 = 1;
-/// The first reply tag; tags below are reserved.
+/// The first reply tag; tags below are reserved. The reply tags are the
+/// lower half of the tags MPI takes, the copies between servers the upper
+/// half (`World::reply_tags`, `World::exchange_tag`).
 pub const FIRST_REPLY_TAG: i32 = 16;
-/// The last reply tag used (Open MPI's `MPI_TAG_UB` is 2^31 - 1; MPI
-/// guarantees only 32767, so stay within that).
-pub const LAST_REPLY_TAG: i32 = 32767;
 /// The largest fragment of bulk data, in bytes.
 pub const FRAGMENT: usize = 1 << 30;
 
@@ -584,6 +583,15 @@ pub fn not_shipped_reply() -> Vec<u8> {
     let mut w = Writer::new();
     w.u32(NOT_SHIPPED);
     w.finish()
+}
+
+/// The reply tag a request message starts with, if it names a valid one
+/// (for answering a request that cannot be decoded).
+pub fn reply_tag_of(message: &[u8]) -> Option<i32> {
+    Reader::new(message)
+        .i32()
+        .ok()
+        .filter(|tag| *tag >= FIRST_REPLY_TAG)
 }
 
 /// The reply to a `Run` whose kernel called `exit(status)`.

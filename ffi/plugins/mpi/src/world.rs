@@ -168,6 +168,9 @@ pub struct World {
     /// cannot go on still takes part in the collective join, and can tell
     /// the servers to exit).
     pub thread_level: c_int,
+    /// The largest tag MPI takes on the communicator (`MPI_TAG_UB`; MPI
+    /// guarantees at least 32767, Open MPI's ob1 gives 2^31 - 1).
+    pub tag_ub: i32,
 }
 
 // SAFETY: `Mpi` is Send + Sync (MPI_THREAD_MULTIPLE, checked by `join`);
@@ -220,6 +223,7 @@ impl World {
             peers: Vec::new(),
             initialised_here,
             thread_level: provided,
+            tag_ub: 32767,
         };
         if let Err(err) = world.connect(role) {
             world.finalize_if_ours();
@@ -272,9 +276,30 @@ impl World {
             )
         })?;
         self.rank = rank;
+        self.tag_ub = tag_upper_bound(m, comm);
         self.peers = all.chunks_exact(RECORD).map(Peer::decode).collect();
         self.roles = self.peers.iter().map(|p| p.role).collect();
         Ok(())
+    }
+
+    /// The reply tags a client cycles through (16 and up: tags below are
+    /// the protocol's own): the lower half of the tags MPI takes.
+    pub fn reply_tags(&self) -> std::ops::RangeInclusive<i32> {
+        let last = 16 + (self.tag_ub - 16) / 2;
+        16..=last
+    }
+
+    /// The tag of a client's `n`th copy between two servers, from the
+    /// upper half of the tags: the servers match its data by (peer, tag),
+    /// so the tag holds the client's rank, and two program ranks' copies
+    /// between the same two servers never take each other's data (with
+    /// Open MPI's 2^31 - 1, unique for 16384 program ranks and 65536
+    /// copies in flight each).
+    pub fn exchange_tag(&self, n: u32) -> i32 {
+        let first = *self.reply_tags().end() as i64 + 1;
+        let span = self.tag_ub as i64 - first + 1;
+        let slot = (self.rank as i64) * 65536 + (n % 65536) as i64;
+        (first + slot.rem_euclid(span.max(1))) as i32
     }
 
     /// `Err` saying why, unless MPI gives `MPI_THREAD_MULTIPLE`.
@@ -603,6 +628,28 @@ impl World {
             }
         }
     }
+}
+
+/// `MPI_TAG_UB` of `comm`, or the 32767 MPI guarantees when it cannot be
+/// read.
+fn tag_upper_bound(m: &Mpi, comm: Comm) -> i32 {
+    let mut value: *mut c_int = std::ptr::null_mut();
+    let mut found: c_int = 0;
+    // SAFETY: a valid communicator; the attribute's value is a pointer to
+    // an int that MPI owns (read here, never freed).
+    let code = unsafe {
+        (m.f.comm_get_attr)(
+            comm,
+            mpi::TAG_UB,
+            (&mut value as *mut *mut c_int).cast(),
+            &mut found,
+        )
+    };
+    if code != mpi::SUCCESS || found == 0 || value.is_null() {
+        return 32767;
+    }
+    // SAFETY: MPI's own int, set above.
+    unsafe { *value }.max(32767)
 }
 
 #[cfg(test)]

@@ -163,8 +163,13 @@ impl Server {
             let request = match Request::decode(&message) {
                 Ok(request) => request,
                 Err(err) => {
-                    // No reply tag to answer on: say so and go on.
-                    eprintln!("omptarget-mpi-device: from rank {client}: {err}");
+                    // Answered on the reply tag the request starts with, if
+                    // it has one, so that the client does not wait for ever.
+                    say(&format!("omptarget-mpi-device: from rank {client}: {err}"));
+                    if let Some(tag) = protocol::reply_tag_of(&message) {
+                        let reply = protocol::error_reply(&format!("malformed request: {err}"));
+                        let _ = self.world.send(client, tag, &reply);
+                    }
                     continue;
                 }
             };
@@ -185,7 +190,16 @@ impl Server {
                 matches!(request.op, Op::Retrieve { .. } | Op::RetrieveBatch { .. });
             self.served += 1;
             let earlier = match request.op {
-                Op::Exit => None,
+                Op::Exit => {
+                    // Nothing left to answer it: said here.
+                    if let Some(err) = self.deferred.remove(&client) {
+                        say(&format!(
+                            "omptarget-mpi-device rank {}: program rank {client}: {err}",
+                            self.world.rank
+                        ));
+                    }
+                    None
+                }
                 _ => self.deferred.remove(&client),
             };
             let reply = match earlier {

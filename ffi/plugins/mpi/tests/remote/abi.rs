@@ -16,8 +16,8 @@ int main(void) {
          offsetof(MPI_Status, MPI_TAG), offsetof(MPI_Status, MPI_ERROR));
   printf("handles %zu %zu %zu %zu\n", sizeof(MPI_Comm), sizeof(MPI_Datatype),
          sizeof(MPI_Request), sizeof(MPI_Errhandler));
-  printf("constants %d %d %d %d %d\n", MPI_SUCCESS, MPI_THREAD_MULTIPLE, MPI_ANY_SOURCE,
-         MPI_MAX_PROCESSOR_NAME, MPI_KEYVAL_INVALID);
+  printf("constants %d %d %d %d %d %d\n", MPI_SUCCESS, MPI_THREAD_MULTIPLE, MPI_ANY_SOURCE,
+         MPI_MAX_PROCESSOR_NAME, MPI_KEYVAL_INVALID, MPI_TAG_UB);
   printf("world %d\n", MPI_COMM_WORLD == &ompi_mpi_comm_world);
   return 0;
 }
@@ -40,13 +40,14 @@ int main(void) {
     let text = String::from_utf8(out.stdout).unwrap();
     let ptr = std::mem::size_of::<*mut u8>();
     let expected = format!(
-        "status {} 0 4 8\nhandles {ptr} {ptr} {ptr} {ptr}\nconstants {} {} {} {} {}\nworld 1\n",
+        "status {} 0 4 8\nhandles {ptr} {ptr} {ptr} {ptr}\nconstants {} {} {} {} {} {}\nworld 1\n",
         std::mem::size_of::<mpi::Status>(),
         mpi::SUCCESS,
         mpi::THREAD_MULTIPLE,
         mpi::ANY_SOURCE,
         mpi::MAX_PROCESSOR_NAME,
-        mpi::KEYVAL_INVALID
+        mpi::KEYVAL_INVALID,
+        mpi::TAG_UB
     );
     assert_eq!(text, expected);
 }
