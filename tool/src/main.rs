@@ -56,7 +56,7 @@ enum Command {
         /// Start N device servers (omptarget-mpi-device) beside the program
         /// with mpirun: their devices become the program's, after the
         /// local ones.
-        #[arg(long, value_name = "N")]
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
         mpi: Option<u32>,
         /// The plugin library the device servers serve (default: their
         /// built-in host plugin).

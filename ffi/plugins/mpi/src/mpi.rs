@@ -15,9 +15,10 @@
 //! datatype or request is a pointer, the predefined handles are the
 //! addresses of `ompi_mpi_*` globals, and `MPI_Status` is three `int`s
 //! followed by Open MPI's private fields (24 bytes). The test
-//! `tests/abi_matches_mpi_h.rs` compiles a C program with `mpicc` and
-//! checks every constant and layout used here against the installed
-//! `mpi.h`.
+//! `tests/remote/abi.rs` compiles a C program with `mpicc` and checks the
+//! constants, `MPI_Status`'s layout, the handles' size and
+//! `MPI_COMM_WORLD`'s address against the installed `mpi.h`, and that
+//! every function and handle resolves.
 use libloading::Library;
 use std::ffi::{c_char, c_int, c_void};
 

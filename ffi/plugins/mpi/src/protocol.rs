@@ -19,7 +19,8 @@
 //!
 //! Encoding: little-endian fixed-size fields, strings and blobs as a `u64`
 //! length then the bytes. A malformed message is an error of its own,
-//! never a panic: a server answers it and goes on.
+//! never a panic: a server answers it on the reply tag it starts with (if
+//! it has one) and goes on.
 use std::fmt;
 
 /// The tag of every request to a server.

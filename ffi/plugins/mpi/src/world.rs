@@ -412,15 +412,40 @@ impl World {
             Ok(flag != 0)
         });
         if let Err(err) = waited {
-            if !request.is_null() {
-                // SAFETY: still active (the test said not done): cancel it
-                // and let MPI free it whenever it completes.
-                unsafe {
-                    (m.f.cancel)(&mut request);
-                    (m.f.request_free)(&mut request);
-                }
+            if request.is_null() {
+                return Err(err);
             }
-            return Err(err);
+            // Fragments the peer sent before it died may still sit in
+            // MPI's queues: let progress take them, cancel, and wait a
+            // little for the request to complete, so that MPI writes no
+            // more into the buffer once this returns.
+            let settle = |limit: Duration, request: &mut mpi::Request| -> bool {
+                let until = Instant::now() + limit;
+                loop {
+                    let mut flag: c_int = 0;
+                    let mut ignored = Status::default();
+                    // SAFETY: an active request of ours.
+                    let code = unsafe { (m.f.test)(request, &mut flag, &mut ignored) };
+                    if code != mpi::SUCCESS || flag != 0 || request.is_null() {
+                        return true;
+                    }
+                    if Instant::now() >= until {
+                        return false;
+                    }
+                    std::thread::sleep(NAP);
+                }
+            };
+            if settle(Duration::from_millis(50), &mut request) {
+                return Err(err);
+            }
+            // SAFETY: still active: cancelled, then waited for.
+            unsafe { (m.f.cancel)(&mut request) };
+            if settle(Duration::from_millis(200), &mut request) {
+                return Err(err);
+            }
+            // SAFETY: still active: MPI frees it whenever it completes.
+            unsafe { (m.f.request_free)(&mut request) };
+            return Err(format!("{err}{UNCONFIRMED}"));
         }
         Ok(status)
     }
@@ -554,7 +579,12 @@ impl World {
         // SAFETY: `bytes` holds `count` bytes; the probed message is the
         // one received (same source and tag, and only this thread
         // receives with this tag from that source).
-        unsafe { self.recv_raw(status.source, tag, bytes.as_mut_ptr().cast(), bytes.len())? };
+        let received =
+            unsafe { self.recv_raw(status.source, tag, bytes.as_mut_ptr().cast(), bytes.len()) };
+        if let Err(err) = received {
+            keep_if_unconfirmed(&err, bytes);
+            return Err(err);
+        }
         Ok((status.source, bytes))
     }
 
@@ -627,6 +657,18 @@ impl World {
                 tracing::warn!("{err}");
             }
         }
+    }
+}
+
+/// Ends an error whose receive MPI did not confirm cancelled: MPI may
+/// still write into its buffer, which must then never be freed.
+pub const UNCONFIRMED: &str = " (its receive could not be cancelled: its buffer is kept)";
+
+/// Keep `buffer` for the rest of the process when `err` says MPI may
+/// still write into it ([`UNCONFIRMED`]); else drop it.
+pub fn keep_if_unconfirmed(err: &str, buffer: Vec<u8>) {
+    if err.ends_with(UNCONFIRMED) {
+        std::mem::forget(buffer);
     }
 }
 

@@ -699,10 +699,14 @@ impl Server {
         // would be taken for the next message.
         let mut staging = vec![0u8; size];
         // SAFETY: `staging` holds `size` bytes.
-        unsafe {
+        let received = unsafe {
             self.world
-                .recv_raw(peer, tag, staging.as_mut_ptr().cast(), size)?
+                .recv_raw(peer, tag, staging.as_mut_ptr().cast(), size)
         };
+        if let Err(err) = received {
+            omptarget_plugin_mpi::world::keep_if_unconfirmed(&err, staging);
+            return Err(err);
+        }
         let dev = dev?;
         // SAFETY: as above.
         unsafe { dev.submit(target, staging.as_ptr().cast(), size) }.map_err(|e| e.to_string())
