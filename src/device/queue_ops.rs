@@ -162,7 +162,7 @@ impl Device {
             self.synchronize_queue(queue)?;
         }
         let code = self.plugin.call(|e| {
-            let _call = crate::profile::span(crate::profile::Kind::Plugin, "data_retrieve_async");
+            let _call = crate::profile::span(crate::profile::Kind::Plugin, "data_retrieve");
             match e.data_retrieve_async {
                 // SAFETY: per this function's contract.
                 Some(retrieve) => unsafe { retrieve(local, dst, src.as_ptr(), size64, queue) },

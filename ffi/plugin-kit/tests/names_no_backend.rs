@@ -4,8 +4,9 @@
 //! the host backend (`ffi/plugins/host`), the CUDA one (`ffi/plugins/cuda`),
 //! the test-only plugins (`ffi/plugins/test`, `ffi/plugins/incomplete`),
 //! and their cdylibs (`rtl/`). The backends are found by walking
-//! `ffi/plugins/`, so one added later (MPI ...) is covered without editing
-//! this file, except for classifying its new dependencies (checked below).
+//! `ffi/plugins/`, so one added later (the MPI one was) is covered without
+//! editing this file, except for classifying its new dependencies (checked
+//! below).
 
 use std::path::{Path, PathBuf};
 
@@ -19,8 +20,9 @@ const BACKEND_ONLY: &[&str] = &["libffi", "cudarc"];
 /// reading a library or device image (object), temporary copies (tempfile).
 const TESTING_ONLY: &[&str] = &["libloading", "object", "tempfile"];
 
-/// Crates backends and the kit both use, neither backend-specific.
-const SHARED: &[&str] = &["libc", "thiserror"];
+/// Crates backends and the kit may both use, neither backend-specific
+/// (tracing: the MPI backend's debug output, as the runtime's).
+const SHARED: &[&str] = &["libc", "thiserror", "tracing"];
 
 fn kit_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
