@@ -372,11 +372,24 @@ impl World {
         watch: &dyn Fn() -> Option<String>,
         mut test: impl FnMut() -> Result<bool, String>,
     ) -> Result<(), String> {
+        // The clock is read every 64th poll: on a VM without a usable TSC
+        // it is a system call, and a poll that reads it each time spends
+        // more time there than in MPI (perf: 12% of a server's time).
+        if test()? {
+            return Ok(());
+        }
         let start = Instant::now();
         let mut next_check = start + CHECK_EVERY;
+        let mut polls: u32 = 0;
+        let mut napping = false;
         loop {
             if test()? {
                 return Ok(());
+            }
+            polls = polls.wrapping_add(1);
+            if !napping && !polls.is_multiple_of(64) {
+                std::hint::spin_loop();
+                continue;
             }
             let now = Instant::now();
             if now >= next_check {
@@ -385,10 +398,11 @@ impl World {
                 }
                 next_check = now + CHECK_EVERY;
             }
-            if now - start < SPIN {
-                std::hint::spin_loop();
-            } else {
+            napping = now - start >= SPIN;
+            if napping {
                 std::thread::sleep(NAP);
+            } else {
+                std::hint::spin_loop();
             }
         }
     }
