@@ -41,6 +41,10 @@ struct State {
     accessing: bool,
     /// Global accesses waiting for running launches to end.
     waiting: usize,
+    /// Launches waiting for an access to end. Waiters are woken only when
+    /// there are some: `notify_all` is a system call even when nobody
+    /// waits, on every launch.
+    launches_waiting: usize,
 }
 
 impl State {
@@ -67,22 +71,36 @@ impl Gate {
     /// Enter for a blocking launch, after any global access in progress
     /// or waiting.
     pub(crate) fn launch(&self) -> Launch<'_> {
-        let mut state = crate::sync::lock(&self.state);
-        while state.launch_waits() {
-            state = self.wait(state);
-        }
+        let mut state = self.wait_to_launch();
         state.running += 1;
         Launch(self)
+    }
+
+    /// The state, once no global access is in progress or waiting.
+    fn wait_to_launch(&self) -> std::sync::MutexGuard<'_, State> {
+        let mut state = crate::sync::lock(&self.state);
+        while state.launch_waits() {
+            state.launches_waiting += 1;
+            state = self.wait(state);
+            state.launches_waiting -= 1;
+        }
+        state
+    }
+
+    /// Release `state`, waking the waiters if there are any.
+    fn notify(&self, state: std::sync::MutexGuard<'_, State>) {
+        let anyone = state.waiting > 0 || state.launches_waiting > 0;
+        drop(state);
+        if anyone {
+            self.changed.notify_all();
+        }
     }
 
     /// Count one more queue with pending launches, after any global
     /// access in progress or waiting. The caller releases it with
     /// [`Gate::release_queued`] once that queue is synchronised.
     pub(crate) fn queue_launches(&self) {
-        let mut state = crate::sync::lock(&self.state);
-        while state.launch_waits() {
-            state = self.wait(state);
-        }
+        let mut state = self.wait_to_launch();
         state.queued += 1;
     }
 
@@ -91,8 +109,7 @@ impl Gate {
     pub(crate) fn release_queued(&self) {
         let mut state = crate::sync::lock(&self.state);
         state.queued -= 1;
-        drop(state);
-        self.changed.notify_all();
+        self.notify(state);
     }
 
     /// Enter for reading or writing the global `name`: after running
@@ -105,9 +122,8 @@ impl Gate {
             if state.queued > 0 {
                 let queues = state.queued;
                 state.waiting -= 1;
-                drop(state);
                 // Launches may have been waiting for this access.
-                self.changed.notify_all();
+                self.notify(state);
                 return Err(Error::LaunchesPending {
                     global: name.to_owned(),
                     queues,
@@ -128,8 +144,7 @@ impl Drop for Launch<'_> {
     fn drop(&mut self) {
         let mut state = crate::sync::lock(&self.0.state);
         state.running -= 1;
-        drop(state);
-        self.0.changed.notify_all();
+        self.0.notify(state);
     }
 }
 
@@ -137,8 +152,7 @@ impl Drop for Access<'_> {
     fn drop(&mut self) {
         let mut state = crate::sync::lock(&self.0.state);
         state.accessing = false;
-        drop(state);
-        self.0.changed.notify_all();
+        self.0.notify(state);
     }
 }
 
