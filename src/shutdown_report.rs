@@ -499,6 +499,34 @@ impl fmt::Display for ShutdownReport {
     }
 }
 
+/// Write `text()` where the environment variable `var` says, as the
+/// runtime's reports go (`OMPTARGET_SHUTDOWN_REPORT`, `OMPTARGET_LEAK_REPORT`):
+/// `1` or `stderr` prints it, any other non-empty value is a file it is
+/// appended to (created if missing); unset, empty or `0`: nowhere, and
+/// `text` is not called. `Err` names the file that could not be written.
+/// Shared by the C shim and the MPI device server.
+#[doc(hidden)]
+pub fn write_where_var_says(var: &str, text: impl FnOnce() -> String) -> Result<(), String> {
+    use std::io::Write;
+    let Some(dest) = std::env::var_os(var) else {
+        return Ok(());
+    };
+    if dest.is_empty() || dest == "0" {
+        return Ok(());
+    }
+    let text = text();
+    if dest == "1" || dest == "stderr" {
+        eprint!("{text}");
+        return Ok(());
+    }
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&dest)
+        .and_then(|mut file| file.write_all(text.as_bytes()))
+        .map_err(|err| format!("{}: {err}", dest.to_string_lossy()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -13,7 +13,6 @@
 //! return address into the program (`omptarget::Config::from_env`).
 
 use omptarget::ShutdownReport;
-use std::io::Write;
 
 pub(crate) fn emit(report: &ShutdownReport) {
     tracing::debug!(target: "omptarget::shutdown", "{report}");
@@ -25,26 +24,9 @@ pub(crate) fn emit(report: &ShutdownReport) {
     });
 }
 
-/// Write `text()` where `var` says: `1` or `stderr`, or a file appended to.
+/// Write `text()` where `var` says (see the module docs).
 fn write_to_var(var: &str, what: &str, text: impl FnOnce() -> String) {
-    let Some(dest) = std::env::var_os(var) else {
-        return;
-    };
-    if dest.is_empty() || dest == "0" {
-        return;
-    }
-    let text = text();
-    if dest == "1" || dest == "stderr" {
-        eprint!("{text}");
-    } else if let Err(err) = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&dest)
-        .and_then(|mut file| file.write_all(text.as_bytes()))
-    {
-        eprintln!(
-            "Libomptarget error: cannot write the {what} to {}: {err}",
-            dest.to_string_lossy()
-        );
+    if let Err(err) = omptarget::shutdown_report::write_where_var_says(var, text) {
+        eprintln!("Libomptarget error: cannot write the {what} to {err}");
     }
 }

@@ -22,16 +22,16 @@
 use omptarget_plugin_mpi::mpi::ANY_SOURCE;
 use omptarget_plugin_mpi::protocol::{self, Op, Request, REQUEST_TAG};
 use omptarget_plugin_mpi::world::World;
+use std::collections::BTreeSet;
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, Ordering};
-use std::sync::Mutex;
 
 static ARMED: AtomicBool = AtomicBool::new(false);
 static WORLD: AtomicPtr<World> = AtomicPtr::new(std::ptr::null_mut());
 static CLIENT: AtomicI32 = AtomicI32::new(-1);
 static TAG: AtomicI32 = AtomicI32::new(-1);
-/// The program ranks that have not said `Exit`.
-static CLIENTS: Mutex<Vec<i32>> = Mutex::new(Vec::new());
+/// The server's set of program ranks that have not said `Exit`.
+static CLIENTS: AtomicPtr<BTreeSet<i32>> = AtomicPtr::new(std::ptr::null_mut());
 
 extern "C" {
     /// glibc's `on_exit`: like `atexit`, and the handler gets the status.
@@ -53,13 +53,12 @@ pub fn install() -> Result<(), String> {
 /// disarmed when dropped.
 pub struct Armed(());
 
-/// Arm the handler for a kernel about to run. `world` must stay where it
-/// is until the returned guard is dropped.
-pub fn arm(world: &World, client: i32, tag: i32, clients: impl Iterator<Item = i32>) -> Armed {
-    let mut held = CLIENTS.lock().unwrap_or_else(|p| p.into_inner());
-    held.clear();
-    held.extend(clients);
-    drop(held);
+/// Arm the handler for a kernel about to run (per launch: a few atomic
+/// stores, nothing allocated). `world` and `clients` must stay where they
+/// are, unchanged, until the returned guard is dropped: they are the
+/// server's, which is inside the launch meanwhile.
+pub fn arm(world: &World, client: i32, tag: i32, clients: &BTreeSet<i32>) -> Armed {
+    CLIENTS.store(std::ptr::from_ref(clients).cast_mut(), Ordering::SeqCst);
     WORLD.store(std::ptr::from_ref(world).cast_mut(), Ordering::SeqCst);
     CLIENT.store(client, Ordering::SeqCst);
     TAG.store(tag, Ordering::SeqCst);
@@ -71,6 +70,7 @@ impl Drop for Armed {
     fn drop(&mut self) {
         ARMED.store(false, Ordering::SeqCst);
         WORLD.store(std::ptr::null_mut(), Ordering::SeqCst);
+        CLIENTS.store(std::ptr::null_mut(), Ordering::SeqCst);
     }
 }
 
@@ -106,7 +106,14 @@ fn serve_out(world: &World, status: c_int) {
         "omptarget-mpi-device rank {rank}: a kernel called exit({status}) for program rank {client}; the server exits, its runtime left to the OS"
     );
     let _ = world.send(client, tag, &protocol::kernel_exit_reply(status));
-    let mut left = CLIENTS.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    let clients = CLIENTS.load(Ordering::SeqCst);
+    let mut left: Vec<i32> = if clients.is_null() {
+        vec![client]
+    } else {
+        // SAFETY: armed: the server's set, unchanged while its launch runs
+        // (the kernel that called exit is that launch).
+        unsafe { &*clients }.iter().copied().collect()
+    };
     let why = format!("device server rank {rank} is exiting: a kernel called exit({status})");
     while !left.is_empty() {
         let snapshot = left.clone();

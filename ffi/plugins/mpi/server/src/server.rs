@@ -449,8 +449,7 @@ impl Server {
                 let mut slots: Vec<*mut c_void> =
                     args.iter().map(|a| *a as usize as *mut c_void).collect();
                 // A kernel that calls exit() is answered from its handler.
-                let _armed =
-                    crate::kernel_exit::arm(&self.world, client, tag, self.clients.iter().copied());
+                let _armed = crate::kernel_exit::arm(&self.world, client, tag, &self.clients);
                 let launch = match teams {
                     Some((num_teams, thread_limit, loop_tripcount)) => RegionLaunch::Teams {
                         num_teams,
@@ -748,25 +747,14 @@ impl Server {
 /// The server's shutdown report, where the program's goes
 /// (`OMPTARGET_SHUTDOWN_REPORT`: `stderr` or a file appended to).
 fn emit_report(text: &str) {
-    use std::io::Write;
-    let Some(dest) = std::env::var_os("OMPTARGET_SHUTDOWN_REPORT") else {
-        return;
-    };
-    if dest.is_empty() || dest == "0" {
-        return;
-    }
-    if dest == "1" || dest == "stderr" {
-        eprint!("{text}");
-    } else if let Err(err) = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&dest)
-        .and_then(|mut file| file.write_all(text.as_bytes()))
-    {
-        eprintln!(
-            "omptarget-mpi-device: cannot write the shutdown report to {}: {err}",
-            dest.to_string_lossy()
-        );
+    let written =
+        omptarget::shutdown_report::write_where_var_says("OMPTARGET_SHUTDOWN_REPORT", || {
+            text.to_owned()
+        });
+    if let Err(err) = written {
+        say(&format!(
+            "omptarget-mpi-device: cannot write the shutdown report to {err}"
+        ));
     }
 }
 

@@ -16,7 +16,7 @@ use crate::job;
 use crate::lifecycle::{self, assert_no_server_left, describe, tag};
 use crate::rust_api::{vec_add_library, VecAdd, KERNEL_VAR};
 use omptarget::{Config, DeviceBuffer, Image, Kernel, LaunchConfig, Runtime};
-use omptarget_test_support::exec::Exit;
+use omptarget_test_support::exec::{Exit, RunOutput};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -34,28 +34,62 @@ fn server_with_rank(tag: &str, rank: i32) -> i32 {
         .unwrap_or_else(|| panic!("no server of rank {rank} among {servers:?}"))
 }
 
+/// A job of `programs` ranks of `job.c`'s `wait` mode and 2 servers,
+/// under `mpirun --enable-recovery`, started on another thread; each
+/// program rank's pid once it is ready.
+struct WaitingJob {
+    dir: tempfile::TempDir,
+    running: std::thread::JoinHandle<RunOutput>,
+    pids: Vec<i32>,
+}
+
+impl WaitingJob {
+    fn start(programs: usize, tag: &str) -> WaitingJob {
+        let dir = tempfile::tempdir().unwrap();
+        let (ready, go) = (dir.path().join("ready"), dir.path().join("go"));
+        let cmd = lifecycle::job_with(
+            job::mpirun_recovering(),
+            lifecycle::program(),
+            &["wait", &ready.to_string_lossy(), &go.to_string_lossy()],
+            programs,
+            2,
+            tag,
+        );
+        let running = std::thread::spawn(move || job::run(cmd));
+        let mut pids = Vec::new();
+        for rank in 0..programs {
+            match job::wait_for_file(&dir.path().join(format!("ready.{rank}")), &running) {
+                Some(pid) => pids.push(pid.trim().parse::<i32>().expect("a pid")),
+                None => {
+                    let out = running.join().unwrap();
+                    panic!("the job ended before it was ready: {}", describe(&out));
+                }
+            }
+        }
+        WaitingJob { dir, running, pids }
+    }
+
+    /// Let program rank `rank` go on, to a region on `device`.
+    fn go(&self, rank: usize, device: usize) {
+        job::write_whole(
+            &self.dir.path().join(format!("go.{rank}")),
+            &format!("{device}\n"),
+        );
+    }
+
+    fn end(self) -> RunOutput {
+        self.running.join().unwrap()
+    }
+}
+
 #[test]
 fn a_killed_server_fails_the_next_target_region_through_the_fatal_error_path() {
     let tag = tag("kill-server");
-    let dir = tempfile::tempdir().unwrap();
-    let (ready, go) = (dir.path().join("ready"), dir.path().join("go"));
-    let cmd = lifecycle::job_with(
-        job::mpirun_recovering(),
-        lifecycle::program(),
-        &["wait", &ready.to_string_lossy(), &go.to_string_lossy()],
-        1,
-        2,
-        &tag,
-    );
-    let running = std::thread::spawn(move || job::run(cmd));
-    if job::wait_for_file(&dir.path().join("ready.0"), &running).is_none() {
-        let out = running.join().unwrap();
-        panic!("the job ended before it was ready: {}", describe(&out));
-    }
+    let waiting = WaitingJob::start(1, &tag);
     job::kill(server_with_rank(&tag, 2));
     let killed = Instant::now();
-    job::write_whole(&dir.path().join("go.0"), "8\n");
-    let out = running.join().unwrap();
+    waiting.go(0, 8);
+    let out = waiting.end();
     let took = killed.elapsed();
     // mpirun says 0 under recovery: the output tells what happened.
     assert!(out.exit.is_some(), "hung: {}", describe(&out));
@@ -77,25 +111,11 @@ fn a_killed_server_fails_the_next_target_region_through_the_fatal_error_path() {
 #[test]
 fn a_killed_program_leaves_no_server_behind_even_under_recovery() {
     let tag = tag("kill-program");
-    let dir = tempfile::tempdir().unwrap();
-    let (ready, go) = (dir.path().join("ready"), dir.path().join("go"));
-    let cmd = lifecycle::job_with(
-        job::mpirun_recovering(),
-        lifecycle::program(),
-        &["wait", &ready.to_string_lossy(), &go.to_string_lossy()],
-        1,
-        2,
-        &tag,
-    );
-    let running = std::thread::spawn(move || job::run(cmd));
-    let Some(pid) = job::wait_for_file(&dir.path().join("ready.0"), &running) else {
-        let out = running.join().unwrap();
-        panic!("the job ended before it was ready: {}", describe(&out));
-    };
+    let waiting = WaitingJob::start(1, &tag);
     assert_eq!(job::running_servers(&tag).len(), 2);
-    job::kill(pid.trim().parse().expect("the program's pid"));
+    job::kill(waiting.pids[0]);
     assert_no_server_left(&tag, Duration::from_secs(10));
-    let out = running.join().unwrap();
+    let out = waiting.end();
     assert!(out.exit.is_some(), "hung: {}", describe(&out));
     for rank in [1, 2] {
         let said = format!("omptarget-mpi-device rank {rank}: program rank 0 on");
@@ -110,33 +130,13 @@ fn a_killed_program_leaves_no_server_behind_even_under_recovery() {
 #[test]
 fn a_server_serves_on_when_one_of_two_program_ranks_is_killed() {
     let tag = tag("kill-one-program");
-    let dir = tempfile::tempdir().unwrap();
-    let (ready, go) = (dir.path().join("ready"), dir.path().join("go"));
     // Program ranks 0 and 1, servers 2 and 3.
-    let cmd = lifecycle::job_with(
-        job::mpirun_recovering(),
-        lifecycle::program(),
-        &["wait", &ready.to_string_lossy(), &go.to_string_lossy()],
-        2,
-        2,
-        &tag,
-    );
-    let running = std::thread::spawn(move || job::run(cmd));
-    let mut pids = Vec::new();
-    for rank in 0..2 {
-        match job::wait_for_file(&dir.path().join(format!("ready.{rank}")), &running) {
-            Some(pid) => pids.push(pid.trim().parse::<i32>().expect("a pid")),
-            None => {
-                let out = running.join().unwrap();
-                panic!("the job ended before it was ready: {}", describe(&out));
-            }
-        }
-    }
-    job::kill(pids[1]);
+    let waiting = WaitingJob::start(2, &tag);
+    job::kill(waiting.pids[1]);
     let killed = Instant::now();
     // Rank 0 goes on: a region on the second server's first device.
-    job::write_whole(&dir.path().join("go.0"), "8\n");
-    let out = running.join().unwrap();
+    waiting.go(0, 8);
+    let out = waiting.end();
     let took = killed.elapsed();
     assert!(out.exit.is_some(), "hung: {}", describe(&out));
     assert!(took < BOUNDED, "took {took:?}: {}", describe(&out));
@@ -341,11 +341,7 @@ fn the_rust_api_gets_errors_from_a_killed_server_and_keeps_the_others() {
         "{}",
         describe(&out)
     );
-    let facts: Vec<&str> = out
-        .stdout
-        .lines()
-        .filter_map(|l| l.split_once("fact: ").map(|(_, fact)| fact))
-        .collect();
+    let facts = job::facts(&out.stdout);
     assert_eq!(
         facts,
         [

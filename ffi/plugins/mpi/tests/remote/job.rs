@@ -151,3 +151,12 @@ pub fn running_servers(tag: &str) -> Vec<i32> {
     }
     pids
 }
+
+/// The `fact: ` lines a program rank written in Rust printed (libtest's own
+/// lines come between them), in order.
+pub fn facts(stdout: &str) -> Vec<&str> {
+    stdout
+        .lines()
+        .filter_map(|l| l.split_once("fact: ").map(|(_, fact)| fact))
+        .collect()
+}

@@ -133,11 +133,7 @@ fn the_rust_api_computes_on_remote_devices() {
         out.stderr
     );
     assert_eq!(out.exit, Some(Exit::Code(0)), "{describe}");
-    let facts: Vec<&str> = out
-        .stdout
-        .lines()
-        .filter_map(|l| l.split_once("fact: ").map(|(_, fact)| fact))
-        .collect();
+    let facts = job::facts(&out.stdout);
     assert_eq!(
         facts,
         [
