@@ -26,6 +26,7 @@ static const size_t BULK = 64u << 20;
 
 static int rounds = 7;
 static int iterations = 2000;
+static int trip_iterations = 20000;  // per round of the two round-trip rows
 static int bulk_iterations = 8;
 
 static int compare(const void *a, const void *b) {
@@ -38,59 +39,85 @@ static double median(double *v, int n) {
   return v[n / 2];
 }
 
-// Waits as the device server does: spinning while requests come (for
-// 50 ms after the last), sleeping in naps of 100 us when idle, so that
-// it takes no core while the offload rows run (oversubscribed, Open MPI
-// yields when idle, and a spinning third process slows the other two).
+// Waits as the device server does: a receive posted for each kind of
+// message before it comes (MPI matches it straight into its buffer: the
+// fastest round trip MPI offers), tested in a loop that spins while
+// messages come (for 50 ms after the last) and sleeps in naps of 100 us
+// when idle, so that it takes no core while the offload rows run
+// (oversubscribed, a spinning third process slows the other two).
 static void echo(void) {
   char *bulk = malloc(BULK);
   memset(bulk, 1, BULK);
+  char ping[8], ask[1], done[1], one[1] = {0};
+  enum { PING, BULK_IN, BULK_OUT, DONE, KINDS };
+  static const int tags[KINDS] = {TAG_PING, TAG_BULK_IN, TAG_BULK_OUT, TAG_DONE};
+  void *bufs[KINDS] = {ping, bulk, ask, done};
+  int sizes[KINDS] = {8, (int)BULK, 1, 1};
+  MPI_Request posted[KINDS];
+  for (int k = 0; k < KINDS; k++)
+    MPI_Irecv(bufs[k], sizes[k], MPI_BYTE, 0, tags[k], MPI_COMM_WORLD, &posted[k]);
   double last = MPI_Wtime();
   unsigned polls = 0;
+  int napping = 0;
   for (;;) {
-    MPI_Status status;
-    char small[8];
-    int flag = 0;
-    MPI_Iprobe(0, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &status);
-    if (!flag) {
-      // The clock every 64th poll, as the server's loop reads it.
-      if (++polls % 64 == 0 && MPI_Wtime() - last > 0.05) usleep(100);
+    int which = MPI_UNDEFINED, flag = 0;
+    MPI_Testany(KINDS, posted, &which, &flag, MPI_STATUS_IGNORE);
+    if (!flag || which == MPI_UNDEFINED) {
+      // As the server's loop: the clock every 64th poll while spinning;
+      // once idle for 50 ms, one test per nap.
+      if (napping) usleep(100);
+      else if (++polls % 64 == 0 && MPI_Wtime() - last > 0.05) napping = 1;
       continue;
     }
+    napping = 0;
     last = MPI_Wtime();
-    switch (status.MPI_TAG) {
-    case TAG_PING:
-      MPI_Recv(small, 8, MPI_BYTE, 0, TAG_PING, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-      MPI_Send(small, 8, MPI_BYTE, 0, TAG_PING, MPI_COMM_WORLD);
+    switch (which) {
+    case PING:
+      MPI_Send(ping, 8, MPI_BYTE, 0, TAG_PING, MPI_COMM_WORLD);
       break;
-    case TAG_BULK_IN:  // rank 0 sends BULK bytes; 1 byte back when in
-      MPI_Recv(bulk, (int)BULK, MPI_BYTE, 0, TAG_BULK_IN, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-      MPI_Send(small, 1, MPI_BYTE, 0, TAG_BULK_IN, MPI_COMM_WORLD);
+    case BULK_IN:  // rank 0 sent BULK bytes; 1 byte back when in
+      MPI_Send(one, 1, MPI_BYTE, 0, TAG_BULK_IN, MPI_COMM_WORLD);
       break;
-    case TAG_BULK_OUT:  // rank 0 asks with 1 byte; BULK bytes back
-      MPI_Recv(small, 1, MPI_BYTE, 0, TAG_BULK_OUT, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    case BULK_OUT:  // rank 0 asked with 1 byte; BULK bytes back
       MPI_Send(bulk, (int)BULK, MPI_BYTE, 0, TAG_BULK_OUT, MPI_COMM_WORLD);
       break;
     default:
-      MPI_Recv(small, 1, MPI_BYTE, 0, status.MPI_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      for (int k = 0; k < KINDS; k++) {
+        if (k == DONE) continue;
+        MPI_Cancel(&posted[k]);
+        MPI_Wait(&posted[k], MPI_STATUS_IGNORE);
+      }
       free(bulk);
       return;
     }
+    MPI_Irecv(bufs[which], sizes[which], MPI_BYTE, 0, tags[which], MPI_COMM_WORLD, &posted[which]);
   }
 }
 
-static double mpi_ping_pong(void) {
-  char small[8] = {0};
-  double t[64];
-  for (int r = 0; r < rounds; r++) {
-    double start = MPI_Wtime();
-    for (int i = 0; i < iterations; i++) {
-      MPI_Send(small, 8, MPI_BYTE, 1, TAG_PING, MPI_COMM_WORLD);
-      MPI_Recv(small, 8, MPI_BYTE, 1, TAG_PING, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-    }
-    t[r] = (MPI_Wtime() - start) / iterations;
+// Before each round: the third process (the server during MPI's rows, the
+// echo rank during the offload rows) spins for 50 ms after its last
+// message, then naps. Waiting that out makes every round run with it
+// asleep, as in a steady state: never three processes spinning on two
+// cores, which slows whichever row follows the other's. The wait spins
+// rather than sleeps: a sleeping virtual CPU may be descheduled by its
+// host, and the round that wakes it pays for it (measured: rounds after a
+// sleep ranged from 1.6 to 6.3 us for the same ping-pong).
+static void quiet(void) {
+  double until = MPI_Wtime() + 0.08;
+  while (MPI_Wtime() < until) {
   }
-  return median(t, rounds);
+}
+
+// One round of MPI's own ping-pong: seconds per round trip.
+static double ping_pong_round(void) {
+  char small[8] = {0};
+  quiet();
+  double start = MPI_Wtime();
+  for (int i = 0; i < trip_iterations; i++) {
+    MPI_Send(small, 8, MPI_BYTE, 1, TAG_PING, MPI_COMM_WORLD);
+    MPI_Recv(small, 8, MPI_BYTE, 1, TAG_PING, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  }
+  return (MPI_Wtime() - start) / trip_iterations;
 }
 
 // MPI's own bandwidth for BULK bytes, one way then the other: the rate of
@@ -99,6 +126,7 @@ static void mpi_bandwidth(char *buf, double *to, double *from) {
   char small[1] = {0};
   double t_to[64], t_from[64];
   for (int r = 0; r < rounds; r++) {
+    quiet();
     double start = MPI_Wtime();
     for (int i = 0; i < bulk_iterations; i++) {
       MPI_Send(buf, (int)BULK, MPI_BYTE, 1, TAG_BULK_IN, MPI_COMM_WORLD);
@@ -116,17 +144,27 @@ static void mpi_bandwidth(char *buf, double *to, double *from) {
   *from = median(t_from, rounds);
 }
 
-static double empty_region(int dev) {
-  double t[64];
-  for (int r = 0; r < rounds; r++) {
-    double start = omp_get_wtime();
-    for (int i = 0; i < iterations; i++) {
+// One round of empty regions: seconds per region.
+static double empty_region_round(int dev) {
+  quiet();
+  double start = omp_get_wtime();
+  for (int i = 0; i < trip_iterations; i++) {
 #pragma omp target device(dev)
-      {}
-    }
-    t[r] = (omp_get_wtime() - start) / iterations;
+    {}
   }
-  return median(t, rounds);
+  return (omp_get_wtime() - start) / trip_iterations;
+}
+
+// The floor and the empty region, round by round in turn, so that both
+// see the same machine: (ping-pong, region) medians.
+static void round_trips(int dev, double *ping, double *region) {
+  double t_ping[64], t_region[64];
+  for (int r = 0; r < rounds; r++) {
+    t_ping[r] = ping_pong_round();
+    t_region[r] = empty_region_round(dev);
+  }
+  *ping = median(t_ping, rounds);
+  *region = median(t_region, rounds);
 }
 
 // `target update` of BULK mapped bytes each way; the device copy is
@@ -137,6 +175,7 @@ static int update_bandwidth(int dev, char *buf, double *to, double *from) {
   memset(buf, 3, n);
 #pragma omp target enter data map(to : buf[0 : n]) device(dev)
   for (int r = 0; r < rounds; r++) {
+    quiet();
     double start = omp_get_wtime();
     for (int i = 0; i < bulk_iterations; i++) {
 #pragma omp target update to(buf[0 : n]) device(dev)
@@ -172,6 +211,7 @@ static double region_16_arrays(int dev, int *ok) {
   double t[64];
   int expect = 0;
   for (int r = 0; r < rounds; r++) {
+    quiet();
     double start = omp_get_wtime();
     for (int i = 0; i < iterations; i++) {
 #pragma omp target device(dev) map(tofrom : a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, \
@@ -197,7 +237,7 @@ int main(int argc, char **argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   if (getenv("BENCH_QUICK")) {
     rounds = 1;
-    iterations = 20;
+    iterations = trip_iterations = 20;
     bulk_iterations = 1;
   }
   if (rank == 1) {
@@ -228,10 +268,9 @@ int main(int argc, char **argv) {
   }
   char *buf = malloc(BULK);
   memset(buf, 0, BULK);
-  double ping = mpi_ping_pong();
-  double mpi_to, mpi_from, up_to, up_from;
+  double ping, region, mpi_to, mpi_from, up_to, up_from;
+  round_trips(0, &ping, &region);
   mpi_bandwidth(buf, &mpi_to, &mpi_from);
-  double region = empty_region(0);
   int ok_update = update_bandwidth(0, buf, &up_to, &up_from);
   int ok_16 = 0;
   double region16 = region_16_arrays(0, &ok_16);

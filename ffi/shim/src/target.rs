@@ -11,6 +11,8 @@ use std::ffi::c_void;
 
 /// Decode and launch; the common body of all variants. Returns
 /// `OMP_TGT_SUCCESS`, or `OMP_TGT_FAIL` when the region must run on the host.
+/// `nowait`: a `_nowait` variant (a flag, not a search of `entry`: this
+/// runs on every launch).
 ///
 /// # Safety
 /// `loc` is null or a valid `ident_t`; `host_ptr` is the region's host entry
@@ -20,6 +22,7 @@ use std::ffi::c_void;
 #[allow(clippy::too_many_arguments)]
 unsafe fn run(
     entry: &'static str,
+    nowait: bool,
     loc: *mut c_void,
     device_id: i64,
     host_ptr: *mut c_void,
@@ -42,7 +45,7 @@ unsafe fn run(
                 // the region's host entry and `args` views the call's arrays
                 // (our caller's contract).
                 with_session_deferred(
-                    entry.contains("_nowait"),
+                    nowait,
                     || OMP_TGT_SUCCESS,
                     |s| unsafe { s.target(loc, device_id, host_ptr, &args, teams) },
                 )
@@ -97,7 +100,7 @@ macro_rules! target_entries {
             // SAFETY: `host_ptr` and the map arrays are this entry's
             // caller's, under `run`'s contract; `loc`, `names` and `mappers`
             // are null, which `run` allows.
-            unsafe { run(stringify!($plain), loc, device_id, host_ptr, arg_num, base, begin, sizes, types, none, none, teams!($($nt, $tl)?)) }
+            unsafe { run(stringify!($plain), false, loc, device_id, host_ptr, arg_num, base, begin, sizes, types, none, none, teams!($($nt, $tl)?)) }
         }
 
         /// The `_nowait` variant, run synchronously.
@@ -122,7 +125,7 @@ macro_rules! target_entries {
             let (loc, none) = (std::ptr::null_mut(), std::ptr::null_mut());
             // SAFETY: as in the plain variant: the caller's arrays under
             // `run`'s contract, null `loc`, `names` and `mappers`.
-            unsafe { run(stringify!($nowait), loc, device_id, host_ptr, arg_num, base, begin, sizes, types, none, none, teams!($($nt, $tl)?)) }
+            unsafe { run(stringify!($nowait), true, loc, device_id, host_ptr, arg_num, base, begin, sizes, types, none, none, teams!($($nt, $tl)?)) }
         }
 
         /// The `_mapper` variant: source location, names and user mappers.
@@ -146,7 +149,7 @@ macro_rules! target_entries {
         ) -> i32 {
             // SAFETY: every pointer is this entry's caller's, under the
             // `# Safety` contract `run` needs.
-            unsafe { run(stringify!($mapper), loc, device_id, host_ptr, arg_num, base, begin, sizes, types, names, mappers, teams!($($nt, $tl)?)) }
+            unsafe { run(stringify!($mapper), false, loc, device_id, host_ptr, arg_num, base, begin, sizes, types, names, mappers, teams!($($nt, $tl)?)) }
         }
 
         /// The `_nowait_mapper` variant, run synchronously.
@@ -173,7 +176,7 @@ macro_rules! target_entries {
         ) -> i32 {
             // SAFETY: every pointer is this entry's caller's, under the
             // `# Safety` contract `run` needs.
-            unsafe { run(stringify!($nowait_mapper), loc, device_id, host_ptr, arg_num, base, begin, sizes, types, names, mappers, teams!($($nt, $tl)?)) }
+            unsafe { run(stringify!($nowait_mapper), true, loc, device_id, host_ptr, arg_num, base, begin, sizes, types, names, mappers, teams!($($nt, $tl)?)) }
         }
 
         export_c!($plain, $nowait, $mapper, $nowait_mapper);

@@ -1,7 +1,7 @@
 //! [`MpiBackend`]: the plugin kit's backend whose devices are other
 //! ranks' devices.
 use crate::client::{self, Client, Server};
-use crate::protocol::{self, EntrySpec, Op};
+use crate::protocol::{self, EntrySpec, Op, INLINE_SUBMIT_LIMIT};
 use omptarget_plugin_kit::abi::plugin::{DeviceInfoKey, KernelArgType};
 use omptarget_plugin_kit::abi::{AllocKind, AsyncInfo, DeviceImage, OffloadEntry, TargetTable};
 use omptarget_plugin_kit::error::Result;
@@ -110,11 +110,6 @@ struct PendingRetrieves {
     /// (device address, host address, bytes).
     ranges: Vec<(u64, *mut c_void, usize)>,
 }
-
-/// Copies to a device up to this size travel inside one request, with no
-/// reply to wait for (`Op::SubmitInline`); larger ones go straight from
-/// the program's memory, after their request.
-const INLINE_SUBMIT_LIMIT: usize = 64 << 10;
 
 impl MpiBackend {
     /// `queue`'s pending copies back, made on first use.
@@ -322,16 +317,6 @@ impl Backend for MpiBackend {
         // The bytes go to each server once: the loads on its other devices
         // name them (a server that no longer holds them says so, and gets
         // them again).
-        // A request is one MPI message, of at most `FRAGMENT` bytes.
-        if image.bytes.len() > protocol::FRAGMENT - (64 << 10) {
-            return Err(self.located(
-                device,
-                format!(
-                    "an image of {} bytes is larger than one request carries (1 GiB)",
-                    image.bytes.len()
-                ),
-            ));
-        }
         let shipped_key = (
             remote.server,
             key,

@@ -1,11 +1,11 @@
 //! The program's side of the protocol: one request, one reply, from any
 //! thread.
 use crate::mpi;
-use crate::protocol::{self, Op, Request, FIRST_REPLY_TAG, REQUEST_TAG};
-use crate::world::{Role, World};
+use crate::protocol::{self, Op, Request, FIRST_REPLY_TAG, REPLY_SLOT, REQUEST_SLOT, REQUEST_TAG};
+use crate::world::{Posted, Role, World};
 use std::collections::HashMap;
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering};
 use std::sync::Mutex;
 
 /// One device server, as its `Hello` reply describes it.
@@ -32,6 +32,8 @@ pub struct Client {
     next_exchange: AtomicU32,
     /// Why no request may be sent any more (the servers were told to exit).
     closed: Mutex<Option<String>>,
+    /// Whether `closed` is set: read by every call without a lock.
+    is_closed: AtomicBool,
     /// Device-to-device copies between two servers run one at a time: two
     /// servers sending to each other at once, each blocked in its send,
     /// would wait for each other for ever.
@@ -39,6 +41,8 @@ pub struct Client {
     /// The servers found dead, by rank, and how they were found: every
     /// later call on their devices fails at once with that text.
     dead: Mutex<HashMap<i32, String>>,
+    /// Whether `dead` holds any: read by every call without a lock.
+    any_dead: AtomicBool,
 }
 
 impl Client {
@@ -53,8 +57,10 @@ impl Client {
             next_tag: AtomicI32::new(0),
             next_exchange: AtomicU32::new(0),
             closed: Mutex::new(None),
+            is_closed: AtomicBool::new(false),
             exchanges: Mutex::new(()),
             dead: Mutex::new(HashMap::new()),
+            any_dead: AtomicBool::new(false),
         };
         if ranks.is_empty() {
             client.world.leave()?;
@@ -135,13 +141,13 @@ impl Client {
     /// Whether the servers were told to exit ([`Client::close`]): each
     /// tore its devices down then, freeing whatever was left on them.
     pub fn is_closed(&self) -> bool {
-        self.closed
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .is_some()
+        self.is_closed.load(Ordering::Acquire)
     }
 
     fn check_open(&self) -> Result<(), String> {
+        if !self.is_closed() {
+            return Ok(());
+        }
         match &*self.closed.lock().unwrap_or_else(|p| p.into_inner()) {
             Some(why) => Err(format!("the remote devices are gone: {why}")),
             None => Ok(()),
@@ -150,6 +156,9 @@ impl Client {
 
     /// Why server rank `rank` is known dead, if it is.
     pub fn dead(&self, rank: i32) -> Option<String> {
+        if !self.any_dead.load(Ordering::Acquire) {
+            return None;
+        }
         self.dead
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -173,6 +182,7 @@ impl Client {
                     .unwrap_or_else(|p| p.into_inner())
                     .entry(rank)
                     .or_insert_with(|| why.clone());
+                self.any_dead.store(true, Ordering::Release);
                 if !err.contains(&why) {
                     return Err(format!("{why}; {err}"));
                 }
@@ -190,10 +200,35 @@ impl Client {
     fn call_rank(&self, rank: i32, op: Op) -> Result<Vec<u8>, String> {
         self.with_rank(rank, || {
             let reply_tag = self.fresh_tag();
-            let request = Request { reply_tag, op }.encode();
-            self.world.send(rank, REQUEST_TAG, &request)?;
-            Ok(self.world.recv_message(rank, reply_tag)?.1)
+            self.send_request(rank, &Request { reply_tag, op })?;
+            let posted = self.post_reply(rank, reply_tag)?;
+            self.reply(rank, reply_tag, posted)
         })
+    }
+
+    /// Post the receive of the reply on `tag` from server `rank`, just
+    /// after its request went: while the server works on it (the
+    /// receive's cost off the round trip's path), so that the reply lands
+    /// straight in its buffer. One that came first waits in MPI's queue
+    /// and is matched all the same. Dropped unfinished, it is cancelled.
+    fn post_reply(&self, rank: i32, tag: i32) -> Result<Posted<'_>, String> {
+        self.world.post(rank, tag, Vec::new(), REPLY_SLOT)
+    }
+
+    /// Send `request` to server `rank`: its first [`REQUEST_SLOT`] bytes
+    /// on the request tag, the rest (a long one: an image) on its reply
+    /// tag.
+    fn send_request(&self, rank: i32, request: &Request) -> Result<(), String> {
+        let message = request.encode();
+        self.world
+            .send_message(rank, REQUEST_TAG, request.reply_tag, REQUEST_SLOT, &message)
+    }
+
+    /// The reply `posted` receives from server `rank` (its rest, if long,
+    /// on the same tag).
+    fn reply(&self, rank: i32, tag: i32, posted: Posted<'_>) -> Result<Vec<u8>, String> {
+        let watch = || self.world.death_of(rank);
+        Ok(self.world.receive_message(posted, &watch, |_| Some(tag))?.1)
     }
 
     /// `call`, then the reply's payload or the server's error.
@@ -224,11 +259,11 @@ impl Client {
             size: size as u64,
         };
         let reply = self.with_rank(rank, || {
-            self.world
-                .send(rank, REQUEST_TAG, &Request { reply_tag, op }.encode())?;
+            self.send_request(rank, &Request { reply_tag, op })?;
             // SAFETY: per this function's contract.
             unsafe { self.world.send_raw(rank, reply_tag, host, size)? };
-            Ok(self.world.recv_message(rank, reply_tag)?.1)
+            let posted = self.post_reply(rank, reply_tag)?;
+            self.reply(rank, reply_tag, posted)
         })?;
         protocol::read_reply(&reply).map(drop)
     }
@@ -254,9 +289,9 @@ impl Client {
             size: size as u64,
         };
         self.with_rank(rank, || {
-            self.world
-                .send(rank, REQUEST_TAG, &Request { reply_tag, op }.encode())?;
-            let reply = self.world.recv_message(rank, reply_tag)?.1;
+            self.send_request(rank, &Request { reply_tag, op })?;
+            let posted = self.post_reply(rank, reply_tag)?;
+            let reply = self.reply(rank, reply_tag, posted)?;
             protocol::read_reply(&reply)?;
             // SAFETY: per this function's contract.
             unsafe { self.world.recv_raw(rank, reply_tag, host, size) }
@@ -276,14 +311,21 @@ impl Client {
         self.check_open()?;
         let op = Op::SubmitInline { device, ptr, data };
         // No reply comes: the tag is never used.
-        let request = Request {
+        let message = Request {
             reply_tag: FIRST_REPLY_TAG,
             op,
-        };
+        }
+        .encode();
+        // One message, whatever other threads send to that server: a rest
+        // would go on a tag that is not this request's own.
+        if message.len() > REQUEST_SLOT {
+            return Err(format!(
+                "a one-way copy of {} bytes exceeds the request slot",
+                message.len()
+            ));
+        }
         let rank = self.servers[server].rank;
-        self.with_rank(rank, || {
-            self.world.send(rank, REQUEST_TAG, &request.encode())
-        })
+        self.with_rank(rank, || self.world.send(rank, REQUEST_TAG, &message))
     }
 
     /// Copy each of `ranges` (device address on the server's `device`,
@@ -308,9 +350,9 @@ impl Client {
                 .collect(),
         };
         self.with_rank(rank, || {
-            self.world
-                .send(rank, REQUEST_TAG, &Request { reply_tag, op }.encode())?;
-            let reply = self.world.recv_message(rank, reply_tag)?.1;
+            self.send_request(rank, &Request { reply_tag, op })?;
+            let posted = self.post_reply(rank, reply_tag)?;
+            let reply = self.reply(rank, reply_tag, posted)?;
             protocol::read_reply(&reply)?;
             for &(_, host, size) in ranges {
                 // SAFETY: per this function's contract.
@@ -363,39 +405,27 @@ impl Client {
         // happens to one of them: a reply left unreceived would be taken
         // for a later one with the same tag.
         let sent = self.with_rank(src_rank, || {
-            self.world.send(
-                src_rank,
-                REQUEST_TAG,
-                &Request {
-                    reply_tag: out_tag,
-                    op: out,
-                }
-                .encode(),
-            )
+            let request = Request {
+                reply_tag: out_tag,
+                op: out,
+            };
+            self.send_request(src_rank, &request)?;
+            self.post_reply(src_rank, out_tag)
         });
         let asked = self.with_rank(dst_rank, || {
-            self.world.send(
-                dst_rank,
-                REQUEST_TAG,
-                &Request {
-                    reply_tag: in_tag,
-                    op: inn,
-                }
-                .encode(),
-            )
+            let request = Request {
+                reply_tag: in_tag,
+                op: inn,
+            };
+            self.send_request(dst_rank, &request)?;
+            self.post_reply(dst_rank, in_tag)
         });
         // A server that was not asked sends no reply; one that was asked
         // replies (with an error if its peer died: it watches it too).
-        let sent = sent.and_then(|()| {
-            self.with_rank(src_rank, || {
-                Ok(self.world.recv_message(src_rank, out_tag)?.1)
-            })
-        });
-        let received = asked.and_then(|()| {
-            self.with_rank(dst_rank, || {
-                Ok(self.world.recv_message(dst_rank, in_tag)?.1)
-            })
-        });
+        let sent = sent
+            .and_then(|posted| self.with_rank(src_rank, || self.reply(src_rank, out_tag, posted)));
+        let received = asked
+            .and_then(|posted| self.with_rank(dst_rank, || self.reply(dst_rank, in_tag, posted)));
         protocol::read_reply(&sent?)?;
         protocol::read_reply(&received?).map(drop)
     }
@@ -411,6 +441,7 @@ impl Client {
             return Vec::new();
         }
         *closed = Some(why.to_owned());
+        self.is_closed.store(true, Ordering::Release);
         drop(closed);
         let mut acks = Vec::new();
         for server in &self.servers {

@@ -222,10 +222,19 @@ impl Mpi {
     }
 
     /// `Err` with MPI's own description of `code` unless it is success.
+    /// Inlined: every poll of every wait checks a code.
+    #[inline]
     pub fn check(&self, what: &str, code: c_int) -> Result<(), String> {
         if code == SUCCESS {
             return Ok(());
         }
+        Err(self.describe_error(what, code))
+    }
+
+    /// "`what`: MPI's description of `code`".
+    #[cold]
+    #[inline(never)]
+    fn describe_error(&self, what: &str, code: c_int) -> String {
         let mut text = [0 as c_char; 512];
         let mut len: c_int = 0;
         // SAFETY: `text` holds MPI_MAX_ERROR_STRING (256) characters.
@@ -239,7 +248,7 @@ impl Mpi {
         } else {
             format!("error {code}")
         };
-        Err(format!("{what}: {detail}"))
+        format!("{what}: {detail}")
     }
 
     /// This host's name (`MPI_Get_processor_name`).

@@ -8,6 +8,12 @@
 //!   once without taking each other's.
 //! * The reply comes back with that tag: a status word, then the payload,
 //!   or the server's error text.
+//! * Both are received into receives posted before they come (the
+//!   server's for its next request, the client's for its reply), which
+//!   take at most [`REQUEST_SLOT`] and [`REPLY_SLOT`] bytes: every request
+//!   and reply begins with its whole length ([`LENGTH_HEADER`]), and what
+//!   does not fit its slot follows on the reply tag
+//!   (`World::send_message`, `World::receive_message`).
 //! * Bulk data travels as messages of its own on the reply tag, straight
 //!   from and into the program's buffer, in fragments of at most
 //!   [`FRAGMENT`] bytes (MPI counts are `int`). A submit sends its data
@@ -31,6 +37,23 @@ pub const REQUEST_TAG: i32 = 1;
 pub const FIRST_REPLY_TAG: i32 = 16;
 /// The largest fragment of bulk data, in bytes.
 pub const FRAGMENT: usize = 1 << 30;
+/// The bytes every request and reply begins with: its whole length
+/// (`u64`), so that a receiver whose posted receive took only its first
+/// slot knows what follows.
+pub const LENGTH_HEADER: usize = 8;
+/// The first part of a request a server's posted receive takes: room for
+/// the largest [`Op::SubmitInline`] ([`INLINE_SUBMIT_LIMIT`] bytes of
+/// data) and its fields, so that a one-way copy is always one message.
+pub const REQUEST_SLOT: usize = INLINE_SUBMIT_LIMIT + 1024;
+/// The first part of a reply a client's posted receive takes (1 KiB,
+/// within malloc's per-thread cache): the status and a short payload; a
+/// longer reply (many entry addresses, a long error) sends the rest.
+pub const REPLY_SLOT: usize = 1024;
+/// The most bytes a one-way [`Op::SubmitInline`] carries: copies to a
+/// device up to this size travel inside their request, with no reply to
+/// wait for; larger ones go straight from the program's memory, after
+/// their request.
+pub const INLINE_SUBMIT_LIMIT: usize = 64 << 10;
 
 /// What a server is asked to do. `device` is the server's own device
 /// number.
@@ -167,14 +190,39 @@ impl fmt::Display for Malformed {
 
 impl std::error::Error for Malformed {}
 
-/// Builds a message.
-#[derive(Debug, Default)]
+/// The whole length a message's first part says (its [`LENGTH_HEADER`]).
+pub fn message_len(first: &[u8]) -> Result<u64, Malformed> {
+    match first.get(..LENGTH_HEADER) {
+        Some(header) => {
+            let said = u64::from_le_bytes(header.try_into().expect("8 bytes"));
+            if said < LENGTH_HEADER as u64 {
+                return Err(Malformed(format!("its header says {said} bytes")));
+            }
+            Ok(said)
+        }
+        None => Err(Malformed(format!(
+            "{} bytes, shorter than a length header",
+            first.len()
+        ))),
+    }
+}
+
+/// Builds a message: its [`LENGTH_HEADER`], then the fields.
+#[derive(Debug)]
 pub struct Writer(Vec<u8>);
 
+impl Default for Writer {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl Writer {
-    /// An empty message.
+    /// An empty message (its length header still to be written).
     pub fn new() -> Self {
-        Writer(Vec::with_capacity(64))
+        let mut bytes = Vec::with_capacity(64);
+        bytes.extend_from_slice(&[0; LENGTH_HEADER]);
+        Writer(bytes)
     }
     /// Append a `u32`.
     pub fn u32(&mut self, v: u32) -> &mut Self {
@@ -201,8 +249,10 @@ impl Writer {
     pub fn str(&mut self, v: &str) -> &mut Self {
         self.bytes(v.as_bytes())
     }
-    /// The message.
-    pub fn finish(self) -> Vec<u8> {
+    /// The message, its length header written.
+    pub fn finish(mut self) -> Vec<u8> {
+        let len = self.0.len() as u64;
+        self.0[..LENGTH_HEADER].copy_from_slice(&len.to_le_bytes());
         self.0
     }
 }
@@ -214,9 +264,19 @@ pub struct Reader<'a> {
 }
 
 impl<'a> Reader<'a> {
-    /// Read `message` from its start.
-    pub fn new(message: &'a [u8]) -> Self {
-        Reader { rest: message }
+    /// Read the fields of `message`, after its length header, which must
+    /// say its length.
+    pub fn message(message: &'a [u8]) -> Result<Self, Malformed> {
+        let said = message_len(message)?;
+        if said != message.len() as u64 {
+            return Err(Malformed(format!(
+                "its header says {said} bytes, {} came",
+                message.len()
+            )));
+        }
+        Ok(Reader {
+            rest: &message[LENGTH_HEADER..],
+        })
     }
     fn take(&mut self, n: usize, what: &str) -> Result<&'a [u8], Malformed> {
         if self.rest.len() < n {
@@ -439,7 +499,7 @@ impl Request {
 
     /// Decode a request message.
     pub fn decode(message: &[u8]) -> Result<Request, Malformed> {
-        let mut r = Reader::new(message);
+        let mut r = Reader::message(message)?;
         let reply_tag = r.i32()?;
         let op = match r.u32()? {
             code::HELLO => Op::Hello,
@@ -586,13 +646,12 @@ pub fn not_shipped_reply() -> Vec<u8> {
     w.finish()
 }
 
-/// The reply tag a request message starts with, if it names a valid one
-/// (for answering a request that cannot be decoded).
+/// The reply tag a request message (or its first part) starts with, if
+/// it names a valid one: where the rest of a long request comes, and
+/// where a request that cannot be decoded is answered.
 pub fn reply_tag_of(message: &[u8]) -> Option<i32> {
-    Reader::new(message)
-        .i32()
-        .ok()
-        .filter(|tag| *tag >= FIRST_REPLY_TAG)
+    let tag = message.get(LENGTH_HEADER..LENGTH_HEADER + 4)?;
+    Some(i32::from_le_bytes(tag.try_into().ok()?)).filter(|tag| *tag >= FIRST_REPLY_TAG)
 }
 
 /// The reply to a `Run` whose kernel called `exit(status)`.
@@ -604,7 +663,7 @@ pub fn kernel_exit_reply(status: i32) -> Vec<u8> {
 
 /// The status of a [`kernel_exit_reply`], if `message` is one.
 pub fn kernel_exit_status(message: &[u8]) -> Option<i32> {
-    let mut r = Reader::new(message);
+    let mut r = Reader::message(message).ok()?;
     match r.u32() {
         Ok(KERNEL_EXIT) => r.i32().ok(),
         _ => None,
@@ -613,14 +672,14 @@ pub fn kernel_exit_status(message: &[u8]) -> Option<i32> {
 
 /// Whether `message` is [`not_shipped_reply`].
 pub fn is_not_shipped(message: &[u8]) -> bool {
-    Reader::new(message)
-        .u32()
+    Reader::message(message)
+        .and_then(|mut r| r.u32())
         .is_ok_and(|status| status == NOT_SHIPPED)
 }
 
 /// Split a reply: `Ok(reader over the payload)` or the server's error.
 pub fn read_reply(message: &[u8]) -> Result<Reader<'_>, String> {
-    let mut r = Reader::new(message);
+    let mut r = Reader::message(message).map_err(|e| e.to_string())?;
     match r.u32().map_err(|e| e.to_string())? {
         OK => Ok(r),
         _ => Err(r.string().unwrap_or_else(|e| e.to_string())),

@@ -8,7 +8,8 @@
 //! [`Role`], process id and host on the duplicate.
 //!
 //! Every wait is bounded by the peer's life: a send is an `MPI_Isend`, a
-//! receive an `MPI_Irecv`, a probe an `MPI_Iprobe`, each completed by
+//! receive an `MPI_Irecv` (a request's or reply's first part posted before
+//! it comes, [`World::post`]), each completed by
 //! [`World::poll`], which spins on the test for the first
 //! [`SPIN`] (no added latency), then naps [`NAP`] between tests, and every
 //! [`CHECK_EVERY`] asks whether the peer still lives
@@ -27,7 +28,7 @@
 //! bounded only by Open MPI (which ends the job when a remote rank dies,
 //! unless recovery is enabled).
 use crate::mpi::{self, Comm, Mpi, Status};
-use crate::protocol::FRAGMENT;
+use crate::protocol::{self, FRAGMENT};
 use std::ffi::{c_int, c_void};
 use std::time::{Duration, Instant};
 
@@ -426,42 +427,48 @@ impl World {
             Ok(flag != 0)
         });
         if let Err(err) = waited {
-            if request.is_null() {
+            if request.is_null() || self.abandon(&mut request) {
                 return Err(err);
             }
-            // Fragments the peer sent before it died may still sit in
-            // MPI's queues: let progress take them, cancel, and wait a
-            // little for the request to complete, so that MPI writes no
-            // more into the buffer once this returns.
-            let settle = |limit: Duration, request: &mut mpi::Request| -> bool {
-                let until = Instant::now() + limit;
-                loop {
-                    let mut flag: c_int = 0;
-                    let mut ignored = Status::default();
-                    // SAFETY: an active request of ours.
-                    let code = unsafe { (m.f.test)(request, &mut flag, &mut ignored) };
-                    if code != mpi::SUCCESS || flag != 0 || request.is_null() {
-                        return true;
-                    }
-                    if Instant::now() >= until {
-                        return false;
-                    }
-                    std::thread::sleep(NAP);
-                }
-            };
-            if settle(Duration::from_millis(50), &mut request) {
-                return Err(err);
-            }
-            // SAFETY: still active: cancelled, then waited for.
-            unsafe { (m.f.cancel)(&mut request) };
-            if settle(Duration::from_millis(200), &mut request) {
-                return Err(err);
-            }
-            // SAFETY: still active: MPI frees it whenever it completes.
-            unsafe { (m.f.request_free)(&mut request) };
             return Err(format!("{err}{UNCONFIRMED}"));
         }
         Ok(status)
+    }
+
+    /// Give up on `request`, still active: let progress take what its
+    /// peer sent before it died, cancel, and wait a little for it to
+    /// complete, so that MPI writes no more into its buffer. `false`: not
+    /// confirmed (MPI frees it whenever it completes, and its buffer must
+    /// never be freed).
+    fn abandon(&self, request: &mut mpi::Request) -> bool {
+        let m = &self.mpi;
+        let settle = |limit: Duration, request: &mut mpi::Request| -> bool {
+            let until = Instant::now() + limit;
+            loop {
+                let mut flag: c_int = 0;
+                let mut ignored = Status::default();
+                // SAFETY: an active request of ours.
+                let code = unsafe { (m.f.test)(request, &mut flag, &mut ignored) };
+                if code != mpi::SUCCESS || flag != 0 || request.is_null() {
+                    return true;
+                }
+                if Instant::now() >= until {
+                    return false;
+                }
+                std::thread::sleep(NAP);
+            }
+        };
+        if settle(Duration::from_millis(50), request) {
+            return true;
+        }
+        // SAFETY: still active: cancelled, then waited for.
+        unsafe { (m.f.cancel)(request) };
+        if settle(Duration::from_millis(200), request) {
+            return true;
+        }
+        // SAFETY: still active: MPI frees it whenever it completes.
+        unsafe { (m.f.request_free)(request) };
+        false
     }
 
     fn watch_rank(&self, rank: i32) -> impl Fn() -> Option<String> + '_ {
@@ -527,29 +534,16 @@ impl World {
         ptr: *mut c_void,
         len: usize,
     ) -> Result<(), String> {
-        let m = &self.mpi;
         let watch = self.watch_rank(source);
         let mut offset = 0;
         loop {
             let n = (len - offset).min(FRAGMENT);
-            let mut request: mpi::Request = std::ptr::null_mut();
             // SAFETY: within `ptr..ptr+len` (this function's contract).
             // A cancelled receive may still be written by MPI until it is
             // known cancelled: it is cancelled only when its sender died,
             // and the memory stays the caller's (device memory or a
             // buffer), as with any failed transfer.
-            let code = unsafe {
-                (m.f.irecv)(
-                    ptr.cast::<u8>().add(offset).cast(),
-                    n as c_int,
-                    m.byte,
-                    source,
-                    tag,
-                    self.comm,
-                    &mut request,
-                )
-            };
-            m.check("MPI_Irecv", code)?;
+            let request = unsafe { self.irecv(ptr.cast::<u8>().add(offset), n, source, tag)? };
             self.complete("MPI_Test (receive)", request, &watch)?;
             offset += n;
             if offset >= len {
@@ -558,48 +552,171 @@ impl World {
         }
     }
 
-    /// Receive one whole message from `source` with `tag`, whatever its
-    /// size: `(its source, its bytes)`; `Err` if `source` dies first.
-    pub fn recv_message(&self, source: i32, tag: i32) -> Result<(i32, Vec<u8>), String> {
-        let watch = self.watch_rank(source);
-        self.recv_message_watched(source, tag, &watch)
+    /// Start receiving at most `len` bytes (an `int`'s worth) into `ptr`
+    /// from `source` with `tag`: the request, to complete or cancel.
+    ///
+    /// # Safety
+    /// `ptr` is writable for `len` bytes until the request completes or
+    /// is known cancelled.
+    unsafe fn irecv(
+        &self,
+        ptr: *mut u8,
+        len: usize,
+        source: i32,
+        tag: i32,
+    ) -> Result<mpi::Request, String> {
+        let m = &self.mpi;
+        let count = c_int::try_from(len).map_err(|_| format!("a receive of {len} bytes"))?;
+        let mut request: mpi::Request = std::ptr::null_mut();
+        // SAFETY: per this function's contract.
+        let code = unsafe {
+            (m.f.irecv)(
+                ptr.cast(),
+                count,
+                m.byte,
+                source,
+                tag,
+                self.comm,
+                &mut request,
+            )
+        };
+        m.check("MPI_Irecv", code)?;
+        Ok(request)
     }
 
-    /// Receive one whole message from `source` (or [`mpi::ANY_SOURCE`])
-    /// with `tag`: `(its source, its bytes)`; `Err` when `watch` (asked
-    /// every [`CHECK_EVERY`] while no message has come) gives up.
-    pub fn recv_message_watched(
+    /// Post the receive of a protocol message's first part (at most
+    /// `slot` bytes) from `source` (or [`mpi::ANY_SOURCE`]) with `tag`,
+    /// into `buffer` (emptied; reused for its capacity). Posted before the
+    /// message comes, MPI matches it straight into the buffer: no probe
+    /// polls, no unexpected-message copy (the remote round trip's floor).
+    pub fn post(
         &self,
         source: i32,
         tag: i32,
+        mut buffer: Vec<u8>,
+        slot: usize,
+    ) -> Result<Posted<'_>, String> {
+        buffer.clear();
+        buffer.reserve_exact(slot);
+        // SAFETY: `buffer` has room for `slot` bytes; the `Posted` owns it
+        // until the receive completes or is known cancelled (else it is
+        // never freed).
+        let request = unsafe { self.irecv(buffer.as_mut_ptr(), slot, source, tag)? };
+        Ok(Posted {
+            world: self,
+            request,
+            buffer,
+            slot,
+        })
+    }
+
+    /// Wait for `posted`'s message, then receive its rest, if its length
+    /// header says more follows, from its sender with the tag `rest_tag`
+    /// reads from the first part: `(its source, the whole message)`.
+    /// `Err` when `watch` (asked every [`CHECK_EVERY`]) gives up; the
+    /// receive is then cancelled.
+    pub fn receive_message(
+        &self,
+        mut posted: Posted<'_>,
         watch: &dyn Fn() -> Option<String>,
+        rest_tag: impl FnOnce(&[u8]) -> Option<i32>,
     ) -> Result<(i32, Vec<u8>), String> {
         let m = &self.mpi;
-        let mut status = Status::default();
-        self.poll(watch, || {
-            let mut flag: c_int = 0;
-            // SAFETY: valid communicator; `flag` and `status` are written.
-            m.check("MPI_Iprobe", unsafe {
-                (m.f.iprobe)(source, tag, self.comm, &mut flag, &mut status)
-            })?;
-            Ok(flag != 0)
-        })?;
+        // Taken: `posted`'s drop has nothing left to cancel.
+        let request = std::mem::replace(&mut posted.request, std::ptr::null_mut());
+        let mut buffer = std::mem::take(&mut posted.buffer);
+        let status = match self.complete("MPI_Test (receive)", request, watch) {
+            Ok(status) => status,
+            Err(err) => {
+                keep_if_unconfirmed(&err, buffer);
+                return Err(err);
+            }
+        };
         let mut count: c_int = 0;
-        // SAFETY: `status` came from a successful MPI_Iprobe.
+        // SAFETY: `status` is a completed receive's.
         m.check("MPI_Get_count", unsafe {
             (m.f.get_count)(&status, m.byte, &mut count)
         })?;
-        let mut bytes = vec![0u8; count.max(0) as usize];
-        // SAFETY: `bytes` holds `count` bytes; the probed message is the
-        // one received (same source and tag, and only this thread
-        // receives with this tag from that source).
-        let received =
-            unsafe { self.recv_raw(status.source, tag, bytes.as_mut_ptr().cast(), bytes.len()) };
+        let count = (count.max(0) as usize).min(posted.slot);
+        // SAFETY: MPI wrote `count` bytes, within the reserved slot.
+        unsafe { buffer.set_len(count) };
+        let said = protocol::message_len(&buffer).unwrap_or(0);
+        if count < posted.slot || said <= count as u64 {
+            // Whole (or malformed: its reader says so).
+            return Ok((status.source, buffer));
+        }
+        let Some(tag) = rest_tag(&buffer) else {
+            return Ok((status.source, buffer));
+        };
+        let rest = usize::try_from(said - count as u64).unwrap_or(usize::MAX);
+        if let Err(err) = buffer.try_reserve_exact(rest) {
+            // The sender waits until its rest is taken: taken and dropped,
+            // fragment by fragment, and the first part returned alone (its
+            // reader finds it shorter than its header says).
+            tracing::warn!(
+                "a message of {said} bytes from {} cannot be held here ({err}): dropped",
+                self.describe(status.source)
+            );
+            self.drain(status.source, tag, rest)?;
+            return Ok((status.source, buffer));
+        }
+        // SAFETY: room for `rest` bytes after the `count` received.
+        let received = unsafe {
+            self.recv_raw(
+                status.source,
+                tag,
+                buffer.as_mut_ptr().add(count).cast(),
+                rest,
+            )
+        };
         if let Err(err) = received {
-            keep_if_unconfirmed(&err, bytes);
+            keep_if_unconfirmed(&err, buffer);
             return Err(err);
         }
-        Ok((status.source, bytes))
+        // SAFETY: MPI wrote the `rest` bytes after the first `count`.
+        unsafe { buffer.set_len(count + rest) };
+        Ok((status.source, buffer))
+    }
+
+    /// Receive and drop `len` bytes from `source` with `tag`, in the
+    /// fragments [`World::send_raw`] sends them in, into one scratch
+    /// fragment.
+    fn drain(&self, source: i32, tag: i32, len: usize) -> Result<(), String> {
+        let mut scratch: Vec<u8> = Vec::new();
+        scratch
+            .try_reserve_exact(len.min(FRAGMENT))
+            .map_err(|e| format!("{len} bytes from {}: {e}", self.describe(source)))?;
+        let mut left = len;
+        while left > 0 {
+            let n = left.min(FRAGMENT);
+            // SAFETY: `scratch` has room for `n` bytes.
+            let received = unsafe { self.recv_raw(source, tag, scratch.as_mut_ptr().cast(), n) };
+            if let Err(err) = received {
+                keep_if_unconfirmed(&err, scratch);
+                return Err(err);
+            }
+            left -= n;
+        }
+        Ok(())
+    }
+
+    /// Send `message` (a protocol message: it begins with its length) to
+    /// `dest`: its first `slot` bytes with `tag` (the part the receiver's
+    /// posted receive takes), the rest, if any, with `rest_tag`.
+    pub fn send_message(
+        &self,
+        dest: i32,
+        tag: i32,
+        rest_tag: i32,
+        slot: usize,
+        message: &[u8],
+    ) -> Result<(), String> {
+        let first = message.len().min(slot);
+        self.send(dest, tag, &message[..first])?;
+        if first < message.len() {
+            self.send(dest, rest_tag, &message[first..])?;
+        }
+        Ok(())
     }
 
     /// The first rank of the job (not this one) known to be dead.
@@ -670,6 +787,29 @@ impl World {
             if let Err(err) = self.mpi.check("MPI_Finalize", code) {
                 tracing::warn!("{err}");
             }
+        }
+    }
+}
+
+/// A receive posted with [`World::post`], its buffer MPI's until the
+/// receive completes: finished by [`World::receive_message`]; dropped
+/// unfinished, it is cancelled (and its buffer kept for the rest of the
+/// process if MPI does not confirm it).
+#[must_use = "a posted receive is finished by World::receive_message"]
+pub struct Posted<'w> {
+    world: &'w World,
+    request: mpi::Request,
+    buffer: Vec<u8>,
+    slot: usize,
+}
+
+impl Drop for Posted<'_> {
+    fn drop(&mut self) {
+        if self.request.is_null() {
+            return;
+        }
+        if !self.world.abandon(&mut self.request) {
+            std::mem::forget(std::mem::take(&mut self.buffer));
         }
     }
 }

@@ -19,8 +19,9 @@
 //! The handler's state is plain statics with no destructor (the server
 //! has no global destructors either): what it needs of the running
 //! server, set by [`arm`] before the kernel runs and cleared after.
+use crate::server::send_reply;
 use omptarget_plugin_mpi::mpi::ANY_SOURCE;
-use omptarget_plugin_mpi::protocol::{self, Op, Request, REQUEST_TAG};
+use omptarget_plugin_mpi::protocol::{self, Op, Request, REQUEST_SLOT, REQUEST_TAG};
 use omptarget_plugin_mpi::world::World;
 use std::collections::BTreeSet;
 use std::ffi::{c_int, c_void};
@@ -58,29 +59,32 @@ pub struct Armed(());
 /// are, unchanged, until the returned guard is dropped: they are the
 /// server's, which is inside the launch meanwhile.
 pub fn arm(world: &World, client: i32, tag: i32, clients: &BTreeSet<i32>) -> Armed {
-    CLIENTS.store(std::ptr::from_ref(clients).cast_mut(), Ordering::SeqCst);
-    WORLD.store(std::ptr::from_ref(world).cast_mut(), Ordering::SeqCst);
-    CLIENT.store(client, Ordering::SeqCst);
-    TAG.store(tag, Ordering::SeqCst);
-    ARMED.store(true, Ordering::SeqCst);
+    // The fields first, published by the release store of `ARMED` (the
+    // handler reads them after its acquiring swap): plain stores on x86,
+    // where sequentially consistent ones would each be a full barrier.
+    CLIENTS.store(std::ptr::from_ref(clients).cast_mut(), Ordering::Relaxed);
+    WORLD.store(std::ptr::from_ref(world).cast_mut(), Ordering::Relaxed);
+    CLIENT.store(client, Ordering::Relaxed);
+    TAG.store(tag, Ordering::Relaxed);
+    ARMED.store(true, Ordering::Release);
     Armed(())
 }
 
 impl Drop for Armed {
     fn drop(&mut self) {
-        ARMED.store(false, Ordering::SeqCst);
-        WORLD.store(std::ptr::null_mut(), Ordering::SeqCst);
-        CLIENTS.store(std::ptr::null_mut(), Ordering::SeqCst);
+        // The fields are left as they are: read only while armed, and
+        // written again by the next `arm` before it arms.
+        ARMED.store(false, Ordering::Release);
     }
 }
 
 extern "C" fn handle_exit(status: c_int, _arg: *mut c_void) {
     // Never unwind into libc's exit.
     let _ = std::panic::catch_unwind(|| {
-        if !ARMED.swap(false, Ordering::SeqCst) {
+        if !ARMED.swap(false, Ordering::AcqRel) {
             return; // the server's own exit
         }
-        let world = WORLD.load(Ordering::SeqCst);
+        let world = WORLD.load(Ordering::Relaxed);
         if world.is_null() {
             return;
         }
@@ -100,13 +104,13 @@ extern "C" fn handle_exit(status: c_int, _arg: *mut c_void) {
 /// with an error, until every program rank has said `Exit` (or died).
 fn serve_out(world: &World, status: c_int) {
     let rank = world.rank;
-    let client = CLIENT.load(Ordering::SeqCst);
-    let tag = TAG.load(Ordering::SeqCst);
+    let client = CLIENT.load(Ordering::Relaxed);
+    let tag = TAG.load(Ordering::Relaxed);
     eprintln!(
         "omptarget-mpi-device rank {rank}: a kernel called exit({status}) for program rank {client}; the server exits, its runtime left to the OS"
     );
-    let _ = world.send(client, tag, &protocol::kernel_exit_reply(status));
-    let clients = CLIENTS.load(Ordering::SeqCst);
+    let _ = send_reply(world, client, tag, &protocol::kernel_exit_reply(status));
+    let clients = CLIENTS.load(Ordering::Relaxed);
     let mut left: Vec<i32> = if clients.is_null() {
         vec![client]
     } else {
@@ -118,7 +122,10 @@ fn serve_out(world: &World, status: c_int) {
     while !left.is_empty() {
         let snapshot = left.clone();
         let watch = || snapshot.iter().find_map(|&r| world.death_of(r));
-        let (client, message) = match world.recv_message_watched(ANY_SOURCE, REQUEST_TAG, &watch) {
+        let received = world
+            .post(ANY_SOURCE, REQUEST_TAG, Vec::new(), REQUEST_SLOT)
+            .and_then(|posted| world.receive_message(posted, &watch, protocol::reply_tag_of));
+        let (client, message) = match received {
             Ok(received) => received,
             Err(_) => {
                 left.retain(|&r| world.death_of(r).is_none());
@@ -149,6 +156,6 @@ fn serve_out(world: &World, status: c_int) {
             }
             _ => protocol::error_reply(&why),
         };
-        let _ = world.send(client, tag, &reply);
+        let _ = send_reply(world, client, tag, &reply);
     }
 }

@@ -2,7 +2,9 @@
 use omptarget::abi::{self, plugin::KernelArgType, AllocKind, DeviceImage, OffloadEntry};
 use omptarget::{Config, Device, DevicePtr, RegionLaunch, Runtime};
 use omptarget_plugin_mpi::mpi::ANY_SOURCE;
-use omptarget_plugin_mpi::protocol::{self, EntrySpec, Op, Request, Writer, REQUEST_TAG};
+use omptarget_plugin_mpi::protocol::{
+    self, EntrySpec, Op, Request, Writer, REPLY_SLOT, REQUEST_SLOT, REQUEST_TAG,
+};
 use omptarget_plugin_mpi::world::{Role, World};
 use std::collections::{BTreeSet, HashMap};
 use std::ffi::{c_void, CString};
@@ -142,6 +144,8 @@ impl Server {
     /// killed program, even under `mpirun --enable-recovery`.
     pub fn serve(mut self) -> Result<Ended, String> {
         let mut deaths = Vec::new();
+        // The posted receive's buffer, reused from request to request.
+        let mut buffer = Vec::with_capacity(REQUEST_SLOT);
         while !self.clients.is_empty() {
             let watch = || {
                 self.clients
@@ -150,7 +154,16 @@ impl Server {
             };
             let received = self
                 .world
-                .recv_message_watched(ANY_SOURCE, REQUEST_TAG, &watch);
+                .post(
+                    ANY_SOURCE,
+                    REQUEST_TAG,
+                    std::mem::take(&mut buffer),
+                    REQUEST_SLOT,
+                )
+                .and_then(|posted| {
+                    self.world
+                        .receive_message(posted, &watch, protocol::reply_tag_of)
+                });
             let (client, message) = match received {
                 Ok(received) => received,
                 Err(err) => {
@@ -167,12 +180,24 @@ impl Server {
                     // it has one, so that the client does not wait for ever.
                     say(&format!("omptarget-mpi-device: from rank {client}: {err}"));
                     if let Some(tag) = protocol::reply_tag_of(&message) {
-                        let reply = protocol::error_reply(&format!("malformed request: {err}"));
-                        let _ = self.world.send(client, tag, &reply);
+                        let reply = match protocol::message_len(&message) {
+                            // Its rest was dropped (World::receive_message).
+                            Ok(said) if said > message.len() as u64 => protocol::error_reply(
+                                &format!("a request of {said} bytes cannot be held on this server"),
+                            ),
+                            _ => protocol::error_reply(&format!("malformed request: {err}")),
+                        };
+                        let _ = send_reply(&self.world, client, tag, &reply);
                     }
+                    buffer = message;
                     continue;
                 }
             };
+            // Decoded, the request owns what it needs: its buffer takes
+            // the next one (unless a long request, an image, grew it).
+            if message.capacity() <= 4 * REQUEST_SLOT {
+                buffer = message;
+            }
             let tag = request.reply_tag;
             if let Op::SubmitInline { device, ptr, data } = &request.op {
                 self.one_way += 1;
@@ -220,7 +245,7 @@ impl Server {
             // A transfer's data was sent or received inside `handle`; a
             // retrieve's reply went first (it precedes the data).
             if !message.is_empty() {
-                if let Err(err) = self.world.send(client, tag, &message) {
+                if let Err(err) = send_reply(&self.world, client, tag, &message) {
                     if !self.forget_dead_clients(&mut deaths) {
                         return Err(err);
                     }
@@ -665,7 +690,7 @@ impl Server {
                 staged.push(buffer);
             }
         }
-        self.world.send(client, tag, &protocol::ok_reply(|_| {}))?;
+        send_reply(&self.world, client, tag, &protocol::ok_reply(|_| {}))?;
         for (i, &(ptr, size)) in ranges.iter().enumerate() {
             let data: *const c_void = match staged.get(i) {
                 Some(buffer) => buffer.as_ptr().cast(),
@@ -737,11 +762,18 @@ impl Server {
             staging.as_ptr().cast()
         };
         if let Some(header) = header {
-            self.world.send(peer, tag, &header)?;
+            send_reply(&self.world, peer, tag, &header)?;
         }
         // SAFETY: device memory of this process (direct) or `staging`.
         unsafe { self.world.send_raw(peer, tag, data, size) }
     }
+}
+
+/// Send `reply` to `client` with `tag`: its first [`REPLY_SLOT`] bytes
+/// land in the receive the client posted; the rest, if any, follows on
+/// the same tag.
+pub fn send_reply(world: &World, client: i32, tag: i32, reply: &[u8]) -> Result<(), String> {
+    world.send_message(client, tag, tag, REPLY_SLOT, reply)
 }
 
 /// The server's shutdown report, where the program's goes

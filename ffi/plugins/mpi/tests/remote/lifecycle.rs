@@ -16,6 +16,12 @@ fn source() -> PathBuf {
 /// `tests/c/job.c` built by clang-14 as `target/omptarget/mpi-tests/NAME`,
 /// with Open MPI's flags for `with_mpi` and `extra` flags.
 pub(crate) fn build(name: &str, with_mpi: bool, extra: &[&str]) -> PathBuf {
+    build_source(&source(), name, with_mpi, extra)
+}
+
+/// `source` built by clang-14 as `target/omptarget/mpi-tests/NAME`, with
+/// Open MPI's flags for `with_mpi` and `extra` flags.
+pub(crate) fn build_source(source: &Path, name: &str, with_mpi: bool, extra: &[&str]) -> PathBuf {
     let dir = omptarget_test_support::paths::omptarget_dir().join("mpi-tests");
     std::fs::create_dir_all(&dir).unwrap();
     let out = dir.join(name);
@@ -44,7 +50,7 @@ pub(crate) fn build(name: &str, with_mpi: bool, extra: &[&str]) -> PathBuf {
     // A private name while building: tests of this binary run at once.
     let tmp = dir.join(format!(".{name}.{}", std::process::id()));
     let built = cmd
-        .arg(source())
+        .arg(source)
         .arg("-o")
         .arg(&tmp)
         .args(link)

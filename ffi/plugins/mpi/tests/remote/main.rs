@@ -8,6 +8,8 @@
 //!   local host plugin;
 //! * `lifecycle`: how jobs end (exit status, `exit()`, killed program,
 //!   the program's own MPI), and the plugin outside a job;
+//! * `messages`: requests and replies longer than the receives posted
+//!   for them;
 //! * `rust_api`: the Rust API on remote devices;
 //! * `faults`: a device server or the program killed under
 //!   `mpirun --enable-recovery`.
@@ -15,6 +17,7 @@ mod abi;
 mod faults;
 mod job;
 mod lifecycle;
+mod messages;
 mod programs;
 mod rust_api;
 mod valgrind;
