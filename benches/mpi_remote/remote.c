@@ -46,8 +46,10 @@ static double median(double *v, int n) {
 // when idle, so that it takes no core while the offload rows run
 // (oversubscribed, a spinning third process slows the other two).
 static void echo(void) {
-  char *bulk = malloc(BULK);
-  memset(bulk, 1, BULK);
+  // `bulk` receives BULK_IN while posted; `out` is what BULK_OUT sends
+  // (a pending receive's buffer is not to be read).
+  char *bulk = malloc(BULK), *out = malloc(BULK);
+  memset(out, 1, BULK);
   char ping[8], ask[1], done[1], one[1] = {0};
   enum { PING, BULK_IN, BULK_OUT, DONE, KINDS };
   static const int tags[KINDS] = {TAG_PING, TAG_BULK_IN, TAG_BULK_OUT, TAG_DONE};
@@ -79,7 +81,7 @@ static void echo(void) {
       MPI_Send(one, 1, MPI_BYTE, 0, TAG_BULK_IN, MPI_COMM_WORLD);
       break;
     case BULK_OUT:  // rank 0 asked with 1 byte; BULK bytes back
-      MPI_Send(bulk, (int)BULK, MPI_BYTE, 0, TAG_BULK_OUT, MPI_COMM_WORLD);
+      MPI_Send(out, (int)BULK, MPI_BYTE, 0, TAG_BULK_OUT, MPI_COMM_WORLD);
       break;
     default:
       for (int k = 0; k < KINDS; k++) {
@@ -88,6 +90,7 @@ static void echo(void) {
         MPI_Wait(&posted[k], MPI_STATUS_IGNORE);
       }
       free(bulk);
+      free(out);
       return;
     }
     MPI_Irecv(bufs[which], sizes[which], MPI_BYTE, 0, tags[which], MPI_COMM_WORLD, &posted[which]);
@@ -156,15 +159,18 @@ static double empty_region_round(int dev) {
 }
 
 // The floor and the empty region, round by round in turn, so that both
-// see the same machine: (ping-pong, region) medians.
-static void round_trips(int dev, double *ping, double *region) {
-  double t_ping[64], t_region[64];
+// see the same machine: (ping-pong, region, region over the ping-pong of
+// its own round) medians.
+static void round_trips(int dev, double *ping, double *region, double *ratio) {
+  double t_ping[64], t_region[64], t_ratio[64];
   for (int r = 0; r < rounds; r++) {
     t_ping[r] = ping_pong_round();
     t_region[r] = empty_region_round(dev);
+    t_ratio[r] = t_region[r] / t_ping[r];
   }
   *ping = median(t_ping, rounds);
   *region = median(t_region, rounds);
+  *ratio = median(t_ratio, rounds);
 }
 
 // `target update` of BULK mapped bytes each way; the device copy is
@@ -268,8 +274,8 @@ int main(int argc, char **argv) {
   }
   char *buf = malloc(BULK);
   memset(buf, 0, BULK);
-  double ping, region, mpi_to, mpi_from, up_to, up_from;
-  round_trips(0, &ping, &region);
+  double ping, region, ratio, mpi_to, mpi_from, up_to, up_from;
+  round_trips(0, &ping, &region, &ratio);
   mpi_bandwidth(buf, &mpi_to, &mpi_from);
   int ok_update = update_bandwidth(0, buf, &up_to, &up_from);
   int ok_16 = 0;
@@ -280,6 +286,7 @@ int main(int argc, char **argv) {
   printf("mpi_bandwidth_to_Bps %.0f\n", mpi_to);
   printf("mpi_bandwidth_from_Bps %.0f\n", mpi_from);
   printf("empty_region_s %.9f\n", region);
+  printf("empty_region_over_ping_pong %.4f\n", ratio);
   printf("update_to_64MiB_Bps %.0f\n", up_to);
   printf("update_from_64MiB_Bps %.0f\n", up_from);
   printf("region_16_arrays_s %.9f\n", region16);

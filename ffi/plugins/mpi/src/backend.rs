@@ -693,12 +693,13 @@ impl MpiBackend {
         let reply = client
             .call(remote.server, op)
             .map_err(|e| self.located(device, e))?;
-        if let Some(status) = protocol::kernel_exit_status(&reply) {
-            self.exit_as_the_kernel_did(client, device, status);
+        match protocol::read_reply(&reply) {
+            Ok(_) => Ok(()),
+            Err(err) => match protocol::kernel_exit_status(&reply) {
+                Some(status) => self.exit_as_the_kernel_did(client, device, status),
+                None => Err(self.located(device, err)),
+            },
         }
-        protocol::read_reply(&reply)
-            .map(drop)
-            .map_err(|e| self.located(device, e))
     }
 
     /// The kernel called `exit(status)` on a remote device: the program

@@ -121,10 +121,9 @@ mpi_functions! {
     irecv = "MPI_Irecv": fn(*mut c_void, c_int, Datatype, c_int, c_int, Comm, *mut Request);
     test = "MPI_Test": fn(*mut Request, *mut c_int, *mut Status);
     wait = "MPI_Wait": fn(*mut Request, *mut Status);
-    probe = "MPI_Probe": fn(c_int, c_int, Comm, *mut Status);
-    iprobe = "MPI_Iprobe": fn(c_int, c_int, Comm, *mut c_int, *mut Status);
     get_count = "MPI_Get_count": fn(*const Status, Datatype, *mut c_int);
     cancel = "MPI_Cancel": fn(*mut Request);
+    test_cancelled = "MPI_Test_cancelled": fn(*const Status, *mut c_int);
     request_free = "MPI_Request_free": fn(*mut Request);
     get_processor_name = "MPI_Get_processor_name": fn(*mut c_char, *mut c_int);
     error_string = "MPI_Error_string": fn(c_int, *mut c_char, *mut c_int);

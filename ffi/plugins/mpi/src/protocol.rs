@@ -25,7 +25,7 @@
 //!
 //! Encoding: little-endian fixed-size fields, strings and blobs as a `u64`
 //! length then the bytes. A malformed message is an error of its own,
-//! never a panic: a server answers it on the reply tag it starts with (if
+//! never a panic: a server answers it on the reply tag after its length (if
 //! it has one) and goes on.
 use std::fmt;
 
@@ -49,11 +49,21 @@ pub const REQUEST_SLOT: usize = INLINE_SUBMIT_LIMIT + 1024;
 /// within malloc's per-thread cache): the status and a short payload; a
 /// longer reply (many entry addresses, a long error) sends the rest.
 pub const REPLY_SLOT: usize = 1024;
+/// The fragments a message's rest travels in (smaller than bulk data's
+/// [`FRAGMENT`]: a server that cannot hold a rest still takes it, into one
+/// fragment, to drop it).
+pub const REST_FRAGMENT: usize = 16 << 20;
+/// The longest request or reply (64 GiB): a length header past it is
+/// malformed, and its rest is not waited for.
+pub const MAX_MESSAGE: u64 = 64 << 30;
 /// The most bytes a one-way [`Op::SubmitInline`] carries: copies to a
 /// device up to this size travel inside their request, with no reply to
 /// wait for; larger ones go straight from the program's memory, after
 /// their request.
 pub const INLINE_SUBMIT_LIMIT: usize = 64 << 10;
+// The largest `SubmitInline` (length header, reply tag, code, device,
+// address, data's length: 36 bytes, then the data) fits its slot.
+const _: () = assert!(INLINE_SUBMIT_LIMIT + 36 <= REQUEST_SLOT);
 
 /// What a server is asked to do. `device` is the server's own device
 /// number.
@@ -817,6 +827,35 @@ mod tests {
         .encode();
         bytes.push(0);
         assert!(Request::decode(&bytes).is_err());
+    }
+
+    #[test]
+    fn the_largest_one_way_copy_fits_its_slot() {
+        let message = Request {
+            reply_tag: FIRST_REPLY_TAG,
+            op: Op::SubmitInline {
+                device: 0,
+                ptr: 0,
+                data: vec![7; INLINE_SUBMIT_LIMIT],
+            },
+        }
+        .encode();
+        assert_eq!(message.len(), INLINE_SUBMIT_LIMIT + 36);
+        assert!(message.len() <= REQUEST_SLOT);
+        assert_eq!(message_len(&message), Ok(message.len() as u64));
+    }
+
+    #[test]
+    fn a_length_header_that_disagrees_is_malformed() {
+        let mut message = ok_reply(|w| {
+            w.u64(42);
+        });
+        assert!(read_reply(&message).is_ok());
+        message.push(0);
+        assert!(read_reply(&message).is_err());
+        message.truncate(5);
+        assert!(read_reply(&message).is_err());
+        assert!(Request::decode(&0u64.to_le_bytes()).is_err());
     }
 
     #[test]

@@ -14,7 +14,11 @@
 //! [`SPIN`] (no added latency), then naps [`NAP`] between tests, and every
 //! [`CHECK_EVERY`] asks whether the peer still lives
 //! ([`World::peer_alive`]). A dead peer ends the wait with an error that
-//! names it; the request is cancelled and freed.
+//! names it; the request is cancelled and freed (one that completes while
+//! it is being cancelled completed: its message is returned, not lost).
+//! A server's wait for the next request, from any program rank, gives up
+//! only when every program rank is dead: one rank's death must not cost
+//! another its request.
 //!
 //! Why this matters only under `mpirun --enable-recovery`: by default Open
 //! MPI ends the whole job when any rank dies by a signal, so nothing can
@@ -389,7 +393,9 @@ impl World {
             }
             polls = polls.wrapping_add(1);
             if !napping && !polls.is_multiple_of(64) {
-                std::hint::spin_loop();
+                // No `spin_loop` hint, as in MPI's own blocking waits:
+                // each test is already a call into MPI's progress engine,
+                // and a pause only delays noticing the message.
                 continue;
             }
             let now = Instant::now();
@@ -409,7 +415,10 @@ impl World {
     }
 
     /// Complete `request` (a send or receive with `peer`), or cancel and
-    /// free it when `watch` gives up.
+    /// free it when `watch` gives up. A request that completes while it
+    /// is being given up completed: its status is returned, as if the
+    /// wait had not given up (a receive's message is the caller's, not
+    /// lost).
     fn complete(
         &self,
         what: &str,
@@ -426,49 +435,63 @@ impl World {
             })?;
             Ok(flag != 0)
         });
-        if let Err(err) = waited {
-            if request.is_null() || self.abandon(&mut request) {
-                return Err(err);
-            }
-            return Err(format!("{err}{UNCONFIRMED}"));
+        let Err(err) = waited else {
+            return Ok(status);
+        };
+        if request.is_null() {
+            return Err(err);
         }
-        Ok(status)
+        match self.abandon(&mut request) {
+            Abandoned::Completed(status) => Ok(status),
+            Abandoned::Cancelled => Err(err),
+            Abandoned::Unconfirmed => Err(format!("{err}{UNCONFIRMED}")),
+        }
     }
 
     /// Give up on `request`, still active: let progress take what its
     /// peer sent before it died, cancel, and wait a little for it to
-    /// complete, so that MPI writes no more into its buffer. `false`: not
-    /// confirmed (MPI frees it whenever it completes, and its buffer must
-    /// never be freed).
-    fn abandon(&self, request: &mut mpi::Request) -> bool {
+    /// complete, so that MPI writes no more into its buffer.
+    fn abandon(&self, request: &mut mpi::Request) -> Abandoned {
         let m = &self.mpi;
-        let settle = |limit: Duration, request: &mut mpi::Request| -> bool {
+        let settle = |limit: Duration, request: &mut mpi::Request| -> Option<Abandoned> {
             let until = Instant::now() + limit;
             loop {
                 let mut flag: c_int = 0;
-                let mut ignored = Status::default();
+                let mut status = Status::default();
                 // SAFETY: an active request of ours.
-                let code = unsafe { (m.f.test)(request, &mut flag, &mut ignored) };
-                if code != mpi::SUCCESS || flag != 0 || request.is_null() {
-                    return true;
+                let code = unsafe { (m.f.test)(request, &mut flag, &mut status) };
+                if flag != 0 || request.is_null() {
+                    if code != mpi::SUCCESS {
+                        // Completed in error (Open MPI 4.1 frees it then):
+                        // nothing of it to use.
+                        return Some(Abandoned::Cancelled);
+                    }
+                    let mut cancelled: c_int = 0;
+                    // SAFETY: the status of a completed request.
+                    unsafe { (m.f.test_cancelled)(&status, &mut cancelled) };
+                    return Some(if cancelled != 0 {
+                        Abandoned::Cancelled
+                    } else {
+                        Abandoned::Completed(status)
+                    });
                 }
                 if Instant::now() >= until {
-                    return false;
+                    return None;
                 }
                 std::thread::sleep(NAP);
             }
         };
-        if settle(Duration::from_millis(50), request) {
-            return true;
+        if let Some(settled) = settle(Duration::from_millis(50), request) {
+            return settled;
         }
         // SAFETY: still active: cancelled, then waited for.
         unsafe { (m.f.cancel)(request) };
-        if settle(Duration::from_millis(200), request) {
-            return true;
+        if let Some(settled) = settle(Duration::from_millis(200), request) {
+            return settled;
         }
         // SAFETY: still active: MPI frees it whenever it completes.
         unsafe { (m.f.request_free)(request) };
-        false
+        Abandoned::Unconfirmed
     }
 
     fn watch_rank(&self, rank: i32) -> impl Fn() -> Option<String> + '_ {
@@ -493,11 +516,27 @@ impl World {
         ptr: *const c_void,
         len: usize,
     ) -> Result<(), String> {
+        // SAFETY: per this function's contract.
+        unsafe { self.send_fragments(dest, tag, ptr, len, FRAGMENT) }
+    }
+
+    /// [`World::send_raw`] in fragments of at most `fragment` bytes.
+    ///
+    /// # Safety
+    /// `ptr` is readable for `len` bytes.
+    unsafe fn send_fragments(
+        &self,
+        dest: i32,
+        tag: i32,
+        ptr: *const c_void,
+        len: usize,
+        fragment: usize,
+    ) -> Result<(), String> {
         let m = &self.mpi;
         let watch = self.watch_rank(dest);
         let mut offset = 0;
         loop {
-            let n = (len - offset).min(FRAGMENT);
+            let n = (len - offset).min(fragment);
             let mut request: mpi::Request = std::ptr::null_mut();
             // SAFETY: within `ptr..ptr+len` (this function's contract),
             // which stays readable until `complete` returns (it completes
@@ -534,17 +573,48 @@ impl World {
         ptr: *mut c_void,
         len: usize,
     ) -> Result<(), String> {
+        // SAFETY: per this function's contract.
+        unsafe { self.recv_fragments(source, tag, ptr, len, FRAGMENT) }
+    }
+
+    /// [`World::recv_raw`] in fragments of at most `fragment` bytes (as
+    /// their sender sent them). Each fragment must be whole: one shorter
+    /// than expected (a sender out of step) is an error, never bytes
+    /// left unwritten.
+    ///
+    /// # Safety
+    /// `ptr` is writable for `len` bytes.
+    unsafe fn recv_fragments(
+        &self,
+        source: i32,
+        tag: i32,
+        ptr: *mut c_void,
+        len: usize,
+        fragment: usize,
+    ) -> Result<(), String> {
+        let m = &self.mpi;
         let watch = self.watch_rank(source);
         let mut offset = 0;
         loop {
-            let n = (len - offset).min(FRAGMENT);
+            let n = (len - offset).min(fragment);
             // SAFETY: within `ptr..ptr+len` (this function's contract).
             // A cancelled receive may still be written by MPI until it is
             // known cancelled: it is cancelled only when its sender died,
             // and the memory stays the caller's (device memory or a
             // buffer), as with any failed transfer.
             let request = unsafe { self.irecv(ptr.cast::<u8>().add(offset), n, source, tag)? };
-            self.complete("MPI_Test (receive)", request, &watch)?;
+            let status = self.complete("MPI_Test (receive)", request, &watch)?;
+            let mut count: c_int = 0;
+            // SAFETY: `status` is a completed receive's.
+            m.check("MPI_Get_count", unsafe {
+                (m.f.get_count)(&status, m.byte, &mut count)
+            })?;
+            if usize::try_from(count).ok() != Some(n) {
+                return Err(format!(
+                    "{} sent {count} bytes on tag {tag} where {n} were due",
+                    self.describe(source)
+                ));
+            }
             offset += n;
             if offset >= len {
                 return Ok(());
@@ -641,8 +711,9 @@ impl World {
         // SAFETY: MPI wrote `count` bytes, within the reserved slot.
         unsafe { buffer.set_len(count) };
         let said = protocol::message_len(&buffer).unwrap_or(0);
-        if count < posted.slot || said <= count as u64 {
-            // Whole (or malformed: its reader says so).
+        if count < posted.slot || said <= count as u64 || said > protocol::MAX_MESSAGE {
+            // Whole, or malformed (its reader says so): no sender of
+            // ours sends a rest past `MAX_MESSAGE`.
             return Ok((status.source, buffer));
         }
         let Some(tag) = rest_tag(&buffer) else {
@@ -662,11 +733,12 @@ impl World {
         }
         // SAFETY: room for `rest` bytes after the `count` received.
         let received = unsafe {
-            self.recv_raw(
+            self.recv_fragments(
                 status.source,
                 tag,
                 buffer.as_mut_ptr().add(count).cast(),
                 rest,
+                protocol::REST_FRAGMENT,
             )
         };
         if let Err(err) = received {
@@ -678,19 +750,22 @@ impl World {
         Ok((status.source, buffer))
     }
 
-    /// Receive and drop `len` bytes from `source` with `tag`, in the
-    /// fragments [`World::send_raw`] sends them in, into one scratch
-    /// fragment.
+    /// Receive and drop the `len` bytes of a message's rest from `source`
+    /// with `tag`, fragment by fragment into one scratch fragment (16 MiB:
+    /// what a server short of memory can still find).
     fn drain(&self, source: i32, tag: i32, len: usize) -> Result<(), String> {
+        let fragment = protocol::REST_FRAGMENT;
         let mut scratch: Vec<u8> = Vec::new();
         scratch
-            .try_reserve_exact(len.min(FRAGMENT))
+            .try_reserve_exact(len.min(fragment))
             .map_err(|e| format!("{len} bytes from {}: {e}", self.describe(source)))?;
         let mut left = len;
         while left > 0 {
-            let n = left.min(FRAGMENT);
+            let n = left.min(fragment);
             // SAFETY: `scratch` has room for `n` bytes.
-            let received = unsafe { self.recv_raw(source, tag, scratch.as_mut_ptr().cast(), n) };
+            let received = unsafe {
+                self.recv_fragments(source, tag, scratch.as_mut_ptr().cast(), n, fragment)
+            };
             if let Err(err) = received {
                 keep_if_unconfirmed(&err, scratch);
                 return Err(err);
@@ -711,10 +786,27 @@ impl World {
         slot: usize,
         message: &[u8],
     ) -> Result<(), String> {
+        if message.len() as u64 > protocol::MAX_MESSAGE {
+            return Err(format!(
+                "a message of {} bytes: the protocol carries at most {} GiB",
+                message.len(),
+                protocol::MAX_MESSAGE >> 30
+            ));
+        }
         let first = message.len().min(slot);
         self.send(dest, tag, &message[..first])?;
         if first < message.len() {
-            self.send(dest, rest_tag, &message[first..])?;
+            let rest = &message[first..];
+            // SAFETY: `rest` is readable for its length.
+            unsafe {
+                self.send_fragments(
+                    dest,
+                    rest_tag,
+                    rest.as_ptr().cast(),
+                    rest.len(),
+                    protocol::REST_FRAGMENT,
+                )?
+            };
         }
         Ok(())
     }
@@ -791,6 +883,18 @@ impl World {
     }
 }
 
+/// How a request given up on ended.
+enum Abandoned {
+    /// Cancelled: MPI will not touch its buffer.
+    Cancelled,
+    /// Completed before it could be cancelled: its message (or send) went
+    /// through.
+    Completed(Status),
+    /// Neither, within the time allowed: freed, and its buffer must never
+    /// be.
+    Unconfirmed,
+}
+
 /// A receive posted with [`World::post`], its buffer MPI's until the
 /// receive completes: finished by [`World::receive_message`]; dropped
 /// unfinished, it is cancelled (and its buffer kept for the rest of the
@@ -808,7 +912,13 @@ impl Drop for Posted<'_> {
         if self.request.is_null() {
             return;
         }
-        if !self.world.abandon(&mut self.request) {
+        // A message that completed it meanwhile is dropped with it: a
+        // posted receive is dropped only when its request could not be
+        // sent, so no reply is due.
+        if matches!(
+            self.world.abandon(&mut self.request),
+            Abandoned::Unconfirmed
+        ) {
             std::mem::forget(std::mem::take(&mut self.buffer));
         }
     }

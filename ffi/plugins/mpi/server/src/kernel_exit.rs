@@ -120,19 +120,33 @@ fn serve_out(world: &World, status: c_int) {
     };
     let why = format!("device server rank {rank} is exiting: a kernel called exit({status})");
     while !left.is_empty() {
-        let snapshot = left.clone();
-        let watch = || snapshot.iter().find_map(|&r| world.death_of(r));
+        // As the server's own loop: the receive ends only once no rank is
+        // left alive, so that one's death costs no other its request.
+        let someone_died = std::cell::Cell::new(false);
+        let watch = || {
+            let mut deaths = left.iter().filter_map(|&r| world.death_of(r));
+            let first = deaths.next()?;
+            someone_died.set(true);
+            (1 + deaths.count() == left.len()).then_some(first)
+        };
         let received = world
             .post(ANY_SOURCE, REQUEST_TAG, Vec::new(), REQUEST_SLOT)
             .and_then(|posted| world.receive_message(posted, &watch, protocol::reply_tag_of));
-        let (client, message) = match received {
-            Ok(received) => received,
-            Err(_) => {
-                left.retain(|&r| world.death_of(r).is_none());
+        if someone_died.get() {
+            left.retain(|&r| world.death_of(r).is_none());
+        }
+        let Ok((client, message)) = received else {
+            // Every rank left is dead, or MPI failed: nobody to answer.
+            if someone_died.get() {
                 continue;
             }
+            return;
         };
         let Ok(request) = Request::decode(&message) else {
+            // Answered, if it says where: its client waits for a reply.
+            if let Some(tag) = protocol::reply_tag_of(&message) {
+                let _ = send_reply(world, client, tag, &protocol::error_reply(&why));
+            }
             continue;
         };
         let tag = request.reply_tag;

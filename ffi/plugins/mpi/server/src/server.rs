@@ -147,10 +147,19 @@ impl Server {
         // The posted receive's buffer, reused from request to request.
         let mut buffer = Vec::with_capacity(REQUEST_SLOT);
         while !self.clients.is_empty() {
+            // The receive takes a request from any program rank, so one
+            // rank's death does not end it (another's request may be on
+            // its way into it): it ends only once no rank is left alive.
+            // A death is noted, and the dead are forgotten after it.
+            let someone_died = std::cell::Cell::new(false);
             let watch = || {
-                self.clients
+                let mut deaths = self
+                    .clients
                     .iter()
-                    .find_map(|&rank| self.world.death_of(rank))
+                    .filter_map(|&rank| self.world.death_of(rank));
+                let first = deaths.next()?;
+                someone_died.set(true);
+                (1 + deaths.count() == self.clients.len()).then_some(first)
             };
             let received = self
                 .world
@@ -164,14 +173,13 @@ impl Server {
                     self.world
                         .receive_message(posted, &watch, protocol::reply_tag_of)
                 });
+            if someone_died.get() {
+                self.forget_dead_clients(&mut deaths);
+            }
             let (client, message) = match received {
                 Ok(received) => received,
-                Err(err) => {
-                    if self.forget_dead_clients(&mut deaths) {
-                        continue;
-                    }
-                    return Err(err);
-                }
+                Err(_) if self.clients.is_empty() => continue,
+                Err(err) => return Err(err),
             };
             let request = match Request::decode(&message) {
                 Ok(request) => request,
@@ -225,6 +233,8 @@ impl Server {
                     }
                     None
                 }
+                // Usually none: no hash of the rank per request.
+                _ if self.deferred.is_empty() => None,
                 _ => self.deferred.remove(&client),
             };
             let reply = match earlier {

@@ -10,6 +10,13 @@
 //                exists, reads a device number from it and offloads to
 //                that device (the test kills a device server, or a
 //                program rank, meanwhile)
+//   one-dies     program rank 1 offloads and raises SIGKILL; rank 0 keeps
+//                the last device's server busy for 1.5 s (a region every
+//                50 ms: none of its waits reaches its 250 ms liveness
+//                check), idles 270 ms (the check finds rank 1 dead just
+//                before rank 0's next request comes), then copies new data
+//                to the device (mapped since before) and sums it there:
+//                4096, or 12285 if the copy was lost
 //   plain-mpi    (built with -DWITH_MPI) MPI_Init in main, unconditionally,
 //                as MPI programs do; allreduces its device count and
 //                offloads to its last device (a job with no server)
@@ -96,6 +103,30 @@ int main(int argc, char **argv) {
     if (fscanf(go, "%d", &device) != 1) return 3;
     fclose(go);
     printf("after: device %d: %.0f\n", device, sum_on(device));
+    return 0;
+  }
+  if (!strcmp(mode, "one-dies")) {
+    const char *rank = getenv("OMPI_COMM_WORLD_RANK");
+    int last = devices - 1;
+    printf("before: %.0f\n", sum_on(last));
+    fflush(stdout);
+    if (rank && !strcmp(rank, "1")) raise(SIGKILL);
+    // Mapped for the rest: the sum reads what the update copied.
+#pragma omp target enter data map(to : data) device(last)
+    for (int k = 0; k < 30; k++) {
+      int x = k;
+#pragma omp target map(tofrom : x) device(last)
+      { x += 1; }
+      usleep(50000);
+    }
+    usleep(270000);
+    for (int i = 0; i < N; i++) data[i] = 1;
+#pragma omp target update to(data) device(last)
+    double sum = 0;
+#pragma omp target map(tofrom : sum) device(last)
+    for (int i = 0; i < N; i++) sum += data[i];
+#pragma omp target exit data map(delete : data) device(last)
+    printf("after: %.0f\n", sum);
     return 0;
   }
 #ifdef WITH_MPI

@@ -157,6 +157,38 @@ fn a_server_serves_on_when_one_of_two_program_ranks_is_killed() {
     assert_no_server_left(&tag, Duration::from_secs(10));
 }
 
+/// One program rank dies while another keeps offloading to the same
+/// server: the server's receive takes a request from any rank, and the
+/// death of one must not cost the other its request. `job.c`'s
+/// `one-dies` mode times rank 0's copy to come just as the server's
+/// liveness check finds rank 1 dead (a receive given up on then took the
+/// copy and dropped it: the sum came out 12285, or a request waiting for
+/// its reply hung the job).
+#[test]
+fn a_rank_s_death_costs_another_rank_no_request() {
+    let tag = tag("one-dies");
+    let cmd = lifecycle::job_with(
+        job::mpirun_recovering(),
+        lifecycle::program(),
+        &["one-dies"],
+        2,
+        1,
+        &tag,
+    );
+    let started = Instant::now();
+    let out = job::run(cmd);
+    assert!(out.exit.is_some(), "hung: {}", describe(&out));
+    assert!(started.elapsed() < BOUNDED, "{}", describe(&out));
+    assert!(out.stdout.contains("after: 4096\n"), "{}", describe(&out));
+    assert!(
+        out.stderr
+            .contains("omptarget-mpi-device rank 2: program rank 1 on"),
+        "{}",
+        describe(&out)
+    );
+    assert_no_server_left(&tag, Duration::from_secs(10));
+}
+
 /// Set in the Rust program rank's environment: the files it writes its
 /// pid to, and waits for.
 const READY_VAR: &str = "OMPTARGET_TEST_READY";
