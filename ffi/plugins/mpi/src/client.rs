@@ -1,7 +1,10 @@
 //! The program's side of the protocol: one request, one reply, from any
 //! thread.
 use crate::mpi;
-use crate::protocol::{self, Op, Request, FIRST_REPLY_TAG, REPLY_SLOT, REQUEST_SLOT, REQUEST_TAG};
+use crate::protocol::{
+    self, InlineCopy, Op, Request, FIRST_REPLY_TAG, INLINE_BATCH_BASE, INLINE_BATCH_LIMIT,
+    INLINE_COPY_FIELDS, INLINE_SUBMIT_LIMIT, REPLY_SLOT, REQUEST_SLOT, REQUEST_TAG,
+};
 use crate::world::{Posted, Role, World};
 use std::collections::HashMap;
 use std::ffi::c_void;
@@ -43,6 +46,27 @@ pub struct Client {
     dead: Mutex<HashMap<i32, String>>,
     /// Whether `dead` holds any: read by every call without a lock.
     any_dead: AtomicBool,
+    /// The one-way copies gathered for each server, by rank.
+    gathered: Vec<Gathered>,
+}
+
+/// One-way copies to one server not sent yet ([`Client::submit_inline`]):
+/// they go as one message before that server's next request, or when
+/// they fill one.
+#[derive(Default)]
+struct Gathered {
+    copies: Mutex<GatheredCopies>,
+    /// Whether `copies` holds any: read by every request without a lock.
+    /// Cleared only once they are sent, so that a request that finds it
+    /// clear goes after them.
+    pending: AtomicBool,
+}
+
+#[derive(Default)]
+struct GatheredCopies {
+    copies: Vec<InlineCopy>,
+    /// Their size in a `SubmitInline`, besides its base.
+    bytes: usize,
 }
 
 impl Client {
@@ -61,7 +85,11 @@ impl Client {
             exchanges: Mutex::new(()),
             dead: Mutex::new(HashMap::new()),
             any_dead: AtomicBool::new(false),
+            gathered: Vec::new(),
         };
+        client.gathered = (0..client.world.roles.len())
+            .map(|_| Gathered::default())
+            .collect();
         if ranks.is_empty() {
             client.world.leave()?;
             return Ok(None);
@@ -191,6 +219,71 @@ impl Client {
         result
     }
 
+    /// [`Client::with_rank`], the one-way copies gathered for server
+    /// `rank` sent first: every exchange with a server that follows a copy
+    /// to it (a launch, a copy back, a free) finds the copy done.
+    fn with_server<T>(
+        &self,
+        rank: i32,
+        f: impl FnOnce() -> Result<T, String>,
+    ) -> Result<T, String> {
+        self.with_rank(rank, || {
+            self.flush(rank)?;
+            f()
+        })
+    }
+
+    /// Send the one-way copies gathered for server `rank`, if any.
+    fn flush(&self, rank: i32) -> Result<(), String> {
+        let Some(gathered) = self.gathered.get(rank as usize) else {
+            return Ok(());
+        };
+        if !gathered.pending.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let mut copies = gathered.copies.lock().unwrap_or_else(|p| p.into_inner());
+        self.send_gathered(rank, gathered, &mut copies)
+    }
+
+    /// Send `copies` (locked by the caller) to server `rank` as one
+    /// `SubmitInline`. The lock is held until it is sent: a request that
+    /// another thread sends to that server after finding nothing pending
+    /// goes after it (MPI keeps one sender's messages on one tag in
+    /// order). Copies that cannot be sent (a dead server) are dropped with
+    /// the error.
+    fn send_gathered(
+        &self,
+        rank: i32,
+        gathered: &Gathered,
+        copies: &mut GatheredCopies,
+    ) -> Result<(), String> {
+        if copies.copies.is_empty() {
+            return Ok(());
+        }
+        let op = Op::SubmitInline {
+            copies: std::mem::take(&mut copies.copies),
+        };
+        copies.bytes = 0;
+        // No reply comes: the tag is never used.
+        let message = Request {
+            reply_tag: FIRST_REPLY_TAG,
+            op,
+        }
+        .encode();
+        // One message, whatever other threads send to that server: a rest
+        // would go on a tag that is not this request's own.
+        let sent = if message.len() > REQUEST_SLOT {
+            Err(format!(
+                "one-way copies of {} bytes exceed the request slot",
+                message.len()
+            ))
+        } else {
+            self.world.send(rank, REQUEST_TAG, &message)
+        };
+        gathered.pending.store(false, Ordering::Release);
+        sent
+    }
+
     /// Send `op` to server `server` and wait for its reply message.
     pub fn call(&self, server: usize, op: Op) -> Result<Vec<u8>, String> {
         self.check_open()?;
@@ -198,7 +291,7 @@ impl Client {
     }
 
     fn call_rank(&self, rank: i32, op: Op) -> Result<Vec<u8>, String> {
-        self.with_rank(rank, || {
+        self.with_server(rank, || {
             let reply_tag = self.fresh_tag();
             self.send_request(rank, &Request { reply_tag, op })?;
             let posted = self.post_reply(rank, reply_tag)?;
@@ -258,7 +351,7 @@ impl Client {
             ptr,
             size: size as u64,
         };
-        let reply = self.with_rank(rank, || {
+        let reply = self.with_server(rank, || {
             self.send_request(rank, &Request { reply_tag, op })?;
             // SAFETY: per this function's contract.
             unsafe { self.world.send_raw(rank, reply_tag, host, size)? };
@@ -288,7 +381,7 @@ impl Client {
             ptr,
             size: size as u64,
         };
-        self.with_rank(rank, || {
+        self.with_server(rank, || {
             self.send_request(rank, &Request { reply_tag, op })?;
             let posted = self.post_reply(rank, reply_tag)?;
             let reply = self.reply(rank, reply_tag, posted)?;
@@ -298,9 +391,11 @@ impl Client {
         })
     }
 
-    /// Copy `data` to `ptr` on the server's `device` without waiting: the
-    /// bytes travel in the request, and the server keeps a failure for the
-    /// reply to this rank's next request.
+    /// Copy `data` (at most [`INLINE_SUBMIT_LIMIT`] bytes) to `ptr` on the
+    /// server's `device` without waiting: the bytes are taken now, and go
+    /// with the other copies gathered for that server before its next
+    /// request (or when they fill a request); the server keeps a failure
+    /// for the reply to this rank's next request.
     pub fn submit_inline(
         &self,
         server: usize,
@@ -309,23 +404,27 @@ impl Client {
         data: Vec<u8>,
     ) -> Result<(), String> {
         self.check_open()?;
-        let op = Op::SubmitInline { device, ptr, data };
-        // No reply comes: the tag is never used.
-        let message = Request {
-            reply_tag: FIRST_REPLY_TAG,
-            op,
-        }
-        .encode();
-        // One message, whatever other threads send to that server: a rest
-        // would go on a tag that is not this request's own.
-        if message.len() > REQUEST_SLOT {
+        if data.len() > INLINE_SUBMIT_LIMIT {
             return Err(format!(
-                "a one-way copy of {} bytes exceeds the request slot",
-                message.len()
+                "a one-way copy of {} bytes (at most {INLINE_SUBMIT_LIMIT})",
+                data.len()
             ));
         }
         let rank = self.servers[server].rank;
-        self.with_rank(rank, || self.world.send(rank, REQUEST_TAG, &message))
+        if let Some(why) = self.dead(rank) {
+            return Err(why);
+        }
+        let gathered = &self.gathered[rank as usize];
+        let mut copies = gathered.copies.lock().unwrap_or_else(|p| p.into_inner());
+        let bytes = INLINE_COPY_FIELDS + data.len();
+        if INLINE_BATCH_BASE + copies.bytes + bytes > INLINE_BATCH_LIMIT {
+            // Full: what was gathered goes first.
+            self.with_rank(rank, || self.send_gathered(rank, gathered, &mut copies))?;
+        }
+        copies.copies.push(InlineCopy { device, ptr, data });
+        copies.bytes += bytes;
+        gathered.pending.store(true, Ordering::Release);
+        Ok(())
     }
 
     /// Copy each of `ranges` (device address on the server's `device`,
@@ -342,21 +441,33 @@ impl Client {
         self.check_open()?;
         let rank = self.servers[server].rank;
         let reply_tag = self.fresh_tag();
+        let wanted: Vec<(u64, u64)> = ranges
+            .iter()
+            .map(|&(ptr, _, size)| (ptr, size as u64))
+            .collect();
+        // Small enough, the bytes come inside the reply, which the posted
+        // receive then takes whole.
+        let slot = protocol::retrieve_reply_slot(&wanted);
+        let inline = protocol::retrieve_inline(&wanted);
         let op = Op::RetrieveBatch {
             device,
-            ranges: ranges
-                .iter()
-                .map(|&(ptr, _, size)| (ptr, size as u64))
-                .collect(),
+            ranges: wanted,
         };
-        self.with_rank(rank, || {
+        self.with_server(rank, || {
             self.send_request(rank, &Request { reply_tag, op })?;
-            let posted = self.post_reply(rank, reply_tag)?;
+            let posted = self.world.post(rank, reply_tag, Vec::new(), slot)?;
             let reply = self.reply(rank, reply_tag, posted)?;
-            protocol::read_reply(&reply)?;
+            let mut bytes = protocol::read_reply(&reply)?;
             for &(_, host, size) in ranges {
-                // SAFETY: per this function's contract.
-                unsafe { self.world.recv_raw(rank, reply_tag, host, size)? };
+                if inline {
+                    let from = bytes.raw(size).map_err(|e| e.to_string())?;
+                    // SAFETY: per this function's contract, `host` is
+                    // writable for `size` bytes; `from` is the reply's.
+                    unsafe { std::ptr::copy_nonoverlapping(from.as_ptr(), host.cast(), size) };
+                } else {
+                    // SAFETY: per this function's contract.
+                    unsafe { self.world.recv_raw(rank, reply_tag, host, size)? };
+                }
             }
             Ok(())
         })
@@ -404,7 +515,7 @@ impl Client {
         // Both servers are asked, and both replies awaited, whatever
         // happens to one of them: a reply left unreceived would be taken
         // for a later one with the same tag.
-        let sent = self.with_rank(src_rank, || {
+        let sent = self.with_server(src_rank, || {
             let request = Request {
                 reply_tag: out_tag,
                 op: out,
@@ -412,7 +523,7 @@ impl Client {
             self.send_request(src_rank, &request)?;
             self.post_reply(src_rank, out_tag)
         });
-        let asked = self.with_rank(dst_rank, || {
+        let asked = self.with_server(dst_rank, || {
             let request = Request {
                 reply_tag: in_tag,
                 op: inn,

@@ -29,6 +29,38 @@
 //! it has one) and goes on.
 use std::fmt;
 
+/// The most bytes a `RetrieveBatch` carries back inside its reply rather
+/// than as messages of their own (one message instead of one per range).
+pub const INLINE_RETRIEVE_LIMIT: usize = 64 << 10;
+
+/// Whether a `RetrieveBatch` of `ranges` ((device address, bytes) each)
+/// carries its bytes inside its reply.
+pub fn retrieve_inline(ranges: &[(u64, u64)]) -> bool {
+    ranges
+        .iter()
+        .try_fold(0u64, |total, &(_, size)| total.checked_add(size))
+        .is_some_and(|total| total <= INLINE_RETRIEVE_LIMIT as u64)
+}
+
+/// The first part of `op`'s reply that its client's posted receive takes,
+/// the same on both sides: [`REPLY_SLOT`], or for a `RetrieveBatch` whose
+/// bytes come inside its reply, room for them too (one message).
+pub fn reply_slot(op: &Op) -> usize {
+    match op {
+        Op::RetrieveBatch { ranges, .. } => retrieve_reply_slot(ranges),
+        _ => REPLY_SLOT,
+    }
+}
+
+/// [`reply_slot`] of a `RetrieveBatch` of `ranges`.
+pub fn retrieve_reply_slot(ranges: &[(u64, u64)]) -> usize {
+    if retrieve_inline(ranges) {
+        REPLY_SLOT + ranges.iter().map(|&(_, size)| size as usize).sum::<usize>()
+    } else {
+        REPLY_SLOT
+    }
+}
+
 /// The tag of every request to a server.
 pub const REQUEST_TAG: i32 = 1;
 /// The first reply tag; tags below are reserved. The reply tags are the
@@ -42,8 +74,9 @@ pub const FRAGMENT: usize = 1 << 30;
 /// slot knows what follows.
 pub const LENGTH_HEADER: usize = 8;
 /// The first part of a request a server's posted receive takes: room for
-/// the largest [`Op::SubmitInline`] ([`INLINE_SUBMIT_LIMIT`] bytes of
-/// data) and its fields, so that a one-way copy is always one message.
+/// an [`Op::SubmitInline`] of [`INLINE_SUBMIT_LIMIT`] bytes of data and
+/// the fields of a few copies, so that one-way copies always travel as one
+/// message (the client gathers them up to [`INLINE_BATCH_LIMIT`]).
 pub const REQUEST_SLOT: usize = INLINE_SUBMIT_LIMIT + 1024;
 /// The first part of a reply a client's posted receive takes (1 KiB,
 /// within malloc's per-thread cache): the status and a short payload; a
@@ -56,14 +89,34 @@ pub const REST_FRAGMENT: usize = 16 << 20;
 /// The longest request or reply (64 GiB): a length header past it is
 /// malformed, and its rest is not waited for.
 pub const MAX_MESSAGE: u64 = 64 << 30;
-/// The most bytes a one-way [`Op::SubmitInline`] carries: copies to a
-/// device up to this size travel inside their request, with no reply to
-/// wait for; larger ones go straight from the program's memory, after
-/// their request.
+/// The largest copy to a device that travels one-way, inside an
+/// [`Op::SubmitInline`], with no reply to wait for; larger ones go
+/// straight from the program's memory, after their request.
 pub const INLINE_SUBMIT_LIMIT: usize = 64 << 10;
-// The largest `SubmitInline` (length header, reply tag, code, device,
-// address, data's length: 36 bytes, then the data) fits its slot.
-const _: () = assert!(INLINE_SUBMIT_LIMIT + 36 <= REQUEST_SLOT);
+/// The encoded size of an [`Op::SubmitInline`] with no copy (length
+/// header, reply tag, code, count).
+pub const INLINE_BATCH_BASE: usize = 8 + 4 + 4 + 8;
+/// What each copy adds to it besides its data (device, address, data's
+/// length).
+pub const INLINE_COPY_FIELDS: usize = 4 + 8 + 8;
+/// The largest encoded [`Op::SubmitInline`] a client sends: its request
+/// slot.
+pub const INLINE_BATCH_LIMIT: usize = REQUEST_SLOT;
+// One copy of the largest size fits a batch on its own.
+const _: () =
+    assert!(INLINE_BATCH_BASE + INLINE_COPY_FIELDS + INLINE_SUBMIT_LIMIT <= INLINE_BATCH_LIMIT);
+
+/// One copy of an [`Op::SubmitInline`]: `data` to `ptr` on the server's
+/// `device`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InlineCopy {
+    /// The server's device.
+    pub device: u32,
+    /// The device address.
+    pub ptr: u64,
+    /// The bytes.
+    pub data: Vec<u8>,
+}
 
 /// What a server is asked to do. `device` is the server's own device
 /// number.
@@ -138,17 +191,17 @@ pub enum Op {
     },
     /// Wait for the device's work.
     Synchronize { device: u32 },
-    /// Host -> device with the bytes in the request, and no reply: the
-    /// client goes on at once (a blocking copy of a few bytes costs no
-    /// round trip). A failure is kept and answers the client's next
-    /// request that has a reply.
-    SubmitInline {
-        device: u32,
-        ptr: u64,
-        data: Vec<u8>,
-    },
+    /// Host -> device copies with their bytes in the request, and no
+    /// reply: each copy's call returned when its bytes were taken (a
+    /// blocking copy of a few bytes costs no round trip), and the client
+    /// sends the copies it gathered for a server before its next request
+    /// there. A failure is kept and answers the client's next request that
+    /// has a reply.
+    SubmitInline { copies: Vec<InlineCopy> },
     /// Device -> host of several ranges (a queue's copies back): the
-    /// reply, then each range's bytes on the reply tag, in order.
+    /// reply, then each range's bytes on the reply tag, in order; or, for
+    /// ranges of at most [`INLINE_RETRIEVE_LIMIT`] bytes in all, the
+    /// bytes inside the reply, after its status ([`reply_slot`]).
     RetrieveBatch {
         device: u32,
         /// (device address, bytes) of each range.
@@ -259,6 +312,13 @@ impl Writer {
     pub fn str(&mut self, v: &str) -> &mut Self {
         self.bytes(v.as_bytes())
     }
+    /// Append `n` zero bytes, with no length before them, for the caller
+    /// to fill (a copy back's bytes, whose length the reader knows).
+    pub fn raw_mut(&mut self, n: usize) -> &mut [u8] {
+        let start = self.0.len();
+        self.0.resize(start + n, 0);
+        &mut self.0[start..]
+    }
     /// The message, its length header written.
     pub fn finish(mut self) -> Vec<u8> {
         let len = self.0.len() as u64;
@@ -316,6 +376,10 @@ impl<'a> Reader<'a> {
         Ok(u64::from_le_bytes(
             self.take(8, "u64")?.try_into().expect("8 bytes"),
         ))
+    }
+    /// `n` bytes with no length before them.
+    pub fn raw(&mut self, n: usize) -> Result<&'a [u8], Malformed> {
+        self.take(n, "bytes")
     }
     /// A length-prefixed blob.
     pub fn bytes(&mut self) -> Result<&'a [u8], Malformed> {
@@ -489,11 +553,11 @@ impl Request {
             Op::Exit => {
                 w.u32(code::EXIT);
             }
-            Op::SubmitInline { device, ptr, data } => {
-                w.u32(code::SUBMIT_INLINE)
-                    .u32(*device)
-                    .u64(*ptr)
-                    .bytes(data);
+            Op::SubmitInline { copies } => {
+                w.u32(code::SUBMIT_INLINE).u64(copies.len() as u64);
+                for copy in copies {
+                    w.u32(copy.device).u64(copy.ptr).bytes(&copy.data);
+                }
             }
             Op::RetrieveBatch { device, ranges } => {
                 w.u32(code::RETRIEVE_BATCH)
@@ -612,11 +676,18 @@ impl Request {
             }
             code::SYNCHRONIZE => Op::Synchronize { device: r.u32()? },
             code::EXIT => Op::Exit,
-            code::SUBMIT_INLINE => Op::SubmitInline {
-                device: r.u32()?,
-                ptr: r.u64()?,
-                data: r.bytes()?.to_vec(),
-            },
+            code::SUBMIT_INLINE => {
+                let n = r.count(INLINE_COPY_FIELDS)?;
+                let mut copies = Vec::with_capacity(n);
+                for _ in 0..n {
+                    copies.push(InlineCopy {
+                        device: r.u32()?,
+                        ptr: r.u64()?,
+                        data: r.bytes()?.to_vec(),
+                    });
+                }
+                Op::SubmitInline { copies }
+            }
             code::RETRIEVE_BATCH => {
                 let device = r.u32()?;
                 let n = r.count(16)?;
@@ -739,10 +810,20 @@ mod tests {
         });
         round_trip(Op::UnloadBinary { device: 1, key: 9 });
         round_trip(Op::SubmitInline {
-            device: 3,
-            ptr: 0x1000,
-            data: vec![9; 17],
+            copies: vec![
+                InlineCopy {
+                    device: 3,
+                    ptr: 0x1000,
+                    data: vec![9; 17],
+                },
+                InlineCopy {
+                    device: 0,
+                    ptr: 0x2000,
+                    data: Vec::new(),
+                },
+            ],
         });
+        round_trip(Op::SubmitInline { copies: Vec::new() });
         round_trip(Op::RetrieveBatch {
             device: 1,
             ranges: vec![(0x1000, 8), (0x2000, 0), (0x3000, 1 << 20)],
@@ -834,13 +915,18 @@ mod tests {
         let message = Request {
             reply_tag: FIRST_REPLY_TAG,
             op: Op::SubmitInline {
-                device: 0,
-                ptr: 0,
-                data: vec![7; INLINE_SUBMIT_LIMIT],
+                copies: vec![InlineCopy {
+                    device: 0,
+                    ptr: 0,
+                    data: vec![7; INLINE_SUBMIT_LIMIT],
+                }],
             },
         }
         .encode();
-        assert_eq!(message.len(), INLINE_SUBMIT_LIMIT + 36);
+        assert_eq!(
+            message.len(),
+            INLINE_BATCH_BASE + INLINE_COPY_FIELDS + INLINE_SUBMIT_LIMIT
+        );
         assert!(message.len() <= REQUEST_SLOT);
         assert_eq!(message_len(&message), Ok(message.len() as u64));
     }

@@ -150,6 +150,7 @@ fn serve_out(world: &World, status: c_int) {
             continue;
         };
         let tag = request.reply_tag;
+        let slot = protocol::reply_slot(&request.op);
         let reply = match request.op {
             Op::SubmitInline { .. } => continue,
             Op::Submit { size, .. } => {
@@ -170,6 +171,6 @@ fn serve_out(world: &World, status: c_int) {
             }
             _ => protocol::error_reply(&why),
         };
-        let _ = send_reply(world, client, tag, &reply);
+        let _ = world.send_message(client, tag, tag, slot, &reply);
     }
 }

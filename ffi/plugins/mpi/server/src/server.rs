@@ -207,13 +207,16 @@ impl Server {
                 buffer = message;
             }
             let tag = request.reply_tag;
-            if let Op::SubmitInline { device, ptr, data } = &request.op {
-                self.one_way += 1;
+            if let Op::SubmitInline { copies } = &request.op {
                 // No reply: a failure answers the client's next request.
-                if let Err(err) = self.submit_inline(*device, *ptr, data) {
-                    self.deferred
-                        .entry(client)
-                        .or_insert(format!("an earlier copy to device {device} failed: {err}"));
+                for copy in copies {
+                    self.one_way += 1;
+                    if let Err(err) = self.submit_inline(copy.device, copy.ptr, &copy.data) {
+                        self.deferred.entry(client).or_insert(format!(
+                            "an earlier copy to device {} failed: {err}",
+                            copy.device
+                        ));
+                    }
                 }
                 continue;
             }
@@ -221,6 +224,7 @@ impl Server {
             // its answer, and nothing is sent after it.
             let replies_first =
                 matches!(request.op, Op::Retrieve { .. } | Op::RetrieveBatch { .. });
+            let slot = protocol::reply_slot(&request.op);
             self.served += 1;
             let earlier = match request.op {
                 Op::Exit => {
@@ -255,7 +259,7 @@ impl Server {
             // A transfer's data was sent or received inside `handle`; a
             // retrieve's reply went first (it precedes the data).
             if !message.is_empty() {
-                if let Err(err) = send_reply(&self.world, client, tag, &message) {
+                if let Err(err) = self.world.send_message(client, tag, tag, slot, &message) {
                     if !self.forget_dead_clients(&mut deaths) {
                         return Err(err);
                     }
@@ -396,8 +400,10 @@ impl Server {
             Op::Submit { device, ptr, size } => {
                 self.submit(client, tag, device, ptr, size as usize)
             }
-            Op::SubmitInline { device, ptr, data } => {
-                self.submit_inline(device, ptr, &data)?;
+            Op::SubmitInline { copies } => {
+                for copy in copies {
+                    self.submit_inline(copy.device, copy.ptr, &copy.data)?;
+                }
                 ok()
             }
             Op::RetrieveBatch { device, ranges } => {
@@ -679,8 +685,10 @@ impl Server {
     }
 
     /// The reply, then each of `ranges` (device address, bytes) on
-    /// `device` to `client` (tag `tag`). Staged ranges are all read before
-    /// anything is sent, so that a failure leaves nothing sent.
+    /// `device` to `client` (tag `tag`); or, when they are small enough
+    /// ([`protocol::retrieve_inline`]), the reply holding their bytes.
+    /// Staged ranges are all read before anything is sent, so that a
+    /// failure leaves nothing sent.
     fn retrieve_batch(
         &self,
         client: i32,
@@ -689,6 +697,35 @@ impl Server {
         ranges: &[(u64, u64)],
     ) -> Result<(), String> {
         let dev = self.device(device)?;
+        if protocol::retrieve_inline(ranges) {
+            // Inside the reply: one message.
+            let mut failed = None;
+            let reply = protocol::ok_reply(|w| {
+                for &(ptr, size) in ranges {
+                    let into = w.raw_mut(size as usize);
+                    let source = DevicePtr::from_raw(ptr as usize as *mut c_void);
+                    if self.direct {
+                        // SAFETY: host-plugin device memory is this
+                        // process's memory; the range is the client's, as
+                        // for any plugin's retrieve.
+                        let from = unsafe {
+                            std::slice::from_raw_parts(source.as_ptr().cast::<u8>(), into.len())
+                        };
+                        into.copy_from_slice(from);
+                    } else if failed.is_none() {
+                        // SAFETY: `into` holds `size` bytes.
+                        let got =
+                            unsafe { dev.retrieve(into.as_mut_ptr().cast(), source, into.len()) };
+                        failed = got.err().map(|e| e.to_string());
+                    }
+                }
+            });
+            if let Some(err) = failed {
+                return Err(err);
+            }
+            let slot = protocol::retrieve_reply_slot(ranges);
+            return self.world.send_message(client, tag, tag, slot, &reply);
+        }
         let mut staged = Vec::new();
         if !self.direct {
             for &(ptr, size) in ranges {

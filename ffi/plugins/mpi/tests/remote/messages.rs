@@ -5,7 +5,7 @@
 //! other modules run have small images (about 16 KiB) and few entries,
 //! so neither rest is sent there.
 //!
-//! Here a program generated for the purpose has a 256 KiB table in its
+//! The first test's program, generated for the purpose, has a 256 KiB table in its
 //! device image (its `LoadBinary` request is four slots long) and 200
 //! kernels (the reply, one address per entry, is about 1.6 KiB). It runs
 //! on two remote devices, so the second load names the image shipped by
@@ -96,4 +96,85 @@ fn long_requests_and_replies_arrive_whole() {
     let _ = std::fs::remove_file(&binary);
     assert_eq!(out.exit, Some(Exit::Code(0)), "{}", describe(&out));
     assert_eq!(out.stdout, expected(2), "{}", describe(&out));
+}
+
+/// Copies gathered and sent together: 40 arrays of 12 KiB mapped `to` in
+/// one region (480 KiB of one-way copies: several `SubmitInline`
+/// messages, each sent when the next copy would not fit, the last before
+/// the launch), then copied back by one region's data end, inside the
+/// reply for 4 arrays (16 KiB in all) and as messages of their own for
+/// 40 (480 KiB). Every value is checked on the host.
+#[test]
+fn gathered_copies_and_copies_back_keep_every_byte_in_place() {
+    const ARRAYS: usize = 40;
+    const INTS: usize = 3 * 1024;
+    let mut c = String::from("#include <omp.h>\n#include <stdio.h>\n");
+    for a in 0..ARRAYS {
+        writeln!(c, "static int a{a}[{INTS}];").unwrap();
+    }
+    let list = |n: usize| {
+        (0..n)
+            .map(|a| format!("a{a}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    c.push_str("int main(void) {\n  int dev = omp_get_num_devices() - 1;\n");
+    for a in 0..ARRAYS {
+        writeln!(
+            c,
+            "  for (int i = 0; i < {INTS}; i++) a{a}[i] = i * {} + {a};",
+            a + 1
+        )
+        .unwrap();
+    }
+    // The device adds each array's index to every element of the first
+    // 4 (copied back inside the reply), then of all 40.
+    for (n, what) in [(4, "few"), (ARRAYS, "all")] {
+        writeln!(
+            c,
+            "#pragma omp target device(dev) map(tofrom: {})\n  {{",
+            list(n)
+        )
+        .unwrap();
+        for a in 0..n {
+            writeln!(c, "    for (int i = 0; i < {INTS}; i++) a{a}[i] += {a};").unwrap();
+        }
+        c.push_str("  }\n");
+        writeln!(c, "  long {what} = 0;").unwrap();
+        for a in 0..ARRAYS {
+            writeln!(c, "  for (int i = 0; i < {INTS}; i++) {what} += a{a}[i];").unwrap();
+        }
+        writeln!(c, "  printf(\"{what} %ld\\n\", {what});").unwrap();
+    }
+    c.push_str("  return 0;\n}\n");
+
+    let base = |a: usize| -> i64 {
+        (0..INTS as i64)
+            .map(|i| i * (a as i64 + 1) + a as i64)
+            .sum()
+    };
+    let added = |a: usize| -> i64 { INTS as i64 * a as i64 };
+    let few: i64 = (0..ARRAYS).map(base).sum::<i64>() + (0..4).map(added).sum::<i64>();
+    let all: i64 = few + (0..ARRAYS).map(added).sum::<i64>();
+
+    let dir = omptarget_test_support::paths::omptarget_dir().join("mpi-tests");
+    std::fs::create_dir_all(&dir).unwrap();
+    let source = dir.join(format!("gathered.{}.c", std::process::id()));
+    std::fs::write(&source, c).unwrap();
+    let binary = build_source(
+        &source,
+        &format!("gathered.{}", std::process::id()),
+        false,
+        &[],
+    );
+    let out = job::run(job::remote_only_job(&binary, &[], &[], &lib_path(), 1, 1));
+    let _ = std::fs::remove_file(&source);
+    let _ = std::fs::remove_file(&binary);
+    assert_eq!(out.exit, Some(Exit::Code(0)), "{}", describe(&out));
+    assert_eq!(
+        out.stdout,
+        format!("few {few}\nall {all}\n"),
+        "{}",
+        describe(&out)
+    );
 }
