@@ -2,8 +2,8 @@
 //! thread.
 use crate::mpi;
 use crate::protocol::{
-    self, InlineCopy, Op, Request, FIRST_REPLY_TAG, INLINE_BATCH_BASE, INLINE_BATCH_LIMIT,
-    INLINE_COPY_FIELDS, INLINE_SUBMIT_LIMIT, REPLY_SLOT, REQUEST_SLOT, REQUEST_TAG,
+    self, InlineCopy, Op, Request, INLINE_BATCH_BASE, INLINE_BATCH_LIMIT, INLINE_COPY_FIELDS,
+    INLINE_SUBMIT_LIMIT, NO_REPLY_TAG, REPLY_SLOT, REQUEST_SLOT, REQUEST_TAG,
 };
 use crate::world::{Posted, Role, World};
 use std::collections::HashMap;
@@ -48,6 +48,13 @@ pub struct Client {
     any_dead: AtomicBool,
     /// The one-way copies gathered for each server, by rank.
     gathered: Vec<Gathered>,
+    /// Servers whose gathered copies could not be sent, by rank, and why:
+    /// the copies' own calls returned success, so every later call on
+    /// that server fails with this text instead of computing on stale
+    /// data. (A server found dead is in `dead` too.)
+    lost: Mutex<HashMap<i32, String>>,
+    /// Whether `lost` holds any: read by every request without a lock.
+    any_lost: AtomicBool,
 }
 
 /// One-way copies to one server not sent yet ([`Client::submit_inline`]):
@@ -86,6 +93,8 @@ impl Client {
             dead: Mutex::new(HashMap::new()),
             any_dead: AtomicBool::new(false),
             gathered: Vec::new(),
+            lost: Mutex::new(HashMap::new()),
+            any_lost: AtomicBool::new(false),
         };
         client.gathered = (0..client.world.roles.len())
             .map(|_| Gathered::default())
@@ -227,6 +236,16 @@ impl Client {
         rank: i32,
         f: impl FnOnce() -> Result<T, String>,
     ) -> Result<T, String> {
+        if self.any_lost.load(Ordering::Acquire) {
+            if let Some(why) = self
+                .lost
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .get(&rank)
+            {
+                return Err(why.clone());
+            }
+        }
         self.with_rank(rank, || {
             self.flush(rank)?;
             f()
@@ -258,15 +277,15 @@ impl Client {
         copies: &mut GatheredCopies,
     ) -> Result<(), String> {
         if copies.copies.is_empty() {
+            gathered.pending.store(false, Ordering::Release);
             return Ok(());
         }
         let op = Op::SubmitInline {
             copies: std::mem::take(&mut copies.copies),
         };
         copies.bytes = 0;
-        // No reply comes: the tag is never used.
         let message = Request {
-            reply_tag: FIRST_REPLY_TAG,
+            reply_tag: NO_REPLY_TAG,
             op,
         }
         .encode();
@@ -281,7 +300,19 @@ impl Client {
             self.world.send(rank, REQUEST_TAG, &message)
         };
         gathered.pending.store(false, Ordering::Release);
-        sent
+        sent.map_err(|err| {
+            let why = format!(
+                "copies to {} that had returned could not be sent: {err}",
+                self.world.describe(rank)
+            );
+            self.lost
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .entry(rank)
+                .or_insert_with(|| why.clone());
+            self.any_lost.store(true, Ordering::Release);
+            why
+        })
     }
 
     /// Send `op` to server `server` and wait for its reply message.
@@ -291,12 +322,16 @@ impl Client {
     }
 
     fn call_rank(&self, rank: i32, op: Op) -> Result<Vec<u8>, String> {
-        self.with_server(rank, || {
-            let reply_tag = self.fresh_tag();
-            self.send_request(rank, &Request { reply_tag, op })?;
-            let posted = self.post_reply(rank, reply_tag)?;
-            self.reply(rank, reply_tag, posted)
-        })
+        self.with_server(rank, || self.request_reply(rank, op))
+    }
+
+    /// Send `op` to server `rank` and wait for its reply, nothing sent
+    /// before it.
+    fn request_reply(&self, rank: i32, op: Op) -> Result<Vec<u8>, String> {
+        let reply_tag = self.fresh_tag();
+        self.send_request(rank, &Request { reply_tag, op })?;
+        let posted = self.post_reply(rank, reply_tag)?;
+        self.reply(rank, reply_tag, posted)
     }
 
     /// Post the receive of the reply on `tag` from server `rank`, just
@@ -512,10 +547,17 @@ impl Client {
             peer: src_rank,
             tag,
         };
-        // Both servers are asked, and both replies awaited, whatever
-        // happens to one of them: a reply left unreceived would be taken
-        // for a later one with the same tag.
-        let sent = self.with_server(src_rank, || {
+        // The copies gathered for either go first, both before either is
+        // asked: a server asked while its peer was not (its copies could
+        // not be sent) would wait for ever for a live peer's data.
+        self.with_server(src_rank, || Ok(()))?;
+        self.with_server(dst_rank, || Ok(()))?;
+        // The destination is asked only once the source was: a source
+        // asked and a destination that could not be (found dead) is fine,
+        // the source watches its peer. Each one asked has its reply
+        // awaited, whatever happens to the other: a reply left unreceived
+        // would be taken for a later one with the same tag.
+        let sent = self.with_rank(src_rank, || {
             let request = Request {
                 reply_tag: out_tag,
                 op: out,
@@ -523,14 +565,17 @@ impl Client {
             self.send_request(src_rank, &request)?;
             self.post_reply(src_rank, out_tag)
         });
-        let asked = self.with_server(dst_rank, || {
-            let request = Request {
-                reply_tag: in_tag,
-                op: inn,
-            };
-            self.send_request(dst_rank, &request)?;
-            self.post_reply(dst_rank, in_tag)
-        });
+        let asked = match &sent {
+            Ok(_) => self.with_rank(dst_rank, || {
+                let request = Request {
+                    reply_tag: in_tag,
+                    op: inn,
+                };
+                self.send_request(dst_rank, &request)?;
+                self.post_reply(dst_rank, in_tag)
+            }),
+            Err(err) => Err(err.clone()),
+        };
         // A server that was not asked sends no reply; one that was asked
         // replies (with an error if its peer died: it watches it too).
         let sent = sent
@@ -568,11 +613,28 @@ impl Client {
                 ));
                 continue;
             }
-            let ack = self.call_rank(server.rank, Op::Exit).and_then(|reply| {
-                let mut r = protocol::read_reply(&reply)?;
-                r.string().map_err(|e| e.to_string())
-            });
-            acks.push((server.rank, ack));
+            let rank = server.rank;
+            // The copies gathered for it first, if they can go; told to
+            // exit whatever happened to them, or it would wait for ever.
+            let flushed = self.with_rank(rank, || self.flush(rank));
+            let lost = self
+                .lost
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .get(&rank)
+                .cloned();
+            let ack = self
+                .with_rank(rank, || self.request_reply(rank, Op::Exit))
+                .and_then(|reply| {
+                    let mut r = protocol::read_reply(&reply)?;
+                    r.string().map_err(|e| e.to_string())
+                });
+            let ack = match (flushed.err().or(lost), ack) {
+                (None, ack) => ack,
+                (Some(lost), Ok(summary)) => Err(format!("{lost} (then exited: {summary})")),
+                (Some(lost), Err(err)) => Err(format!("{lost}; {err}")),
+            };
+            acks.push((rank, ack));
         }
         acks
     }

@@ -17,7 +17,11 @@
 //! * Bulk data travels as messages of its own on the reply tag, straight
 //!   from and into the program's buffer, in fragments of at most
 //!   [`FRAGMENT`] bytes (MPI counts are `int`). A submit sends its data
-//!   after the request; a retrieve's data follows its (successful) reply.
+//!   after the request; a retrieve's data follows its (successful) reply,
+//!   except a `RetrieveBatch` of at most [`INLINE_RETRIEVE_LIMIT`] bytes,
+//!   whose bytes come inside its reply ([`reply_slot`]). Copies to a
+//!   device of up to [`INLINE_SUBMIT_LIMIT`] bytes travel inside a
+//!   one-way `SubmitInline`, several gathered into one.
 //!   MPI keeps messages of one sender, tag and communicator in order.
 //! * A device-to-device copy between two servers is two requests (one to
 //!   each) naming a fresh tag: the servers move the data between
@@ -63,6 +67,10 @@ pub fn retrieve_reply_slot(ranges: &[(u64, u64)]) -> usize {
 
 /// The tag of every request to a server.
 pub const REQUEST_TAG: i32 = 1;
+/// The reply tag of a request that gets no reply (`SubmitInline`): below
+/// [`FIRST_REPLY_TAG`], so that nothing is ever sent on it (a malformed
+/// one is not answered).
+pub const NO_REPLY_TAG: i32 = 2;
 /// The first reply tag; tags below are reserved. The reply tags are the
 /// lower half of the tags MPI takes, the copies between servers the upper
 /// half (`World::reply_tags`, `World::exchange_tag`).
@@ -942,6 +950,33 @@ mod tests {
         message.truncate(5);
         assert!(read_reply(&message).is_err());
         assert!(Request::decode(&0u64.to_le_bytes()).is_err());
+    }
+
+    #[test]
+    fn copies_back_come_inside_the_reply_up_to_the_limit() {
+        let limit = INLINE_RETRIEVE_LIMIT as u64;
+        assert!(retrieve_inline(&[]));
+        assert!(retrieve_inline(&[(0x1000, limit)]));
+        assert!(retrieve_inline(&[(0x1000, limit - 8), (0x2000, 8)]));
+        assert!(!retrieve_inline(&[(0x1000, limit + 1)]));
+        assert!(!retrieve_inline(&[(0x1000, limit), (0x2000, 1)]));
+        // A forged total that would wrap is not small.
+        assert!(!retrieve_inline(&[(0, u64::MAX), (0, 2)]));
+        let batch = |ranges: Vec<(u64, u64)>| Op::RetrieveBatch { device: 0, ranges };
+        assert_eq!(
+            reply_slot(&batch(vec![(0, 100), (0, 28)])),
+            REPLY_SLOT + 128
+        );
+        assert_eq!(reply_slot(&batch(vec![(0, limit + 1)])), REPLY_SLOT);
+        assert_eq!(reply_slot(&Op::Exit), REPLY_SLOT);
+        assert!(reply_tag_of(
+            &Request {
+                reply_tag: NO_REPLY_TAG,
+                op: Op::SubmitInline { copies: Vec::new() }
+            }
+            .encode()
+        )
+        .is_none());
     }
 
     #[test]

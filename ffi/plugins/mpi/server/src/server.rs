@@ -707,11 +707,15 @@ impl Server {
                     if self.direct {
                         // SAFETY: host-plugin device memory is this
                         // process's memory; the range is the client's, as
-                        // for any plugin's retrieve.
-                        let from = unsafe {
-                            std::slice::from_raw_parts(source.as_ptr().cast::<u8>(), into.len())
+                        // for any plugin's retrieve (a copy, no reference
+                        // made to it).
+                        unsafe {
+                            std::ptr::copy_nonoverlapping(
+                                source.as_ptr().cast::<u8>(),
+                                into.as_mut_ptr(),
+                                into.len(),
+                            )
                         };
-                        into.copy_from_slice(from);
                     } else if failed.is_none() {
                         // SAFETY: `into` holds `size` bytes.
                         let got =
