@@ -43,18 +43,46 @@ pub struct Client {
     exchanges: Mutex<()>,
     /// The servers found dead, by rank, and how they were found: every
     /// later call on their devices fails at once with that text.
-    dead: Mutex<HashMap<i32, String>>,
-    /// Whether `dead` holds any: read by every call without a lock.
-    any_dead: AtomicBool,
+    dead: RankNotes,
     /// The one-way copies gathered for each server, by rank.
     gathered: Vec<Gathered>,
     /// Servers whose gathered copies could not be sent, by rank, and why:
     /// the copies' own calls returned success, so every later call on
     /// that server fails with this text instead of computing on stale
     /// data. (A server found dead is in `dead` too.)
-    lost: Mutex<HashMap<i32, String>>,
-    /// Whether `lost` holds any: read by every request without a lock.
-    any_lost: AtomicBool,
+    lost: RankNotes,
+}
+
+/// A note (why) per server rank, read by every call: a flag says
+/// whether any is kept, so that the usual answer, none, takes no lock.
+#[derive(Default)]
+struct RankNotes {
+    notes: Mutex<HashMap<i32, String>>,
+    any: AtomicBool,
+}
+
+impl RankNotes {
+    /// The note on `rank`, if any.
+    fn get(&self, rank: i32) -> Option<String> {
+        if !self.any.load(Ordering::Acquire) {
+            return None;
+        }
+        self.notes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&rank)
+            .cloned()
+    }
+
+    /// Note `why` on `rank`, unless it has a note already.
+    fn note(&self, rank: i32, why: &str) {
+        self.notes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(rank)
+            .or_insert_with(|| why.to_owned());
+        self.any.store(true, Ordering::Release);
+    }
 }
 
 /// One-way copies to one server not sent yet ([`Client::submit_inline`]):
@@ -90,11 +118,9 @@ impl Client {
             closed: Mutex::new(None),
             is_closed: AtomicBool::new(false),
             exchanges: Mutex::new(()),
-            dead: Mutex::new(HashMap::new()),
-            any_dead: AtomicBool::new(false),
+            dead: RankNotes::default(),
             gathered: Vec::new(),
-            lost: Mutex::new(HashMap::new()),
-            any_lost: AtomicBool::new(false),
+            lost: RankNotes::default(),
         };
         client.gathered = (0..client.world.roles.len())
             .map(|_| Gathered::default())
@@ -193,14 +219,7 @@ impl Client {
 
     /// Why server rank `rank` is known dead, if it is.
     pub fn dead(&self, rank: i32) -> Option<String> {
-        if !self.any_dead.load(Ordering::Acquire) {
-            return None;
-        }
-        self.dead
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(&rank)
-            .cloned()
+        self.dead.get(rank)
     }
 
     /// Run `f`, an exchange of messages with server `rank`: at once `Err`
@@ -214,12 +233,7 @@ impl Client {
         if let Err(err) = &result {
             if let Some(why) = self.world.death_of(rank) {
                 tracing::warn!("{why}");
-                self.dead
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .entry(rank)
-                    .or_insert_with(|| why.clone());
-                self.any_dead.store(true, Ordering::Release);
+                self.dead.note(rank, &why);
                 if !err.contains(&why) {
                     return Err(format!("{why}; {err}"));
                 }
@@ -236,15 +250,8 @@ impl Client {
         rank: i32,
         f: impl FnOnce() -> Result<T, String>,
     ) -> Result<T, String> {
-        if self.any_lost.load(Ordering::Acquire) {
-            if let Some(why) = self
-                .lost
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .get(&rank)
-            {
-                return Err(why.clone());
-            }
+        if let Some(why) = self.lost.get(rank) {
+            return Err(why);
         }
         self.with_rank(rank, || {
             self.flush(rank)?;
@@ -305,12 +312,7 @@ impl Client {
                 "copies to {} that had returned could not be sent: {err}",
                 self.world.describe(rank)
             );
-            self.lost
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .entry(rank)
-                .or_insert_with(|| why.clone());
-            self.any_lost.store(true, Ordering::Release);
+            self.lost.note(rank, &why);
             why
         })
     }
@@ -617,12 +619,7 @@ impl Client {
             // The copies gathered for it first, if they can go; told to
             // exit whatever happened to them, or it would wait for ever.
             let flushed = self.with_rank(rank, || self.flush(rank));
-            let lost = self
-                .lost
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .get(&rank)
-                .cloned();
+            let lost = self.lost.get(rank);
             let ack = self
                 .with_rank(rank, || self.request_reply(rank, Op::Exit))
                 .and_then(|reply| {

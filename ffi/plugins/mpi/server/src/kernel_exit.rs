@@ -21,7 +21,7 @@
 //! server, set by [`arm`] before the kernel runs and cleared after.
 use crate::server::send_reply;
 use omptarget_plugin_mpi::mpi::ANY_SOURCE;
-use omptarget_plugin_mpi::protocol::{self, Op, Request, REQUEST_SLOT, REQUEST_TAG};
+use omptarget_plugin_mpi::protocol::{self, Op, Request, REPLY_SLOT, REQUEST_SLOT, REQUEST_TAG};
 use omptarget_plugin_mpi::world::World;
 use std::collections::BTreeSet;
 use std::ffi::{c_int, c_void};
@@ -109,7 +109,13 @@ fn serve_out(world: &World, status: c_int) {
     eprintln!(
         "omptarget-mpi-device rank {rank}: a kernel called exit({status}) for program rank {client}; the server exits, its runtime left to the OS"
     );
-    let _ = send_reply(world, client, tag, &protocol::kernel_exit_reply(status));
+    let _ = send_reply(
+        world,
+        client,
+        tag,
+        REPLY_SLOT,
+        &protocol::kernel_exit_reply(status),
+    );
     let clients = CLIENTS.load(Ordering::Relaxed);
     let mut left: Vec<i32> = if clients.is_null() {
         vec![client]
@@ -145,7 +151,7 @@ fn serve_out(world: &World, status: c_int) {
         let Ok(request) = Request::decode(&message) else {
             // Answered, if it says where: its client waits for a reply.
             if let Some(tag) = protocol::reply_tag_of(&message) {
-                let _ = send_reply(world, client, tag, &protocol::error_reply(&why));
+                let _ = send_reply(world, client, tag, REPLY_SLOT, &protocol::error_reply(&why));
             }
             continue;
         };
@@ -171,6 +177,6 @@ fn serve_out(world: &World, status: c_int) {
             }
             _ => protocol::error_reply(&why),
         };
-        let _ = world.send_message(client, tag, tag, slot, &reply);
+        let _ = send_reply(world, client, tag, slot, &reply);
     }
 }

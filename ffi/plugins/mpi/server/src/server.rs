@@ -195,7 +195,7 @@ impl Server {
                             ),
                             _ => protocol::error_reply(&format!("malformed request: {err}")),
                         };
-                        let _ = send_reply(&self.world, client, tag, &reply);
+                        let _ = send_reply(&self.world, client, tag, REPLY_SLOT, &reply);
                     }
                     buffer = message;
                     continue;
@@ -259,7 +259,7 @@ impl Server {
             // A transfer's data was sent or received inside `handle`; a
             // retrieve's reply went first (it precedes the data).
             if !message.is_empty() {
-                if let Err(err) = self.world.send_message(client, tag, tag, slot, &message) {
+                if let Err(err) = send_reply(&self.world, client, tag, slot, &message) {
                     if !self.forget_dead_clients(&mut deaths) {
                         return Err(err);
                     }
@@ -697,6 +697,7 @@ impl Server {
         ranges: &[(u64, u64)],
     ) -> Result<(), String> {
         let dev = self.device(device)?;
+        let slot = protocol::retrieve_reply_slot(ranges);
         if protocol::retrieve_inline(ranges) {
             // Inside the reply: one message.
             let mut failed = None;
@@ -727,8 +728,7 @@ impl Server {
             if let Some(err) = failed {
                 return Err(err);
             }
-            let slot = protocol::retrieve_reply_slot(ranges);
-            return self.world.send_message(client, tag, tag, slot, &reply);
+            return send_reply(&self.world, client, tag, slot, &reply);
         }
         let mut staged = Vec::new();
         if !self.direct {
@@ -741,7 +741,7 @@ impl Server {
                 staged.push(buffer);
             }
         }
-        send_reply(&self.world, client, tag, &protocol::ok_reply(|_| {}))?;
+        send_reply(&self.world, client, tag, slot, &protocol::ok_reply(|_| {}))?;
         for (i, &(ptr, size)) in ranges.iter().enumerate() {
             let data: *const c_void = match staged.get(i) {
                 Some(buffer) => buffer.as_ptr().cast(),
@@ -813,18 +813,25 @@ impl Server {
             staging.as_ptr().cast()
         };
         if let Some(header) = header {
-            send_reply(&self.world, peer, tag, &header)?;
+            send_reply(&self.world, peer, tag, REPLY_SLOT, &header)?;
         }
         // SAFETY: device memory of this process (direct) or `staging`.
         unsafe { self.world.send_raw(peer, tag, data, size) }
     }
 }
 
-/// Send `reply` to `client` with `tag`: its first [`REPLY_SLOT`] bytes
-/// land in the receive the client posted; the rest, if any, follows on
-/// the same tag.
-pub fn send_reply(world: &World, client: i32, tag: i32, reply: &[u8]) -> Result<(), String> {
-    world.send_message(client, tag, tag, REPLY_SLOT, reply)
+/// Send `reply` to `client` with `tag`: its first `slot` bytes land in
+/// the receive the client posted (`protocol::reply_slot` of the request,
+/// which both sides compute; [`REPLY_SLOT`] where the request is not
+/// known); the rest, if any, follows on the same tag.
+pub fn send_reply(
+    world: &World,
+    client: i32,
+    tag: i32,
+    slot: usize,
+    reply: &[u8],
+) -> Result<(), String> {
+    world.send_message(client, tag, tag, slot, reply)
 }
 
 /// The server's shutdown report, where the program's goes
