@@ -6,26 +6,31 @@ For each LLVM release (14, 19, 22) whose test sources are unpacked (by
 that release (`openmp/libomptarget/test` in 14, `offload/test` in 19 and
 22) is set up as LLVM's CMake sets it up for host offload to x86_64
 (`lit.site.cfg` written here instead of by CMake), compiled by the
-release's own clang, and run twice in one go: on the release's runtime
-(the reference) and on ours (the staged `target/omptarget/lib`). A test
-fails this comparison when it passes on the reference and not on ours.
+release's own clang, and run three times in one go: on the release's
+runtime (the reference), on ours (the staged `target/omptarget/lib`) with
+the binaries linked as the release links them (`libomptarget.so.19.1`
+for a clang-19 binary), and on ours again with the binaries linked
+against our library's own name (`-L target/omptarget/lib` first: every
+binary then needs the plain `libomptarget.so`, as a user's who links
+against an installed omptarget-rs does). A test fails this comparison
+when it passes on the reference and not on ours, in either link form.
 
 Needs: `cargo xtask deps` (the compilers, LLVM 19's and 22's runtimes),
 `cargo xtask stage` (ours), `apt-get install llvm-14-tools llvm-19-tools
 llvm-22-tools` (lit, FileCheck, not) and the sources above.
 
 Usage:
-  scripts/llvm-lit.py [--release N ...] [--filter REGEX] [--runtime both|reference|ours] [-j N]
+  scripts/llvm-lit.py [--release N ...] [--filter REGEX] [--runtime all|reference|ours|own-name] [-j N]
                       [--known FILE]
   scripts/llvm-lit.py --release 19 --filter mapping/low_alignment.c   (one test)
 
 The lists of tests that pass on each runtime and the differences are
 written under `target/omptarget/lit/<release>/`. A test that passes on the
-reference and not on ours is run twice more on both; it is a regression
+reference and not on ours (in a link form) is run twice more on both; it is a regression
 unless both reruns pass on ours (then it is reported as flaky on ours and
 does not fail the run) or the reference failed it in a rerun. The exit status is 1 when there is a
 regression. With `--known FILE` (`tests/lit/known-regressions.txt`, lines
-"RELEASE path"), the regressions listed there are reported but do not
+"RELEASE path", or "RELEASE own-name:path" for the own-name link form only), the regressions listed there are reported but do not
 fail the run, a listed test that now passes fails it until its line is
 taken off (the list is exact, so it only shrinks), and so does a
 reference that passes far fewer tests than measured (MIN_REFERENCE).
@@ -104,13 +109,35 @@ def clang_version(major):
     return m.groups() if m else (str(major), "0", "0")
 
 
-def write_site_config(major, runtime_dir, exec_root):
+class Run:
+    """One run of a suite: where the binaries find libomptarget when they
+    are linked (`link_dir`, the first -L and RUNPATH) and at run time
+    (`runtime_dir`, first on LD_LIBRARY_PATH)."""
+
+    def __init__(self, name, runtime_dir, link_dir):
+        self.name, self.runtime_dir, self.link_dir = name, runtime_dir, link_dir
+
+
+def runs(major):
+    """The reference, ours linked as the release links (a clang-19 binary
+    needs libomptarget.so.19.1), and ours linked against our own folder
+    (every binary needs libomptarget.so: the release must come from the
+    binary itself)."""
+    release = release_lib_dir(major)
+    ours = os.path.join(OMPTARGET, "lib")
+    return {
+        "reference": Run("reference", release, release),
+        "ours": Run("ours", ours, release),
+        "own-name": Run("own-name", ours, ours),
+    }
+
+
+def write_site_config(major, run, exec_root):
     """The lit.site.cfg CMake would write for host offload to x86_64 and
-    the release's own runtime, then `runtime_dir` first on the tests'
-    LD_LIBRARY_PATH. Both runs build the same binaries, linked as on the
-    reference (a clang-19 binary needs libomptarget.so.19.1, which tells
-    our runtime the caller's release); only what the loader finds first
-    at run time differs (LD_LIBRARY_PATH before the binaries' RUNPATH)."""
+    the release's own runtime, with `run.link_dir` as the library folder
+    the tests link against (libomp, the device runtime and the other
+    libraries still from the release) and `run.runtime_dir` first on
+    the tests' LD_LIBRARY_PATH (before the binaries' RUNPATH)."""
     tools = f"/usr/lib/llvm-{major}/bin"
     lib = release_lib_dir(major)
     v = clang_version(major)
@@ -127,7 +154,8 @@ def write_site_config(major, runtime_dir, exec_root):
         "cuda_test_arch": "",
         "amdgpu_test_arch": "",
         "libomptarget_obj_root": exec_root,
-        "library_dir": lib,
+        # lit.cfg's first -L and RUNPATH: where libomptarget is linked from.
+        "library_dir": run.link_dir,
         "llvm_library_dir": lib,
         "llvm_library_intdir": lib,
         "omp_header_directory": omp_header_dir(major),
@@ -153,16 +181,17 @@ def write_site_config(major, runtime_dir, exec_root):
     lines.append("config.offload_tblgen = ''")
     lines.append(f"lit_config.load_config(config, {os.path.join(suite_dir(major), 'lit.cfg')!r})")
     lines.append("path = config.environment.get('LD_LIBRARY_PATH')")
-    lines.append(f"config.environment['LD_LIBRARY_PATH'] = {runtime_dir!r} + (':' + path if path else '')")
+    lines.append(f"config.environment['LD_LIBRARY_PATH'] = {run.runtime_dir!r} + (':' + path if path else '')")
     os.makedirs(exec_root, exist_ok=True)
     with open(os.path.join(exec_root, "lit.site.cfg"), "w") as f:
         f.write("\n".join(lines) + "\n")
 
 
-def run_lit(major, runtime, runtime_dir, out_dir, jobs, filter_re):
-    """Run the suite on `runtime_dir`; the set of tests that passed."""
+def run_lit(major, run, out_dir, jobs, filter_re):
+    """Run the suite as `run` says; the sets of tests that passed and ran."""
+    runtime = run.name
     exec_root = os.path.join(out_dir, runtime)
-    write_site_config(major, runtime_dir, exec_root)
+    write_site_config(major, run, exec_root)
     # llvm-NN-tools ships lit (19: build/utils/lit/lit.py, 22: bin/lit).
     candidates = [f"/usr/lib/llvm-{major}/build/utils/lit/lit.py", f"/usr/lib/llvm-{major}/bin/lit"]
     lit = next((c for c in candidates if os.path.isfile(c)), None)
@@ -204,7 +233,9 @@ def run_lit(major, runtime, runtime_dir, out_dir, jobs, filter_re):
 
 
 def read_known(path):
-    """`RELEASE path` lines of the known-regressions file ('#' comments)."""
+    """`RELEASE path` lines of the known-regressions file ('#' comments):
+    (release, path) for both link forms, (release, "own-name:" + path)
+    for the own-name form alone."""
     known = set()
     if not path:
         return known
@@ -224,12 +255,13 @@ def read_known(path):
 MIN_REFERENCE = {14: 65, 19: 125, 22: 175}
 
 
-def confirm(major, regressions, out_dir, jobs):
-    """Run `regressions` twice more on both runtimes (in their own exec
-    roots, so the first run's lists stay). A test is flaky on ours only
-    when both reruns pass on ours; otherwise (a rerun failed on ours, or
-    did not run it) it is confirmed, unless the reference itself failed
-    it in a rerun (then it is not counted: the reference is flaky)."""
+def confirm(major, run, regressions, out_dir, jobs):
+    """Run `regressions` twice more on the reference and as `run` (in
+    their own exec roots, so the first run's lists stay). A test is flaky
+    on ours only when both reruns pass on ours; otherwise (a rerun failed
+    on ours, or did not run it) it is confirmed, unless the reference
+    itself failed it in a rerun (then it is not counted: the reference is
+    flaky)."""
     if not regressions:
         return [], []
     names = "|".join(re.escape(t) for t in regressions)
@@ -238,10 +270,8 @@ def confirm(major, regressions, out_dir, jobs):
     ours_passed_all = set(regressions)
     ref_failed_any = set()
     for _ in range(2):
-        ref, ref_ran = run_lit(major, "reference", release_lib_dir(major), rerun, jobs,
-                               f"({names})$")
-        ours, _ = run_lit(major, "ours", os.path.join(OMPTARGET, "lib"), rerun, jobs,
-                          f"({names})$")
+        ref, ref_ran = run_lit(major, runs(major)["reference"], rerun, jobs, f"({names})$")
+        ours, _ = run_lit(major, run, rerun, jobs, f"({names})$")
         ours_passed_all &= ours
         ref_failed_any |= {t for t in regressions if t in ref_ran and t not in ref}
     flaky = [t for t in regressions if t in ours_passed_all]
@@ -249,16 +279,22 @@ def confirm(major, regressions, out_dir, jobs):
     return confirmed, flaky
 
 
+def label(run, test):
+    """A regression's name in reports and the known list: the path, with
+    `own-name:` before it for the own-name link form."""
+    return test if run.name == "ours" else f"{run.name}:{test}"
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--release", type=int, action="append", choices=[14, 19, 22])
     p.add_argument("--filter", help="only tests whose path matches (lit --filter)")
-    p.add_argument("--runtime", choices=["both", "reference", "ours"], default="both")
+    p.add_argument("--runtime", choices=["all", "reference", "ours", "own-name"], default="all",
+                   help="all: the reference and ours in both link forms, compared")
     p.add_argument("-j", type=int, default=os.cpu_count() or 2)
     p.add_argument("--known", help="known regressions (RELEASE path lines) that do not fail the run")
     args = p.parse_args()
     known = read_known(args.known)
-    ours = os.path.join(OMPTARGET, "lib")
     releases = args.release or [14, 19, 22]
     missing = [m for m in releases if not os.path.isfile(os.path.join(suite_dir(m), "lit.cfg"))]
     for m in missing:
@@ -272,33 +308,40 @@ def main():
             continue
         out_dir = os.path.join(OMPTARGET, "lit", str(major))
         os.makedirs(out_dir, exist_ok=True)
-        ref = ours_passed = None
-        if args.runtime in ("both", "reference"):
-            ref, _ = run_lit(major, "reference", release_lib_dir(major), out_dir, args.j,
-                             args.filter)
-        if args.runtime in ("both", "ours"):
-            ours_passed, _ = run_lit(major, "ours", ours, out_dir, args.j, args.filter)
-        if ref is None or ours_passed is None:
+        wanted = ["reference", "ours", "own-name"] if args.runtime == "all" else [args.runtime]
+        passed = {name: run_lit(major, runs(major)[name], out_dir, args.j, args.filter)[0]
+                  for name in wanted}
+        if "reference" not in passed or len(passed) == 1:
             continue
-        failing = sorted(ref - ours_passed)
-        # Known ones are expected to fail: only the others are rerun.
-        expected = [t for t in failing if (major, t) in known]
-        confirmed, flaky = confirm(major, [t for t in failing if (major, t) not in known],
-                                   out_dir, args.j)
-        regressions = sorted(expected + confirmed)
+        ref = passed["reference"]
+        regressions, flaky, counts = [], [], []
+        for name in ("ours", "own-name"):
+            run = runs(major)[name]
+            failing = sorted(ref - passed[name])
+            # Known ones are expected to fail: only the others are rerun.
+            expected = [t for t in failing if {(major, t), (major, label(run, t))} & known]
+            confirmed, unsure = confirm(
+                major, run, [t for t in failing if t not in expected], out_dir, args.j)
+            regressions += [label(run, t) for t in sorted(expected + confirmed)]
+            flaky += [label(run, t) for t in unsure]
+            counts.append(f"{len(passed[name])} on ours ({name.replace('ours', 'linked as the release')})")
         with open(os.path.join(out_dir, "regressions"), "w") as f:
             f.writelines(f"{t}\n" for t in regressions)
-        print(f"LLVM {major}: {len(ref)} pass on the reference, {len(ours_passed)} on ours; "
+        print(f"LLVM {major}: {len(ref)} pass on the reference, {', '.join(counts)}; "
               f"{len(regressions)} pass there and not here")
+        def is_known(t):
+            return (major, t) in known or (major, t.split(":", 1)[-1]) in known
         for t in regressions:
-            print(f"  {t}{'   (known)' if (major, t) in known else ''}")
+            print(f"  {t}{'   (known)' if is_known(t) else ''}")
         for t in flaky:
             print(f"  FLAKY on ours (failed, then passed on a rerun): {t}")
-        new = [t for t in regressions if (major, t) not in known]
+        new = [t for t in regressions if not is_known(t)]
         if args.known and not args.filter:
             # The list is exact: a listed test that passes on ours must be
             # taken off, so that it cannot hide a later regression.
-            fixed = sorted(t for (m, t) in known if m == major and t in ours_passed)
+            fixed = sorted(t for (m, t) in known if m == major
+                           and t.split(":", 1)[-1] in passed["own-name"]
+                           and (t.startswith("own-name:") or t in passed["ours"]))
             for t in fixed:
                 print(f"  FIXED, take it off {args.known}: {major} {t}")
             worse += len(fixed)

@@ -10,6 +10,13 @@
 //! (`Libomptarget error:` for clang 14's call, `omptarget error:` for clang
 //! 22's). LLVM cannot be the reference here: its two releases' runtimes
 //! would both be loaded, each seeing half of the process.
+//!
+//! The same holds when the binaries are linked against our library's own
+//! name (`-L target/omptarget/lib`: each then needs the plain
+//! `libomptarget.so`, whichever clang built it), as a user who links
+//! against an installed omptarget-rs gets them: the release is read off
+//! the binary itself (its compiler identification, or without one its
+//! offload sections), not off the name it links.
 
 use omptarget_test_support::exec;
 use omptarget_test_support::release::Release;
@@ -19,11 +26,30 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
+/// How a binary finds libomptarget when it is linked.
+#[derive(Clone, Copy, PartialEq)]
+enum Link {
+    /// Against its release's own folder (`libomptarget.so.22.1` for clang 22).
+    AsTheRelease,
+    /// Against our staged folder first: it needs `libomptarget.so`.
+    OwnName,
+    /// As `OwnName`, and the compiler identification (`.comment`) removed
+    /// afterwards: the release must come from the offload sections.
+    OwnNameNoComment,
+}
+
 /// Compile `source` (in `tests/c_mix`) with `release`'s clang into `out`.
-fn compile(release: Release, source: &str, out: &Path, extra: &[&str]) {
+fn compile(release: Release, link: Link, source: &str, out: &Path, extra: &[&str]) {
     let cc = format!("clang-{}", release.major());
+    let ours_first = match link {
+        Link::AsTheRelease => None,
+        Link::OwnName | Link::OwnNameNoComment => {
+            Some(format!("-L{}", stage::staged().lib_dir.display()))
+        }
+    };
     let output = Command::new(&cc)
         .args(OFFLOAD_FLAGS)
+        .args(ours_first)
         .args(release.extra_flags())
         .args(DEBUG_FLAGS)
         .args(extra)
@@ -38,6 +64,55 @@ fn compile(release: Release, source: &str, out: &Path, extra: &[&str]) {
         "{cc} {source} failed:\n{}",
         String::from_utf8_lossy(&output.stderr)
     );
+    let needed = needed_runtime(out);
+    let expected = match (link, release) {
+        (Link::AsTheRelease, Release::Llvm14) | (Link::OwnName | Link::OwnNameNoComment, _) => {
+            "libomptarget.so".to_string()
+        }
+        (Link::AsTheRelease, other) => format!("libomptarget.so.{}.1", other.major()),
+    };
+    assert_eq!(needed, expected, "{} links the runtime as", out.display());
+    if link == Link::OwnNameNoComment {
+        let status = Command::new("objcopy")
+            .arg("--remove-section=.comment")
+            .arg(out)
+            .status()
+            .expect("running objcopy");
+        assert!(status.success(), "objcopy --remove-section=.comment failed");
+    }
+}
+
+/// The libomptarget name `binary` links (its `DT_NEEDED`).
+fn needed_runtime(binary: &Path) -> String {
+    use object::read::elf::Dyn;
+    let bytes = std::fs::read(binary).unwrap();
+    let file = object::File::parse(&*bytes).unwrap();
+    let needed = match &file {
+        object::File::Elf64(elf) => {
+            let endian = elf.endian();
+            let dynamic = elf
+                .elf_section_table()
+                .dynamic(endian, elf.data())
+                .unwrap()
+                .expect("a dynamic section");
+            let (entries, strings_index) = dynamic;
+            let strings = elf
+                .elf_section_table()
+                .strings(endian, elf.data(), strings_index)
+                .unwrap();
+            entries
+                .iter()
+                .filter(|d| d.tag32(endian) == Some(object::elf::DT_NEEDED))
+                .filter_map(|d| d.string(endian, strings).ok())
+                .map(|name| String::from_utf8_lossy(name).into_owned())
+                .collect::<Vec<_>>()
+        }
+        _ => panic!("{} is not a 64-bit ELF", binary.display()),
+    };
+    needed
+        .into_iter()
+        .find(|n| n.starts_with("libomptarget.so"))
+        .unwrap_or_else(|| panic!("{} needs no libomptarget", binary.display()))
 }
 
 fn toolchains_present() -> bool {
@@ -58,20 +133,27 @@ fn toolchains_present() -> bool {
 }
 
 /// Build the pair, run it on ours, return (stdout, stderr).
-fn run_mix(main: Release, lib: Release) -> (String, String) {
+fn run_mix(main: (Release, Link), lib: (Release, Link)) -> (String, String) {
+    let form = |link: Link| match link {
+        Link::AsTheRelease => "",
+        Link::OwnName => "-own",
+        Link::OwnNameNoComment => "-own-nocomment",
+    };
     let dir = paths::omptarget_dir().join("c-mix").join(format!(
-        "main{}-lib{}",
-        main.major(),
-        lib.major()
+        "main{}{}-lib{}{}",
+        main.0.major(),
+        form(main.1),
+        lib.0.major(),
+        form(lib.1)
     ));
     std::fs::create_dir_all(&dir).unwrap();
     let library = dir.join("libmix.so");
     let program = dir.join("mix_main");
-    compile(lib, "mix_lib.c", &library, &["-fPIC", "-shared"]);
-    compile(main, "mix_main.c", &program, &["-ldl"]);
+    compile(lib.0, lib.1, "mix_lib.c", &library, &["-fPIC", "-shared"]);
+    compile(main.0, main.1, "mix_main.c", &program, &["-ldl"]);
     let ours = &stage::staged().lib_dir;
     // The newer release's libomp serves both (one libomp per process).
-    let newer = main.max_by_major(lib);
+    let newer = main.0.max_by_major(lib.0);
     let cmd = exec::command(
         &program,
         &[library.to_string_lossy().into_owned()],
@@ -89,11 +171,12 @@ fn run_mix(main: Release, lib: Release) -> (String, String) {
     (out.stdout, out.stderr)
 }
 
-fn check(main: Release, lib: Release) {
+fn check(main: (Release, Link), lib: (Release, Link)) {
     if !toolchains_present() {
         return;
     }
     let (stdout, stderr) = run_mix(main, lib);
+    let (main, lib) = (main.0, lib.0);
     // 0..100 sums to 4950, 0..10 to 45; the library's global counts calls.
     let expected = "main region: x=42\n\
                     library kernels: 49501 then 452\n\
@@ -114,10 +197,36 @@ fn check(main: Release, lib: Release) {
 
 #[test]
 fn clang_14_program_dlopens_a_clang_22_library() {
-    check(Release::Llvm14, Release::Llvm22);
+    check(
+        (Release::Llvm14, Link::AsTheRelease),
+        (Release::Llvm22, Link::AsTheRelease),
+    );
 }
 
 #[test]
 fn clang_22_program_dlopens_a_clang_14_library() {
-    check(Release::Llvm22, Release::Llvm14);
+    check(
+        (Release::Llvm22, Link::AsTheRelease),
+        (Release::Llvm14, Link::AsTheRelease),
+    );
+}
+
+#[test]
+fn both_linked_against_our_name_each_follows_its_own_clang() {
+    check(
+        (Release::Llvm22, Link::OwnName),
+        (Release::Llvm14, Link::OwnName),
+    );
+    check(
+        (Release::Llvm14, Link::OwnName),
+        (Release::Llvm22, Link::OwnName),
+    );
+}
+
+#[test]
+fn without_a_compiler_identification_the_offload_sections_tell() {
+    check(
+        (Release::Llvm22, Link::OwnNameNoComment),
+        (Release::Llvm14, Link::OwnNameNoComment),
+    );
 }

@@ -134,7 +134,7 @@ pub use mapper::{mapper_num_components, push_mapper_component, MapComponent, Map
 pub use policy::TargetOffloadPolicy;
 pub use region::KernelLaunch;
 pub use registry::Registry;
-pub use release::Release;
+pub use release::{LinkedName, Release};
 
 use omptarget::device::DevicePtr;
 use omptarget::mapping::{DeviceMemory, MapEvent};

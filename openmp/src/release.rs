@@ -3,8 +3,9 @@
 //! One runtime serves binaries of clang 14, 19 and 22. Where their own
 //! runtimes behave differently for the same call, this one behaves as the
 //! runtime of the release that built the calling binary (the shim tells,
-//! through [`super::HostEnv::caller_release`], from the `libomptarget`
-//! name that binary links against). Each difference is a method here, and
+//! through [`super::HostEnv::caller_release`], from the binary's own
+//! evidence: the versioned `libomptarget` name it links, else the clang
+//! its `.comment` names). Each difference is a method here, and
 //! `docs/releases.md` lists them in one table (the Releases table).
 
 use super::HostEnv;
@@ -14,7 +15,8 @@ use std::cell::Cell;
 /// An LLVM release with its own libomptarget behaviour.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
 pub enum Release {
-    /// LLVM 14 (binaries link `libomptarget.so`).
+    /// LLVM 14 (binaries link `libomptarget.so`); also what a binary
+    /// that shows no evidence of its release is taken for.
     #[default]
     Llvm14,
     /// LLVM 19 (`libomptarget.so.19.1`; also 15 to 19, which link
@@ -25,15 +27,37 @@ pub enum Release {
     Llvm22,
 }
 
+/// What a binary's `DT_NEEDED` name of the runtime tells of its release.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LinkedName {
+    /// A release's own name (`libomptarget.so.19.1`).
+    Versioned(Release),
+    /// `libomptarget.so`: the binary itself must tell.
+    Unversioned,
+}
+
 impl Release {
-    /// The release of a binary that links the runtime as `name` (its
-    /// `DT_NEEDED`): `libomptarget.so` is LLVM 14's name (clang 14 links the
-    /// unversioned library), `libomptarget.so.N.1` release N's. `None` when
-    /// `name` is not libomptarget's.
-    pub fn from_needed(name: &[u8]) -> Option<Release> {
+    /// The release a clang of this major version belongs to, for the
+    /// runtime's behaviour: up to 14 LLVM 14's; 15 to 19 LLVM 19's (the
+    /// kernel-argument launches, 32-byte entries); 20 and later LLVM 22's
+    /// (56-byte entries).
+    pub fn from_major(major: u32) -> Release {
+        match major {
+            0..=14 => Release::Llvm14,
+            15..=19 => Release::Llvm19,
+            _ => Release::Llvm22,
+        }
+    }
+
+    /// What the name a binary links the runtime under (its `DT_NEEDED`)
+    /// says: `libomptarget.so.N.1` is release N's own name, the
+    /// unversioned `libomptarget.so` says nothing (clang 14 links it
+    /// against LLVM 14, and every clang links it against this runtime's
+    /// own folder). `None` when `name` is not libomptarget's.
+    pub fn linked_name(name: &[u8]) -> Option<LinkedName> {
         let rest = name.strip_prefix(b"libomptarget.so")?;
         if rest.is_empty() {
-            return Some(Release::Llvm14);
+            return Some(LinkedName::Unversioned);
         }
         let version = rest.strip_prefix(b".")?;
         let major: u32 = std::str::from_utf8(version)
@@ -42,11 +66,30 @@ impl Release {
             .next()?
             .parse()
             .ok()?;
-        Some(match major {
-            0..=14 => Release::Llvm14,
-            15..=19 => Release::Llvm19,
-            _ => Release::Llvm22,
-        })
+        Some(LinkedName::Versioned(Release::from_major(major)))
+    }
+
+    /// The release of the clang named in an object's `.comment` section
+    /// (NUL-separated compiler identifications, e.g. `Debian clang version
+    /// 19.1.7 (3~deb12u1)` beside the C runtime's `GCC: ...`). With several
+    /// clangs (objects of another clang linked in), the newest: the one
+    /// that linked the binary wrote its offload registration. `None` when
+    /// no clang is named.
+    pub fn from_compiler_comment(comment: &[u8]) -> Option<Release> {
+        const MARK: &[u8] = b"clang version ";
+        comment
+            .split(|&b| b == 0)
+            .filter_map(|ident| {
+                let at = ident.windows(MARK.len()).position(|w| w == MARK)?;
+                let digits = &ident[at + MARK.len()..];
+                let len = digits.iter().take_while(|b| b.is_ascii_digit()).count();
+                std::str::from_utf8(&digits[..len])
+                    .ok()?
+                    .parse::<u32>()
+                    .ok()
+            })
+            .max()
+            .map(Release::from_major)
     }
 
     /// What every diagnostic line starts with: LLVM 14 prints
@@ -251,24 +294,59 @@ mod tests {
     use super::Release;
 
     #[test]
-    fn the_linked_name_gives_the_release() {
+    fn a_versioned_name_gives_the_release_and_the_plain_one_does_not() {
+        use super::LinkedName::{Unversioned, Versioned};
+        assert_eq!(Release::linked_name(b"libomptarget.so"), Some(Unversioned));
         assert_eq!(
-            Release::from_needed(b"libomptarget.so"),
+            Release::linked_name(b"libomptarget.so.19.1"),
+            Some(Versioned(Release::Llvm19))
+        );
+        assert_eq!(
+            Release::linked_name(b"libomptarget.so.22.1"),
+            Some(Versioned(Release::Llvm22))
+        );
+        assert_eq!(
+            Release::linked_name(b"libomptarget.so.17"),
+            Some(Versioned(Release::Llvm19))
+        );
+        assert_eq!(Release::linked_name(b"libomp.so.5"), None);
+        assert_eq!(Release::linked_name(b"libomptarget.so.x"), None);
+    }
+
+    #[test]
+    fn the_compiler_comment_gives_the_newest_clang_s_release() {
+        let comment = |parts: &[&str]| parts.join("\0").into_bytes();
+        let of = |parts: &[&str]| Release::from_compiler_comment(&comment(parts));
+        assert_eq!(
+            of(&[
+                "GCC: (Debian 12.2.0-14+deb12u1) 12.2.0",
+                "Debian clang version 14.0.6",
+                ""
+            ]),
             Some(Release::Llvm14)
         );
         assert_eq!(
-            Release::from_needed(b"libomptarget.so.19.1"),
+            of(&[
+                "GCC: (Debian 12.2.0-14) 12.2.0",
+                "Debian clang version 19.1.7 (3~deb12u1)"
+            ]),
             Some(Release::Llvm19)
         );
         assert_eq!(
-            Release::from_needed(b"libomptarget.so.22.1"),
+            of(&["clang version 22.1.8 (1~deb12u1)"]),
             Some(Release::Llvm22)
         );
+        assert_eq!(of(&["clang version 21.0.0git"]), Some(Release::Llvm22));
         assert_eq!(
-            Release::from_needed(b"libomptarget.so.17"),
+            of(&[
+                "Ubuntu clang version 14.0.0-1ubuntu1",
+                "Debian clang version 19.1.7",
+                "Linker: LLD 19.1.7"
+            ]),
             Some(Release::Llvm19)
         );
-        assert_eq!(Release::from_needed(b"libomp.so.5"), None);
-        assert_eq!(Release::from_needed(b"libomptarget.so.x"), None);
+        assert_eq!(of(&["GCC: (Debian 12.2.0-14) 12.2.0"]), None);
+        assert_eq!(of(&["clang version x"]), None);
+        assert_eq!(Release::from_compiler_comment(b""), None);
     }
 }

@@ -7,8 +7,13 @@
 //! clang's binaries have unwind tables) to the first frame whose object
 //! links a `libomptarget.so*` (its `DT_NEEDED`, read from the loaded
 //! object's dynamic section); frames of this library, libomp, libgcc and
-//! libc link none and are passed over. The name it links gives the release
-//! ([`Release::from_needed`]).
+//! libc link none and are passed over. That object's release is a
+//! property of the binary, not of the folder it was linked against:
+//! a release's own name (`libomptarget.so.19.1`) gives it, and the plain
+//! `libomptarget.so` (clang 14's name, and every clang's when it links
+//! against this runtime's folder) leaves it to the clang the object's
+//! `.comment` names ([`compiler`]); an object with neither is taken for
+//! LLVM 14's (its name is LLVM 14's).
 //!
 //! Only calls whose behaviour differs between releases ask (error paths,
 //! mostly), so the walk costs nothing on the hot paths. Answers are cached
@@ -16,7 +21,9 @@
 //! `dl_iterate_phdr` takes only glibc's short list lock, never the
 //! dynamic loader's lock a constructor holds.
 
-use omptarget_openmp::Release;
+mod compiler;
+
+use omptarget_openmp::{LinkedName, Release};
 use std::cell::Cell;
 use std::ffi::{c_int, c_void, CStr};
 use std::sync::Mutex;
@@ -63,7 +70,7 @@ extern "C" fn collect(ctx: *mut c_void, arg: *mut c_void) -> c_int {
     URC_NO_REASON
 }
 
-/// What an object links: `Some(release)` if it links libomptarget.
+/// An object's release: `Some` if it links libomptarget.
 #[derive(Clone, Copy)]
 struct Object {
     /// `[start, end)` of its loaded segments.
@@ -106,7 +113,21 @@ unsafe extern "C" fn find_object(
         return 0;
     }
     // SAFETY: the object's dynamic section, mapped while it is loaded.
-    let release = dynamic.and_then(|d| unsafe { needed_release(d as *const Dyn, bias) });
+    let release = match dynamic.and_then(|d| unsafe { linked_name(d as *const Dyn, bias) }) {
+        None => None,
+        Some(LinkedName::Versioned(release)) => Some(release),
+        // Read here, while glibc's list lock keeps the object loaded
+        // (once per object: the answer is cached).
+        Some(LinkedName::Unversioned) => Some(
+            compiler::release_of(&compiler::Loaded {
+                // SAFETY: glibc's NUL-terminated name of the object.
+                name: unsafe { CStr::from_ptr(info.dlpi_name) },
+                bias,
+                headers,
+            })
+            .unwrap_or_default(),
+        ),
+    };
     lookup.found = Some(Object {
         start,
         end,
@@ -115,11 +136,11 @@ unsafe extern "C" fn find_object(
     1
 }
 
-/// The release named by the first `libomptarget.so*` in a dynamic section.
+/// What the first `libomptarget.so*` in a dynamic section says.
 ///
 /// # Safety
 /// `dynamic` is a loaded object's `DT_NULL`-terminated dynamic section.
-unsafe fn needed_release(dynamic: *const Dyn, bias: usize) -> Option<Release> {
+unsafe fn linked_name(dynamic: *const Dyn, bias: usize) -> Option<LinkedName> {
     let mut strtab = 0usize;
     let mut at = dynamic;
     // SAFETY: our `# Safety`: entries up to DT_NULL are readable.
@@ -149,8 +170,8 @@ unsafe fn needed_release(dynamic: *const Dyn, bias: usize) -> Option<Release> {
             // SAFETY: a DT_NEEDED value is an offset into the loaded
             // string table, to a NUL-terminated name.
             let name = unsafe { CStr::from_ptr((strtab + entry.d_val as usize) as *const _) };
-            if let Some(release) = Release::from_needed(name.to_bytes()) {
-                return Some(release);
+            if let Some(linked) = Release::linked_name(name.to_bytes()) {
+                return Some(linked);
             }
         }
         // SAFETY: still within the section.
