@@ -495,3 +495,37 @@ fn device_to_device_exchange() -> anyhow::Result<()> {
     assert!(runtime.shutdown().is_clean());
     Ok(())
 }
+
+/// A `const` global through the staged host plugin (here so that
+/// `cargo xtask valgrind runtime_api` checks the refusal path too): the
+/// write is refused with the typed error before any copy, the raw copy is
+/// refused by the plugin (it would write read-only memory: SIGSEGV before,
+/// an invalid write under valgrind), and the process goes on to a clean
+/// shutdown. The API as a user meets it: tests/rust_user's
+/// `a_const_global_is_read_only_and_writing_it_is_an_error`.
+#[test]
+fn a_const_global_write_is_refused_and_the_process_survives() -> anyhow::Result<()> {
+    let (_plugin, runtime) = host_runtime();
+    let device = runtime.device(0)?;
+    let so = support::clang::build_kernel_image("typed.c");
+    // SAFETY: a test kernel object (tests/kernels): no initialiser or finaliser.
+    let image = unsafe { Image::load_file(device, &so, &["ro_val", "counter"]) }?;
+    let ro_val = image.global::<i32>("ro_val")?;
+    let err = ro_val.write(&42).unwrap_err();
+    assert!(
+        matches!(&err, Error::ReadOnlyGlobal { device: 0, global } if global == "ro_val"),
+        "{err}"
+    );
+    let value = 42i32;
+    // SAFETY: `value` is readable for 4 bytes; the destination is the
+    // plugin's to refuse.
+    let err = unsafe { device.submit(ro_val.device_ptr(), (&value as *const i32).cast(), 4) }
+        .unwrap_err();
+    assert!(matches!(err, Error::PluginCallFailed { .. }), "{err}");
+    assert_eq!(ro_val.read()?, 7);
+    image.global::<i32>("counter")?.write(&1)?;
+    drop(image);
+    let report = runtime.shutdown();
+    assert!(report.is_clean(), "{report}");
+    Ok(())
+}
