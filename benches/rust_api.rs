@@ -74,7 +74,9 @@ fn launches(c: &mut Criterion) {
     let so = kernels(dir.path());
     let runtime = Runtime::new(Config::default()).expect("runtime");
     let device = runtime.device(0).expect("device 0");
-    let image = Image::load_file(device, &so, &["args_1", "args_8", "args_12"]).expect("image");
+    // SAFETY: a test kernel object (tests/kernels): no initialiser or finaliser.
+    let image =
+        unsafe { Image::load_file(device, &so, &["args_1", "args_8", "args_12"]) }.expect("image");
     // SAFETY: the C signatures in bench_args.c are these tuples; each
     // kernel touches out[0] only, and `out` holds one value.
     let (k1, k8, k12): (Kernel<Args1>, Kernel<Args8>, Kernel<Args12>) = unsafe {

@@ -28,8 +28,10 @@ fn main() -> Result<()> {
     let kernel = example_kernel("typed.c", scratch.path()).map_err(anyhow::Error::msg)?;
     let runtime = Runtime::new(Config::default())?;
     let (d0, d1) = (runtime.device(0)?, runtime.device(1)?);
-    let image0 = Image::load_file(d0, &kernel, &["scale"])?;
-    let image1 = Image::load_file(d1, &kernel, &["scale"])?;
+    // SAFETY: the example's kernel object: no initialiser or finaliser.
+    let image0 = unsafe { Image::load_file(d0, &kernel, &["scale"]) }?;
+    // SAFETY: the example's kernel object: no initialiser or finaliser.
+    let image1 = unsafe { Image::load_file(d1, &kernel, &["scale"]) }?;
     // SAFETY: scale's C parameters are `Scale`, and it touches only the
     // values below the lengths it is given.
     let (scale0, scale1): (Kernel<Scale>, Kernel<Scale>) =

@@ -32,7 +32,8 @@ fn main() -> Result<()> {
                 let (runtime, kernel) = (&runtime, &kernel);
                 s.spawn(move || -> Result<Vec<f32>> {
                     let device = runtime.device(d)?;
-                    let image = Image::load_file(device, kernel, &["scale"])?;
+                    // SAFETY: the example's kernel object: no initialiser or finaliser.
+                    let image = unsafe { Image::load_file(device, kernel, &["scale"]) }?;
                     // SAFETY: scale's C parameters are `Scale`; it touches
                     // only the values below the lengths it is given.
                     let scale: Kernel<Scale> = unsafe { image.kernel("scale")? };

@@ -77,7 +77,8 @@ fn main() -> Result<()> {
     let kernel = example_kernel("typed.c", scratch.path()).map_err(anyhow::Error::msg)?;
     let runtime = Runtime::new(Config::default())?;
     let device = runtime.device(0)?;
-    let image = Image::load_file(device, &kernel, &["scale"])?;
+    // SAFETY: the example's kernel object: no initialiser or finaliser.
+    let image = unsafe { Image::load_file(device, &kernel, &["scale"]) }?;
     // SAFETY: scale's C parameters are `Scale`, and it touches only the
     // values below the lengths it is given.
     let scale: Kernel<Scale> = unsafe { image.kernel("scale")? };

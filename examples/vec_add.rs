@@ -35,7 +35,8 @@ fn main() -> Result<()> {
     let a: Vec<f32> = (0..N).map(|i| i as f32).collect();
     let b: Vec<f32> = (0..N).map(|i| 2.0 * (N - i) as f32).collect();
     let c = {
-        let image = Image::load_file(device, &kernel, &["vec_add_slices"])?;
+        // SAFETY: the example's kernel object: no initialiser or finaliser.
+        let image = unsafe { Image::load_file(device, &kernel, &["vec_add_slices"]) }?;
         // SAFETY: vec_add_slices's C parameters are `VecAdd`, and it
         // touches only the values below the three lengths it is given.
         let vec_add: Kernel<VecAdd> = unsafe { image.kernel("vec_add_slices")? };

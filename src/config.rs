@@ -57,7 +57,7 @@ pub struct Config {
     /// [`crate::Runtime::new`] fails when plugins were asked for (the
     /// built-in one or a list) and none loaded, unless
     /// [`Config::require_a_plugin`] is off.
-    pub plugins: Option<Vec<PathBuf>>,
+    pub(crate) plugins: Option<Vec<PathBuf>>,
     /// Fail [`crate::Runtime::new`] when plugins were asked for and none
     /// loaded (default `true`). LLVM's C ABI (`libomptarget.so`) turns it
     /// off: an OpenMP program then runs its regions on the host, and the
@@ -123,10 +123,36 @@ impl Config {
         }
     }
 
+    /// The plugin libraries to load, in order, if a list was given
+    /// ([`Config::with_plugins`], `OMPTARGET_PLUGINS`); `None`: the
+    /// default plugins found next to the runtime's library.
+    pub fn plugins(&self) -> Option<&[PathBuf]> {
+        self.plugins.as_deref()
+    }
+
     /// Use exactly these plugin libraries, in this order (and not the
     /// built-in host plugin: add it back with
     /// [`Config::with_builtin_host`]).
-    pub fn with_plugins<I, P>(mut self, plugins: I) -> Self
+    ///
+    /// # Safety
+    /// [`crate::Runtime::new`] loads each library (`dlopen`), which runs
+    /// its initialisers, and the runtime's shutdown (or its drop) unloads
+    /// it, which runs its finalisers; in between the runtime calls its
+    /// `__tgt_rtl_*` entries, trusting each to keep LLVM's plugin contract
+    /// (docs/plugins.md). The caller vouches that every path names such a
+    /// plugin library (this project's, or LLVM's for its release), whose
+    /// initialisers and finalisers are sound to run then: the contract of
+    /// `libloading::Library::new`, plus the plugin ABI's. The safe ways
+    /// load only libraries of the installation or of the environment:
+    /// [`Config::default`] the plugins found next to the runtime's own
+    /// library, [`Config::from_env`] those `OMPTARGET_PLUGINS` names (the
+    /// process's environment is trusted as the dynamic loader trusts
+    /// `LD_PRELOAD`).
+    ///
+    /// ```compile_fail
+    /// let _ = omptarget::Config::default().with_plugins(["libx.so"]); // needs `unsafe`
+    /// ```
+    pub unsafe fn with_plugins<I, P>(mut self, plugins: I) -> Self
     where
         I: IntoIterator<Item = P>,
         P: Into<PathBuf>,

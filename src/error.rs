@@ -133,6 +133,21 @@ pub enum Error {
         queues: usize,
     },
 
+    /// [`crate::Global::write`] to a global the device cannot write from
+    /// the host: the plugin marked it read-only when it loaded the image
+    /// (the host plugin does for a `const` global, which lies in the
+    /// image's read-only memory, where a copy would end the process with
+    /// SIGSEGV). Nothing was written; reading it is allowed.
+    #[error(
+        "global {global:?} on device {device} is read-only (a const global); it cannot be written"
+    )]
+    ReadOnlyGlobal {
+        /// Runtime-wide number of the device the image is loaded on.
+        device: usize,
+        /// The global's name.
+        global: String,
+    },
+
     /// A host/device copy whose lengths disagree.
     #[error(
         "length mismatch: the device buffer holds {device_len} elements, the host slice {host_len}"

@@ -46,7 +46,10 @@
 //! ```
 //!
 //! **3. Kernels.** An [`Image`] is a device object loaded on one device
-//! (for the host plugin, a shared object: `cc -shared -fPIC`). A
+//! (for the host plugin, a shared object: `cc -shared -fPIC`). Loading it
+//! runs its initialisers and unloading it (dropping the [`Image`]) its
+//! finalisers, so [`Image::load_file`] is `unsafe`: the caller vouches for
+//! that code, as for any `dlopen` ([`Image::load`]'s `# Safety`). A
 //! [`Kernel`] is typed by its C parameters, declared once, in an `unsafe`
 //! lookup (the object code cannot be checked); every launch is then
 //! checked at compile time: the number of arguments, their types, and
@@ -57,7 +60,8 @@
 //! is safe. A bare [`Ptr`]/[`PtrMut`] parameter's reach depends on the
 //! other arguments, so such kernels launch with the `unsafe`
 //! [`Kernel::launch_unchecked`]. Globals have typed handles ([`Global`]),
-//! whose reads and writes never race a launch of their image's kernels.
+//! whose reads and writes never race a launch of their image's kernels;
+//! a `const` global can be read but not written ([`Error::ReadOnlyGlobal`]).
 //!
 //! ```
 //! # fn main() -> anyhow::Result<()> {
@@ -77,7 +81,8 @@
 //!     .args(["-shared", "-fPIC", "-O2"]).arg(&source).arg("-o").arg(&so).status()?;
 //! assert!(built.success());
 //!
-//! let image = Image::load_file(device, &so, &["scale", "counter"])?;
+//! // SAFETY: the example's kernel object: no initialiser or finaliser.
+//! let image = unsafe { Image::load_file(device, &so, &["scale", "counter"]) }?;
 //! // SAFETY: that is its C signature, and it stays below the lengths it is given.
 //! let scale: Kernel<(f32, Slice<f32>, SliceMut<f32>)> = unsafe { image.kernel("scale")? };
 //! scale.launch(LaunchConfig::default(), (2.0f32, &x, &mut y))?;
@@ -179,7 +184,8 @@
 //!
 //! Below the typed API, `Device` has raw operations (`alloc`, `free`,
 //! `submit`, `load_image`, `run_region` ...): the plugin's entries behind
-//! the device's checks, `unsafe` where the caller vouches for the memory.
+//! the device's checks, `unsafe` where the caller vouches for the memory
+//! or for a plugin queue (`synchronize_queue`, `retrieve_on`).
 //! They, the `mapping` tables and the per-plugin queries are what the
 //! OpenMP layer (`omptarget-openmp`, LLVM's OpenMP semantics for the C
 //! ABI) is built on; a Rust program needs none of them, so they are hidden

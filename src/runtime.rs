@@ -369,7 +369,9 @@ mod tests {
         let missing = PathBuf::from("/nonexistent/libomptarget.rtl.none.so");
         // A shared library without any __tgt_rtl_ entry: opened, closed.
         let no_entries = PathBuf::from("libc.so.6");
-        let config = Config::default().with_plugins([missing.clone(), no_entries.clone()]);
+        // SAFETY: a missing file and libc (no __tgt_rtl_ entry): opened, closed.
+        let config =
+            unsafe { Config::default().with_plugins([missing.clone(), no_entries.clone()]) };
         let Err(Error::NoPluginLoaded { tried }) = Runtime::new(config.clone()) else {
             panic!("no plugin loaded, yet Runtime::new succeeded");
         };

@@ -14,7 +14,9 @@ type VecAdd = (Ptr<f32>, Ptr<f32>, PtrMut<f32>, isize);
 
 fn host_runtime() -> (support::plugin::PluginCopy, Runtime) {
     let plugin = support::plugin::host_plugin();
-    let runtime = Runtime::new(Config::default().with_plugins([&plugin.path])).expect("runtime");
+    // SAFETY: a plugin library of this project (or LLVM's) built for the tests.
+    let runtime =
+        Runtime::new(unsafe { Config::default().with_plugins([&plugin.path]) }).expect("runtime");
     assert!(
         runtime.skipped_plugins().is_empty(),
         "{:?}",
@@ -35,11 +37,14 @@ fn vec_add_runs_and_shutdown_is_clean() -> anyhow::Result<()> {
     let b: Vec<f32> = (0..n).map(|i| i as f32 * 0.25).collect();
     {
         let device = runtime.device(0)?;
-        let image = Image::load_file(
-            device,
-            support::clang::build_kernel_image("vec_add.c"),
-            &["vec_add"],
-        )?;
+        // SAFETY: a test kernel object (tests/kernels): no initialiser or finaliser.
+        let image = unsafe {
+            Image::load_file(
+                device,
+                support::clang::build_kernel_image("vec_add.c"),
+                &["vec_add"],
+            )
+        }?;
         // SAFETY: vec_add's C signature; it touches n values of each buffer.
         let kernel: Kernel<VecAdd> = unsafe { image.kernel("vec_add")? };
         let da = DeviceBuffer::from_slice(device, &a)?;
@@ -107,11 +112,14 @@ fn vec_add_runs_and_shutdown_is_clean() -> anyhow::Result<()> {
 fn image_with_two_kernels_and_scalar_arguments() -> anyhow::Result<()> {
     let (_plugin, runtime) = host_runtime();
     let device = runtime.device(1)?;
-    let image = Image::load_file(
-        device,
-        support::clang::build_kernel_image("saxpy.c"),
-        &["saxpy", "sum_i64"],
-    )?;
+    // SAFETY: a test kernel object (tests/kernels): no initialiser or finaliser.
+    let image = unsafe {
+        Image::load_file(
+            device,
+            support::clang::build_kernel_image("saxpy.c"),
+            &["saxpy", "sum_i64"],
+        )
+    }?;
     assert_eq!(
         image.entry_names().collect::<Vec<_>>(),
         ["saxpy", "sum_i64"]
@@ -163,7 +171,8 @@ fn missing_kernels_and_bad_images_are_clear_errors() -> anyhow::Result<()> {
     let device = runtime.device(0)?;
     let so = support::clang::build_kernel_image("saxpy.c");
 
-    let image = Image::load_file(device, &so, &["saxpy", "sum_i64"])?;
+    // SAFETY: a test kernel object (tests/kernels): no initialiser or finaliser.
+    let image = unsafe { Image::load_file(device, &so, &["saxpy", "sum_i64"]) }?;
     // SAFETY: refused before any launch.
     match unsafe { image.kernel::<()>("daxpy") } {
         Err(Error::KernelNotFound { name, available }) => {
@@ -175,21 +184,25 @@ fn missing_kernels_and_bad_images_are_clear_errors() -> anyhow::Result<()> {
     drop(image);
 
     // A name the object does not define: refused before the plugin sees it.
-    let err = Image::load_file(device, &so, &["saxpy", "no_such_kernel"]).unwrap_err();
+    // SAFETY: a test kernel object (tests/kernels): no initialiser or finaliser.
+    let err = unsafe { Image::load_file(device, &so, &["saxpy", "no_such_kernel"]) }.unwrap_err();
     assert!(
         matches!(err, Error::InvalidImage { device: 0, .. }),
         "{err}"
     );
     // Not an ELF object at all.
-    let err = Image::load(device, b"definitely not ELF", &["k"]).unwrap_err();
+    // SAFETY: a test kernel object (tests/kernels): no initialiser or finaliser.
+    let err = unsafe { Image::load(device, b"definitely not ELF", &["k"]) }.unwrap_err();
     assert!(matches!(err, Error::InvalidImage { .. }), "{err}");
     // An ELF object for the wrong machine is rejected by is_valid_binary.
     let mut elf = std::fs::read(&so)?;
     elf[18] = 0xb7; // e_machine = EM_AARCH64
-    let err = Image::load(device, &elf, &["saxpy"]).unwrap_err();
+                    // SAFETY: a test kernel object (tests/kernels): no initialiser or finaliser.
+    let err = unsafe { Image::load(device, &elf, &["saxpy"]) }.unwrap_err();
     assert!(matches!(err, Error::InvalidImage { .. }), "{err}");
     // A missing file.
-    let err = Image::load_file(device, "/nonexistent/kernel.so", &["k"]).unwrap_err();
+    // SAFETY: a test kernel object (tests/kernels): no initialiser or finaliser.
+    let err = unsafe { Image::load_file(device, "/nonexistent/kernel.so", &["k"]) }.unwrap_err();
     assert!(matches!(err, Error::Io { .. }), "{err}");
 
     assert_eq!(device.loaded_image_count(), 0, "nothing stays loaded");
@@ -210,7 +223,8 @@ fn an_image_calling_an_undefined_function_is_refused_at_load() -> anyhow::Result
     let device = runtime.device(0)?;
     let so = support::clang::build_kernel_image("calls_missing.c");
 
-    let err = Image::load_file(device, &so, &["calls_missing"]).unwrap_err();
+    // SAFETY: a test kernel object (tests/kernels): no initialiser or finaliser.
+    let err = unsafe { Image::load_file(device, &so, &["calls_missing"]) }.unwrap_err();
     match &err {
         Error::ImageLoadFailed {
             device: 0,
@@ -226,7 +240,8 @@ fn an_image_calling_an_undefined_function_is_refused_at_load() -> anyhow::Result
     assert_eq!(device.loaded_image_count(), 0, "nothing stays loaded");
     // Refused again on another device (the refusal left nothing behind).
     let bytes = std::fs::read(&so)?;
-    let err = Image::load(runtime.device(1)?, &bytes, &["calls_missing"]).unwrap_err();
+    // SAFETY: a test kernel object (tests/kernels): no initialiser or finaliser.
+    let err = unsafe { Image::load(runtime.device(1)?, &bytes, &["calls_missing"]) }.unwrap_err();
     assert!(
         matches!(err, Error::ImageLoadFailed { device: 1, .. }),
         "{err}"
@@ -293,11 +308,14 @@ fn buffer_misuse_is_rejected_and_loses_nothing() -> anyhow::Result<()> {
     ));
 
     // A buffer of device 0 passed to a kernel on device 1.
-    let image = Image::load_file(
-        other,
-        support::clang::build_kernel_image("vec_add.c"),
-        &["vec_add"],
-    )?;
+    // SAFETY: a test kernel object (tests/kernels): no initialiser or finaliser.
+    let image = unsafe {
+        Image::load_file(
+            other,
+            support::clang::build_kernel_image("vec_add.c"),
+            &["vec_add"],
+        )
+    }?;
     let mut dst = DeviceBuffer::<u32>::new(other, 3)?;
     type VecAddU32 = (Ptr<u32>, Ptr<u32>, PtrMut<u32>, isize);
     // SAFETY: vec_add's signature (with u32 for its floats: never runs,
@@ -427,7 +445,8 @@ fn one_runtime_shared_by_threads() -> anyhow::Result<()> {
             let so = &so;
             scope.spawn(move || -> anyhow::Result<()> {
                 let device = runtime.device(t % 2)?;
-                let image = Image::load_file(device, so, &["vec_add"])?;
+                // SAFETY: a test kernel object (tests/kernels): no initialiser or finaliser.
+                let image = unsafe { Image::load_file(device, so, &["vec_add"]) }?;
                 // SAFETY: vec_add's signature; n-value buffers.
                 let kernel: Kernel<VecAdd> = unsafe { image.kernel("vec_add")? };
                 for round in 0..20usize {
@@ -474,5 +493,39 @@ fn device_to_device_exchange() -> anyhow::Result<()> {
     assert_eq!(dst.to_vec()?, [1.5, -2.0, 3.25]);
     drop((src, dst));
     assert!(runtime.shutdown().is_clean());
+    Ok(())
+}
+
+/// A `const` global through the staged host plugin (here so that
+/// `cargo xtask valgrind runtime_api` checks the refusal path too): the
+/// write is refused with the typed error before any copy, the raw copy is
+/// refused by the plugin (it would write read-only memory: SIGSEGV before,
+/// an invalid write under valgrind), and the process goes on to a clean
+/// shutdown. The API as a user meets it: tests/rust_user's
+/// `a_const_global_is_read_only_and_writing_it_is_an_error`.
+#[test]
+fn a_const_global_write_is_refused_and_the_process_survives() -> anyhow::Result<()> {
+    let (_plugin, runtime) = host_runtime();
+    let device = runtime.device(0)?;
+    let so = support::clang::build_kernel_image("typed.c");
+    // SAFETY: a test kernel object (tests/kernels): no initialiser or finaliser.
+    let image = unsafe { Image::load_file(device, &so, &["ro_val", "counter"]) }?;
+    let ro_val = image.global::<i32>("ro_val")?;
+    let err = ro_val.write(&42).unwrap_err();
+    assert!(
+        matches!(&err, Error::ReadOnlyGlobal { device: 0, global } if global == "ro_val"),
+        "{err}"
+    );
+    let value = 42i32;
+    // SAFETY: `value` is readable for 4 bytes; the destination is the
+    // plugin's to refuse.
+    let err = unsafe { device.submit(ro_val.device_ptr(), (&value as *const i32).cast(), 4) }
+        .unwrap_err();
+    assert!(matches!(err, Error::PluginCallFailed { .. }), "{err}");
+    assert_eq!(ro_val.read()?, 7);
+    image.global::<i32>("counter")?.write(&1)?;
+    drop(image);
+    let report = runtime.shutdown();
+    assert!(report.is_clean(), "{report}");
     Ok(())
 }

@@ -24,7 +24,8 @@ fn image_destructors_run_at_unload_before_deinit_device_and_are_reported() {
     // Before any other thread of this process exists (one test here).
     std::env::set_var("OMPTARGET_TEST_IMAGE_LOG", &plugin.log_path);
     let image = global_dtor_image();
-    let runtime = Runtime::new(Config::default().with_plugins([&plugin.path])).unwrap();
+    // SAFETY: a plugin library of this project (or LLVM's) built for the tests.
+    let runtime = Runtime::new(unsafe { Config::default().with_plugins([&plugin.path]) }).unwrap();
     let device = runtime.device(0).unwrap();
     // SAFETY: `image` outlives the runtime.
     unsafe { device.load_image(image.as_device_image()).unwrap() };

@@ -18,7 +18,8 @@ fn vec_add_on_llvm_x86_64_plugin() -> anyhow::Result<()> {
         Path::new(LLVM_PLUGIN).is_file(),
         "libomp-14-dev is not installed"
     );
-    let runtime = Runtime::new(Config::default().with_plugins([LLVM_PLUGIN]))?;
+    // SAFETY: a plugin library of this project (or LLVM's) built for the tests.
+    let runtime = Runtime::new(unsafe { Config::default().with_plugins([LLVM_PLUGIN]) })?;
     assert!(
         runtime.skipped_plugins().is_empty(),
         "{:?}",
@@ -38,11 +39,14 @@ fn vec_add_on_llvm_x86_64_plugin() -> anyhow::Result<()> {
     let b: Vec<f32> = (0..n).map(|i| 1000.0 - i as f32).collect();
     {
         let device = runtime.device(2)?;
-        let image = Image::load_file(
-            device,
-            support::clang::build_kernel_image("vec_add.c"),
-            &["vec_add"],
-        )?;
+        // SAFETY: a test kernel object (tests/kernels): no initialiser or finaliser.
+        let image = unsafe {
+            Image::load_file(
+                device,
+                support::clang::build_kernel_image("vec_add.c"),
+                &["vec_add"],
+            )
+        }?;
         type VecAdd = (Ptr<f32>, Ptr<f32>, PtrMut<f32>, isize);
         // SAFETY: vec_add(const float*, const float*, float*, intptr_t n)
         // touches n values of each buffer.
@@ -76,11 +80,14 @@ fn vec_add_on_llvm_x86_64_plugin() -> anyhow::Result<()> {
         // LLVM's plugin has no `__tgt_rtl_load_binary_flags`: an object
         // calling a function that exists nowhere loads as that plugin loads
         // every image, lazily (ours refuses it: runtime_api.rs).
-        let lazy = Image::load_file(
-            device,
-            support::clang::build_kernel_image("calls_missing.c"),
-            &["calls_missing"],
-        )?;
+        // SAFETY: a test kernel object (tests/kernels): no initialiser or finaliser.
+        let lazy = unsafe {
+            Image::load_file(
+                device,
+                support::clang::build_kernel_image("calls_missing.c"),
+                &["calls_missing"],
+            )
+        }?;
         assert_eq!(lazy.entry_names().collect::<Vec<_>>(), ["calls_missing"]);
     }
     let report = runtime.shutdown();
@@ -136,7 +143,8 @@ fn drain_without_the_batch_entry_deletes_block_by_block() -> anyhow::Result<()> 
     let dir = tempfile::tempdir()?;
     let copy = dir.path().join("libomptarget.rtl.x86_64.so");
     std::fs::copy(LLVM_PLUGIN, &copy)?;
-    let runtime = Runtime::new(Config::default().with_plugins([&copy]))?;
+    // SAFETY: a plugin library of this project (or LLVM's) built for the tests.
+    let runtime = Runtime::new(unsafe { Config::default().with_plugins([&copy]) })?;
     {
         let device = runtime.device(1)?;
         let buffers: Vec<_> = (0..200)
@@ -168,7 +176,8 @@ fn drain_without_the_batch_entry_deletes_block_by_block() -> anyhow::Result<()> 
 /// regions).
 #[test]
 fn llvm_plugin_devices_have_properties_without_the_entry() -> anyhow::Result<()> {
-    let runtime = Runtime::new(Config::default().with_plugins([LLVM_PLUGIN]))?;
+    // SAFETY: a plugin library of this project (or LLVM's) built for the tests.
+    let runtime = Runtime::new(unsafe { Config::default().with_plugins([LLVM_PLUGIN]) })?;
     let device = runtime.device(0)?;
     let properties = device.properties()?;
     assert_eq!(properties.plugin_name, "libomptarget.rtl.x86_64.so");

@@ -11,8 +11,8 @@ use std::ptr::null_mut;
 
 fn runtime_with(conf: &str, threshold: usize) -> (support::TestPlugin, Runtime) {
     let plugin = support::TestPlugin::isolated(conf);
-    let config = Config::default()
-        .with_plugins([&plugin.path])
+    // SAFETY: a plugin library of this project (or LLVM's) built for the tests.
+    let config = unsafe { Config::default().with_plugins([&plugin.path]) }
         .with_memory_manager_threshold(threshold);
     let runtime = Runtime::new(config).unwrap();
     (plugin, runtime)

@@ -13,7 +13,9 @@ use std::ptr::null_mut;
 fn devices_are_numbered_in_plugin_order() {
     let a = support::TestPlugin::isolated("devices=2\n");
     let b = support::TestPlugin::isolated("devices=3\n");
-    let runtime = Runtime::new(Config::default().with_plugins([&a.path, &b.path])).unwrap();
+    // SAFETY: a plugin library of this project (or LLVM's) built for the tests.
+    let runtime =
+        Runtime::new(unsafe { Config::default().with_plugins([&a.path, &b.path]) }).unwrap();
     assert_eq!(runtime.device_count(), 5);
     let plugins = runtime.plugins();
     assert_eq!(plugins.len(), 2);
@@ -52,7 +54,8 @@ fn devices_are_numbered_in_plugin_order() {
 #[test]
 fn a_device_failing_init_is_reported_on_every_use_and_others_work() {
     let plugin = support::TestPlugin::isolated("devices=3\nfail_init_device=1\n");
-    let runtime = Runtime::new(Config::default().with_plugins([&plugin.path])).unwrap();
+    // SAFETY: a plugin library of this project (or LLVM's) built for the tests.
+    let runtime = Runtime::new(unsafe { Config::default().with_plugins([&plugin.path]) }).unwrap();
     assert_eq!(runtime.device_count(), 3);
     let bad = runtime.device(1).unwrap();
     for _ in 0..2 {
@@ -106,7 +109,8 @@ fn failed_plugins_are_skipped_cleanly_and_the_rest_still_work() {
         &no_devices.path,
         &good.path,
     ];
-    let runtime = Runtime::new(Config::default().with_plugins(paths)).unwrap();
+    // SAFETY: a plugin library of this project (or LLVM's) built for the tests.
+    let runtime = Runtime::new(unsafe { Config::default().with_plugins(paths) }).unwrap();
 
     let skipped = runtime.skipped_plugins();
     assert_eq!(skipped.len(), 4, "{skipped:?}");
@@ -185,7 +189,7 @@ fn plugins_from_the_environment() {
     std::env::remove_var(omptarget::config::ENV_PLUGINS);
     std::env::remove_var(omptarget::config::ENV_MM_THRESHOLD);
     assert_eq!(
-        config.plugins.as_deref(),
+        config.plugins(),
         Some(&[a.path.clone(), b.path.clone()][..])
     );
     assert_eq!(config.memory_manager_threshold, 0);
@@ -214,7 +218,9 @@ fn default_discovery_looks_next_to_the_runtime() {
 fn per_plugin_queries_for_the_openmp_layer() {
     let a = support::TestPlugin::isolated("devices=2\n");
     let b = support::TestPlugin::isolated("devices=3\n");
-    let runtime = Runtime::new(Config::default().with_plugins([&a.path, &b.path])).unwrap();
+    // SAFETY: a plugin library of this project (or LLVM's) built for the tests.
+    let runtime =
+        Runtime::new(unsafe { Config::default().with_plugins([&a.path, &b.path]) }).unwrap();
     assert_eq!(runtime.plugin_count(), 2);
     let second = runtime.plugin(1).unwrap();
     assert_eq!((second.first_device(), second.device_count()), (2, 3));
@@ -255,13 +261,15 @@ fn per_plugin_queries_for_the_openmp_layer() {
 #[test]
 fn a_library_used_by_a_live_runtime_is_skipped_by_another() {
     let plugin = support::TestPlugin::isolated("devices=1\n");
-    let first = Runtime::new(Config::default().with_plugins([&plugin.path])).unwrap();
+    // SAFETY: a plugin library of this project (or LLVM's) built for the tests.
+    let first = Runtime::new(unsafe { Config::default().with_plugins([&plugin.path]) }).unwrap();
     assert_eq!(first.device_count(), 1);
     let calls_before = plugin.log_calls().len();
 
     // Alone, the second runtime has no plugin: an error that says why.
     let Err(omptarget::Error::NoPluginLoaded { tried }) =
-        Runtime::new(Config::default().with_plugins([&plugin.path]))
+        // SAFETY: a plugin library of this project (or LLVM's) built for the tests.
+        Runtime::new(unsafe { Config::default().with_plugins([&plugin.path]) })
     else {
         panic!("a runtime whose only plugin is in use was built");
     };
@@ -269,9 +277,8 @@ fn a_library_used_by_a_live_runtime_is_skipped_by_another() {
     assert_eq!(tried[0].reason, SkipReason::InUseByAnotherRuntime);
     // Beside the built-in host plugin it is built, and lists the skip.
     let second = Runtime::new(
-        Config::default()
-            .with_plugins([&plugin.path])
-            .with_builtin_host(true),
+        // SAFETY: a plugin library of this project (or LLVM's) built for the tests.
+        unsafe { Config::default().with_plugins([&plugin.path]) }.with_builtin_host(true),
     )
     .unwrap();
     assert_eq!(second.device_count(), 4, "the built-in host devices only");
@@ -301,7 +308,8 @@ fn a_library_used_by_a_live_runtime_is_skipped_by_another() {
         "{second_report}"
     );
 
-    let third = Runtime::new(Config::default().with_plugins([&plugin.path])).unwrap();
+    // SAFETY: a plugin library of this project (or LLVM's) built for the tests.
+    let third = Runtime::new(unsafe { Config::default().with_plugins([&plugin.path]) }).unwrap();
     assert_eq!(third.device_count(), 1, "{:?}", third.skipped_plugins());
     assert!(third.shutdown().is_clean());
 }
@@ -315,7 +323,8 @@ fn a_plugin_claiming_two_to_the_thirty_devices_is_skipped_with_the_reason() {
     let huge = support::TestPlugin::isolated("devices=1\nclaimed_devices=1073741824\n");
     let after = support::TestPlugin::isolated("devices=2\n");
     let paths = [&before.path, &huge.path, &after.path];
-    let runtime = Runtime::new(Config::default().with_plugins(paths)).unwrap();
+    // SAFETY: a plugin library of this project (or LLVM's) built for the tests.
+    let runtime = Runtime::new(unsafe { Config::default().with_plugins(paths) }).unwrap();
 
     let skipped = runtime.skipped_plugins();
     assert_eq!(skipped.len(), 1, "{skipped:?}");
@@ -366,7 +375,8 @@ fn a_plugin_claiming_two_to_the_thirty_devices_is_skipped_with_the_reason() {
 #[test]
 fn devices_are_built_on_first_use_only() {
     let many = support::TestPlugin::isolated("devices=2\nclaimed_devices=60000\n");
-    let runtime = Runtime::new(Config::default().with_plugins([&many.path])).unwrap();
+    // SAFETY: a plugin library of this project (or LLVM's) built for the tests.
+    let runtime = Runtime::new(unsafe { Config::default().with_plugins([&many.path]) }).unwrap();
     assert_eq!(runtime.device_count(), 60000);
     assert_eq!(runtime.devices_in_use(), 0);
     for id in [1, 0] {

@@ -198,7 +198,8 @@ fn assert_report(report: &ShutdownReport, from_drop: bool) {
 fn shutdown_runs_the_steps_in_order() {
     let plugin = support::TestPlugin::isolated("devices=3\n");
     let image = vec_add_image();
-    let runtime = Runtime::new(Config::default().with_plugins([&plugin.path])).unwrap();
+    // SAFETY: a plugin library of this project (or LLVM's) built for the tests.
+    let runtime = Runtime::new(unsafe { Config::default().with_plugins([&plugin.path]) }).unwrap();
     assert_eq!(runtime.device_count(), 3);
     let addrs = populate(&runtime, &image);
     let report = runtime.shutdown();
@@ -211,7 +212,8 @@ fn shutdown_runs_the_steps_in_order() {
 fn drop_without_shutdown_runs_the_same_teardown() {
     let plugin = support::TestPlugin::isolated("devices=3\n");
     let image = vec_add_image();
-    let runtime = Runtime::new(Config::default().with_plugins([&plugin.path])).unwrap();
+    // SAFETY: a plugin library of this project (or LLVM's) built for the tests.
+    let runtime = Runtime::new(unsafe { Config::default().with_plugins([&plugin.path]) }).unwrap();
     let addrs = populate(&runtime, &image);
     drop(runtime);
     assert_teardown_order(&plugin, addrs);
@@ -221,7 +223,8 @@ fn drop_without_shutdown_runs_the_same_teardown() {
 fn a_destroyed_plugin_is_never_called_again_and_the_losses_are_reported() {
     let plugin = support::TestPlugin::isolated("devices=3\n");
     let image = vec_add_image();
-    let runtime = Runtime::new(Config::default().with_plugins([&plugin.path])).unwrap();
+    // SAFETY: a plugin library of this project (or LLVM's) built for the tests.
+    let runtime = Runtime::new(unsafe { Config::default().with_plugins([&plugin.path]) }).unwrap();
     let addrs = populate(&runtime, &image);
     let calls_before = plugin.log_calls().len();
 
@@ -294,7 +297,8 @@ fn a_destroyed_plugin_is_never_called_again_and_the_losses_are_reported() {
 #[test]
 fn a_plugin_still_in_use_at_deinit_is_not_closed() {
     let plugin = support::TestPlugin::isolated("devices=1\ndeinit_in_use=1\n");
-    let runtime = Runtime::new(Config::default().with_plugins([&plugin.path])).unwrap();
+    // SAFETY: a plugin library of this project (or LLVM's) built for the tests.
+    let runtime = Runtime::new(unsafe { Config::default().with_plugins([&plugin.path]) }).unwrap();
     assert_eq!(runtime.device_count(), 1);
     let report = runtime.shutdown();
     println!("{report}");

@@ -729,7 +729,9 @@ impl<'a> Offload<'a> {
         queue: &mut omptarget::abi::AsyncInfo,
         shadows: &mut SmallVec<[(EntryHandle, usize, i64); 8]>,
     ) -> Result<(), crate::OpFailed> {
-        let synced = dev.ops.synchronize_queue(queue);
+        // SAFETY: `queue` is the data end's own, which only `dev`'s plugin
+        // set (its copies back).
+        let synced = unsafe { dev.ops.synchronize_queue(queue) };
         let table = dev.ops.mappings();
         for (entry, begin, size) in shadows.drain(..) {
             table.visit_shadows(Some(&entry), begin, size, |host_ptr_addr, shadow| {

@@ -86,7 +86,13 @@ pub trait DeviceOps: Send + Sync {
     }
     /// Wait for everything on `queue` and give it back to the plugin; by
     /// default there is nothing to wait for.
-    fn synchronize_queue(&self, queue: &mut AsyncInfo) -> Result<(), OpFailed> {
+    ///
+    /// # Safety
+    /// `queue` is empty (a null `queue`) or holds a queue this device's
+    /// plugin set and that was not synchronised since
+    /// (`omptarget::device::Device::synchronize_queue`): the plugin uses
+    /// it as its own.
+    unsafe fn synchronize_queue(&self, queue: &mut AsyncInfo) -> Result<(), OpFailed> {
         let _ = queue;
         Ok(())
     }
@@ -270,8 +276,9 @@ impl DeviceOps for omptarget::device::Device {
         // `Device::retrieve_on`'s contract.
         unsafe { omptarget::device::Device::retrieve_on(self, queue, dst, src, size) }
     }
-    fn synchronize_queue(&self, queue: &mut AsyncInfo) -> Result<(), OpFailed> {
-        omptarget::device::Device::synchronize_queue(self, queue)
+    unsafe fn synchronize_queue(&self, queue: &mut AsyncInfo) -> Result<(), OpFailed> {
+        // SAFETY: the trait's `# Safety`, which is the device's.
+        unsafe { omptarget::device::Device::synchronize_queue(self, queue) }
     }
     fn is_data_exchangable(&self, dst: &dyn DeviceOps) -> bool {
         dst.as_any()

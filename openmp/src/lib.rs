@@ -23,7 +23,11 @@
 //! `omp_target_memcpy_rect` blocks larger than their arrays, frees of
 //! foreign pointers, null argument arrays), we refuse it with an error and
 //! copy nothing; each is listed where it is handled (`api`'s module docs
-//! for the `omp_target_*` calls) and in `tests/c/README.md`.
+//! for the `omp_target_*` calls) and in `tests/c/README.md`. A copy into a
+//! `const` declare-target global (`target update to`) faults in LLVM's
+//! host plugin; ours refuses it (read-only memory of the image), so the
+//! update fails as any failed copy does (`ffi/shim/tests/bad_input.rs`,
+//! docs/rust-api.md "Read-only globals").
 //!
 //! # For the shim
 //!

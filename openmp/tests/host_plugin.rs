@@ -110,7 +110,8 @@ const LLVM_PLUGIN: &str = "/usr/lib/llvm-14/lib/libomptarget.rtl.x86_64.so";
 #[test]
 fn offload_through_our_host_plugin() {
     let plugin = support::plugin::host_plugin();
-    let runtime = Runtime::new(Config::default().with_plugins([&plugin.path])).unwrap();
+    // SAFETY: a plugin library of this project (or LLVM's) built for the tests.
+    let runtime = Runtime::new(unsafe { Config::default().with_plugins([&plugin.path]) }).unwrap();
     target_regions_and_data(runtime);
 }
 
@@ -120,7 +121,8 @@ fn offload_through_llvm_14_x86_64_plugin() {
         std::path::Path::new(LLVM_PLUGIN).is_file(),
         "libomp-14-dev is not installed"
     );
-    let runtime = Runtime::new(Config::default().with_plugins([LLVM_PLUGIN])).unwrap();
+    // SAFETY: a plugin library of this project (or LLVM's) built for the tests.
+    let runtime = Runtime::new(unsafe { Config::default().with_plugins([LLVM_PLUGIN]) }).unwrap();
     assert_eq!(runtime.device_count(), 4);
     target_regions_and_data(runtime);
 }
@@ -499,12 +501,14 @@ fn globals_and_ctors(runtime: Runtime) {
 #[test]
 fn globals_and_ctors_through_our_host_plugin() {
     let plugin = support::plugin::host_plugin();
-    let runtime = Runtime::new(Config::default().with_plugins([&plugin.path])).unwrap();
+    // SAFETY: a plugin library of this project (or LLVM's) built for the tests.
+    let runtime = Runtime::new(unsafe { Config::default().with_plugins([&plugin.path]) }).unwrap();
     globals_and_ctors(runtime);
 }
 
 #[test]
 fn globals_and_ctors_through_llvm_14_x86_64_plugin() {
-    let runtime = Runtime::new(Config::default().with_plugins([LLVM_PLUGIN])).unwrap();
+    // SAFETY: a plugin library of this project (or LLVM's) built for the tests.
+    let runtime = Runtime::new(unsafe { Config::default().with_plugins([LLVM_PLUGIN]) }).unwrap();
     globals_and_ctors(runtime);
 }

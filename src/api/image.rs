@@ -3,6 +3,7 @@ use super::gate::Gate;
 use super::kernel::Kernel;
 use super::params::KernelSignature;
 use super::DeviceCopy;
+use crate::abi::device_entry;
 use crate::device::images::KeepAlive;
 use crate::image::{EntryKind, OwnedImage};
 use crate::{Device, DevicePtr, Error, Result};
@@ -18,6 +19,8 @@ struct Entry {
     kind: EntryKind,
     /// The device address the plugin gave it.
     addr: usize,
+    /// The plugin marked it read-only (`device_entry::READ_ONLY`).
+    read_only: bool,
 }
 
 /// A device object (an x86_64 shared object for the host plugin, a cubin
@@ -52,13 +55,43 @@ impl<'rt> Image<'rt> {
     /// `__tgt_rtl_load_binary_flags` (LLVM's own) loads the object its own
     /// way, lazily for LLVM's host plugin.
     ///
+    /// # Safety
+    /// Loading runs the object's initialisers, and unloading it runs its
+    /// finalisers: code no Rust type can check, in this process on the
+    /// host plugin (as `dlopen` and `dlclose` run them; the reason
+    /// `libloading::Library::new` is `unsafe` too). The caller vouches that
+    /// * the object's initialisers (ELF constructors, `.init_array`, those
+    ///   of the libraries it brings in) are sound to run now, on this
+    ///   thread;
+    /// * its finalisers (destructors, `.fini_array`, handlers it gave
+    ///   `atexit`) are sound to run whenever the image is unloaded:
+    ///   dropping the `Image` or [`Image::unload`] on whatever thread does
+    ///   it, or the runtime's shutdown for an image the plugin kept, and
+    ///   that nothing still uses the object's code or data then (a function
+    ///   pointer or thread it handed out, say).
+    ///
+    /// What its kernels do at a launch is vouched for separately
+    /// ([`Image::kernel`]). A GPU plugin's object runs no host code when it
+    /// loads, but which code runs is the plugin's business, not this
+    /// function's, so the contract is the same for every device.
+    ///
+    /// ```compile_fail
+    /// # fn f(device: &omptarget::Device) {
+    /// let _ = omptarget::Image::load(device, b"\x7fELF", &["k"]); // needs `unsafe`
+    /// # }
+    /// ```
+    ///
     /// # Errors
     /// * [`Error::InvalidImage`]: not an ELF object, no symbol of that
     ///   name, or the plugin rejects the object;
     /// * [`Error::ImageLoadFailed`], with the plugin's or the loader's
     ///   reason: `undefined symbol: NAME` for a function or variable the
     ///   object references that the loader cannot find.
-    pub fn load(device: &'rt Device, bytes: &[u8], entry_names: &[&str]) -> Result<Image<'rt>> {
+    pub unsafe fn load(
+        device: &'rt Device,
+        bytes: &[u8],
+        entry_names: &[&str],
+    ) -> Result<Image<'rt>> {
         let storage = Arc::new(OwnedImage::new(bytes, entry_names).map_err(|reason| {
             Error::InvalidImage {
                 device: device.id(),
@@ -104,7 +137,17 @@ impl<'rt> Image<'rt> {
     }
 
     /// [`Image::load`] from a file.
-    pub fn load_file(
+    ///
+    /// # Safety
+    /// As [`Image::load`]: the object's initialisers run now, its
+    /// finalisers when it is unloaded.
+    ///
+    /// ```compile_fail
+    /// # fn f(device: &omptarget::Device) {
+    /// let _ = omptarget::Image::load_file(device, "k.so", &["k"]); // needs `unsafe`
+    /// # }
+    /// ```
+    pub unsafe fn load_file(
         device: &'rt Device,
         path: impl AsRef<Path>,
         entry_names: &[&str],
@@ -114,7 +157,8 @@ impl<'rt> Image<'rt> {
             path: path.to_path_buf(),
             source,
         })?;
-        Self::load(device, &bytes, entry_names)
+        // SAFETY: this function's contract is `load`'s.
+        unsafe { Self::load(device, &bytes, entry_names) }
     }
 
     /// Check the target table against our entries and keep it.
@@ -157,6 +201,7 @@ impl<'rt> Image<'rt> {
                 name,
                 kind,
                 addr: entry.addr as usize,
+                read_only: entry.flags & device_entry::READ_ONLY != 0,
             });
         }
         Ok(self)
@@ -232,6 +277,7 @@ impl<'rt> Image<'rt> {
                 device: self.device,
                 name: &entry.name,
                 ptr: DevicePtr::from_raw(entry.addr as *mut c_void),
+                read_only: entry.read_only,
                 gate: &self.gate,
                 _value: PhantomData,
             }),
@@ -297,6 +343,10 @@ impl std::fmt::Debug for Image<'_> {
 
 /// A global variable of a loaded image, typed as `T`. Borrows the image.
 ///
+/// A `const` global (in the object's read-only memory) can be read but
+/// not written: the host plugin marks it read-only at load and
+/// [`Global::write`] is refused with [`Error::ReadOnlyGlobal`].
+///
 /// Reading and writing a global from the host is exclusive with the
 /// launches of its image's kernels, which may touch it whenever they run:
 ///
@@ -324,7 +374,8 @@ impl std::fmt::Debug for Image<'_> {
 /// #     .args(["-shared", "-fPIC", "-O2"]).arg(&source).arg("-o").arg(&so).status()?;
 /// # assert!(built.success());
 /// // int32_t counter = 41; void bump(int32_t by) { counter += by; }
-/// let image = Image::load_file(device, &so, &["bump", "counter"])?;
+/// // SAFETY: the test kernels' object has no initialiser or finaliser.
+/// let image = unsafe { Image::load_file(device, &so, &["bump", "counter"]) }?;
 /// // SAFETY: that is its signature; it touches only `counter`, whatever it holds.
 /// let bump: Kernel<(i32,)> = unsafe { image.kernel("bump")? };
 /// let counter = image.global::<i32>("counter")?;
@@ -344,6 +395,8 @@ pub struct Global<'img, T: DeviceCopy> {
     device: &'img Device,
     name: &'img str,
     ptr: DevicePtr,
+    /// Marked read-only by the plugin: [`Global::write`] is refused.
+    read_only: bool,
     gate: &'img Gate,
     _value: PhantomData<T>,
 }
@@ -352,6 +405,12 @@ impl<T: DeviceCopy> Global<'_, T> {
     /// The variable's name.
     pub fn name(&self) -> &str {
         self.name
+    }
+
+    /// Whether the plugin marked it read-only ([`Global::write`] is
+    /// refused).
+    pub fn is_read_only(&self) -> bool {
+        self.read_only
     }
 
     /// Its device address (to pass to code that takes addresses).
@@ -385,8 +444,21 @@ impl<T: DeviceCopy> Global<'_, T> {
     /// image's kernels running now (see [`Global`]).
     ///
     /// # Errors
-    /// As [`Global::read`].
+    /// [`Error::ReadOnlyGlobal`] for a global the plugin marked read-only
+    /// when it loaded the image (the host plugin marks a `const` global:
+    /// it lies in the image's read-only memory, where the copy would end
+    /// the process with SIGSEGV); nothing is written. A plugin that cannot
+    /// tell marks none: CUDA's `__constant__` memory is written from the
+    /// host like any global (`cuMemcpyHtoD`); LLVM's own host plugin
+    /// marks none, and its copy into a `const` global faults, as it does
+    /// under LLVM's runtime (docs/rust-api.md). Else as [`Global::read`].
     pub fn write(&self, value: &T) -> Result<()> {
+        if self.read_only {
+            return Err(Error::ReadOnlyGlobal {
+                device: self.device.id(),
+                global: self.name.to_owned(),
+            });
+        }
         let _access = self.gate.access(self.name)?;
         // SAFETY: `value` is readable for size_of::<T>() bytes; the global
         // is that large and lives while the image is loaded.

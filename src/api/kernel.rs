@@ -113,7 +113,8 @@ impl LaunchConfig {
 /// ```compile_fail,E0505
 /// # use omptarget::{Device, Image, Kernel, Slice};
 /// # fn f(device: &Device, bytes: &[u8]) -> omptarget::Result<()> {
-/// let image = Image::load(device, bytes, &["k"])?;
+/// // SAFETY: the example's kernel object: no initialiser or finaliser.
+/// let image = unsafe { Image::load(device, bytes, &["k"]) }?;
 /// // SAFETY: (the example does not compile, so it never runs)
 /// let kernel: Kernel<(Slice<f32>,)> = unsafe { image.kernel("k")? };
 /// drop(image); // error: `image` is borrowed by `kernel`

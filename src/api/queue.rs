@@ -105,7 +105,8 @@ impl<'rt> Queue<'rt> {
     /// Block until everything queued so far has completed.
     pub fn synchronize(&mut self) -> Result<()> {
         let device = self.device;
-        device.synchronize_queue(self.info())
+        // SAFETY: our own box, whose queue only this device's plugin set.
+        unsafe { device.synchronize_queue(self.info()) }
     }
 
     /// Mark the current end of the queue: the event happens once
@@ -138,7 +139,9 @@ pub(crate) fn synchronize_or_abort(
     after: &dyn std::fmt::Display,
 ) -> Result<()> {
     let synced = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        device.synchronize_queue(queue)
+        // SAFETY: the callers pass their own queue (a `Queue`'s box, a
+        // scope's, a copy's), which only `device`'s plugin set.
+        unsafe { device.synchronize_queue(queue) }
     }));
     match synced {
         Ok(Ok(())) => Ok(()),
@@ -171,7 +174,10 @@ impl Drop for Queue<'_> {
             // The buffers it holds are dropped after this: their copies
             // must be complete (or the process aborts).
             let _ = synchronize_or_abort(device, self.info(), &"when dropped with copies' buffers");
-        } else if let Err(err) = device.synchronize_queue(self.info()) {
+        } else if let Err(err) =
+            // SAFETY: our own box, whose queue only this device's plugin set.
+            unsafe { device.synchronize_queue(self.info()) }
+        {
             tracing::warn!(
                 device = device.id(),
                 "synchronising a dropped Queue failed: {err}"

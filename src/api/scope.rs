@@ -629,7 +629,11 @@ impl<'scope, 'env> ScopedQueue<'scope, 'env> {
     /// (unless another queue still holds launches of them).
     pub fn synchronize(&self) -> Result<()> {
         self.scope
-            .with_queue(self.index, |queue| self.device.synchronize_queue(queue))?;
+            // SAFETY: the scope's own queue, which only this device's
+            // plugin set.
+            .with_queue(self.index, |queue| unsafe {
+                self.device.synchronize_queue(queue)
+            })?;
         self.scope.release_launched(|index| index == self.index);
         Ok(())
     }

@@ -65,7 +65,9 @@ impl Device {
             // use it; freed once (taken out of the list).
             let mut info = unsafe { Box::from_raw(info) };
             let had_work = !info.queue.is_null();
-            let outcome = match self.synchronize_queue(&mut info) {
+            // SAFETY: a `Queue`'s own box, whose queue only this
+            // device's plugin set.
+            let outcome = match unsafe { self.synchronize_queue(&mut info) } {
                 Ok(()) => crate::StepOutcome::Done,
                 Err(err) => crate::StepOutcome::Failed(err.to_string()),
             };
@@ -122,7 +124,9 @@ impl Device {
         let src = src as *mut c_void;
         if self.plugin.call(|e| e.data_submit_async.is_none())? {
             // The blocking entry must not overtake what is queued already.
-            self.synchronize_queue(queue)?;
+            // SAFETY: `queue` is empty or set by this device's plugin
+            // (this function's contract, or one of the crate's own queues).
+            unsafe { self.synchronize_queue(queue) }?;
         }
         let code = self.plugin.call(|e| match e.data_submit_async {
             // SAFETY: per this function's contract.
@@ -141,7 +145,7 @@ impl Device {
     /// # Safety
     /// `dst` stays writable for `size` bytes (and unread by the host) and
     /// `src..src+size` is device memory of this device, until `queue` is
-    /// synchronised.
+    /// synchronised; `queue` is as [`Device::synchronize_queue`] asks.
     #[doc(hidden)]
     pub unsafe fn retrieve_on(
         &self,
@@ -159,7 +163,9 @@ impl Device {
         let local = self.local_id;
         if self.plugin.call(|e| e.data_retrieve_async.is_none())? {
             // The blocking entry must not overtake what is queued already.
-            self.synchronize_queue(queue)?;
+            // SAFETY: `queue` is empty or set by this device's plugin
+            // (this function's contract, or one of the crate's own queues).
+            unsafe { self.synchronize_queue(queue) }?;
         }
         let code = self.plugin.call(|e| {
             let _call = crate::profile::span(crate::profile::Kind::Plugin, "data_retrieve");
@@ -193,7 +199,9 @@ impl Device {
         if self.can_exchange_with(dst_device) {
             if self.plugin.call(|e| e.data_exchange_async.is_none())? {
                 // The blocking entry must not overtake what is queued.
-                self.synchronize_queue(queue)?;
+                // SAFETY: `queue` is empty or set by this device's plugin
+                // (this function's contract, or one of the crate's own queues).
+                unsafe { self.synchronize_queue(queue) }?;
             }
             let size64 = to_i64(size)?;
             let (src_id, dst_id) = (self.local_id, dst_device.local_id);
@@ -213,7 +221,9 @@ impl Device {
             return self.check("data_exchange_async", code);
         }
         // Through the host: everything queued before must have happened.
-        self.synchronize_queue(queue)?;
+        // SAFETY: `queue` is empty or set by this device's plugin
+        // (this function's contract, or one of the crate's own queues).
+        unsafe { self.synchronize_queue(queue) }?;
         let mut staging = vec![0u8; size];
         // SAFETY: `staging` holds `size` bytes; the ranges per the contract.
         unsafe {
@@ -285,7 +295,9 @@ impl Device {
             }
             // The blocking launch must not overtake what is queued.
             if let Some(queue) = queue {
-                self.synchronize_queue(queue)?;
+                // SAFETY: `queue` is empty or set by this device's plugin
+                // (this function's contract, or one of the crate's own queues).
+                unsafe { self.synchronize_queue(queue) }?;
             }
             let (mut inline, mut heap) = ([0isize; INLINE_ARGS], Vec::new());
             let offsets = zero_offsets(args.len(), &mut inline, &mut heap);
@@ -344,8 +356,22 @@ impl Device {
     /// Wait for everything on `queue` (`synchronize`), which also gives the
     /// queue back to the plugin. A queue the plugin never set needs nothing.
     /// Public for the OpenMP layer, as [`Device::retrieve_on`].
+    ///
+    /// # Safety
+    /// `queue.queue` is null, or a queue this device's plugin set (through
+    /// an `_async` entry of this device) and that was not synchronised
+    /// since: the plugin takes it for its own (CUDA's for a `CUstream`)
+    /// and uses it. Hidden or not, a bad one is undefined behaviour, so
+    /// this is `unsafe` (the typed API's [`crate::Queue`] is the safe way).
+    ///
+    /// ```compile_fail
+    /// # fn f(device: &omptarget::Device) {
+    /// let mut queue = omptarget::abi::AsyncInfo { queue: 0xdead_beef as _ };
+    /// let _ = device.synchronize_queue(&mut queue); // needs `unsafe`
+    /// # }
+    /// ```
     #[doc(hidden)]
-    pub fn synchronize_queue(&self, queue: &mut AsyncInfo) -> Result<()> {
+    pub unsafe fn synchronize_queue(&self, queue: &mut AsyncInfo) -> Result<()> {
         if queue.queue.is_null() {
             return self.plugin.call(|_| ());
         }
@@ -370,7 +396,9 @@ impl Device {
             .call(|e| (e.create_event, e.record_event, e.destroy_event))?;
         let (Some(create), Some(record), Some(destroy)) = entries else {
             // Host-side event: complete once everything before it is.
-            self.synchronize_queue(queue)?;
+            // SAFETY: `queue` is empty or set by this device's plugin
+            // (this function's contract, or one of the crate's own queues).
+            unsafe { self.synchronize_queue(queue) }?;
             return Ok(RawEvent(std::ptr::null_mut()));
         };
         let mut event = std::ptr::null_mut();

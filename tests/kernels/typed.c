@@ -61,3 +61,17 @@ void busy_run(uint64_t spins) {
   __atomic_fetch_add(&runs, 1, __ATOMIC_SEQ_CST);
   __atomic_fetch_sub(&busy, 1, __ATOMIC_SEQ_CST);
 }
+
+/* Read-only globals: `ro_val` lies in .rodata (a PT_LOAD segment without
+ * PF_W), `ro_name` in .data.rel.ro (a pointer needing a relocation, write-
+ * protected by the loader once relocated: PT_GNU_RELRO). A host copy into
+ * either would fault; the host plugin refuses it. `ro_get` reads them. */
+const int32_t ro_val = 7;
+const char *const ro_name = "ro";
+
+void ro_get(int32_t *out, size_t n) {
+  if (n < 2)
+    return;
+  out[0] = ro_val;
+  out[1] = ro_name[0];
+}

@@ -28,10 +28,12 @@ fn gather() -> Result<Value> {
     config.require_a_plugin = false;
     // Recording a profile or origins is for programs, not for this look.
     config.profile = None;
-    if config.plugins.is_none() {
-        config.plugins = Some(libdir::plugins_in(&lib_dir)?);
+    if config.plugins().is_none() {
+        // SAFETY: the plugin libraries of this installation (its library
+        // directory), the ones a program of it loads by default.
+        config = unsafe { config.with_plugins(libdir::plugins_in(&lib_dir)?) };
     }
-    let tried = config.plugins.clone().unwrap_or_default();
+    let tried = config.plugins().unwrap_or_default().to_vec();
     let runtime = Runtime::new(config).context("building a runtime")?;
     let mut plugins = Vec::new();
     for info in runtime.plugins() {

@@ -88,6 +88,20 @@ pub mod declare_target {
     pub const REGISTER_REQUIRES: i32 = 0x10;
 }
 
+/// Flags of this project's own in the target tables its plugins return
+/// from `__tgt_rtl_load_binary` (never in a table clang emits: LLVM's
+/// declare-target flags use the low bits, up to 0x20 in LLVM 22). A
+/// runtime that does not know them (LLVM's) ignores them, as it ignores
+/// every bit it does not test.
+pub mod device_entry {
+    /// The global lies in memory the device cannot write from the host: a
+    /// host image's read-only segment (`const` data, `.rodata`) or its
+    /// `PT_GNU_RELRO` part, write-protected once relocated. A copy to it is
+    /// refused; the Rust API's `Global::write` refuses it first, with a
+    /// typed error. A plugin that cannot tell never sets it.
+    pub const READ_ONLY: i32 = 0x4000_0000;
+}
+
 /// `TargetAllocTy`: the `kind` argument of `__tgt_rtl_data_alloc`.
 #[repr(i32)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

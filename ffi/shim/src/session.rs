@@ -93,16 +93,16 @@ impl Session {
                 // LLVM 14 loads no plugin at all when offloading is disabled;
                 // in an MPI job the MPI plugin still joins it (no device of
                 // it is used), so that its device servers are told to exit.
-                config.plugins = Some(
-                    omptarget::plugin::mpi_plugin_of_this_job()
-                        .into_iter()
-                        .collect(),
-                );
+                // SAFETY: the MPI plugin library of this installation,
+                // which the job's launcher named (or none).
+                config =
+                    unsafe { config.with_plugins(omptarget::plugin::mpi_plugin_of_this_job()) };
             }
             let runtime = Runtime::new(config).unwrap_or_else(|err| {
                 eprintln!("Libomptarget error: cannot load the offload plugins: {err}");
-                let mut none = Config::from_env();
-                none.plugins = Some(Vec::new());
+                // SAFETY: an empty list: no library is loaded.
+                let mut none =
+                    unsafe { Config::from_env().with_plugins(Vec::<std::path::PathBuf>::new()) };
                 none.builtin_host = false;
                 none.require_a_plugin = false;
                 Runtime::new(none).expect("a runtime without plugins always builds")

@@ -165,3 +165,39 @@ fn what_llvm14_makes_fatal_aborts_with_llvms_messages() {
         );
     }
 }
+
+/// `target update to` of a `const` declare-target global (the device copy
+/// lies in the image's read-only memory): LLVM 14's host plugin copies
+/// into it and the process dies of SIGSEGV. The host backend refuses the
+/// copy, so the update fails as a failed copy does: LLVM's messages and
+/// its "offloading is mandatory" abort, after a region that read the
+/// global normally. (Not in the differential suite: the reference
+/// crashes, a deliberate difference.)
+#[test]
+fn an_update_to_a_const_global_fails_instead_of_faulting() {
+    let scratch = Scratch::new("const-global-update");
+    let program = scratch.join("const_global_update");
+    clang(&["const_global_update.c"], &program, OFFLOAD, &[]);
+    let plugin = TestPlugin::new(&scratch, "plugin", &["devices=1"]);
+    let out = Run::new(&scratch, &program).plugin(&plugin).run();
+    out.assert_signal(libc::SIGABRT);
+    assert_eq!(out.value("before"), "7", "{out}");
+    assert!(!out.stdout.contains("after_update"), "{out}");
+    let lines: Vec<&str> = out.stderr.lines().collect();
+    assert!(
+        lines.len() == 5
+            && lines[0].contains("error in __tgt_rtl_data_submit")
+            && lines[0].contains("read-only memory of an image loaded on device 0"),
+        "{out}"
+    );
+    assert_eq!(
+        lines[1..],
+        [
+            "Libomptarget error: Copying data to device failed.",
+            "Libomptarget error: Consult https://openmp.llvm.org/design/Runtimes.html for debugging options.",
+            "Libomptarget error: Source location information not present. Compile with -g or -gline-tables-only.",
+            "Libomptarget fatal error 1: failure of target construct while offloading is mandatory",
+        ],
+        "{out}"
+    );
+}

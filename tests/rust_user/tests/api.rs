@@ -54,7 +54,8 @@ fn runtimes_on_parallel_threads_each_get_their_own_devices() -> anyhow::Result<(
                     let runtime = runtime();
                     assert_eq!(runtime.device_count(), 4);
                     let device = runtime.device(t % 4)?;
-                    let image = Image::load_file(device, so, &["vec_add_slices"])?;
+                    // SAFETY: a test kernel object (tests/kernels): no initialiser or finaliser.
+                    let image = unsafe { Image::load_file(device, so, &["vec_add_slices"]) }?;
                     // SAFETY: `VecAdd` is its signature; it stays below
                     // the lengths it is given.
                     let add: Kernel<VecAdd> = unsafe { image.kernel("vec_add_slices")? };
@@ -80,10 +81,13 @@ fn runtimes_on_parallel_threads_each_get_their_own_devices() -> anyhow::Result<(
 
 #[test]
 fn asked_for_plugins_that_all_fail_make_new_fail_with_each_reason() {
-    let config = Config::default().with_plugins([
-        "/nonexistent/libomptarget.rtl.cuda.so",
-        "/also/missing/libomptarget.rtl.x86_64.so",
-    ]);
+    // SAFETY: a plugin library of this project (or LLVM's) built for the tests.
+    let config = unsafe {
+        Config::default().with_plugins([
+            "/nonexistent/libomptarget.rtl.cuda.so",
+            "/also/missing/libomptarget.rtl.x86_64.so",
+        ])
+    };
     let err = Runtime::new(config).unwrap_err();
     let Error::NoPluginLoaded { tried } = &err else {
         panic!("{err}");
@@ -105,7 +109,9 @@ fn image_errors_carry_the_reason() -> anyhow::Result<()> {
     let runtime = runtime();
     let device = runtime.device(0)?;
     // The loader's reason for refusing the object.
-    let err = Image::load_file(device, kernel("needs_missing.c")?, &["reads_missing"]).unwrap_err();
+    // SAFETY: a test kernel object (tests/kernels): no initialiser or finaliser.
+    let err = unsafe { Image::load_file(device, kernel("needs_missing.c")?, &["reads_missing"]) }
+        .unwrap_err();
     assert!(matches!(err, Error::ImageLoadFailed { .. }), "{err}");
     let text = err.to_string();
     assert!(
@@ -114,19 +120,23 @@ fn image_errors_carry_the_reason() -> anyhow::Result<()> {
     );
     // A call of a function that exists nowhere: bound at load, so refused
     // here rather than ending the process at the first launch.
-    let err = Image::load_file(device, kernel("calls_missing.c")?, &["calls_missing"]).unwrap_err();
+    // SAFETY: a test kernel object (tests/kernels): no initialiser or finaliser.
+    let err = unsafe { Image::load_file(device, kernel("calls_missing.c")?, &["calls_missing"]) }
+        .unwrap_err();
     assert!(matches!(err, Error::ImageLoadFailed { .. }), "{err}");
     let text = err.to_string();
     assert!(text.contains("undefined symbol: missing_fn"), "{text}");
     // A name the object does not define.
-    let err = Image::load_file(device, kernel("vec_add.c")?, &["vec_sub"]).unwrap_err();
+    // SAFETY: a test kernel object (tests/kernels): no initialiser or finaliser.
+    let err = unsafe { Image::load_file(device, kernel("vec_add.c")?, &["vec_sub"]) }.unwrap_err();
     assert!(
         err.to_string()
             .contains("defines no symbol named \"vec_sub\""),
         "{err}"
     );
     // Not an ELF object.
-    let err = Image::load(device, b"not an object", &["k"]).unwrap_err();
+    // SAFETY: a test kernel object (tests/kernels): no initialiser or finaliser.
+    let err = unsafe { Image::load(device, b"not an object", &["k"]) }.unwrap_err();
     assert!(matches!(err, Error::InvalidImage { .. }), "{err}");
     assert_eq!(device.loaded_image_count(), 0, "nothing stays loaded");
     assert!(runtime.shutdown().is_clean());
@@ -137,7 +147,8 @@ fn image_errors_carry_the_reason() -> anyhow::Result<()> {
 fn every_c_scalar_type_reaches_its_parameter() -> anyhow::Result<()> {
     let runtime = runtime();
     let device = runtime.device(1)?;
-    let image = Image::load_file(device, kernel("typed.c")?, &["scalars", "scale"])?;
+    // SAFETY: a test kernel object (tests/kernels): no initialiser or finaliser.
+    let image = unsafe { Image::load_file(device, kernel("typed.c")?, &["scalars", "scale"]) }?;
     type Scalars = (
         i8,
         u8,
@@ -203,11 +214,14 @@ fn every_c_scalar_type_reaches_its_parameter() -> anyhow::Result<()> {
 fn globals_have_typed_handles_and_are_not_kernels() -> anyhow::Result<()> {
     let runtime = runtime();
     let device = runtime.device(0)?;
-    let image = Image::load_file(
-        device,
-        kernel("typed.c")?,
-        &["counter", "table", "bump", "sum_table"],
-    )?;
+    // SAFETY: a test kernel object (tests/kernels): no initialiser or finaliser.
+    let image = unsafe {
+        Image::load_file(
+            device,
+            kernel("typed.c")?,
+            &["counter", "table", "bump", "sum_table"],
+        )
+    }?;
     // A global refused as a kernel, a kernel refused as a global.
     // SAFETY: refused before anything runs.
     let err = unsafe { image.kernel::<()>("counter") }.unwrap_err();
@@ -239,11 +253,73 @@ fn globals_have_typed_handles_and_are_not_kernels() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// A `const` global lies in the image's read-only memory (`ro_val` in
+/// `.rodata`, `ro_name` in the `PT_GNU_RELRO` part): writing it from safe
+/// code used to end the process with SIGSEGV in the host plugin's copy.
+/// It is refused with a typed error, nothing is written, the raw copy to
+/// its address is refused by the plugin too, and the process goes on.
+#[test]
+fn a_const_global_is_read_only_and_writing_it_is_an_error() -> anyhow::Result<()> {
+    let runtime = runtime();
+    let device = runtime.device(0)?;
+    // SAFETY: a test kernel object (tests/kernels): no initialiser or finaliser.
+    let image = unsafe {
+        Image::load_file(
+            device,
+            kernel("typed.c")?,
+            &["ro_val", "ro_name", "ro_get", "counter"],
+        )
+    }?;
+    let ro_val = image.global::<i32>("ro_val")?;
+    assert!(ro_val.is_read_only());
+    assert_eq!(ro_val.read()?, 7, "reading a const global is fine");
+    let err = ro_val.write(&42).unwrap_err();
+    assert!(
+        matches!(&err, Error::ReadOnlyGlobal { device: 0, global } if global == "ro_val"),
+        "{err}"
+    );
+    assert_eq!(ro_val.read()?, 7, "nothing was written");
+
+    let ro_name = image.global::<usize>("ro_name")?;
+    assert!(ro_name.is_read_only(), "relocated const data is read-only");
+    let name_ptr = ro_name.read()?;
+    let err = ro_name.write(&0).unwrap_err();
+    assert!(matches!(err, Error::ReadOnlyGlobal { .. }), "{err}");
+    assert_eq!(ro_name.read()?, name_ptr);
+
+    // The raw copy (the OpenMP layer's `target update to`) is refused by
+    // the plugin itself, whole or in part.
+    let value = [42i32; 2];
+    for (dst, size) in [(ro_val.device_ptr(), 4), (ro_val.device_ptr(), 8)] {
+        // SAFETY: `value` is readable for `size` bytes; the destination is
+        // the plugin's to refuse.
+        let err = unsafe { device.submit(dst, value.as_ptr().cast(), size) }.unwrap_err();
+        assert!(matches!(err, Error::PluginCallFailed { .. }), "{err}");
+        assert!(err.to_string().contains("read-only memory"), "{err}");
+    }
+    assert_eq!(ro_val.read()?, 7);
+
+    // The kernel still sees the values, and a writable global stays so.
+    // SAFETY: ro_get(int32_t *out, size_t n) writes out[0..2] if n >= 2.
+    let get: Kernel<(SliceMut<i32>,)> = unsafe { image.kernel("ro_get")? };
+    let mut out = DeviceBuffer::<i32>::new(device, 2)?;
+    get.launch(LaunchConfig::single(), (&mut out,))?;
+    assert_eq!(out.to_vec()?, [7, i32::from(b'r')]);
+    let counter = image.global::<i32>("counter")?;
+    assert!(!counter.is_read_only());
+    counter.write(&5)?;
+    assert_eq!(counter.read()?, 5);
+    drop((out, image));
+    assert!(runtime.shutdown().is_clean());
+    Ok(())
+}
+
 #[test]
 fn launch_checks_devices_and_the_plugin_reports_its_failures() -> anyhow::Result<()> {
     let runtime = runtime();
     let (d0, d1) = (runtime.device(0)?, runtime.device(1)?);
-    let image = Image::load_file(d1, kernel("vec_add.c")?, &["vec_add_slices"])?;
+    // SAFETY: a test kernel object (tests/kernels): no initialiser or finaliser.
+    let image = unsafe { Image::load_file(d1, kernel("vec_add.c")?, &["vec_add_slices"]) }?;
     // SAFETY: vec_add's signature; never runs (the device check fails).
     let add: Kernel<VecAdd> = unsafe { image.kernel("vec_add_slices")? };
     let on_d0 = DeviceBuffer::from_slice(d0, &[1.0f32; 4])?;
@@ -314,8 +390,10 @@ fn a_queue_pipeline_across_two_devices_with_events() -> anyhow::Result<()> {
     let runtime = runtime();
     let (d0, d1) = (runtime.device(0)?, runtime.device(1)?);
     let so = kernel("typed.c")?;
-    let image0 = Image::load_file(d0, &so, &["scale"])?;
-    let image1 = Image::load_file(d1, &so, &["scale"])?;
+    // SAFETY: a test kernel object (tests/kernels): no initialiser or finaliser.
+    let image0 = unsafe { Image::load_file(d0, &so, &["scale"]) }?;
+    // SAFETY: a test kernel object (tests/kernels): no initialiser or finaliser.
+    let image1 = unsafe { Image::load_file(d1, &so, &["scale"]) }?;
     // SAFETY: `Scale` is its signature; it stays below the lengths.
     let scale0: Kernel<Scale> = unsafe { image0.kernel("scale")? };
     // SAFETY: as above.
@@ -422,7 +500,8 @@ fn a_dropped_runtime_warns_once_with_its_leaks() -> anyhow::Result<()> {
 fn buffers_of_another_runtime_are_refused() -> anyhow::Result<()> {
     let (first, second) = (runtime(), runtime());
     let (d_first, d_second) = (first.device(0)?, second.device(0)?);
-    let image = Image::load_file(d_first, kernel("vec_add.c")?, &["vec_add_slices"])?;
+    // SAFETY: a test kernel object (tests/kernels): no initialiser or finaliser.
+    let image = unsafe { Image::load_file(d_first, kernel("vec_add.c")?, &["vec_add_slices"]) }?;
     // SAFETY: vec_add's signature; never runs (refused first).
     let add: Kernel<VecAdd> = unsafe { image.kernel("vec_add_slices")? };
     let foreign = DeviceBuffer::from_slice(d_second, &[1.0f32; 4])?;
@@ -464,7 +543,8 @@ fn buffers_of_another_runtime_are_refused() -> anyhow::Result<()> {
 fn global_handles_on_several_threads_are_serialised() -> anyhow::Result<()> {
     let runtime = runtime();
     let device = runtime.device(3)?;
-    let image = Image::load_file(device, kernel("typed.c")?, &["table"])?;
+    // SAFETY: a test kernel object (tests/kernels): no initialiser or finaliser.
+    let image = unsafe { Image::load_file(device, kernel("typed.c")?, &["table"]) }?;
     std::thread::scope(|s| {
         for t in 0..4 {
             let image = &image;
@@ -493,7 +573,9 @@ fn global_handles_on_several_threads_are_serialised() -> anyhow::Result<()> {
 fn globals_are_refused_while_a_queued_launch_is_pending() -> anyhow::Result<()> {
     let runtime = runtime();
     let device = runtime.device(2)?;
-    let image = Image::load_file(device, kernel("typed.c")?, &["bump", "counter", "table"])?;
+    // SAFETY: a test kernel object (tests/kernels): no initialiser or finaliser.
+    let image =
+        unsafe { Image::load_file(device, kernel("typed.c")?, &["bump", "counter", "table"]) }?;
     // SAFETY: `void bump(int32_t by)` touches only `counter`, whatever it holds.
     let bump: Kernel<(i32,)> = unsafe { image.kernel("bump")? };
     let counter = image.global::<i32>("counter")?;
@@ -552,7 +634,9 @@ fn blocking_launches_and_global_accesses_on_several_threads_exclude_each_other(
     const LAUNCHES: u64 = 200;
     let runtime = runtime();
     let device = runtime.device(1)?;
-    let image = Image::load_file(device, kernel("typed.c")?, &["busy_run", "busy", "runs"])?;
+    // SAFETY: a test kernel object (tests/kernels): no initialiser or finaliser.
+    let image =
+        unsafe { Image::load_file(device, kernel("typed.c")?, &["busy_run", "busy", "runs"]) }?;
     // SAFETY: `void busy_run(uint64_t spins)` touches only `busy` and
     // `runs`, with atomics, whatever they hold.
     let busy_run: Kernel<(u64,)> = unsafe { image.kernel("busy_run")? };
@@ -637,7 +721,8 @@ fn a_reversed_source_range_is_an_error() -> anyhow::Result<()> {
 fn a_bounded_launch_stays_within_unequal_buffers() -> anyhow::Result<()> {
     let runtime = runtime();
     let device = runtime.device(0)?;
-    let image = Image::load_file(device, kernel("typed.c")?, &["scale"])?;
+    // SAFETY: a test kernel object (tests/kernels): no initialiser or finaliser.
+    let image = unsafe { Image::load_file(device, kernel("typed.c")?, &["scale"]) }?;
     // SAFETY: `Scale` is its signature; it stays below the lengths.
     let scale: Kernel<Scale> = unsafe { image.kernel("scale")? };
     let x = DeviceBuffer::from_slice(device, &[1.0f32, 2.0, 3.0, 4.0])?;
@@ -664,7 +749,8 @@ fn a_bounded_launch_stays_within_unequal_buffers() -> anyhow::Result<()> {
 fn a_written_buffer_passed_twice_to_a_queued_launch_is_refused() -> anyhow::Result<()> {
     let runtime = runtime();
     let device = runtime.device(0)?;
-    let image = Image::load_file(device, kernel("typed.c")?, &["scale"])?;
+    // SAFETY: a test kernel object (tests/kernels): no initialiser or finaliser.
+    let image = unsafe { Image::load_file(device, kernel("typed.c")?, &["scale"]) }?;
     // SAFETY: `Scale` is its signature; it stays below the lengths.
     let scale: Kernel<Scale> = unsafe { image.kernel("scale")? };
     let mut y = DeviceBuffer::from_slice(device, &[1.0f32; 8])?;
@@ -711,7 +797,8 @@ fn empty_buffers_work_everywhere() -> anyhow::Result<()> {
     assert_eq!(y.to_vec()?, Vec::<f32>::new());
     let mut back: Vec<f32> = Vec::new();
     x.copy_to_host(&mut back)?;
-    let image = Image::load_file(device, kernel("typed.c")?, &["scale"])?;
+    // SAFETY: a test kernel object (tests/kernels): no initialiser or finaliser.
+    let image = unsafe { Image::load_file(device, kernel("typed.c")?, &["scale"]) }?;
     // SAFETY: `Scale` is its signature; it stays below the lengths.
     let scale: Kernel<Scale> = unsafe { image.kernel("scale")? };
     scale.launch(LaunchConfig::default(), (2.0f32, &x, &mut y))?;
@@ -771,7 +858,8 @@ fn a_long_lived_queue_in_a_struct_runs_on_another_thread() -> anyhow::Result<()>
     fn send<T: Send>(_: &T) {}
     let runtime = runtime();
     let device = runtime.device(1)?;
-    let image = Image::load_file(device, kernel("typed.c")?, &["scale"])?;
+    // SAFETY: a test kernel object (tests/kernels): no initialiser or finaliser.
+    let image = unsafe { Image::load_file(device, kernel("typed.c")?, &["scale"]) }?;
     // SAFETY: `Scale` is its signature; it stays below the lengths.
     let scale: Kernel<Scale> = unsafe { image.kernel("scale")? };
     let mut pipeline = Pipeline {
@@ -943,7 +1031,9 @@ fn device_properties_come_from_the_plugin() -> anyhow::Result<()> {
 fn launch_configs_the_host_cannot_honour_are_refused() -> anyhow::Result<()> {
     let runtime = runtime();
     let device = runtime.device(0)?;
-    let image = Image::load_file(device, kernel("typed.c")?, &["scale", "bump", "counter"])?;
+    // SAFETY: a test kernel object (tests/kernels): no initialiser or finaliser.
+    let image =
+        unsafe { Image::load_file(device, kernel("typed.c")?, &["scale", "bump", "counter"]) }?;
     // SAFETY: `Scale` is its signature; it stays below the lengths.
     let scale: Kernel<Scale> = unsafe { image.kernel("scale")? };
     // SAFETY: `void bump(int32_t by)` touches only its global.
@@ -1016,11 +1106,14 @@ fn launch_configs_the_host_cannot_honour_are_refused() -> anyhow::Result<()> {
 fn an_openmp_kernel_starts_its_own_threads_inside_one_call() -> anyhow::Result<()> {
     let runtime = runtime();
     let device = runtime.device(0)?;
-    let image = Image::load_file(
-        device,
-        openmp_kernel("openmp_scale.c")?,
-        &["openmp_scale", "openmp_calls"],
-    )?;
+    // SAFETY: a test kernel object (tests/kernels): no initialiser or finaliser.
+    let image = unsafe {
+        Image::load_file(
+            device,
+            openmp_kernel("openmp_scale.c")?,
+            &["openmp_scale", "openmp_calls"],
+        )
+    }?;
     type OpenmpScale = (f32, Slice<f32>, SliceMut<f32>, SliceMut<i32>);
     // SAFETY: its C signature; it stays below the lengths it is given.
     let kernel: Kernel<OpenmpScale> = unsafe { image.kernel("openmp_scale")? };
@@ -1098,7 +1191,8 @@ fn pinned_buffers_are_host_slices_owned_through_the_plugin() -> anyhow::Result<(
 fn empty_views_and_zero_sized_pinned_values() -> anyhow::Result<()> {
     let runtime = runtime();
     let device = runtime.device(0)?;
-    let image = Image::load_file(device, kernel("typed.c")?, &["scale"])?;
+    // SAFETY: a test kernel object (tests/kernels): no initialiser or finaliser.
+    let image = unsafe { Image::load_file(device, kernel("typed.c")?, &["scale"]) }?;
     // SAFETY: `Scale` is its signature; it stays below the lengths.
     let scale: Kernel<Scale> = unsafe { image.kernel("scale")? };
     let mut y = DeviceBuffer::from_slice(device, &[1.0f32; 4])?;

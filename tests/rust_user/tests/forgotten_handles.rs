@@ -17,9 +17,12 @@ fn a_forgotten_image_is_reported_as_a_leak() -> anyhow::Result<()> {
     let device = runtime.device(0)?;
     let so = kernel("typed.c")?;
     // Dropped (and one unloaded explicitly): not leaks.
-    drop(Image::load_file(device, &so, &["scale"])?);
-    assert!(Image::load_file(device, &so, &["scale"])?.unload()?);
-    std::mem::forget(Image::load_file(device, &so, &["scale", "counter"])?);
+    // SAFETY: a test kernel object (tests/kernels): no initialiser or finaliser.
+    drop(unsafe { Image::load_file(device, &so, &["scale"]) }?);
+    // SAFETY: a test kernel object (tests/kernels): no initialiser or finaliser.
+    assert!(unsafe { Image::load_file(device, &so, &["scale"]) }?.unload()?);
+    // SAFETY: a test kernel object (tests/kernels): no initialiser or finaliser.
+    std::mem::forget(unsafe { Image::load_file(device, &so, &["scale", "counter"]) }?);
     let report = runtime.shutdown();
     assert!(!report.is_clean(), "{report}");
     assert_eq!(report.leaked_images.len(), 1, "{report}");

@@ -21,7 +21,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         return Err("usage: cubin_vec_add PLUGIN_DIR VEC_ADD_CUBIN".into());
     };
     let plugin = Path::new(dir).join("libomptarget.rtl.cuda.so");
-    let runtime = Runtime::new(Config::default().with_plugins([plugin]))?;
+    // SAFETY: the plugin the example was told to use, built by this project.
+    let runtime = Runtime::new(unsafe { Config::default().with_plugins([plugin]) })?;
     if runtime.device_count() == 0 {
         return Err("the CUDA plugin has no device".into());
     }
@@ -30,7 +31,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let a: Vec<f32> = (0..n).map(|i| (i % 1000) as f32).collect();
     let b: Vec<f32> = (0..n).map(|i| (i % 7) as f32).collect();
     let expect: Vec<f32> = a.iter().zip(&b).map(|(a, b)| a * 2.0 + b).collect();
-    let image = Image::load_file(device, cubin, &["vec_add"])?;
+    // SAFETY: the example's kernel object: no initialiser or finaliser.
+    let image = unsafe { Image::load_file(device, cubin, &["vec_add"]) }?;
     // SAFETY: vec_add's parameters are `VecAdd`; it touches c[0..n) only.
     let kernel: Kernel<VecAdd> = unsafe { image.kernel("vec_add")? };
     let da = DeviceBuffer::from_slice(device, &a)?;

@@ -15,7 +15,8 @@ use std::path::Path;
 
 /// A runtime with the CUDA plugin only.
 fn cuda_runtime() -> Runtime {
-    Runtime::new(Config::default().with_plugins([cuda::cuda_plugin()])).unwrap()
+    // SAFETY: a plugin library of this project (or LLVM's) built for the tests.
+    Runtime::new(unsafe { Config::default().with_plugins([cuda::cuda_plugin()]) }).unwrap()
 }
 
 fn run(name: &str, log: &Path, env: &[(&str, &str)]) -> (String, String, Vec<String>) {
@@ -43,11 +44,14 @@ fn shutdown_releases_everything_in_the_documented_order() {
     if cuda::in_child() {
         let runtime = cuda_runtime();
         let device = runtime.device(0).unwrap();
-        let image = Image::load(
-            device,
-            &cuda::test_cubin(90),
-            &["spmd_kernel", "generic_kernel", "counter"],
-        )
+        // SAFETY: a test cubin: loading and unloading it runs no host code.
+        let image = unsafe {
+            Image::load(
+                device,
+                &cuda::test_cubin(90),
+                &["spmd_kernel", "generic_kernel", "counter"],
+            )
+        }
         .unwrap();
         // The global starts as the image says, and round-trips.
         let counter = image.global::<i32>("counter").unwrap();
@@ -227,8 +231,8 @@ fn out_of_memory_makes_the_memory_manager_free_its_cache_and_retry() {
 fn a_failing_cu_init_means_no_devices_and_a_debug_line() {
     if cuda::in_child() {
         let runtime = Runtime::new(
-            Config::default()
-                .with_plugins([cuda::host_plugin(), cuda::cuda_plugin()])
+            // SAFETY: a plugin library of this project (or LLVM's) built for the tests.
+            unsafe { Config::default().with_plugins([cuda::host_plugin(), cuda::cuda_plugin()]) }
                 .with_require_a_plugin(false),
         )
         .unwrap();
@@ -272,8 +276,8 @@ fn a_failing_cu_init_means_no_devices_and_a_debug_line() {
 fn a_driver_missing_a_symbol_means_no_devices_and_a_debug_line() {
     if cuda::in_child() {
         let runtime = Runtime::new(
-            Config::default()
-                .with_plugins([cuda::cuda_plugin()])
+            // SAFETY: a plugin library of this project (or LLVM's) built for the tests.
+            unsafe { Config::default().with_plugins([cuda::cuda_plugin()]) }
                 .with_require_a_plugin(false),
         )
         .unwrap();
@@ -307,7 +311,8 @@ fn a_driver_missing_a_symbol_means_no_devices_and_a_debug_line() {
 fn no_driver_means_no_devices_silence_and_exit_0() {
     if cuda::in_child() {
         let runtime = Runtime::new(
-            Config::default().with_plugins([cuda::host_plugin(), cuda::cuda_plugin()]),
+            // SAFETY: a plugin library of this project (or LLVM's) built for the tests.
+            unsafe { Config::default().with_plugins([cuda::host_plugin(), cuda::cuda_plugin()]) },
         )
         .unwrap();
         println!("DEVICES {}", runtime.device_count());
@@ -337,7 +342,10 @@ fn an_image_for_another_architecture_is_refused_with_the_reason() {
         let device = runtime.device(0).unwrap();
         // sm_80 does not run on the fake sm_90 device (another major).
         let sm80 = cuda::cubin(80, &[Sym::Function("k")]);
-        let err = Image::load(device, &sm80, &["k"]).unwrap_err().to_string();
+        // SAFETY: a test cubin: loading and unloading it runs no host code.
+        let err = unsafe { Image::load(device, &sm80, &["k"]) }
+            .unwrap_err()
+            .to_string();
         println!("ERROR {err}");
         let report = runtime.shutdown();
         assert!(report.is_clean(), "{report}");
@@ -371,7 +379,8 @@ fn two_devices_exchange_data_and_release_both_contexts() {
         b.copy_from(&a).unwrap();
         assert_eq!(b.to_vec().unwrap(), [1, 2, 3, 4]);
         // An image unloaded while the runtime lives: its module goes then.
-        let image = Image::load(d1, &cuda::test_cubin(90), &["spmd_kernel"]).unwrap();
+        // SAFETY: a test cubin: loading and unloading it runs no host code.
+        let image = unsafe { Image::load(d1, &cuda::test_cubin(90), &["spmd_kernel"]) }.unwrap();
         assert!(image.unload().unwrap());
         drop((a, b));
         let report = runtime.shutdown();
@@ -413,7 +422,9 @@ fn a_plugin_destroyed_before_the_runtime_is_never_called_again() {
     if cuda::in_child() {
         let runtime = cuda_runtime();
         let device = runtime.device(0).unwrap();
-        let image = Image::load(device, &cuda::test_cubin(90), &["spmd_kernel"]).unwrap();
+        // SAFETY: a test cubin: loading and unloading it runs no host code.
+        let image =
+            unsafe { Image::load(device, &cuda::test_cubin(90), &["spmd_kernel"]) }.unwrap();
         let live = DeviceBuffer::<u8>::new(device, 4096).unwrap();
         std::mem::forget((live, image));
         // What the plugin library's safety net does when it goes away
@@ -455,12 +466,14 @@ fn device_constructors_run_at_load_and_destructors_before_each_unload() {
         let device = runtime.device(0).unwrap();
         let cubin = cuda::cubin_with_ctors_and_dtors(true);
         // Unloaded by the user: its destructors run in `unload_binary`.
-        let first = Image::load(device, &cubin, &["spmd_kernel"]).unwrap();
+        // SAFETY: a test cubin: loading and unloading it runs no host code.
+        let first = unsafe { Image::load(device, &cubin, &["spmd_kernel"]) }.unwrap();
         println!("LOADED first");
         drop(first);
         println!("DROPPED first");
         // Left loaded: the teardown's step 3 unloads it.
-        let second = Image::load(device, &cubin, &["spmd_kernel"]).unwrap();
+        // SAFETY: a test cubin: loading and unloading it runs no host code.
+        let second = unsafe { Image::load(device, &cubin, &["spmd_kernel"]) }.unwrap();
         std::mem::forget(second);
         println!("REPORT\n{}", runtime.shutdown());
         return;
@@ -519,7 +532,8 @@ fn an_image_whose_constructors_cannot_run_is_refused_and_left_unloaded() {
         let device = runtime.device(0).unwrap();
         // The init kernel without the array bounds it reads.
         let cubin = cuda::cubin_with_ctors_and_dtors(false);
-        let Err(err) = Image::load(device, &cubin, &["spmd_kernel"]) else {
+        // SAFETY: a test cubin: loading and unloading it runs no host code.
+        let Err(err) = (unsafe { Image::load(device, &cubin, &["spmd_kernel"]) }) else {
             panic!("an image whose constructors cannot run was loaded");
         };
         println!("ERROR {err}");
@@ -588,11 +602,14 @@ fn properties_pinned_buffers_and_launch_limits() {
         // Forgotten: freed at shutdown with cuMemFreeHost, and reported.
         std::mem::forget(pinned);
 
-        let image = Image::load(
-            device,
-            &cuda::test_cubin(90),
-            &["spmd_kernel", "generic_kernel"],
-        )
+        // SAFETY: a test cubin: loading and unloading it runs no host code.
+        let image = unsafe {
+            Image::load(
+                device,
+                &cuda::test_cubin(90),
+                &["spmd_kernel", "generic_kernel"],
+            )
+        }
         .unwrap();
         // SAFETY: the fake driver runs no code; the signature is the test's.
         let spmd: Kernel<(PtrMut<i32>, i32)> = unsafe { image.kernel("spmd_kernel").unwrap() };

@@ -88,6 +88,32 @@ pub fn entries_section(bytes: &[u8]) -> Result<Option<EntriesSection>, String> {
     Ok(None)
 }
 
+/// The parts of the image that are read-only once loaded, as ranges of
+/// addresses relative to the load base: every `PT_LOAD` segment without
+/// `PF_W` (`.rodata`, where `const` globals live, and the code), and every
+/// `PT_GNU_RELRO` range (`.data.rel.ro`: `const` data with relocations,
+/// which the loader write-protects once it has relocated it). A copy into
+/// them would fault (SIGSEGV), so the plugin refuses it instead.
+pub fn read_only_ranges(bytes: &[u8]) -> Result<Vec<std::ops::Range<u64>>, String> {
+    let (header, endian) = header(bytes)?;
+    let segments = header
+        .program_headers(endian, bytes)
+        .map_err(|e| format!("bad ELF program headers ({e})"))?;
+    Ok(segments
+        .iter()
+        .filter(|segment| match segment.p_type(endian) {
+            object::elf::PT_LOAD => segment.p_flags(endian) & object::elf::PF_W == 0,
+            object::elf::PT_GNU_RELRO => true,
+            _ => false,
+        })
+        .map(|segment| {
+            let start = segment.p_vaddr(endian);
+            start..start.saturating_add(segment.p_memsz(endian))
+        })
+        .filter(|range| !range.is_empty())
+        .collect())
+}
+
 /// Check that `section` lies inside a `PT_LOAD` segment, so that reading
 /// it after dlopen reads mapped memory.
 fn check_loaded(

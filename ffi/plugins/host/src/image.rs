@@ -24,13 +24,14 @@
 use super::elf::{self, EntriesSection};
 use super::image_file::ImageFile;
 use libloading::os::unix::Library;
-use omptarget_abi::{OffloadEntry, TargetTable};
+use omptarget_abi::{device_entry, OffloadEntry, TargetTable};
 use omptarget_plugin_kit::backend::ImageRef;
 use omptarget_plugin_kit::error::{PluginError, Result};
 // B-tree collections, not hash ones: see `crate::memory` (no thread-locals
 // in a plugin).
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::{c_void, CStr, CString};
+use std::ops::Range;
 use std::path::Path;
 
 /// Where a load's private copy of the image lives; see the module docs.
@@ -93,6 +94,9 @@ pub struct LoadedImage {
     names: Box<[CString]>,
     /// Addresses of the function entries (kernels).
     kernels: BTreeSet<usize>,
+    /// The image's read-only address ranges, as loaded
+    /// ([`elf::read_only_ranges`]): copies into them are refused.
+    read_only: Vec<Range<usize>>,
 }
 
 // SAFETY: the raw pointers inside (`table`, `entries`) point into this
@@ -118,6 +122,7 @@ impl LoadedImage {
     pub fn load(image: &ImageRef<'_>, storage: ImageStorage<'_>, bind_now: bool) -> Result<Self> {
         elf::check_image(image.bytes).map_err(PluginError::InvalidImage)?;
         let section = elf::entries_section(image.bytes).map_err(PluginError::InvalidImage)?;
+        let read_only = elf::read_only_ranges(image.bytes).map_err(PluginError::InvalidImage)?;
         let names = host_entry_names(image.entries)?;
 
         let (library, file) = open_copy(image.bytes, storage, dlopen_flags(bind_now))?;
@@ -136,6 +141,7 @@ impl LoadedImage {
             entries: Box::new([]),
             names: names.into_boxed_slice(),
             kernels: BTreeSet::new(),
+            read_only: Vec::new(),
         };
         // On error `loaded` is dropped: dlclose, then the file is removed.
         if !storage.keep_file {
@@ -143,7 +149,12 @@ impl LoadedImage {
                 file.remove()?;
             }
         }
-        loaded.resolve(image.entries, base?, section)?;
+        let base = base?;
+        loaded.read_only = read_only
+            .into_iter()
+            .map(|r| base.wrapping_add(r.start as usize)..base.wrapping_add(r.end as usize))
+            .collect();
+        loaded.resolve(image.entries, base, section)?;
         Ok(loaded)
     }
 
@@ -168,14 +179,18 @@ impl LoadedImage {
                 Some(&addr) => addr,
                 None => lookup_symbol(library, name)?,
             };
+            // The bit is this plugin's to set, whatever the host entry said.
+            let mut flags = entry.flags & !device_entry::READ_ONLY;
             if entry.size == 0 {
                 self.kernels.insert(addr as usize);
+            } else if self.overlaps_read_only(addr as usize, entry.size) {
+                flags |= device_entry::READ_ONLY;
             }
             entries.push(OffloadEntry {
                 addr,
                 name: name.as_ptr().cast_mut(),
                 size: entry.size,
-                flags: entry.flags,
+                flags,
                 reserved: 0,
             });
         }
@@ -199,6 +214,15 @@ impl LoadedImage {
     /// Whether `addr` is one of this image's kernels.
     pub fn has_kernel(&self, addr: *mut c_void) -> bool {
         self.kernels.contains(&(addr as usize))
+    }
+
+    /// Whether any of the `len` bytes at `start` lies in a read-only part
+    /// of this image (a copy there would fault).
+    pub fn overlaps_read_only(&self, start: usize, len: usize) -> bool {
+        let end = start.saturating_add(len);
+        self.read_only
+            .iter()
+            .any(|r| start < r.end && r.start < end)
     }
 
     /// Whether the image was loaded from a memfd rather than a file.

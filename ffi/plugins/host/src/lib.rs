@@ -29,7 +29,10 @@
 //!   second, independent copy (as LLVM 14's plugin does); `unload_binary`
 //!   unloads the most recent copy of that image.
 //! * Device memory is `malloc`ed host memory for every allocation kind;
-//!   submit/retrieve/exchange are memory copies.
+//!   submit/retrieve/exchange are memory copies. A copy into a read-only
+//!   part of a loaded image (a `const` global) is refused, not made (it
+//!   would fault), and the target table marks such globals
+//!   `device_entry::READ_ONLY` ([`image`]).
 //! * Kernels are called with any number of pointer-sized arguments:
 //!   directly up to 16, through libffi beyond that and for typed arguments
 //!   ([`launch`]); a team region is the same call (the image's code forks
@@ -168,6 +171,27 @@ impl HostBackend {
         }
     }
 
+    /// The `size` bytes at `dst` may be copied into: none of them lies in
+    /// a read-only part of an image loaded on `device` (a `const` global,
+    /// `target update to` one or `Global::write`). The copy would fault
+    /// there (SIGSEGV, the end of the process, as with LLVM's plugin),
+    /// so it is refused instead. Checked under the image lock, like a
+    /// launch's kernel.
+    fn check_writable(&self, device: DeviceId, dst: NonNull<c_void>, size: usize) -> Result<()> {
+        let start = dst.as_ptr() as usize;
+        let read_only = state_lock::read(&self.device(device).images)
+            .iter()
+            .any(|image| image.overlaps_read_only(start, size));
+        if read_only {
+            Err(PluginError::InvalidArgument(format!(
+                "cannot copy {size} bytes to {dst:p}: read-only memory of an image loaded on \
+                 device {device} (a const global?)"
+            )))
+        } else {
+            Ok(())
+        }
+    }
+
     /// A backend with `config`, reporting as plugin `name`.
     pub fn new(name: &'static str, config: HostConfig) -> Self {
         Self {
@@ -300,11 +324,12 @@ impl Backend for HostBackend {
 
     unsafe fn data_submit(
         &self,
-        _device: DeviceId,
+        device: DeviceId,
         tgt_ptr: NonNull<c_void>,
         host_ptr: NonNull<c_void>,
         size: usize,
     ) -> Result<()> {
+        self.check_writable(device, tgt_ptr, size)?;
         // memmove: under unified memory the two may be the same block.
         // SAFETY: the caller guarantees `size` readable bytes at `host_ptr`
         // and `size` writable bytes at `tgt_ptr` (Backend::data_submit).
@@ -345,10 +370,11 @@ impl Backend for HostBackend {
         &self,
         _src: DeviceId,
         src_ptr: NonNull<c_void>,
-        _dst: DeviceId,
+        dst: DeviceId,
         dst_ptr: NonNull<c_void>,
         size: usize,
     ) -> Result<()> {
+        self.check_writable(dst, dst_ptr, size)?;
         // SAFETY: the caller guarantees `size` bytes at both pointers, in
         // host memory for every host device (Backend::data_exchange).
         unsafe {

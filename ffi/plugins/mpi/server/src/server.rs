@@ -90,9 +90,17 @@ impl Server {
                 {
                     return Err("a device server cannot serve the MPI plugin's devices".into());
                 }
-                runtime_config = runtime_config.with_plugins([path.clone()]);
+                // SAFETY: the plugin library the server's command line
+                // names (`--plugin`): whoever starts the job vouches for it,
+                // as for the program's own libraries.
+                runtime_config = unsafe { runtime_config.with_plugins([path.clone()]) };
             }
-            None => runtime_config.plugins = Some(Vec::new()),
+            None => {
+                // SAFETY: an empty list: no library is loaded (the
+                // built-in host plugin, turned back on, is this crate's).
+                runtime_config = unsafe { runtime_config.with_plugins(Vec::<PathBuf>::new()) }
+                    .with_builtin_host(true);
+            }
         }
         // The program's profile, one file per server: FILE.rankN.
         if let Some(file) = std::env::var_os("LIBOMPTARGET_PROFILE").filter(|f| !f.is_empty()) {

@@ -201,7 +201,8 @@ fn run_program_rank() -> anyhow::Result<()> {
     let kernel_library = std::env::var(KERNEL_VAR)?;
     let ready = std::env::var(READY_VAR)?;
     let go = std::env::var(GO_VAR)?;
-    let runtime = Runtime::new(Config::default().with_plugins([job::mpi_plugin()]))?;
+    // SAFETY: a plugin library of this project (or LLVM's) built for the tests.
+    let runtime = Runtime::new(unsafe { Config::default().with_plugins([job::mpi_plugin()]) })?;
     let remote: Vec<_> = runtime
         .devices()
         .filter(|d| d.plugin_name() == "libomptarget.rtl.mpi.so")
@@ -216,11 +217,8 @@ fn run_program_rank() -> anyhow::Result<()> {
         let name = device.properties()?.name.unwrap_or_default();
         // "rank R on HOST, device D of PLUGIN".
         ranks.push(name.split(' ').nth(1).unwrap_or("?").to_owned());
-        images.push(Image::load_file(
-            device,
-            &kernel_library,
-            &["vec_add_slices"],
-        )?);
+        // SAFETY: a test kernel object (tests/kernels): no initialiser or finaliser.
+        images.push(unsafe { Image::load_file(device, &kernel_library, &["vec_add_slices"]) }?);
     }
     let mut work = Vec::new();
     for (device, image) in remote.iter().zip(&images) {

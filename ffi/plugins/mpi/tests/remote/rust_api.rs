@@ -44,7 +44,8 @@ pub(crate) fn vec_add_library(dir: &Path) -> PathBuf {
 /// lines come between them).
 fn run_program_rank() -> anyhow::Result<()> {
     let kernel_library = std::env::var(KERNEL_VAR)?;
-    let runtime = Runtime::new(Config::default().with_plugins([job::mpi_plugin()]))?;
+    // SAFETY: a plugin library of this project (or LLVM's) built for the tests.
+    let runtime = Runtime::new(unsafe { Config::default().with_plugins([job::mpi_plugin()]) })?;
     let remote: Vec<_> = runtime
         .devices()
         .filter(|d| d.plugin_name() == "libomptarget.rtl.mpi.so")
@@ -63,7 +64,8 @@ fn run_program_rank() -> anyhow::Result<()> {
         // Where the device is: "rank R on HOST".
         let location = device.properties()?.location.unwrap_or_default();
         let rank = location.split(' ').nth(1).unwrap_or("?").to_owned();
-        let image = Image::load_file(device, &kernel_library, &["vec_add_slices"])?;
+        // SAFETY: a test kernel object (tests/kernels): no initialiser or finaliser.
+        let image = unsafe { Image::load_file(device, &kernel_library, &["vec_add_slices"]) }?;
         // SAFETY: `VecAdd` is its signature; it stays below the lengths it
         // is given.
         let add: Kernel<VecAdd> = unsafe { image.kernel("vec_add_slices")? };
