@@ -1,7 +1,9 @@
 //! The `omp_target_*` device memory routines and LLVM's allocation
 //! extensions, with LLVM 14's return values and messages for bad input
 //! (they never crash on it: invalid devices, null pointers and zero sizes
-//! are refused).
+//! are refused). A device number that names no device is such a soft
+//! failure for LLVM 14's callers only: for LLVM 19's and 22's the shim ends
+//! the process first, as their runtimes do (`ffi/shim/src/device_number.rs`).
 //!
 //! Where LLVM 14 goes on with bad input and crashes or corrupts memory, we
 //! refuse it instead:

@@ -84,7 +84,8 @@ impl<'a> Offload<'a> {
                 // SAFETY: the copy is alive (`job` holds it, and the device
                 // keeps it while the image is loaded).
                 let loaded = unsafe { dev.ops.load_binary(job.image.device_image(), storage) }.map(
-                    |entries| {
+                    |mut entries| {
+                        keep_vtables_at_home(&job.image, &mut entries);
                         // LLVM 19/22's plugins report it before anything
                         // else is done with it (globals, constructors).
                         let (start, bytes) = job.image.source();
@@ -208,12 +209,15 @@ impl<'a> Offload<'a> {
     /// it refers to) are written into it, with no INFO line (19:
     /// `omptarget.cpp` `InitLibrary`, 22: `PluginManager.cpp`). LLVM 14
     /// writes nothing and the kernel reads a null reference. Indirect
-    /// functions are skipped, as LLVM 22 skips them (their device global
-    /// holds the device function's address). A failed write is reported as
+    /// functions and vtables are skipped, as LLVM 22 skips them (their
+    /// device global holds the device function's, or vtable's, address: a
+    /// vtable's host bytes written there would overrun it and corrupt the
+    /// loaded image's data). A failed write is reported as
     /// LLVM reports it and the load goes on.
     fn write_usm_globals(&self, dev: &DeviceCtx<'a>, image: &ImageCopy, loaded: &[OffloadEntry]) {
         for (host, device) in image.entries().iter().zip(loaded) {
-            if device.size == 0 || host.flags & declare_target::INDIRECT != 0 {
+            let not_a_reference = declare_target::INDIRECT | declare_target::INDIRECT_VTABLE;
+            if device.size == 0 || host.flags & not_a_reference != 0 {
                 continue;
             }
             // SAFETY: `host.addr` is the registered binary's global of
@@ -311,6 +315,22 @@ impl<'a> Offload<'a> {
         // keeps the copy alive until it is unloaded.
         if let Err(err) = unsafe { dev.ops.unload_binary(image.device_image()) } {
             tracing::debug!(device = dev.id, error = %err, "unloading the image of an unregistered binary failed");
+        }
+    }
+}
+
+/// Clang 22's vtable entries (`INDIRECT_VTABLE`) name a device global of
+/// one pointer, not a copy of the vtable, so the plugin's address for one
+/// is no device counterpart of the host's `size` bytes: LLVM 22
+/// (`PluginManager.cpp`) does not look it up and keeps the host address as
+/// the device entry's, so the vtable maps to itself (objects keep their
+/// host vtable pointers; host devices call through them, and GPU plugins
+/// translate calls with their own table, which ours do not build).
+fn keep_vtables_at_home(image: &ImageCopy, loaded: &mut [OffloadEntry]) {
+    for (host, device) in image.entries().iter().zip(loaded) {
+        if host.flags & declare_target::INDIRECT_VTABLE != 0 && host.size != 0 {
+            device.addr = host.addr;
+            device.size = host.size;
         }
     }
 }

@@ -86,6 +86,11 @@ pub mod declare_target {
     /// the 32-byte entry's last word, clang 20+ in `data`); replaces the
     /// `__tgt_register_requires` call of older releases.
     pub const REGISTER_REQUIRES: i32 = 0x10;
+    /// `OMP_DECLARE_TARGET_INDIRECT_VTABLE` (clang 22): a class's vtable
+    /// (`size` its bytes) whose device symbol is not a copy of it but one
+    /// pointer to the device's vtable, for GPU plugins' indirect-call
+    /// tables. LLVM 22 maps the host vtable to itself and never writes it.
+    pub const INDIRECT_VTABLE: i32 = 0x20;
 }
 
 /// Flags of this project's own in the target tables its plugins return

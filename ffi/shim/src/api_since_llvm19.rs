@@ -250,8 +250,8 @@ export_c!(
 /// `llvm_omp_target_lock_mem(ptr, size, device)`: pin host memory for a
 /// device and return the address the device uses for it. Host devices
 /// share the host's memory, so (as LLVM's host plugin) that is `ptr`
-/// itself; an unknown device is the caller's release's error
-/// (LLVM 19/22: fatal).
+/// itself; a number that is no device is the caller's release's error
+/// (LLVM 19/22: fatal, the initial device's number included).
 extern "C-unwind" fn llvm_omp_target_lock_mem(
     ptr: *mut c_void,
     _size: usize,

@@ -37,6 +37,7 @@ mod api_since_llvm19;
 mod boundary;
 mod caller;
 mod data;
+mod device_number;
 mod export;
 mod helper_task;
 mod host_env;

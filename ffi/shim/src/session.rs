@@ -4,6 +4,7 @@
 //! (three references, no allocation) and calls the method of the same name.
 //! A `Fatal` from the offload layer ends the process as LLVM 14 does.
 
+use crate::device_number::{self, fatal_if_unknown, Accepts};
 use crate::host_env::{self, Libomp};
 use omptarget::{Config, Runtime};
 use omptarget_abi::{AllocKind, AsyncInfo, BinDesc, DeviceInfo};
@@ -306,33 +307,16 @@ impl Session {
         let offload = self.offload();
         if size != 0 {
             // LLVM 19+: an unknown device is fatal here (LLVM 14: null).
-            self.check_device_number(&offload, device_num);
+            fatal_if_unknown(&offload, device_num, Accepts::DevicesAndInitial);
         }
         offload.target_alloc(size, device_num, kind)
-    }
-
-    /// LLVM 19+'s fatal error for a device number that is neither a device
-    /// nor the initial device, when the caller's release has it
-    /// ([`omptarget_openmp::Release::invalid_device_is_fatal`]).
-    fn check_device_number(&self, offload: &Offload<'_>, device_num: c_int) {
-        let devices = offload.num_devices();
-        // A device first: the common case decides on one load.
-        if (0..devices).contains(&device_num) || device_num == offload.initial_device() {
-            return;
-        }
-        let release = crate::caller::calling_release();
-        if release.invalid_device_is_fatal() {
-            crate::lifecycle::park_if_closed_by_another_thread();
-            Fatal::device_out_of_range(device_num.into(), devices as usize, release)
-                .abort_as(release);
-        }
     }
 
     /// `omp_get_mapped_ptr` (LLVM 19+; a negative device number is fatal).
     pub fn get_mapped_ptr(&self, ptr: *const c_void, device_num: c_int) -> *mut c_void {
         let offload = self.offload();
         if !ptr.is_null() && device_num < 0 {
-            self.check_device_number(&offload, device_num);
+            fatal_if_unknown(&offload, device_num, Accepts::DevicesAndInitial);
         }
         offload.get_mapped_ptr(ptr, device_num)
     }
@@ -342,7 +326,7 @@ impl Session {
     pub fn uid_from_device(&self, device_num: c_int) -> *const c_char {
         let offload = self.offload();
         if device_num != omptarget_openmp::api_since_llvm22::OMP_INVALID_DEVICE {
-            self.check_device_number(&offload, device_num);
+            fatal_if_unknown(&offload, device_num, Accepts::DevicesAndInitial);
         }
         offload.uid_from_device(device_num)
     }
@@ -367,17 +351,19 @@ impl Session {
     ) -> c_int {
         let offload = self.offload();
         if !ptr.is_null() && device_num != -1 {
-            self.check_device_number(&offload, device_num);
+            fatal_if_unknown(&offload, device_num, Accepts::DevicesAndInitial);
         }
         c_int::from(offload.target_is_accessible(ptr, size, device_num))
     }
 
     /// `llvm_omp_target_lock_mem` / `_unlock_mem` (LLVM 19+) on host
-    /// devices: the pointer itself for a device (or the initial device);
-    /// an unknown device is the caller's release's error.
+    /// devices: the pointer itself for a device (or, for LLVM 14's callers,
+    /// the initial device); a number that is no device, the initial
+    /// device's included, is the caller's release's error (LLVM 19/22 look
+    /// it up as a device).
     pub fn lock_mem(&self, ptr: *mut c_void, device_num: c_int) -> *mut c_void {
         let offload = self.offload();
-        self.check_device_number(&offload, device_num);
+        fatal_if_unknown(&offload, device_num, Accepts::DevicesOnly);
         let known = device_num == offload.initial_device()
             || (0..offload.num_devices()).contains(&device_num);
         if known {
@@ -398,20 +384,33 @@ impl Session {
         len: usize,
         device_num: c_int,
     ) -> *mut c_void {
+        let offload = self.offload();
+        // LLVM 19/22 launch their fill kernel on the device, a lookup.
+        if !ptr.is_null() && len != 0 {
+            fatal_if_unknown(&offload, device_num, Accepts::DevicesAndInitial);
+        }
         // SAFETY: our caller's contract is the callee's.
-        unsafe { self.offload().target_memset(ptr, byte, len, device_num) }
+        unsafe { offload.target_memset(ptr, byte, len, device_num) }
     }
 
     /// # Safety
     /// `ptr` came from `target_alloc` on `device_num` (checked by the
     /// runtime for devices; for the initial device it came from `malloc`).
     pub unsafe fn target_free(&self, ptr: *mut c_void, device_num: c_int) {
+        let offload = self.offload();
+        if !ptr.is_null() {
+            fatal_if_unknown(&offload, device_num, Accepts::DevicesAndInitial);
+        }
         // SAFETY: our caller's contract is the callee's.
-        unsafe { self.offload().target_free(ptr, device_num) }
+        unsafe { offload.target_free(ptr, device_num) }
     }
 
     pub fn target_is_present(&self, ptr: *const c_void, device_num: c_int) -> c_int {
-        self.offload().target_is_present(ptr, device_num)
+        let offload = self.offload();
+        if !ptr.is_null() {
+            fatal_if_unknown(&offload, device_num, Accepts::DevicesAndInitial);
+        }
+        offload.target_is_present(ptr, device_num)
     }
 
     /// # Safety
@@ -428,9 +427,14 @@ impl Session {
         dst_device: c_int,
         src_device: c_int,
     ) -> c_int {
+        let offload = self.offload();
+        if device_number::memcpy_looks_up(dst, src, length) {
+            fatal_if_unknown(&offload, src_device, Accepts::DevicesAndInitial);
+            fatal_if_unknown(&offload, dst_device, Accepts::DevicesAndInitial);
+        }
         // SAFETY: our caller's contract is the callee's.
         unsafe {
-            self.offload().target_memcpy(
+            offload.target_memcpy(
                 dst, src, length, dst_offset, src_offset, dst_device, src_device,
             )
         }
@@ -454,9 +458,24 @@ impl Session {
         dst_device: c_int,
         src_device: c_int,
     ) -> c_int {
+        let offload = self.offload();
+        let arrays = [
+            volume,
+            dst_offsets,
+            src_offsets,
+            dst_dimensions,
+            src_dimensions,
+        ];
+        // SAFETY: our caller's contract: each array holds `num_dims`
+        // elements.
+        if unsafe { device_number::memcpy_rect_looks_up(dst, src, element_size, num_dims, arrays) }
+        {
+            fatal_if_unknown(&offload, src_device, Accepts::DevicesAndInitial);
+            fatal_if_unknown(&offload, dst_device, Accepts::DevicesAndInitial);
+        }
         // SAFETY: our caller's contract is the callee's.
         unsafe {
-            self.offload().target_memcpy_rect(
+            offload.target_memcpy_rect(
                 dst,
                 src,
                 element_size,
@@ -480,12 +499,20 @@ impl Session {
         device_offset: usize,
         device_num: c_int,
     ) -> c_int {
-        self.offload()
-            .target_associate_ptr(host_ptr, device_ptr, size, device_offset, device_num)
+        let offload = self.offload();
+        // Past LLVM's "invalid arguments" test, the device is looked up.
+        if !host_ptr.is_null() && !device_ptr.is_null() && size != 0 {
+            fatal_if_unknown(&offload, device_num, Accepts::DevicesAndInitial);
+        }
+        offload.target_associate_ptr(host_ptr, device_ptr, size, device_offset, device_num)
     }
 
     pub fn target_disassociate_ptr(&self, host_ptr: *const c_void, device_num: c_int) -> c_int {
-        self.offload().target_disassociate_ptr(host_ptr, device_num)
+        let offload = self.offload();
+        if !host_ptr.is_null() {
+            fatal_if_unknown(&offload, device_num, Accepts::DevicesAndInitial);
+        }
+        offload.target_disassociate_ptr(host_ptr, device_num)
     }
 
     /// `__tgt_set_info_flag`: the runtime's info level and every plugin's.
