@@ -38,8 +38,10 @@ reference that passes far fewer tests than measured (MIN_REFERENCE).
 import argparse
 import os
 import re
+import shutil
 import subprocess
 import sys
+import time
 import xml.etree.ElementTree as ET
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -76,6 +78,15 @@ def all_targets(major):
     if major >= 22:
         targets.append("spirv64-intel")
     return targets
+
+
+CC_CACHE = os.path.join(ROOT, "scripts", "lit_cc_cache.py")
+
+
+def cc_cache_dir(major):
+    """Where the release's builds are kept for the runs of one invocation
+    (emptied when it starts)."""
+    return os.path.join(OMPTARGET, "lit", str(major), "cc-cache")
 
 
 def release_lib_dir(major):
@@ -144,8 +155,10 @@ def write_site_config(major, run, exec_root):
     features = ["clang", f"clang-{v[0]}", f"clang-{v[0]}.{v[1]}", f"clang-{'.'.join(v)}"]
     values = {
         "bin_llvm_tools_dir": tools,
-        "test_c_compiler": f"/usr/bin/clang-{major}",
-        "test_cxx_compiler": f"/usr/bin/clang++-{major}",
+        # Through the build cache: the reference's and ours-linked-as-the-
+        # release's runs build the same binaries (scripts/lit_cc_cache.py).
+        "test_c_compiler": f"{sys.executable} {CC_CACHE} /usr/bin/clang-{major}",
+        "test_cxx_compiler": f"{sys.executable} {CC_CACHE} /usr/bin/clang++-{major}",
         "test_fortran_compiler": "",
         "test_openmp_flags": "-fopenmp -pthread",
         "test_extra_flags": "",
@@ -182,6 +195,8 @@ def write_site_config(major, run, exec_root):
     lines.append(f"lit_config.load_config(config, {os.path.join(suite_dir(major), 'lit.cfg')!r})")
     lines.append("path = config.environment.get('LD_LIBRARY_PATH')")
     lines.append(f"config.environment['LD_LIBRARY_PATH'] = {run.runtime_dir!r} + (':' + path if path else '')")
+    lines.append(f"config.environment['LIT_CC_CACHE_DIR'] = {cc_cache_dir(major)!r}")
+    lines.append(f"config.environment['LIT_CC_CACHE_ROOT'] = {exec_root!r}")
     os.makedirs(exec_root, exist_ok=True)
     with open(os.path.join(exec_root, "lit.site.cfg"), "w") as f:
         f.write("\n".join(lines) + "\n")
@@ -207,7 +222,9 @@ def run_lit(major, run, out_dir, jobs, filter_re):
     print(f"$ {' '.join(cmd)}", flush=True)
     if os.path.isfile(xml):
         os.remove(xml)
+    started = time.monotonic()
     subprocess.run(cmd, env=env)
+    print(f"LLVM {major}, {runtime}: {time.monotonic() - started:.0f} s", flush=True)
     # A suite that could not be set up (lit's config error) runs nothing:
     # that is a failure of the harness, never an empty comparison.
     if not os.path.isfile(xml):
@@ -308,6 +325,7 @@ def main():
             continue
         out_dir = os.path.join(OMPTARGET, "lit", str(major))
         os.makedirs(out_dir, exist_ok=True)
+        shutil.rmtree(cc_cache_dir(major), ignore_errors=True)
         wanted = ["reference", "ours", "own-name"] if args.runtime == "all" else [args.runtime]
         passed = {name: run_lit(major, runs(major)[name], out_dir, args.j, args.filter)[0]
                   for name in wanted}
