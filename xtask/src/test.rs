@@ -60,7 +60,7 @@ pub const STEPS: &[Step] = &[
         run: text_order_check,
     },
     Step {
-        name: "LLVM's lit suites (14, 19, 22): what passes on the release's runtime passes on ours",
+        name: "LLVM's lit suites (14, 19, 22): what passes on the release's runtime passes on ours, in both link forms",
         run: llvm_lit_suites,
     },
 ];
@@ -383,8 +383,10 @@ fn text_order_check() -> Result<()> {
 }
 
 /// LLVM's own offload lit suites of 14, 19 and 22, each run on the
-/// release's runtime and on ours (the staged debug build) in one go: a
-/// test that passes there and not here fails the step, unless
+/// release's runtime and on ours (the staged debug build) in one go, ours
+/// in both link forms (the binaries linked as the release links them, and
+/// against our library's own name): a test that passes there and not here
+/// fails the step, unless
 /// `tests/lit/known-regressions.txt` lists it (the list of what issue 19
 /// still has to fix; it may only shrink).
 fn llvm_lit_suites() -> Result<()> {
