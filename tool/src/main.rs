@@ -10,13 +10,17 @@
 //! * `omptarget profile FILE`: a summary table of a `LIBOMPTARGET_PROFILE`
 //!   trace.
 //!
-//! Modules: `info`, `run` and `profile`, one per subcommand, and `libdir`
-//! (where the runtime's libraries are, from this binary's own path). How
+//! Modules: `info`, `run` and `profile`, one per subcommand, `libdir`
+//! (where the runtime's libraries are, from this binary's own path) and
+//! `signals` (what `run` passes on to the job), `capacity` (how many
+//! device servers `run --mpi` may start). How
 //! the command works: `docs/debug-output.md` in the repository.
+mod capacity;
 mod info;
 mod libdir;
 mod profile;
 mod run;
+mod signals;
 
 use clap::{Parser, Subcommand};
 use std::ffi::OsString;

@@ -6,7 +6,8 @@
 //! the `RUNPATH` clang writes. The reports are asked for with the
 //! runtime's own variables, so they are written by the runtime at its
 //! shutdown, also when the program calls `exit()`.
-use crate::libdir;
+use crate::signals::Forwarding;
+use crate::{capacity, libdir};
 use anyhow::{Context, Result};
 use std::ffi::OsString;
 use std::os::unix::process::ExitStatusExt;
@@ -82,30 +83,15 @@ fn mpirun(
     Ok(cmd)
 }
 
-/// Interrupts from the terminal (SIGINT, SIGQUIT) reach the whole
-/// foreground process group: the program decides what they do, and this
-/// process lives on to print the reports and return the program's status.
-/// A handler that does nothing, not `SIG_IGN`, which the program would
-/// inherit across exec.
-fn forward_interrupts_to_the_program() {
-    extern "C" fn ignore(_: libc::c_int) {}
-    for signal in [libc::SIGINT, libc::SIGQUIT] {
-        // SAFETY: installs an async-signal-safe handler that does nothing.
-        unsafe {
-            libc::signal(
-                signal,
-                ignore as extern "C" fn(libc::c_int) as libc::sighandler_t,
-            )
-        };
-    }
-}
-
 /// The first line of a leak report that found leaks.
 const LEAKS_MARK: &str = "omptarget leak report: LEAKS:";
 
 /// Run the program; its exit status, or 1 for a leak with `--leak-report`
 /// when the program itself succeeded.
 pub fn run(options: &RunOptions) -> Result<ExitCode> {
+    // First: a signal that comes while the job is being set up waits, and
+    // is passed on once the job runs.
+    let signals = Forwarding::block().context("blocking the signals to pass on")?;
     let lib_dir = libdir::find()?;
     let (program, args) = options.program.split_first().context("no program to run")?;
     let mut vars = vec!["LD_LIBRARY_PATH"];
@@ -140,6 +126,12 @@ pub fn run(options: &RunOptions) -> Result<ExitCode> {
         None
     };
     if let Some(mpi) = &options.mpi {
+        let (max, why) = capacity::max_servers()?;
+        anyhow::ensure!(
+            u64::from(mpi.servers) <= max,
+            "--mpi {}: this machine can start at most {max} device servers ({why})",
+            mpi.servers
+        );
         // The same environment, on the program's rank and the servers'.
         let mut launcher = mpirun(mpi, &lib_dir, program, args, &vars)?;
         for (key, value) in cmd.get_envs() {
@@ -149,10 +141,12 @@ pub fn run(options: &RunOptions) -> Result<ExitCode> {
         }
         cmd = launcher;
     }
-    forward_interrupts_to_the_program();
-    let status = cmd
-        .status()
+    let mut child = signals
+        .spawn(&mut cmd)
         .with_context(|| format!("cannot run {}", program.to_string_lossy()))?;
+    let status = signals
+        .wait(&mut child)
+        .with_context(|| format!("waiting for {}", program.to_string_lossy()))?;
     let code = match (status.code(), status.signal()) {
         (Some(code), _) => code,
         (None, Some(signal)) => {

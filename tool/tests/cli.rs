@@ -300,9 +300,9 @@ fn run_with_profile_writes_a_trace_that_profile_summarises() {
 fn an_interrupt_leaves_the_program_to_decide_and_run_returns_its_status() {
     let dir = tempfile::tempdir().unwrap();
     staged_host_plugin();
-    // The program ignores SIGINT; only `omptarget` gets one here. It says
-    // it runs (`started`: `omptarget` set its handler before it spawned
-    // the program) and then waits for `go`, which the test writes after
+    // The program ignores SIGINT; `omptarget` gets one and passes it on.
+    // The program says it runs (`started`: `omptarget` blocked the
+    // signal before it spawned the program) and then waits for `go`, which the test writes after
     // the signal: the order is fixed by files, not by a sleep.
     let mut child = Command::new(OMPTARGET)
         .current_dir(dir.path())
@@ -325,6 +325,159 @@ fn an_interrupt_leaves_the_program_to_decide_and_run_returns_its_status() {
     assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
     std::fs::write(dir.path().join("go"), "").unwrap();
     assert_eq!(child.wait().unwrap().code(), Some(4));
+}
+
+/// `path`'s contents once the program has written them (it writes a file
+/// beside it and renames it, so it is never read half written), or a
+/// panic if `tool` ended first.
+fn wait_for_file(tool: &mut std::process::Child, path: &Path) -> String {
+    loop {
+        if let Ok(text) = std::fs::read_to_string(path) {
+            return text;
+        }
+        if let Some(status) = tool.try_wait().unwrap() {
+            panic!("omptarget ended before the program started: {status}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
+/// A process of the job: its pid and start time (`/proc/PID/stat` field
+/// 22), so that a reused pid is not taken for it.
+fn process(pid: i32) -> Option<(i32, u64)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let mut fields = rest.split_whitespace();
+    if fields.next()? == "Z" {
+        return None;
+    }
+    Some((pid, fields.nth(18)?.parse().ok()?))
+}
+
+fn still_running(p: (i32, u64)) -> bool {
+    process(p.0) == Some(p)
+}
+
+/// The children of `pid`, as [`process`] gives them.
+fn children_of(pid: u32) -> Vec<(i32, u64)> {
+    let Ok(list) = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")) else {
+        return Vec::new();
+    };
+    list.split_whitespace()
+        .filter_map(|p| process(p.parse().ok()?))
+        .collect()
+}
+
+/// SIGTERM or SIGHUP sent to `omptarget run` alone (as `kill`, batch
+/// systems and `timeout` do) reaches the program, and `run` returns the
+/// program's status: 128 + the signal, as the program died of it.
+#[test]
+fn sigterm_and_sighup_to_run_end_the_program_and_return_its_status() {
+    let dir = tempfile::tempdir().unwrap();
+    staged_host_plugin();
+    for signal in [libc::SIGTERM, libc::SIGHUP] {
+        let mut tool = Command::new(OMPTARGET)
+            .current_dir(dir.path())
+            .args(["run", "--", "sh", "-c"])
+            .arg("echo $$ > pid.new; mv pid.new pid; exec sleep 600")
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pid: i32 = wait_for_file(&mut tool, &dir.path().join("pid"))
+            .trim()
+            .parse()
+            .unwrap();
+        let program = process(pid).expect("the program runs");
+        // SAFETY: signals our own child process.
+        assert_eq!(unsafe { libc::kill(tool.id() as i32, signal) }, 0);
+        let out = tool.wait_with_output().unwrap();
+        if still_running(program) {
+            // SAFETY: our own test's program, left behind by the failure.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            panic!(
+                "signal {signal}: the program outlived omptarget ({:?})",
+                out.status
+            );
+        }
+        assert_eq!(
+            out.status.code(),
+            Some(128 + signal),
+            "{}",
+            text(&out.stderr)
+        );
+        assert!(
+            text(&out.stderr).contains(&format!("sh was killed by signal {signal}")),
+            "{}",
+            text(&out.stderr)
+        );
+        std::fs::remove_file(dir.path().join("pid")).unwrap();
+    }
+}
+
+/// SIGTERM to `omptarget run --mpi 2` ends the whole job: `mpirun`, the
+/// program and both servers are gone when `run` returns, and `run`
+/// returns `mpirun`'s status (it did not die of the signal itself).
+#[test]
+fn sigterm_to_run_mpi_leaves_no_process_of_the_job() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut tool = Command::new(OMPTARGET)
+        .current_dir(dir.path())
+        .args(["run", "--mpi", "2", "--", "sh", "-c"])
+        .arg("echo $$ > pid.new; mv pid.new pid; exec sleep 600")
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_file(&mut tool, &dir.path().join("pid"));
+    // mpirun, and its three ranks: the program and two servers.
+    let job = loop {
+        let mpirun = children_of(tool.id());
+        let ranks: Vec<_> = mpirun
+            .iter()
+            .flat_map(|&(pid, _)| children_of(pid as u32))
+            .collect();
+        if mpirun.len() == 1 && ranks.len() == 3 {
+            break [mpirun, ranks].concat();
+        }
+        if let Some(status) = tool.try_wait().unwrap() {
+            panic!("omptarget ended before the job started: {status}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    };
+    // SAFETY: signals our own child process.
+    assert_eq!(unsafe { libc::kill(tool.id() as i32, libc::SIGTERM) }, 0);
+    let out = tool.wait_with_output().unwrap();
+    let left: Vec<_> = job.iter().copied().filter(|&p| still_running(p)).collect();
+    for &(pid, _) in &left {
+        // SAFETY: our own test's processes, left behind by the failure.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+    assert!(left.is_empty(), "left running: {left:?} ({:?})", out.status);
+    assert!(
+        out.status.code().is_some_and(|c| c != 0),
+        "{:?}: {}",
+        out.status,
+        text(&out.stderr)
+    );
+}
+
+/// A server count the machine cannot start is refused before `mpirun`
+/// tries (it would spend minutes on it), saying the bound and why.
+#[test]
+fn run_mpi_refuses_a_count_the_machine_cannot_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = omptarget(
+        dir.path(),
+        &["run", "--mpi", "100000", "--", "/bin/true"],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.starts_with("omptarget: error: --mpi 100000: this machine can start at most ")
+            && stderr.contains(" device servers (")
+            && stderr.contains(" per "),
+        "{stderr}"
+    );
 }
 
 /// `target/omptarget/llvm-releases/root/usr/lib/llvm-N/lib`: LLVM N's
