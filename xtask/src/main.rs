@@ -19,9 +19,14 @@
 //! Modules: one per command (`stage`, `install` with `install-check`,
 //! `deps`, `test`, `valgrind`, `dtors` for `check-dtors`) and `cmd`
 //! (running child processes); `demo` and `lint` are functions of this file.
+//! `docs_check` (tests only): README.md's dependency table, layout of
+//! `target/omptarget` and program counts against `.ci/apt-packages.txt`,
+//! `stage`'s constants and `tests/c`.
 
 mod cmd;
 mod deps;
+#[cfg(test)]
+mod docs_check;
 mod dtors;
 mod install;
 mod stage;

@@ -12,8 +12,9 @@ pub struct Staged {
     pub test_plugin_dir: PathBuf,
 }
 
-/// (cargo package, file cargo builds, staged name, shipped?)
-const ARTIFACTS: &[(&str, &str, &str, bool)] = &[
+/// (cargo package, file cargo builds, staged name, shipped?): libraries
+/// staged in [`LIB_DIR`] when shipped, else in [`TEST_PLUGIN_DIR`].
+pub const ARTIFACTS: &[(&str, &str, &str, bool)] = &[
     (
         "omptarget-plugin-host-rtl",
         "libomptarget_rtl_x86_64.so",
@@ -52,8 +53,42 @@ const ARTIFACTS: &[(&str, &str, &str, bool)] = &[
     ),
 ];
 
-/// (cargo package, executable): programs staged in `target/omptarget/bin`.
+/// (cargo package, executable): programs staged in [`BIN_DIR`].
 pub const BINARIES: &[(&str, &str)] = &[("omptarget-mpi-device", "omptarget-mpi-device")];
+
+/// `target/omptarget/<this>`: what a program loads (`LD_LIBRARY_PATH`).
+pub const LIB_DIR: &str = "lib";
+/// `target/omptarget/<this>`: plugins that exist for tests only.
+pub const TEST_PLUGIN_DIR: &str = "test-plugins";
+/// `target/omptarget/<this>`: the staged programs ([`BINARIES`]).
+pub const BIN_DIR: &str = "bin";
+
+/// The folder under `target/omptarget` of an [`ARTIFACTS`] library.
+fn artifact_dir(shipped: bool) -> &'static str {
+    if shipped {
+        LIB_DIR
+    } else {
+        TEST_PLUGIN_DIR
+    }
+}
+
+/// Every file [`stage`] writes, as (folder under `target/omptarget`, file
+/// name; the folder is empty for the token), derived from the constants
+/// [`stage`] stages from: README.md's layout of `target/omptarget` is
+/// checked against it (`docs_check`).
+#[cfg(test)]
+pub fn staged_files() -> Vec<(&'static str, &'static str)> {
+    let libraries = ARTIFACTS
+        .iter()
+        .map(|(_, _, name, shipped)| (artifact_dir(*shipped), *name));
+    let aliases = SHIM_ALIASES.iter().map(|alias| (LIB_DIR, *alias));
+    let binaries = BINARIES.iter().map(|(_, name)| (BIN_DIR, *name));
+    libraries
+        .chain(aliases)
+        .chain(binaries)
+        .chain([("", STAGED_TOKEN)])
+        .collect()
+}
 
 /// `target/omptarget/<this>`: the token of the last staging (see [`stage`]).
 pub const STAGED_TOKEN: &str = ".staged";
@@ -110,11 +145,12 @@ pub fn stage(release: bool) -> Result<Staged> {
         bail!("cargo build of the plugins and the shim failed");
     }
     let built = target.join(if release { "release" } else { "debug" });
-    let lib_dir = target.join("omptarget/lib");
-    let test_plugin_dir = target.join("omptarget/test-plugins");
+    let omptarget = target.join("omptarget");
+    let lib_dir = omptarget.join(LIB_DIR);
+    let test_plugin_dir = omptarget.join(TEST_PLUGIN_DIR);
     for (_, file, name, shipped) in ARTIFACTS {
-        let dir = if *shipped { &lib_dir } else { &test_plugin_dir };
-        std::fs::create_dir_all(dir)?;
+        let dir = omptarget.join(artifact_dir(*shipped));
+        std::fs::create_dir_all(&dir)?;
         let src = built.join(file);
         if !src.exists() {
             // A crate may not produce its library yet (work in progress).
@@ -126,7 +162,7 @@ pub fn stage(release: bool) -> Result<Staged> {
         std::fs::copy(&src, &tmp).with_context(|| format!("copying {}", src.display()))?;
         std::fs::rename(&tmp, dir.join(name))?;
     }
-    let bin_dir = target.join("omptarget/bin");
+    let bin_dir = omptarget.join(BIN_DIR);
     std::fs::create_dir_all(&bin_dir)?;
     for (_, name) in BINARIES {
         let src = built.join(name);
@@ -157,10 +193,7 @@ pub fn stage(release: bool) -> Result<Staged> {
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos())
     );
-    std::fs::write(
-        lib_dir.parent().expect("omptarget dir").join(STAGED_TOKEN),
-        &token,
-    )?;
+    std::fs::write(omptarget.join(STAGED_TOKEN), &token)?;
     Ok(Staged {
         lib_dir,
         test_plugin_dir,
