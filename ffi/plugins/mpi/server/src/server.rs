@@ -776,20 +776,11 @@ impl Server {
             // SAFETY: host-plugin device memory is this process's memory;
             // the address and size are the sender's, as for any plugin's
             // submit.
-            return unsafe { self.world.recv_raw(peer, tag, target.as_ptr(), size) };
+            return Ok(unsafe { self.world.recv_raw(peer, tag, target.as_ptr(), size) }?);
         }
         // Staged: the data must be received whatever happens next, or it
         // would be taken for the next message.
-        let mut staging = vec![0u8; size];
-        // SAFETY: `staging` holds `size` bytes.
-        let received = unsafe {
-            self.world
-                .recv_raw(peer, tag, staging.as_mut_ptr().cast(), size)
-        };
-        if let Err(err) = received {
-            omptarget_plugin_mpi::world::keep_if_unconfirmed(&err, staging);
-            return Err(err);
-        }
+        let staging = self.world.recv_into(peer, tag, vec![0u8; size])?;
         let dev = dev?;
         // SAFETY: as above.
         unsafe { dev.submit(target, staging.as_ptr().cast(), size) }.map_err(|e| e.to_string())
