@@ -209,7 +209,10 @@ mod tests {
             "device server rank 1 on h died (its receive could not be cancelled: its buffer is kept)"
         );
         assert!(matches!(&err, WireError::Unconfirmed { kept, .. } if kept.bytes() == 8));
-        assert_eq!(WireError::from("MPI_Test: boom".to_string()).to_string(), "MPI_Test: boom");
+        assert_eq!(
+            WireError::from("MPI_Test: boom".to_string()).to_string(),
+            "MPI_Test: boom"
+        );
         assert!(!WireError::Failed("x".into()).is_unconfirmed());
     }
 }
