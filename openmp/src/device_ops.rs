@@ -437,14 +437,4 @@ mod tests {
         );
         assert_eq!(compute_unit_kind_of(None), c"generic-64bit");
     }
-
-    #[test]
-    fn the_builtin_host_device_reports_its_kind_not_its_file_name() {
-        let runtime = omptarget::Runtime::new(omptarget::Config::default()).expect("a runtime");
-        let device = runtime.device(0).expect("the host device");
-        assert_eq!(device.kind(), Some(DeviceKind::HostCpu));
-        assert!(!device.is_remote());
-        assert_eq!(compute_unit_kind_of(device.kind()), c"generic-64bit");
-        let _report = runtime.shutdown();
-    }
 }
