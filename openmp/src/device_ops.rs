@@ -380,14 +380,19 @@ impl DeviceOps for omptarget::device::Device {
         self
     }
     fn compute_unit_kind(&self) -> &'static CStr {
-        // LLVM's CUDA and AMDGPU plugins name the architecture (`sm_90`,
-        // `gfx90a`), which our plugins' entry table cannot tell: the
-        // plugin's kind stands in for it.
-        if self.plugin().name().contains("cuda") {
-            c"cuda"
-        } else {
-            c"generic-64bit"
-        }
+        compute_unit_kind_of(omptarget::device::Device::kind(self))
+    }
+}
+
+/// The OMPT `device_initialize` kind string for a device of `kind`. LLVM's
+/// CUDA and AMDGPU plugins name the architecture (`sm_90`, `gfx90a`),
+/// which our plugins' entry table cannot tell: the device's kind, as its
+/// plugin reports it ([`omptarget::DeviceKind`]), stands in for it; a
+/// plugin that reports none (LLVM's own) is a generic one.
+fn compute_unit_kind_of(kind: Option<omptarget::DeviceKind>) -> &'static CStr {
+    match kind {
+        Some(omptarget::DeviceKind::CudaGpu) => c"cuda",
+        _ => c"generic-64bit",
     }
 }
 
@@ -415,5 +420,21 @@ impl Platform for omptarget::Runtime {
     fn device(&self, plugin: usize, local: usize) -> Option<&dyn DeviceOps> {
         self.plugin_device(plugin, local)
             .map(|d| d as &dyn DeviceOps)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::compute_unit_kind_of;
+    use omptarget::DeviceKind;
+
+    #[test]
+    fn the_compute_unit_kind_follows_the_reported_device_kind() {
+        assert_eq!(compute_unit_kind_of(Some(DeviceKind::CudaGpu)), c"cuda");
+        assert_eq!(
+            compute_unit_kind_of(Some(DeviceKind::HostCpu)),
+            c"generic-64bit"
+        );
+        assert_eq!(compute_unit_kind_of(None), c"generic-64bit");
     }
 }

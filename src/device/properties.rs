@@ -156,6 +156,24 @@ impl Device {
         })
     }
 
+    /// What kind of device it is, as its plugin says
+    /// ([`DeviceInfoKey::Kind`]), without initialising it (a plugin knows
+    /// its devices' kind before any starts): what a caller decides a
+    /// capability on, never the plugin's file name. `None` when the plugin
+    /// does not say (LLVM's plugins) or cannot be asked.
+    pub fn kind(&self) -> Option<DeviceKind> {
+        self.number_info(DeviceInfoKey::Kind)
+            .ok()
+            .flatten()
+            .map(DeviceKind::from_code)
+    }
+
+    /// Whether the device is outside this process (its plugin reports a
+    /// [`DeviceInfoKey::Location`]: a remote device over MPI).
+    pub fn is_remote(&self) -> bool {
+        self.location().is_some()
+    }
+
     /// Where the device is, when it is outside this process (the
     /// plugin's [`DeviceInfoKey::Location`], asked once).
     pub(crate) fn location(&self) -> Option<&str> {

@@ -1,5 +1,6 @@
 //! The program's side of the protocol: one request, one reply, from any
 //! thread.
+use crate::error::WireError;
 use crate::mpi;
 use crate::protocol::{
     self, InlineCopy, Op, Request, INLINE_BATCH_BASE, INLINE_BATCH_LIMIT, INLINE_COPY_FIELDS,
@@ -299,10 +300,10 @@ impl Client {
         // One message, whatever other threads send to that server: a rest
         // would go on a tag that is not this request's own.
         let sent = if message.len() > REQUEST_SLOT {
-            Err(format!(
+            Err(WireError::Failed(format!(
                 "one-way copies of {} bytes exceed the request slot",
                 message.len()
-            ))
+            )))
         } else {
             self.world.send(rank, REQUEST_TAG, &message)
         };
@@ -342,7 +343,7 @@ impl Client {
     /// straight in its buffer. One that came first waits in MPI's queue
     /// and is matched all the same. Dropped unfinished, it is cancelled.
     fn post_reply(&self, rank: i32, tag: i32) -> Result<Posted<'_>, String> {
-        self.world.post(rank, tag, Vec::new(), REPLY_SLOT)
+        Ok(self.world.post(rank, tag, Vec::new(), REPLY_SLOT)?)
     }
 
     /// Send `request` to server `rank`: its first [`REQUEST_SLOT`] bytes
@@ -350,8 +351,9 @@ impl Client {
     /// tag.
     fn send_request(&self, rank: i32, request: &Request) -> Result<(), String> {
         let message = request.encode();
-        self.world
-            .send_message(rank, REQUEST_TAG, request.reply_tag, REQUEST_SLOT, &message)
+        Ok(self
+            .world
+            .send_message(rank, REQUEST_TAG, request.reply_tag, REQUEST_SLOT, &message)?)
     }
 
     /// The reply `posted` receives from server `rank` (its rest, if long,
@@ -424,7 +426,8 @@ impl Client {
             let reply = self.reply(rank, reply_tag, posted)?;
             protocol::read_reply(&reply)?;
             // SAFETY: per this function's contract.
-            unsafe { self.world.recv_raw(rank, reply_tag, host, size) }
+            unsafe { self.world.recv_raw(rank, reply_tag, host, size)? };
+            Ok(())
         })
     }
 

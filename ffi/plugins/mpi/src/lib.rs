@@ -11,6 +11,8 @@
 //!   `mpi` crate: see there).
 //! * [`world`]: joining the job, the plugin's own communicator, and who
 //!   is a server.
+//! * [`error`]: [`WireError`], a failed exchange, which keeps the buffer
+//!   of a receive MPI may still write into.
 //! * [`protocol`]: the messages, their tags and their encoding.
 //! * [`client`]: the program's side: requests and bulk data.
 //! * [`finalize_hook`]: closing the servers when the program finalises MPI
@@ -23,9 +25,11 @@
 
 pub mod backend;
 pub mod client;
+pub mod error;
 pub mod finalize_hook;
 pub mod mpi;
 pub mod protocol;
 pub mod world;
 
 pub use backend::MpiBackend;
+pub use error::WireError;

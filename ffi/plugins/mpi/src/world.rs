@@ -31,6 +31,7 @@
 //! namespace. A peer elsewhere answers "unknown", and a wait for it is
 //! bounded only by Open MPI (which ends the job when a remote rank dies,
 //! unless recovery is enabled).
+use crate::error::{self, WireError};
 use crate::mpi::{self, Comm, Mpi, Status};
 use crate::protocol::{self, FRAGMENT};
 use std::ffi::{c_int, c_void};
@@ -424,7 +425,7 @@ impl World {
         what: &str,
         mut request: mpi::Request,
         watch: &dyn Fn() -> Option<String>,
-    ) -> Result<Status, String> {
+    ) -> Result<Status, WireError> {
         let m = &self.mpi;
         let mut status = Status::default();
         let waited = self.poll(watch, || {
@@ -439,12 +440,12 @@ impl World {
             return Ok(status);
         };
         if request.is_null() {
-            return Err(err);
+            return Err(WireError::Failed(err));
         }
         match self.abandon(&mut request) {
             Abandoned::Completed(status) => Ok(status),
-            Abandoned::Cancelled => Err(err),
-            Abandoned::Unconfirmed => Err(format!("{err}{UNCONFIRMED}")),
+            Abandoned::Cancelled => Err(WireError::Failed(err)),
+            Abandoned::Unconfirmed => Err(WireError::unconfirmed(err)),
         }
     }
 
@@ -499,7 +500,7 @@ impl World {
     }
 
     /// Send `bytes` to `dest` with `tag`; `Err` if `dest` dies first.
-    pub fn send(&self, dest: i32, tag: i32, bytes: &[u8]) -> Result<(), String> {
+    pub fn send(&self, dest: i32, tag: i32, bytes: &[u8]) -> Result<(), WireError> {
         // SAFETY: `bytes` is readable for its length.
         unsafe { self.send_raw(dest, tag, bytes.as_ptr().cast(), bytes.len()) }
     }
@@ -515,7 +516,7 @@ impl World {
         tag: i32,
         ptr: *const c_void,
         len: usize,
-    ) -> Result<(), String> {
+    ) -> Result<(), WireError> {
         // SAFETY: per this function's contract.
         unsafe { self.send_fragments(dest, tag, ptr, len, FRAGMENT) }
     }
@@ -531,7 +532,7 @@ impl World {
         ptr: *const c_void,
         len: usize,
         fragment: usize,
-    ) -> Result<(), String> {
+    ) -> Result<(), WireError> {
         let m = &self.mpi;
         let watch = self.watch_rank(dest);
         let mut offset = 0;
@@ -572,9 +573,28 @@ impl World {
         tag: i32,
         ptr: *mut c_void,
         len: usize,
-    ) -> Result<(), String> {
+    ) -> Result<(), WireError> {
         // SAFETY: per this function's contract.
         unsafe { self.recv_fragments(source, tag, ptr, len, FRAGMENT) }
+    }
+
+    /// Receive `buffer.len()` bytes from `source` with `tag` into
+    /// `buffer`, as [`World::recv_raw`]: the buffer back, filled; or the
+    /// error, which keeps the buffer if MPI may still write into it.
+    pub fn recv_into(
+        &self,
+        source: i32,
+        tag: i32,
+        mut buffer: Vec<u8>,
+    ) -> Result<Vec<u8>, WireError> {
+        // SAFETY: `buffer` holds `len` bytes, and is the error's if MPI
+        // may still write into it.
+        let received =
+            unsafe { self.recv_raw(source, tag, buffer.as_mut_ptr().cast(), buffer.len()) };
+        match received {
+            Ok(()) => Ok(buffer),
+            Err(err) => Err(err.keep(buffer)),
+        }
     }
 
     /// [`World::recv_raw`] in fragments of at most `fragment` bytes (as
@@ -591,7 +611,7 @@ impl World {
         ptr: *mut c_void,
         len: usize,
         fragment: usize,
-    ) -> Result<(), String> {
+    ) -> Result<(), WireError> {
         let m = &self.mpi;
         let watch = self.watch_rank(source);
         let mut offset = 0;
@@ -610,10 +630,10 @@ impl World {
                 (m.f.get_count)(&status, m.byte, &mut count)
             })?;
             if usize::try_from(count).ok() != Some(n) {
-                return Err(format!(
+                return Err(WireError::Failed(format!(
                     "{} sent {count} bytes on tag {tag} where {n} were due",
                     self.describe(source)
-                ));
+                )));
             }
             offset += n;
             if offset >= len {
@@ -634,7 +654,7 @@ impl World {
         len: usize,
         source: i32,
         tag: i32,
-    ) -> Result<mpi::Request, String> {
+    ) -> Result<mpi::Request, WireError> {
         let m = &self.mpi;
         let count = c_int::try_from(len).map_err(|_| format!("a receive of {len} bytes"))?;
         let mut request: mpi::Request = std::ptr::null_mut();
@@ -665,7 +685,7 @@ impl World {
         tag: i32,
         mut buffer: Vec<u8>,
         slot: usize,
-    ) -> Result<Posted<'_>, String> {
+    ) -> Result<Posted<'_>, WireError> {
         buffer.clear();
         buffer.reserve_exact(slot);
         // SAFETY: `buffer` has room for `slot` bytes; the `Posted` owns it
@@ -690,17 +710,14 @@ impl World {
         mut posted: Posted<'_>,
         watch: &dyn Fn() -> Option<String>,
         rest_tag: impl FnOnce(&[u8]) -> Option<i32>,
-    ) -> Result<(i32, Vec<u8>), String> {
+    ) -> Result<(i32, Vec<u8>), WireError> {
         let m = &self.mpi;
         // Taken: `posted`'s drop has nothing left to cancel.
         let request = std::mem::replace(&mut posted.request, std::ptr::null_mut());
         let mut buffer = std::mem::take(&mut posted.buffer);
         let status = match self.complete("MPI_Test (receive)", request, watch) {
             Ok(status) => status,
-            Err(err) => {
-                keep_if_unconfirmed(&err, buffer);
-                return Err(err);
-            }
+            Err(err) => return Err(err.keep(buffer)),
         };
         let mut count: c_int = 0;
         // SAFETY: `status` is a completed receive's.
@@ -742,8 +759,7 @@ impl World {
             )
         };
         if let Err(err) = received {
-            keep_if_unconfirmed(&err, buffer);
-            return Err(err);
+            return Err(err.keep(buffer));
         }
         // SAFETY: MPI wrote the `rest` bytes after the first `count`.
         unsafe { buffer.set_len(count + rest) };
@@ -753,7 +769,7 @@ impl World {
     /// Receive and drop the `len` bytes of a message's rest from `source`
     /// with `tag`, fragment by fragment into one scratch fragment (16 MiB:
     /// what a server short of memory can still find).
-    fn drain(&self, source: i32, tag: i32, len: usize) -> Result<(), String> {
+    fn drain(&self, source: i32, tag: i32, len: usize) -> Result<(), WireError> {
         let fragment = protocol::REST_FRAGMENT;
         let mut scratch: Vec<u8> = Vec::new();
         scratch
@@ -767,8 +783,7 @@ impl World {
                 self.recv_fragments(source, tag, scratch.as_mut_ptr().cast(), n, fragment)
             };
             if let Err(err) = received {
-                keep_if_unconfirmed(&err, scratch);
-                return Err(err);
+                return Err(err.keep(scratch));
             }
             left -= n;
         }
@@ -785,13 +800,13 @@ impl World {
         rest_tag: i32,
         slot: usize,
         message: &[u8],
-    ) -> Result<(), String> {
+    ) -> Result<(), WireError> {
         if message.len() as u64 > protocol::MAX_MESSAGE {
-            return Err(format!(
+            return Err(WireError::Failed(format!(
                 "a message of {} bytes: the protocol carries at most {} GiB",
                 message.len(),
                 protocol::MAX_MESSAGE >> 30
-            ));
+            )));
         }
         let first = message.len().min(slot);
         self.send(dest, tag, &message[..first])?;
@@ -919,20 +934,8 @@ impl Drop for Posted<'_> {
             self.world.abandon(&mut self.request),
             Abandoned::Unconfirmed
         ) {
-            std::mem::forget(std::mem::take(&mut self.buffer));
+            error::keep_forever(std::mem::take(&mut self.buffer));
         }
-    }
-}
-
-/// Ends an error whose receive MPI did not confirm cancelled: MPI may
-/// still write into its buffer, which must then never be freed.
-pub const UNCONFIRMED: &str = " (its receive could not be cancelled: its buffer is kept)";
-
-/// Keep `buffer` for the rest of the process when `err` says MPI may
-/// still write into it ([`UNCONFIRMED`]); else drop it.
-pub fn keep_if_unconfirmed(err: &str, buffer: Vec<u8>) {
-    if err.ends_with(UNCONFIRMED) {
-        std::mem::forget(buffer);
     }
 }
 

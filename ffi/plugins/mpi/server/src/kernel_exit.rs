@@ -161,10 +161,8 @@ fn serve_out(world: &World, status: c_int) {
             Op::SubmitInline { .. } => continue,
             Op::Submit { size, .. } => {
                 // Its data follows: taken, so that MPI's order holds.
-                let mut sink = vec![0u8; size as usize];
-                // SAFETY: `sink` holds `size` bytes.
-                let _ =
-                    unsafe { world.recv_raw(client, tag, sink.as_mut_ptr().cast(), sink.len()) };
+                // The error keeps `sink` if MPI may still write into it.
+                let _ = world.recv_into(client, tag, vec![0u8; size as usize]);
                 protocol::error_reply(&why)
             }
             Op::Exit => {

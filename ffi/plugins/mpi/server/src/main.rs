@@ -31,6 +31,12 @@ with mpirun beside the program: mpirun -np 1 ./app : -np N omptarget-mpi-device
                   built-in host plugin, x86_64 devices in this process)";
 
 fn main() -> ExitCode {
+    // A device server is never a program rank: an MPI plugin loaded by its
+    // runtime (`--plugin libomptarget.rtl.mpi.so`) must not join the job
+    // as one (its collective join would wait for ever) and has no devices
+    // here, by the rule that plugin itself applies. Set first, while this
+    // process has one thread.
+    std::env::set_var("OMPTARGET_MPI_DISABLE", "1");
     let mut config = ServerConfig::default();
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {

@@ -1,6 +1,6 @@
 //! The request loop: one request at a time, each answered before the next.
 use omptarget::abi::{self, plugin::KernelArgType, AllocKind, DeviceImage, OffloadEntry};
-use omptarget::{Config, Device, DevicePtr, RegionLaunch, Runtime};
+use omptarget::{Config, Device, DeviceKind, DevicePtr, RegionLaunch, Runtime};
 use omptarget_plugin_mpi::mpi::ANY_SOURCE;
 use omptarget_plugin_mpi::protocol::{
     self, EntrySpec, Op, Request, Writer, REPLY_SLOT, REQUEST_SLOT, REQUEST_TAG,
@@ -84,12 +84,6 @@ impl Server {
         // MPI plugin itself): only the plugin this server was told to use.
         match &config.plugin {
             Some(path) => {
-                if path
-                    .file_name()
-                    .is_some_and(|n| n.to_string_lossy().contains("rtl.mpi"))
-                {
-                    return Err("a device server cannot serve the MPI plugin's devices".into());
-                }
                 // SAFETY: the plugin library the server's command line
                 // names (`--plugin`): whoever starts the job vouches for it,
                 // as for the program's own libraries.
@@ -111,9 +105,17 @@ impl Server {
         let runtime = Runtime::new(runtime_config).map_err(|e| format!("its runtime: {e}"))?;
         // After MPI and the runtime started, before any image is loaded.
         crate::kernel_exit::install()?;
-        let direct = runtime
-            .devices()
-            .all(|d| d.plugin_name().contains("x86_64"));
+        // Served devices must be this process's own: the MPI plugin (whose
+        // devices are other servers') has none here (main turns MPI off
+        // for the server's own runtime), and any other plugin's remote
+        // device is refused by what it reports, not by its file name.
+        if let Some(remote) = runtime.devices().find(|d| d.is_remote()) {
+            return Err(format!(
+                "a device server cannot serve remote devices ({}'s)",
+                remote.plugin_name()
+            ));
+        }
+        let direct = memory_is_this_process(runtime.devices().map(|d| d.kind()));
         let clients = world.ranks(Role::Program).into_iter().collect();
         Ok(Server {
             world,
@@ -187,7 +189,7 @@ impl Server {
             let (client, message) = match received {
                 Ok(received) => received,
                 Err(_) if self.clients.is_empty() => continue,
-                Err(err) => return Err(err),
+                Err(err) => return Err(err.into()),
             };
             let request = match Request::decode(&message) {
                 Ok(request) => request,
@@ -313,13 +315,11 @@ impl Server {
             Op::Hello => {
                 let runtime = self.runtime();
                 let count = runtime.devices().count() as u32;
-                let plugin = runtime
-                    .devices()
-                    .next()
+                let first = runtime.devices().next();
+                let plugin = first
                     .map(|d| d.plugin_name().to_owned())
                     .unwrap_or_else(|| "no plugin".into());
-                // The ELF machine its images are built for.
-                let machine = if plugin.contains("cuda") { 190 } else { 62 };
+                let machine = elf_machine(first.and_then(|d| d.kind()));
                 let host = self.world.mpi.processor_name();
                 Ok(protocol::ok_reply(|w| {
                     w.u32(count).str(&host).str(&plugin).u32(machine);
@@ -776,20 +776,11 @@ impl Server {
             // SAFETY: host-plugin device memory is this process's memory;
             // the address and size are the sender's, as for any plugin's
             // submit.
-            return unsafe { self.world.recv_raw(peer, tag, target.as_ptr(), size) };
+            return Ok(unsafe { self.world.recv_raw(peer, tag, target.as_ptr(), size) }?);
         }
         // Staged: the data must be received whatever happens next, or it
         // would be taken for the next message.
-        let mut staging = vec![0u8; size];
-        // SAFETY: `staging` holds `size` bytes.
-        let received = unsafe {
-            self.world
-                .recv_raw(peer, tag, staging.as_mut_ptr().cast(), size)
-        };
-        if let Err(err) = received {
-            omptarget_plugin_mpi::world::keep_if_unconfirmed(&err, staging);
-            return Err(err);
-        }
+        let staging = self.world.recv_into(peer, tag, vec![0u8; size])?;
         let dev = dev?;
         // SAFETY: as above.
         unsafe { dev.submit(target, staging.as_ptr().cast(), size) }.map_err(|e| e.to_string())
@@ -824,7 +815,7 @@ impl Server {
             send_reply(&self.world, peer, tag, REPLY_SLOT, &header)?;
         }
         // SAFETY: device memory of this process (direct) or `staging`.
-        unsafe { self.world.send_raw(peer, tag, data, size) }
+        Ok(unsafe { self.world.send_raw(peer, tag, data, size) }?)
     }
 }
 
@@ -839,7 +830,7 @@ pub fn send_reply(
     slot: usize,
     reply: &[u8],
 ) -> Result<(), String> {
-    world.send_message(client, tag, tag, slot, reply)
+    Ok(world.send_message(client, tag, tag, slot, reply)?)
 }
 
 /// The server's shutdown report, where the program's goes
@@ -865,4 +856,58 @@ pub fn say(line: &str) {
 
 fn ok() -> Reply {
     Ok(protocol::ok_reply(|_: &mut Writer| {}))
+}
+
+/// `EM_CUDA`: the ELF machine of CUDA images.
+const EM_CUDA: u32 = 190;
+/// The ELF machine of this host's own code (the host plugin's images).
+const EM_HOST: u32 = if cfg!(target_arch = "aarch64") {
+    183
+} else if cfg!(target_arch = "powerpc64") {
+    21
+} else {
+    62
+};
+
+/// The ELF machine the images of a device of `kind` are built for (what
+/// the program's MPI plugin checks images against): a kind no plugin
+/// reported is taken for the host's.
+fn elf_machine(kind: Option<DeviceKind>) -> u32 {
+    match kind {
+        Some(DeviceKind::CudaGpu) => EM_CUDA,
+        _ => EM_HOST,
+    }
+}
+
+/// Whether the served devices' memory is this process's memory, so that
+/// MPI can send and receive it in place: every device a host CPU, as its
+/// plugin reports.
+fn memory_is_this_process(mut kinds: impl Iterator<Item = Option<DeviceKind>>) -> bool {
+    kinds.all(|kind| kind == Some(DeviceKind::HostCpu))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn images_are_for_the_machine_of_the_reported_device_kind() {
+        assert_eq!(elf_machine(Some(DeviceKind::CudaGpu)), 190);
+        assert_eq!(elf_machine(Some(DeviceKind::HostCpu)), EM_HOST);
+        assert_eq!(elf_machine(None), EM_HOST);
+        #[cfg(target_arch = "x86_64")]
+        assert_eq!(EM_HOST, 62);
+    }
+
+    #[test]
+    fn only_host_cpu_devices_are_served_in_place() {
+        use DeviceKind::*;
+        assert!(memory_is_this_process(
+            [Some(HostCpu), Some(HostCpu)].into_iter()
+        ));
+        assert!(!memory_is_this_process(
+            [Some(HostCpu), Some(CudaGpu)].into_iter()
+        ));
+        assert!(!memory_is_this_process([None].into_iter()));
+    }
 }
