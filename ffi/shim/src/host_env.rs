@@ -26,6 +26,9 @@ impl HostEnv for Libomp {
             return;
         }
         crate::lifecycle::park_if_closed_by_another_thread();
+        if crate::lifecycle::deferred_call_after_close() {
+            return;
+        }
         // Worded as the caller's release words it (one write, as before).
         let text = diagnostic.render_as(self.caller_release());
         let _ = std::io::Write::write_all(&mut std::io::stderr(), text.as_bytes());

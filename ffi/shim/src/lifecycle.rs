@@ -109,6 +109,7 @@ pub(crate) fn with_session_deferred<T>(
     match LIFECYCLE.enter(me(), own_busy() == 0, new_session) {
         Entered::Open(reader) => {
             let _depth = Depth::enter();
+            let _deferred = DeferredCall::enter(deferred);
             f(&reader)
         }
         Entered::Closed {
@@ -121,6 +122,39 @@ pub(crate) fn with_session_deferred<T>(
             by_this_thread: false,
         } => park_until_exit(),
     }
+}
+
+thread_local! {
+    /// This thread is inside a deferred call ([`with_session_deferred`])
+    /// that libomp's finaliser may wait for (no destructor).
+    static DEFERRED: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Marks this thread's call as deferred work while it runs; restores the
+/// previous mark when the call returns or is unwound.
+struct DeferredCall(bool);
+
+impl DeferredCall {
+    fn enter(deferred: bool) -> DeferredCall {
+        DeferredCall(DEFERRED.with(|d| d.replace(deferred || d.get())))
+    }
+}
+
+impl Drop for DeferredCall {
+    fn drop(&mut self) {
+        DEFERRED.with(|d| d.set(self.0));
+    }
+}
+
+/// Another thread closed the runtime at exit while this thread's deferred
+/// call (a `target nowait` region, say) was in flight, and the call is
+/// about to fail (its copies back after the kernel, on a runtime closed
+/// under it): it must end quietly, neither print nor abort nor park.
+/// libomp's finaliser, run by that exit, waits for the hidden helper
+/// thread running this task (`__kmp_hidden_helper_threads_deinitz_wait`),
+/// so parking it hung the process for ever.
+pub(crate) fn deferred_call_after_close() -> bool {
+    DEFERRED.with(Cell::get) && LIFECYCLE.is_closed_by_another(me())
 }
 
 thread_local! {
@@ -167,8 +201,10 @@ pub(crate) fn kernel_section(kernel: &mut dyn FnMut()) {
 /// is about to report an error or abort (its plugin may be gone under it,
 /// finalized by the exit): the process is ending with the exiting thread's
 /// status, so this thread must not print, abort or go on; it parks.
+/// A deferred call is not parked: see [`deferred_call_after_close`]; its
+/// caller stays silent and returns instead.
 pub(crate) fn park_if_closed_by_another_thread() {
-    if LIFECYCLE.is_closed_by_another(me()) {
+    if LIFECYCLE.is_closed_by_another(me()) && !DEFERRED.with(Cell::get) {
         park_until_exit()
     }
 }
@@ -176,7 +212,7 @@ pub(crate) fn park_if_closed_by_another_thread() {
 /// The process is exiting and its runtime is closed: a call from another
 /// thread than the exiting one must neither fail nor touch the runtime, so
 /// the thread sleeps until the process is gone.
-fn park_until_exit() -> ! {
+pub(crate) fn park_until_exit() -> ! {
     loop {
         // SAFETY: `pause` has no precondition: it touches no memory of ours
         // and only blocks until a signal is handled.

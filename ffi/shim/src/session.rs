@@ -60,8 +60,26 @@ fn or_abort<T>(result: Result<T, Fatal>) -> T {
             // At exit, another thread's runtime call may fail because the
             // exit finalized its plugin: not an abort of the process.
             crate::lifecycle::park_if_closed_by_another_thread();
+            if crate::lifecycle::deferred_call_after_close() {
+                // A deferred call must end (libomp's finaliser waits for
+                // it), but this one's caller has no value for a skipped
+                // call: it parks, as before.
+                crate::lifecycle::park_until_exit()
+            }
             fatal.abort_as(crate::caller::calling_release())
         }
+    }
+}
+
+/// [`or_abort`] for a deferred call's status (`OMP_TGT_*`): when another
+/// thread closed the runtime at exit under it, the call ends quietly with
+/// `OMP_TGT_SUCCESS`, as a deferred call that starts after the close does
+/// (`with_session_deferred`): the process is ending with the exiting
+/// thread's status, and libomp's finaliser waits for this task.
+fn or_abort_deferred(result: Result<i32, Fatal>) -> i32 {
+    match result {
+        Err(_) if crate::lifecycle::deferred_call_after_close() => omptarget_abi::OMP_TGT_SUCCESS,
+        result => or_abort(result),
     }
 }
 
@@ -252,7 +270,7 @@ impl Session {
         let (num_teams, thread_limit) = teams.map_or((0, 0), |t| (t.num_teams, t.thread_limit));
         // SAFETY: `loc`, `host_ptr` and `args` as the callee requires (our
         // caller's contract).
-        or_abort(unsafe {
+        or_abort_deferred(unsafe {
             self.offload().target(
                 loc as *const Ident,
                 device_id,
@@ -279,7 +297,7 @@ impl Session {
         launch: &KernelLaunch,
     ) -> i32 {
         // SAFETY: our caller's contract is the callee's.
-        or_abort(unsafe {
+        or_abort_deferred(unsafe {
             self.offload()
                 .target_kernel(loc as *const Ident, device_id, host_ptr, args, launch)
         })
