@@ -29,6 +29,8 @@ const NOT_REMOTE: &[(&str, &str)] = &[
     ("device_uid_accessible", "prints device UIDs, which name the plugin (mpi-N, not x86_64-N)"),
     ("device_query", "omp_get_device_num() inside a region answers for the process the region runs in (the server's)"),
     ("info_levels", "runs itself again as a child process, which inherits the job's MPI environment"),
+    ("invalid_device_api_fatal", "runs itself again as a child process per call, which inherits the job's MPI environment"),
+    ("cxx_usm_virtual_diamond", "requires unified_shared_memory: refused on remote devices"),
 ];
 
 fn not_remote(name: &str) -> Option<&'static str> {
