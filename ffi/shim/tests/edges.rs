@@ -268,6 +268,34 @@ fn exit_with_pending_target_nowait_tasks() {
     }
 }
 
+/// `exit(5)` inside a `single` while `target nowait` kernels run on the
+/// host devices (64 deferred regions of 0.2 s, the exit once the first has
+/// started): status 5, within the time the running kernels need, in each
+/// of 20 runs.
+///
+/// Before the fix: about 1 run in 6 hung for ever. A hidden helper thread
+/// whose kernel returned after the exit closed the runtime failed its
+/// copy back and parked, and libomp's finaliser, run by the exit, waits
+/// for the hidden helper team. Such a deferred call now ends quietly.
+#[test]
+fn exit_while_target_nowait_kernels_run() {
+    let scratch = Scratch::new("edge-exit-kernels-run");
+    let program = build(&scratch, "edge_exit_while_kernels_run.c");
+    let mut failed = Vec::new();
+    for run in 0..20 {
+        let out = Run::new(&scratch, &program).timeout(HANG_LIMIT).run();
+        if out.status.code() != Some(5) || out.value("tasks_created") != "64" {
+            failed.push((run, out));
+        }
+    }
+    if let Some((_, first)) = failed.first() {
+        panic!(
+            "{} of 20 runs did not exit with status 5; the first:\n{first}",
+            failed.len()
+        );
+    }
+}
+
 /// `interop init(targetsync: obj) depend(inout: A)`, then a `target
 /// depend(inout: A) nowait`, and main returns 5 with the target task
 /// possibly still pending: status 5, promptly, in each of 10 runs (the
@@ -760,6 +788,7 @@ under_valgrind! {
     return_during_mapping_kernel_is_clean_under_valgrind: "return-during-mapping-kernel", "edge_return_during_kernel.c", ["mapped"], 9, 3;
     exit_while_offloading_is_clean_under_valgrind: "exit-while-offloading", "edge_exit_while_offloading.c", [], 3, 3;
     exit_with_pending_tasks_is_clean_under_valgrind: "exit-pending-tasks", "edge_exit_with_pending_tasks.c", [], 4, 3;
+    exit_while_kernels_run_is_clean_under_valgrind: "exit-kernels-run", "edge_exit_while_kernels_run.c", ["0.05"], 5, 3;
     interop_pending_at_exit_is_clean_under_valgrind: "interop-pending", "edge_interop_pending_at_exit.c", [], 5, 3;
     pthread_exit_in_kernel_is_clean_under_valgrind: "pthread-exit", "edge_thread_ends_in_kernel.c", ["exit"], 0, 3;
     pthread_cancel_in_kernel_is_clean_under_valgrind: "pthread-cancel", "edge_thread_ends_in_kernel.c", ["cancel"], 0, 3;
