@@ -36,6 +36,10 @@ enum Link {
     /// As `OwnName`, and the compiler identification (`.comment`) removed
     /// afterwards: the release must come from the offload sections.
     OwnNameNoComment,
+    /// As `OwnName`, with an object of clang 22 (no offload code, as from
+    /// a vendor's static library) linked in: its `clang version 22` in
+    /// `.comment` must not make a clang-14 binary LLVM 22's.
+    OwnNameWithClang22Object,
 }
 
 /// Compile `source` (in `tests/c_mix`) with `release`'s clang into `out`.
@@ -43,10 +47,24 @@ fn compile(release: Release, link: Link, source: &str, out: &Path, extra: &[&str
     let cc = format!("clang-{}", release.major());
     let ours_first = match link {
         Link::AsTheRelease => None,
-        Link::OwnName | Link::OwnNameNoComment => {
+        Link::OwnName | Link::OwnNameNoComment | Link::OwnNameWithClang22Object => {
             Some(format!("-L{}", stage::staged().lib_dir.display()))
         }
     };
+    let newer_object = (link == Link::OwnNameWithClang22Object).then(|| {
+        let source = out.with_extension("helper.c");
+        let object = out.with_extension("helper.o");
+        std::fs::write(&source, "int mix_helper(int x) { return x + 1; }\n").unwrap();
+        let status = Command::new("clang-22")
+            .args(["-c", "-fPIC"])
+            .arg(&source)
+            .arg("-o")
+            .arg(&object)
+            .status()
+            .expect("running clang-22");
+        assert!(status.success(), "clang-22 -c {} failed", source.display());
+        object
+    });
     let output = Command::new(&cc)
         .args(OFFLOAD_FLAGS)
         .args(ours_first)
@@ -54,6 +72,7 @@ fn compile(release: Release, link: Link, source: &str, out: &Path, extra: &[&str
         .args(DEBUG_FLAGS)
         .args(extra)
         .arg(source)
+        .args(newer_object)
         .arg("-o")
         .arg(out)
         .current_dir(paths::workspace_root().join("tests/c_mix"))
@@ -66,7 +85,8 @@ fn compile(release: Release, link: Link, source: &str, out: &Path, extra: &[&str
     );
     let needed = needed_runtime(out);
     let expected = match (link, release) {
-        (Link::AsTheRelease, Release::Llvm14) | (Link::OwnName | Link::OwnNameNoComment, _) => {
+        (Link::AsTheRelease, Release::Llvm14)
+        | (Link::OwnName | Link::OwnNameNoComment | Link::OwnNameWithClang22Object, _) => {
             "libomptarget.so".to_string()
         }
         (Link::AsTheRelease, other) => format!("libomptarget.so.{}.1", other.major()),
@@ -138,6 +158,7 @@ fn run_mix(main: (Release, Link), lib: (Release, Link)) -> (String, String) {
         Link::AsTheRelease => "",
         Link::OwnName => "-own",
         Link::OwnNameNoComment => "-own-nocomment",
+        Link::OwnNameWithClang22Object => "-own-with22",
     };
     let dir = paths::omptarget_dir().join("c-mix").join(format!(
         "main{}{}-lib{}{}",
@@ -219,6 +240,14 @@ fn both_linked_against_our_name_each_follows_its_own_clang() {
     );
     check(
         (Release::Llvm14, Link::OwnName),
+        (Release::Llvm22, Link::OwnName),
+    );
+}
+
+#[test]
+fn an_object_of_a_newer_clang_linked_in_does_not_change_the_release() {
+    check(
+        (Release::Llvm14, Link::OwnNameWithClang22Object),
         (Release::Llvm22, Link::OwnName),
     );
 }

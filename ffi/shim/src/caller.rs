@@ -11,9 +11,10 @@
 //! property of the binary, not of the folder it was linked against:
 //! a release's own name (`libomptarget.so.19.1`) gives it, and the plain
 //! `libomptarget.so` (clang 14's name, and every clang's when it links
-//! against this runtime's folder) leaves it to the clang the object's
-//! `.comment` names ([`compiler`]); an object with neither is taken for
-//! LLVM 14's (its name is LLVM 14's).
+//! against this runtime's folder) leaves it to the object's file: its
+//! offload entry table's section, else the clang its `.comment` names
+//! ([`compiler`]); an object whose file shows neither is taken for LLVM
+//! 14's (its name is LLVM 14's).
 //!
 //! Only calls whose behaviour differs between releases ask (error paths,
 //! mostly), so the walk costs nothing on the hot paths. Answers are cached
@@ -84,11 +85,26 @@ static CACHE: Mutex<([Option<Object>; 32], usize)> = Mutex::new(([None; 32], 0))
 
 struct Lookup {
     ip: usize,
-    found: Option<Object>,
+    found: Option<Found>,
+}
+
+/// What the walk of the loaded objects found: the object holding the
+/// address, what its `DT_NEEDED` says, and where to read its file's
+/// evidence when that is not enough (after the walk, holding no lock).
+struct Found {
+    start: usize,
+    end: usize,
+    linked: Option<LinkedName>,
+    /// glibc's name of the object and its program headers: both in memory
+    /// of the loader's or the object's, valid while the object is loaded,
+    /// which it is (a return address on this thread's stack lies in it).
+    name: *const libc::c_char,
+    headers: *const libc::Elf64_Phdr,
+    header_count: usize,
 }
 
 /// `dl_iterate_phdr` callback: the object whose loaded segments hold
-/// `ip`, with the release its `DT_NEEDED` names.
+/// `ip`, with what its `DT_NEEDED` says of its release.
 unsafe extern "C" fn find_object(
     info: *mut libc::dl_phdr_info,
     _size: usize,
@@ -112,28 +128,40 @@ unsafe extern "C" fn find_object(
     if !(start..end).contains(&lookup.ip) {
         return 0;
     }
-    // SAFETY: the object's dynamic section, mapped while it is loaded.
-    let release = match dynamic.and_then(|d| unsafe { linked_name(d as *const Dyn, bias) }) {
-        None => None,
-        Some(LinkedName::Versioned(release)) => Some(release),
-        // Read here, while glibc's list lock keeps the object loaded
-        // (once per object: the answer is cached).
-        Some(LinkedName::Unversioned) => Some(
-            compiler::release_of(&compiler::Loaded {
-                // SAFETY: glibc's NUL-terminated name of the object.
-                name: unsafe { CStr::from_ptr(info.dlpi_name) },
-                bias,
-                headers,
-            })
-            .unwrap_or_default(),
-        ),
-    };
-    lookup.found = Some(Object {
+    lookup.found = Some(Found {
         start,
         end,
-        release,
+        // SAFETY: the object's dynamic section, mapped while it is loaded.
+        linked: dynamic.and_then(|d| unsafe { linked_name(d as *const Dyn, bias) }),
+        name: info.dlpi_name,
+        headers: info.dlpi_phdr,
+        header_count: headers.len(),
     });
     1
+}
+
+impl Found {
+    /// The object's release: its versioned name's, else (a plain
+    /// `libomptarget.so`) its file's evidence, else LLVM 14's (the
+    /// release whose name it links). File I/O, so called after the walk,
+    /// never inside `dl_iterate_phdr` (which holds glibc's lock that
+    /// `dlopen` waits for).
+    fn release(&self) -> Option<Release> {
+        match self.linked? {
+            LinkedName::Versioned(release) => Some(release),
+            LinkedName::Unversioned => Some(
+                compiler::release_of(&compiler::Loaded {
+                    // SAFETY: glibc's NUL-terminated name and program
+                    // headers of an object that stays loaded (`Found`).
+                    name: unsafe { CStr::from_ptr(self.name) },
+                    start: self.start,
+                    // SAFETY: as above, `header_count` entries.
+                    headers: unsafe { std::slice::from_raw_parts(self.headers, self.header_count) },
+                })
+                .unwrap_or_default(),
+            ),
+        }
+    }
 }
 
 /// What the first `libomptarget.so*` in a dynamic section says.
@@ -197,6 +225,11 @@ fn object_of(ip: usize) -> Option<Object> {
     // writes `lookup`, which outlives the call.
     unsafe { libc::dl_iterate_phdr(Some(find_object), &mut lookup as *mut Lookup as *mut c_void) };
     let found = lookup.found?;
+    let found = Object {
+        start: found.start,
+        end: found.end,
+        release: found.release(),
+    };
     let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
     // Objects can be unloaded and their addresses reused: a full table
     // starts over rather than grow.

@@ -1,176 +1,155 @@
-//! The clang that built a loaded object, from its file's `.comment`.
+//! The release of a loaded object linked against the plain
+//! `libomptarget.so`, from the evidence in its file.
 //!
 //! A binary linked against this runtime's own folder links the unversioned
 //! `libomptarget.so` whatever clang built it, so that name tells nothing.
-//! The compiler identification does: every clang writes `clang version
-//! N.M.P` into the `.comment` section of each object it compiles, and the
-//! linker keeps one copy of each distinct string (`strip` keeps the
-//! section too). The section is not loaded, so it is read from the
-//! object's file, mapped read-only (no heap block), and only after
-//! checking that the file is the object that is loaded: its program
-//! headers and notes (the build ID) must match the loaded ones byte for
-//! byte, so a file rebuilt or replaced since it was loaded is not taken
-//! for it.
+//! The file does, in two ways, read in this order:
+//!
+//! 1. **Its offload entry table's section**, written by the clang that
+//!    linked it (the one whose registration code runs): clang 20+ name it
+//!    `llvm_offload_entries`; clang 14 to 19 `omp_offloading_entries`, and
+//!    clang 15+ embed the device image in a `.llvm.offloading` section
+//!    beside it, which clang 14 does not. Objects of another clang linked
+//!    in (a static library) change neither.
+//! 2. Without entries (data regions and API calls only), **the compiler
+//!    identification**: every clang writes `clang version N.M.P` into the
+//!    `.comment` section of each object it compiles (`strip` keeps it);
+//!    the newest clang named wins.
+//!
+//! The file is found by the address range the object is loaded at
+//! (`/proc/self/maps` names the file mapped there, also for the main
+//! program started through `ld.so` and for a library dlopen'd by a
+//! relative path after a `chdir`), else by the loader's name for it (for
+//! the main program: `/proc/self/exe`, then the path it was started by). Only
+//! the headers and the few sections needed are read (`pread` through
+//! object's `ReadCache`: a file shortened meanwhile is an error, not a
+//! SIGBUS), and the file is taken only if its program headers are the
+//! loaded object's byte for byte. All of it runs after `dl_iterate_phdr`
+//! has returned, holding no loader lock.
 
-use object::elf::{FileHeader64, ProgramHeader64, PT_NOTE};
-use object::read::elf::{FileHeader, ProgramHeader};
+use object::elf::{FileHeader64, ProgramHeader64};
+use object::read::elf::{FileHeader, SectionHeader};
+use object::read::ReadCache;
 use object::Endianness;
 use omptarget_openmp::Release;
 use std::ffi::CStr;
+use std::io::Read;
+use std::os::unix::ffi::OsStrExt;
+use std::path::PathBuf;
 
-/// A loaded object, as `dl_iterate_phdr` describes it.
+/// A loaded object, as `dl_iterate_phdr` described it. It is on the
+/// caller's stack (a return address lies in it), so it stays loaded.
 pub(super) struct Loaded<'a> {
-    /// Its file's path (`dlpi_name`; empty for the main program).
+    /// The loader's name for its file (`dlpi_name`; empty for the main
+    /// program).
     pub(super) name: &'a CStr,
-    /// Its load bias (`dlpi_addr`).
-    pub(super) bias: usize,
+    /// The lowest address it is loaded at.
+    pub(super) start: usize,
     /// Its program headers, as loaded.
     pub(super) headers: &'a [libc::Elf64_Phdr],
 }
 
-/// The release of the clang that built `object`, else of the offload
-/// sections it has; `None` when its file cannot be read, is not the loaded
-/// object, or shows neither.
+/// The release `object`'s file shows; `None` when the file cannot be
+/// found or read, is not the loaded object, or shows nothing.
 pub(super) fn release_of(object: &Loaded<'_>) -> Option<Release> {
-    let path: &CStr = if object.name.is_empty() {
-        c"/proc/self/exe"
+    candidate_paths(object).find_map(|path| {
+        let file = std::fs::File::open(&path).ok()?;
+        release_of_file(&ReadCache::new(file), object.headers)
+    })
+}
+
+/// Where the object's file may be: the file mapped at its start, then
+/// the loader's name; for the main program (no name) the executable, as
+/// `/proc/self/exe` and as the path it was started by (`AT_EXECFN`, for a
+/// process without `/proc`).
+fn candidate_paths(object: &Loaded<'_>) -> impl Iterator<Item = PathBuf> {
+    let named: Vec<PathBuf> = if object.name.is_empty() {
+        // SAFETY: `getauxval` has no precondition; AT_EXECFN, when present,
+        // is the address of a NUL-terminated string the kernel put on the
+        // initial stack, alive for the whole process.
+        let execfn = unsafe { libc::getauxval(libc::AT_EXECFN) } as *const libc::c_char;
+        let mut paths = vec![PathBuf::from("/proc/self/exe")];
+        if !execfn.is_null() {
+            // SAFETY: as above.
+            let execfn = unsafe { CStr::from_ptr(execfn) };
+            paths.push(PathBuf::from(std::ffi::OsStr::from_bytes(
+                execfn.to_bytes(),
+            )));
+        }
+        paths
     } else {
-        object.name
+        vec![PathBuf::from(std::ffi::OsStr::from_bytes(
+            object.name.to_bytes(),
+        ))]
     };
-    let file = MappedFile::open(path)?;
-    let data = file.bytes();
+    mapped_path(object.start).into_iter().chain(named)
+}
+
+/// The file `/proc/self/maps` shows mapped at `address`.
+fn mapped_path(address: usize) -> Option<PathBuf> {
+    let mut maps = String::new();
+    std::fs::File::open("/proc/self/maps")
+        .ok()?
+        .read_to_string(&mut maps)
+        .ok()?;
+    maps.lines().find_map(|line| {
+        // start-end perms offset dev inode path
+        let mut fields = line.splitn(6, ' ');
+        let (start, end) = fields.next()?.split_once('-')?;
+        let start = usize::from_str_radix(start, 16).ok()?;
+        let end = usize::from_str_radix(end, 16).ok()?;
+        if !(start..end).contains(&address) {
+            return None;
+        }
+        let path = fields.nth(4)?.trim_start();
+        // Not a file: "[heap]", "", or a file deleted since it was mapped.
+        (path.starts_with('/') && !path.ends_with(" (deleted)")).then(|| path.into())
+    })
+}
+
+/// The release the ELF file `data` shows, if its program headers are
+/// `loaded`.
+fn release_of_file<'data, R: object::ReadRef<'data>>(
+    data: R,
+    loaded: &[libc::Elf64_Phdr],
+) -> Option<Release> {
     let header = FileHeader64::<Endianness>::parse(data).ok()?;
     let endian = header.endian().ok()?;
     let headers = header.program_headers(endian, data).ok()?;
-    if !is_loaded_as(object, headers, endian, data) {
+    if !same_headers(headers, loaded) {
         return None;
     }
     let sections = header.sections(endian, data).ok()?;
-    let named = |name: &[u8]| sections.section_by_name(endian, name).map(|(_, s)| s);
-    named(b".comment")
-        .and_then(|comment| object::read::elf::SectionHeader::data(comment, endian, data).ok())
+    let has = |name: &[u8]| sections.section_by_name(endian, name).is_some();
+    if has(b"llvm_offload_entries") {
+        return Some(Release::Llvm22);
+    }
+    let embeds_image = has(b".llvm.offloading");
+    if has(b"omp_offloading_entries") {
+        return Some(if embeds_image {
+            Release::Llvm19
+        } else {
+            Release::Llvm14
+        });
+    }
+    sections
+        .section_by_name(endian, b".comment")
+        .and_then(|(_, comment)| comment.data(endian, data).ok())
         .and_then(Release::from_compiler_comment)
-        .or_else(|| {
-            // No clang named (`strip -R .comment`): where the offload
-            // sections are. clang 20+ put the entries in
-            // `llvm_offload_entries`, clang 15 to 19 in
-            // `omp_offloading_entries` beside an embedded
-            // `.llvm.offloading` image, clang 14 embeds no such image.
-            // A clang-20+ binary without entries (data regions only) is
-            // taken for LLVM 19's: docs/releases.md says so.
-            if named(b"llvm_offload_entries").is_some() {
-                Some(Release::Llvm22)
-            } else if named(b".llvm.offloading").is_some() {
-                Some(Release::Llvm19)
-            } else {
-                None
-            }
-        })
+        // An embedded image with no clang named: clang 15+ (docs/releases.md
+        // says which release is assumed).
+        .or(embeds_image.then_some(Release::Llvm19))
 }
 
-/// Whether the file's program headers and notes are the loaded object's.
-fn is_loaded_as(
-    object: &Loaded<'_>,
-    file_headers: &[ProgramHeader64<Endianness>],
-    endian: Endianness,
-    data: &[u8],
-) -> bool {
-    if file_headers.len() != object.headers.len() {
-        return false;
-    }
-    // SAFETY: both are arrays of the same 56-byte `Elf64_Phdr` layout
-    // (object's type is `repr(C)` over unaligned-safe fields), so their
-    // bytes can be compared as bytes.
-    let (file_bytes, loaded_bytes) = unsafe {
+/// Whether the file's program headers are the loaded ones, byte for byte.
+fn same_headers(file: &[ProgramHeader64<Endianness>], loaded: &[libc::Elf64_Phdr]) -> bool {
+    // SAFETY: both are arrays of the 56-byte `Elf64_Phdr` layout (object's
+    // type is `repr(C)` over byte arrays), readable for their whole length.
+    let (file, loaded) = unsafe {
         (
-            std::slice::from_raw_parts(
-                file_headers.as_ptr().cast::<u8>(),
-                std::mem::size_of_val(file_headers),
-            ),
-            std::slice::from_raw_parts(
-                object.headers.as_ptr().cast::<u8>(),
-                std::mem::size_of_val(object.headers),
-            ),
+            std::slice::from_raw_parts(file.as_ptr().cast::<u8>(), std::mem::size_of_val(file)),
+            std::slice::from_raw_parts(loaded.as_ptr().cast::<u8>(), std::mem::size_of_val(loaded)),
         )
     };
-    if file_bytes != loaded_bytes {
-        return false;
-    }
-    object
-        .headers
-        .iter()
-        .zip(file_headers)
-        .filter(|(loaded, _)| loaded.p_type == PT_NOTE)
-        .all(|(loaded, file)| {
-            let Ok(in_file) = file.data(endian, data) else {
-                return false;
-            };
-            // SAFETY: a PT_NOTE segment lies inside a loaded PT_LOAD one
-            // (the linker places notes in the first, read-only segment),
-            // mapped while the object is loaded, `p_filesz` bytes long.
-            let in_memory = unsafe {
-                std::slice::from_raw_parts(
-                    (object.bias + loaded.p_vaddr as usize) as *const u8,
-                    loaded.p_filesz as usize,
-                )
-            };
-            in_file == in_memory
-        })
-}
-
-/// A whole file mapped read-only, unmapped when dropped.
-struct MappedFile {
-    at: *mut libc::c_void,
-    len: usize,
-}
-
-impl MappedFile {
-    fn open(path: &CStr) -> Option<MappedFile> {
-        // SAFETY: `path` is NUL-terminated; the descriptor is closed below
-        // (the mapping keeps the file alive without it).
-        let fd = unsafe { libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
-        if fd < 0 {
-            return None;
-        }
-        let at = map_whole(fd);
-        // SAFETY: `fd` is ours, opened above; the mapping keeps the file.
-        unsafe { libc::close(fd) };
-        at.map(|(at, len)| MappedFile { at, len })
-    }
-
-    fn bytes(&self) -> &[u8] {
-        // SAFETY: `len` readable bytes are mapped at `at` until `drop`.
-        unsafe { std::slice::from_raw_parts(self.at.cast::<u8>(), self.len) }
-    }
-}
-
-/// Map all of the open file `fd` read-only: its address and length.
-fn map_whole(fd: libc::c_int) -> Option<(*mut libc::c_void, usize)> {
-    // SAFETY: an all-zero `stat` is a valid value to be overwritten.
-    let mut stat: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: `fd` is open; `stat` is writable.
-    if unsafe { libc::fstat(fd, &mut stat) } != 0 || stat.st_size <= 0 {
-        return None;
-    }
-    let len = usize::try_from(stat.st_size).ok()?;
-    // SAFETY: a fresh private read-only mapping of an open file; no Rust
-    // reference aliases it.
-    let at = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            len,
-            libc::PROT_READ,
-            libc::MAP_PRIVATE,
-            fd,
-            0,
-        )
-    };
-    (at != libc::MAP_FAILED).then_some((at, len))
-}
-
-impl Drop for MappedFile {
-    fn drop(&mut self) {
-        // SAFETY: the mapping made in `open`, no longer borrowed.
-        unsafe { libc::munmap(self.at, self.len) };
-    }
+    file == loaded
 }
