@@ -61,6 +61,30 @@ fn assert_code(out: &Outcome, code: i32) {
     );
 }
 
+/// Run `program` `runs` times; panic with the first run for which `ok`
+/// is false (and how many failed), saying what each run should have done.
+fn every_run(
+    scratch: &Scratch,
+    program: &Path,
+    runs: usize,
+    should: &str,
+    ok: impl Fn(&Outcome) -> bool,
+) {
+    let mut failed = Vec::new();
+    for _ in 0..runs {
+        let out = Run::new(scratch, program).timeout(HANG_LIMIT).run();
+        if !ok(&out) {
+            failed.push(out);
+        }
+    }
+    if let Some(first) = failed.first() {
+        panic!(
+            "{} of {runs} runs did not {should}; the first:\n{first}",
+            failed.len()
+        );
+    }
+}
+
 /// No line of stderr says the C library found a corrupted heap, and none
 /// says the runtime skipped a plugin.
 fn assert_no_heap_or_plugin_trouble(out: &Outcome) {
@@ -231,20 +255,9 @@ fn main_returns_while_a_long_mapping_kernel_runs_on_another_thread() {
 fn exit_from_one_thread_while_four_threads_offload() {
     let scratch = Scratch::new("edge-exit-busy");
     let program = build(&scratch, "edge_exit_while_offloading.c");
-    const RUNS: usize = 20;
-    let mut failed = Vec::new();
-    for run in 0..RUNS {
-        let out = Run::new(&scratch, &program).timeout(HANG_LIMIT).run();
-        if out.status.code() != Some(3) || out.value("workers_running") != "1" {
-            failed.push((run, out));
-        }
-    }
-    if let Some((_, first)) = failed.first() {
-        panic!(
-            "{} of {RUNS} runs did not exit with status 3; the first:\n{first}",
-            failed.len()
-        );
-    }
+    every_run(&scratch, &program, 20, "exit with status 3", |out| {
+        out.status.code() == Some(3) && out.value("workers_running") == "1"
+    });
 }
 
 /// `exit(4)` inside a `single` with 64 deferred `target nowait` tasks and
@@ -281,19 +294,54 @@ fn exit_with_pending_target_nowait_tasks() {
 fn exit_while_target_nowait_kernels_run() {
     let scratch = Scratch::new("edge-exit-kernels-run");
     let program = build(&scratch, "edge_exit_while_kernels_run.c");
-    let mut failed = Vec::new();
-    for run in 0..20 {
-        let out = Run::new(&scratch, &program).timeout(HANG_LIMIT).run();
-        if out.status.code() != Some(5) || out.value("tasks_created") != "64" {
-            failed.push((run, out));
-        }
-    }
-    if let Some((_, first)) = failed.first() {
-        panic!(
-            "{} of 20 runs did not exit with status 5; the first:\n{first}",
-            failed.len()
-        );
-    }
+    every_run(&scratch, &program, 20, "exit with status 5", |out| {
+        out.status.code() == Some(5) && out.value("tasks_created") == "64"
+    });
+}
+
+/// `exit(7)` inside one of 16 `target nowait` kernels, while the others
+/// run: status 7 in each of 20 runs, stdout flushed, nothing after the
+/// `taskwait` run, and one line on stderr that says the exit handlers
+/// were skipped. The kernel runs on a libomp hidden helper thread, where
+/// libomp's finaliser (an exit handler) waits for that thread's own team.
+///
+/// Before the fix: hung for ever in every run (5 of 5), as it does on
+/// plain libomp without any offload runtime; LLVM 14, 19 and 22's
+/// runtimes end it with SIGSEGV.
+#[test]
+fn exit_inside_a_target_nowait_kernel() {
+    let scratch = Scratch::new("edge-exit-nowait-kernel");
+    let program = build(&scratch, "edge_exit_in_nowait_kernel.c");
+    every_run(
+        &scratch,
+        &program,
+        20,
+        "exit with status 7 as said",
+        |out| {
+            out.status.code() == Some(7)
+                && out.value("tasks_created") == "16"
+                && !out.stdout.contains("after_taskwait")
+                && out
+                    .stderr
+                    .contains("omptarget: exit(7) called in a target nowait region")
+        },
+    );
+}
+
+/// With libomp's hidden helper threads turned off, the same kernel runs
+/// on a thread of the program's team, where `exit` is the C library's own:
+/// status 7, and no line about skipped handlers.
+#[test]
+fn exit_inside_a_target_nowait_kernel_without_hidden_helpers() {
+    let scratch = Scratch::new("edge-exit-nowait-kernel-no-helpers");
+    let program = build(&scratch, "edge_exit_in_nowait_kernel.c");
+    let out = Run::new(&scratch, &program)
+        .env("LIBOMP_USE_HIDDEN_HELPER_TASK", "false")
+        .timeout(HANG_LIMIT)
+        .run();
+    assert_code(&out, 7);
+    assert!(!out.stderr.contains("omptarget: exit("), "{out}");
+    assert!(!out.stdout.contains("after_taskwait"), "{out}");
 }
 
 /// `interop init(targetsync: obj) depend(inout: A)`, then a `target
@@ -789,6 +837,7 @@ under_valgrind! {
     exit_while_offloading_is_clean_under_valgrind: "exit-while-offloading", "edge_exit_while_offloading.c", [], 3, 3;
     exit_with_pending_tasks_is_clean_under_valgrind: "exit-pending-tasks", "edge_exit_with_pending_tasks.c", [], 4, 3;
     exit_while_kernels_run_is_clean_under_valgrind: "exit-kernels-run", "edge_exit_while_kernels_run.c", ["0.05"], 5, 3;
+    exit_in_nowait_kernel_is_clean_under_valgrind: "exit-nowait-kernel", "edge_exit_in_nowait_kernel.c", ["0.05"], 7, 3;
     interop_pending_at_exit_is_clean_under_valgrind: "interop-pending", "edge_interop_pending_at_exit.c", [], 5, 3;
     pthread_exit_in_kernel_is_clean_under_valgrind: "pthread-exit", "edge_thread_ends_in_kernel.c", ["exit"], 0, 3;
     pthread_cancel_in_kernel_is_clean_under_valgrind: "pthread-cancel", "edge_thread_ends_in_kernel.c", ["cancel"], 0, 3;

@@ -30,6 +30,8 @@
 // thread exits; boxing it would allocate on that path for nothing.
 #![allow(clippy::result_large_err)]
 
+pub mod process_exit;
+
 use std::cell::Cell;
 use std::ffi::c_void;
 use std::mem::MaybeUninit;

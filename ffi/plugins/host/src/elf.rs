@@ -1,7 +1,7 @@
 //! ELF checks for host device images.
 
 use object::elf::{FileHeader64, EM_X86_64, ET_DYN};
-use object::read::elf::{FileHeader, ProgramHeader, SectionHeader};
+use object::read::elf::{FileHeader, ProgramHeader, Rela, SectionHeader, Sym};
 use object::Endianness;
 
 /// The section where clang (up to LLVM 17) places a device image's own
@@ -112,6 +112,56 @@ pub fn read_only_ranges(bytes: &[u8]) -> Result<Vec<std::ops::Range<u64>>, Strin
         })
         .filter(|range| !range.is_empty())
         .collect())
+}
+
+/// Where the image's references to the function `name` are written once
+/// loaded: the offsets (from the load base) of its GOT slots, those of
+/// `R_X86_64_JUMP_SLOT` (calls through the PLT) and `R_X86_64_GLOB_DAT`
+/// (calls through the GOT, `-fno-plt`) relocations against `name`. None
+/// where the image has no section table (nothing to find them by).
+pub fn import_slots(bytes: &[u8], name: &[u8]) -> Result<Vec<u64>, String> {
+    let (header, endian) = header(bytes)?;
+    let sections = header
+        .sections(endian, bytes)
+        .map_err(|e| format!("bad ELF section table ({e})"))?;
+    let mut slots = Vec::new();
+    for section in sections.iter() {
+        let Some((relocations, symbols)) = section
+            .rela(endian, bytes)
+            .map_err(|e| format!("bad ELF relocation section ({e})"))?
+        else {
+            continue;
+        };
+        if symbols.0 == 0 {
+            continue;
+        }
+        let symbols = sections
+            .symbol_table_by_index(endian, bytes, symbols)
+            .map_err(|e| format!("bad ELF symbol table of a relocation section ({e})"))?;
+        // Names are compared in place (see `entries_section` on `memchr`).
+        let strings = sections
+            .section(symbols.string_section())
+            .and_then(|s| s.data(endian, bytes))
+            .map_err(|e| format!("bad ELF string table ({e})"))?;
+        for relocation in relocations {
+            let kind = relocation.r_type(endian, false);
+            if kind != object::elf::R_X86_64_JUMP_SLOT && kind != object::elf::R_X86_64_GLOB_DAT {
+                continue;
+            }
+            let symbol = symbols
+                .symbol(object::SymbolIndex(relocation.r_sym(endian, false) as usize))
+                .map_err(|e| format!("bad ELF relocation symbol ({e})"))?;
+            let named = strings
+                .get(symbol.st_name(endian) as usize..)
+                .and_then(|text| text.strip_prefix(name))
+                .and_then(|rest| rest.first())
+                == Some(&0);
+            if named {
+                slots.push(relocation.r_offset(endian));
+            }
+        }
+    }
+    Ok(slots)
 }
 
 /// Check that `section` lies inside a `PT_LOAD` segment, so that reading

@@ -154,6 +154,10 @@ impl LoadedImage {
             .into_iter()
             .map(|r| base.wrapping_add(r.start as usize)..base.wrapping_add(r.end as usize))
             .collect();
+        // SAFETY: `image.bytes` is the file just loaded at `base`, which is
+        // relocated (dlopen returned) and whose kernels have not been handed
+        // out yet; `read_only` are its ranges as loaded.
+        unsafe { crate::exit_hook::redirect_exit(image.bytes, base, &loaded.read_only)? };
         loaded.resolve(image.entries, base, section)?;
         Ok(loaded)
     }

@@ -65,6 +65,7 @@
 
 pub mod config;
 pub mod elf;
+pub mod exit_hook;
 pub mod image;
 pub mod image_file;
 pub mod image_memfd;
