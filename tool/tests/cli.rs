@@ -532,6 +532,57 @@ fn run_mpi_of_a_program_that_never_offloads_ends_with_its_status() {
     }
 }
 
+/// The program's rank killed by SIGKILL (as `mpirun` ends a rank that
+/// outlives its SIGTERM) takes the program with it: nothing of the job is
+/// left running, and `run` fails.
+#[test]
+fn a_killed_program_rank_takes_the_program_with_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let tag = format!("rank-killed-{}", std::process::id());
+    let mut tool = Command::new(OMPTARGET)
+        .current_dir(dir.path())
+        .args(["run", "--mpi", "1", "--", "sh", "-c"])
+        .arg("echo $$ > pid.new; mv pid.new pid; exec sleep 600")
+        .env("OMPTARGET_TEST_JOB", &tag)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let program: i32 = wait_for_file(&mut tool, &dir.path().join("pid"))
+        .trim()
+        .parse()
+        .unwrap();
+    let rank = std::fs::read_to_string(format!("/proc/{program}/stat"))
+        .ok()
+        .and_then(|stat| {
+            let rest = &stat[stat.rfind(')')? + 1..];
+            rest.split_whitespace().nth(1)?.parse::<i32>().ok()
+        })
+        .expect("the program's parent");
+    let cmdline = std::fs::read(format!("/proc/{rank}/cmdline")).unwrap();
+    assert!(
+        cmdline
+            .split(|b| *b == 0)
+            .any(|arg| arg == b"mpi-program-rank"),
+        "the program's parent is not the program's rank: {}",
+        text(&cmdline)
+    );
+    // SAFETY: a process of our own test's job.
+    assert_eq!(unsafe { libc::kill(rank, libc::SIGKILL) }, 0);
+    let out = tool.wait_with_output().unwrap();
+    let left = processes_of_job(&tag);
+    for &(pid, _) in &left {
+        // SAFETY: our own test's processes, left behind by the failure.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+    assert!(left.is_empty(), "left running: {left:?} ({:?})", out.status);
+    assert!(
+        out.status.code().is_some_and(|c| c != 0),
+        "{:?}: {}",
+        out.status,
+        text(&out.stderr)
+    );
+}
+
 /// A server count the machine cannot start is refused before `mpirun`
 /// tries (it would spend minutes on it), saying the bound and why.
 #[test]
