@@ -9,8 +9,11 @@
 //!   leak with `--leak-report`).
 //! * `omptarget profile FILE`: a summary table of a `LIBOMPTARGET_PROFILE`
 //!   trace.
+//! * `omptarget mpi-program-rank -- PROGRAM ARGS...` (hidden): what
+//!   `run --mpi N` has `mpirun` start as the program's rank.
 //!
-//! Modules: `info`, `run` and `profile`, one per subcommand, `libdir`
+//! Modules: `info`, `run`, `profile` and `program_rank`, one per
+//! subcommand, `libdir`
 //! (where the runtime's libraries are, from this binary's own path) and
 //! `signals` (what `run` passes on to the job), `capacity` (how many
 //! device servers `run --mpi` may start). How
@@ -19,6 +22,7 @@ mod capacity;
 mod info;
 mod libdir;
 mod profile;
+mod program_rank;
 mod run;
 mod signals;
 
@@ -80,6 +84,19 @@ enum Command {
         /// The trace file.
         file: PathBuf,
     },
+    /// The program's rank of a `run --mpi N` job: runs the program, and
+    /// joins the job in its place if it never did (internal).
+    #[command(name = "mpi-program-rank", hide = true)]
+    MpiProgramRank {
+        /// The program and its arguments.
+        #[arg(
+            required = true,
+            trailing_var_arg = true,
+            allow_hyphen_values = true,
+            value_name = "PROGRAM"
+        )]
+        program: Vec<OsString>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -104,6 +121,7 @@ fn main() -> ExitCode {
             program,
         }),
         Command::Profile { file } => profile::summary(&file).map(|()| ExitCode::SUCCESS),
+        Command::MpiProgramRank { program } => program_rank::program_rank(&program),
     };
     result.unwrap_or_else(|err| {
         eprintln!("omptarget: error: {err:#}");

@@ -55,6 +55,11 @@ fn mpi_server(lib_dir: &std::path::Path) -> Result<PathBuf> {
 /// servers share the program's job, as `mpirun -np 1 ./app : -np N
 /// omptarget-mpi-device` does by hand. Open MPI passes on only the
 /// variables named with `-x`: each one this tool sets is named.
+///
+/// The program's rank is this binary's `mpi-program-rank`, which runs
+/// the program and joins in its place if it never does
+/// ([`crate::program_rank`]): else a program that never offloads would
+/// leave the servers waiting for it for ever.
 fn mpirun(
     mpi: &MpiOptions,
     lib_dir: &std::path::Path,
@@ -73,7 +78,12 @@ fn mpirun(
     for var in vars {
         cmd.args(["-x", var]);
     }
-    cmd.args(["-np", "1"]).arg(program).args(args);
+    let this = std::env::current_exe().context("finding this program's own path")?;
+    cmd.args(["-np", "1"])
+        .arg(this)
+        .args(["mpi-program-rank", "--"])
+        .arg(program)
+        .args(args);
     cmd.args([":", "-np"])
         .arg(mpi.servers.to_string())
         .arg(server);

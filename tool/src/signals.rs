@@ -45,10 +45,17 @@ const FORWARDED: [libc::c_int; 6] = [
     libc::SIGUSR2,
 ];
 
-/// The forwarded signals, blocked in this process until it exits.
+/// The forwarded signals that ask the job to end (the rest, SIGUSR1/2,
+/// are messages to the program).
+const ENDING: [libc::c_int; 4] = [libc::SIGTERM, libc::SIGHUP, libc::SIGINT, libc::SIGQUIT];
+
+/// The forwarded signals, blocked in this process until it exits (or
+/// [`Forwarding::unblock`]).
 pub struct Forwarding {
     /// What `sigwaitinfo` takes: the forwarded signals and SIGCHLD.
     waited: libc::sigset_t,
+    /// Whether a signal of [`ENDING`] was passed on.
+    ended_from_outside: std::cell::Cell<bool>,
 }
 
 /// Whether `signal`'s disposition is `SIG_IGN`.
@@ -86,7 +93,10 @@ impl Forwarding {
             if code != 0 {
                 return Err(io::Error::from_raw_os_error(code));
             }
-            Ok(Forwarding { waited })
+            Ok(Forwarding {
+                waited,
+                ended_from_outside: std::cell::Cell::new(false),
+            })
         }
     }
 
@@ -133,9 +143,31 @@ impl Forwarding {
             if signal == libc::SIGCHLD || info.si_code == libc::SI_KERNEL {
                 continue;
             }
+            if ENDING.contains(&signal) {
+                self.ended_from_outside.set(true);
+            }
             // SAFETY: kill has no memory preconditions. The child is not
             // reaped before `try_wait` sees it end, so `pid` is still it.
             unsafe { libc::kill(pid, signal) };
+        }
+    }
+
+    /// Whether [`Self::wait`] passed on a signal asking the job to end
+    /// (SIGTERM, SIGHUP, SIGINT, SIGQUIT).
+    pub fn ended_from_outside(&self) -> bool {
+        self.ended_from_outside.get()
+    }
+
+    /// Unblock the signals again, once the child has ended: one pending,
+    /// or sent from now on, acts on this process as its disposition says
+    /// (by default, it ends it).
+    pub fn unblock(self) -> io::Result<()> {
+        // SAFETY: the set was built by `block`.
+        match unsafe {
+            libc::pthread_sigmask(libc::SIG_UNBLOCK, &self.waited, std::ptr::null_mut())
+        } {
+            0 => Ok(()),
+            code => Err(io::Error::from_raw_os_error(code)),
         }
     }
 }

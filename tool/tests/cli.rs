@@ -427,8 +427,13 @@ fn sigterm_to_run_mpi_leaves_no_process_of_the_job() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    wait_for_file(&mut tool, &dir.path().join("pid"));
-    // mpirun, and its three ranks: the program and two servers.
+    let program: i32 = wait_for_file(&mut tool, &dir.path().join("pid"))
+        .trim()
+        .parse()
+        .unwrap();
+    let program = process(program).expect("the program runs");
+    // mpirun, and its three ranks: the program's (which runs the program)
+    // and two servers.
     let job = loop {
         let mpirun = children_of(tool.id());
         let ranks: Vec<_> = mpirun
@@ -436,7 +441,7 @@ fn sigterm_to_run_mpi_leaves_no_process_of_the_job() {
             .flat_map(|&(pid, _)| children_of(pid as u32))
             .collect();
         if mpirun.len() == 1 && ranks.len() == 3 {
-            break [mpirun, ranks].concat();
+            break [mpirun, ranks, vec![program]].concat();
         }
         if let Some(status) = tool.try_wait().unwrap() {
             panic!("omptarget ended before the job started: {status}");
@@ -447,6 +452,124 @@ fn sigterm_to_run_mpi_leaves_no_process_of_the_job() {
     assert_eq!(unsafe { libc::kill(tool.id() as i32, libc::SIGTERM) }, 0);
     let out = tool.wait_with_output().unwrap();
     let left: Vec<_> = job.iter().copied().filter(|&p| still_running(p)).collect();
+    for &(pid, _) in &left {
+        // SAFETY: our own test's processes, left behind by the failure.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+    assert!(left.is_empty(), "left running: {left:?} ({:?})", out.status);
+    assert!(
+        out.status.code().is_some_and(|c| c != 0),
+        "{:?}: {}",
+        out.status,
+        text(&out.stderr)
+    );
+}
+
+/// Running processes whose environment holds `OMPTARGET_TEST_JOB=tag`:
+/// everything a job started with it in its environment (`mpirun`, every
+/// rank, the program) still running.
+fn processes_of_job(tag: &str) -> Vec<(i32, u64)> {
+    let marker = format!("OMPTARGET_TEST_JOB={tag}");
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| {
+            let pid: i32 = entry.file_name().to_str()?.parse().ok()?;
+            let environ = std::fs::read(entry.path().join("environ")).ok()?;
+            environ
+                .split(|b| *b == 0)
+                .any(|v| v == marker.as_bytes())
+                .then_some(())?;
+            process(pid)
+        })
+        .collect()
+}
+
+/// A program that never starts the offload runtime (so never joins the
+/// MPI job the servers wait in) ends its `run --mpi N` job with its own
+/// status, and nothing of the job is left running: the program's rank
+/// joins in its place once it ended. (Without that, the servers wait in
+/// `MPI_Init_thread` for ever; a job still running after `JOB_LIMIT` is
+/// ended and the test fails.)
+#[test]
+fn run_mpi_of_a_program_that_never_offloads_ends_with_its_status() {
+    const JOB_LIMIT: std::time::Duration = std::time::Duration::from_secs(90);
+    let dir = tempfile::tempdir().unwrap();
+    let cases: [(&str, &[&str], i32); 2] =
+        [("1", &["/bin/true"], 0), ("2", &["sh", "-c", "exit 3"], 3)];
+    for (servers, program, code) in cases {
+        let tag = format!("never-offloads-{}-{servers}", std::process::id());
+        let mut tool = Command::new(OMPTARGET)
+            .current_dir(dir.path())
+            .args(["run", "--mpi", servers, "--"])
+            .args(program)
+            .env("OMPTARGET_TEST_JOB", &tag)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let start = std::time::Instant::now();
+        let status = loop {
+            if let Some(status) = tool.try_wait().unwrap() {
+                break status;
+            }
+            if start.elapsed() > JOB_LIMIT {
+                // SAFETY: signals our own child process (it ends the job).
+                unsafe { libc::kill(tool.id() as i32, libc::SIGTERM) };
+                let ended = tool.wait().unwrap();
+                panic!("--mpi {servers} -- {program:?} still ran after {JOB_LIMIT:?} ({ended:?})");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        let left = processes_of_job(&tag);
+        for &(pid, _) in &left {
+            // SAFETY: our own test's processes, left behind by the failure.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+        assert!(left.is_empty(), "{program:?}: left running: {left:?}");
+        assert_eq!(status.code(), Some(code), "--mpi {servers} -- {program:?}");
+    }
+}
+
+/// The program's rank killed by SIGKILL (as `mpirun` ends a rank that
+/// outlives its SIGTERM) takes the program with it: nothing of the job is
+/// left running, and `run` fails.
+#[test]
+fn a_killed_program_rank_takes_the_program_with_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let tag = format!("rank-killed-{}", std::process::id());
+    let mut tool = Command::new(OMPTARGET)
+        .current_dir(dir.path())
+        .args(["run", "--mpi", "1", "--", "sh", "-c"])
+        .arg("echo $$ > pid.new; mv pid.new pid; exec sleep 600")
+        .env("OMPTARGET_TEST_JOB", &tag)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let program: i32 = wait_for_file(&mut tool, &dir.path().join("pid"))
+        .trim()
+        .parse()
+        .unwrap();
+    let rank = std::fs::read_to_string(format!("/proc/{program}/stat"))
+        .ok()
+        .and_then(|stat| {
+            let rest = &stat[stat.rfind(')')? + 1..];
+            rest.split_whitespace().nth(1)?.parse::<i32>().ok()
+        })
+        .expect("the program's parent");
+    let cmdline = std::fs::read(format!("/proc/{rank}/cmdline")).unwrap();
+    assert!(
+        cmdline
+            .split(|b| *b == 0)
+            .any(|arg| arg == b"mpi-program-rank"),
+        "the program's parent is not the program's rank: {}",
+        text(&cmdline)
+    );
+    // SAFETY: a process of our own test's job.
+    assert_eq!(unsafe { libc::kill(rank, libc::SIGKILL) }, 0);
+    let out = tool.wait_with_output().unwrap();
+    let left = processes_of_job(&tag);
     for &(pid, _) in &left {
         // SAFETY: our own test's processes, left behind by the failure.
         unsafe { libc::kill(pid, libc::SIGKILL) };

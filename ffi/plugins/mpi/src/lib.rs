@@ -18,6 +18,8 @@
 //! * [`finalize_hook`]: closing the servers when the program finalises MPI
 //!   before the runtime's teardown.
 //! * [`backend`]: [`MpiBackend`], the kit's backend over the client.
+//! * [`stand_in`]: joining (and leaving at once) in place of a program
+//!   rank that ended without joining, for `omptarget run --mpi`.
 //!
 //! The protocol, its threads and its place in the teardown order:
 //! `docs/mpi.md` in the repository.
@@ -29,6 +31,7 @@ pub mod error;
 pub mod finalize_hook;
 pub mod mpi;
 pub mod protocol;
+pub mod stand_in;
 pub mod world;
 
 pub use backend::MpiBackend;
