@@ -44,6 +44,9 @@ import sys
 import time
 import xml.etree.ElementTree as ET
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import releases  # noqa: E402  (the one table of the releases' paths)
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Cargo's target directory (a relative CARGO_TARGET_DIR is relative to the
 # current directory, as for cargo).
@@ -90,27 +93,20 @@ def cc_cache_dir(major):
 
 
 def release_lib_dir(major):
-    """The release's own runtime: LLVM 14's is installed; 19's and 22's are
-    unpacked by `cargo xtask deps` (.ci/llvm-releases.sh)."""
-    if major == 14:
-        return "/usr/lib/llvm-14/lib"
-    return os.path.join(OMPTARGET, "llvm-releases", "root", "usr", "lib", f"llvm-{major}", "lib")
+    """The release's own runtime (tests/releases.tsv)."""
+    return releases.lib_dir(major)
 
 
 def suite_dir(major):
     """Where .ci/llvm-sources.sh unpacked the release's lit suite."""
-    sub = "openmp/libomptarget/test" if major == 14 else "offload/test"
-    return os.path.join(OMPTARGET, "llvm-sources", f"llvm-{major}", sub)
+    return releases.lit_suite_dir(major)
 
 
 def omp_header_dir(major):
-    lib = release_lib_dir(major)
-    base = os.path.join(lib, "clang")
-    for entry in sorted(os.listdir(base)) if os.path.isdir(base) else []:
-        include = os.path.join(base, entry, "include")
-        if os.path.isfile(os.path.join(include, "omp.h")):
-            return include
-    sys.exit(f"no omp.h under {base}: run `cargo xtask deps`")
+    include = releases.include_dir(major)
+    if not os.path.isfile(os.path.join(include, "omp.h")):
+        sys.exit(f"no omp.h in {include}: run `cargo xtask deps`")
+    return include
 
 
 def clang_version(major):

@@ -84,12 +84,11 @@ fn compile(release: Release, link: Link, source: &str, out: &Path, extra: &[&str
         String::from_utf8_lossy(&output.stderr)
     );
     let needed = needed_runtime(out);
-    let expected = match (link, release) {
-        (Link::AsTheRelease, Release::Llvm14)
-        | (Link::OwnName | Link::OwnNameNoComment | Link::OwnNameWithClang22Object, _) => {
-            "libomptarget.so".to_string()
+    let expected = match link {
+        Link::AsTheRelease => release.soname(),
+        Link::OwnName | Link::OwnNameNoComment | Link::OwnNameWithClang22Object => {
+            "libomptarget.so"
         }
-        (Link::AsTheRelease, other) => format!("libomptarget.so.{}.1", other.major()),
     };
     assert_eq!(needed, expected, "{} links the runtime as", out.display());
     if link == Link::OwnNameNoComment {

@@ -32,7 +32,8 @@ import time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 HERE = os.path.join(ROOT, "benches", "llvm_comparison")
-RELEASES_ROOT = os.path.join(ROOT, "target", "omptarget", "llvm-releases", "root")
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+import releases  # noqa: E402  (the one table of the releases' paths)
 
 # The issue's targets: ratio ours / LLVM at most this (None: no target).
 TARGETS = {
@@ -54,15 +55,12 @@ THREADS = [2, 8]
 
 def reference_lib(release):
     """LLVM's own runtime for a clang release, or None."""
-    if release == "14":
-        d = "/usr/lib/llvm-14/lib"
-        return d if os.path.exists(os.path.join(d, "libomptarget.so")) else None
-    d = os.path.join(RELEASES_ROOT, "usr", "lib", f"llvm-{release}", "lib")
-    return d if os.path.exists(os.path.join(d, f"libomptarget.so.{release}.1")) else None
+    d = releases.lib_dir(release)
+    return d if os.path.exists(os.path.join(d, soname(release))) else None
 
 
 def soname(release):
-    return "libomptarget.so" if release == "14" else f"libomptarget.so.{release}.1"
+    return releases.soname(release)
 
 
 def build(release, out_dir, ref_lib):
@@ -71,8 +69,7 @@ def build(release, out_dir, ref_lib):
         return None
     # clang 19/22: omp.h and the link-time libomp/libomptarget come from the
     # unpacked runtime (their libomp-dev packages conflict with 14's).
-    extra = [] if release == "14" else [
-        f"-I{os.path.join(ref_lib, 'clang', release, 'include')}", f"-L{ref_lib}"]
+    extra = [] if release == "14" else [f"-I{releases.include_dir(release)}", f"-L{ref_lib}"]
     bins = {"measure": os.path.join(out_dir, "measure")}
     subprocess.run(["cc", "-O2", os.path.join(HERE, "measure.c"), "-o", bins["measure"]],
                    check=True)

@@ -13,10 +13,6 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-/// The LLVM 14 runtime the C programs are compared against (also their
-/// RUNPATH).
-pub const REFERENCE_LIB_DIR: &str = "/usr/lib/llvm-14/lib";
-
 /// The workspace root (the directory holding `Cargo.lock`).
 pub fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -77,9 +73,4 @@ pub fn shim_c_source(name: &str) -> PathBuf {
     let path = workspace_root().join("ffi/shim/tests/c").join(name);
     assert!(path.is_file(), "missing C source {}", path.display());
     path
-}
-
-/// The reference runtime's library directory as a path.
-pub fn reference_lib_dir() -> &'static Path {
-    Path::new(REFERENCE_LIB_DIR)
 }

@@ -38,43 +38,41 @@ impl Release {
         paths::omptarget_dir().join("llvm-releases").join("root")
     }
 
-    /// The reference runtime's library directory (also holds its libomp).
-    pub fn reference_lib_dir(self) -> PathBuf {
-        match self {
-            Release::Llvm14 => PathBuf::from(paths::REFERENCE_LIB_DIR),
-            other => Self::unpacked_root().join(format!("usr/lib/llvm-{}/lib", other.major())),
-        }
+    /// This release's row of `tests/releases.tsv`.
+    fn row(self) -> Row {
+        Row::of(self.major())
     }
 
-    /// The files a reference run needs, to say what is missing.
+    /// The reference runtime's library directory (also holds its libomp).
+    pub fn reference_lib_dir(self) -> PathBuf {
+        // An absolute folder of the table replaces the base (`Path::join`).
+        paths::omptarget_dir().join(self.row().lib_dir)
+    }
+
+    /// The file name of the release's libomptarget, as its clang links it.
+    pub fn soname(self) -> &'static str {
+        self.row().soname
+    }
+
+    /// The files a reference run needs, to say what is missing: LLVM 14's
+    /// runtime also dlopens its host plugin.
     pub fn reference_files(self) -> Vec<PathBuf> {
         let dir = self.reference_lib_dir();
-        match self {
-            Release::Llvm14 => [
-                "libomptarget.so",
-                "libomptarget.rtl.x86_64.so",
-                "libomp.so.5",
-            ]
-            .iter()
-            .map(|f| dir.join(f))
-            .collect(),
-            other => vec![
-                dir.join(format!("libomptarget.so.{}.1", other.major())),
-                dir.join("libomp.so.5"),
-                self.include_dir().join("omp.h"),
-            ],
+        let mut files = vec![
+            dir.join(self.soname()),
+            dir.join("libomp.so.5"),
+            self.include_dir().join("omp.h"),
+        ];
+        if self == Release::Llvm14 {
+            files.push(dir.join("libomptarget.rtl.x86_64.so"));
         }
+        files
     }
 
     /// Where this release's `omp.h` is (clang 19/22: unpacked, since their
     /// libomp-dev packages are not installed).
     pub fn include_dir(self) -> PathBuf {
-        match self {
-            Release::Llvm14 => PathBuf::from("/usr/lib/llvm-14/lib/clang/14.0.6/include"),
-            other => self
-                .reference_lib_dir()
-                .join(format!("clang/{}/include", other.major())),
-        }
+        self.reference_lib_dir().join(self.row().include_dir)
     }
 
     /// Flags every compile and link of this release needs besides
@@ -122,5 +120,56 @@ impl Release {
         Release::ALL
             .into_iter()
             .find(|r| r.major().to_string() == text)
+    }
+}
+
+/// A row of `tests/releases.tsv`, the one table of the releases' paths
+/// (the lit and benchmark scripts read it too).
+struct Row {
+    lib_dir: &'static str,
+    soname: &'static str,
+    include_dir: &'static str,
+}
+
+impl Row {
+    const TABLE: &'static str = include_str!("../../releases.tsv");
+
+    fn of(major: u32) -> Row {
+        Self::TABLE
+            .lines()
+            .filter(|line| !line.starts_with('#') && !line.trim().is_empty())
+            .map(|line| line.split('\t').collect::<Vec<_>>())
+            .find(|fields| fields.first() == Some(&major.to_string().as_str()))
+            .map(|fields| match fields[..] {
+                [_, lib_dir, soname, include_dir, _lit_suite] => Row {
+                    lib_dir,
+                    soname,
+                    include_dir,
+                },
+                _ => panic!("tests/releases.tsv: LLVM {major}'s row has not 5 fields"),
+            })
+            .unwrap_or_else(|| panic!("tests/releases.tsv has no row for LLVM {major}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_release_has_a_row() {
+        for release in Release::ALL {
+            let row = release.row();
+            assert!(row.soname.starts_with("libomptarget.so"));
+        }
+        assert_eq!(
+            Release::Llvm14.reference_lib_dir(),
+            PathBuf::from("/usr/lib/llvm-14/lib")
+        );
+        assert_eq!(
+            Release::Llvm22.reference_lib_dir(),
+            Release::unpacked_root().join("usr/lib/llvm-22/lib")
+        );
+        assert_eq!(Release::Llvm19.soname(), "libomptarget.so.19.1");
     }
 }

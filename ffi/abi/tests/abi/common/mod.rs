@@ -9,6 +9,7 @@
 pub mod elf;
 pub mod ir;
 
+use omptarget_test_support::release::Release;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -162,14 +163,8 @@ impl Clang {
     pub fn link_fixture(&self, dir: &Path) -> PathBuf {
         write_fixture(dir);
         let out = format!("libfixture{}.so", self.major);
-        let mut args = vec![
-            "-fPIC",
-            "-shared",
-            "fixture.c",
-            "-L/usr/lib/llvm-14/lib",
-            "-o",
-            &out,
-        ];
+        let llvm14 = format!("-L{}", Release::Llvm14.reference_lib_dir().display());
+        let mut args = vec!["-fPIC", "-shared", "fixture.c", &llvm14, "-o", &out];
         if self.major >= 15 {
             // The x86_64 device link would want libomptarget.devicertl.a,
             // shipped only by libomp-NN-dev (which conflicts with 14's).
