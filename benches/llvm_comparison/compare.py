@@ -34,6 +34,8 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 HERE = os.path.join(ROOT, "benches", "llvm_comparison")
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 import releases  # noqa: E402  (the one table of the releases' paths)
+sys.path.insert(0, os.path.join(ROOT, "benches"))
+import ratio_chart  # noqa: E402  (the one SVG writer)
 
 # The issue's targets: ratio ours / LLVM at most this (None: no target).
 TARGETS = {
@@ -207,51 +209,22 @@ def table(release, rows, extra, pairs):
 def svg(plots, path):
     """A horizontal bar chart of ours / LLVM per row (log scale), one group
     of bars per clang release, with the target of each row marked."""
-    import math
     names = []
     for _, plot in plots:
         for name, _, _ in plot:
             if name not in names:
                 names.append(name)
-    releases = [r for r, _ in plots]
     colors = ["#4878a8", "#e08b3c", "#5aa05a"]
-    bar, gap, left, width = 10, 8, 260, 420
-    height = 40 + len(names) * (bar * len(releases) + gap) + 30
-    lo, hi = math.log10(0.05), math.log10(20)
-    x = lambda r: left + (math.log10(min(max(r, 0.05), 20)) - lo) / (hi - lo) * width
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + width + 40}" '
-           f'height="{height}" font-family="sans-serif" font-size="11">',
-           '<rect width="100%" height="100%" fill="white"/>',
-           f'<text x="{left}" y="16" font-size="13">ours / LLVM (log scale; left of 1 is '
-           'faster; | marks the target)</text>']
-    for tick in (0.1, 0.33, 0.5, 1, 2, 5, 10):
-        out.append(f'<line x1="{x(tick):.1f}" y1="24" x2="{x(tick):.1f}" y2="{height - 24}" '
-                   f'stroke="{"#000" if tick == 1 else "#ddd"}"/>')
-        out.append(f'<text x="{x(tick):.1f}" y="{height - 10}" text-anchor="middle">{tick}</text>')
-    y = 32
+    groups = []
     for name in names:
-        out.append(f'<text x="{left - 6}" y="{y + bar * len(releases) / 2 + 4:.0f}" '
-                   f'text-anchor="end">{name}</text>')
+        bars = []
         for i, (release, plot) in enumerate(plots):
-            found = [(r, t) for n, r, t in plot if n == name]
-            if found:
-                r, t = found[0]
-                x0, x1 = sorted((x(1), x(r)))
-                out.append(f'<rect x="{x0:.1f}" y="{y}" width="{max(x1 - x0, 1):.1f}" '
-                           f'height="{bar - 1}" fill="{colors[i % 3]}"><title>clang-{release} '
-                           f'{name}: {r:.2f}</title></rect>')
-                if t:
-                    out.append(f'<line x1="{x(t):.1f}" y1="{y - 1}" x2="{x(t):.1f}" '
-                               f'y2="{y + bar}" stroke="#c00" stroke-width="2"/>')
-            y += bar
-        y += gap
-    for i, release in enumerate(releases):
-        out.append(f'<rect x="{left + width - 110 + i * 50}" y="{height - 22}" width="10" '
-                   f'height="10" fill="{colors[i % 3]}"/><text x="{left + width - 96 + i * 50}" '
-                   f'y="{height - 13}">clang-{release}</text>')
-    out.append("</svg>")
-    with open(path, "w") as f:
-        f.write("\n".join(out) + "\n")
+            for r, t in [(r, t) for n, r, t in plot if n == name][:1]:
+                bars.append(ratio_chart.Bar(r, t, colors[i % 3], f"clang-{release} {name}: {r:.2f}"))
+        groups.append((name, bars))
+    legend = [(colors[i % 3], f"clang-{release}") for i, (release, _) in enumerate(plots)]
+    ratio_chart.write(path, "ours / LLVM (log scale; left of 1 is faster; | marks the target)",
+                      groups, (0.1, 0.33, 0.5, 1, 2, 5, 10), (0.05, 20), legend)
 
 
 def machine():

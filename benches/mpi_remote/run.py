@@ -37,6 +37,8 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 HERE = os.path.join(ROOT, "benches", "mpi_remote")
 sys.path.insert(0, os.path.join(ROOT, "benches", "llvm_comparison"))
 from compare import machine  # noqa: E402
+sys.path.insert(0, os.path.join(ROOT, "benches"))
+import ratio_chart  # noqa: E402  (the one SVG writer)
 
 REGION_COUNT = 200
 
@@ -170,35 +172,12 @@ def main():
 
 def svg(rows, path):
     """Bars of each ratio against its target (log scale)."""
-    import math
-    rows = [r for r in rows if r[3] is not None]
-    bar, gap, left, width = 14, 10, 280, 400
-    height = 40 + len(rows) * (bar + gap) + 30
-    lo, hi = math.log10(0.1), math.log10(10)
-    x = lambda r: left + (math.log10(min(max(r, 0.1), 10)) - lo) / (hi - lo) * width
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + width + 40}" '
-           f'height="{height}" font-family="sans-serif" font-size="11">',
-           '<rect width="100%" height="100%" fill="white"/>',
-           f'<text x="{left}" y="16" font-size="13">remote devices over MPI: ratio '
-           '(log scale; | marks the target)</text>']
-    for tick in (0.1, 0.5, 0.8, 1, 2, 3, 10):
-        out.append(f'<line x1="{x(tick):.1f}" y1="24" x2="{x(tick):.1f}" y2="{height - 24}" '
-                   f'stroke="{"#000" if tick == 1 else "#ddd"}"/>')
-        out.append(f'<text x="{x(tick):.1f}" y="{height - 10}" text-anchor="middle">{tick}</text>')
-    y = 32
-    for name, ratio, target, met, _ in rows:
-        out.append(f'<text x="{left - 6}" y="{y + bar - 3}" text-anchor="end">{name}</text>')
-        x0, x1 = sorted((x(1), x(ratio)))
-        color = "#5aa05a" if met else "#c05050"
-        out.append(f'<rect x="{x0:.1f}" y="{y}" width="{max(x1 - x0, 1):.1f}" height="{bar}" '
-                   f'fill="{color}"><title>{name}: {ratio:.2f}</title></rect>')
-        t = float(target.split()[-1])
-        out.append(f'<line x1="{x(t):.1f}" y1="{y - 2}" x2="{x(t):.1f}" y2="{y + bar + 2}" '
-                   'stroke="#c00" stroke-width="2"/>')
-        y += bar + gap
-    out.append("</svg>")
-    with open(path, "w") as f:
-        f.write("\n".join(out) + "\n")
+    groups = [(name, [ratio_chart.Bar(ratio, float(target.split()[-1]),
+                                      "#5aa05a" if met else "#c05050", f"{name}: {ratio:.2f}")])
+              for name, ratio, target, met, _ in rows if target is not None]
+    ratio_chart.write(path, "remote devices over MPI: ratio (log scale; | marks the target)",
+                      groups, (0.1, 0.5, 0.8, 1, 2, 3, 10), (0.1, 10), bar=14, gap=10, left=280,
+                      width=400)
 
 
 if __name__ == "__main__":
