@@ -151,48 +151,33 @@ unsafe extern "C-unwind" fn omp_target_memcpy_rect_async(
     depobj_count: c_int,
     depobj_list: *const *const DependInfo,
 ) -> c_int {
-    let arrays = [
+    let rect = crate::api::Rect {
+        element_size,
+        num_dims,
         volume,
         dst_offsets,
         src_offsets,
         dst_dimensions,
         src_dimensions,
-    ];
-    let dims = usize::try_from(num_dims).unwrap_or(0);
-    if dst.is_null()
-        || src.is_null()
-        || element_size == 0
-        || dims == 0
-        || arrays.iter().any(|a| a.is_null())
-    {
-        let rect = crate::api::Rect {
-            element_size,
-            num_dims,
-            volume,
-            dst_offsets,
-            src_offsets,
-            dst_dimensions,
-            src_dimensions,
-        };
-        // SAFETY: our caller's contract is `memcpy_rect_as`'s.
-        return unsafe {
-            crate::api::memcpy_rect_as(
-                "omp_target_memcpy_rect_async",
-                dst,
-                src,
-                rect,
-                dst_device,
-                src_device,
-            )
-        };
-    }
-    let mut shape = Vec::with_capacity(5 * dims);
-    for a in arrays {
-        // SAFETY: our caller's contract: each array holds `num_dims`
-        // elements (non-null, checked above).
-        shape.extend_from_slice(unsafe { std::slice::from_raw_parts(a, dims) });
-    }
-    let shape = shape.into_boxed_slice();
+    };
+    // SAFETY: our caller's contract: each array holds `num_dims` elements.
+    let shape = match unsafe { rect.to_shape() } {
+        Some(shape) if !dst.is_null() && !src.is_null() && element_size != 0 => shape,
+        // Bad arguments: reported now, as the blocking form reports them.
+        _ => {
+            // SAFETY: our caller's contract is `memcpy_rect_as`'s.
+            return unsafe {
+                crate::api::memcpy_rect_as(
+                    "omp_target_memcpy_rect_async",
+                    dst,
+                    src,
+                    rect,
+                    dst_device,
+                    src_device,
+                )
+            }
+        }
+    };
     let op = AsyncOp::Rect {
         dst,
         src,

@@ -110,17 +110,7 @@ impl AsyncOp {
                 dst_device,
                 src_device,
             } => {
-                let n = shape.len() / 5;
-                let part = |i: usize| shape[i * n..].as_ptr();
-                let rect = crate::api::Rect {
-                    element_size,
-                    num_dims,
-                    volume: part(0),
-                    dst_offsets: part(1),
-                    src_offsets: part(2),
-                    dst_dimensions: part(3),
-                    src_dimensions: part(4),
-                };
+                let rect = crate::api::Rect::from_shape(element_size, num_dims, &shape);
                 // SAFETY: our `# Safety`; the arrays are `shape`'s five
                 // parts of `num_dims` elements each, alive for the call.
                 unsafe {

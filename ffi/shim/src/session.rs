@@ -459,35 +459,28 @@ impl Session {
     }
 
     /// # Safety
-    /// As `omp_target_memcpy_rect` requires: the arrays hold `num_dims`
-    /// elements and describe memory of the respective devices.
-    #[allow(clippy::too_many_arguments)]
+    /// As `omp_target_memcpy_rect` requires: the arrays of `rect` hold
+    /// `num_dims` elements and describe memory of the respective devices.
     pub unsafe fn target_memcpy_rect(
         &self,
         dst: *mut c_void,
         src: *const c_void,
-        element_size: usize,
-        num_dims: c_int,
-        volume: *const usize,
-        dst_offsets: *const usize,
-        src_offsets: *const usize,
-        dst_dimensions: *const usize,
-        src_dimensions: *const usize,
+        rect: &crate::api::Rect,
         dst_device: c_int,
         src_device: c_int,
     ) -> c_int {
         let offload = self.offload();
-        let arrays = [
-            volume,
-            dst_offsets,
-            src_offsets,
-            dst_dimensions,
-            src_dimensions,
-        ];
         // SAFETY: our caller's contract: each array holds `num_dims`
         // elements.
-        if unsafe { device_number::memcpy_rect_looks_up(dst, src, element_size, num_dims, arrays) }
-        {
+        if unsafe {
+            device_number::memcpy_rect_looks_up(
+                dst,
+                src,
+                rect.element_size,
+                rect.num_dims,
+                rect.arrays(),
+            )
+        } {
             fatal_if_unknown(&offload, src_device, Accepts::DevicesAndInitial);
             fatal_if_unknown(&offload, dst_device, Accepts::DevicesAndInitial);
         }
@@ -496,13 +489,13 @@ impl Session {
             offload.target_memcpy_rect(
                 dst,
                 src,
-                element_size,
-                num_dims,
-                volume,
-                dst_offsets,
-                src_offsets,
-                dst_dimensions,
-                src_dimensions,
+                rect.element_size,
+                rect.num_dims,
+                rect.volume,
+                rect.dst_offsets,
+                rect.src_offsets,
+                rect.dst_dimensions,
+                rect.src_dimensions,
                 dst_device,
                 src_device,
             )
