@@ -175,7 +175,7 @@ unsafe extern "C-unwind" fn omp_target_memcpy_rect_async(
                     dst_device,
                     src_device,
                 )
-            }
+            };
         }
     };
     let op = AsyncOp::Rect {
