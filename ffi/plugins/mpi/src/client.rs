@@ -1,6 +1,7 @@
 //! The program's side of the protocol: one request, one reply, from any
 //! thread.
 use crate::error::WireError;
+use crate::kernel_exit::KernelExit;
 use crate::mpi;
 use crate::protocol::{
     self, InlineCopy, Op, Request, INLINE_BATCH_BASE, INLINE_BATCH_LIMIT, INLINE_COPY_FIELDS,
@@ -52,6 +53,9 @@ pub struct Client {
     /// that server fails with this text instead of computing on stale
     /// data. (A server found dead is in `dead` too.)
     lost: RankNotes,
+    /// Whether a kernel of this rank called `exit`, and the calls in
+    /// flight meanwhile.
+    kernel_exit: KernelExit,
 }
 
 /// A note (why) per server rank, read by every call: a flag says
@@ -122,6 +126,7 @@ impl Client {
             dead: RankNotes::default(),
             gathered: Vec::new(),
             lost: RankNotes::default(),
+            kernel_exit: KernelExit::new(),
         };
         client.gathered = (0..client.world.roles.len())
             .map(|_| Gathered::default())
@@ -320,6 +325,10 @@ impl Client {
 
     /// Send `op` to server `server` and wait for its reply message.
     pub fn call(&self, server: usize, op: Op) -> Result<Vec<u8>, String> {
+        self.kernel_exit.call(|| self.call_server(server, op))
+    }
+
+    fn call_server(&self, server: usize, op: Op) -> Result<Vec<u8>, String> {
         self.check_open()?;
         self.call_rank(self.servers[server].rank, op)
     }
@@ -360,12 +369,32 @@ impl Client {
     /// on the same tag).
     fn reply(&self, rank: i32, tag: i32, posted: Posted<'_>) -> Result<Vec<u8>, String> {
         let watch = || self.world.death_of(rank);
-        Ok(self.world.receive_message(posted, &watch, |_| Some(tag))?.1)
+        let reply = self.world.receive_message(posted, &watch, |_| Some(tag))?.1;
+        if protocol::kernel_exit_status(&reply).is_some() {
+            // The launch whose kernel called exit: its caller exits.
+            self.kernel_exit.note();
+        } else if protocol::exiting_of(&reply).is_some_and(|(_, client)| client == self.rank()) {
+            // Another request refused by that kernel's server, which may
+            // reach this thread before the launch's reply reaches its own:
+            // a failure (whatever the call), and the process is exiting.
+            self.kernel_exit.note();
+            return Err(protocol::read_reply(&reply).err().unwrap_or_default());
+        }
+        Ok(reply)
+    }
+
+    /// Whether a kernel of this rank called `exit` (a reply said so).
+    pub fn kernel_exit(&self) -> &KernelExit {
+        &self.kernel_exit
     }
 
     /// `call`, then the reply's payload or the server's error.
     pub fn call_ok(&self, server: usize, op: Op) -> Result<Vec<u8>, String> {
-        let reply = self.call(server, op)?;
+        self.kernel_exit.call(|| self.call_server_ok(server, op))
+    }
+
+    fn call_server_ok(&self, server: usize, op: Op) -> Result<Vec<u8>, String> {
+        let reply = self.call_server(server, op)?;
         protocol::read_reply(&reply)?;
         Ok(reply)
     }
@@ -375,6 +404,24 @@ impl Client {
     /// # Safety
     /// `host` is readable for `size` bytes.
     pub unsafe fn submit(
+        &self,
+        server: usize,
+        device: u32,
+        ptr: u64,
+        host: *const c_void,
+        size: usize,
+    ) -> Result<(), String> {
+        self.kernel_exit.call(|| {
+            // SAFETY: per this function's contract.
+            unsafe { self.submit_now(server, device, ptr, host, size) }
+        })
+    }
+
+    /// [`Client::submit`], counted in flight by the caller.
+    ///
+    /// # Safety
+    /// `host` is readable for `size` bytes.
+    unsafe fn submit_now(
         &self,
         server: usize,
         device: u32,
@@ -405,6 +452,24 @@ impl Client {
     /// # Safety
     /// `host` is writable for `size` bytes.
     pub unsafe fn retrieve(
+        &self,
+        server: usize,
+        device: u32,
+        ptr: u64,
+        host: *mut c_void,
+        size: usize,
+    ) -> Result<(), String> {
+        self.kernel_exit.call(|| {
+            // SAFETY: per this function's contract.
+            unsafe { self.retrieve_now(server, device, ptr, host, size) }
+        })
+    }
+
+    /// [`Client::retrieve`], counted in flight by the caller.
+    ///
+    /// # Safety
+    /// `host` is writable for `size` bytes.
+    unsafe fn retrieve_now(
         &self,
         server: usize,
         device: u32,
@@ -443,6 +508,17 @@ impl Client {
         ptr: u64,
         data: Vec<u8>,
     ) -> Result<(), String> {
+        self.kernel_exit
+            .call(|| self.submit_inline_now(server, device, ptr, data))
+    }
+
+    fn submit_inline_now(
+        &self,
+        server: usize,
+        device: u32,
+        ptr: u64,
+        data: Vec<u8>,
+    ) -> Result<(), String> {
         self.check_open()?;
         if data.len() > INLINE_SUBMIT_LIMIT {
             return Err(format!(
@@ -473,6 +549,22 @@ impl Client {
     /// # Safety
     /// Each host range is writable for its bytes.
     pub unsafe fn retrieve_batch(
+        &self,
+        server: usize,
+        device: u32,
+        ranges: &[(u64, *mut c_void, usize)],
+    ) -> Result<(), String> {
+        self.kernel_exit.call(|| {
+            // SAFETY: per this function's contract.
+            unsafe { self.retrieve_batch_now(server, device, ranges) }
+        })
+    }
+
+    /// [`Client::retrieve_batch`], counted in flight by the caller.
+    ///
+    /// # Safety
+    /// Each host range is writable for its bytes.
+    unsafe fn retrieve_batch_now(
         &self,
         server: usize,
         device: u32,
@@ -521,6 +613,17 @@ impl Client {
         (dst, dst_device, dst_ptr): (usize, u32, u64),
         size: u64,
     ) -> Result<(), String> {
+        self.kernel_exit.call(|| {
+            self.exchange_now((src, src_device, src_ptr), (dst, dst_device, dst_ptr), size)
+        })
+    }
+
+    fn exchange_now(
+        &self,
+        (src, src_device, src_ptr): (usize, u32, u64),
+        (dst, dst_device, dst_ptr): (usize, u32, u64),
+        size: u64,
+    ) -> Result<(), String> {
         self.check_open()?;
         if src == dst {
             let op = Op::ExchangeLocal {
@@ -530,7 +633,7 @@ impl Client {
                 dst_ptr,
                 size,
             };
-            return self.call_ok(src, op).map(drop);
+            return self.call_server_ok(src, op).map(drop);
         }
         let _one_at_a_time = self.exchanges.lock().unwrap_or_else(|p| p.into_inner());
         let (src_rank, dst_rank) = (self.servers[src].rank, self.servers[dst].rank);
@@ -597,6 +700,13 @@ impl Client {
     /// told: its acknowledgement is an error that says what it took with
     /// it.
     pub fn close(&self, why: &str) -> Vec<(i32, Result<String, String>)> {
+        self.close_from(None, why)
+    }
+
+    /// [`Client::close`], server rank `first` told first: the server a
+    /// kernel's `exit` is ending, which refuses every request until told
+    /// (a live server may wait, in a copy to it, for it to be gone).
+    pub fn close_from(&self, first: Option<i32>, why: &str) -> Vec<(i32, Result<String, String>)> {
         let mut closed = self.closed.lock().unwrap_or_else(|p| p.into_inner());
         if closed.is_some() {
             return Vec::new();
@@ -605,7 +715,9 @@ impl Client {
         self.is_closed.store(true, Ordering::Release);
         drop(closed);
         let mut acks = Vec::new();
-        for server in &self.servers {
+        let firsts = self.servers.iter().filter(|s| Some(s.rank) == first);
+        let rest = self.servers.iter().filter(|s| Some(s.rank) != first);
+        for server in firsts.chain(rest) {
             if let Some(why) = self
                 .dead(server.rank)
                 .or_else(|| self.world.death_of(server.rank))
