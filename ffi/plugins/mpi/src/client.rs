@@ -8,6 +8,7 @@ use crate::protocol::{
     INLINE_SUBMIT_LIMIT, NO_REPLY_TAG, REPLY_SLOT, REQUEST_SLOT, REQUEST_TAG,
 };
 use crate::world::{Posted, Role, World};
+use omptarget_plugin_kit::state_lock::{self, ReadGuard, ReadMostly};
 use std::collections::HashMap;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering};
@@ -39,6 +40,16 @@ pub struct Client {
     closed: Mutex<Option<String>>,
     /// Whether `closed` is set: read by every call without a lock.
     is_closed: AtomicBool,
+    /// Held (read) by a call from its check that the client is open until
+    /// its messages to servers are sent; written by [`Client::close_from`]
+    /// to mark the client closed. So every request either goes before the
+    /// servers are told to exit, and is answered (MPI keeps the messages
+    /// of one rank to one server on the request tag in the order the
+    /// lock gives them), or is refused here: none goes after a server's
+    /// `Exit`, which that server would never answer. It would not die
+    /// either (its `MPI_Finalize` waits for this rank's), so the call
+    /// would wait for ever.
+    sending: ReadMostly<()>,
     /// Device-to-device copies between two servers run one at a time: two
     /// servers sending to each other at once, each blocked in its send,
     /// would wait for each other for ever.
@@ -122,6 +133,7 @@ impl Client {
             next_exchange: AtomicU32::new(0),
             closed: Mutex::new(None),
             is_closed: AtomicBool::new(false),
+            sending: ReadMostly::new(()),
             exchanges: Mutex::new(()),
             dead: RankNotes::default(),
             gathered: Vec::new(),
@@ -213,6 +225,16 @@ impl Client {
         self.is_closed.load(Ordering::Acquire)
     }
 
+    /// [`Client::check_open`], and the client kept open while the guard
+    /// is held: a call's messages to servers are sent under it (see
+    /// `sending`). Not taken twice by one thread, nor around a wait for a
+    /// reply (a close waits for every guard).
+    fn open_for_sending(&self) -> Result<ReadGuard<'_, ()>, String> {
+        let open = state_lock::read(&self.sending);
+        self.check_open()?;
+        Ok(open)
+    }
+
     fn check_open(&self) -> Result<(), String> {
         if !self.is_closed() {
             return Ok(());
@@ -260,7 +282,10 @@ impl Client {
             return Err(why);
         }
         self.with_rank(rank, || {
-            self.flush(rank)?;
+            {
+                let _open = self.open_for_sending()?;
+                self.flush(rank)?;
+            }
             f()
         })
     }
@@ -346,6 +371,19 @@ impl Client {
         self.reply(rank, reply_tag, posted)
     }
 
+    /// Tell server `rank` to exit and wait for its acknowledgement: the
+    /// close's own request, sent once the client is closed.
+    fn exit_request(&self, rank: i32) -> Result<Vec<u8>, String> {
+        let reply_tag = self.fresh_tag();
+        let request = Request {
+            reply_tag,
+            op: Op::Exit,
+        };
+        self.send_request_anyway(rank, &request)?;
+        let posted = self.post_reply(rank, reply_tag)?;
+        self.reply(rank, reply_tag, posted)
+    }
+
     /// Post the receive of the reply on `tag` from server `rank`, just
     /// after its request went: while the server works on it (the
     /// receive's cost off the round trip's path), so that the reply lands
@@ -355,10 +393,17 @@ impl Client {
         Ok(self.world.post(rank, tag, Vec::new(), REPLY_SLOT)?)
     }
 
+    /// Send `request` to server `rank`, a call's, while the client is
+    /// open ([`Client::open_for_sending`]).
+    fn send_request(&self, rank: i32, request: &Request) -> Result<(), String> {
+        let _open = self.open_for_sending()?;
+        self.send_request_anyway(rank, request)
+    }
+
     /// Send `request` to server `rank`: its first [`REQUEST_SLOT`] bytes
     /// on the request tag, the rest (a long one: an image) on its reply
     /// tag.
-    fn send_request(&self, rank: i32, request: &Request) -> Result<(), String> {
+    fn send_request_anyway(&self, rank: i32, request: &Request) -> Result<(), String> {
         let message = request.encode();
         Ok(self
             .world
@@ -519,7 +564,9 @@ impl Client {
         ptr: u64,
         data: Vec<u8>,
     ) -> Result<(), String> {
-        self.check_open()?;
+        // Before the copies' lock (a flush takes them in that order): a
+        // full batch is sent here.
+        let _open = self.open_for_sending()?;
         if data.len() > INLINE_SUBMIT_LIMIT {
             return Err(format!(
                 "a one-way copy of {} bytes (at most {INLINE_SUBMIT_LIMIT})",
@@ -665,12 +712,16 @@ impl Client {
         // the source watches its peer. Each one asked has its reply
         // awaited, whatever happens to the other: a reply left unreceived
         // would be taken for a later one with the same tag.
+        // Both asked, or neither, before a close tells them to exit: a
+        // source asked whose destination is then refused would wait for
+        // its peer's data until that peer is gone.
+        let open = self.open_for_sending()?;
         let sent = self.with_rank(src_rank, || {
             let request = Request {
                 reply_tag: out_tag,
                 op: out,
             };
-            self.send_request(src_rank, &request)?;
+            self.send_request_anyway(src_rank, &request)?;
             self.post_reply(src_rank, out_tag)
         });
         let asked = match &sent {
@@ -679,11 +730,12 @@ impl Client {
                     reply_tag: in_tag,
                     op: inn,
                 };
-                self.send_request(dst_rank, &request)?;
+                self.send_request_anyway(dst_rank, &request)?;
                 self.post_reply(dst_rank, in_tag)
             }),
             Err(err) => Err(err.clone()),
         };
+        drop(open);
         // A server that was not asked sends no reply; one that was asked
         // replies (with an error if its peer died: it watches it too).
         let sent = sent
@@ -707,13 +759,17 @@ impl Client {
     /// kernel's `exit` is ending, which refuses every request until told
     /// (a live server may wait, in a copy to it, for it to be gone).
     pub fn close_from(&self, first: Option<i32>, why: &str) -> Vec<(i32, Result<String, String>)> {
-        let mut closed = self.closed.lock().unwrap_or_else(|p| p.into_inner());
-        if closed.is_some() {
-            return Vec::new();
+        {
+            // Waits for the calls sending meanwhile: their requests go
+            // before the `Exit`s below, and every later one is refused.
+            let _no_sending = self.sending.write();
+            let mut closed = self.closed.lock().unwrap_or_else(|p| p.into_inner());
+            if closed.is_some() {
+                return Vec::new();
+            }
+            *closed = Some(why.to_owned());
+            self.is_closed.store(true, Ordering::Release);
         }
-        *closed = Some(why.to_owned());
-        self.is_closed.store(true, Ordering::Release);
-        drop(closed);
         let mut acks = Vec::new();
         let firsts = self.servers.iter().filter(|s| Some(s.rank) == first);
         let rest = self.servers.iter().filter(|s| Some(s.rank) != first);
@@ -736,7 +792,7 @@ impl Client {
             let flushed = self.with_rank(rank, || self.flush(rank));
             let lost = self.lost.get(rank);
             let ack = self
-                .with_rank(rank, || self.request_reply(rank, Op::Exit))
+                .with_rank(rank, || self.exit_request(rank))
                 .and_then(|reply| {
                     let mut r = protocol::read_reply(&reply)?;
                     r.string().map_err(|e| e.to_string())

@@ -22,9 +22,12 @@
 //! MPI is finalised only while no other thread is inside the client (an
 //! MPI call after `MPI_Finalize` is fatal in Open MPI): every call counts
 //! itself in a [`ReadMostly`] for its duration, and the exiting thread
-//! takes the write side, waiting for the calls in flight to end (each
-//! wait is bounded by its server's life, and every server has been told
-//! to exit or has exited) and holding back every later one for good.
+//! takes the write side, waiting for the calls in flight to end and
+//! holding back every later one for good. Each of those calls ends: its
+//! requests went before the servers were told to exit, and are answered
+//! (a server that exits answers every request before its last `Exit`),
+//! or are refused by the closed client (`Client`'s `sending` orders the
+//! two); a server that died is watched for.
 use omptarget_plugin_kit::state_lock::{self, ReadMostly, WriteGuard};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, Ordering};
