@@ -41,7 +41,23 @@ impl Device {
         if !self.is_initialized() {
             return;
         }
-        self.report_live_mappings(report);
+        // Never wait for the mapping table: a call in flight holds it across
+        // its plugin calls, and may never let it go (a call its plugin parks
+        // until the process ends).
+        match self.mappings.try_live_entries() {
+            Some(live) => {
+                let device = self.id;
+                report
+                    .live_mappings
+                    .extend(live.into_iter().map(|range| LiveMapping { device, range }));
+            }
+            None => report.not_freed.push(NotFreed {
+                device: Some(self.id),
+                plugin: self.report_label(),
+                what: "the mappings (not listed)".to_owned(),
+                reason: "in use at exit: a call in flight holds the mapping table".to_owned(),
+            }),
+        }
         for (ptr, allocation) in self.memory.live() {
             report
                 .user_leaks

@@ -107,7 +107,25 @@ impl MappingTable {
     /// runtime (not `associate_ptr` or globals, whose dynamic count is
     /// infinite), for the shutdown report.
     pub fn live_entries(&self) -> Vec<MappedRange> {
-        self.lock_entries()
+        Self::ranges_of(&self.lock_entries())
+    }
+
+    /// [`Self::live_entries`] if no call holds the table now, else `None`:
+    /// for the teardown at exit, which waits for no lock a call in flight
+    /// may hold (a call holds this one across its plugin's allocation and
+    /// copies, and a call parked by its plugin until the process ends
+    /// never lets it go).
+    pub fn try_live_entries(&self) -> Option<Vec<MappedRange>> {
+        let entries = match self.entries.try_lock() {
+            Ok(entries) => entries,
+            Err(std::sync::TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return None,
+        };
+        Some(Self::ranges_of(&entries))
+    }
+
+    fn ranges_of(entries: &Entries) -> Vec<MappedRange> {
+        entries
             .values()
             .filter(|e| !e.refs.is_dynamic_infinite())
             .map(|e| MappedRange {

@@ -707,19 +707,24 @@ impl MpiBackend {
     /// servers are closed first (that one acknowledges and exits 0, the
     /// others tear down as usual) and MPI finalised if the plugin started
     /// it: the exit's teardown is partial (this thread is inside a plugin
-    /// call), so `deinit_plugin` would not come.
+    /// call), so `deinit_plugin` would not come. Other threads' calls that
+    /// fail meanwhile park rather than abort the program, and MPI is
+    /// finalised only once none is inside MPI ([`crate::kernel_exit`]).
     fn exit_as_the_kernel_did(&self, client: &Client, device: DeviceId, status: i32) -> ! {
+        client.kernel_exit().claim();
         let server = self.server_of(device);
         let why = format!(
             "a kernel called exit({status}) on rank {} on {}",
             server.rank, server.host
         );
         tracing::info!("{why}: the program exits with status {status}");
-        for (rank, ack) in client.close(&why) {
+        for (rank, ack) in client.close_from(Some(server.rank), &why) {
             if let Err(err) = ack {
                 tracing::warn!(rank, "{err}");
             }
         }
+        // Held until the process ends: no call of another thread starts.
+        let _no_call = client.kernel_exit().quiesce();
         client.world().finalize_before_exit();
         std::process::exit(status)
     }

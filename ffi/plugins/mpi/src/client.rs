@@ -1,12 +1,14 @@
 //! The program's side of the protocol: one request, one reply, from any
 //! thread.
 use crate::error::WireError;
+use crate::kernel_exit::KernelExit;
 use crate::mpi;
 use crate::protocol::{
     self, InlineCopy, Op, Request, INLINE_BATCH_BASE, INLINE_BATCH_LIMIT, INLINE_COPY_FIELDS,
     INLINE_SUBMIT_LIMIT, NO_REPLY_TAG, REPLY_SLOT, REQUEST_SLOT, REQUEST_TAG,
 };
 use crate::world::{Posted, Role, World};
+use omptarget_plugin_kit::state_lock::{self, ReadGuard, ReadMostly};
 use std::collections::HashMap;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering};
@@ -38,6 +40,16 @@ pub struct Client {
     closed: Mutex<Option<String>>,
     /// Whether `closed` is set: read by every call without a lock.
     is_closed: AtomicBool,
+    /// Held (read) by a call from its check that the client is open until
+    /// its messages to servers are sent; written by [`Client::close_from`]
+    /// to mark the client closed. So every request either goes before the
+    /// servers are told to exit, and is answered (MPI keeps the messages
+    /// of one rank to one server on the request tag in the order the
+    /// lock gives them), or is refused here: none goes after a server's
+    /// `Exit`, which that server would never answer. It would not die
+    /// either (its `MPI_Finalize` waits for this rank's), so the call
+    /// would wait for ever.
+    sending: ReadMostly<()>,
     /// Device-to-device copies between two servers run one at a time: two
     /// servers sending to each other at once, each blocked in its send,
     /// would wait for each other for ever.
@@ -52,6 +64,9 @@ pub struct Client {
     /// that server fails with this text instead of computing on stale
     /// data. (A server found dead is in `dead` too.)
     lost: RankNotes,
+    /// Whether a kernel of this rank called `exit`, and the calls in
+    /// flight meanwhile.
+    kernel_exit: KernelExit,
 }
 
 /// A note (why) per server rank, read by every call: a flag says
@@ -121,10 +136,12 @@ impl Client {
             next_exchange: AtomicU32::new(0),
             closed: Mutex::new(None),
             is_closed: AtomicBool::new(false),
+            sending: ReadMostly::new(()),
             exchanges: Mutex::new(()),
             dead: RankNotes::default(),
             gathered: Vec::new(),
             lost: RankNotes::default(),
+            kernel_exit: KernelExit::new(),
         };
         client.gathered = (0..client.world.roles.len())
             .map(|_| Gathered::default())
@@ -211,6 +228,16 @@ impl Client {
         self.is_closed.load(Ordering::Acquire)
     }
 
+    /// [`Client::check_open`], and the client kept open while the guard
+    /// is held: a call's messages to servers are sent under it (see
+    /// `sending`). Not taken twice by one thread, nor around a wait for a
+    /// reply (a close waits for every guard).
+    fn open_for_sending(&self) -> Result<ReadGuard<'_, ()>, String> {
+        let open = state_lock::read(&self.sending);
+        self.check_open()?;
+        Ok(open)
+    }
+
     fn check_open(&self) -> Result<(), String> {
         if !self.is_closed() {
             return Ok(());
@@ -258,7 +285,10 @@ impl Client {
             return Err(why);
         }
         self.with_rank(rank, || {
-            self.flush(rank)?;
+            {
+                let _open = self.open_for_sending()?;
+                self.flush(rank)?;
+            }
             f()
         })
     }
@@ -323,6 +353,10 @@ impl Client {
 
     /// Send `op` to server `server` and wait for its reply message.
     pub fn call(&self, server: usize, op: Op) -> Result<Vec<u8>, String> {
+        self.kernel_exit.call(|| self.call_server(server, op))
+    }
+
+    fn call_server(&self, server: usize, op: Op) -> Result<Vec<u8>, String> {
         self.check_open()?;
         self.call_rank(self.servers[server].rank, op)
     }
@@ -340,6 +374,19 @@ impl Client {
         self.reply(rank, reply_tag, posted)
     }
 
+    /// Tell server `rank` to exit and wait for its acknowledgement: the
+    /// close's own request, sent once the client is closed.
+    fn exit_request(&self, rank: i32) -> Result<Vec<u8>, String> {
+        let reply_tag = self.fresh_tag();
+        let request = Request {
+            reply_tag,
+            op: Op::Exit,
+        };
+        self.send_request_anyway(rank, &request)?;
+        let posted = self.post_reply(rank, reply_tag)?;
+        self.reply(rank, reply_tag, posted)
+    }
+
     /// Post the receive of the reply on `tag` from server `rank`, just
     /// after its request went: while the server works on it (the
     /// receive's cost off the round trip's path), so that the reply lands
@@ -349,10 +396,17 @@ impl Client {
         Ok(self.world.post(rank, tag, Vec::new(), REPLY_SLOT)?)
     }
 
+    /// Send `request` to server `rank`, a call's, while the client is
+    /// open ([`Client::open_for_sending`]).
+    fn send_request(&self, rank: i32, request: &Request) -> Result<(), String> {
+        let _open = self.open_for_sending()?;
+        self.send_request_anyway(rank, request)
+    }
+
     /// Send `request` to server `rank`: its first [`REQUEST_SLOT`] bytes
     /// on the request tag, the rest (a long one: an image) on its reply
     /// tag.
-    fn send_request(&self, rank: i32, request: &Request) -> Result<(), String> {
+    fn send_request_anyway(&self, rank: i32, request: &Request) -> Result<(), String> {
         let message = request.encode();
         Ok(self
             .world
@@ -363,12 +417,32 @@ impl Client {
     /// on the same tag).
     fn reply(&self, rank: i32, tag: i32, posted: Posted<'_>) -> Result<Vec<u8>, String> {
         let watch = || self.world.death_of(rank);
-        Ok(self.world.receive_message(posted, &watch, |_| Some(tag))?.1)
+        let reply = self.world.receive_message(posted, &watch, |_| Some(tag))?.1;
+        if protocol::kernel_exit_status(&reply).is_some() {
+            // The launch whose kernel called exit: its caller exits.
+            self.kernel_exit.note();
+        } else if protocol::exiting_of(&reply).is_some_and(|(_, client)| client == self.rank()) {
+            // Another request refused by that kernel's server, which may
+            // reach this thread before the launch's reply reaches its own:
+            // a failure (whatever the call), and the process is exiting.
+            self.kernel_exit.note();
+            return Err(protocol::read_reply(&reply).err().unwrap_or_default());
+        }
+        Ok(reply)
+    }
+
+    /// Whether a kernel of this rank called `exit` (a reply said so).
+    pub fn kernel_exit(&self) -> &KernelExit {
+        &self.kernel_exit
     }
 
     /// `call`, then the reply's payload or the server's error.
     pub fn call_ok(&self, server: usize, op: Op) -> Result<Vec<u8>, String> {
-        let reply = self.call(server, op)?;
+        self.kernel_exit.call(|| self.call_server_ok(server, op))
+    }
+
+    fn call_server_ok(&self, server: usize, op: Op) -> Result<Vec<u8>, String> {
+        let reply = self.call_server(server, op)?;
         protocol::read_reply(&reply)?;
         Ok(reply)
     }
@@ -378,6 +452,24 @@ impl Client {
     /// # Safety
     /// `host` is readable for `size` bytes.
     pub unsafe fn submit(
+        &self,
+        server: usize,
+        device: u32,
+        ptr: u64,
+        host: *const c_void,
+        size: usize,
+    ) -> Result<(), String> {
+        self.kernel_exit.call(|| {
+            // SAFETY: per this function's contract.
+            unsafe { self.submit_now(server, device, ptr, host, size) }
+        })
+    }
+
+    /// [`Client::submit`], counted in flight by the caller.
+    ///
+    /// # Safety
+    /// `host` is readable for `size` bytes.
+    unsafe fn submit_now(
         &self,
         server: usize,
         device: u32,
@@ -408,6 +500,24 @@ impl Client {
     /// # Safety
     /// `host` is writable for `size` bytes.
     pub unsafe fn retrieve(
+        &self,
+        server: usize,
+        device: u32,
+        ptr: u64,
+        host: *mut c_void,
+        size: usize,
+    ) -> Result<(), String> {
+        self.kernel_exit.call(|| {
+            // SAFETY: per this function's contract.
+            unsafe { self.retrieve_now(server, device, ptr, host, size) }
+        })
+    }
+
+    /// [`Client::retrieve`], counted in flight by the caller.
+    ///
+    /// # Safety
+    /// `host` is writable for `size` bytes.
+    unsafe fn retrieve_now(
         &self,
         server: usize,
         device: u32,
@@ -446,7 +556,20 @@ impl Client {
         ptr: u64,
         data: Vec<u8>,
     ) -> Result<(), String> {
-        self.check_open()?;
+        self.kernel_exit
+            .call(|| self.submit_inline_now(server, device, ptr, data))
+    }
+
+    fn submit_inline_now(
+        &self,
+        server: usize,
+        device: u32,
+        ptr: u64,
+        data: Vec<u8>,
+    ) -> Result<(), String> {
+        // Before the copies' lock (a flush takes them in that order): a
+        // full batch is sent here.
+        let _open = self.open_for_sending()?;
         if data.len() > INLINE_SUBMIT_LIMIT {
             return Err(format!(
                 "a one-way copy of {} bytes (at most {INLINE_SUBMIT_LIMIT})",
@@ -476,6 +599,22 @@ impl Client {
     /// # Safety
     /// Each host range is writable for its bytes.
     pub unsafe fn retrieve_batch(
+        &self,
+        server: usize,
+        device: u32,
+        ranges: &[(u64, *mut c_void, usize)],
+    ) -> Result<(), String> {
+        self.kernel_exit.call(|| {
+            // SAFETY: per this function's contract.
+            unsafe { self.retrieve_batch_now(server, device, ranges) }
+        })
+    }
+
+    /// [`Client::retrieve_batch`], counted in flight by the caller.
+    ///
+    /// # Safety
+    /// Each host range is writable for its bytes.
+    unsafe fn retrieve_batch_now(
         &self,
         server: usize,
         device: u32,
@@ -524,6 +663,17 @@ impl Client {
         (dst, dst_device, dst_ptr): (usize, u32, u64),
         size: u64,
     ) -> Result<(), String> {
+        self.kernel_exit.call(|| {
+            self.exchange_now((src, src_device, src_ptr), (dst, dst_device, dst_ptr), size)
+        })
+    }
+
+    fn exchange_now(
+        &self,
+        (src, src_device, src_ptr): (usize, u32, u64),
+        (dst, dst_device, dst_ptr): (usize, u32, u64),
+        size: u64,
+    ) -> Result<(), String> {
         self.check_open()?;
         if src == dst {
             let op = Op::ExchangeLocal {
@@ -533,7 +683,7 @@ impl Client {
                 dst_ptr,
                 size,
             };
-            return self.call_ok(src, op).map(drop);
+            return self.call_server_ok(src, op).map(drop);
         }
         let _one_at_a_time = self.exchanges.lock().unwrap_or_else(|p| p.into_inner());
         let (src_rank, dst_rank) = (self.servers[src].rank, self.servers[dst].rank);
@@ -565,12 +715,16 @@ impl Client {
         // the source watches its peer. Each one asked has its reply
         // awaited, whatever happens to the other: a reply left unreceived
         // would be taken for a later one with the same tag.
+        // Both asked, or neither, before a close tells them to exit: a
+        // source asked whose destination is then refused would wait for
+        // its peer's data until that peer is gone.
+        let open = self.open_for_sending()?;
         let sent = self.with_rank(src_rank, || {
             let request = Request {
                 reply_tag: out_tag,
                 op: out,
             };
-            self.send_request(src_rank, &request)?;
+            self.send_request_anyway(src_rank, &request)?;
             self.post_reply(src_rank, out_tag)
         });
         let asked = match &sent {
@@ -579,11 +733,12 @@ impl Client {
                     reply_tag: in_tag,
                     op: inn,
                 };
-                self.send_request(dst_rank, &request)?;
+                self.send_request_anyway(dst_rank, &request)?;
                 self.post_reply(dst_rank, in_tag)
             }),
             Err(err) => Err(err.clone()),
         };
+        drop(open);
         // A server that was not asked sends no reply; one that was asked
         // replies (with an error if its peer died: it watches it too).
         let sent = sent
@@ -600,15 +755,28 @@ impl Client {
     /// told: its acknowledgement is an error that says what it took with
     /// it.
     pub fn close(&self, why: &str) -> Vec<(i32, Result<String, String>)> {
-        let mut closed = self.closed.lock().unwrap_or_else(|p| p.into_inner());
-        if closed.is_some() {
-            return Vec::new();
+        self.close_from(None, why)
+    }
+
+    /// [`Client::close`], server rank `first` told first: the server a
+    /// kernel's `exit` is ending, which refuses every request until told
+    /// (a live server may wait, in a copy to it, for it to be gone).
+    pub fn close_from(&self, first: Option<i32>, why: &str) -> Vec<(i32, Result<String, String>)> {
+        {
+            // Waits for the calls sending meanwhile: their requests go
+            // before the `Exit`s below, and every later one is refused.
+            let _no_sending = self.sending.write();
+            let mut closed = self.closed.lock().unwrap_or_else(|p| p.into_inner());
+            if closed.is_some() {
+                return Vec::new();
+            }
+            *closed = Some(why.to_owned());
+            self.is_closed.store(true, Ordering::Release);
         }
-        *closed = Some(why.to_owned());
-        self.is_closed.store(true, Ordering::Release);
-        drop(closed);
         let mut acks = Vec::new();
-        for server in &self.servers {
+        let firsts = self.servers.iter().filter(|s| Some(s.rank) == first);
+        let rest = self.servers.iter().filter(|s| Some(s.rank) != first);
+        for server in firsts.chain(rest) {
             if let Some(why) = self
                 .dead(server.rank)
                 .or_else(|| self.world.death_of(server.rank))
@@ -627,7 +795,7 @@ impl Client {
             let flushed = self.with_rank(rank, || self.flush(rank));
             let lost = self.lost.get(rank);
             let ack = self
-                .with_rank(rank, || self.request_reply(rank, Op::Exit))
+                .with_rank(rank, || self.exit_request(rank))
                 .and_then(|reply| {
                     let mut r = protocol::read_reply(&reply)?;
                     r.string().map_err(|e| e.to_string())

@@ -15,6 +15,8 @@
 //!   of a receive MPI may still write into.
 //! * [`protocol`]: the messages, their tags and their encoding.
 //! * [`client`]: the program's side: requests and bulk data.
+//! * [`kernel_exit`]: the other threads' calls while a kernel's `exit()` on a
+//!   remote device ends the program.
 //! * [`finalize_hook`]: closing the servers when the program finalises MPI
 //!   before the runtime's teardown.
 //! * [`backend`]: [`MpiBackend`], the kit's backend over the client.
@@ -29,6 +31,7 @@ pub mod backend;
 pub mod client;
 pub mod error;
 pub mod finalize_hook;
+pub mod kernel_exit;
 pub mod mpi;
 pub mod protocol;
 pub mod stand_in;

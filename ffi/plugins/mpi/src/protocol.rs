@@ -248,6 +248,11 @@ pub const NOT_SHIPPED: u32 = 2;
 /// A `Run` reply's status word: the kernel called `exit(status)`; the
 /// status (`i32`) follows. The server is going away.
 pub const KERNEL_EXIT: u32 = 3;
+/// A reply's status word for a request a server refuses because it is
+/// going away after a kernel called `exit(status)` for program rank
+/// `client`: the error text follows, then the status and that rank
+/// (`i32` each). That rank's process is exiting with that status.
+pub const EXITING: u32 = 4;
 
 /// A message that does not decode.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -759,6 +764,29 @@ pub fn kernel_exit_status(message: &[u8]) -> Option<i32> {
     }
 }
 
+/// A server's refusal of a request after a kernel called `exit(status)`
+/// for program rank `client` ([`EXITING`]): a failure whose text is
+/// `message`, as [`read_reply`] reads it.
+pub fn exiting_reply(message: &str, status: i32, client: i32) -> Vec<u8> {
+    let mut w = Writer::new();
+    w.u32(EXITING).str(message).i32(status).i32(client);
+    w.finish()
+}
+
+/// The status and the program rank of an [`exiting_reply`], if `message`
+/// is one.
+pub fn exiting_of(message: &[u8]) -> Option<(i32, i32)> {
+    let mut r = Reader::message(message).ok()?;
+    if r.u32().ok()? != EXITING {
+        return None;
+    }
+    r.string().ok()?;
+    let status = r.i32().ok()?;
+    let client = r.i32().ok()?;
+    r.end().ok()?;
+    Some((status, client))
+}
+
 /// Whether `message` is [`not_shipped_reply`].
 pub fn is_not_shipped(message: &[u8]) -> bool {
     Reader::message(message)
@@ -778,6 +806,16 @@ pub fn read_reply(message: &[u8]) -> Result<Reader<'_>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_exiting_reply_is_a_failure_that_names_the_exit() {
+        let reply = exiting_reply("going away", 7, 3);
+        assert_eq!(exiting_of(&reply), Some((7, 3)));
+        assert_eq!(read_reply(&reply).err().as_deref(), Some("going away"));
+        assert_eq!(kernel_exit_status(&reply), None);
+        assert_eq!(exiting_of(&error_reply("going away")), None);
+        assert_eq!(exiting_of(&kernel_exit_reply(7)), None);
+    }
 
     fn round_trip(op: Op) {
         let request = Request { reply_tag: 77, op };

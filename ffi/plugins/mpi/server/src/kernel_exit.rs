@@ -11,7 +11,11 @@
 //! ends the process with status 0 (`_exit`: the exit in progress already
 //! ran the handlers registered after this one, and will not come back).
 //! The program's plugin, given the status, closes the servers and exits
-//! with it, as it would have locally.
+//! with it, as it would have locally. The errors say so
+//! ([`protocol::exiting_reply`]: the status and the kernel's program
+//! rank): that rank's other threads, whose calls this server refuses
+//! meanwhile, wait for its exit instead of failing (an offload failure
+//! aborts the program).
 //!
 //! The runtime is not torn down: the kernel is still on the stack of the
 //! thread that called `exit`, and the process is going away.
@@ -125,6 +129,7 @@ fn serve_out(world: &World, status: c_int) {
         unsafe { &*clients }.iter().copied().collect()
     };
     let why = format!("device server rank {rank} is exiting: a kernel called exit({status})");
+    let refusal = protocol::exiting_reply(&why, status, client);
     while !left.is_empty() {
         // As the server's own loop: the receive ends only once no rank is
         // left alive, so that one's death costs no other its request.
@@ -151,7 +156,7 @@ fn serve_out(world: &World, status: c_int) {
         let Ok(request) = Request::decode(&message) else {
             // Answered, if it says where: its client waits for a reply.
             if let Some(tag) = protocol::reply_tag_of(&message) {
-                let _ = send_reply(world, client, tag, REPLY_SLOT, &protocol::error_reply(&why));
+                let _ = send_reply(world, client, tag, REPLY_SLOT, &refusal);
             }
             continue;
         };
@@ -163,7 +168,7 @@ fn serve_out(world: &World, status: c_int) {
                 // Its data follows: taken, so that MPI's order holds.
                 // The error keeps `sink` if MPI may still write into it.
                 let _ = world.recv_into(client, tag, vec![0u8; size as usize]);
-                protocol::error_reply(&why)
+                refusal.clone()
             }
             Op::Exit => {
                 left.retain(|&r| r != client);
@@ -173,7 +178,7 @@ fn serve_out(world: &World, status: c_int) {
                     ));
                 })
             }
-            _ => protocol::error_reply(&why),
+            _ => refusal.clone(),
         };
         let _ = send_reply(world, client, tag, slot, &reply);
     }

@@ -5,6 +5,10 @@
 //   exit-thread  a second thread calls exit(5) while main offloads
 //   kill         offloads, then raise(SIGKILL)
 //   exit-in-kernel  a region on the last device calls exit(6)
+//   exit-in-kernel-threads  4 threads offload in a loop, each to its own
+//                remote device (two on the last server, two on the first);
+//                once each has run 5 regions, thread 0's region on the
+//                last device calls exit(7) while the others go on
 //   wait READY GO  offloads to every device, writes its pid to the file
 //                READY.R (R: its MPI rank), waits until the file GO.R
 //                exists, reads a device number from it and offloads to
@@ -26,6 +30,7 @@
 #include <omp.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,6 +80,30 @@ int main(int argc, char **argv) {
 #pragma omp target device(devices - 1)
     { exit(6); }
     printf("not reached\n");
+    return 1;
+  }
+  if (!strcmp(mode, "exit-in-kernel-threads")) {
+    static atomic_int warmed_up;
+    // Devices 4..: the remote ones, after the 4 local host devices.
+    const int on[4] = {devices - 1, devices - 2, 4, 5};
+#pragma omp parallel num_threads(4)
+    {
+      int t = omp_get_thread_num();
+      for (int it = 0;; it++) {
+        if (sum_on(on[t]) != 12285) {
+          printf("wrong sum on thread %d\n", t);
+          fflush(stdout);
+          for (;;) pause();  // the exit stays thread 0's kernel's
+        }
+        if (it == 5) atomic_fetch_add(&warmed_up, 1);
+        if (t == 0 && atomic_load(&warmed_up) == 4) {
+#pragma omp target device(on[0])
+          { exit(7); }
+          printf("not reached\n");
+          fflush(stdout);
+        }
+      }
+    }
     return 1;
   }
   if (!strcmp(mode, "kill")) {

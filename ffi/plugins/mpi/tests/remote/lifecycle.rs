@@ -213,6 +213,47 @@ fn exit_inside_a_remote_kernel_is_the_programs_exit() {
     assert_no_server_left(&tag, Duration::from_secs(5));
 }
 
+/// `exit(7)` inside a kernel on a remote device while 3 other threads
+/// offload to remote devices of both servers in a loop: the program exits
+/// with 7 in each of 10 runs, and no server is left.
+///
+/// Before the fix: 4 of 5 runs ended with status 134 (one with 1). The
+/// other threads' calls failed once the kernel's server refused them, or
+/// once the exiting thread had closed the servers ("the remote devices
+/// are gone"), and the runtime's fatal error aborted the program before
+/// the exit came.
+#[test]
+fn exit_inside_a_remote_kernel_while_other_threads_offload() {
+    for run in 0..10 {
+        let tag = tag(&format!("exit-in-kernel-threads-{run}"));
+        let out = job::run(job(program(), "exit-in-kernel-threads", 1, 2, &tag));
+        assert_eq!(
+            out.exit,
+            Some(Exit::Code(7)),
+            "run {run}: {}",
+            describe(&out)
+        );
+        assert!(
+            out.stderr.contains(
+                "omptarget-mpi-device rank 2: a kernel called exit(7) for program rank 0"
+            ),
+            "run {run}: {}",
+            describe(&out)
+        );
+        assert!(
+            !out.stderr.contains("fatal error") && !out.stderr.contains("exited on signal"),
+            "run {run}: {}",
+            describe(&out)
+        );
+        assert!(
+            !out.stdout.contains("wrong sum"),
+            "run {run}: {}",
+            describe(&out)
+        );
+        assert_no_server_left(&tag, Duration::from_secs(5));
+    }
+}
+
 #[test]
 fn a_killed_program_leaves_no_server_behind() {
     let tag = tag("kill");
