@@ -25,6 +25,8 @@ int main(int argc, char **argv) {
   if (devices < 1)
     return 2;
   static int out[TASKS];
+  // Left in stdio's buffer (stdout is a pipe): the exit must flush it.
+  printf("before=1\n");
 #pragma omp parallel num_threads(4)
 #pragma omp single
   {
@@ -39,7 +41,7 @@ int main(int argc, char **argv) {
         out[t] = t;
       }
     }
-    // Left in stdio's buffer: the exit must flush it.
+    // The exiting kernel may run before this line.
     printf("tasks_created=%d\n", TASKS);
 #pragma omp taskwait
     printf("after_taskwait=1\n");
