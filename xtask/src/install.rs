@@ -36,7 +36,16 @@ pub fn install(prefix: &Path, debug: bool) -> Result<()> {
         copy_file(&staged_bin.join(name), &bin.join(name))?;
         println!("installed {}", bin.join(name).display());
     }
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(&staged.lib_dir)?
+    copy_libraries(&staged.lib_dir, &lib, |line| println!("installed {line}"))?;
+    Ok(())
+}
+
+/// Copy the staged library folder `from` into `to`: its files, and its
+/// links as links (the names clang 19/22 binaries link point at the shim).
+/// `done` is told each name written. Used by install and by the test
+/// step that keeps the release build's libraries.
+pub fn copy_libraries(from: &Path, to: &Path, done: impl Fn(String)) -> Result<()> {
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(from)?
         .map(|e| e.map(|e| e.path()))
         .collect::<std::io::Result<_>>()?;
     entries.sort();
@@ -45,17 +54,17 @@ pub fn install(prefix: &Path, debug: bool) -> Result<()> {
         if name.to_string_lossy().starts_with('.') {
             continue; // a copy in progress of a concurrent stage
         }
-        let dst = lib.join(name);
+        let dst = to.join(name);
         let meta = std::fs::symlink_metadata(&src)?;
         if meta.file_type().is_symlink() {
             let points_to = std::fs::read_link(&src)?;
             let _ = std::fs::remove_file(&dst);
             std::os::unix::fs::symlink(&points_to, &dst)
                 .with_context(|| format!("linking {}", dst.display()))?;
-            println!("installed {} -> {}", dst.display(), points_to.display());
+            done(format!("{} -> {}", dst.display(), points_to.display()));
         } else if meta.is_file() {
             copy_file(&src, &dst)?;
-            println!("installed {}", dst.display());
+            done(dst.display().to_string());
         }
     }
     Ok(())

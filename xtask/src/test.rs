@@ -107,7 +107,11 @@ fn print_timings(timings: &[(&str, std::time::Duration)]) {
 fn stage_release_then_debug() -> Result<()> {
     let release = stage::stage(true)?;
     let kept = release_lib_dir();
-    copy_dir(&release.lib_dir, &kept)?;
+    if kept.exists() {
+        std::fs::remove_dir_all(&kept).with_context(|| format!("removing {}", kept.display()))?;
+    }
+    std::fs::create_dir_all(&kept)?;
+    crate::install::copy_libraries(&release.lib_dir, &kept, |_| ())?;
     println!("staged the release build into {}", kept.display());
     let staged = stage::stage(false)?;
     println!("staged into {}", staged.lib_dir.display());
@@ -122,25 +126,6 @@ const VALGRIND_LIB_ENV: &str = "OMPTARGET_VALGRIND_LIB_DIR";
 
 fn release_lib_dir() -> std::path::PathBuf {
     stage::target_dir().join("omptarget").join(RELEASE_LIB_DIR)
-}
-
-/// Replace `to` with a copy of the folder `from` (its files and links).
-fn copy_dir(from: &std::path::Path, to: &std::path::Path) -> Result<()> {
-    if to.exists() {
-        std::fs::remove_dir_all(to).with_context(|| format!("removing {}", to.display()))?;
-    }
-    std::fs::create_dir_all(to)?;
-    for entry in std::fs::read_dir(from)? {
-        let entry = entry?;
-        let target = to.join(entry.file_name());
-        if entry.file_type()?.is_symlink() {
-            std::os::unix::fs::symlink(std::fs::read_link(entry.path())?, &target)?;
-        } else {
-            std::fs::copy(entry.path(), &target)
-                .with_context(|| format!("copying {}", entry.path().display()))?;
-        }
-    }
-    Ok(())
 }
 
 /// The token `stage_release_then_debug` left (`target/omptarget/.staged`), which the
