@@ -157,11 +157,40 @@ pub fn import_slots(bytes: &[u8], name: &[u8]) -> Result<Vec<u64>, String> {
                 .and_then(|rest| rest.first())
                 == Some(&0);
             if named {
-                slots.push(relocation.r_offset(endian));
+                let slot = relocation.r_offset(endian);
+                // The loader wrote this slot already; still, a slot outside
+                // the image's segments is refused rather than written.
+                if !inside_a_segment(header, endian, bytes, slot, 8)? {
+                    return Err(format!(
+                        "relocation of `exit` at {slot:#x} is outside the image"
+                    ));
+                }
+                slots.push(slot);
             }
         }
     }
     Ok(slots)
+}
+
+/// Whether `size` bytes at `addr` (relative to the load base) lie inside
+/// one `PT_LOAD` segment: mapped memory once loaded.
+fn inside_a_segment(
+    header: &FileHeader64<Endianness>,
+    endian: Endianness,
+    bytes: &[u8],
+    addr: u64,
+    size: u64,
+) -> Result<bool, String> {
+    let segments = header
+        .program_headers(endian, bytes)
+        .map_err(|e| format!("bad ELF program headers ({e})"))?;
+    let end = addr.checked_add(size);
+    Ok(segments.iter().any(|segment| {
+        let start = segment.p_vaddr(endian);
+        segment.p_type(endian) == object::elf::PT_LOAD
+            && addr >= start
+            && end.is_some_and(|end| Some(end) <= start.checked_add(segment.p_memsz(endian)))
+    }))
 }
 
 /// Check that `section` lies inside a `PT_LOAD` segment, so that reading
@@ -172,17 +201,7 @@ fn check_loaded(
     bytes: &[u8],
     section: EntriesSection,
 ) -> Result<(), String> {
-    let segments = header
-        .program_headers(endian, bytes)
-        .map_err(|e| format!("bad ELF program headers ({e})"))?;
-    let end = section.addr.checked_add(section.size);
-    let inside = segments.iter().any(|segment| {
-        let start = segment.p_vaddr(endian);
-        segment.p_type(endian) == object::elf::PT_LOAD
-            && section.addr >= start
-            && end.is_some_and(|end| Some(end) <= start.checked_add(segment.p_memsz(endian)))
-    });
-    if inside {
+    if inside_a_segment(header, endian, bytes, section.addr, section.size)? {
         Ok(())
     } else {
         Err("section omp_offloading_entries is not inside a loaded segment".to_string())
