@@ -452,17 +452,7 @@ fn sigterm_to_run_mpi_leaves_no_process_of_the_job() {
     assert_eq!(unsafe { libc::kill(tool.id() as i32, libc::SIGTERM) }, 0);
     let out = tool.wait_with_output().unwrap();
     let left: Vec<_> = job.iter().copied().filter(|&p| still_running(p)).collect();
-    for &(pid, _) in &left {
-        // SAFETY: our own test's processes, left behind by the failure.
-        unsafe { libc::kill(pid, libc::SIGKILL) };
-    }
-    assert!(left.is_empty(), "left running: {left:?} ({:?})", out.status);
-    assert!(
-        out.status.code().is_some_and(|c| c != 0),
-        "{:?}: {}",
-        out.status,
-        text(&out.stderr)
-    );
+    assert_job_ended_and_failed(left, &out);
 }
 
 /// Running processes whose environment holds `OMPTARGET_TEST_JOB=tag`:
@@ -523,10 +513,7 @@ fn run_mpi_of_a_program_that_never_offloads_ends_with_its_status() {
             std::thread::sleep(std::time::Duration::from_millis(20));
         };
         let left = processes_of_job(&tag);
-        for &(pid, _) in &left {
-            // SAFETY: our own test's processes, left behind by the failure.
-            unsafe { libc::kill(pid, libc::SIGKILL) };
-        }
+        kill_left(&left);
         assert!(left.is_empty(), "{program:?}: left running: {left:?}");
         assert_eq!(status.code(), Some(code), "--mpi {servers} -- {program:?}");
     }
@@ -569,11 +556,13 @@ fn a_killed_program_rank_takes_the_program_with_it() {
     // SAFETY: a process of our own test's job.
     assert_eq!(unsafe { libc::kill(rank, libc::SIGKILL) }, 0);
     let out = tool.wait_with_output().unwrap();
-    let left = processes_of_job(&tag);
-    for &(pid, _) in &left {
-        // SAFETY: our own test's processes, left behind by the failure.
-        unsafe { libc::kill(pid, libc::SIGKILL) };
-    }
+    assert_job_ended_and_failed(processes_of_job(&tag), &out);
+}
+
+/// Nothing of the job is `left` (killed if anything is, so that a failure
+/// leaves no process behind), and `run` failed.
+fn assert_job_ended_and_failed(left: Vec<(i32, u64)>, out: &std::process::Output) {
+    kill_left(&left);
     assert!(left.is_empty(), "left running: {left:?} ({:?})", out.status);
     assert!(
         out.status.code().is_some_and(|c| c != 0),
@@ -581,6 +570,14 @@ fn a_killed_program_rank_takes_the_program_with_it() {
         out.status,
         text(&out.stderr)
     );
+}
+
+/// SIGKILL what a failed test left running.
+fn kill_left(left: &[(i32, u64)]) {
+    for &(pid, _) in left {
+        // SAFETY: our own test's processes, left behind by the failure.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
 }
 
 /// A server count the machine cannot start is refused before `mpirun`
