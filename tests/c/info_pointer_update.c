@@ -1,5 +1,5 @@
 // ENV: LIBOMPTARGET_INFO=-1
-// CHECK-STDERR
+// CHECK-STDERR: 19 22
 // CFLAGS: {debug}
 // The INFO lines of a pointer attached in a region (LLVM's lit
 // offloading/force-usm.cpp without unified memory): `map(pGI[:1])` of a
@@ -11,6 +11,11 @@
 // prints under the same name, and lists the entry as `attach`. Also the
 // "Creating new map entry" and data-end lines of each release, and the
 // table dumps with the global.
+// LLVM 14's stderr is not compared: it names that update after the
+// mapping next above the heap slot it copies from, so its name depends on
+// LLVM 14's heap order (`beta` here, `pGI[:1]` in 2 of 3 fresh-
+// clone CI runs of 2026-12-06), which no runtime can reproduce; its
+// status and stdout still are.
 #include <stdio.h>
 #include <stdlib.h>
 
