@@ -35,7 +35,14 @@ pub unsafe fn redirect_exit(
     let hook = omptarget_thread_exit::process_exit::kernel_exit as extern "C" fn(i32) -> !;
     for offset in &slots {
         let slot = base.wrapping_add(*offset as usize);
-        let protected = read_only.iter().any(|range| range.contains(&slot));
+        // The loader write-protects only the whole pages of a read-only
+        // range (it rounds its end down): a slot on the range's last,
+        // partial page shares it with writable data and is left writable.
+        let page = page_size();
+        let slot_page = slot & !(page - 1);
+        let protected = read_only.iter().any(|range| {
+            range.start & !(page - 1) <= slot_page && slot_page < range.end & !(page - 1)
+        });
         // SAFETY: `slot` is a GOT slot of the loaded image (a relocation's
         // target inside it, per the contract), pointer-sized and aligned;
         // the page is made writable first where the loader protected it.
@@ -58,15 +65,18 @@ pub unsafe fn redirect_exit(
 /// The page is mapped, and no other code relies on its protection while
 /// it differs from the loader's.
 unsafe fn protect(addr: usize, protection: i32) -> Result<()> {
-    // SAFETY: sysconf has no memory-safety preconditions.
-    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
-    let start = addr & !(page - 1);
+    let start = addr & !(page_size() - 1);
     // SAFETY: per this function's contract, one mapped page.
-    if unsafe { libc::mprotect(start as *mut libc::c_void, page, protection) } != 0 {
+    if unsafe { libc::mprotect(start as *mut libc::c_void, page_size(), protection) } != 0 {
         return Err(PluginError::backend(format!(
             "mprotect of a device image's GOT page failed: {}",
             std::io::Error::last_os_error()
         )));
     }
     Ok(())
+}
+
+fn page_size() -> usize {
+    // SAFETY: sysconf has no memory-safety preconditions.
+    unsafe { libc::sysconf(libc::_SC_PAGESIZE) as usize }
 }
