@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Write the code-layout files the shim and the host plugin link with.
 
-`ffi/shim/text-order.txt`, `ffi/plugins/host/rtl/text-order.txt` and
-`ffi/plugins/cuda/rtl/text-order.txt` list, one mangled name per line,
+`ffi/program/shim/text-order.txt`, `ffi/plugin/host/rtl/text-order.txt` and
+`ffi/plugin/cuda/rtl/text-order.txt` list, one mangled name per line,
 every function of the library that typical programs run. A release build places them first and together
-(ffi/link/text_order.rs says why: the kernel maps code in 64 KiB windows
+(ffi/shared/link/text_order.rs says why: the kernel maps code in 64 KiB windows
 around each page touched, so scattered hot code makes the whole library
 resident).
 
@@ -33,11 +33,11 @@ import compare  # noqa: E402  (build() and reference_lib(): the same binaries)
 
 # (library file staged by xtask, the crate folder that links it)
 LIBRARIES = (
-    ("libomptarget.so", os.path.join("ffi", "shim")),
-    ("libomptarget.rtl.x86_64.so", os.path.join("ffi", "plugins", "host", "rtl")),
+    ("libomptarget.so", os.path.join("ffi", "program", "shim")),
+    ("libomptarget.rtl.x86_64.so", os.path.join("ffi", "plugin", "host", "rtl")),
     # Without a GPU (as here) this lists what every program runs of it:
     # loading, the driver probe, "no device", unloading.
-    ("libomptarget.rtl.cuda.so", os.path.join("ffi", "plugins", "cuda", "rtl")),
+    ("libomptarget.rtl.cuda.so", os.path.join("ffi", "plugin", "cuda", "rtl")),
 )
 # Callgrind names a recursive function's inner cycles NAME'2, NAME'3 ...
 RECURSION = re.compile(r"'\d+$")

@@ -26,7 +26,7 @@
 //! for the `omp_target_*` calls) and in `tests/c/README.md`. A copy into a
 //! `const` declare-target global (`target update to`) faults in LLVM's
 //! host plugin; ours refuses it (read-only memory of the image), so the
-//! update fails as any failed copy does (`ffi/shim/tests/bad_input.rs`,
+//! update fails as any failed copy does (`ffi/program/shim/tests/bad_input.rs`,
 //! docs/rust-api.md "Read-only globals").
 //!
 //! # For the shim

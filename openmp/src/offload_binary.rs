@@ -2,7 +2,7 @@
 //!
 //! clang 19 and 22 embed each device image in an OffloadBinary blob
 //! (header, one entry, a string table, then the image). In the binaries
-//! these releases link for x86_64 (`ffi/abi`'s layout tests), `ImageStart`
+//! these releases link for x86_64 (`ffi/plugin/abi`'s layout tests), `ImageStart`
 //! already points at the ELF inside the blob; a producer that hands over the
 //! blob itself (LLVM's own tests, other linkers) is also accepted: the image
 //! the plugins get is always the bare device image.

@@ -1,7 +1,7 @@
 // CXX
 // RELEASES: 19 22
 // (LLVM 14's runtime ends it with SIGSEGV after the host destructors, before
-// any device destructor prints; ffi/shim/tests/lifecycle.rs runs clang 14's.)
+// any device destructor prints; ffi/program/shim/tests/lifecycle.rs runs clang 14's.)
 // Two `declare target` globals with constructors and destructors that
 // print on the device only (the host copies print "host ..."). The device
 // copies are constructed when the image is loaded at the first region

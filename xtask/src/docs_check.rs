@@ -30,7 +30,7 @@ fn read(relative: &str) -> String {
 
 /// The lines of the section whose heading (a `#` line) contains `heading`,
 /// up to the next heading of any level.
-fn section<'t>(text: &'t str, heading: &str) -> Result<Vec<&'t str>, String> {
+pub(crate) fn section<'t>(text: &'t str, heading: &str) -> Result<Vec<&'t str>, String> {
     let mut lines = text.lines();
     lines
         .by_ref()

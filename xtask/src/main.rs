@@ -21,7 +21,8 @@
 //! (running child processes); `demo` and `lint` are functions of this file.
 //! `docs_check` (tests only): README.md's dependency table, layout of
 //! `target/omptarget` and program counts against `.ci/apt-packages.txt`,
-//! `stage`'s constants and `tests/c`.
+//! `stage`'s constants and `tests/c`; `layers` (tests only): DESIGN.md's
+//! layer rule and crate table against the manifests.
 
 mod cmd;
 mod deps;
@@ -29,6 +30,8 @@ mod deps;
 mod docs_check;
 mod dtors;
 mod install;
+#[cfg(test)]
+mod layers;
 mod stage;
 mod test;
 mod valgrind;

@@ -137,7 +137,7 @@ fn staged_token() -> Result<String> {
     std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))
 }
 
-/// The loom model of `ffi/lifecycle` (its own target dir: `--cfg loom`
+/// The loom model of `ffi/shared/lifecycle` (its own target dir: `--cfg loom`
 /// rebuilds everything it touches).
 fn loom_lifecycle() -> Result<()> {
     let root = stage::workspace_root();

@@ -1,4 +1,4 @@
-//! Building C for the tests: the shim's programs (`ffi/shim/tests/c`) and
+//! Building C for the tests: the shim's programs (`ffi/program/shim/tests/c`) and
 //! the kernels (`tests/kernels`) with clang-14, the examples' kernels with
 //! the system compiler, reading a binary's dynamic symbols, and finding
 //! LLVM N's tools. (The C suites build with each release's clang:
@@ -15,7 +15,7 @@ pub const OFFLOAD: &[&str] = &["-fopenmp", "-fopenmp-targets=x86_64-pc-linux-gnu
 
 const CLANG: &str = "clang-14";
 
-/// Compile `sources` (files of `ffi/shim/tests/c/`) with clang-14 into
+/// Compile `sources` (files of `ffi/program/shim/tests/c/`) with clang-14 into
 /// `out`, with `flags` before the sources and `libs` after them.
 pub fn clang(sources: &[&str], out: &Path, flags: &[&str], libs: &[&str]) {
     let mut cmd = Command::new(CLANG);

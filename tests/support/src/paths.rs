@@ -68,9 +68,9 @@ pub fn kernels_dir() -> PathBuf {
     workspace_root().join("tests").join("kernels")
 }
 
-/// `ffi/shim/tests/c/<name>`: a C source of the shim's tests (that exists).
+/// `ffi/program/shim/tests/c/<name>`: a C source of the shim's tests (that exists).
 pub fn shim_c_source(name: &str) -> PathBuf {
-    let path = workspace_root().join("ffi/shim/tests/c").join(name);
+    let path = workspace_root().join("ffi/program/shim/tests/c").join(name);
     assert!(path.is_file(), "missing C source {}", path.display());
     path
 }
