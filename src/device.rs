@@ -445,26 +445,9 @@ impl Device {
     }
 }
 
-/// `Ok` for `OFFLOAD_SUCCESS`, else the typed failure of plugin `entry` on
-/// device number `device`: the one place that error is built.
-pub(crate) fn check_code(
-    plugin: &Plugin,
-    device: usize,
-    entry: &'static str,
-    code: i32,
-) -> Result<()> {
-    if code == abi::OFFLOAD_SUCCESS {
-        Ok(())
-    } else {
-        Err(Error::PluginCallFailed {
-            plugin: plugin.name().to_owned(),
-            device,
-            entry,
-            code,
-            reason: plugin.take_last_error(),
-        })
-    }
-}
+// Written with the plugin, whose calls it checks (`get_device_info`
+// there); the device's entries use it from here too.
+pub(crate) use crate::plugin::check_code;
 
 /// Run `op` on a fresh `__tgt_async_info` queue, then `synchronize` it (which
 /// also releases the queue). Returns the first failure code.

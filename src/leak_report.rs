@@ -47,6 +47,30 @@ pub struct LeakedMapping {
     pub origin: AllocOrigin,
 }
 
+// The report's `leaks()` is written here, beside the type it builds, so
+// that `shutdown_report` does not depend on this module.
+impl ShutdownReport {
+    /// What the program leaked: every allocation never freed and mapping
+    /// never released (device, size, host range, where it was allocated),
+    /// and what the runtime freed for it.
+    ///
+    /// ```
+    /// # use omptarget::{Config, DeviceBuffer, Runtime};
+    /// let runtime = Runtime::new(Config::default())?;
+    /// std::mem::forget(DeviceBuffer::<u8>::new(runtime.device(0)?, 100)?);
+    /// let leaks = runtime.shutdown().leaks();
+    /// assert_eq!(leaks.allocations.len(), 1);
+    /// assert_eq!(leaks.bytes_freed, 100);
+    /// let text = leaks.to_string();
+    /// assert!(text.starts_with("omptarget leak report: LEAKS: 1 allocations never freed"));
+    /// assert!(text.contains("allocated at src/leak_report.rs:"), "{text}");
+    /// # Ok::<(), omptarget::Error>(())
+    /// ```
+    pub fn leaks(&self) -> LeakReport {
+        LeakReport::of(self)
+    }
+}
+
 /// What the program leaked, from a [`ShutdownReport`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LeakReport {

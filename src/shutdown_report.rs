@@ -347,26 +347,6 @@ impl ShutdownReport {
         line
     }
 
-    /// What the program leaked: every allocation never freed and mapping
-    /// never released (device, size, host range, where it was allocated),
-    /// and what the runtime freed for it.
-    ///
-    /// ```
-    /// # use omptarget::{Config, DeviceBuffer, Runtime};
-    /// let runtime = Runtime::new(Config::default())?;
-    /// std::mem::forget(DeviceBuffer::<u8>::new(runtime.device(0)?, 100)?);
-    /// let leaks = runtime.shutdown().leaks();
-    /// assert_eq!(leaks.allocations.len(), 1);
-    /// assert_eq!(leaks.bytes_freed, 100);
-    /// let text = leaks.to_string();
-    /// assert!(text.starts_with("omptarget leak report: LEAKS: 1 allocations never freed"));
-    /// assert!(text.contains("allocated at src/shutdown_report.rs:"), "{text}");
-    /// # Ok::<(), omptarget::Error>(())
-    /// ```
-    pub fn leaks(&self) -> crate::leak_report::LeakReport {
-        crate::leak_report::LeakReport::of(self)
-    }
-
     /// The steps of one phase.
     pub fn steps_in(&self, phase: Phase) -> impl Iterator<Item = &TeardownStep> {
         self.steps.iter().filter(move |s| s.phase() == phase)

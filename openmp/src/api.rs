@@ -3,7 +3,7 @@
 //! (they never crash on it: invalid devices, null pointers and zero sizes
 //! are refused). A device number that names no device is such a soft
 //! failure for LLVM 14's callers only: for LLVM 19's and 22's the shim ends
-//! the process first, as their runtimes do (`ffi/program/shim/src/device_number.rs`).
+//! the process first, as their runtimes do (`ffi/program/shim/src/session/device_number.rs`).
 //!
 //! Where LLVM 14 goes on with bad input and crashes or corrupts memory, we
 //! refuse it instead:

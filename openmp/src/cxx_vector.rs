@@ -18,9 +18,26 @@
 //! libstdc++ while one of the runtime's handles is alive would free that
 //! one with `operator delete`; clang's mappers never span a `dlopen`.)
 
-use super::mapper::MapComponent;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// One component a mapper pushed: LLVM's `MapComponentInfoTy` (40 bytes,
+/// this field order).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MapComponent {
+    /// Base pointer (the pointer or object the section belongs to).
+    pub base: *mut c_void,
+    /// Address of the section's first byte.
+    pub begin: *mut c_void,
+    /// Length of the section in bytes.
+    pub size: i64,
+    /// Map type (`OMP_TGT_MAPTYPE_*` bits).
+    pub map_type: i64,
+    /// The section's `map_var_info_t` (a `;name;file;line;col;;` string),
+    /// or null.
+    pub name: *mut c_void,
+}
 
 /// libstdc++'s `std::vector<MapComponentInfoTy>`: `_M_start`,
 /// `_M_finish`, `_M_end_of_storage`.

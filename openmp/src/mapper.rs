@@ -6,26 +6,8 @@
 //! the runtime's own (a [`MapperComponents`]) lives on its stack for the call.
 
 use super::args::{MapArgs, MapperFn, OwnedMapArgs};
-use super::cxx_vector::CxxVector;
+use super::cxx_vector::{CxxVector, MapComponent};
 use std::ffi::c_void;
-
-/// One component a mapper pushed: LLVM's `MapComponentInfoTy` (40 bytes,
-/// this field order).
-#[repr(C)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct MapComponent {
-    /// Base pointer (the pointer or object the section belongs to).
-    pub base: *mut c_void,
-    /// Address of the section's first byte.
-    pub begin: *mut c_void,
-    /// Length of the section in bytes.
-    pub size: i64,
-    /// Map type (`OMP_TGT_MAPTYPE_*` bits).
-    pub map_type: i64,
-    /// The section's `map_var_info_t` (a `;name;file;line;col;;` string),
-    /// or null.
-    pub name: *mut c_void,
-}
 
 /// The components of one mapper call (LLVM's `MapperComponentsTy`, whose
 /// only member is the vector: a pointer to it is a pointer to the vector).

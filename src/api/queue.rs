@@ -8,10 +8,10 @@
 //! scope it copies owned buffers, which it holds until [`Queue::wait`]
 //! gives them back (`transfer.rs`); between scopes the queue orders
 //! itself against other queues with [`Event`]s.
-use super::transfer::Holding;
 use crate::abi::AsyncInfo;
 use crate::device::queue_ops::RawEvent;
 use crate::{Device, Error, Result};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// A long-lived queue on one device: `device.queue()?` or
@@ -284,5 +284,33 @@ impl std::fmt::Debug for Event<'_> {
             .field("device", &self.device.id())
             .field("plugin_event", &!self.raw.0.is_null())
             .finish()
+    }
+}
+
+/// Anything a queue holds for its copies (type-erased; [`Transfer`] keeps
+/// the type, `transfer`).
+pub(crate) trait Held: Send {}
+impl<V: Send> Held for V {}
+
+/// What a [`Queue`] holds for the copies queued on it.
+pub(crate) struct Holding<'rt> {
+    /// Unique among all queues: a receipt names its queue by it.
+    pub(super) queue: u64,
+    pub(super) next: u64,
+    pub(super) held: Vec<(u64, Box<dyn Held + 'rt>)>,
+}
+
+impl Holding<'_> {
+    pub(crate) fn new() -> Self {
+        static QUEUES: AtomicU64 = AtomicU64::new(1);
+        Holding {
+            queue: QUEUES.fetch_add(1, Ordering::Relaxed),
+            next: 0,
+            held: Vec::new(),
+        }
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.held.is_empty()
     }
 }

@@ -17,7 +17,6 @@ use super::{DeviceBuffer, DeviceCopy};
 use crate::{Error, Result};
 use std::ffi::c_void;
 use std::marker::PhantomData;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Owned host memory a [`Queue`] may copy from or into while it holds it:
 /// `Vec<T>`, `Box<[T]>` or a [`PinnedBuffer`] (on a GPU, the one whose
@@ -102,34 +101,6 @@ impl<V> std::fmt::Debug for Returned<V> {
 
 /// A copy queued, with its receipt, or refused, with its buffers.
 type Queued<V> = Result<Transfer<V>, Returned<V>>;
-
-/// Anything a queue holds for its copies (type-erased; [`Transfer`] keeps
-/// the type).
-pub(crate) trait Held: Send {}
-impl<V: Send> Held for V {}
-
-/// What a [`Queue`] holds for the copies queued on it.
-pub(crate) struct Holding<'rt> {
-    /// Unique among all queues: a receipt names its queue by it.
-    queue: u64,
-    next: u64,
-    held: Vec<(u64, Box<dyn Held + 'rt>)>,
-}
-
-impl Holding<'_> {
-    pub(crate) fn new() -> Self {
-        static QUEUES: AtomicU64 = AtomicU64::new(1);
-        Holding {
-            queue: QUEUES.fetch_add(1, Ordering::Relaxed),
-            next: 0,
-            held: Vec::new(),
-        }
-    }
-
-    pub(crate) fn is_empty(&self) -> bool {
-        self.held.is_empty()
-    }
-}
 
 impl<'rt> Queue<'rt> {
     /// Queue a copy of the host buffer `src` into the whole device buffer

@@ -216,7 +216,7 @@ impl Plugin {
             let Some(code) = code else {
                 return Ok(None);
             };
-            crate::device::check_code(self, device, "get_device_info", code)?;
+            check_code(self, device, "get_device_info", code)?;
             if size == 0 {
                 return Ok(None);
             }
@@ -490,5 +490,26 @@ fn library_still_mapped(path: &Path) -> bool {
             libc::dlclose(handle);
             true
         }
+    }
+}
+
+/// `Ok` for `OFFLOAD_SUCCESS`, else the typed failure of plugin `entry` on
+/// device number `device`: the one place that error is built.
+pub(crate) fn check_code(
+    plugin: &Plugin,
+    device: usize,
+    entry: &'static str,
+    code: i32,
+) -> Result<()> {
+    if code == omptarget_abi::OFFLOAD_SUCCESS {
+        Ok(())
+    } else {
+        Err(Error::PluginCallFailed {
+            plugin: plugin.name().to_owned(),
+            device,
+            entry,
+            code,
+            reason: plugin.take_last_error(),
+        })
     }
 }

@@ -4,8 +4,10 @@
 //! offload layer.
 
 use crate::boundary::guard;
+use crate::copies::{memcpy_as, memcpy_rect_as};
 use crate::export::export_c;
-use crate::lifecycle::{with_session, with_session_deferred};
+use crate::rect::Rect;
+use crate::session::lifecycle::with_session;
 use omptarget_abi::{AllocKind, OFFLOAD_FAIL};
 use std::ffi::{c_int, c_void};
 use std::ptr::null_mut;
@@ -113,41 +115,6 @@ unsafe extern "C-unwind" fn omp_target_memcpy(
     }
 }
 
-/// `omp_target_memcpy` and its `_async` form (`api_since_llvm19`), behind the
-/// panic boundary of the export `entry`.
-///
-/// # Safety
-/// Each pointer plus its offset addresses `length` bytes on its device.
-#[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn memcpy_as(
-    entry: &'static str,
-    dst: *mut c_void,
-    src: *const c_void,
-    length: usize,
-    dst_offset: usize,
-    src_offset: usize,
-    dst_device: c_int,
-    src_device: c_int,
-) -> c_int {
-    guard(entry, OFFLOAD_FAIL, || {
-        // An `_async` copy's helper task skips the copy once another thread's
-        // exit closed the runtime (libomp's finaliser waits for the task).
-        with_session_deferred(
-            false,
-            || OFFLOAD_FAIL,
-            |s| {
-                // SAFETY: each pointer plus its offset addresses `length` bytes
-                // on its device (our caller's contract, `target_memcpy`'s too).
-                unsafe {
-                    s.target_memcpy(
-                        dst, src, length, dst_offset, src_offset, dst_device, src_device,
-                    )
-                }
-            },
-        )
-    })
-}
-
 /// # Safety
 /// As OpenMP requires: the five arrays hold `num_dims` elements each and
 /// describe sub-volumes inside both buffers.
@@ -185,95 +152,6 @@ unsafe extern "C-unwind" fn omp_target_memcpy_rect(
             src_device,
         )
     }
-}
-
-/// The shape arguments of `omp_target_memcpy_rect`: the element size, the
-/// number of dimensions and five arrays of that many elements.
-pub(crate) struct Rect {
-    pub(crate) element_size: usize,
-    pub(crate) num_dims: c_int,
-    pub(crate) volume: *const usize,
-    pub(crate) dst_offsets: *const usize,
-    pub(crate) src_offsets: *const usize,
-    pub(crate) dst_dimensions: *const usize,
-    pub(crate) src_dimensions: *const usize,
-}
-
-impl Rect {
-    /// The five arrays, in the order of the API's parameters.
-    pub(crate) fn arrays(&self) -> [*const usize; 5] {
-        [
-            self.volume,
-            self.dst_offsets,
-            self.src_offsets,
-            self.dst_dimensions,
-            self.src_dimensions,
-        ]
-    }
-
-    /// The arrays copied one after another, for a copy made later (the
-    /// `_async` form's task); `None` where they cannot be read (no
-    /// dimension, or a null array), which the copy itself reports.
-    ///
-    /// # Safety
-    /// Each non-null array holds `num_dims` elements.
-    pub(crate) unsafe fn to_shape(&self) -> Option<Box<[usize]>> {
-        let dims = usize::try_from(self.num_dims).ok().filter(|&d| d > 0)?;
-        let arrays = self.arrays();
-        if arrays.iter().any(|a| a.is_null()) {
-            return None;
-        }
-        let mut shape = Vec::with_capacity(arrays.len() * dims);
-        for a in arrays {
-            // SAFETY: non-null, `num_dims` elements (our contract).
-            shape.extend_from_slice(unsafe { std::slice::from_raw_parts(a, dims) });
-        }
-        Some(shape.into_boxed_slice())
-    }
-
-    /// The shape [`Rect::to_shape`] copied, read in place: valid while
-    /// `shape` lives.
-    pub(crate) fn from_shape(element_size: usize, num_dims: c_int, shape: &[usize]) -> Rect {
-        let n = shape.len() / 5;
-        let part = |i: usize| shape[i * n..].as_ptr();
-        Rect {
-            element_size,
-            num_dims,
-            volume: part(0),
-            dst_offsets: part(1),
-            src_offsets: part(2),
-            dst_dimensions: part(3),
-            src_dimensions: part(4),
-        }
-    }
-}
-
-/// `omp_target_memcpy_rect` and its `_async` form (`api_since_llvm19`), behind
-/// the panic boundary of the export `entry`.
-///
-/// # Safety
-/// The five arrays of `rect` hold `num_dims` elements each and describe
-/// sub-volumes inside both buffers.
-pub(crate) unsafe fn memcpy_rect_as(
-    entry: &'static str,
-    dst: *mut c_void,
-    src: *const c_void,
-    rect: Rect,
-    dst_device: c_int,
-    src_device: c_int,
-) -> c_int {
-    guard(entry, OFFLOAD_FAIL, || {
-        with_session_deferred(
-            false,
-            || OFFLOAD_FAIL,
-            |s| {
-                // SAFETY: the arrays hold `num_dims` elements and describe
-                // sub-volumes inside both buffers (our caller's contract,
-                // `target_memcpy_rect`'s too).
-                unsafe { s.target_memcpy_rect(dst, src, &rect, dst_device, src_device) }
-            },
-        )
-    })
 }
 
 extern "C-unwind" fn omp_target_associate_ptr(

@@ -8,9 +8,11 @@
 //! ordered by the caller's dependence objects ([`crate::helper_task`]).
 
 use crate::boundary::guard;
+use crate::copies::memset_as;
 use crate::export::export_c;
-use crate::helper_task::{submit, AsyncOp, DependInfo};
-use crate::lifecycle::{with_session, with_session_deferred};
+use crate::helper_task::{submit, AsyncOp};
+use crate::libomp::DependInfo;
+use crate::session::lifecycle::with_session;
 use omptarget_abi::OFFLOAD_FAIL;
 use omptarget_openmp::api_since_llvm22::OMP_INVALID_DEVICE;
 use std::ffi::{c_char, c_int, c_void};
@@ -40,26 +42,6 @@ unsafe extern "C-unwind" fn omp_target_memset(
 ) -> *mut c_void {
     // SAFETY: our caller's contract is `memset_as`'s.
     unsafe { memset_as("omp_target_memset", ptr, byte, len, device_num) }
-}
-
-/// `omp_target_memset` behind the panic boundary of the export `entry`
-/// (also its `_async` form's task).
-///
-/// # Safety
-/// `ptr` names `len` bytes of memory of `device_num`.
-pub(crate) unsafe fn memset_as(
-    entry: &'static str,
-    ptr: *mut c_void,
-    byte: c_int,
-    len: usize,
-    device_num: c_int,
-) -> *mut c_void {
-    guard(entry, ptr, || {
-        // SAFETY: our caller's contract is the callee's.
-        with_session_deferred(false, null_mut, |s| unsafe {
-            s.target_memset(ptr, byte, len, device_num)
-        })
-    })
 }
 
 /// A task that fills `len` bytes after the tasks the dependence objects
@@ -151,7 +133,7 @@ unsafe extern "C-unwind" fn omp_target_memcpy_rect_async(
     depobj_count: c_int,
     depobj_list: *const *const DependInfo,
 ) -> c_int {
-    let rect = crate::api::Rect {
+    let rect = crate::rect::Rect {
         element_size,
         num_dims,
         volume,
@@ -167,7 +149,7 @@ unsafe extern "C-unwind" fn omp_target_memcpy_rect_async(
         _ => {
             // SAFETY: our caller's contract is `memcpy_rect_as`'s.
             return unsafe {
-                crate::api::memcpy_rect_as(
+                crate::copies::memcpy_rect_as(
                     "omp_target_memcpy_rect_async",
                     dst,
                     src,

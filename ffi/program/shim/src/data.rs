@@ -4,7 +4,7 @@
 
 use crate::boundary::guard;
 use crate::export::export_c;
-use crate::lifecycle::with_session_deferred;
+use crate::session::lifecycle::with_session_deferred;
 use crate::session::DataOp;
 use omptarget_openmp::MapArgs;
 use std::ffi::c_void;

@@ -22,20 +22,10 @@
 
 use crate::boundary::guard;
 use crate::caller;
-use crate::libomp::{self, KmpTask};
+use crate::libomp::{self, DependInfo, KmpTask};
 use omptarget_abi::OFFLOAD_FAIL;
 use omptarget_openmp::{Diagnostic, Release};
 use std::ffi::{c_int, c_void};
-
-/// libomp's `kmp_depend_info_t`: what an `omp_depend_t` points at.
-#[repr(C)]
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct DependInfo {
-    base_addr: isize,
-    len: usize,
-    /// The `in`/`out`/`mtx`/... bits, one byte (then padding).
-    flags: u8,
-}
 
 /// One `_async` operation, with what the blocking call needs.
 pub(crate) enum AsyncOp {
@@ -89,7 +79,7 @@ impl AsyncOp {
             } => {
                 // SAFETY: our `# Safety`.
                 unsafe {
-                    crate::api::memcpy_as(
+                    crate::copies::memcpy_as(
                         "omp_target_memcpy_async",
                         dst,
                         src,
@@ -110,11 +100,11 @@ impl AsyncOp {
                 dst_device,
                 src_device,
             } => {
-                let rect = crate::api::Rect::from_shape(element_size, num_dims, &shape);
+                let rect = crate::rect::Rect::from_shape(element_size, num_dims, &shape);
                 // SAFETY: our `# Safety`; the arrays are `shape`'s five
                 // parts of `num_dims` elements each, alive for the call.
                 unsafe {
-                    crate::api::memcpy_rect_as(
+                    crate::copies::memcpy_rect_as(
                         "omp_target_memcpy_rect_async",
                         dst,
                         src,
@@ -132,13 +122,7 @@ impl AsyncOp {
             } => {
                 // SAFETY: our `# Safety`.
                 unsafe {
-                    crate::api_since_llvm19::memset_as(
-                        "omp_target_memset_async",
-                        ptr,
-                        byte,
-                        len,
-                        device,
-                    )
+                    crate::copies::memset_as("omp_target_memset_async", ptr, byte, len, device)
                 };
                 0
             }
@@ -210,7 +194,7 @@ pub(crate) unsafe fn submit(
 /// Say why an `_async` call was refused, in the caller's release's words.
 fn refuse(entry: &str, why: &str) -> c_int {
     use omptarget_openmp::HostEnv;
-    crate::host_env::Libomp.emit(&Diagnostic::Error(format!("{entry}: {why}")));
+    crate::session::host_env::Libomp.emit(&Diagnostic::Error(format!("{entry}: {why}")));
     OFFLOAD_FAIL
 }
 
@@ -236,7 +220,7 @@ extern "C" fn run_task(_gtid: i32, task: *mut KmpTask) -> i32 {
         // until the task has run.
         caller::on_behalf_of(release, || {
             // SAFETY: as above.
-            crate::lifecycle::as_helper_task(|| unsafe { op.run() })
+            crate::session::lifecycle::as_helper_task(|| unsafe { op.run() })
         })
     })
 }

@@ -8,7 +8,7 @@
 use crate::boundary::guard;
 use crate::export::export_c;
 use crate::libomp;
-use crate::lifecycle::with_session;
+use crate::session::lifecycle::with_session;
 use omptarget_abi::{AsyncInfo, DeviceInfo};
 use std::ffi::{c_char, c_int, c_void};
 use std::ptr::null_mut;

@@ -11,7 +11,7 @@
 
 use crate::boundary::guard;
 use crate::export::export_c;
-use crate::lifecycle::{with_session, with_session_deferred};
+use crate::session::lifecycle::{with_session, with_session_deferred};
 use omptarget_abi::{
     kernel_args::{KERNEL_ARGS_V1, KERNEL_ARGS_V2, KERNEL_ARGS_V3},
     KernelArgsHeader, KernelArgsV1, KernelArgsV2, OFFLOAD_FAIL, OMP_TGT_FAIL, OMP_TGT_SUCCESS,

@@ -155,7 +155,7 @@ pub(crate) enum Spawned {
 pub(crate) fn spawn_helper_task(
     routine: TaskRoutine,
     shareds: *mut c_void,
-    deps: &mut [crate::helper_task::DependInfo],
+    deps: &mut [DependInfo],
 ) -> Spawned {
     let (alloc, submit) = (TARGET_TASK_ALLOC.get(), TASK_WITH_DEPS.get());
     if alloc.is_null() || submit.is_null() {
@@ -219,3 +219,13 @@ pub(crate) fn spawn_helper_task(
 // part_id, data1, data2); the task allocation must cover all of it.
 #[cfg(target_pointer_width = "64")]
 const _: () = assert!(std::mem::size_of::<KmpTask>() == 40);
+
+/// libomp's `kmp_depend_info_t`: what an `omp_depend_t` points at.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct DependInfo {
+    base_addr: isize,
+    len: usize,
+    /// The `in`/`out`/`mtx`/... bits, one byte (then padding).
+    flags: u8,
+}

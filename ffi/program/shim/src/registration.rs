@@ -9,7 +9,7 @@
 
 use crate::boundary::guard;
 use crate::export::export_c;
-use crate::lifecycle::{register_library, unregister_library, with_session};
+use crate::session::lifecycle::{register_library, unregister_library, with_session};
 use omptarget_abi::BinDesc;
 
 extern "C-unwind" fn __tgt_register_requires(flags: i64) {

@@ -4,8 +4,12 @@
 //! (three references, no allocation) and calls the method of the same name.
 //! A `Fatal` from the offload layer ends the process as LLVM 14 does.
 
-use crate::device_number::{self, fatal_if_unknown, Accepts};
-use crate::host_env::{self, Libomp};
+pub(crate) mod device_number;
+pub(crate) mod host_env;
+pub(crate) mod lifecycle;
+
+use self::device_number::{fatal_if_unknown, Accepts};
+use self::host_env::Libomp;
 use omptarget::{Config, Runtime};
 use omptarget_abi::{AllocKind, AsyncInfo, BinDesc, DeviceInfo};
 use omptarget_openmp::{
@@ -59,12 +63,12 @@ fn or_abort<T>(result: Result<T, Fatal>) -> T {
         Err(fatal) => {
             // At exit, another thread's runtime call may fail because the
             // exit finalized its plugin: not an abort of the process.
-            crate::lifecycle::park_if_closed_by_another_thread();
-            if crate::lifecycle::deferred_call_after_close() {
+            lifecycle::park_if_closed_by_another_thread();
+            if lifecycle::deferred_call_after_close() {
                 // A deferred call must end (libomp's finaliser waits for
                 // it), but this one's caller has no value for a skipped
                 // call: it parks, as before.
-                crate::lifecycle::park_until_exit()
+                lifecycle::park_until_exit()
             }
             fatal.abort_as(crate::caller::calling_release())
         }
@@ -78,7 +82,7 @@ fn or_abort<T>(result: Result<T, Fatal>) -> T {
 /// thread's status, and libomp's finaliser waits for this task.
 fn or_abort_deferred(result: Result<i32, Fatal>) -> i32 {
     match result {
-        Err(_) if crate::lifecycle::deferred_call_after_close() => omptarget_abi::OMP_TGT_SUCCESS,
+        Err(_) if lifecycle::deferred_call_after_close() => omptarget_abi::OMP_TGT_SUCCESS,
         result => or_abort(result),
     }
 }
@@ -87,7 +91,7 @@ impl Session {
     /// An empty session: no plugin loaded yet.
     pub fn new() -> Self {
         let registry = Registry::with_ompt(&crate::ompt::OMPT);
-        crate::info::configure(&registry);
+        crate::info_level::configure(&registry);
         Session {
             registry,
             runtime: OnceLock::new(),
@@ -129,7 +133,7 @@ impl Session {
             // After the plugins registered theirs: the runtime's fork gate
             // must close before they take their own locks (prepare handlers
             // run in the reverse order of registration).
-            crate::lifecycle::register_fork_handler();
+            lifecycle::register_fork_handler();
             runtime
         });
         // `__tgt_register_requires` flags stay in the registry: a device
@@ -465,7 +469,7 @@ impl Session {
         &self,
         dst: *mut c_void,
         src: *const c_void,
-        rect: &crate::api::Rect,
+        rect: &crate::rect::Rect,
         dst_device: c_int,
         src_device: c_int,
     ) -> c_int {

@@ -3,7 +3,7 @@
 
 use crate::boundary::guard;
 use crate::export::export_c;
-use crate::lifecycle::{with_session, with_session_deferred};
+use crate::session::lifecycle::{with_session, with_session_deferred};
 use crate::session::Teams;
 use omptarget_abi::{OMP_TGT_FAIL, OMP_TGT_SUCCESS};
 use omptarget_openmp::MapArgs;

@@ -25,8 +25,8 @@ impl HostEnv for Libomp {
         if omptarget_thread_exit::is_pending() {
             return;
         }
-        crate::lifecycle::park_if_closed_by_another_thread();
-        if crate::lifecycle::deferred_call_after_close() {
+        super::lifecycle::park_if_closed_by_another_thread();
+        if super::lifecycle::deferred_call_after_close() {
             return;
         }
         // Worded as the caller's release words it (one write, as before).
@@ -39,7 +39,7 @@ impl HostEnv for Libomp {
     }
 
     fn kernel_section(&self, kernel: &mut dyn FnMut()) {
-        crate::lifecycle::kernel_section(kernel)
+        super::lifecycle::kernel_section(kernel)
     }
 
     fn call_site(&self) -> omptarget_openmp::ompt::CallSite {

@@ -38,7 +38,7 @@ pub(crate) fn fatal_if_unknown(offload: &Offload<'_>, device_num: c_int, accepts
     }
     let release = crate::caller::calling_release();
     if release.invalid_device_is_fatal() {
-        crate::lifecycle::park_if_closed_by_another_thread();
+        super::lifecycle::park_if_closed_by_another_thread();
         Fatal::device_out_of_range(device_num.into(), devices as usize, release).abort_as(release);
     }
 }

@@ -29,7 +29,7 @@
 //!   threads had in flight become phantoms: never waited for; the child's
 //!   teardown leaves what they may use to the OS.
 
-use crate::session::Session;
+use super::Session;
 use omptarget_lifecycle::{Closing, Entered, Lifecycle};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
