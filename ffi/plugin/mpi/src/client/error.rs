@@ -99,3 +99,42 @@ impl CallError {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use omptarget_mpi_wire::Failure;
+
+    #[test]
+    fn a_death_is_told_by_the_variant_whatever_the_text_says() {
+        // A wait its peer's death ended: told, whatever its words.
+        let gave_up = CallError::from(WireError::from(Failure::GaveUp("gone".into())));
+        assert!(gave_up.tells_death());
+        // An MPI failure whose text happens to read like a death: not
+        // told (the death is said before it).
+        let mpi = CallError::from(WireError::from(MpiError::Call {
+            call: "MPI_Test",
+            code: 1,
+            text: "device server rank 2 on h died (its process is gone)".into(),
+        }));
+        assert!(!mpi.tells_death());
+        assert!(CallError::Dead("x".into()).tells_death());
+        assert!(CallError::Lost {
+            text: "copies lost".into(),
+            tells_death: true,
+        }
+        .tells_death());
+        assert!(!CallError::Lost {
+            text: "died".into(),
+            tells_death: false,
+        }
+        .tells_death());
+        assert!(!CallError::Closed("died".into()).tells_death());
+        let during = CallError::DiedDuring {
+            why: "rank 2 died".into(),
+            source: Box::new(mpi),
+        };
+        assert!(during.tells_death());
+        assert!(during.to_string().starts_with("rank 2 died; MPI_Test: "));
+    }
+}
