@@ -1,9 +1,9 @@
 //! The program's side of the protocol: one request, one reply, from any
 //! thread.
 //!
-//! Its parts: [`error`] ([`CallError`], why a call failed), [`notes`]
-//! (what is known of each server: dead, copies lost), [`gathered`] (the
-//! one-way copies to a device), [`transfer`] (bulk data) and [`close`]
+//! Its parts: [`error`] ([`CallError`], why a call failed), `notes`
+//! (what is known of each server: dead, copies lost), `gathered` (the
+//! one-way copies to a device), `transfer` (bulk data) and [`close`]
 //! (telling every server this rank is done).
 use crate::kernel_exit::KernelExit;
 use crate::mpi;

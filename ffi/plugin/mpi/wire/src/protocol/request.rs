@@ -29,7 +29,7 @@ pub enum Op {
     /// `deinit_device`.
     DeinitDevice { device: u32 },
     /// Load an image; reply: one device address per entry, or
-    /// [`NOT_SHIPPED`] when `image` is `None` and the server no longer
+    /// [`NOT_SHIPPED`](super::NOT_SHIPPED) when `image` is `None` and the server no longer
     /// holds the bytes shipped under `image_id`.
     LoadBinary {
         device: u32,
@@ -97,8 +97,8 @@ pub enum Op {
     SubmitInline { copies: Vec<InlineCopy> },
     /// Device -> host of several ranges (a queue's copies back): the
     /// reply, then each range's bytes on the reply tag, in order; or, for
-    /// ranges of at most [`INLINE_RETRIEVE_LIMIT`] bytes in all, the
-    /// bytes inside the reply, after its status ([`reply_slot`]).
+    /// ranges of at most [`INLINE_RETRIEVE_LIMIT`](super::INLINE_RETRIEVE_LIMIT) bytes in all, the
+    /// bytes inside the reply, after its status ([`reply_slot`](super::reply_slot)).
     RetrieveBatch {
         device: u32,
         /// (device address, bytes) of each range.

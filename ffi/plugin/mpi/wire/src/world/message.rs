@@ -37,7 +37,7 @@ impl World {
     /// Wait for `posted`'s message, then receive its rest, if its length
     /// header says more follows, from its sender with the tag `rest_tag`
     /// reads from the first part: `(its source, the whole message)`.
-    /// `Err` when `watch` (asked every [`CHECK_EVERY`]) gives up; the
+    /// `Err` when `watch` (asked every [`CHECK_EVERY`](super::CHECK_EVERY)) gives up; the
     /// receive is then cancelled.
     pub fn receive_message(
         &self,
