@@ -23,10 +23,13 @@
 //! The handler's state is plain statics with no destructor (the server
 //! has no global destructors either): what it needs of the running
 //! server, set by [`arm`] before the kernel runs and cleared after.
+use crate::error::ServeError;
 use crate::server::send_reply;
-use omptarget_plugin_mpi::mpi::ANY_SOURCE;
-use omptarget_plugin_mpi::protocol::{self, Op, Request, REPLY_SLOT, REQUEST_SLOT, REQUEST_TAG};
-use omptarget_plugin_mpi::world::World;
+use omptarget_mpi_wire::mpi::ANY_SOURCE;
+use omptarget_mpi_wire::protocol::{
+    self, Exited, Op, Reply, Request, REPLY_SLOT, REQUEST_SLOT, REQUEST_TAG,
+};
+use omptarget_mpi_wire::world::World;
 use std::collections::BTreeSet;
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, Ordering};
@@ -45,11 +48,11 @@ extern "C" {
 
 /// Register the handler: after MPI is initialised (its handlers, if any,
 /// then run after this one) and before any image is loaded.
-pub fn install() -> Result<(), String> {
+pub fn install() -> Result<(), ServeError> {
     // SAFETY: registers a handler with no argument; it does nothing
     // unless armed.
     if unsafe { on_exit(handle_exit, std::ptr::null_mut()) } != 0 {
-        return Err("on_exit failed".into());
+        return Err(ServeError::OnExit);
     }
     Ok(())
 }
@@ -172,11 +175,10 @@ fn serve_out(world: &World, status: c_int) {
             }
             Op::Exit => {
                 left.retain(|&r| r != client);
-                protocol::ok_reply(|w| {
-                    w.str(&format!(
-                        "rank {rank}: a kernel called exit({status}); not torn down"
-                    ));
+                Reply::Ok(Exited {
+                    summary: format!("rank {rank}: a kernel called exit({status}); not torn down"),
                 })
+                .encode()
             }
             _ => refusal.clone(),
         };

@@ -16,6 +16,7 @@
 //! serves the others, and when none is left shuts its runtime down all
 //! the same, says so on stderr, leaves MPI and exits 1: a client did not
 //! end well, and the exit status says so.
+mod error;
 mod kernel_exit;
 mod server;
 

@@ -1,7 +1,7 @@
 //! [`MpiBackend`]: the plugin kit's backend whose devices are other
 //! ranks' devices.
 use crate::client::{self, Client, Server};
-use crate::protocol::{self, EntrySpec, Op, INLINE_SUBMIT_LIMIT};
+use crate::protocol::{self, Allocated, EntrySpec, Loaded, Op, Reply, INLINE_SUBMIT_LIMIT};
 use omptarget_plugin_kit::abi::plugin::{DeviceInfoKey, KernelArgType};
 use omptarget_plugin_kit::abi::{AllocKind, AsyncInfo, DeviceImage, OffloadEntry, TargetTable};
 use omptarget_plugin_kit::error::Result;
@@ -91,7 +91,7 @@ impl MpiBackend {
     }
 
     /// An error that names where it happened.
-    fn located(&self, device: DeviceId, err: String) -> PluginError {
+    fn located(&self, device: DeviceId, err: impl std::fmt::Display) -> PluginError {
         let server = self.server_of(device);
         backend_err(format!(
             "remote device {} (rank {} on {}, its device {}): {err}",
@@ -175,7 +175,7 @@ impl Backend for MpiBackend {
         if !client::should_connect() {
             return Ok(backend);
         }
-        let Some(client) = Client::connect().map_err(backend_err)? else {
+        let Some(client) = Client::connect().map_err(|e| backend_err(e.to_string()))? else {
             return Ok(backend);
         };
         for (server, s) in client.servers().iter().enumerate() {
@@ -213,7 +213,7 @@ impl Backend for MpiBackend {
             hook.remove(&client);
         }
         match Arc::try_unwrap(client) {
-            Ok(client) => client.leave().map_err(backend_err)?,
+            Ok(client) => client.leave().map_err(|e| backend_err(e.to_string()))?,
             Err(_) => failures.push("the connection is still in use".into()),
         }
         if failures.is_empty() {
@@ -348,14 +348,22 @@ impl Backend for MpiBackend {
         if protocol::is_not_shipped(&reply) {
             reply = load(Some(image.bytes.to_vec()))?;
         }
-        let mut r = protocol::read_reply(&reply).map_err(|e| self.located(device, e))?;
+        let addrs = Reply::<Loaded>::payload(&reply)
+            .map_err(|e| self.located(device, e))?
+            .entries;
+        if addrs.len() < names.len() {
+            return Err(backend_err(format!(
+                "a load's reply holds {} entry addresses for {} entries",
+                addrs.len(),
+                names.len()
+            )));
+        }
         self.shipped
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .insert(shipped_key, image_id);
         let mut entries = Vec::with_capacity(names.len());
-        for (entry, name) in image.entries.iter().zip(&names) {
-            let addr = r.u64().map_err(|e| backend_err(e.to_string()))?;
+        for ((entry, name), addr) in image.entries.iter().zip(&names).zip(addrs) {
             entries.push(OffloadEntry {
                 addr: addr as usize as *mut c_void,
                 name: name.as_ptr().cast_mut(),
@@ -424,9 +432,9 @@ impl Backend for MpiBackend {
                 kind: kind as i32,
             },
         )?;
-        let addr = protocol::read_reply(&reply)
-            .and_then(|mut r| r.u64().map_err(|e| e.to_string()))
-            .map_err(backend_err)?;
+        let addr = Reply::<Allocated>::payload(&reply)
+            .map_err(|e| backend_err(e.to_string()))?
+            .addr;
         NonNull::new(addr as usize as *mut c_void).ok_or_else(|| {
             PluginError::OutOfMemory(format!("{size} bytes on remote device {}", device.index()))
         })

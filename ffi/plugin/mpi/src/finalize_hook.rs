@@ -18,6 +18,7 @@
 //! could not free, which the servers' own teardown has freed.
 use crate::client::Client;
 use crate::mpi::KEYVAL_INVALID;
+use omptarget_mpi_wire::MpiError;
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
 
@@ -64,7 +65,7 @@ unsafe extern "C" fn on_finalize(
 
 impl FinalizeHook {
     /// Set the attribute on `MPI_COMM_SELF`.
-    pub fn install(client: &Arc<Client>) -> Result<FinalizeHook, String> {
+    pub fn install(client: &Arc<Client>) -> Result<FinalizeHook, MpiError> {
         let m = &client.world().mpi;
         let mut keyval = KEYVAL_INVALID;
         let delete: crate::mpi::DeleteAttrFn = on_finalize;

@@ -80,7 +80,7 @@ impl KernelExit {
     /// Run `call`, one call of the client, counted in flight. A failure
     /// once the process is exiting for a kernel parks the calling thread
     /// (unless it is the exiting one), after it stopped counting.
-    pub fn call<T>(&self, call: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
+    pub fn call<T, E>(&self, call: impl FnOnce() -> Result<T, E>) -> Result<T, E> {
         if EXITING_THREAD.with(Cell::get) {
             // Held back by its own write otherwise; nobody finalises MPI
             // under it (it does that itself, then exits).

@@ -1,5 +1,5 @@
-//! Remote devices over MPI: the backend of `libomptarget.rtl.mpi.so`, and
-//! what its device server (`omptarget-mpi-device`) shares with it.
+//! Remote devices over MPI: the backend of `libomptarget.rtl.mpi.so`, the
+//! program's side of the wire its device server (`omptarget-mpi-device`) speaks.
 //!
 //! In an MPI job (`mpirun -np 1 ./app : -np N omptarget-mpi-device`), the
 //! program's ranks load this plugin like any other; each device server
@@ -7,14 +7,11 @@
 //! devices after the local ones. Outside a job, or with no server in it,
 //! the plugin opens no MPI library and reports 0 devices, silently.
 //!
-//! * [`mpi`]: Open MPI's `libmpi.so.40`, opened at run time (why not the
-//!   `mpi` crate: see there).
-//! * [`world`]: joining the job, the plugin's own communicator, and who
-//!   is a server.
-//! * [`error`]: [`WireError`], a failed exchange, which keeps the buffer
-//!   of a receive MPI may still write into.
-//! * [`protocol`]: the messages, their tags and their encoding.
-//! * [`client`]: the program's side: requests and bulk data.
+//! * [`mpi`], [`error`], [`world`], [`protocol`]: the wire, shared with
+//!   the device server: crate `omptarget-mpi-wire` (the binding, the typed
+//!   errors, joining the job, the typed requests and replies), re-exported.
+//! * [`client`]: the program's side: requests and bulk data, and
+//!   [`CallError`], why a call failed.
 //! * [`kernel_exit`]: the other threads' calls while a kernel's `exit()` on a
 //!   remote device ends the program.
 //! * [`finalize_hook`]: closing the servers when the program finalises MPI
@@ -29,13 +26,10 @@
 
 pub mod backend;
 pub mod client;
-pub mod error;
 pub mod finalize_hook;
 pub mod kernel_exit;
-pub mod mpi;
-pub mod protocol;
 pub mod stand_in;
-pub mod world;
 
 pub use backend::MpiBackend;
-pub use error::WireError;
+pub use client::CallError;
+pub use omptarget_mpi_wire::{error, mpi, protocol, world, WireError};

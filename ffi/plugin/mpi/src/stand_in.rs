@@ -16,7 +16,7 @@
 //! claimed at most once. A file, not an inherited descriptor: a program
 //! may close or reuse descriptors it did not open, and a write into a
 //! reused one would land in the program's own file.
-use crate::client::Client;
+use crate::client::{CallError, Client};
 
 /// The variable naming the wrapper's mark file.
 pub const MARK_VAR: &str = "OMPTARGET_MPI_RANK_MARK";
@@ -32,14 +32,12 @@ pub fn taking_the_rank() {
     }
 }
 
-/// Each server's acknowledgement by rank: its teardown's summary, or why
-/// it failed ([`Client::close`]).
-pub type Acks = Vec<(i32, Result<String, String>)>;
+pub use crate::client::Acks;
 
 /// Join the job as a program rank, tell every server this rank is done
 /// (as the plugin's own teardown does, [`Client::close`]), and leave MPI.
 /// `why` is what a later request would have been refused with.
-pub fn stand_in(why: &str) -> Result<Acks, String> {
+pub fn stand_in(why: &str) -> Result<Acks, CallError> {
     let Some(client) = Client::connect()? else {
         // A job without servers: connect left MPI already.
         return Ok(Vec::new());

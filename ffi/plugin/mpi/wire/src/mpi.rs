@@ -19,6 +19,7 @@
 //! constants, `MPI_Status`'s layout, the handles' size and
 //! `MPI_COMM_WORLD`'s address against the installed `mpi.h`, and that
 //! every function and handle resolves.
+use crate::error::MpiError;
 use libloading::Library;
 use std::ffi::{c_char, c_int, c_void};
 
@@ -80,7 +81,7 @@ macro_rules! mpi_functions {
             /// # Safety
             /// `library` is Open MPI's `libmpi`: every symbol has the
             /// signature of its declaration in `mpi.h`.
-            unsafe fn resolve(library: &Library) -> Result<Self, String> {
+            unsafe fn resolve(library: &Library) -> Result<Self, MpiError> {
                 Ok(Functions {
                     $($field: {
                         // SAFETY: per this function's contract.
@@ -89,7 +90,7 @@ macro_rules! mpi_functions {
                                 concat!($symbol, "\0").as_bytes(),
                             )
                         };
-                        *symbol.map_err(|e| format!("{}: {e}", $symbol))?
+                        *symbol.map_err(|source| MpiError::Missing { symbol: $symbol, source })?
                     },)*
                 })
             }
@@ -183,7 +184,7 @@ impl Mpi {
     ///
     /// It is opened `RTLD_GLOBAL`: Open MPI 4 dlopens its components
     /// (`mca_*.so`), which resolve `libmpi`'s symbols globally.
-    pub fn open() -> Result<Mpi, String> {
+    pub fn open() -> Result<Mpi, MpiError> {
         // SAFETY: opening libmpi runs its constructors, which have no
         // preconditions; nothing else runs.
         let library = unsafe {
@@ -192,20 +193,27 @@ impl Mpi {
                 libloading::os::unix::RTLD_NOW | libloading::os::unix::RTLD_GLOBAL,
             )
         }
-        .map_err(|e| format!("cannot open {LIBRARY} (Open MPI): {e}"))?;
+        .map_err(|source| MpiError::Open {
+            library: LIBRARY,
+            source,
+        })?;
         let library = Library::from(library);
-        let handle = |name: &str| -> Result<*mut c_void, String> {
+        let handle = |symbol: &'static str| -> Result<*mut c_void, MpiError> {
             // SAFETY: the symbol is a global object; only its address is taken.
-            unsafe { library.get::<*mut c_void>(name.as_bytes()) }
+            unsafe { library.get::<*mut c_void>(symbol.as_bytes()) }
                 .map(|s| *s)
-                .map_err(|e| format!("{LIBRARY} is not Open MPI's ({name}: {e})"))
+                .map_err(|source| MpiError::NotOpenMpi {
+                    library: LIBRARY,
+                    symbol,
+                    source,
+                })
         };
-        let comm_world = handle("ompi_mpi_comm_world\0")?;
-        let comm_self = handle("ompi_mpi_comm_self\0")?;
-        let byte = handle("ompi_mpi_byte\0")?;
-        let int = handle("ompi_mpi_int\0")?;
-        let errors_return = handle("ompi_mpi_errors_return\0")?;
-        let comm_null_copy_fn = handle("OMPI_C_MPI_COMM_NULL_COPY_FN\0")?;
+        let comm_world = handle("ompi_mpi_comm_world")?;
+        let comm_self = handle("ompi_mpi_comm_self")?;
+        let byte = handle("ompi_mpi_byte")?;
+        let int = handle("ompi_mpi_int")?;
+        let errors_return = handle("ompi_mpi_errors_return")?;
+        let comm_null_copy_fn = handle("OMPI_C_MPI_COMM_NULL_COPY_FN")?;
         // SAFETY: the library is Open MPI's (its predefined objects exist).
         let f = unsafe { Functions::resolve(&library)? };
         Ok(Mpi {
@@ -223,17 +231,17 @@ impl Mpi {
     /// `Err` with MPI's own description of `code` unless it is success.
     /// Inlined: every poll of every wait checks a code.
     #[inline]
-    pub fn check(&self, what: &str, code: c_int) -> Result<(), String> {
+    pub fn check(&self, what: &'static str, code: c_int) -> Result<(), MpiError> {
         if code == SUCCESS {
             return Ok(());
         }
         Err(self.describe_error(what, code))
     }
 
-    /// "`what`: MPI's description of `code`".
+    /// `what` failed with `code`, and MPI's description of it.
     #[cold]
     #[inline(never)]
-    fn describe_error(&self, what: &str, code: c_int) -> String {
+    fn describe_error(&self, what: &'static str, code: c_int) -> MpiError {
         let mut text = [0 as c_char; 512];
         let mut len: c_int = 0;
         // SAFETY: `text` holds MPI_MAX_ERROR_STRING (256) characters.
@@ -247,7 +255,11 @@ impl Mpi {
         } else {
             format!("error {code}")
         };
-        format!("{what}: {detail}")
+        MpiError::Call {
+            call: what,
+            code,
+            text: detail,
+        }
     }
 
     /// This host's name (`MPI_Get_processor_name`).

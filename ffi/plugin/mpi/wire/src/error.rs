@@ -8,27 +8,140 @@
 //! never be freed. The error that reports it owns it
 //! ([`WireError::Unconfirmed`]'s [`Kept`]), and dropping a [`Kept`] never
 //! frees what it holds: however the error is dropped, converted or
-//! ignored, the buffer stays alive. No decision reads the error's text.
-use std::fmt;
+//! ignored, the buffer stays alive. No decision reads the error's text:
+//! [`MpiError`] and [`Failure`] say what failed, as types.
+use std::ffi::c_int;
 use std::mem::ManuallyDrop;
 
-/// Ends the text of a [`WireError::Unconfirmed`] (the text is for people;
-/// the variant is what code looks at).
-const UNCONFIRMED_NOTE: &str = " (its receive could not be cancelled: its buffer is kept)";
+/// Why Open MPI's library could not be used, or one of its calls failed:
+/// nothing of ours is in MPI's hands for it.
+#[derive(Debug, thiserror::Error)]
+pub enum MpiError {
+    /// `libmpi.so.40` could not be opened.
+    #[error("cannot open {library} (Open MPI): {source}")]
+    Open {
+        /// The soname.
+        library: &'static str,
+        /// The loader's error.
+        source: libloading::Error,
+    },
+    /// A predefined handle is missing: the library is not Open MPI's.
+    #[error("{library} is not Open MPI's ({symbol}: {source})")]
+    NotOpenMpi {
+        /// The soname.
+        library: &'static str,
+        /// The missing object.
+        symbol: &'static str,
+        /// The loader's error.
+        source: libloading::Error,
+    },
+    /// A function of the binding is missing.
+    #[error("{symbol}: {source}")]
+    Missing {
+        /// The missing function.
+        symbol: &'static str,
+        /// The loader's error.
+        source: libloading::Error,
+    },
+    /// A call returned `code`: `text` is MPI's description of it.
+    #[error("{call}: {text}")]
+    Call {
+        /// The function (and what it was for).
+        call: &'static str,
+        /// Its return code.
+        code: c_int,
+        /// `MPI_Error_string` of the code.
+        text: String,
+    },
+}
 
-/// Why an exchange on the wire failed.
-#[derive(Debug)]
+/// Why an exchange with another rank failed, when MPI holds no memory of
+/// ours for it (any more).
+#[derive(Debug, thiserror::Error)]
+pub enum Failure {
+    /// An MPI call failed.
+    #[error(transparent)]
+    Mpi(#[from] MpiError),
+    /// The wait was given up on: its watch said why (its peer died, or
+    /// every peer it could come from did).
+    #[error("{0}")]
+    GaveUp(String),
+    /// A fragment shorter than the sender had to send (a sender out of
+    /// step).
+    #[error("{from} sent {count} bytes on tag {tag} where {due} were due")]
+    Short {
+        /// The sender, described.
+        from: String,
+        /// What came.
+        count: c_int,
+        /// Its tag.
+        tag: i32,
+        /// What was due.
+        due: usize,
+    },
+    /// A message longer than the protocol carries.
+    #[error("a message of {len} bytes: the protocol carries at most {} GiB", crate::protocol::MAX_MESSAGE >> 30)]
+    TooLong {
+        /// Its length.
+        len: usize,
+    },
+    /// A receive longer than one MPI count (`int`).
+    #[error("a receive of {len} bytes")]
+    TooLarge {
+        /// Its length.
+        len: usize,
+    },
+    /// No memory to take a message's rest into, even to drop it.
+    #[error("{len} bytes from {from}: {source}")]
+    NoRoom {
+        /// What was to be taken.
+        len: usize,
+        /// The sender, described.
+        from: String,
+        /// The allocator's refusal.
+        source: std::collections::TryReserveError,
+    },
+    /// Refused before anything was sent (the caller says why).
+    #[error("{0}")]
+    Refused(String),
+    /// Another failure, with what it was doing.
+    #[error("{context}: {source}")]
+    Context {
+        /// What was being done.
+        context: String,
+        /// The failure.
+        source: Box<Failure>,
+    },
+}
+
+impl Failure {
+    /// Whether the wait was given up on because its watch said so (a
+    /// peer's death), not because MPI failed.
+    pub fn gave_up(&self) -> bool {
+        match self {
+            Failure::GaveUp(_) => true,
+            Failure::Context { source, .. } => source.gave_up(),
+            _ => false,
+        }
+    }
+}
+
+/// Why an exchange on the wire failed: the [`Failure`], and whether MPI
+/// may still write into memory of ours for it.
+#[derive(Debug, thiserror::Error)]
 pub enum WireError {
     /// It failed, and MPI holds no memory of ours for it any more.
-    Failed(String),
+    #[error(transparent)]
+    Failed(Failure),
     /// A receive given up on that MPI did not confirm cancelled: MPI may
     /// still write into its memory. What of that memory is ours is held
     /// in `kept`, never freed; memory the caller passed in (a raw
     /// receive's) stays the caller's to keep, and the caller's owner
     /// hands it over with [`WireError::keep`].
+    #[error("{why} (its receive could not be cancelled: its buffer is kept)")]
     Unconfirmed {
         /// Why the receive was given up on.
-        why: String,
+        why: Failure,
         /// The buffers MPI may still write into.
         kept: Kept,
     },
@@ -52,7 +165,7 @@ impl Kept {
 impl WireError {
     /// A receive given up on that MPI did not confirm cancelled, nothing
     /// kept yet (its memory is its caller's: see [`WireError::keep`]).
-    pub fn unconfirmed(why: String) -> WireError {
+    pub fn unconfirmed(why: Failure) -> WireError {
         WireError::Unconfirmed {
             why,
             kept: Kept::default(),
@@ -75,43 +188,46 @@ impl WireError {
         matches!(self, WireError::Unconfirmed { .. })
     }
 
+    /// Why it failed.
+    pub fn failure(&self) -> &Failure {
+        match self {
+            WireError::Failed(why) | WireError::Unconfirmed { why, .. } => why,
+        }
+    }
+
+    /// Whether the wait was given up on because its watch said so (a
+    /// peer's death: the error's text already says it).
+    pub fn gave_up(&self) -> bool {
+        self.failure().gave_up()
+    }
+
     /// The same error with `context` before its text (`"{context}: {why}"`),
     /// whatever it keeps still kept.
-    pub fn context(self, context: impl fmt::Display) -> WireError {
+    pub fn context(self, context: impl std::fmt::Display) -> WireError {
+        let wrap = |why: Failure| Failure::Context {
+            context: context.to_string(),
+            source: Box::new(why),
+        };
         match self {
-            WireError::Failed(why) => WireError::Failed(format!("{context}: {why}")),
+            WireError::Failed(why) => WireError::Failed(wrap(why)),
             WireError::Unconfirmed { why, kept } => WireError::Unconfirmed {
-                why: format!("{context}: {why}"),
+                why: wrap(why),
                 kept,
             },
         }
     }
 }
 
-impl fmt::Display for WireError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            WireError::Failed(why) => f.write_str(why),
-            WireError::Unconfirmed { why, .. } => write!(f, "{why}{UNCONFIRMED_NOTE}"),
-        }
-    }
-}
-
-impl std::error::Error for WireError {}
-
-/// An MPI call's failure (`Mpi::check`) or a refusal: nothing of ours is
-/// in MPI's hands for it.
-impl From<String> for WireError {
-    fn from(why: String) -> WireError {
+impl From<Failure> for WireError {
+    fn from(why: Failure) -> WireError {
         WireError::Failed(why)
     }
 }
 
-/// For the callers that report errors as text: the error's text. The
-/// error is dropped, and with it its [`Kept`], which frees nothing.
-impl From<WireError> for String {
-    fn from(err: WireError) -> String {
-        err.to_string()
+/// An MPI call's failure: nothing of ours is in MPI's hands for it.
+impl From<MpiError> for WireError {
+    fn from(err: MpiError) -> WireError {
+        WireError::Failed(Failure::Mpi(err))
     }
 }
 
@@ -147,6 +263,10 @@ mod tests {
         }
     }
 
+    fn gave_up(why: &str) -> Failure {
+        Failure::GaveUp(why.into())
+    }
+
     #[global_allocator]
     static ALLOCATOR: Watch = Watch;
 
@@ -169,20 +289,20 @@ mod tests {
     fn an_unconfirmed_receive_keeps_its_buffer_however_the_error_ends() {
         // Dropped.
         assert!(!frees_its_buffer(|b| drop(
-            WireError::unconfirmed("x".into()).keep(b)
+            WireError::unconfirmed(gave_up("x")).keep(b)
         )));
         // Turned into text, with context added first.
         assert!(!frees_its_buffer(|b| {
-            let text: String = WireError::unconfirmed("rank 2 died".into())
+            let text = WireError::unconfirmed(gave_up("rank 2 died"))
                 .keep(b)
                 .context("a reply")
-                .into();
+                .to_string();
             assert!(text.starts_with("a reply: rank 2 died"), "{text}");
         }));
         // Its text reworded (or empty): the variant decides, not the text.
         assert!(!frees_its_buffer(|b| {
             let err = WireError::Unconfirmed {
-                why: String::new(),
+                why: gave_up(""),
                 kept: Kept::default(),
             }
             .keep(b);
@@ -195,7 +315,10 @@ mod tests {
     #[test]
     fn a_failed_exchange_frees_its_buffer_whatever_its_text_says() {
         assert!(frees_its_buffer(|b| drop(
-            WireError::Failed(format!("x{UNCONFIRMED_NOTE}")).keep(b)
+            WireError::Failed(gave_up(
+                "x (its receive could not be cancelled: its buffer is kept)"
+            ))
+            .keep(b)
         )));
         // And the watch sees a free: the test above is not vacuous.
         assert!(frees_its_buffer(drop));
@@ -203,16 +326,25 @@ mod tests {
 
     #[test]
     fn the_texts_are_the_messages_they_replace() {
-        let err = WireError::unconfirmed("device server rank 1 on h died".into()).keep(vec![0; 8]);
+        let err =
+            WireError::unconfirmed(gave_up("device server rank 1 on h died")).keep(vec![0; 8]);
         assert_eq!(
             err.to_string(),
             "device server rank 1 on h died (its receive could not be cancelled: its buffer is kept)"
         );
         assert!(matches!(&err, WireError::Unconfirmed { kept, .. } if kept.bytes() == 8));
-        assert_eq!(
-            WireError::from("MPI_Test: boom".to_string()).to_string(),
-            "MPI_Test: boom"
-        );
-        assert!(!WireError::Failed("x".into()).is_unconfirmed());
+        let mpi = WireError::from(MpiError::Call {
+            call: "MPI_Test",
+            code: 5,
+            text: "boom".into(),
+        });
+        assert_eq!(mpi.to_string(), "MPI_Test: boom");
+        assert!(!mpi.is_unconfirmed());
+        // Only a watch's verdict says the peer's death is in the text.
+        assert!(!mpi.gave_up());
+        assert!(err.gave_up());
+        assert!(WireError::from(gave_up("dead"))
+            .context("a reply")
+            .gave_up());
     }
 }

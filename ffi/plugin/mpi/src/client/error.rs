@@ -1,0 +1,140 @@
+//! [`CallError`]: why a call of the client failed, as a type. Whether its
+//! text already tells a server's death ([`CallError::tells_death`]) is
+//! read off the variants, never off the text.
+use crate::protocol::{Malformed, ReplyError, INLINE_SUBMIT_LIMIT};
+use crate::world::{JoinError, ThreadLevel};
+use omptarget_mpi_wire::{MpiError, WireError};
+
+/// Why a call to the device servers failed.
+#[derive(Debug, thiserror::Error)]
+pub enum CallError {
+    /// An exchange on the wire failed (it keeps what MPI may still write
+    /// into).
+    #[error(transparent)]
+    Wire(#[from] WireError),
+    /// The server answered without the payload asked for: its error, or a
+    /// reply that does not decode.
+    #[error(transparent)]
+    Reply(#[from] ReplyError),
+    /// A server's greeting does not decode.
+    #[error("rank {rank}: {source}")]
+    Greeting {
+        /// The server's rank.
+        rank: i32,
+        /// What is wrong with it.
+        source: Malformed,
+    },
+    /// Joining the job failed.
+    #[error(transparent)]
+    Join(#[from] JoinError),
+    /// MPI's thread level is too low for remote devices.
+    #[error(transparent)]
+    ThreadLevel(#[from] ThreadLevel),
+    /// An MPI call failed (leaving the job).
+    #[error(transparent)]
+    Mpi(#[from] MpiError),
+    /// The servers were told to exit: no request may go any more.
+    #[error("the remote devices are gone: {0}")]
+    Closed(String),
+    /// The server is known dead: how it was found so.
+    #[error("{0}")]
+    Dead(String),
+    /// The call failed and its server was then found dead (`why`).
+    #[error("{why}; {source}")]
+    DiedDuring {
+        /// How the server was found dead.
+        why: String,
+        /// The call's own failure.
+        source: Box<CallError>,
+    },
+    /// One-way copies to the server that had returned success could not
+    /// be sent: every later call on that server fails with this.
+    #[error("{text}")]
+    Lost {
+        /// What was lost, and why.
+        text: String,
+        /// Whether `text` tells the server's death.
+        tells_death: bool,
+    },
+    /// A one-way copy larger than one travels.
+    #[error("a one-way copy of {len} bytes (at most {INLINE_SUBMIT_LIMIT})")]
+    TooLarge {
+        /// Its length.
+        len: usize,
+    },
+    /// A server found dead at the close was not told to exit.
+    #[error("{why}: not told to exit; what this program left on its devices went with it")]
+    NotToldToExit {
+        /// How it was found dead.
+        why: String,
+    },
+    /// Copies to the server were lost, then it was told to exit.
+    #[error("{lost} (then exited: {summary})")]
+    LostThenExited {
+        /// The lost copies' note.
+        lost: String,
+        /// The server's summary.
+        summary: String,
+    },
+    /// Copies to the server were lost, and telling it to exit failed.
+    #[error("{lost}; {source}")]
+    LostAndFailed {
+        /// The lost copies' note.
+        lost: String,
+        /// Why telling it to exit failed.
+        source: Box<CallError>,
+    },
+}
+
+impl CallError {
+    /// Whether the text already says that the call's server died (a wait
+    /// its death ended, or a server known dead): then the death is not
+    /// said twice.
+    pub fn tells_death(&self) -> bool {
+        match self {
+            CallError::Wire(err) => err.gave_up(),
+            CallError::Dead(_) | CallError::DiedDuring { .. } => true,
+            CallError::Lost { tells_death, .. } => *tells_death,
+            _ => false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use omptarget_mpi_wire::Failure;
+
+    #[test]
+    fn a_death_is_told_by_the_variant_whatever_the_text_says() {
+        // A wait its peer's death ended: told, whatever its words.
+        let gave_up = CallError::from(WireError::from(Failure::GaveUp("gone".into())));
+        assert!(gave_up.tells_death());
+        // An MPI failure whose text happens to read like a death: not
+        // told (the death is said before it).
+        let mpi = CallError::from(WireError::from(MpiError::Call {
+            call: "MPI_Test",
+            code: 1,
+            text: "device server rank 2 on h died (its process is gone)".into(),
+        }));
+        assert!(!mpi.tells_death());
+        assert!(CallError::Dead("x".into()).tells_death());
+        assert!(CallError::Lost {
+            text: "copies lost".into(),
+            tells_death: true,
+        }
+        .tells_death());
+        assert!(!CallError::Lost {
+            text: "died".into(),
+            tells_death: false,
+        }
+        .tells_death());
+        assert!(!CallError::Closed("died".into()).tells_death());
+        let during = CallError::DiedDuring {
+            why: "rank 2 died".into(),
+            source: Box::new(mpi),
+        };
+        assert!(during.tells_death());
+        assert!(during.to_string().starts_with("rank 2 died; MPI_Test: "));
+    }
+}

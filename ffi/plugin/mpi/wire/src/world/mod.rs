@@ -1,0 +1,339 @@
+//! Joining the job: MPI initialised (or found initialised) with
+//! `MPI_THREAD_MULTIPLE`, the plugin's own communicator, and who is who.
+//!
+//! Every rank of the job joins once, collectively: the program's ranks
+//! when their plugin initialises, the device servers when they start.
+//! Joining duplicates `MPI_COMM_WORLD` (so no message of ours can match a
+//! receive of the program's, whatever its tags) and gathers each rank's
+//! [`Role`], process id and host on the duplicate.
+//!
+//! Every wait is bounded by the peer's life: a send is an `MPI_Isend`, a
+//! receive an `MPI_Irecv` (a request's or reply's first part posted before
+//! it comes, [`World::post`]), each completed by
+//! [`World::poll`], which spins on the test for the first
+//! [`SPIN`] (no added latency), then naps [`NAP`] between tests, and every
+//! [`CHECK_EVERY`] asks whether the peer still lives
+//! ([`World::peer_alive`]). A dead peer ends the wait with an error that
+//! names it; the request is cancelled and freed (one that completes while
+//! it is being cancelled completed: its message is returned, not lost).
+//! A server's wait for the next request, from any program rank, gives up
+//! only when every program rank is dead: one rank's death must not cost
+//! another its request.
+//!
+//! Why this matters only under `mpirun --enable-recovery`: by default Open
+//! MPI ends the whole job when any rank dies by a signal, so nothing can
+//! wait for a dead peer. With recovery enabled the job survives, a send to
+//! a dead peer never completes (Open MPI 4.1, shared memory), and without
+//! the check every survivor waiting for it would wait for ever.
+//!
+//! The check sees only peers whose process this rank can see: same boot
+//! of the same machine (`/proc/sys/kernel/random/boot_id`) and same pid
+//! namespace. A peer elsewhere answers "unknown", and a wait for it is
+//! bounded only by Open MPI (which ends the job when a remote rank dies,
+//! unless recovery is enabled).
+//!
+//! Its parts, one job each: [`peer`] (who a rank is, and whether it still
+//! lives), [`wait`] (completing a request, bounded by its peer's life),
+//! [`transfer`] (bytes to and from a rank, in fragments) and [`message`]
+//! (a protocol message: its first part into a posted receive, its rest
+//! after it).
+use crate::error::MpiError;
+use crate::mpi::{self, Comm, Mpi};
+use peer::{own_process_table, proc_stat, RECORD};
+use std::ffi::c_int;
+
+pub mod message;
+pub mod peer;
+pub mod transfer;
+pub mod wait;
+
+pub use message::Posted;
+pub use peer::{Peer, Role};
+pub use wait::{CHECK_EVERY, NAP, SPIN};
+
+/// Why this rank could not join the job.
+#[derive(Debug, thiserror::Error)]
+pub enum JoinError {
+    /// An MPI call failed (or the library could not be opened).
+    #[error(transparent)]
+    Mpi(#[from] MpiError),
+    /// The program finalised MPI before the plugin joined.
+    #[error("the program already finalised MPI")]
+    AlreadyFinalized,
+}
+
+/// MPI gives less than `MPI_THREAD_MULTIPLE`, which remote devices need.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "the MPI library gives thread level {provided}, and remote devices need MPI_THREAD_MULTIPLE ({}){}",
+    mpi::THREAD_MULTIPLE,
+    if *initialised_here {
+        " (Open MPI built without thread support?)"
+    } else {
+        ": the program initialised MPI; it must call MPI_Init_thread(..., MPI_THREAD_MULTIPLE, ...)"
+    }
+)]
+pub struct ThreadLevel {
+    /// The level MPI gives.
+    pub provided: c_int,
+    /// Whether MPI was initialised here (else by the program).
+    pub initialised_here: bool,
+}
+
+/// This rank's membership of the job.
+pub struct World {
+    /// The library.
+    pub mpi: Mpi,
+    /// The plugin's communicator (a duplicate of `MPI_COMM_WORLD`).
+    pub comm: Comm,
+    /// This rank in `comm`.
+    pub rank: i32,
+    /// Every rank's role, by rank.
+    pub roles: Vec<Role>,
+    /// Every rank's pid and host, by rank.
+    pub peers: Vec<Peer>,
+    /// MPI was initialised here, so it is finalised here.
+    pub initialised_here: bool,
+    /// The thread level MPI gives (`MPI_THREAD_MULTIPLE` is needed by the
+    /// plugin; checked by the caller after joining, so that a rank that
+    /// cannot go on still takes part in the collective join, and can tell
+    /// the servers to exit).
+    pub thread_level: c_int,
+    /// The largest tag MPI takes on the communicator (`MPI_TAG_UB`; MPI
+    /// guarantees at least 32767, Open MPI's ob1 gives 2^31 - 1).
+    pub tag_ub: i32,
+}
+
+// SAFETY: `Mpi` is Send + Sync (MPI_THREAD_MULTIPLE, checked by `join`);
+// the communicator is a handle that any thread may use under it.
+unsafe impl Send for World {}
+// SAFETY: as above.
+unsafe impl Sync for World {}
+
+impl World {
+    /// Open MPI, initialise it unless the program did, check
+    /// `MPI_THREAD_MULTIPLE`, duplicate `MPI_COMM_WORLD` and gather the
+    /// roles. Collective over `MPI_COMM_WORLD`.
+    pub fn join(role: Role) -> Result<World, JoinError> {
+        let mpi = Mpi::open()?;
+        let mut flag: c_int = 0;
+        // SAFETY: MPI_Initialized may be called at any time.
+        mpi.check("MPI_Initialized", unsafe { (mpi.f.initialized)(&mut flag) })?;
+        let mut finalized: c_int = 0;
+        // SAFETY: MPI_Finalized may be called at any time.
+        mpi.check("MPI_Finalized", unsafe {
+            (mpi.f.finalized)(&mut finalized)
+        })?;
+        if finalized != 0 {
+            return Err(JoinError::AlreadyFinalized);
+        }
+        let initialised_here = flag == 0;
+        let mut provided: c_int = 0;
+        if initialised_here {
+            // SAFETY: not initialised yet; null argc/argv are allowed.
+            let code = unsafe {
+                (mpi.f.init_thread)(
+                    std::ptr::null_mut(),
+                    std::ptr::null_mut(),
+                    mpi::THREAD_MULTIPLE,
+                    &mut provided,
+                )
+            };
+            mpi.check("MPI_Init_thread", code)?;
+        } else {
+            // SAFETY: initialised.
+            mpi.check("MPI_Query_thread", unsafe {
+                (mpi.f.query_thread)(&mut provided)
+            })?;
+        }
+        let mut world = World {
+            mpi,
+            comm: std::ptr::null_mut(),
+            rank: -1,
+            roles: Vec::new(),
+            peers: Vec::new(),
+            initialised_here,
+            thread_level: provided,
+            tag_ub: 32767,
+        };
+        if let Err(err) = world.connect(role) {
+            world.finalize_if_ours();
+            return Err(err.into());
+        }
+        Ok(world)
+    }
+
+    fn connect(&mut self, role: Role) -> Result<(), MpiError> {
+        let m = &self.mpi;
+        let mut comm: Comm = std::ptr::null_mut();
+        // SAFETY: initialised; `comm` receives the new handle.
+        m.check("MPI_Comm_dup", unsafe {
+            (m.f.comm_dup)(m.comm_world, &mut comm)
+        })?;
+        self.comm = comm;
+        // Errors come back as codes: a failure is a Result, not an abort
+        // of the program by MPI's default handler.
+        // SAFETY: a valid communicator and predefined handler.
+        m.check("MPI_Comm_set_errhandler", unsafe {
+            (m.f.comm_set_errhandler)(comm, m.errors_return)
+        })?;
+        let (mut rank, mut size): (c_int, c_int) = (0, 0);
+        // SAFETY: valid communicator.
+        m.check("MPI_Comm_rank", unsafe { (m.f.comm_rank)(comm, &mut rank) })?;
+        // SAFETY: valid communicator.
+        m.check("MPI_Comm_size", unsafe { (m.f.comm_size)(comm, &mut size) })?;
+        let (start_time, pid) = proc_stat("self")
+            .map(|(_, start)| (start, std::process::id() as i32))
+            .unwrap_or((0, std::process::id() as i32));
+        let mine = Peer {
+            role,
+            pid,
+            start_time,
+            process_table: own_process_table(),
+            host: m.processor_name(),
+        }
+        .encode();
+        let mut all = vec![0u8; size.max(0) as usize * RECORD];
+        // SAFETY: RECORD bytes sent, `size` records received.
+        m.check("MPI_Allgather", unsafe {
+            (m.f.allgather)(
+                mine.as_ptr().cast(),
+                RECORD as c_int,
+                m.byte,
+                all.as_mut_ptr().cast(),
+                RECORD as c_int,
+                m.byte,
+                comm,
+            )
+        })?;
+        self.rank = rank;
+        self.tag_ub = tag_upper_bound(m, comm);
+        self.peers = all.chunks_exact(RECORD).map(Peer::decode).collect();
+        self.roles = self.peers.iter().map(|p| p.role).collect();
+        Ok(())
+    }
+
+    /// The reply tags a client cycles through (16 and up: tags below are
+    /// the protocol's own): the lower half of the tags MPI takes.
+    pub fn reply_tags(&self) -> std::ops::RangeInclusive<i32> {
+        let last = 16 + (self.tag_ub - 16) / 2;
+        16..=last
+    }
+
+    /// The tag of a client's `n`th copy between two servers, from the
+    /// upper half of the tags: the servers match its data by (peer, tag),
+    /// so the tag holds the client's rank, and two program ranks' copies
+    /// between the same two servers never take each other's data (with
+    /// Open MPI's 2^31 - 1, unique for 16384 program ranks and 65536
+    /// copies in flight each).
+    pub fn exchange_tag(&self, n: u32) -> i32 {
+        let first = *self.reply_tags().end() as i64 + 1;
+        let span = self.tag_ub as i64 - first + 1;
+        let slot = (self.rank as i64) * 65536 + (n % 65536) as i64;
+        (first + slot.rem_euclid(span.max(1))) as i32
+    }
+
+    /// `Err` saying why, unless MPI gives `MPI_THREAD_MULTIPLE`.
+    pub fn check_thread_level(&self) -> Result<(), ThreadLevel> {
+        if self.thread_level >= mpi::THREAD_MULTIPLE {
+            return Ok(());
+        }
+        Err(ThreadLevel {
+            provided: self.thread_level,
+            initialised_here: self.initialised_here,
+        })
+    }
+
+    /// The ranks with `role`.
+    pub fn ranks(&self, role: Role) -> Vec<i32> {
+        (0..self.roles.len() as i32)
+            .filter(|&r| self.roles[r as usize] == role)
+            .collect()
+    }
+
+    /// Free the communicator, and finalise MPI if it was initialised here
+    /// (and not finalised since). Called once, at the end.
+    ///
+    /// Unless a rank of the job is known dead (possible only under
+    /// `mpirun --enable-recovery`): then `MPI_Finalize` may wait for ever
+    /// for it (Open MPI 4.1's finalize fence: measured, it hangs in some
+    /// runs and not in others), so MPI is left as it is, and its library
+    /// stays loaded (its progress threads still run in it). The process
+    /// ends without finalising MPI, which `mpirun` reports.
+    pub fn leave(mut self) -> Result<(), MpiError> {
+        if self.initialised_here && !self.finalized() {
+            if let Some(why) = self.any_peer_dead() {
+                let note = format!(
+                    "omptarget: rank {} does not finalise MPI: {why}, and MPI_Finalize could wait for it for ever\n",
+                    self.rank
+                );
+                // One write: the ranks share mpirun's stderr.
+                let _ = std::io::Write::write_all(&mut std::io::stderr(), note.as_bytes());
+                std::mem::forget(self);
+                return Ok(());
+            }
+        }
+        let mut first = Ok(());
+        if !self.comm.is_null() && !self.finalized() {
+            let m = &self.mpi;
+            // SAFETY: our communicator, no request pending on it.
+            first = m.check("MPI_Comm_free", unsafe { (m.f.comm_free)(&mut self.comm) });
+        }
+        self.finalize_if_ours();
+        first
+    }
+
+    /// Whether MPI was finalised (by the program, or by us).
+    pub fn finalized(&self) -> bool {
+        let mut flag: c_int = 0;
+        // SAFETY: may be called at any time.
+        unsafe { (self.mpi.f.finalized)(&mut flag) };
+        flag != 0
+    }
+
+    /// `MPI_Finalize` now if MPI was initialised here and is not finalised
+    /// yet, for a process about to exit with no teardown to come (a
+    /// kernel called `exit()` on a remote device). Later calls fail.
+    pub fn finalize_before_exit(&self) {
+        if self.initialised_here && !self.finalized() && self.any_peer_dead().is_none() {
+            // SAFETY: initialised by us and not finalised; the process is
+            // exiting, and nothing of ours uses MPI after this.
+            let code = unsafe { (self.mpi.f.finalize)() };
+            if let Err(err) = self.mpi.check("MPI_Finalize", code) {
+                tracing::warn!("{err}");
+            }
+        }
+    }
+
+    fn finalize_if_ours(&mut self) {
+        if self.initialised_here && !self.finalized() {
+            // SAFETY: initialised by us and not finalised.
+            let code = unsafe { (self.mpi.f.finalize)() };
+            if let Err(err) = self.mpi.check("MPI_Finalize", code) {
+                tracing::warn!("{err}");
+            }
+        }
+    }
+}
+
+/// `MPI_TAG_UB` of `comm`, or the 32767 MPI guarantees when it cannot be
+/// read.
+fn tag_upper_bound(m: &Mpi, comm: Comm) -> i32 {
+    let mut value: *mut c_int = std::ptr::null_mut();
+    let mut found: c_int = 0;
+    // SAFETY: a valid communicator; the attribute's value is a pointer to
+    // an int that MPI owns (read here, never freed).
+    let code = unsafe {
+        (m.f.comm_get_attr)(
+            comm,
+            mpi::TAG_UB,
+            (&mut value as *mut *mut c_int).cast(),
+            &mut found,
+        )
+    };
+    if code != mpi::SUCCESS || found == 0 || value.is_null() {
+        return 32767;
+    }
+    // SAFETY: MPI's own int, set above.
+    unsafe { *value }.max(32767)
+}
