@@ -17,7 +17,6 @@
 //! the same, says so on stderr, leaves MPI and exits 1: a client did not
 //! end well, and the exit status says so.
 mod error;
-mod kernel_exit;
 mod server;
 
 use server::{Ended, Server, ServerConfig};

@@ -1,7 +1,6 @@
 //! Bulk data between MPI and the devices: straight from and into device
 //! memory when it is this process's (the host plugin), staged otherwise.
-use super::handle::ok;
-use super::{Reply, Server};
+use super::{ok, Reply, Server};
 use crate::error::ServeError;
 use omptarget::DevicePtr;
 use omptarget_mpi_wire::protocol::{self, REPLY_SLOT};

@@ -1,6 +1,6 @@
 //! What each request does.
 use super::capabilities::elf_machine;
-use super::{Reply, Server};
+use super::{ok, Reply, Server};
 use crate::error::ServeError;
 use omptarget::abi::{self, plugin::KernelArgType, AllocKind, DeviceImage, OffloadEntry};
 use omptarget::{DevicePtr, RegionLaunch};
@@ -207,7 +207,7 @@ impl Server {
                 let mut slots: Vec<*mut c_void> =
                     args.iter().map(|a| *a as usize as *mut c_void).collect();
                 // A kernel that calls exit() is answered from its handler.
-                let _armed = crate::kernel_exit::arm(&self.world, client, tag, &self.clients);
+                let _armed = super::kernel_exit::arm(&self.world, client, tag, &self.clients);
                 let launch = match teams {
                     Some((num_teams, thread_limit, loop_tripcount)) => RegionLaunch::Teams {
                         num_teams,
@@ -357,8 +357,4 @@ impl Server {
         let entries = loaded.entries.iter().map(|e| e.addr as u64).collect();
         Ok(Answer::Ok(Loaded { entries }).encode())
     }
-}
-
-pub(super) fn ok() -> Reply {
-    Ok(Answer::Ok(()).encode())
 }

@@ -17,11 +17,17 @@ use std::sync::{Arc, Weak};
 mod capabilities;
 mod data;
 mod handle;
+mod kernel_exit;
 
 pub use data::send_reply;
 
 /// A request's reply message (empty: already sent), or why it failed.
 type Reply = Result<Vec<u8>, ServeError>;
+
+/// The reply of a request that succeeded with nothing to say.
+fn ok() -> Reply {
+    Ok(protocol::Reply::Ok(()).encode())
+}
 
 /// How to start.
 #[derive(Debug, Default)]
@@ -98,7 +104,7 @@ impl Server {
         }
         let runtime = Runtime::new(runtime_config).map_err(ServeError::Runtime)?;
         // After MPI and the runtime started, before any image is loaded.
-        crate::kernel_exit::install()?;
+        kernel_exit::install()?;
         // Served devices must be this process's own: the MPI plugin (whose
         // devices are other servers') has none here (main turns MPI off
         // for the server's own runtime), and any other plugin's remote

@@ -28,6 +28,7 @@ pub mod backend;
 pub mod client;
 pub mod finalize_hook;
 pub mod kernel_exit;
+mod rank_mark;
 pub mod stand_in;
 
 pub use backend::MpiBackend;

@@ -18,19 +18,7 @@
 //! reused one would land in the program's own file.
 use crate::client::{CallError, Client};
 
-/// The variable naming the wrapper's mark file.
-pub const MARK_VAR: &str = "OMPTARGET_MPI_RANK_MARK";
-
-/// This process is about to join as a program rank: remove the wrapper's
-/// mark, so that the wrapper does not join a second time after it ends.
-/// Nothing to do outside such a wrapper.
-pub fn taking_the_rank() {
-    if let Some(path) = std::env::var_os(MARK_VAR).filter(|p| !p.is_empty()) {
-        // Already gone: another process of the program took the rank
-        // (which joins it a second time: the MPI job's own error).
-        let _ = std::fs::remove_file(path);
-    }
-}
+pub use crate::rank_mark::{taking_the_rank, MARK_VAR};
 
 pub use crate::client::Acks;
 

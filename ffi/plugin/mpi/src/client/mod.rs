@@ -87,7 +87,7 @@ impl Client {
     pub fn connect() -> Result<Option<Client>, CallError> {
         // Claimed before MPI starts: a wrapper that finds its mark gone
         // once this process ended must not join as this rank again.
-        crate::stand_in::taking_the_rank();
+        crate::rank_mark::taking_the_rank();
         let world = World::join(Role::Program)?;
         let ranks = world.ranks(Role::Server);
         let mut client = Client {

@@ -23,8 +23,8 @@
 //! The handler's state is plain statics with no destructor (the server
 //! has no global destructors either): what it needs of the running
 //! server, set by [`arm`] before the kernel runs and cleared after.
+use super::data::send_reply;
 use crate::error::ServeError;
-use crate::server::send_reply;
 use omptarget_mpi_wire::mpi::ANY_SOURCE;
 use omptarget_mpi_wire::protocol::{
     self, Exited, Op, Reply, Request, REPLY_SLOT, REQUEST_SLOT, REQUEST_TAG,
