@@ -71,6 +71,19 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 #[derive(Debug)]
 pub struct Stream(CUstream);
 
+/// In a `__tgt_async_info` as itself (a `CUstream`), as LLVM's plugin
+/// keeps it: nothing to allocate, nothing to lose when a caller never
+/// synchronises (the device's release destroys the stream).
+impl omptarget_plugin_kit::AsyncQueue for Stream {
+    fn into_raw(self) -> *mut c_void {
+        self.0.cast()
+    }
+
+    unsafe fn from_raw(raw: *mut c_void) -> Self {
+        Stream(raw.cast())
+    }
+}
+
 impl CudaBackend {
     fn device(&self, device: DeviceId) -> &CudaDevice {
         &self.devices[device.index()]

@@ -127,9 +127,9 @@ pub trait Backend: Send + Sync + Sized + 'static {
 
     /// The backend's queue: what its operations run on (a CUDA stream, an
     /// MPI batch of copies back, or nothing for a backend whose operations
-    /// are done when they return). The kit keeps one behind each
-    /// `__tgt_async_info` the caller passes, boxed.
-    type Queue: 'static;
+    /// are done when they return). The kit keeps one in the `queue` field
+    /// of each `__tgt_async_info` the caller passes ([`AsyncQueue`]).
+    type Queue: AsyncQueue;
 
     /// Create the plugin state (`__tgt_rtl_init_plugin`, or lazily).
     fn init(cause: InitCause) -> Result<Self>;
@@ -346,6 +346,43 @@ pub trait Backend: Send + Sync + Sized + 'static {
     fn lock_for_fork(&self) -> crate::fork::ForkLocks<'_> {
         Vec::new()
     }
+}
+
+/// How a backend's queue sits in a `__tgt_async_info`'s `queue` field
+/// between two entries: as itself when it is a handle (a CUDA stream, as
+/// LLVM's plugin keeps it, so nothing is allocated), or boxed.
+pub trait AsyncQueue: Sized {
+    /// The queue as the field's value; never null.
+    fn into_raw(self) -> *mut c_void;
+
+    /// The queue back from the field.
+    ///
+    /// # Safety
+    /// `raw` came from [`AsyncQueue::into_raw`] of this type, and is taken
+    /// back once.
+    unsafe fn from_raw(raw: *mut c_void) -> Self;
+}
+
+/// A boxed queue: the box's address.
+impl<T> AsyncQueue for Box<T> {
+    fn into_raw(self) -> *mut c_void {
+        Box::into_raw(self).cast()
+    }
+
+    unsafe fn from_raw(raw: *mut c_void) -> Self {
+        // SAFETY: per this function's contract, a box's address.
+        unsafe { Box::from_raw(raw.cast()) }
+    }
+}
+
+/// No queue (a backend whose operations are done when they return): a
+/// non-null placeholder, which holds nothing.
+impl AsyncQueue for () {
+    fn into_raw(self) -> *mut c_void {
+        NonNull::<c_void>::dangling().as_ptr()
+    }
+
+    unsafe fn from_raw(_raw: *mut c_void) -> Self {}
 }
 
 /// For a backend that passes every kernel argument as a pointer-sized

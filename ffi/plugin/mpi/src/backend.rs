@@ -134,7 +134,7 @@ impl MpiBackend {
 
 impl Backend for MpiBackend {
     const NAME: &'static str = "mpi";
-    type Queue = PendingRetrieves;
+    type Queue = Box<PendingRetrieves>;
 
     fn init(_cause: InitCause) -> Result<Self> {
         let mut backend = MpiBackend {
@@ -421,19 +421,19 @@ impl Backend for MpiBackend {
         .map(drop)
     }
 
-    fn create_queue(&self, device: DeviceId) -> Result<PendingRetrieves> {
-        Ok(PendingRetrieves {
+    fn create_queue(&self, device: DeviceId) -> Result<Box<PendingRetrieves>> {
+        Ok(Box::new(PendingRetrieves {
             device,
             ranges: Vec::new(),
-        })
+        }))
     }
 
-    fn synchronize(&self, _device: DeviceId, mut queue: PendingRetrieves) -> Result<()> {
+    fn synchronize(&self, _device: DeviceId, mut queue: Box<PendingRetrieves>) -> Result<()> {
         // Everything but copies back ran when it was queued.
         self.flush(&mut queue)
     }
 
-    fn is_done(&self, queue: &PendingRetrieves) -> bool {
+    fn is_done(&self, queue: &Box<PendingRetrieves>) -> bool {
         queue.ranges.is_empty()
     }
 
@@ -454,7 +454,7 @@ impl Backend for MpiBackend {
         tgt_ptr: NonNull<c_void>,
         host_ptr: NonNull<c_void>,
         size: usize,
-        queue: &mut PendingRetrieves,
+        queue: &mut Box<PendingRetrieves>,
     ) -> Result<()> {
         // In queue order: what the queue holds first.
         self.flush(queue)?;
@@ -494,7 +494,7 @@ impl Backend for MpiBackend {
         host_ptr: NonNull<c_void>,
         tgt_ptr: NonNull<c_void>,
         size: usize,
-        queue: &mut PendingRetrieves,
+        queue: &mut Box<PendingRetrieves>,
     ) -> Result<()> {
         if queue.device != device {
             // A queue is one device's; keep it so if asked otherwise.
@@ -520,7 +520,7 @@ impl Backend for MpiBackend {
         dst: DeviceId,
         dst_ptr: NonNull<c_void>,
         size: usize,
-        queue: &mut PendingRetrieves,
+        queue: &mut Box<PendingRetrieves>,
     ) -> Result<()> {
         self.flush(queue)?;
         let (s, d) = (self.remote(src), self.remote(dst));
@@ -540,7 +540,7 @@ impl Backend for MpiBackend {
         args: &[*mut c_void],
         types: Option<&[KernelArgType]>,
         teams: Option<TeamConfig>,
-        queue: &mut PendingRetrieves,
+        queue: &mut Box<PendingRetrieves>,
     ) -> Result<()> {
         self.flush(queue)?;
         self.run(device, entry, args, types, teams)

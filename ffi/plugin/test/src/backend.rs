@@ -7,7 +7,8 @@ use omptarget_plugin_host::HostBackend;
 use omptarget_plugin_kit::abi::plugin::KernelArgType;
 use omptarget_plugin_kit::abi::{AllocKind, DeviceImage, TargetTable};
 use omptarget_plugin_kit::{
-    pointer_args_only, Backend, DeviceId, EntryCall, ImageRef, InitCause, LoadOptions, PluginError, TeamConfig,
+    pointer_args_only, Backend, DeviceId, EntryCall, ImageRef, InitCause, LoadOptions, PluginError,
+    TeamConfig,
 };
 use std::ffi::c_void;
 use std::ptr::NonNull;
@@ -173,7 +174,10 @@ impl Backend for TestBackend {
         // SAFETY: our caller's contract (`Backend::data_submit`, # Safety):
         // `host_ptr` readable and `tgt_ptr` writable for `size` bytes; the
         // pointers are passed to the host backend unchanged.
-        unsafe { self.host.data_submit(device, tgt_ptr, host_ptr, size, queue) }
+        unsafe {
+            self.host
+                .data_submit(device, tgt_ptr, host_ptr, size, queue)
+        }
     }
 
     unsafe fn data_retrieve(
@@ -188,7 +192,10 @@ impl Backend for TestBackend {
         // SAFETY: our caller's contract (`Backend::data_retrieve`,
         // # Safety): `tgt_ptr` readable and `host_ptr` writable for `size`
         // bytes; the pointers are passed to the host backend unchanged.
-        unsafe { self.host.data_retrieve(device, host_ptr, tgt_ptr, size, queue) }
+        unsafe {
+            self.host
+                .data_retrieve(device, host_ptr, tgt_ptr, size, queue)
+        }
     }
 
     fn is_data_exchangable(&self, src: DeviceId, dst: DeviceId) -> bool {
@@ -232,7 +239,10 @@ impl Backend for TestBackend {
         // `load_binary` returns the host backend's own tables unchanged, so
         // `entry` comes from a host table for `device`; `args` are what the
         // kernel expects (all pointer-sized, checked above).
-        unsafe { self.host.run_region(device, entry, args, None, teams, queue) }
+        unsafe {
+            self.host
+                .run_region(device, entry, args, None, teams, queue)
+        }
     }
 
     fn print_device_info(&self, device: DeviceId) {

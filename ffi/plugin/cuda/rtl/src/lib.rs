@@ -58,9 +58,13 @@ pub unsafe extern "C" fn __tgt_rtl_record_event(
     let plugin = &__OMPTARGET_PLUGIN;
     // SAFETY: this entry's contract, as `queue_entry` requires.
     unsafe {
-        queue_entry(plugin, names::RECORD_EVENT, device, async_info, |b, d, q| {
-            b.record_event(d, event_arg(event)?, q)
-        })
+        queue_entry(
+            plugin,
+            names::RECORD_EVENT,
+            device,
+            async_info,
+            |b, d, q| b.record_event(d, event_arg(event)?, q),
+        )
     }
 }
 

@@ -5,7 +5,7 @@
 //!   given a null `__tgt_async_info`, runs its operation on a local queue
 //!   and synchronises it before returning;
 //! * an `_async` entry runs it on the queue its `__tgt_async_info` holds,
-//!   made on first use (boxed, its address in the `queue` field) and kept
+//!   made on first use (in the `queue` field: [`crate::backend::AsyncQueue`]) and kept
 //!   there for the caller's `__tgt_rtl_synchronize` ([`synchronize`]),
 //!   unless the backend says it is done already ([`Backend::is_done`]):
 //!   then it is synchronised at once and the field stays null.
@@ -14,6 +14,7 @@
 //! (the entries' contract: the caller passes back what the plugin set).
 
 use super::*;
+use crate::backend::AsyncQueue;
 use crate::DeviceId;
 
 /// Run `op` on the queue of an operation entry of `device`: the queue of
@@ -35,36 +36,37 @@ pub(super) fn on_queue<B: Backend>(
     if info.queue.is_null() {
         // First use: the queue is this call's until it is stored, so a
         // failure or panic of `op` leaves the caller's field empty.
-        let mut queue = Box::new(backend.create_queue(device)?);
+        let mut queue = backend.create_queue(device)?;
         let done = op(&mut queue);
         if backend.is_done(&queue) {
-            return done.and(backend.synchronize(device, *queue));
+            return done.and(backend.synchronize(device, queue));
         }
-        info.queue = Box::into_raw(queue).cast();
+        info.queue = queue.into_raw();
         return done;
     }
-    // SAFETY: a non-null field holds a box this module stored for this
-    // backend (module docs), not synchronised since; the caller's
-    // `__tgt_async_info` is this entry's during the call.
-    let queue = unsafe { &mut *info.queue.cast::<B::Queue>() };
-    let done = op(queue);
-    if !backend.is_done(queue) {
-        return done;
+    // SAFETY: a non-null field holds a queue this module stored for this
+    // backend (module docs), not synchronised since; it is taken out for
+    // the call and put back unless done (a panic of `op` drops it: the
+    // backend's release of what it holds is its deinitialisation's).
+    let mut queue = unsafe { take::<B::Queue>(info) };
+    let done = op(&mut queue);
+    if backend.is_done(&queue) {
+        return done.and(backend.synchronize(device, queue));
     }
-    // SAFETY: as above; the box is taken back once (the field cleared).
-    let queue = unsafe { take(info) };
-    done.and(backend.synchronize(device, queue))
+    info.queue = queue.into_raw();
+    done
 }
 
 /// The queue `info` holds, taken back out of it (the field cleared).
 ///
 /// # Safety
-/// `info.queue` is a non-null box of `Q` this module stored.
-unsafe fn take<Q>(info: &mut AsyncInfo) -> Q {
+/// `info.queue` is a non-null [`AsyncQueue::into_raw`] of `Q` this module
+/// stored.
+unsafe fn take<Q: AsyncQueue>(info: &mut AsyncInfo) -> Q {
     // SAFETY: per this function's contract.
-    let queue = unsafe { Box::from_raw(info.queue.cast::<Q>()) };
+    let queue = unsafe { Q::from_raw(info.queue) };
     info.queue = ptr::null_mut();
-    *queue
+    queue
 }
 
 /// `__tgt_rtl_synchronize`'s work: wait for `async_info`'s queue and give
@@ -80,7 +82,7 @@ pub(super) fn synchronize<B: Backend>(
         None => backend.synchronize_device(device),
         Some(info) if info.queue.is_null() => Ok(()),
         Some(info) => {
-            // SAFETY: a non-null field holds a box this module stored for
+            // SAFETY: a non-null field holds a queue this module stored for
             // this backend (module docs).
             let queue = unsafe { take::<B::Queue>(info) };
             backend.synchronize(device, queue)
@@ -111,7 +113,9 @@ pub unsafe fn queue_entry<B: Backend>(
         cell.with_live(|live| {
             let device = live.initialised_device(device)?;
             let backend = live.backend();
-            on_queue(backend, device, Some(info), |queue| f(backend, device, queue))
+            on_queue(backend, device, Some(info), |queue| {
+                f(backend, device, queue)
+            })
         })
     })
 }
