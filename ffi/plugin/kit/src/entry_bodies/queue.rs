@@ -119,3 +119,220 @@ pub unsafe fn queue_entry<B: Backend>(
         })
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::backend::{ImageRef, InitCause, LoadOptions, TeamConfig};
+    use crate::{Backend, DeviceId, PluginCell, PluginError};
+    use omptarget_abi::plugin::KernelArgType;
+    use omptarget_abi::{AllocKind, AsyncInfo, DeviceImage, TargetTable, OFFLOAD_SUCCESS};
+    use std::ffi::c_void;
+    use std::ptr::{null_mut, NonNull};
+    use std::sync::Mutex;
+
+    type Result<T> = std::result::Result<T, PluginError>;
+
+    /// What the backend saw, in order.
+    static SEEN: Mutex<Vec<String>> = Mutex::new(Vec::new());
+    static NEXT_QUEUE: Mutex<u32> = Mutex::new(0);
+
+    fn saw(what: String) {
+        SEEN.lock().unwrap().push(what);
+    }
+
+    fn seen() -> Vec<String> {
+        std::mem::take(&mut *SEEN.lock().unwrap())
+    }
+
+    /// A queue numbered at creation; a retrieve runs at once (done).
+    struct Numbered {
+        id: u32,
+        done: bool,
+    }
+
+    /// Records each call with the queue it runs on.
+    struct Recording;
+
+    impl Backend for Recording {
+        const NAME: &'static str = "recording";
+        type Queue = Box<Numbered>;
+
+        fn init(_cause: InitCause) -> Result<Self> {
+            Ok(Recording)
+        }
+        fn deinit(self) -> Result<()> {
+            Ok(())
+        }
+        fn number_of_devices(&self) -> usize {
+            1
+        }
+        fn is_valid_binary(&self, _image: &ImageRef<'_>) -> bool {
+            false
+        }
+        fn init_device(&self, _device: DeviceId) -> Result<()> {
+            Ok(())
+        }
+        fn deinit_device(&self, _device: DeviceId) -> Result<()> {
+            Ok(())
+        }
+        fn load_binary(
+            &self,
+            _device: DeviceId,
+            _image: &ImageRef<'_>,
+            _options: LoadOptions,
+        ) -> Result<NonNull<TargetTable>> {
+            Err(PluginError::Unsupported("load_binary"))
+        }
+        fn unload_binary(&self, _device: DeviceId, _image: NonNull<DeviceImage>) -> Result<()> {
+            Ok(())
+        }
+        fn data_alloc(
+            &self,
+            _device: DeviceId,
+            _size: usize,
+            _host_ptr: *mut c_void,
+            _kind: AllocKind,
+        ) -> Result<NonNull<c_void>> {
+            Err(PluginError::Unsupported("data_alloc"))
+        }
+        fn data_delete(&self, _device: DeviceId, _tgt_ptr: NonNull<c_void>) -> Result<()> {
+            Ok(())
+        }
+        fn create_queue(&self, device: DeviceId) -> Result<Box<Numbered>> {
+            let mut next = NEXT_QUEUE.lock().unwrap();
+            *next += 1;
+            saw(format!("create {device} q{next}"));
+            Ok(Box::new(Numbered {
+                id: *next,
+                done: false,
+            }))
+        }
+        fn synchronize(&self, device: DeviceId, queue: Box<Numbered>) -> Result<()> {
+            saw(format!("synchronize {device} q{}", queue.id));
+            Ok(())
+        }
+        fn is_done(&self, queue: &Box<Numbered>) -> bool {
+            queue.done
+        }
+        fn synchronize_device(&self, device: DeviceId) -> Result<()> {
+            saw(format!("synchronize_device {device}"));
+            Ok(())
+        }
+        unsafe fn data_submit(
+            &self,
+            device: DeviceId,
+            _tgt_ptr: NonNull<c_void>,
+            _host_ptr: NonNull<c_void>,
+            size: usize,
+            queue: &mut Box<Numbered>,
+        ) -> Result<()> {
+            saw(format!("submit {device} {size} q{}", queue.id));
+            Ok(())
+        }
+        unsafe fn data_retrieve(
+            &self,
+            device: DeviceId,
+            _host_ptr: NonNull<c_void>,
+            _tgt_ptr: NonNull<c_void>,
+            size: usize,
+            queue: &mut Box<Numbered>,
+        ) -> Result<()> {
+            saw(format!("retrieve {device} {size} q{}", queue.id));
+            queue.done = true;
+            Ok(())
+        }
+        unsafe fn run_region(
+            &self,
+            device: DeviceId,
+            _entry: NonNull<c_void>,
+            args: &[*mut c_void],
+            types: Option<&[KernelArgType]>,
+            _teams: Option<TeamConfig>,
+            queue: &mut Box<Numbered>,
+        ) -> Result<()> {
+            saw(format!(
+                "run {device} {} typed={} q{}",
+                args.len(),
+                types.is_some(),
+                queue.id
+            ));
+            Ok(())
+        }
+        fn print_device_info(&self, _device: DeviceId) {}
+    }
+
+    static CELL: PluginCell<Recording> = PluginCell::new();
+
+    #[test]
+    fn blocking_entries_use_a_local_queue_and_async_ones_keep_theirs() {
+        use super::super::{data_retrieve, data_submit, init_device, run_region, synchronize};
+        let (mut host, mut dev) = (0u64, 0u64);
+        let (h, d): (*mut c_void, *mut c_void) = ((&raw mut host).cast(), (&raw mut dev).cast());
+        assert_eq!(init_device(&CELL, 0), OFFLOAD_SUCCESS);
+        // SAFETY (every entry call below): `h` and `d` are 8 writable
+        // bytes each; `info` is a live `__tgt_async_info` whose queue only
+        // these entries set; the kernel address is never called.
+        unsafe {
+            // Blocking: a local queue, the operation, a synchronise.
+            assert_eq!(data_submit(&CELL, 0, d, h, 8, None), OFFLOAD_SUCCESS);
+            assert_eq!(seen(), ["create 0 q1", "submit 0 8 q1", "synchronize 0 q1"]);
+            // An `_async` entry given a null `__tgt_async_info`: blocking.
+            assert_eq!(
+                data_submit(&CELL, 0, d, h, 4, Some(null_mut())),
+                OFFLOAD_SUCCESS
+            );
+            assert_eq!(seen(), ["create 0 q2", "submit 0 4 q2", "synchronize 0 q2"]);
+
+            // `_async`: made on first use, kept until `synchronize`.
+            let mut info = AsyncInfo { queue: null_mut() };
+            let info_ptr: *mut AsyncInfo = &mut info;
+            assert_eq!(
+                data_submit(&CELL, 0, d, h, 8, Some(info_ptr)),
+                OFFLOAD_SUCCESS
+            );
+            assert!(!info.queue.is_null());
+            let mut args = [d];
+            let mut offsets = [0isize];
+            let entry = 0x1000 as *mut c_void;
+            assert_eq!(
+                run_region(
+                    &CELL,
+                    0,
+                    entry,
+                    args.as_mut_ptr(),
+                    offsets.as_mut_ptr(),
+                    1,
+                    None,
+                    Some(info_ptr)
+                ),
+                OFFLOAD_SUCCESS
+            );
+            assert_eq!(
+                seen(),
+                ["create 0 q3", "submit 0 8 q3", "run 0 1 typed=false q3"]
+            );
+            assert_eq!(synchronize(&CELL, 0, info_ptr), OFFLOAD_SUCCESS);
+            assert!(info.queue.is_null(), "synchronize gives the queue back");
+            assert_eq!(seen(), ["synchronize 0 q3"]);
+            // Synchronising an empty one calls nothing.
+            assert_eq!(synchronize(&CELL, 0, info_ptr), OFFLOAD_SUCCESS);
+            assert_eq!(seen(), Vec::<String>::new());
+
+            // A queue the backend says is done is synchronised at once:
+            // the caller is left no queue to synchronise.
+            assert_eq!(
+                data_retrieve(&CELL, 0, h, d, 8, Some(info_ptr)),
+                OFFLOAD_SUCCESS
+            );
+            assert!(info.queue.is_null());
+            assert_eq!(
+                seen(),
+                ["create 0 q4", "retrieve 0 8 q4", "synchronize 0 q4"]
+            );
+
+            // A null `__tgt_async_info`: the whole device.
+            assert_eq!(synchronize(&CELL, 0, null_mut()), OFFLOAD_SUCCESS);
+            assert_eq!(seen(), ["synchronize_device 0"]);
+        }
+    }
+}
