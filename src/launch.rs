@@ -91,13 +91,14 @@ impl Device {
             RegionLaunch::Single => "run_target_region",
             RegionLaunch::Teams { .. } => "run_target_team_region",
         };
-        // SAFETY: `entry` is a kernel of an image loaded on this device and
-        // `args`/`offsets` match it (this function's contract).
         let launched = || {
-            (
-                entry_name,
-                self.plugin().call(|e| unsafe { op.run_and_wait(e) }),
-            )
+            let code = self.plugin().call(|e| {
+                // SAFETY: `entry` is a kernel of an image loaded on this
+                // device and `args`/`offsets` match it (this function's
+                // contract).
+                unsafe { op.run_and_wait(e) }
+            });
+            (entry_name, code)
         };
         // A kernel may end its thread: intercept that before any frame of
         // ours (a panic boundary up the stack would abort on it), return

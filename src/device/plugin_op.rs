@@ -121,7 +121,8 @@ impl PluginOp {
     /// # Safety
     /// As [`PluginOp::run_on`].
     unsafe fn queued(self, e: &Entries, q: *mut AsyncInfo) -> i32 {
-        // SAFETY (every arm): per this function's contract.
+        // SAFETY: every arm calls an entry with the arguments this
+        // function's contract vouches for.
         unsafe {
             match self {
                 PluginOp::Submit {
@@ -187,7 +188,8 @@ impl PluginOp {
     /// # Safety
     /// The arguments are valid for the entry during the call.
     unsafe fn blocking(self, e: &Entries) -> i32 {
-        // SAFETY (every arm): per this function's contract.
+        // SAFETY: every arm calls an entry with the arguments this
+        // function's contract vouches for.
         unsafe {
             match self {
                 PluginOp::Submit {

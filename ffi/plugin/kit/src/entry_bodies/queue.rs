@@ -269,7 +269,7 @@ mod tests {
         let (mut host, mut dev) = (0u64, 0u64);
         let (h, d): (*mut c_void, *mut c_void) = ((&raw mut host).cast(), (&raw mut dev).cast());
         assert_eq!(init_device(&CELL, 0), OFFLOAD_SUCCESS);
-        // SAFETY (every entry call below): `h` and `d` are 8 writable
+        // SAFETY: for every entry call below, `h` and `d` are 8 writable
         // bytes each; `info` is a live `__tgt_async_info` whose queue only
         // these entries set; the kernel address is never called.
         unsafe {
