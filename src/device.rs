@@ -7,6 +7,7 @@
 //! device on first use and fails cleanly once the plugin is gone.
 mod allocator;
 pub(crate) mod images;
+pub(crate) mod plugin_op;
 mod properties;
 pub(crate) mod queue_ops;
 pub(crate) mod table;
@@ -17,6 +18,7 @@ use crate::plugin::Plugin;
 use crate::{abi, Error, Result};
 use allocator::PluginAllocator;
 use images::ImageRecord;
+pub(crate) use plugin_op::PluginOp;
 use std::ffi::c_void;
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -309,17 +311,16 @@ impl Device {
         let size64 = to_i64(size)?;
         let local = self.local_id;
         let src = src as *mut c_void;
+        let op = PluginOp::Submit {
+            device: local,
+            dst: dst.0,
+            src,
+            size: size64,
+        };
         let code = self.plugin.call(|e| {
             let _call = crate::profile::span(crate::profile::Kind::Plugin, "data_submit");
-            match (e.data_submit_async, e.synchronize) {
-                // Like LLVM: the async entry on a private queue, then wait.
-                // SAFETY: per this function's contract.
-                (Some(submit), Some(sync)) => with_queue(local, sync, |q| unsafe {
-                    submit(local, dst.0, src, size64, q)
-                }),
-                // SAFETY: per this function's contract.
-                _ => unsafe { (e.data_submit)(local, dst.0, src, size64) },
-            }
+            // SAFETY: per this function's contract.
+            unsafe { op.run_and_wait(e) }
         })?;
         self.check("data_submit", code)
     }
@@ -338,16 +339,16 @@ impl Device {
         self.ensure_initialized()?;
         let size64 = to_i64(size)?;
         let local = self.local_id;
+        let op = PluginOp::Retrieve {
+            device: local,
+            dst,
+            src: src.0,
+            size: size64,
+        };
         let code = self.plugin.call(|e| {
             let _call = crate::profile::span(crate::profile::Kind::Plugin, "data_retrieve");
-            match (e.data_retrieve_async, e.synchronize) {
-                // SAFETY: per this function's contract.
-                (Some(retrieve), Some(sync)) => with_queue(local, sync, |q| unsafe {
-                    retrieve(local, dst, src.0, size64, q)
-                }),
-                // SAFETY: per this function's contract.
-                _ => unsafe { (e.data_retrieve)(local, dst, src.0, size64) },
-            }
+            // SAFETY: per this function's contract.
+            unsafe { op.run_and_wait(e) }
         })?;
         self.check("data_retrieve", code)
     }
@@ -403,17 +404,17 @@ impl Device {
         }
         let size64 = to_i64(size)?;
         let (src_id, dst_id) = (self.local_id, dst_device.local_id);
+        let op = PluginOp::Exchange {
+            src_device: src_id,
+            src: src.0,
+            dst_device: dst_id,
+            dst: dst.0,
+            size: size64,
+        };
         let code = self.plugin.call(|e| {
             let _call = crate::profile::span(crate::profile::Kind::Plugin, "data_exchange");
-            match (e.data_exchange_async, e.synchronize, e.data_exchange) {
-                // SAFETY: per this function's contract.
-                (Some(exchange), Some(sync), _) => with_queue(src_id, sync, |q| unsafe {
-                    exchange(src_id, src.0, dst_id, dst.0, size64, q)
-                }),
-                // SAFETY: per this function's contract.
-                (_, _, Some(exchange)) => unsafe { exchange(src_id, src.0, dst_id, dst.0, size64) },
-                _ => abi::OFFLOAD_FAIL,
-            }
+            // SAFETY: per this function's contract.
+            unsafe { op.run_and_wait(e) }
         })?;
         self.check("data_exchange", code)
     }

@@ -3,13 +3,12 @@
 //! trip count (LLVM 14's plugin ABI). Arguments are pointer-sized: device
 //! addresses for mapped data, values for scalars; each is adjusted by its
 //! offset (`args[i] + offsets[i]`) by the plugin before the call.
-use crate::device::{with_queue, Device};
+use crate::device::{Device, PluginOp};
 use crate::{Error, Result};
 use std::ffi::c_void;
 
-/// Which region entry to use. With a plugin that exports the `_async`
-/// variant and `synchronize`, that variant runs on a private queue which is
-/// synchronised before returning, as LLVM does.
+/// Which region entry to use (its blocking or `_async` form is chosen in
+/// one place, the runtime's `device::plugin_op`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RegionLaunch {
     /// `#pragma omp target` without `teams`: one team, one thread.
@@ -65,77 +64,48 @@ impl Device {
         let local = self.local_id();
         let (args_ptr, offsets_ptr) = (args.as_mut_ptr(), offsets.as_mut_ptr());
         tracing::debug!(plugin = %self.plugin_name(), device = self.id(), ?entry, num_args, ?launch, "launch");
-        let launched = || match launch {
-            RegionLaunch::Single => (
-                "run_target_region",
-                self.plugin()
-                    .call(|e| match (e.run_target_region_async, e.synchronize) {
-                        (Some(run), Some(sync)) => with_queue(local, sync, |q| {
-                            // SAFETY: `entry` is a kernel of an image loaded on
-                            // this device and `args`/`offsets` match it (this
-                            // function's contract); `q` is a fresh queue.
-                            unsafe { run(local, entry, args_ptr, offsets_ptr, num_args, q) }
-                        }),
-                        // SAFETY: as above, without a queue.
-                        _ => unsafe {
-                            (e.run_target_region)(local, entry, args_ptr, offsets_ptr, num_args)
-                        },
-                    }),
-            ),
+        let op = match launch {
+            RegionLaunch::Single => PluginOp::Region {
+                device: local,
+                entry,
+                args: args_ptr,
+                offsets: offsets_ptr,
+                num_args,
+            },
             RegionLaunch::Teams {
                 num_teams,
                 thread_limit,
                 loop_tripcount,
-            } => (
-                "run_target_team_region",
-                self.plugin()
-                    .call(|e| match (e.run_target_team_region_async, e.synchronize) {
-                        (Some(run), Some(sync)) => with_queue(local, sync, |q| {
-                            // SAFETY: `entry` is a kernel of an image loaded on
-                            // this device and `args`/`offsets` match it (this
-                            // function's contract); `q` is a fresh queue.
-                            unsafe {
-                                run(
-                                    local,
-                                    entry,
-                                    args_ptr,
-                                    offsets_ptr,
-                                    num_args,
-                                    num_teams,
-                                    thread_limit,
-                                    loop_tripcount,
-                                    q,
-                                )
-                            }
-                        }),
-                        // SAFETY: as above, without a queue.
-                        _ => unsafe {
-                            (e.run_target_team_region)(
-                                local,
-                                entry,
-                                args_ptr,
-                                offsets_ptr,
-                                num_args,
-                                num_teams,
-                                thread_limit,
-                                loop_tripcount,
-                            )
-                        },
-                    }),
-            ),
+            } => PluginOp::TeamRegion {
+                device: local,
+                entry,
+                args: args_ptr,
+                offsets: offsets_ptr,
+                num_args,
+                num_teams,
+                thread_limit,
+                loop_tripcount,
+            },
+        };
+        let entry_name = match launch {
+            RegionLaunch::Single => "run_target_region",
+            RegionLaunch::Teams { .. } => "run_target_team_region",
+        };
+        let launched = || {
+            let code = self.plugin().call(|e| {
+                // SAFETY: `entry` is a kernel of an image loaded on this
+                // device and `args`/`offsets` match it (this function's
+                // contract).
+                unsafe { op.run_and_wait(e) }
+            });
+            (entry_name, code)
         };
         // A kernel may end its thread: intercept that before any frame of
         // ours (a panic boundary up the stack would abort on it), return
         // normally, and leave the exit pending for the outermost frame.
         let mut outcome = None;
         // The plugin call beneath the launch, in the profile.
-        let call = crate::profile::span(
-            crate::profile::Kind::Plugin,
-            match launch {
-                RegionLaunch::Single => "run_target_region",
-                RegionLaunch::Teams { .. } => "run_target_team_region",
-            },
-        );
+        let call = crate::profile::span(crate::profile::Kind::Plugin, entry_name);
         if let Err(exit) =
             omptarget_thread_exit::call_intercepting_exit(|| outcome = Some(launched()))
         {

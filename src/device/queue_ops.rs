@@ -7,7 +7,7 @@
 //! (fully ordered) queue. Events use the plugin's event entries; a plugin
 //! without them gets host-side events: recording one synchronises the
 //! queue, so the event is complete when it exists.
-use super::{to_i64, Device, DevicePtr};
+use super::{to_i64, Device, DevicePtr, PluginOp};
 use crate::abi::plugin::KernelArgType;
 use crate::abi::{self, AsyncInfo};
 use crate::launch::RegionLaunch;
@@ -121,19 +121,14 @@ impl Device {
         self.ensure_initialized()?;
         let size64 = to_i64(size)?;
         let local = self.local_id;
-        let src = src as *mut c_void;
-        if self.plugin.call(|e| e.data_submit_async.is_none())? {
-            // The blocking entry must not overtake what is queued already.
-            // SAFETY: `queue` is empty or set by this device's plugin
-            // (this function's contract, or one of the crate's own queues).
-            unsafe { self.synchronize_queue(queue) }?;
-        }
-        let code = self.plugin.call(|e| match e.data_submit_async {
-            // SAFETY: per this function's contract.
-            Some(submit) => unsafe { submit(local, dst.as_ptr(), src, size64, queue) },
-            // SAFETY: per this function's contract.
-            None => unsafe { (e.data_submit)(local, dst.as_ptr(), src, size64) },
-        })?;
+        let op = PluginOp::Submit {
+            device: local,
+            dst: dst.as_ptr(),
+            src: src as *mut c_void,
+            size: size64,
+        };
+        // SAFETY: per this function's contract.
+        let code = unsafe { self.run_on(queue, op) }?;
         self.check("data_submit_async", code)
     }
 
@@ -160,22 +155,15 @@ impl Device {
             .map(|s| s.device(self.id).bytes(size));
         self.ensure_initialized()?;
         let size64 = to_i64(size)?;
-        let local = self.local_id;
-        if self.plugin.call(|e| e.data_retrieve_async.is_none())? {
-            // The blocking entry must not overtake what is queued already.
-            // SAFETY: `queue` is empty or set by this device's plugin
-            // (this function's contract, or one of the crate's own queues).
-            unsafe { self.synchronize_queue(queue) }?;
-        }
-        let code = self.plugin.call(|e| {
-            let _call = crate::profile::span(crate::profile::Kind::Plugin, "data_retrieve");
-            match e.data_retrieve_async {
-                // SAFETY: per this function's contract.
-                Some(retrieve) => unsafe { retrieve(local, dst, src.as_ptr(), size64, queue) },
-                // SAFETY: per this function's contract.
-                None => unsafe { (e.data_retrieve)(local, dst, src.as_ptr(), size64) },
-            }
-        })?;
+        let op = PluginOp::Retrieve {
+            device: self.local_id,
+            dst,
+            src: src.as_ptr(),
+            size: size64,
+        };
+        let _call = crate::profile::span(crate::profile::Kind::Plugin, "data_retrieve");
+        // SAFETY: per this function's contract.
+        let code = unsafe { self.run_on(queue, op) }?;
         self.check("data_retrieve_async", code)
     }
 
@@ -197,27 +185,15 @@ impl Device {
         self.ensure_initialized()?;
         dst_device.ensure_initialized()?;
         if self.can_exchange_with(dst_device) {
-            if self.plugin.call(|e| e.data_exchange_async.is_none())? {
-                // The blocking entry must not overtake what is queued.
-                // SAFETY: `queue` is empty or set by this device's plugin
-                // (this function's contract, or one of the crate's own queues).
-                unsafe { self.synchronize_queue(queue) }?;
-            }
-            let size64 = to_i64(size)?;
-            let (src_id, dst_id) = (self.local_id, dst_device.local_id);
-            let code = self.plugin.call(|e| {
-                match (e.data_exchange_async, e.data_exchange) {
-                    // SAFETY: per this function's contract.
-                    (Some(exchange), _) => unsafe {
-                        exchange(src_id, src.as_ptr(), dst_id, dst.as_ptr(), size64, queue)
-                    },
-                    // SAFETY: per this function's contract.
-                    (None, Some(exchange)) => unsafe {
-                        exchange(src_id, src.as_ptr(), dst_id, dst.as_ptr(), size64)
-                    },
-                    (None, None) => abi::OFFLOAD_FAIL,
-                }
-            })?;
+            let op = PluginOp::Exchange {
+                src_device: self.local_id,
+                src: src.as_ptr(),
+                dst_device: dst_device.local_id,
+                dst: dst.as_ptr(),
+                size: to_i64(size)?,
+            };
+            // SAFETY: per this function's contract.
+            let code = unsafe { self.run_on(queue, op) }?;
             return self.check("data_exchange_async", code);
         }
         // Through the host: everything queued before must have happened.
@@ -351,6 +327,22 @@ impl Device {
             return Err(Error::ThreadExiting);
         };
         self.check("run_typed_region", code?)
+    }
+
+    /// Run `op` on `queue` ([`PluginOp::run_on`]); with a plugin without
+    /// its `_async` entry, `queue` is synchronised first, so that the
+    /// blocking entry does not overtake what is queued already.
+    ///
+    /// # Safety
+    /// As [`PluginOp::run_on`]: `op`'s arguments stay valid until `queue`
+    /// is synchronised, and `queue` is empty or set by this device's plugin.
+    unsafe fn run_on(&self, queue: &mut AsyncInfo, op: PluginOp) -> Result<i32> {
+        if !self.plugin.call(|e| op.has_queued_entry(e))? {
+            // SAFETY: per this function's contract.
+            unsafe { self.synchronize_queue(queue) }?;
+        }
+        // SAFETY: per this function's contract.
+        self.plugin.call(|e| unsafe { op.run_on(e, queue) })
     }
 
     /// Wait for everything on `queue` (`synchronize`), which also gives the

@@ -2,9 +2,8 @@
 
 use crate::device::DeviceState;
 use crate::driver::check;
-use crate::{CudaBackend, On};
+use crate::{CudaBackend, Stream};
 use cudarc::driver::sys;
-use omptarget_abi::AsyncInfo;
 use omptarget_plugin_kit::backend::DeviceId;
 use omptarget_plugin_kit::error::{PluginError, Result};
 use std::ffi::c_void;
@@ -33,9 +32,9 @@ impl CudaBackend {
         &self,
         device: DeviceId,
         event: NonNull<c_void>,
-        queue: &mut AsyncInfo,
+        queue: &Stream,
     ) -> Result<()> {
-        self.enqueue(device, On::Queue(queue), |stream, state, _| {
+        self.enqueue(device, queue, |stream, state, _| {
             let event = known_event(state, event)?;
             // SAFETY: an event and a stream of this context.
             Ok(check("cuEventRecord", unsafe {
@@ -49,9 +48,9 @@ impl CudaBackend {
         &self,
         device: DeviceId,
         event: NonNull<c_void>,
-        queue: &mut AsyncInfo,
+        queue: &Stream,
     ) -> Result<()> {
-        self.enqueue(device, On::Queue(queue), |stream, state, _| {
+        self.enqueue(device, queue, |stream, state, _| {
             let event = known_event(state, event)?;
             // SAFETY: an event and a stream of this context.
             Ok(check("cuStreamWaitEvent", unsafe {

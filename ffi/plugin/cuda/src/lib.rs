@@ -38,7 +38,7 @@ use device::{DeviceInfo, DeviceState};
 use driver::{check, CudaError};
 use module::LaunchEnv;
 use omptarget_abi::plugin::{device_kind, DeviceInfoKey, KernelArgType};
-use omptarget_abi::{AllocKind, AsyncInfo, DeviceImage, TargetTable};
+use omptarget_abi::{AllocKind, DeviceImage, TargetTable};
 use omptarget_plugin_kit::backend::{
     Backend, DeviceId, DeviceInfoValue, ImageRef, InitCause, LoadOptions, TeamConfig,
 };
@@ -66,11 +66,22 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// Where an operation runs: the caller's queue (its stream, created on
-/// first use) or a pool stream the operation waits for and gives back.
-enum On<'q> {
-    Queue(&'q mut AsyncInfo),
-    Blocking,
+/// The backend's queue: a stream of its device's pool, lent from
+/// `create_queue` until `synchronize` waits for it and gives it back.
+#[derive(Debug)]
+pub struct Stream(CUstream);
+
+/// In a `__tgt_async_info` as itself (a `CUstream`), as LLVM's plugin
+/// keeps it: nothing to allocate, nothing to lose when a caller never
+/// synchronises (the device's release destroys the stream).
+impl omptarget_plugin_kit::AsyncQueue for Stream {
+    fn into_raw(self) -> *mut c_void {
+        self.0.cast()
+    }
+
+    unsafe fn from_raw(raw: *mut c_void) -> Self {
+        Stream(raw.cast())
+    }
 }
 
 impl CudaBackend {
@@ -94,40 +105,14 @@ impl CudaBackend {
         op(state, &dev.info)
     }
 
-    /// Queue `op` on the stream `on` names; for a blocking operation, wait
-    /// for it and give the stream back. The device lock is not held while
-    /// waiting, so other threads' operations proceed.
+    /// Queue `op` on `queue`'s stream, with the device's state locked.
     fn enqueue(
         &self,
         device: DeviceId,
-        on: On<'_>,
+        queue: &Stream,
         op: impl FnOnce(CUstream, &mut DeviceState, &DeviceInfo) -> Result<()>,
     ) -> Result<()> {
-        match on {
-            On::Queue(queue) => self.with_state(device, |state, info| {
-                if queue.queue.is_null() {
-                    queue.queue = state.take_stream()?.cast();
-                }
-                op(queue.queue.cast(), state, info)
-            }),
-            On::Blocking => {
-                let stream = self.with_state(device, |state, info| {
-                    let stream = state.take_stream()?;
-                    match op(stream, state, info) {
-                        Ok(()) => Ok(stream),
-                        Err(e) => {
-                            // Nothing queued may still be running; wait anyway
-                            // before the stream is reused.
-                            // SAFETY: a stream of this device's context.
-                            let _ = unsafe { sys::cuStreamSynchronize(stream) };
-                            let _ = state.give_stream(stream);
-                            Err(e)
-                        }
-                    }
-                })?;
-                self.wait_and_return(device, stream)
-            }
-        }
+        self.with_state(device, |state, info| op(queue.0, state, info))
     }
 
     /// Wait for `stream` (without the device lock) and put it back in the pool.
@@ -147,7 +132,7 @@ impl CudaBackend {
         Ok(returned?)
     }
 
-    /// Launch `entry` on `on`; `typed` for `run_typed_region` (the Rust
+    /// Launch `entry` on `queue`; `typed` for `run_typed_region` (the Rust
     /// API), whose teams and threads are run as asked or refused
     /// ([`launch::typed_geometry`]), where LLVM's launch entries clamp them.
     ///
@@ -161,10 +146,10 @@ impl CudaBackend {
         args: &[*mut c_void],
         teams: Option<TeamConfig>,
         typed: bool,
-        on: On<'_>,
+        queue: &Stream,
     ) -> Result<()> {
         let shared = module::dynamic_shared_memory();
-        self.enqueue(device, on, |stream, state, info| {
+        self.enqueue(device, queue, |stream, state, info| {
             let kernel = state
                 .modules
                 .iter()
@@ -303,16 +288,17 @@ impl CudaBackend {
     fn copy(
         &self,
         device: DeviceId,
-        on: On<'_>,
+        queue: &Stream,
         call: &'static str,
         op: impl FnOnce(CUstream) -> sys::CUresult,
     ) -> Result<()> {
-        self.enqueue(device, on, |stream, _, _| Ok(check(call, op(stream))?))
+        self.enqueue(device, queue, |stream, _, _| Ok(check(call, op(stream))?))
     }
 }
 
 impl Backend for CudaBackend {
     const NAME: &'static str = "cuda";
+    type Queue = Stream;
 
     fn init(_cause: InitCause) -> Result<Self> {
         let count = match driver::open() {
@@ -528,15 +514,40 @@ impl Backend for CudaBackend {
         })
     }
 
+    fn create_queue(&self, device: DeviceId) -> Result<Stream> {
+        self.with_state(device, |state, _| Ok(Stream(state.take_stream()?)))
+    }
+
+    fn synchronize(&self, device: DeviceId, queue: Stream) -> Result<()> {
+        // The device lock is not held while waiting, so other threads'
+        // operations proceed.
+        self.wait_and_return(device, queue.0)
+    }
+
+    fn synchronize_device(&self, device: DeviceId) -> Result<()> {
+        self.with_state(device, |_, _| {
+            // SAFETY: the device's context is current.
+            Ok(check("cuCtxSynchronize", unsafe {
+                sys::cuCtxSynchronize()
+            })?)
+        })
+    }
+
     unsafe fn data_submit(
         &self,
         device: DeviceId,
         tgt_ptr: NonNull<c_void>,
         host_ptr: NonNull<c_void>,
         size: usize,
+        queue: &mut Stream,
     ) -> Result<()> {
-        // SAFETY: the caller's contract covers both ranges until we return.
-        unsafe { self.submit(device, tgt_ptr, host_ptr, size, On::Blocking) }
+        self.copy(device, queue, "cuMemcpyHtoDAsync_v2", |stream| {
+            // SAFETY: the caller's contract covers both ranges until the
+            // queue is synchronised.
+            unsafe {
+                sys::cuMemcpyHtoDAsync_v2(tgt_ptr.as_ptr() as u64, host_ptr.as_ptr(), size, stream)
+            }
+        })
     }
 
     unsafe fn data_retrieve(
@@ -545,9 +556,14 @@ impl Backend for CudaBackend {
         host_ptr: NonNull<c_void>,
         tgt_ptr: NonNull<c_void>,
         size: usize,
+        queue: &mut Stream,
     ) -> Result<()> {
-        // SAFETY: as data_submit.
-        unsafe { self.retrieve(device, host_ptr, tgt_ptr, size, On::Blocking) }
+        self.copy(device, queue, "cuMemcpyDtoHAsync_v2", |stream| {
+            // SAFETY: as data_submit.
+            unsafe {
+                sys::cuMemcpyDtoHAsync_v2(host_ptr.as_ptr(), tgt_ptr.as_ptr() as u64, size, stream)
+            }
+        })
     }
 
     fn is_data_exchangable(&self, _src: DeviceId, _dst: DeviceId) -> bool {
@@ -563,47 +579,22 @@ impl Backend for CudaBackend {
         dst: DeviceId,
         dst_ptr: NonNull<c_void>,
         size: usize,
+        queue: &mut Stream,
     ) -> Result<()> {
-        // SAFETY: as data_submit.
-        unsafe { self.exchange(src, src_ptr, dst, dst_ptr, size, On::Blocking) }
-    }
-
-    unsafe fn data_submit_async(
-        &self,
-        device: DeviceId,
-        tgt_ptr: NonNull<c_void>,
-        host_ptr: NonNull<c_void>,
-        size: usize,
-        queue: &mut AsyncInfo,
-    ) -> Result<()> {
-        // SAFETY: the caller's contract covers both ranges until the queue
-        // is synchronised.
-        unsafe { self.submit(device, tgt_ptr, host_ptr, size, On::Queue(queue)) }
-    }
-
-    unsafe fn data_retrieve_async(
-        &self,
-        device: DeviceId,
-        host_ptr: NonNull<c_void>,
-        tgt_ptr: NonNull<c_void>,
-        size: usize,
-        queue: &mut AsyncInfo,
-    ) -> Result<()> {
-        // SAFETY: as data_submit_async.
-        unsafe { self.retrieve(device, host_ptr, tgt_ptr, size, On::Queue(queue)) }
-    }
-
-    unsafe fn data_exchange_async(
-        &self,
-        src: DeviceId,
-        src_ptr: NonNull<c_void>,
-        dst: DeviceId,
-        dst_ptr: NonNull<c_void>,
-        size: usize,
-        queue: &mut AsyncInfo,
-    ) -> Result<()> {
-        // SAFETY: as data_submit_async.
-        unsafe { self.exchange(src, src_ptr, dst, dst_ptr, size, On::Queue(queue)) }
+        let (from, to) = (src_ptr.as_ptr() as u64, dst_ptr.as_ptr() as u64);
+        if src == dst {
+            return self.copy(src, queue, "cuMemcpyDtoDAsync_v2", |stream| {
+                // SAFETY: as data_submit.
+                unsafe { sys::cuMemcpyDtoDAsync_v2(to, from, size, stream) }
+            });
+        }
+        let dst_context = self.with_state(dst, |state, _| Ok(state.context))?;
+        self.enqueue(src, queue, |stream, state, _| {
+            // SAFETY: as data_submit; both contexts are retained.
+            Ok(check("cuMemcpyPeerAsync", unsafe {
+                sys::cuMemcpyPeerAsync(to, dst_context, from, state.context, size, stream)
+            })?)
+        })
     }
 
     unsafe fn run_region(
@@ -611,57 +602,16 @@ impl Backend for CudaBackend {
         device: DeviceId,
         entry: NonNull<c_void>,
         args: &[*mut c_void],
-        teams: Option<TeamConfig>,
-    ) -> Result<()> {
-        // SAFETY: the caller's contract (Backend::run_region).
-        unsafe { self.launch(device, entry, args, teams, false, On::Blocking) }
-    }
-
-    unsafe fn run_typed_region(
-        &self,
-        device: DeviceId,
-        entry: NonNull<c_void>,
-        args: &[*mut c_void],
-        _types: &[KernelArgType],
-        teams: Option<TeamConfig>,
-    ) -> Result<()> {
-        // Every supported type fits its slot's low bytes, where the driver
-        // reads a parameter of that size: the types need no conversion.
-        // SAFETY: the caller's contract (Backend::run_typed_region).
-        unsafe { self.launch(device, entry, args, teams, true, On::Blocking) }
-    }
-
-    unsafe fn run_region_async(
-        &self,
-        device: DeviceId,
-        entry: NonNull<c_void>,
-        args: &[*mut c_void],
         types: Option<&[KernelArgType]>,
         teams: Option<TeamConfig>,
-        queue: &mut AsyncInfo,
+        queue: &mut Stream,
     ) -> Result<()> {
+        // Every supported type fits its slot's low bytes, where the driver
+        // reads a parameter of that size: the types need no conversion,
+        // only the typed launch's geometry rules.
         let typed = types.is_some();
-        // SAFETY: the caller's contract (Backend::run_region_async).
-        unsafe { self.launch(device, entry, args, teams, typed, On::Queue(queue)) }
-    }
-
-    fn synchronize(&self, device: DeviceId) -> Result<()> {
-        self.with_state(device, |_, _| {
-            // SAFETY: the device's context is current.
-            Ok(check("cuCtxSynchronize", unsafe {
-                sys::cuCtxSynchronize()
-            })?)
-        })
-    }
-
-    fn synchronize_queue(&self, device: DeviceId, queue: &mut AsyncInfo) -> Result<()> {
-        if queue.queue.is_null() {
-            return Ok(());
-        }
-        let stream: CUstream = queue.queue.cast();
-        // The queue is the caller's again once we return, failed or not.
-        queue.queue = std::ptr::null_mut();
-        self.wait_and_return(device, stream)
+        // SAFETY: the caller's contract (Backend::run_region).
+        unsafe { self.launch(device, entry, args, teams, typed, queue) }
     }
 
     fn print_device_info(&self, device: DeviceId) {
@@ -701,73 +651,5 @@ impl Backend for CudaBackend {
             held.push(Box::new(lock(&device.state)));
         }
         held
-    }
-}
-
-impl CudaBackend {
-    /// # Safety
-    /// `host_ptr` readable and `tgt_ptr` writable for `size` bytes until
-    /// the copy completes.
-    unsafe fn submit(
-        &self,
-        device: DeviceId,
-        tgt_ptr: NonNull<c_void>,
-        host_ptr: NonNull<c_void>,
-        size: usize,
-        on: On<'_>,
-    ) -> Result<()> {
-        self.copy(device, on, "cuMemcpyHtoDAsync_v2", |stream| {
-            // SAFETY: this function's contract.
-            unsafe {
-                sys::cuMemcpyHtoDAsync_v2(tgt_ptr.as_ptr() as u64, host_ptr.as_ptr(), size, stream)
-            }
-        })
-    }
-
-    /// # Safety
-    /// `tgt_ptr` readable and `host_ptr` writable for `size` bytes until
-    /// the copy completes.
-    unsafe fn retrieve(
-        &self,
-        device: DeviceId,
-        host_ptr: NonNull<c_void>,
-        tgt_ptr: NonNull<c_void>,
-        size: usize,
-        on: On<'_>,
-    ) -> Result<()> {
-        self.copy(device, on, "cuMemcpyDtoHAsync_v2", |stream| {
-            // SAFETY: this function's contract.
-            unsafe {
-                sys::cuMemcpyDtoHAsync_v2(host_ptr.as_ptr(), tgt_ptr.as_ptr() as u64, size, stream)
-            }
-        })
-    }
-
-    /// # Safety
-    /// `src_ptr` readable on `src` and `dst_ptr` writable on `dst` for
-    /// `size` bytes until the copy completes.
-    unsafe fn exchange(
-        &self,
-        src: DeviceId,
-        src_ptr: NonNull<c_void>,
-        dst: DeviceId,
-        dst_ptr: NonNull<c_void>,
-        size: usize,
-        on: On<'_>,
-    ) -> Result<()> {
-        let (from, to) = (src_ptr.as_ptr() as u64, dst_ptr.as_ptr() as u64);
-        if src == dst {
-            return self.copy(src, on, "cuMemcpyDtoDAsync_v2", |stream| {
-                // SAFETY: this function's contract.
-                unsafe { sys::cuMemcpyDtoDAsync_v2(to, from, size, stream) }
-            });
-        }
-        let dst_context = self.with_state(dst, |state, _| Ok(state.context))?;
-        self.enqueue(src, on, |stream, state, _| {
-            // SAFETY: this function's contract; both contexts are retained.
-            Ok(check("cuMemcpyPeerAsync", unsafe {
-                sys::cuMemcpyPeerAsync(to, dst_context, from, state.context, size, stream)
-            })?)
-        })
     }
 }

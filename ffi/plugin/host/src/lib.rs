@@ -232,6 +232,8 @@ impl HostBackend {
 }
 
 impl Backend for HostBackend {
+    /// Nothing: every operation is done when it returns.
+    type Queue = ();
     const NAME: &'static str = "x86_64";
 
     fn init(_cause: InitCause) -> Result<Self> {
@@ -323,12 +325,28 @@ impl Backend for HostBackend {
         lock(&self.device(device).memory).free_batch(ptrs)
     }
 
+    fn create_queue(&self, _device: DeviceId) -> Result<()> {
+        Ok(())
+    }
+
+    fn synchronize(&self, _device: DeviceId, _queue: ()) -> Result<()> {
+        Ok(())
+    }
+
+    fn is_done(&self, _queue: &()) -> bool {
+        // Every operation is done when it returns (the copies are memmoves,
+        // a kernel runs on the calling thread): an `_async` entry leaves
+        // the caller no queue to synchronise, as LLVM's host plugin.
+        true
+    }
+
     unsafe fn data_submit(
         &self,
         device: DeviceId,
         tgt_ptr: NonNull<c_void>,
         host_ptr: NonNull<c_void>,
         size: usize,
+        _queue: &mut (),
     ) -> Result<()> {
         self.check_writable(device, tgt_ptr, size)?;
         // memmove: under unified memory the two may be the same block.
@@ -350,6 +368,7 @@ impl Backend for HostBackend {
         host_ptr: NonNull<c_void>,
         tgt_ptr: NonNull<c_void>,
         size: usize,
+        _queue: &mut (),
     ) -> Result<()> {
         // SAFETY: the caller guarantees `size` readable bytes at `tgt_ptr`
         // and `size` writable bytes at `host_ptr` (Backend::data_retrieve).
@@ -374,6 +393,7 @@ impl Backend for HostBackend {
         dst: DeviceId,
         dst_ptr: NonNull<c_void>,
         size: usize,
+        _queue: &mut (),
     ) -> Result<()> {
         self.check_writable(dst, dst_ptr, size)?;
         // SAFETY: the caller guarantees `size` bytes at both pointers, in
@@ -404,29 +424,28 @@ impl Backend for HostBackend {
         device: DeviceId,
         entry: NonNull<c_void>,
         args: &[*mut c_void],
-        _teams: Option<TeamConfig>,
-    ) -> Result<()> {
-        self.check_kernel(device, entry)?;
-        // SAFETY: `entry` is a kernel of an image loaded on this device
-        // (checked above), and the caller passes its pointer-sized
-        // arguments (Backend::run_region).
-        unsafe { launch::call_with_pointer_args(entry, args) }.map_err(PluginError::InvalidArgument)
-    }
-
-    unsafe fn run_typed_region(
-        &self,
-        device: DeviceId,
-        entry: NonNull<c_void>,
-        args: &[*mut c_void],
-        types: &[omptarget_plugin_kit::abi::plugin::KernelArgType],
+        types: Option<&[omptarget_plugin_kit::abi::plugin::KernelArgType]>,
         teams: Option<TeamConfig>,
+        _queue: &mut (),
     ) -> Result<()> {
         self.check_kernel(device, entry)?;
-        info::check_launch(teams)?;
-        // SAFETY: `entry` is a kernel of an image loaded on this device
-        // (checked above) with parameters of `types` (the caller's contract).
-        unsafe { launch::call_with_typed_args(entry, args, types) }
-            .map_err(PluginError::InvalidArgument)
+        match types {
+            // LLVM's launch entries: every argument pointer-sized.
+            // SAFETY: `entry` is a kernel of an image loaded on this device
+            // (checked above), and the caller passes its pointer-sized
+            // arguments (Backend::run_region).
+            None => unsafe { launch::call_with_pointer_args(entry, args) },
+            // The typed launch (the Rust API): its teams and threads are
+            // run as asked or refused.
+            Some(types) => {
+                info::check_launch(teams)?;
+                // SAFETY: `entry` is a kernel of an image loaded on this
+                // device (checked above) with parameters of `types` (the
+                // caller's contract).
+                unsafe { launch::call_with_typed_args(entry, args, types) }
+            }
+        }
+        .map_err(PluginError::InvalidArgument)
     }
 
     fn device_info(

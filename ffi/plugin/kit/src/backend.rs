@@ -1,7 +1,7 @@
 //! The trait a plugin backend implements, and the checked values it receives.
 
 use crate::error::Result;
-use omptarget_abi::{AllocKind, AsyncInfo, DeviceImage, OffloadEntry, TargetTable};
+use omptarget_abi::{AllocKind, DeviceImage, OffloadEntry, TargetTable};
 use std::ffi::c_void;
 use std::fmt;
 use std::ptr::NonNull;
@@ -125,6 +125,12 @@ pub trait Backend: Send + Sync + Sized + 'static {
     /// Short name used in messages (`x86_64`, `test` ...).
     const NAME: &'static str;
 
+    /// The backend's queue: what its operations run on (a CUDA stream, an
+    /// MPI batch of copies back, or nothing for a backend whose operations
+    /// are done when they return). The kit keeps one in the `queue` field
+    /// of each `__tgt_async_info` the caller passes ([`AsyncQueue`]).
+    type Queue: AsyncQueue;
+
     /// Create the plugin state (`__tgt_rtl_init_plugin`, or lazily).
     fn init(cause: InitCause) -> Result<Self>;
 
@@ -189,28 +195,65 @@ pub trait Backend: Send + Sync + Sized + 'static {
         crate::error::delete_each(ptrs, |ptr| self.data_delete(device, ptr))
     }
 
-    /// Copy `size` bytes host -> device.
+    // The operations. Each runs on a queue of the backend's own type
+    // (`Self::Queue`), once per backend: the kit's blocking entries
+    // (`__tgt_rtl_data_submit` ...) give it a local queue made by
+    // `create_queue` and synchronise that before returning; the `_async`
+    // entries give it the queue their `__tgt_async_info` holds, made on
+    // first use and kept there until `__tgt_rtl_synchronize` hands it to
+    // `synchronize` (see `entry_bodies`' queue module). A backend that runs
+    // an operation at once simply leaves nothing on the queue.
+
+    /// Make a queue for operations of `device`.
+    fn create_queue(&self, device: DeviceId) -> Result<Self::Queue>;
+
+    /// Wait for everything on `queue` and release it (`__tgt_rtl_synchronize`
+    /// on a queue the caller holds, and the end of every blocking entry).
+    /// `device` is the one the synchronising call names.
+    fn synchronize(&self, device: DeviceId, queue: Self::Queue) -> Result<()>;
+
+    /// Whether nothing on `queue` is left to wait for (by default: no). An
+    /// `_async` entry whose queue is done synchronises it at once and
+    /// leaves the caller's `__tgt_async_info` empty, so the caller has no
+    /// queue to synchronise (LLVM's runtime skips `__tgt_rtl_synchronize`
+    /// for an empty one), as a plugin that runs synchronously answers.
+    fn is_done(&self, _queue: &Self::Queue) -> bool {
+        false
+    }
+
+    /// Wait for everything queued on `device`, whatever queue holds it
+    /// (`__tgt_rtl_synchronize` with a null `__tgt_async_info`); by default
+    /// nothing to wait for.
+    fn synchronize_device(&self, _device: DeviceId) -> Result<()> {
+        Ok(())
+    }
+
+    /// Copy `size` bytes host -> device, on `queue`.
     ///
     /// # Safety
-    /// `host_ptr` is readable and `tgt_ptr` writable for `size` bytes.
+    /// `host_ptr` is readable and `tgt_ptr` writable for `size` bytes until
+    /// `queue` is synchronised.
     unsafe fn data_submit(
         &self,
         device: DeviceId,
         tgt_ptr: NonNull<c_void>,
         host_ptr: NonNull<c_void>,
         size: usize,
+        queue: &mut Self::Queue,
     ) -> Result<()>;
 
-    /// Copy `size` bytes device -> host.
+    /// Copy `size` bytes device -> host, on `queue`.
     ///
     /// # Safety
-    /// `tgt_ptr` is readable and `host_ptr` writable for `size` bytes.
+    /// `tgt_ptr` is readable and `host_ptr` writable for `size` bytes until
+    /// `queue` is synchronised.
     unsafe fn data_retrieve(
         &self,
         device: DeviceId,
         host_ptr: NonNull<c_void>,
         tgt_ptr: NonNull<c_void>,
         size: usize,
+        queue: &mut Self::Queue,
     ) -> Result<()>;
 
     /// Whether `data_exchange` can copy from `src` to `dst` directly.
@@ -218,11 +261,11 @@ pub trait Backend: Send + Sync + Sized + 'static {
         false
     }
 
-    /// Copy `size` bytes between two devices.
+    /// Copy `size` bytes between two devices, on `queue` (a queue of `src`).
     ///
     /// # Safety
     /// `src_ptr` is readable on `src` and `dst_ptr` writable on `dst` for
-    /// `size` bytes.
+    /// `size` bytes until `queue` is synchronised.
     unsafe fn data_exchange(
         &self,
         _src: DeviceId,
@@ -230,148 +273,33 @@ pub trait Backend: Send + Sync + Sized + 'static {
         _dst: DeviceId,
         _dst_ptr: NonNull<c_void>,
         _size: usize,
+        _queue: &mut Self::Queue,
     ) -> Result<()> {
         Err(crate::PluginError::Unsupported("data_exchange"))
     }
 
     /// Run the kernel at `entry` with pointer-sized `args` (already
-    /// `args[i] + offsets[i]`); `teams` is `None` for a plain target region.
+    /// `args[i] + offsets[i]`), on `queue`; `teams` is `None` for a plain
+    /// target region. `types` is `None` for LLVM's launch entries (every
+    /// argument pointer-sized) and the kernel's C parameter types for
+    /// `__tgt_rtl_run_typed_region` (one per argument, each value in the
+    /// low bytes of its slot); a backend that passes every argument as a
+    /// pointer-sized slot refuses other types ([`pointer_args_only`]).
     ///
     /// # Safety
     /// `entry` comes from a target table this backend returned for
-    /// `device`, and `args` are what that kernel expects.
+    /// `device`, `args` are what that kernel expects (of `types`, when
+    /// given), and every device address among them stays valid until
+    /// `queue` is synchronised.
     unsafe fn run_region(
-        &self,
-        device: DeviceId,
-        entry: NonNull<c_void>,
-        args: &[*mut c_void],
-        teams: Option<TeamConfig>,
-    ) -> Result<()>;
-
-    /// Run a kernel whose parameters have the C types `types` (one per
-    /// argument; `__tgt_rtl_run_typed_region`). Each value sits in the low
-    /// bytes of its pointer-sized slot. The default serves backends that
-    /// pass every argument as a pointer-sized slot: it runs
-    /// [`Backend::run_region`] when all types are
-    /// [`KernelArgType::Pointer`](omptarget_abi::plugin::KernelArgType) and
-    /// refuses other types, rather than pass them wrong.
-    ///
-    /// # Safety
-    /// As [`Backend::run_region`], with `types` the kernel's parameter types.
-    unsafe fn run_typed_region(
-        &self,
-        device: DeviceId,
-        entry: NonNull<c_void>,
-        args: &[*mut c_void],
-        types: &[omptarget_abi::plugin::KernelArgType],
-        teams: Option<TeamConfig>,
-    ) -> Result<()> {
-        use omptarget_abi::plugin::KernelArgType;
-        if let Some(other) = types.iter().find(|t| **t != KernelArgType::Pointer) {
-            return Err(crate::PluginError::InvalidArgument(format!(
-                "this plugin passes every kernel argument as a pointer-sized slot and cannot pass a {other:?}"
-            )));
-        }
-        // SAFETY: per this function's contract.
-        unsafe { self.run_region(device, entry, args, teams) }
-    }
-
-    /// Wait for everything queued on `device` (async entries of backends
-    /// that run synchronously have nothing to wait for).
-    fn synchronize(&self, _device: DeviceId) -> Result<()> {
-        Ok(())
-    }
-
-    // The queue-aware entries (`__tgt_rtl_*_async`, `__tgt_rtl_synchronize`
-    // with its `__tgt_async_info`). A backend with real queues (CUDA
-    // streams) overrides them; the defaults run the blocking operation, so
-    // a backend without queues (the host one) needs nothing. `queue` is the
-    // caller's `__tgt_async_info`: the backend may set its `queue` field on
-    // first use and must clear it when `synchronize_queue` gives it back.
-
-    /// Queue a host -> device copy on `queue`; by default [`Backend::data_submit`].
-    ///
-    /// # Safety
-    /// As [`Backend::data_submit`], and both ranges stay valid until the
-    /// queue is synchronised.
-    unsafe fn data_submit_async(
-        &self,
-        device: DeviceId,
-        tgt_ptr: NonNull<c_void>,
-        host_ptr: NonNull<c_void>,
-        size: usize,
-        _queue: &mut AsyncInfo,
-    ) -> Result<()> {
-        // SAFETY: per this function's contract.
-        unsafe { self.data_submit(device, tgt_ptr, host_ptr, size) }
-    }
-
-    /// Queue a device -> host copy on `queue`; by default [`Backend::data_retrieve`].
-    ///
-    /// # Safety
-    /// As [`Backend::data_retrieve`], and both ranges stay valid until the
-    /// queue is synchronised.
-    unsafe fn data_retrieve_async(
-        &self,
-        device: DeviceId,
-        host_ptr: NonNull<c_void>,
-        tgt_ptr: NonNull<c_void>,
-        size: usize,
-        _queue: &mut AsyncInfo,
-    ) -> Result<()> {
-        // SAFETY: per this function's contract.
-        unsafe { self.data_retrieve(device, host_ptr, tgt_ptr, size) }
-    }
-
-    /// Queue a device -> device copy on `queue` (of `src`); by default
-    /// [`Backend::data_exchange`].
-    ///
-    /// # Safety
-    /// As [`Backend::data_exchange`], and both ranges stay valid until the
-    /// queue is synchronised.
-    unsafe fn data_exchange_async(
-        &self,
-        src: DeviceId,
-        src_ptr: NonNull<c_void>,
-        dst: DeviceId,
-        dst_ptr: NonNull<c_void>,
-        size: usize,
-        _queue: &mut AsyncInfo,
-    ) -> Result<()> {
-        // SAFETY: per this function's contract.
-        unsafe { self.data_exchange(src, src_ptr, dst, dst_ptr, size) }
-    }
-
-    /// Queue a launch on `queue`; `types` is `None` for LLVM's launch
-    /// entries (every argument pointer-sized). By default the blocking
-    /// [`Backend::run_region`] / [`Backend::run_typed_region`].
-    ///
-    /// # Safety
-    /// As [`Backend::run_typed_region`], and every device address among
-    /// `args` stays valid until the queue is synchronised.
-    unsafe fn run_region_async(
         &self,
         device: DeviceId,
         entry: NonNull<c_void>,
         args: &[*mut c_void],
         types: Option<&[omptarget_abi::plugin::KernelArgType]>,
         teams: Option<TeamConfig>,
-        _queue: &mut AsyncInfo,
-    ) -> Result<()> {
-        // SAFETY: per this function's contract.
-        unsafe {
-            match types {
-                Some(types) => self.run_typed_region(device, entry, args, types, teams),
-                None => self.run_region(device, entry, args, teams),
-            }
-        }
-    }
-
-    /// Wait for everything on `queue` and give the queue back (clearing
-    /// its `queue` field); by default [`Backend::synchronize`].
-    fn synchronize_queue(&self, device: DeviceId, _queue: &mut AsyncInfo) -> Result<()> {
-        self.synchronize(device)
-    }
+        queue: &mut Self::Queue,
+    ) -> Result<()>;
 
     /// `__tgt_rtl_init_requires`: the requirement flags the backend accepts.
     fn init_requires(&self, flags: i64) -> i64 {
@@ -417,6 +345,61 @@ pub trait Backend: Send + Sync + Sized + 'static {
     /// not have ([`crate::fork`]). Lock them in the backend's usual order.
     fn lock_for_fork(&self) -> crate::fork::ForkLocks<'_> {
         Vec::new()
+    }
+}
+
+/// How a backend's queue sits in a `__tgt_async_info`'s `queue` field
+/// between two entries: as itself when it is a handle (a CUDA stream, as
+/// LLVM's plugin keeps it, so nothing is allocated), or boxed.
+pub trait AsyncQueue: Sized {
+    /// The queue as the field's value; never null.
+    fn into_raw(self) -> *mut c_void;
+
+    /// The queue back from the field.
+    ///
+    /// # Safety
+    /// `raw` came from [`AsyncQueue::into_raw`] of this type, and is taken
+    /// back once.
+    unsafe fn from_raw(raw: *mut c_void) -> Self;
+}
+
+/// A boxed queue: the box's address.
+impl<T> AsyncQueue for Box<T> {
+    fn into_raw(self) -> *mut c_void {
+        Box::into_raw(self).cast()
+    }
+
+    unsafe fn from_raw(raw: *mut c_void) -> Self {
+        // SAFETY: per this function's contract, a box's address.
+        unsafe { Box::from_raw(raw.cast()) }
+    }
+}
+
+/// No queue (a backend whose operations are done when they return): a
+/// non-null placeholder, which holds nothing.
+impl AsyncQueue for () {
+    fn into_raw(self) -> *mut c_void {
+        NonNull::<c_void>::dangling().as_ptr()
+    }
+
+    unsafe fn from_raw(_raw: *mut c_void) -> Self {}
+}
+
+/// For a backend that passes every kernel argument as a pointer-sized
+/// slot ([`Backend::run_region`]): `Ok` when `types` is `None` or all
+/// [`KernelArgType::Pointer`](omptarget_abi::plugin::KernelArgType), else
+/// the refusal, rather than pass an argument wrong.
+pub fn pointer_args_only(types: Option<&[omptarget_abi::plugin::KernelArgType]>) -> Result<()> {
+    use omptarget_abi::plugin::KernelArgType;
+    match types
+        .unwrap_or_default()
+        .iter()
+        .find(|t| **t != KernelArgType::Pointer)
+    {
+        None => Ok(()),
+        Some(other) => Err(crate::PluginError::InvalidArgument(format!(
+            "this plugin passes every kernel argument as a pointer-sized slot and cannot pass a {other:?}"
+        ))),
     }
 }
 

@@ -13,9 +13,10 @@
 //!    `OFFLOAD_SUCCESS`/`OFFLOAD_FAIL`, a pointer/null, or a count/0.
 //!
 //! The copy and launch bodies take `async_info: Option<*mut AsyncInfo>`:
-//! `None` for the blocking entry, `Some` for its `_async` variant, whose
-//! `__tgt_async_info` goes to the backend's queue-aware method (a null one
-//! runs the blocking operation).
+//! `None` for the blocking entry, `Some` for its `_async` variant. Either
+//! way the backend's one method for the operation runs on a queue of its
+//! own type, which [`queue`] makes from the `__tgt_async_info` (or, for a
+//! blocking entry, locally, and synchronises before returning).
 //!
 //! # Safety (all functions)
 //! The pointer arguments are what the `__tgt_rtl_*` ABI says they are:
@@ -37,7 +38,9 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr::{self, NonNull};
 
 mod launch;
+mod queue;
 pub use launch::{run_region, run_typed_region};
+pub use queue::queue_entry;
 
 /// Kernel argument values [`run_region`] keeps on the stack: a launch with
 /// up to this many arguments allocates nothing in the entry layer, and a
@@ -434,17 +437,13 @@ pub unsafe fn data_submit<B: Backend>(
             }
             let tgt = non_null("tgt_ptr", tgt_ptr)?;
             let host = non_null("host_ptr", host_ptr)?;
-            // SAFETY: `host` names `size` readable bytes and `tgt` a block
-            // of this device with room for them, until the queue is
-            // synchronised for an async entry (module contract).
-            unsafe {
-                match queue_arg(async_info) {
-                    Some(queue) => live
-                        .backend()
-                        .data_submit_async(device, tgt, host, size, queue),
-                    None => live.backend().data_submit(device, tgt, host, size),
-                }
-            }
+            let backend = live.backend();
+            queue::on_queue(backend, device, queue_arg(async_info), |queue| {
+                // SAFETY: `host` names `size` readable bytes and `tgt` a
+                // block of this device with room for them, until the queue
+                // is synchronised (module contract).
+                unsafe { backend.data_submit(device, tgt, host, size, queue) }
+            })
         })
     })
 }
@@ -482,17 +481,13 @@ pub unsafe fn data_retrieve<B: Backend>(
             }
             let host = non_null("host_ptr", host_ptr)?;
             let tgt = non_null("tgt_ptr", tgt_ptr)?;
-            // SAFETY: `host` names `size` writable bytes and `tgt` a block
-            // of this device holding them, until the queue is synchronised
-            // for an async entry (module contract).
-            unsafe {
-                match queue_arg(async_info) {
-                    Some(queue) => live
-                        .backend()
-                        .data_retrieve_async(device, host, tgt, size, queue),
-                    None => live.backend().data_retrieve(device, host, tgt, size),
-                }
-            }
+            let backend = live.backend();
+            queue::on_queue(backend, device, queue_arg(async_info), |queue| {
+                // SAFETY: `host` names `size` writable bytes and `tgt` a
+                // block of this device holding them, until the queue is
+                // synchronised (module contract).
+                unsafe { backend.data_retrieve(device, host, tgt, size, queue) }
+            })
         })
     })
 }
@@ -543,17 +538,12 @@ pub unsafe fn data_exchange<B: Backend>(
             }
             let src_ptr = non_null("src_ptr", src_ptr)?;
             let dst_ptr = non_null("dst_ptr", dst_ptr)?;
-            // SAFETY: both pointers name `size` bytes of their devices'
-            // memory, until the queue is synchronised for an async entry
-            // (module contract).
-            unsafe {
-                match queue_arg(async_info) {
-                    Some(queue) => live
-                        .backend()
-                        .data_exchange_async(s, src_ptr, d, dst_ptr, size, queue),
-                    None => live.backend().data_exchange(s, src_ptr, d, dst_ptr, size),
-                }
-            }
+            let backend = live.backend();
+            queue::on_queue(backend, s, queue_arg(async_info), |queue| {
+                // SAFETY: both pointers name `size` bytes of their devices'
+                // memory, until the queue is synchronised (module contract).
+                unsafe { backend.data_exchange(s, src_ptr, d, dst_ptr, size, queue) }
+            })
         })
     })
 }
@@ -571,11 +561,12 @@ pub unsafe fn last_error_message(buf: *mut std::ffi::c_char, cap: usize) -> usiz
 }
 
 /// `__tgt_rtl_synchronize`: waits for `async_info`'s queue and gives it
-/// back ([`Backend::synchronize_queue`]); a null `async_info` waits for the
-/// whole device ([`Backend::synchronize`]).
+/// back ([`Backend::synchronize`]); a null `async_info` waits for the
+/// whole device ([`Backend::synchronize_device`]).
 ///
 /// # Safety
-/// `async_info` is null or a valid `__tgt_async_info` this caller owns.
+/// `async_info` is null or a valid `__tgt_async_info` this caller owns,
+/// whose `queue` field is null or set by this plugin.
 pub unsafe fn synchronize<B: Backend>(
     cell: &PluginCell<B>,
     device: i32,
@@ -585,16 +576,13 @@ pub unsafe fn synchronize<B: Backend>(
         observe::<B>(EntryCall::Synchronize { device });
         cell.with_live(|live| {
             let device = live.initialised_device(device)?;
-            match queue_arg(Some(async_info)) {
-                Some(queue) => live.backend().synchronize_queue(device, queue),
-                None => live.backend().synchronize(device),
-            }
+            queue::synchronize(live.backend(), device, queue_arg(Some(async_info)))
         })
     })
 }
 
-/// The queue of an async entry: `None` for a blocking entry, and for an
-/// async entry given a null `__tgt_async_info` (it then runs blocking).
+/// The `__tgt_async_info` of an async entry: `None` for a blocking entry,
+/// and for an async entry given a null one (it then runs blocking).
 ///
 /// The returned borrow is unbounded: the caller keeps it within the entry
 /// call, during which the `__tgt_async_info` is the caller's (module

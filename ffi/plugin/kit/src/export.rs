@@ -12,8 +12,8 @@
 ///   `data_retrieve`, `data_delete`, `run_target_region`,
 ///   `run_target_team_region`);
 /// * the optional ones: `init_requires`, `is_data_exchangable`,
-///   `data_exchange`, the `_async` variants (queued by backends with
-///   queues, blocking otherwise),
+///   `data_exchange`, the `_async` variants (on the caller's queue; each
+///   blocking entry is the same operation on a local queue, synchronised),
 ///   `synchronize`, `set_info_flag`, `print_device_info`;
 /// * this project's lifecycle entries: `init_plugin`, `deinit_plugin`,
 ///   `deinit_device`, `unload_binary`, `register_destruction_cb`;
@@ -455,7 +455,8 @@ macro_rules! __export_optional {
         }
 
         /// `__tgt_rtl_synchronize`: wait for `async_info`'s queue and
-        /// give it back (the backend's `synchronize_queue`).
+        /// give it back (the backend's `synchronize`; a null
+        /// `async_info`: its `synchronize_device`).
         ///
         /// # Safety
         /// `async_info` is null or a valid `__tgt_async_info`.

@@ -64,7 +64,8 @@ pub mod state_lock;
 pub mod testing;
 
 pub use backend::{
-    Backend, DeviceId, DeviceInfoValue, EntryCall, ImageRef, InitCause, LoadOptions, TeamConfig,
+    pointer_args_only, AsyncQueue, Backend, DeviceId, DeviceInfoValue, EntryCall, ImageRef,
+    InitCause, LoadOptions, TeamConfig,
 };
 pub use cell::PluginCell;
 pub use error::PluginError;

@@ -3,7 +3,7 @@
 use crate::client::{self, Client, Server};
 use crate::protocol::{self, Allocated, EntrySpec, Loaded, Op, Reply, INLINE_SUBMIT_LIMIT};
 use omptarget_plugin_kit::abi::plugin::{DeviceInfoKey, KernelArgType};
-use omptarget_plugin_kit::abi::{AllocKind, AsyncInfo, DeviceImage, OffloadEntry, TargetTable};
+use omptarget_plugin_kit::abi::{AllocKind, DeviceImage, OffloadEntry, TargetTable};
 use omptarget_plugin_kit::error::Result;
 use omptarget_plugin_kit::{
     Backend, DeviceId, DeviceInfoValue, ImageRef, InitCause, LoadOptions, PluginError, TeamConfig,
@@ -103,64 +103,38 @@ impl MpiBackend {
     }
 }
 
-/// A queue's copies back, not yet fetched: what `__tgt_async_info`'s
-/// `queue` points to (set by the first, freed by the synchronisation).
-struct PendingRetrieves {
+/// The backend's queue: its copies back, not yet fetched. Everything
+/// else runs when it is queued (after the copies back queued before it
+/// are fetched, so the queue keeps its order); its synchronisation fetches
+/// them all in one request (`RetrieveBatch`).
+pub struct PendingRetrieves {
+    /// The device the copies come from (a queue is one device's).
     device: DeviceId,
     /// (device address, host address, bytes).
     ranges: Vec<(u64, *mut c_void, usize)>,
 }
 
 impl MpiBackend {
-    /// `queue`'s pending copies back, made on first use.
-    fn pending_of<'q>(
-        &self,
-        device: DeviceId,
-        queue: &'q mut AsyncInfo,
-    ) -> Result<&'q mut PendingRetrieves> {
-        if !queue.queue.is_null() {
-            // SAFETY: set below from a box, and only by this backend.
-            let held = unsafe { &*queue.queue.cast::<PendingRetrieves>() };
-            if held.device != device {
-                // A queue is one device's; keep it so if asked otherwise.
-                let held_device = held.device;
-                self.flush_queue(held_device, queue)?;
-            }
-        }
-        if queue.queue.is_null() {
-            let fresh = Box::new(PendingRetrieves {
-                device,
-                ranges: Vec::new(),
-            });
-            queue.queue = Box::into_raw(fresh).cast();
-        }
-        // SAFETY: a live box of ours (above).
-        Ok(unsafe { &mut *queue.queue.cast::<PendingRetrieves>() })
-    }
-
-    /// Fetch `queue`'s pending copies back in one request, and give the
-    /// queue back (its `queue` field cleared).
-    fn flush_queue(&self, _device: DeviceId, queue: &mut AsyncInfo) -> Result<()> {
-        if queue.queue.is_null() {
+    /// Fetch `queue`'s pending copies back in one request, leaving it empty.
+    fn flush(&self, queue: &mut PendingRetrieves) -> Result<()> {
+        if queue.ranges.is_empty() {
             return Ok(());
         }
-        // SAFETY: set by `pending_of` from a box; taken back once, here.
-        let pending = unsafe { Box::from_raw(queue.queue.cast::<PendingRetrieves>()) };
-        queue.queue = std::ptr::null_mut();
-        let device = pending.device;
-        let remote = self.remote(device);
-        // SAFETY: the async entries' contract: each host range stays
-        // writable until the queue is synchronised, which is now.
+        let ranges = std::mem::take(&mut queue.ranges);
+        let remote = self.remote(queue.device);
+        // SAFETY: the operations' contract: each host range stays writable
+        // until the queue is synchronised, which is now.
         unsafe {
             self.client()?
-                .retrieve_batch(remote.server, remote.device, &pending.ranges)
+                .retrieve_batch(remote.server, remote.device, &ranges)
         }
-        .map_err(|e| self.located(device, e))
+        .map_err(|e| self.located(queue.device, e))
     }
 }
 
 impl Backend for MpiBackend {
     const NAME: &'static str = "mpi";
+    type Queue = Box<PendingRetrieves>;
 
     fn init(_cause: InitCause) -> Result<Self> {
         let mut backend = MpiBackend {
@@ -455,13 +429,43 @@ impl Backend for MpiBackend {
         .map(drop)
     }
 
+    fn create_queue(&self, device: DeviceId) -> Result<Box<PendingRetrieves>> {
+        Ok(Box::new(PendingRetrieves {
+            device,
+            ranges: Vec::new(),
+        }))
+    }
+
+    fn synchronize(&self, _device: DeviceId, mut queue: Box<PendingRetrieves>) -> Result<()> {
+        // Everything but copies back ran when it was queued.
+        self.flush(&mut queue)
+    }
+
+    fn is_done(&self, queue: &Box<PendingRetrieves>) -> bool {
+        queue.ranges.is_empty()
+    }
+
+    fn synchronize_device(&self, device: DeviceId) -> Result<()> {
+        let remote = self.remote(device);
+        self.call(
+            device,
+            Op::Synchronize {
+                device: remote.device,
+            },
+        )
+        .map(drop)
+    }
+
     unsafe fn data_submit(
         &self,
         device: DeviceId,
         tgt_ptr: NonNull<c_void>,
         host_ptr: NonNull<c_void>,
         size: usize,
+        queue: &mut Box<PendingRetrieves>,
     ) -> Result<()> {
+        // In queue order: what the queue holds first.
+        self.flush(queue)?;
         let remote = self.remote(device);
         if size <= INLINE_SUBMIT_LIMIT {
             // The bytes are taken now, so the copy is done as far as the
@@ -498,19 +502,19 @@ impl Backend for MpiBackend {
         host_ptr: NonNull<c_void>,
         tgt_ptr: NonNull<c_void>,
         size: usize,
+        queue: &mut Box<PendingRetrieves>,
     ) -> Result<()> {
-        let remote = self.remote(device);
-        // SAFETY: per this function's contract.
-        unsafe {
-            self.client()?.retrieve(
-                remote.server,
-                remote.device,
-                tgt_ptr.as_ptr() as u64,
-                host_ptr.as_ptr(),
-                size,
-            )
+        if queue.device != device {
+            // A queue is one device's; keep it so if asked otherwise.
+            self.flush(queue)?;
+            queue.device = device;
         }
-        .map_err(|e| self.located(device, e))
+        // Copies back wait in the queue: its synchronisation fetches them
+        // all in one round trip (a blocking entry's local queue at once).
+        queue
+            .ranges
+            .push((tgt_ptr.as_ptr() as u64, host_ptr.as_ptr(), size));
+        Ok(())
     }
 
     fn is_data_exchangable(&self, _src: DeviceId, _dst: DeviceId) -> bool {
@@ -524,7 +528,9 @@ impl Backend for MpiBackend {
         dst: DeviceId,
         dst_ptr: NonNull<c_void>,
         size: usize,
+        queue: &mut Box<PendingRetrieves>,
     ) -> Result<()> {
+        self.flush(queue)?;
         let (s, d) = (self.remote(src), self.remote(dst));
         self.client()?
             .exchange(
@@ -540,100 +546,12 @@ impl Backend for MpiBackend {
         device: DeviceId,
         entry: NonNull<c_void>,
         args: &[*mut c_void],
-        teams: Option<TeamConfig>,
-    ) -> Result<()> {
-        self.run(device, entry, args, None, teams)
-    }
-
-    unsafe fn run_typed_region(
-        &self,
-        device: DeviceId,
-        entry: NonNull<c_void>,
-        args: &[*mut c_void],
-        types: &[KernelArgType],
-        teams: Option<TeamConfig>,
-    ) -> Result<()> {
-        self.run(device, entry, args, Some(types), teams)
-    }
-
-    unsafe fn data_submit_async(
-        &self,
-        device: DeviceId,
-        tgt_ptr: NonNull<c_void>,
-        host_ptr: NonNull<c_void>,
-        size: usize,
-        queue: &mut AsyncInfo,
-    ) -> Result<()> {
-        // In queue order: what the queue holds first.
-        self.flush_queue(device, queue)?;
-        // SAFETY: per this function's contract.
-        unsafe { self.data_submit(device, tgt_ptr, host_ptr, size) }
-    }
-
-    unsafe fn data_retrieve_async(
-        &self,
-        device: DeviceId,
-        host_ptr: NonNull<c_void>,
-        tgt_ptr: NonNull<c_void>,
-        size: usize,
-        queue: &mut AsyncInfo,
-    ) -> Result<()> {
-        // Copies back wait in the queue: its synchronisation fetches them
-        // all in one round trip.
-        let pending = self.pending_of(device, queue)?;
-        pending
-            .ranges
-            .push((tgt_ptr.as_ptr() as u64, host_ptr.as_ptr(), size));
-        Ok(())
-    }
-
-    unsafe fn data_exchange_async(
-        &self,
-        src: DeviceId,
-        src_ptr: NonNull<c_void>,
-        dst: DeviceId,
-        dst_ptr: NonNull<c_void>,
-        size: usize,
-        queue: &mut AsyncInfo,
-    ) -> Result<()> {
-        self.flush_queue(src, queue)?;
-        // SAFETY: per this function's contract.
-        unsafe { self.data_exchange(src, src_ptr, dst, dst_ptr, size) }
-    }
-
-    unsafe fn run_region_async(
-        &self,
-        device: DeviceId,
-        entry: NonNull<c_void>,
-        args: &[*mut c_void],
         types: Option<&[KernelArgType]>,
         teams: Option<TeamConfig>,
-        queue: &mut AsyncInfo,
+        queue: &mut Box<PendingRetrieves>,
     ) -> Result<()> {
-        self.flush_queue(device, queue)?;
-        // SAFETY: per this function's contract.
-        unsafe {
-            match types {
-                Some(types) => self.run_typed_region(device, entry, args, types, teams),
-                None => self.run_region(device, entry, args, teams),
-            }
-        }
-    }
-
-    fn synchronize_queue(&self, device: DeviceId, queue: &mut AsyncInfo) -> Result<()> {
-        // Everything but copies back ran when it was queued.
-        self.flush_queue(device, queue)
-    }
-
-    fn synchronize(&self, device: DeviceId) -> Result<()> {
-        let remote = self.remote(device);
-        self.call(
-            device,
-            Op::Synchronize {
-                device: remote.device,
-            },
-        )
-        .map(drop)
+        self.flush(queue)?;
+        self.run(device, entry, args, types, teams)
     }
 
     fn init_requires(&self, flags: i64) -> i64 {

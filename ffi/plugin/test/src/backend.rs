@@ -4,9 +4,11 @@ use crate::conf::Conf;
 use crate::recorder::{self, NAME};
 use omptarget_plugin_host::config::HostConfig;
 use omptarget_plugin_host::HostBackend;
+use omptarget_plugin_kit::abi::plugin::KernelArgType;
 use omptarget_plugin_kit::abi::{AllocKind, DeviceImage, TargetTable};
 use omptarget_plugin_kit::{
-    Backend, DeviceId, EntryCall, ImageRef, InitCause, LoadOptions, PluginError, TeamConfig,
+    pointer_args_only, Backend, DeviceId, EntryCall, ImageRef, InitCause, LoadOptions, PluginError,
+    TeamConfig,
 };
 use std::ffi::c_void;
 use std::ptr::NonNull;
@@ -36,6 +38,7 @@ fn injected(what: String) -> PluginError {
 
 impl Backend for TestBackend {
     const NAME: &'static str = NAME;
+    type Queue = ();
 
     fn init(_cause: InitCause) -> Result<Self> {
         let library = recorder::library_path()
@@ -147,18 +150,34 @@ impl Backend for TestBackend {
         self.host.data_delete(device, tgt_ptr)
     }
 
+    fn create_queue(&self, device: DeviceId) -> Result<()> {
+        self.host.create_queue(device)
+    }
+
+    fn synchronize(&self, device: DeviceId, queue: ()) -> Result<()> {
+        self.host.synchronize(device, queue)
+    }
+
+    fn is_done(&self, queue: &()) -> bool {
+        self.host.is_done(queue)
+    }
+
     unsafe fn data_submit(
         &self,
         device: DeviceId,
         tgt_ptr: NonNull<c_void>,
         host_ptr: NonNull<c_void>,
         size: usize,
+        queue: &mut (),
     ) -> Result<()> {
         self.maybe_panic("data_submit");
         // SAFETY: our caller's contract (`Backend::data_submit`, # Safety):
         // `host_ptr` readable and `tgt_ptr` writable for `size` bytes; the
         // pointers are passed to the host backend unchanged.
-        unsafe { self.host.data_submit(device, tgt_ptr, host_ptr, size) }
+        unsafe {
+            self.host
+                .data_submit(device, tgt_ptr, host_ptr, size, queue)
+        }
     }
 
     unsafe fn data_retrieve(
@@ -167,12 +186,16 @@ impl Backend for TestBackend {
         host_ptr: NonNull<c_void>,
         tgt_ptr: NonNull<c_void>,
         size: usize,
+        queue: &mut (),
     ) -> Result<()> {
         self.maybe_panic("data_retrieve");
         // SAFETY: our caller's contract (`Backend::data_retrieve`,
         // # Safety): `tgt_ptr` readable and `host_ptr` writable for `size`
         // bytes; the pointers are passed to the host backend unchanged.
-        unsafe { self.host.data_retrieve(device, host_ptr, tgt_ptr, size) }
+        unsafe {
+            self.host
+                .data_retrieve(device, host_ptr, tgt_ptr, size, queue)
+        }
     }
 
     fn is_data_exchangable(&self, src: DeviceId, dst: DeviceId) -> bool {
@@ -186,11 +209,15 @@ impl Backend for TestBackend {
         dst: DeviceId,
         dst_ptr: NonNull<c_void>,
         size: usize,
+        queue: &mut (),
     ) -> Result<()> {
         // SAFETY: our caller's contract (`Backend::data_exchange`,
         // # Safety): `src_ptr` readable on `src` and `dst_ptr` writable on
         // `dst` for `size` bytes; the devices are the host backend's own.
-        unsafe { self.host.data_exchange(src, src_ptr, dst, dst_ptr, size) }
+        unsafe {
+            self.host
+                .data_exchange(src, src_ptr, dst, dst_ptr, size, queue)
+        }
     }
 
     unsafe fn run_region(
@@ -198,15 +225,24 @@ impl Backend for TestBackend {
         device: DeviceId,
         entry: NonNull<c_void>,
         args: &[*mut c_void],
+        types: Option<&[KernelArgType]>,
         teams: Option<TeamConfig>,
+        queue: &mut (),
     ) -> Result<()> {
+        // This plugin runs every launch as LLVM's entries do (the host
+        // backend without `types`: pointer-sized slots), so a typed launch
+        // with other types is refused rather than passed wrong.
+        pointer_args_only(types)?;
         self.maybe_panic("run_target_region");
         // SAFETY: our caller's contract (`Backend::run_region`, # Safety):
         // `entry` comes from a target table we returned for `device`, and
         // `load_binary` returns the host backend's own tables unchanged, so
         // `entry` comes from a host table for `device`; `args` are what the
-        // kernel expects.
-        unsafe { self.host.run_region(device, entry, args, teams) }
+        // kernel expects (all pointer-sized, checked above).
+        unsafe {
+            self.host
+                .run_region(device, entry, args, None, teams, queue)
+        }
     }
 
     fn print_device_info(&self, device: DeviceId) {

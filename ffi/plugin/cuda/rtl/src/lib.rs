@@ -10,13 +10,14 @@
 //! Besides the kit's entries it exports LLVM's event entries
 //! (`__tgt_rtl_{create,record,wait,sync,destroy}_event`) over CUDA events,
 //! and this project's `__tgt_rtl_event_elapsed_time` (`cuEventElapsedTime`),
-//! each behind the kit's panic boundary (`entry_bodies::device_entry`); the
-//! runtime uses them for the Rust API's `Event`s.
+//! each behind the kit's panic boundary (`entry_bodies::device_entry`, and
+//! `queue_entry` for the two that work on the caller's queue); the runtime
+//! uses them for the Rust API's `Event`s.
 
 use omptarget_plugin_cuda::CudaBackend;
 use omptarget_plugin_kit::abi::plugin::names;
 use omptarget_plugin_kit::abi::AsyncInfo;
-use omptarget_plugin_kit::entry_bodies::device_entry;
+use omptarget_plugin_kit::entry_bodies::{device_entry, queue_entry};
 use omptarget_plugin_kit::PluginError;
 use std::ffi::c_void;
 use std::ptr::NonNull;
@@ -25,16 +26,6 @@ omptarget_plugin_kit::export_plugin!(CudaBackend);
 
 fn event_arg(event: *mut c_void) -> Result<NonNull<c_void>, PluginError> {
     NonNull::new(event).ok_or(PluginError::NullPointer("event"))
-}
-
-/// The caller's queue.
-///
-/// # Safety
-/// `queue` is null or a valid `__tgt_async_info` the caller owns during
-/// the entry call.
-unsafe fn queue_arg<'a>(queue: *mut AsyncInfo) -> Result<&'a mut AsyncInfo, PluginError> {
-    // SAFETY: per this function's contract (`as_mut` checks null).
-    unsafe { queue.as_mut() }.ok_or(PluginError::NullPointer("async_info"))
 }
 
 /// `__tgt_rtl_create_event`: a new event in `*event`.
@@ -56,36 +47,46 @@ pub unsafe extern "C" fn __tgt_rtl_create_event(device: i32, event: *mut *mut c_
 /// `async_info` so far.
 ///
 /// # Safety
-/// `async_info` is null (refused) or a valid `__tgt_async_info`.
+/// `async_info` is null (refused) or a valid `__tgt_async_info` whose
+/// queue is null or this plugin's.
 #[no_mangle]
 pub unsafe extern "C" fn __tgt_rtl_record_event(
     device: i32,
     event: *mut c_void,
     async_info: *mut AsyncInfo,
 ) -> i32 {
-    device_entry(&__OMPTARGET_PLUGIN, names::RECORD_EVENT, device, |b, d| {
-        // SAFETY: this entry's contract.
-        let queue = unsafe { queue_arg(async_info)? };
-        b.record_event(d, event_arg(event)?, queue)
-    })
+    let plugin = &__OMPTARGET_PLUGIN;
+    // SAFETY: this entry's contract, as `queue_entry` requires.
+    unsafe {
+        queue_entry(
+            plugin,
+            names::RECORD_EVENT,
+            device,
+            async_info,
+            |b, d, q| b.record_event(d, event_arg(event)?, q),
+        )
+    }
 }
 
 /// `__tgt_rtl_wait_event`: what is queued on `async_info` from now on
 /// waits for `event`.
 ///
 /// # Safety
-/// `async_info` is null (refused) or a valid `__tgt_async_info`.
+/// `async_info` is null (refused) or a valid `__tgt_async_info` whose
+/// queue is null or this plugin's.
 #[no_mangle]
 pub unsafe extern "C" fn __tgt_rtl_wait_event(
     device: i32,
     event: *mut c_void,
     async_info: *mut AsyncInfo,
 ) -> i32 {
-    device_entry(&__OMPTARGET_PLUGIN, names::WAIT_EVENT, device, |b, d| {
-        // SAFETY: this entry's contract.
-        let queue = unsafe { queue_arg(async_info)? };
-        b.wait_event(d, event_arg(event)?, queue)
-    })
+    let plugin = &__OMPTARGET_PLUGIN;
+    // SAFETY: this entry's contract, as `queue_entry` requires.
+    unsafe {
+        queue_entry(plugin, names::WAIT_EVENT, device, async_info, |b, d, q| {
+            b.wait_event(d, event_arg(event)?, q)
+        })
+    }
 }
 
 /// `__tgt_rtl_sync_event`: the caller waits for `event`.

@@ -74,17 +74,13 @@ pub unsafe fn run_region<B: Backend>(
             };
             // SAFETY: `num_args` elements each (module contract).
             unsafe { gather_args(values, args, offsets)? };
-            // SAFETY: `entry` is a kernel of an image loaded on this device
-            // whose parameters match `values` (module contract; the host
-            // backend also checks the entry against its images).
-            unsafe {
-                match queue_arg(async_info) {
-                    Some(queue) => live
-                        .backend()
-                        .run_region_async(device, entry, values, None, teams, queue),
-                    None => live.backend().run_region(device, entry, values, teams),
-                }
-            }
+            let backend = live.backend();
+            queue::on_queue(backend, device, queue_arg(async_info), |queue| {
+                // SAFETY: `entry` is a kernel of an image loaded on this
+                // device whose parameters match `values` (module contract;
+                // the host backend also checks the entry against its images).
+                unsafe { backend.run_region(device, entry, values, None, teams, queue) }
+            })
         })
     });
     // A kernel that ended its thread: everything of ours below has
@@ -156,23 +152,13 @@ pub unsafe fn run_typed_region<B: Backend>(
                     })?;
                 }
             }
-            // SAFETY: `entry` is a kernel of an image loaded on this device
-            // whose parameters have `types` (this function's contract).
-            unsafe {
-                match queue_arg(Some(async_info)) {
-                    Some(queue) => live.backend().run_region_async(
-                        device,
-                        entry,
-                        values,
-                        Some(types),
-                        teams,
-                        queue,
-                    ),
-                    None => live
-                        .backend()
-                        .run_typed_region(device, entry, values, types, teams),
-                }
-            }
+            let backend = live.backend();
+            queue::on_queue(backend, device, queue_arg(Some(async_info)), |queue| {
+                // SAFETY: `entry` is a kernel of an image loaded on this
+                // device whose parameters have `types` (this function's
+                // contract).
+                unsafe { backend.run_region(device, entry, values, Some(types), teams, queue) }
+            })
         })
     });
     omptarget_thread_exit::resume_pending();

@@ -11,6 +11,7 @@ struct Inert;
 
 impl Backend for Inert {
     const NAME: &'static str = "inert";
+    type Queue = ();
 
     fn init(_cause: InitCause) -> crate::error::Result<Self> {
         Ok(Inert)
@@ -71,12 +72,21 @@ impl Backend for Inert {
         Err(PluginError::Unsupported("data_delete"))
     }
 
+    fn create_queue(&self, _device: DeviceId) -> crate::error::Result<()> {
+        Ok(())
+    }
+
+    fn synchronize(&self, _device: DeviceId, _queue: ()) -> crate::error::Result<()> {
+        Ok(())
+    }
+
     unsafe fn data_submit(
         &self,
         _device: DeviceId,
         _tgt_ptr: NonNull<c_void>,
         _host_ptr: NonNull<c_void>,
         _size: usize,
+        _queue: &mut (),
     ) -> crate::error::Result<()> {
         Err(PluginError::Unsupported("data_submit"))
     }
@@ -87,6 +97,7 @@ impl Backend for Inert {
         _host_ptr: NonNull<c_void>,
         _tgt_ptr: NonNull<c_void>,
         _size: usize,
+        _queue: &mut (),
     ) -> crate::error::Result<()> {
         Err(PluginError::Unsupported("data_retrieve"))
     }
@@ -96,7 +107,9 @@ impl Backend for Inert {
         _device: DeviceId,
         _entry: NonNull<c_void>,
         _args: &[*mut c_void],
+        _types: Option<&[omptarget_abi::plugin::KernelArgType]>,
         _teams: Option<TeamConfig>,
+        _queue: &mut (),
     ) -> crate::error::Result<()> {
         Err(PluginError::Unsupported("run_region"))
     }
