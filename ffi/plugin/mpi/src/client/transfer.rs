@@ -54,55 +54,6 @@ impl Client {
         Ok(Reply::<()>::payload(&reply)?)
     }
 
-    /// Copy `size` bytes from `ptr` on the server's `device` to `host`.
-    ///
-    /// # Safety
-    /// `host` is writable for `size` bytes.
-    pub unsafe fn retrieve(
-        &self,
-        server: usize,
-        device: u32,
-        ptr: u64,
-        host: *mut c_void,
-        size: usize,
-    ) -> Result<(), CallError> {
-        self.kernel_exit.call(|| {
-            // SAFETY: per this function's contract.
-            unsafe { self.retrieve_now(server, device, ptr, host, size) }
-        })
-    }
-
-    /// [`Client::retrieve`], counted in flight by the caller.
-    ///
-    /// # Safety
-    /// `host` is writable for `size` bytes.
-    unsafe fn retrieve_now(
-        &self,
-        server: usize,
-        device: u32,
-        ptr: u64,
-        host: *mut c_void,
-        size: usize,
-    ) -> Result<(), CallError> {
-        self.check_open()?;
-        let rank = self.servers[server].rank;
-        let reply_tag = self.fresh_tag();
-        let op = Op::Retrieve {
-            device,
-            ptr,
-            size: size as u64,
-        };
-        self.with_server(rank, || {
-            self.send_request(rank, &Request { reply_tag, op })?;
-            let posted = self.post_reply(rank, reply_tag)?;
-            let reply = self.reply(rank, reply_tag, posted)?;
-            protocol::read_reply(&reply)?;
-            // SAFETY: per this function's contract.
-            unsafe { self.world.recv_raw(rank, reply_tag, host, size)? };
-            Ok(())
-        })
-    }
-
     /// Copy each of `ranges` (device address on the server's `device`,
     /// host address, bytes) to the host, in one request.
     ///
