@@ -149,3 +149,23 @@ fn design_names_every_crate_with_its_folder() {
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
+
+/// DESIGN.md's other half of the rule: no two files of one crate reach
+/// each other (`scripts/import-cycles.py` says how it reads the uses; a
+/// child module's uses of its ancestors are part of its parent).
+#[test]
+fn no_import_cycles_between_files_of_a_crate() {
+    let root = crate::stage::workspace_root();
+    let out = std::process::Command::new("python3")
+        .arg(root.join("scripts/import-cycles.py"))
+        .arg("--check")
+        .current_dir(&root)
+        .output()
+        .expect("python3 runs scripts/import-cycles.py");
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

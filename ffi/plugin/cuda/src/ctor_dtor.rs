@@ -17,9 +17,9 @@
 //! `deinit_device` for an image still loaded then (LLVM's `deinit` unloads
 //! every image too), before the module is unloaded.
 
-use crate::device::{alloc, free};
 use crate::driver::{check, CudaError};
-use crate::module::{global, read_global, write_global};
+use crate::memory::{alloc, free};
+use crate::memory::{global, read_global, write_global};
 use cudarc::driver::sys::{self, CUmodule, CUstream};
 use omptarget_abi::AllocKind;
 use omptarget_plugin_kit::error::{PluginError, Result};

@@ -28,10 +28,12 @@
 
 pub mod ctor_dtor;
 pub mod device;
+mod device_info;
 pub mod driver;
 mod event;
 pub mod image;
 pub mod launch;
+mod memory;
 pub mod module;
 
 use device::{DeviceInfo, DeviceState};

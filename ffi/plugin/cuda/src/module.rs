@@ -3,13 +3,14 @@
 //! load (the device environment) and per kernel (its execution mode).
 
 use crate::ctor_dtor::{self, DeviceFunctions, Phase};
-use crate::device::DeviceInfo;
+use crate::device_info::DeviceInfo;
 use crate::driver::{check, CudaError};
 use crate::launch::{ExecMode, KernelLimits};
+use crate::memory::{c_name, global, read_global, write_global};
 use cudarc::driver::sys::{self, CUfunction, CUmodule, CUstream};
 use omptarget_abi::{OffloadEntry, TargetTable};
 use omptarget_plugin_kit::error::{PluginError, Result};
-use std::ffi::{c_void, CStr, CString};
+use std::ffi::{c_void, CStr};
 
 /// Device environment global of clang 19/22's device runtime.
 pub const DEVICE_ENV_19: &str = "__omp_rtl_device_environment";
@@ -103,51 +104,6 @@ impl LoadedModule {
             sys::cuModuleUnload(self.module)
         })
     }
-}
-
-fn c_name(name: &str) -> Result<CString> {
-    CString::new(name).map_err(|_| PluginError::InvalidImage(format!("symbol {name:?} has a NUL")))
-}
-
-/// `cuModuleGetGlobal_v2`: address and size, `None` if the module has no
-/// such symbol.
-pub(crate) fn global(module: CUmodule, name: &str) -> Result<Option<(u64, usize)>> {
-    let cname = c_name(name)?;
-    let (mut ptr, mut size) = (0, 0);
-    // SAFETY: writable out-parameters, a NUL-terminated name, a live module.
-    let code = unsafe { sys::cuModuleGetGlobal_v2(&mut ptr, &mut size, module, cname.as_ptr()) };
-    if code == sys::CUresult::CUDA_ERROR_NOT_FOUND {
-        return Ok(None);
-    }
-    check("cuModuleGetGlobal_v2", code)?;
-    Ok(Some((ptr, size)))
-}
-
-pub(crate) fn write_global(stream: CUstream, ptr: u64, bytes: &[u8]) -> Result<(), CudaError> {
-    copy_sync(stream, |stream| {
-        // SAFETY: `ptr` is a global of at least `bytes.len()` bytes (the
-        // caller checked its size); `bytes` outlives the synchronisation.
-        unsafe { sys::cuMemcpyHtoDAsync_v2(ptr, bytes.as_ptr().cast(), bytes.len(), stream) }
-    })
-}
-
-pub(crate) fn read_global(stream: CUstream, ptr: u64, out: &mut [u8]) -> Result<(), CudaError> {
-    copy_sync(stream, |stream| {
-        // SAFETY: as `write_global`, in the other direction.
-        unsafe { sys::cuMemcpyDtoHAsync_v2(out.as_mut_ptr().cast(), ptr, out.len(), stream) }
-    })
-}
-
-/// One copy at load time on the loader's stream, waited for.
-fn copy_sync(
-    stream: CUstream,
-    op: impl FnOnce(CUstream) -> sys::CUresult,
-) -> Result<(), CudaError> {
-    check("cuMemcpy*Async_v2", op(stream))?;
-    // SAFETY: a stream of the current context, lent to this load.
-    check("cuStreamSynchronize", unsafe {
-        sys::cuStreamSynchronize(stream)
-    })
 }
 
 /// LLVM's `DeviceEnvironmentTy`: debug kind, number of devices, device

@@ -343,7 +343,7 @@ pub trait Backend: Send + Sync + Sized + 'static {
     /// logging takes, and return the guards; they are held across a
     /// `fork()` so the child never inherits one held by a thread it does
     /// not have ([`crate::fork`]). Lock them in the backend's usual order.
-    fn lock_for_fork(&self) -> crate::fork::ForkLocks<'_> {
+    fn lock_for_fork(&self) -> crate::fork_locks::ForkLocks<'_> {
         Vec::new()
     }
 }

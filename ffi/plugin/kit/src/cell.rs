@@ -76,7 +76,7 @@ pub struct PluginCell<B> {
 /// What a fork's prepare handler holds: the backend's locks, then (dropped
 /// last) the state they borrow from.
 struct HeldForFork<B: 'static> {
-    _locks: crate::fork::ForkLocks<'static>,
+    _locks: crate::fork_locks::ForkLocks<'static>,
     _state: ReadGuard<'static, Lifecycle<B>>,
 }
 
@@ -131,7 +131,7 @@ impl<B: Backend> PluginCell<B> {
 
     /// For [`crate::fork::prepare`]: the state (read) and the backend's
     /// fork locks, held until dropped.
-    pub(crate) fn hold_for_fork(&'static self) -> impl crate::fork::HeldAcrossFork {
+    pub(crate) fn hold_for_fork(&'static self) -> impl crate::fork_locks::HeldAcrossFork {
         let state = self.state.read(thread_id());
         let locks = match &*state {
             Lifecycle::Live(live) => {
@@ -141,9 +141,10 @@ impl<B: Backend> PluginCell<B> {
                 // the backend cannot be dropped (deinit needs the write lock)
                 // while the read guard is held.
                 unsafe {
-                    std::mem::transmute::<crate::fork::ForkLocks<'_>, crate::fork::ForkLocks<'static>>(
-                        locks,
-                    )
+                    std::mem::transmute::<
+                        crate::fork_locks::ForkLocks<'_>,
+                        crate::fork_locks::ForkLocks<'static>,
+                    >(locks)
                 }
             }
             Lifecycle::Fresh | Lifecycle::Down => Vec::new(),

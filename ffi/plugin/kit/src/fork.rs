@@ -26,12 +26,7 @@ use crate::cell::PluginCell;
 use std::cell::Cell;
 use std::ptr::NonNull;
 
-/// Anything held across a fork: lock guards, type-erased.
-pub trait HeldAcrossFork {}
-impl<T: ?Sized> HeldAcrossFork for T {}
-
-/// Guards borrowed from the backend, held across a fork.
-pub type ForkLocks<'a> = Vec<Box<dyn HeldAcrossFork + 'a>>;
+pub use crate::fork_locks::{ForkLocks, HeldAcrossFork};
 
 thread_local! {
     /// What this (forking) thread holds between prepare and parent/child.

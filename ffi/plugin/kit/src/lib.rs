@@ -57,6 +57,7 @@ pub mod entry_bodies;
 pub mod error;
 mod export;
 pub mod fork;
+mod fork_locks;
 pub mod last_error;
 pub mod safety_net;
 pub mod state_lock;
