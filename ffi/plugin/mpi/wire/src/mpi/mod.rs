@@ -266,7 +266,9 @@ impl Mpi {
 /// there is more than one (`OMPI_NUM_APP_CTX`). A plain MPI job (`mpirun
 /// -np 4 ./app`) is left alone: the plugin must not initialise (let alone
 /// finalise) the MPI of a program that starts it itself in `main`.
-/// `OMPTARGET_MPI=1` says yes for a launcher that sets no such variable;
+/// `OMPTARGET_MPI=1` says yes for a launcher that sets no such variable
+/// (MPICH's Hydra sets only `PMI_RANK`, `PMI_SIZE`, `PMI_FD`, the same in
+/// every context, checked with `mpiexec.hydra -n 1 env : -n 1 env`);
 /// `OMPTARGET_MPI_DISABLE` says no.
 pub fn job_may_have_servers() -> bool {
     job_may_have_servers_by(|name| std::env::var(name).ok())
