@@ -55,7 +55,9 @@ pub const MPI_PLUGIN_NAME: &str = "libomptarget.rtl.mpi.so";
 
 /// Whether this process is part of an MPI job that may hold device
 /// servers: an Open MPI job of several application contexts (`mpirun -np
-/// 1 ./app : -np N omptarget-mpi-device`), or `OMPTARGET_MPI=1`; never
+/// 1 ./app : -np N omptarget-mpi-device`), or `OMPTARGET_MPI=1` (MPICH's
+/// Hydra sets no variable that tells a job's contexts apart, so its jobs
+/// need it: `omptarget run --mpi` sets it); never
 /// with `OMPTARGET_MPI_DISABLE`. A plain MPI job (one context) is not: its
 /// program starts MPI itself. The MPI plugin applies the same rule
 /// (`omptarget_plugin_mpi::mpi::job_may_have_servers`).

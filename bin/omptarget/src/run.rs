@@ -51,10 +51,18 @@ fn mpi_server(lib_dir: &std::path::Path) -> Result<PathBuf> {
     Ok(server.canonicalize()?)
 }
 
-/// `mpirun` starting the program (one rank) and the servers: MPMD, so the
-/// servers share the program's job, as `mpirun -np 1 ./app : -np N
-/// omptarget-mpi-device` does by hand. Open MPI passes on only the
-/// variables named with `-x`: each one this tool sets is named.
+/// The launcher starting the program (one rank) and the servers: MPMD,
+/// so the servers share the program's job, as `mpirun -np 1 ./app : -np
+/// N omptarget-mpi-device` does by hand. Which launcher:
+/// `OMPTARGET_MPI_FAMILY` (`openmpi`, `mpich`; the variable the plugin
+/// and servers read to choose their library, passed on to them), else
+/// Open MPI's `mpirun`.
+///
+/// Open MPI passes on only the variables named with `-x`: each one this
+/// tool sets is named. MPICH's `mpiexec.hydra` passes on the whole
+/// environment, and tells a rank nothing of the job's contexts, so every
+/// rank gets `OMPTARGET_MPI=1` (the program's rank may have servers; the
+/// servers ignore it).
 ///
 /// The program's rank is this binary's `mpi-program-rank`, which runs
 /// the program and joins in its place if it never does
@@ -67,16 +75,30 @@ fn mpirun(
     args: &[OsString],
     vars: &[&str],
 ) -> Result<Command> {
+    use omptarget_plugin_mpi::mpi::Family;
     let server = mpi_server(lib_dir)?;
-    let mut cmd = Command::new("mpirun");
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } == 0 {
-        // Open MPI refuses root unless told; containers and CI run as root.
-        cmd.arg("--allow-run-as-root");
-    }
-    cmd.arg("--oversubscribe");
-    for var in vars {
-        cmd.args(["-x", var]);
+    let family = match std::env::var("OMPTARGET_MPI_FAMILY") {
+        Ok(name) => Family::parse(&name)?,
+        Err(_) => Family::OpenMpi,
+    };
+    let mut cmd;
+    match family {
+        Family::OpenMpi => {
+            cmd = Command::new("mpirun");
+            // SAFETY: geteuid has no preconditions.
+            if unsafe { libc::geteuid() } == 0 {
+                // Open MPI refuses root unless told; containers and CI run as root.
+                cmd.arg("--allow-run-as-root");
+            }
+            cmd.arg("--oversubscribe");
+            for var in vars {
+                cmd.args(["-x", var]);
+            }
+        }
+        Family::Mpich => {
+            cmd = Command::new("mpiexec.hydra");
+            cmd.args(["-genv", "OMPTARGET_MPI", "1"]);
+        }
     }
     let this = std::env::current_exe().context("finding this program's own path")?;
     cmd.args(["-np", "1"])

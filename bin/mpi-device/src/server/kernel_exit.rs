@@ -25,7 +25,6 @@
 //! server, set by [`arm`] before the kernel runs and cleared after.
 use super::data::send_reply;
 use crate::error::ServeError;
-use omptarget_mpi_wire::mpi::ANY_SOURCE;
 use omptarget_mpi_wire::protocol::{
     self, Exited, Op, Reply, Request, REPLY_SLOT, REQUEST_SLOT, REQUEST_TAG,
 };
@@ -144,7 +143,7 @@ fn serve_out(world: &World, status: c_int) {
             (1 + deaths.count() == left.len()).then_some(first)
         };
         let received = world
-            .post(ANY_SOURCE, REQUEST_TAG, Vec::new(), REQUEST_SLOT)
+            .post(world.any_source(), REQUEST_TAG, Vec::new(), REQUEST_SLOT)
             .and_then(|posted| world.receive_message(posted, &watch, protocol::reply_tag_of));
         if someone_died.get() {
             left.retain(|&r| world.death_of(r).is_none());

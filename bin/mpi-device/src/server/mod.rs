@@ -7,7 +7,6 @@ use crate::error::ServeError;
 use capabilities::memory_is_this_process;
 use handle::ImageStorage;
 use omptarget::{Config, Device, Runtime};
-use omptarget_mpi_wire::mpi::ANY_SOURCE;
 use omptarget_mpi_wire::protocol::{self, Op, Request, REPLY_SLOT, REQUEST_SLOT, REQUEST_TAG};
 use omptarget_mpi_wire::world::{Role, World};
 use std::collections::{BTreeSet, HashMap};
@@ -173,7 +172,7 @@ impl Server {
             let received = self
                 .world
                 .post(
-                    ANY_SOURCE,
+                    self.world.any_source(),
                     REQUEST_TAG,
                     std::mem::take(&mut buffer),
                     REQUEST_SLOT,

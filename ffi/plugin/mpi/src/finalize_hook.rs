@@ -17,7 +17,6 @@
 //! called MPI_Finalize"; the runtime's shutdown report lists what they
 //! could not free, which the servers' own teardown has freed.
 use crate::client::Client;
-use crate::mpi::KEYVAL_INVALID;
 use omptarget_mpi_wire::MpiError;
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
@@ -34,8 +33,9 @@ unsafe impl Send for FinalizeHook {}
 // SAFETY: nothing is reached through `&FinalizeHook`.
 unsafe impl Sync for FinalizeHook {}
 
-unsafe extern "C" fn on_finalize(
-    _comm: *mut c_void,
+/// The delete function, in each family's form (`H`: its `MPI_Comm`).
+unsafe extern "C" fn on_finalize<H>(
+    _comm: H,
     _keyval: c_int,
     value: *mut c_void,
     _extra: *mut c_void,
@@ -67,28 +67,25 @@ impl FinalizeHook {
     /// Set the attribute on `MPI_COMM_SELF`.
     pub fn install(client: &Arc<Client>) -> Result<FinalizeHook, MpiError> {
         let m = &client.world().mpi;
-        let mut keyval = KEYVAL_INVALID;
-        let delete: crate::mpi::DeleteAttrFn = on_finalize;
-        // SAFETY: MPI_COMM_NULL_COPY_FN and our delete function; `keyval`
-        // is written.
+        let mut keyval = m.constants.keyval_invalid;
+        let delete = crate::mpi::DeleteAttr {
+            pointer: on_finalize::<*mut c_void>,
+            int: on_finalize::<c_int>,
+        };
+        // SAFETY: our delete function, in both forms; `keyval` is written.
         m.check("MPI_Comm_create_keyval", unsafe {
-            (m.f.comm_create_keyval)(
-                m.comm_null_copy_fn,
-                delete as *mut c_void,
-                &mut keyval,
-                std::ptr::null_mut(),
-            )
+            m.comm_create_keyval(delete, &mut keyval, std::ptr::null_mut())
         })?;
         let raw = Arc::into_raw(Arc::clone(client));
         // SAFETY: a valid keyval; the value is an opaque pointer.
         let set = m.check("MPI_Comm_set_attr", unsafe {
-            (m.f.comm_set_attr)(m.comm_self, keyval, raw.cast_mut().cast())
+            m.comm_set_attr(m.predefined.comm_self, keyval, raw.cast_mut().cast())
         });
         if let Err(err) = set {
             // SAFETY: from `Arc::into_raw` just above, not shared.
             drop(unsafe { Arc::from_raw(raw) });
             // SAFETY: our keyval.
-            unsafe { (m.f.comm_free_keyval)(&mut keyval) };
+            unsafe { m.comm_free_keyval(&mut keyval) };
             return Err(err);
         }
         Ok(FinalizeHook {
@@ -106,8 +103,8 @@ impl FinalizeHook {
             // SAFETY: our keyval on MPI_COMM_SELF; the delete function runs
             // and finds the client closed already.
             unsafe {
-                (m.f.comm_delete_attr)(m.comm_self, self.keyval);
-                (m.f.comm_free_keyval)(&mut self.keyval);
+                m.comm_delete_attr(m.predefined.comm_self, self.keyval);
+                m.comm_free_keyval(&mut self.keyval);
             }
         }
         // SAFETY: from `Arc::into_raw` in `install`; the attribute that

@@ -44,11 +44,11 @@ struct WaitingJob {
 }
 
 impl WaitingJob {
-    fn start(programs: usize, tag: &str) -> WaitingJob {
+    fn start(family: job::Family, programs: usize, tag: &str) -> WaitingJob {
         let dir = tempfile::tempdir().unwrap();
         let (ready, go) = (dir.path().join("ready"), dir.path().join("go"));
         let cmd = lifecycle::job_with(
-            job::mpirun_recovering(),
+            job::Launch::recovering(family),
             lifecycle::program(),
             &["wait", &ready.to_string_lossy(), &go.to_string_lossy()],
             programs,
@@ -84,8 +84,22 @@ impl WaitingJob {
 
 #[test]
 fn a_killed_server_fails_the_next_target_region_through_the_fatal_error_path() {
-    let tag = tag("kill-server");
-    let waiting = WaitingJob::start(1, &tag);
+    killed_server_fails_the_next_target_region(job::Family::OpenMpi);
+}
+
+/// Not yet: under `mpiexec.hydra -disable-auto-cleanup` (MPICH 4.0.2)
+/// the job still ends when the server is killed ("YOUR APPLICATION
+/// TERMINATED WITH THE EXIT STRING: Killed (signal 9)", exit code 9),
+/// before the program rank says anything.
+#[test]
+#[ignore = "Hydra ends the job on a rank's SIGKILL even with -disable-auto-cleanup (docs/mpi.md)"]
+fn a_killed_server_fails_the_next_target_region_under_mpich() {
+    killed_server_fails_the_next_target_region(job::Family::Mpich);
+}
+
+fn killed_server_fails_the_next_target_region(family: job::Family) {
+    let tag = tag(&format!("kill-server-{family:?}"));
+    let waiting = WaitingJob::start(family, 1, &tag);
     job::kill(server_with_rank(&tag, 2));
     let killed = Instant::now();
     waiting.go(0, 8);
@@ -111,7 +125,7 @@ fn a_killed_server_fails_the_next_target_region_through_the_fatal_error_path() {
 #[test]
 fn a_killed_program_leaves_no_server_behind_even_under_recovery() {
     let tag = tag("kill-program");
-    let waiting = WaitingJob::start(1, &tag);
+    let waiting = WaitingJob::start(job::Family::OpenMpi, 1, &tag);
     assert_eq!(job::running_servers(&tag).len(), 2);
     job::kill(waiting.pids[0]);
     assert_no_server_left(&tag, Duration::from_secs(10));
@@ -131,7 +145,7 @@ fn a_killed_program_leaves_no_server_behind_even_under_recovery() {
 fn a_server_serves_on_when_one_of_two_program_ranks_is_killed() {
     let tag = tag("kill-one-program");
     // Program ranks 0 and 1, servers 2 and 3.
-    let waiting = WaitingJob::start(2, &tag);
+    let waiting = WaitingJob::start(job::Family::OpenMpi, 2, &tag);
     job::kill(waiting.pids[1]);
     let killed = Instant::now();
     // Rank 0 goes on: a region on the second server's first device.
@@ -168,7 +182,7 @@ fn a_server_serves_on_when_one_of_two_program_ranks_is_killed() {
 fn a_rank_s_death_costs_another_rank_no_request() {
     let tag = tag("one-dies");
     let cmd = lifecycle::job_with(
-        job::mpirun_recovering(),
+        job::Launch::recovering(job::Family::OpenMpi),
         lifecycle::program(),
         &["one-dies"],
         2,

@@ -25,10 +25,91 @@ pub fn mpi_plugin() -> PathBuf {
     stage::staged().lib_dir.join("libomptarget.rtl.mpi.so")
 }
 
+pub use omptarget_plugin_mpi::mpi::Family;
+
+/// A job's command line, written for its family's launcher: Open MPI's
+/// `mpirun.openmpi` (`-x K=V` per context) or MPICH's `mpiexec.hydra`
+/// (`-env K V` per context). Contexts are separated by `:` (MPMD).
+pub struct Launch {
+    family: Family,
+    cmd: Command,
+    contexts: usize,
+}
+
+impl Launch {
+    /// The family's launcher, as [`mpirun`] sets Open MPI's up. Under
+    /// MPICH every rank gets `OMPTARGET_MPI=1`: Hydra tells a process
+    /// nothing of the job's contexts (no `OMPI_NUM_APP_CTX`), so the
+    /// program rank is told it may have servers (the servers ignore it).
+    pub fn new(family: Family) -> Launch {
+        let cmd = match family {
+            Family::OpenMpi => mpirun_of("mpirun.openmpi"),
+            Family::Mpich => {
+                let mut cmd = Command::new("mpiexec.hydra");
+                omptarget_test_support::run::clean_offload_env(&mut cmd);
+                cmd.args(["-genv", "OMPTARGET_MPI", "1"]);
+                cmd
+            }
+        };
+        Launch {
+            family,
+            cmd,
+            contexts: 0,
+        }
+    }
+
+    /// [`Launch::new`], the job surviving the death of a rank (Open MPI:
+    /// `--enable-recovery`; Hydra: `-disable-auto-cleanup`).
+    pub fn recovering(family: Family) -> Launch {
+        let mut launch = Launch::new(family);
+        launch.cmd.arg(match family {
+            Family::OpenMpi => "--enable-recovery",
+            Family::Mpich => "-disable-auto-cleanup",
+        });
+        launch
+    }
+
+    /// Set `name=value` in the context that comes next.
+    pub fn env(mut self, name: &str, value: &str) -> Launch {
+        match self.family {
+            Family::OpenMpi => self.cmd.args(["-x", &format!("{name}={value}")]),
+            Family::Mpich => self.cmd.args(["-env", name, value]),
+        };
+        self
+    }
+
+    /// A context of `n` ranks of `program` with `args`; the variables set
+    /// since the last one are its own.
+    pub fn context(mut self, n: usize, program: &Path, args: &[String]) -> Launch {
+        self.cmd
+            .args(["-np", &n.to_string()])
+            .arg(program)
+            .args(args);
+        self.contexts += 1;
+        self
+    }
+
+    /// Start the next context (its variables, then [`Launch::context`]).
+    pub fn then(mut self) -> Launch {
+        assert!(self.contexts > 0, "a context first");
+        self.cmd.arg(":");
+        self
+    }
+
+    /// The command line.
+    pub fn command(self) -> Command {
+        self.cmd
+    }
+}
+
 /// `mpirun`, allowed to run as root (CI does), oversubscribing this
 /// machine's cores, with a clean offload environment.
 pub fn mpirun() -> Command {
-    let mut cmd = Command::new("mpirun");
+    mpirun_of("mpirun")
+}
+
+fn mpirun_of(launcher: &str) -> Command {
+    let mut cmd = Command::new(launcher);
     omptarget_test_support::run::clean_offload_env(&mut cmd);
     cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
@@ -45,14 +126,15 @@ pub fn mpirun_recovering() -> Command {
     cmd
 }
 
-/// The rank (`OMPI_COMM_WORLD_RANK`) of the MPI process `pid`.
+/// The rank of the MPI process `pid` (Open MPI's `OMPI_COMM_WORLD_RANK`,
+/// Hydra's `PMI_RANK`).
 pub fn rank_of(pid: i32) -> Option<i32> {
     let environ = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
     environ.split(|b| *b == 0).find_map(|v| {
-        std::str::from_utf8(v.strip_prefix(b"OMPI_COMM_WORLD_RANK=")?)
-            .ok()?
-            .parse()
-            .ok()
+        let value = v
+            .strip_prefix(b"OMPI_COMM_WORLD_RANK=")
+            .or_else(|| v.strip_prefix(b"PMI_RANK="))?;
+        std::str::from_utf8(value).ok()?.parse().ok()
     })
 }
 
@@ -101,26 +183,44 @@ pub fn remote_only_job(
     servers: usize,
     server_devices: usize,
 ) -> Command {
-    let mut cmd = mpirun();
-    let mut vars: Vec<String> = env.iter().map(|(k, v)| format!("{k}={v}")).collect();
-    vars.push(format!("LD_LIBRARY_PATH={lib_path}"));
-    vars.push(format!("OMPTARGET_PLUGINS={}", mpi_plugin().display()));
-    // `-x` belongs to the context it is written in (MPMD).
-    for var in &vars {
-        cmd.args(["-x", var]);
+    remote_only_job_under(
+        Family::OpenMpi,
+        program,
+        args,
+        env,
+        lib_path,
+        servers,
+        server_devices,
+    )
+}
+
+/// [`remote_only_job`] under `family`'s launcher.
+pub fn remote_only_job_under(
+    family: Family,
+    program: &Path,
+    args: &[String],
+    env: &[(String, String)],
+    lib_path: &str,
+    servers: usize,
+    server_devices: usize,
+) -> Command {
+    let mut launch = Launch::new(family);
+    for (k, v) in env {
+        launch = launch.env(k, v);
     }
-    cmd.args(["-np", "1"]).arg(program).args(args);
-    // The servers load the program's device images, which need the
-    // program's libraries (clang 19/22 images link libomptarget.so.NN).
-    cmd.args([
-        ":",
-        "-x",
-        &format!("OMPTARGET_HOST_DEVICES={server_devices}"),
-        "-x",
-        &format!("LD_LIBRARY_PATH={lib_path}"),
-    ]);
-    cmd.args(["-np", &servers.to_string()]).arg(server());
-    cmd
+    // Each variable belongs to the context it is written in (MPMD).
+    let plugin = mpi_plugin().display().to_string();
+    launch = launch
+        .env("LD_LIBRARY_PATH", lib_path)
+        .env("OMPTARGET_PLUGINS", &plugin)
+        .context(1, program, args)
+        .then()
+        // The servers load the program's device images, which need the
+        // program's libraries (clang 19/22 images link libomptarget.so.NN).
+        .env("OMPTARGET_HOST_DEVICES", &server_devices.to_string())
+        .env("LD_LIBRARY_PATH", lib_path)
+        .context(servers, &server(), &[]);
+    launch.command()
 }
 
 /// Run `cmd` to its end (or [`JOB_TIMEOUT`]).

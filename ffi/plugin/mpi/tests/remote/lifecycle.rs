@@ -79,29 +79,36 @@ pub(crate) fn lib_path() -> String {
 /// program with its default plugins (4 local host devices first), the
 /// servers marked with `tag`, each printing its shutdown report to stderr.
 fn job(binary: &Path, mode: &str, programs: usize, servers: usize, tag: &str) -> Command {
-    job_with(job::mpirun(), binary, &[mode], programs, servers, tag)
+    job_with(
+        job::Launch::new(job::Family::OpenMpi),
+        binary,
+        &[mode],
+        programs,
+        servers,
+        tag,
+    )
 }
 
-/// [`job`] started by `mpirun` (`mpirun` with options), the program given
-/// `args`.
+/// [`job`] started by `launch` (a family's launcher with options), the
+/// program given `args`.
 pub(crate) fn job_with(
-    mpirun: Command,
+    launch: job::Launch,
     binary: &Path,
     args: &[&str],
     programs: usize,
     servers: usize,
     tag: &str,
 ) -> Command {
-    let mut cmd = mpirun;
-    cmd.args(["-x", &format!("LD_LIBRARY_PATH={}", lib_path())]);
-    cmd.args(["-np", &programs.to_string()])
-        .arg(binary)
-        .args(args);
-    cmd.args([":", "-x", &format!("OMPTARGET_TEST_JOB={tag}")]);
-    cmd.args(["-x", &format!("LD_LIBRARY_PATH={}", lib_path())]);
-    cmd.args(["-x", "OMPTARGET_SHUTDOWN_REPORT=stderr"]);
-    cmd.args(["-np", &servers.to_string()]).arg(job::server());
-    cmd
+    let args: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
+    launch
+        .env("LD_LIBRARY_PATH", &lib_path())
+        .context(programs, binary, &args)
+        .then()
+        .env("OMPTARGET_TEST_JOB", tag)
+        .env("LD_LIBRARY_PATH", &lib_path())
+        .env("OMPTARGET_SHUTDOWN_REPORT", "stderr")
+        .context(servers, &job::server(), &[])
+        .command()
 }
 
 pub(crate) fn assert_no_server_left(tag: &str, within: Duration) {
@@ -134,8 +141,20 @@ pub(crate) fn describe(out: &RunOutput) -> String {
 
 #[test]
 fn remote_devices_come_after_the_local_ones_and_compute() {
-    let tag = tag("count");
-    let out = job::run(job(program(), "count", 1, 2, &tag));
+    devices_compute_under(job::Family::OpenMpi);
+}
+
+/// The handshake, images shipped, kernels on every remote device, the
+/// servers' teardown reports, and every server gone: under MPICH.
+#[test]
+fn remote_devices_compute_under_mpich() {
+    devices_compute_under(job::Family::Mpich);
+}
+
+fn devices_compute_under(family: job::Family) {
+    let tag = tag(&format!("count-{family:?}"));
+    let launch = job::Launch::new(family);
+    let out = job::run(job_with(launch, program(), &["count"], 1, 2, &tag));
     assert_eq!(out.exit, Some(Exit::Code(0)), "{}", describe(&out));
     let expected: String = std::iter::once("devices: 12\n".to_owned())
         .chain((0..12).map(|d| format!("device {d}: 12285\n")))

@@ -106,6 +106,17 @@ fn long_requests_and_replies_arrive_whole() {
 /// 40 (480 KiB). Every value is checked on the host.
 #[test]
 fn gathered_copies_and_copies_back_keep_every_byte_in_place() {
+    gathered_copies_under(job::Family::OpenMpi);
+}
+
+/// Copies both ways, inside replies and as messages of their own, under
+/// MPICH (its `int` handles, its status layout and count).
+#[test]
+fn gathered_copies_and_copies_back_keep_every_byte_in_place_under_mpich() {
+    gathered_copies_under(job::Family::Mpich);
+}
+
+fn gathered_copies_under(family: job::Family) {
     const ARRAYS: usize = 40;
     const INTS: usize = 3 * 1024;
     let mut c = String::from("#include <omp.h>\n#include <stdio.h>\n");
@@ -159,15 +170,19 @@ fn gathered_copies_and_copies_back_keep_every_byte_in_place() {
 
     let dir = omptarget_test_support::paths::omptarget_dir().join("mpi-tests");
     std::fs::create_dir_all(&dir).unwrap();
-    let source = dir.join(format!("gathered.{}.c", std::process::id()));
+    let name = format!("gathered.{family:?}.{}", std::process::id());
+    let source = dir.join(format!("{name}.c"));
     std::fs::write(&source, c).unwrap();
-    let binary = build_source(
-        &source,
-        &format!("gathered.{}", std::process::id()),
-        false,
+    let binary = build_source(&source, &name, false, &[]);
+    let out = job::run(job::remote_only_job_under(
+        family,
+        &binary,
         &[],
-    );
-    let out = job::run(job::remote_only_job(&binary, &[], &[], &lib_path(), 1, 1));
+        &[],
+        &lib_path(),
+        1,
+        1,
+    ));
     let _ = std::fs::remove_file(&source);
     let _ = std::fs::remove_file(&binary);
     assert_eq!(out.exit, Some(Exit::Code(0)), "{}", describe(&out));

@@ -13,23 +13,37 @@
 use std::ffi::c_int;
 use std::mem::ManuallyDrop;
 
-/// Why Open MPI's library could not be used, or one of its calls failed:
+/// Why the MPI library could not be used, or one of its calls failed:
 /// nothing of ours is in MPI's hands for it.
 #[derive(Debug, thiserror::Error)]
 pub enum MpiError {
-    /// `libmpi.so.40` could not be opened.
-    #[error("cannot open {library} (Open MPI): {source}")]
+    /// The chosen family's library could not be opened.
+    #[error("cannot open {library} ({family}): {source}")]
     Open {
         /// The soname.
         library: &'static str,
+        /// Its family.
+        family: crate::mpi::Family,
         /// The loader's error.
         source: libloading::Error,
     },
-    /// A predefined handle is missing: the library is not Open MPI's.
-    #[error("{library} is not Open MPI's ({symbol}: {source})")]
-    NotOpenMpi {
+    /// Nothing said which family, and no family's library opened.
+    #[error("no MPI library opens: {}", tried.iter().map(|(library, err)| format!("{library}: {err}")).collect::<Vec<_>>().join("; "))]
+    NoLibrary {
+        /// Each soname tried, and why it did not open.
+        tried: Vec<(&'static str, libloading::Error)>,
+    },
+    /// `OMPTARGET_MPI_FAMILY` names no family.
+    #[error(transparent)]
+    UnknownFamily(#[from] crate::mpi::family::UnknownFamily),
+    /// A predefined handle is missing: the library is not of the family
+    /// its soname says.
+    #[error("{library} is not {family}'s ({symbol}: {source})")]
+    NotOfFamily {
         /// The soname.
         library: &'static str,
+        /// The family it was opened as.
+        family: crate::mpi::Family,
         /// The missing object.
         symbol: &'static str,
         /// The loader's error.
@@ -73,7 +87,7 @@ pub enum Failure {
         /// The sender, described.
         from: String,
         /// What came.
-        count: c_int,
+        count: u64,
         /// Its tag.
         tag: i32,
         /// What was due.

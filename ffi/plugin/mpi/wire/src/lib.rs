@@ -3,7 +3,7 @@
 //! share: the wire between them, in layers, as cudarc layers its driver
 //! (`sys`, `result`, `safe`):
 //!
-//! * [`mpi`]: the raw binding: Open MPI's `libmpi.so.40`, opened at run
+//! * [`mpi`]: the raw binding: Open MPI's `libmpi.so.40` or MPICH's `libmpich.so.12`, opened at run
 //!   time (why not the `mpi` crate: see there); its calls return codes.
 //! * [`error`]: typed results: [`MpiError`] (a call failed),
 //!   [`Failure`] (an exchange failed) and [`WireError`], which owns the

@@ -5,11 +5,10 @@ use super::World;
 use crate::error::{self, Failure, WireError};
 use crate::mpi;
 use crate::protocol;
-use std::ffi::c_int;
 
 impl World {
     /// Post the receive of a protocol message's first part (at most
-    /// `slot` bytes) from `source` (or [`mpi::ANY_SOURCE`]) with `tag`,
+    /// `slot` bytes) from `source` (or [`World::any_source`]) with `tag`,
     /// into `buffer` (emptied; reused for its capacity). Posted before the
     /// message comes, MPI matches it straight into the buffer: no probe
     /// polls, no unexpected-message copy (the remote round trip's floor).
@@ -47,18 +46,15 @@ impl World {
     ) -> Result<(i32, Vec<u8>), WireError> {
         let m = &self.mpi;
         // Taken: `posted`'s drop has nothing left to cancel.
-        let request = std::mem::replace(&mut posted.request, std::ptr::null_mut());
+        let request = std::mem::replace(&mut posted.request, m.predefined.request_null);
         let mut buffer = std::mem::take(&mut posted.buffer);
         let status = match self.complete("MPI_Test (receive)", request, watch) {
             Ok(status) => status,
             Err(err) => return Err(err.keep(buffer)),
         };
-        let mut count: c_int = 0;
-        // SAFETY: `status` is a completed receive's.
-        m.check("MPI_Get_count", unsafe {
-            (m.f.get_count)(&status, m.byte, &mut count)
-        })?;
-        let count = (count.max(0) as usize).min(posted.slot);
+        let count = usize::try_from(status.count)
+            .unwrap_or(usize::MAX)
+            .min(posted.slot);
         // SAFETY: MPI wrote `count` bytes, within the reserved slot.
         unsafe { buffer.set_len(count) };
         let said = protocol::message_len(&buffer).unwrap_or(0);
@@ -168,14 +164,14 @@ impl World {
 #[must_use = "a posted receive is finished by World::receive_message"]
 pub struct Posted<'w> {
     world: &'w World,
-    request: mpi::Request,
+    request: mpi::Handle,
     buffer: Vec<u8>,
     slot: usize,
 }
 
 impl Drop for Posted<'_> {
     fn drop(&mut self) {
-        if self.request.is_null() {
+        if self.world.mpi.is_request_null(self.request) {
             return;
         }
         // A message that completed it meanwhile is dropped with it: a

@@ -38,7 +38,7 @@
 //! (a protocol message: its first part into a posted receive, its rest
 //! after it).
 use crate::error::MpiError;
-use crate::mpi::{self, Comm, Mpi};
+use crate::mpi::{self, Handle, Mpi};
 use peer::{own_process_table, proc_stat, RECORD};
 use std::ffi::c_int;
 
@@ -85,7 +85,7 @@ pub struct World {
     /// The library.
     pub mpi: Mpi,
     /// The plugin's communicator (a duplicate of `MPI_COMM_WORLD`).
-    pub comm: Comm,
+    pub comm: Handle,
     /// This rank in `comm`.
     pub rank: i32,
     /// Every rank's role, by rank.
@@ -118,12 +118,10 @@ impl World {
         let mpi = Mpi::open()?;
         let mut flag: c_int = 0;
         // SAFETY: MPI_Initialized may be called at any time.
-        mpi.check("MPI_Initialized", unsafe { (mpi.f.initialized)(&mut flag) })?;
+        mpi.check("MPI_Initialized", unsafe { mpi.initialized(&mut flag) })?;
         let mut finalized: c_int = 0;
         // SAFETY: MPI_Finalized may be called at any time.
-        mpi.check("MPI_Finalized", unsafe {
-            (mpi.f.finalized)(&mut finalized)
-        })?;
+        mpi.check("MPI_Finalized", unsafe { mpi.finalized(&mut finalized) })?;
         if finalized != 0 {
             return Err(JoinError::AlreadyFinalized);
         }
@@ -132,7 +130,7 @@ impl World {
         if initialised_here {
             // SAFETY: not initialised yet; null argc/argv are allowed.
             let code = unsafe {
-                (mpi.f.init_thread)(
+                mpi.init_thread(
                     std::ptr::null_mut(),
                     std::ptr::null_mut(),
                     mpi::THREAD_MULTIPLE,
@@ -143,12 +141,13 @@ impl World {
         } else {
             // SAFETY: initialised.
             mpi.check("MPI_Query_thread", unsafe {
-                (mpi.f.query_thread)(&mut provided)
+                mpi.query_thread(&mut provided)
             })?;
         }
+        let comm_null = mpi.predefined.comm_null;
         let mut world = World {
             mpi,
-            comm: std::ptr::null_mut(),
+            comm: comm_null,
             rank: -1,
             roles: Vec::new(),
             peers: Vec::new(),
@@ -165,23 +164,23 @@ impl World {
 
     fn connect(&mut self, role: Role) -> Result<(), MpiError> {
         let m = &self.mpi;
-        let mut comm: Comm = std::ptr::null_mut();
+        let mut comm = m.predefined.comm_null;
         // SAFETY: initialised; `comm` receives the new handle.
         m.check("MPI_Comm_dup", unsafe {
-            (m.f.comm_dup)(m.comm_world, &mut comm)
+            m.comm_dup(m.predefined.comm_world, &mut comm)
         })?;
         self.comm = comm;
         // Errors come back as codes: a failure is a Result, not an abort
         // of the program by MPI's default handler.
         // SAFETY: a valid communicator and predefined handler.
         m.check("MPI_Comm_set_errhandler", unsafe {
-            (m.f.comm_set_errhandler)(comm, m.errors_return)
+            m.comm_set_errhandler(comm, m.predefined.errors_return)
         })?;
         let (mut rank, mut size): (c_int, c_int) = (0, 0);
         // SAFETY: valid communicator.
-        m.check("MPI_Comm_rank", unsafe { (m.f.comm_rank)(comm, &mut rank) })?;
+        m.check("MPI_Comm_rank", unsafe { m.comm_rank(comm, &mut rank) })?;
         // SAFETY: valid communicator.
-        m.check("MPI_Comm_size", unsafe { (m.f.comm_size)(comm, &mut size) })?;
+        m.check("MPI_Comm_size", unsafe { m.comm_size(comm, &mut size) })?;
         let (start_time, pid) = proc_stat("self")
             .map(|(_, start)| (start, std::process::id() as i32))
             .unwrap_or((0, std::process::id() as i32));
@@ -196,13 +195,13 @@ impl World {
         let mut all = vec![0u8; size.max(0) as usize * RECORD];
         // SAFETY: RECORD bytes sent, `size` records received.
         m.check("MPI_Allgather", unsafe {
-            (m.f.allgather)(
+            m.allgather(
                 mine.as_ptr().cast(),
                 RECORD as c_int,
-                m.byte,
+                m.predefined.byte,
                 all.as_mut_ptr().cast(),
                 RECORD as c_int,
-                m.byte,
+                m.predefined.byte,
                 comm,
             )
         })?;
@@ -244,6 +243,11 @@ impl World {
         })
     }
 
+    /// `MPI_ANY_SOURCE` of the job's library (Open MPI -1, MPICH -2).
+    pub fn any_source(&self) -> i32 {
+        self.mpi.constants.any_source
+    }
+
     /// The ranks with `role`.
     pub fn ranks(&self, role: Role) -> Vec<i32> {
         (0..self.roles.len() as i32)
@@ -274,10 +278,10 @@ impl World {
             }
         }
         let mut first = Ok(());
-        if !self.comm.is_null() && !self.finalized() {
+        if self.comm != self.mpi.predefined.comm_null && !self.finalized() {
             let m = &self.mpi;
             // SAFETY: our communicator, no request pending on it.
-            first = m.check("MPI_Comm_free", unsafe { (m.f.comm_free)(&mut self.comm) });
+            first = m.check("MPI_Comm_free", unsafe { m.comm_free(&mut self.comm) });
         }
         self.finalize_if_ours();
         first
@@ -287,7 +291,7 @@ impl World {
     pub fn finalized(&self) -> bool {
         let mut flag: c_int = 0;
         // SAFETY: may be called at any time.
-        unsafe { (self.mpi.f.finalized)(&mut flag) };
+        unsafe { self.mpi.finalized(&mut flag) };
         flag != 0
     }
 
@@ -298,7 +302,7 @@ impl World {
         if self.initialised_here && !self.finalized() && self.any_peer_dead().is_none() {
             // SAFETY: initialised by us and not finalised; the process is
             // exiting, and nothing of ours uses MPI after this.
-            let code = unsafe { (self.mpi.f.finalize)() };
+            let code = unsafe { self.mpi.finalize() };
             if let Err(err) = self.mpi.check("MPI_Finalize", code) {
                 tracing::warn!("{err}");
             }
@@ -308,7 +312,7 @@ impl World {
     fn finalize_if_ours(&mut self) {
         if self.initialised_here && !self.finalized() {
             // SAFETY: initialised by us and not finalised.
-            let code = unsafe { (self.mpi.f.finalize)() };
+            let code = unsafe { self.mpi.finalize() };
             if let Err(err) = self.mpi.check("MPI_Finalize", code) {
                 tracing::warn!("{err}");
             }
@@ -318,15 +322,15 @@ impl World {
 
 /// `MPI_TAG_UB` of `comm`, or the 32767 MPI guarantees when it cannot be
 /// read.
-fn tag_upper_bound(m: &Mpi, comm: Comm) -> i32 {
+fn tag_upper_bound(m: &Mpi, comm: Handle) -> i32 {
     let mut value: *mut c_int = std::ptr::null_mut();
     let mut found: c_int = 0;
     // SAFETY: a valid communicator; the attribute's value is a pointer to
     // an int that MPI owns (read here, never freed).
     let code = unsafe {
-        (m.f.comm_get_attr)(
+        m.comm_get_attr(
             comm,
-            mpi::TAG_UB,
+            m.constants.tag_ub,
             (&mut value as *mut *mut c_int).cast(),
             &mut found,
         )

@@ -46,15 +46,15 @@ impl World {
         let mut offset = 0;
         loop {
             let n = (len - offset).min(fragment);
-            let mut request: mpi::Request = std::ptr::null_mut();
+            let mut request = m.predefined.request_null;
             // SAFETY: within `ptr..ptr+len` (this function's contract),
             // which stays readable until `complete` returns (it completes
             // the send, or cancels it: a cancelled send reads no more).
             let code = unsafe {
-                (m.f.isend)(
+                m.isend(
                     ptr.cast::<u8>().add(offset).cast(),
                     n as c_int,
-                    m.byte,
+                    m.predefined.byte,
                     dest,
                     tag,
                     self.comm,
@@ -120,7 +120,6 @@ impl World {
         len: usize,
         fragment: usize,
     ) -> Result<(), WireError> {
-        let m = &self.mpi;
         let watch = self.watch_rank(source);
         let mut offset = 0;
         loop {
@@ -132,15 +131,10 @@ impl World {
             // buffer), as with any failed transfer.
             let request = unsafe { self.irecv(ptr.cast::<u8>().add(offset), n, source, tag)? };
             let status = self.complete("MPI_Test (receive)", request, &watch)?;
-            let mut count: c_int = 0;
-            // SAFETY: `status` is a completed receive's.
-            m.check("MPI_Get_count", unsafe {
-                (m.f.get_count)(&status, m.byte, &mut count)
-            })?;
-            if usize::try_from(count).ok() != Some(n) {
+            if usize::try_from(status.count).ok() != Some(n) {
                 return Err(Failure::Short {
                     from: self.describe(source),
-                    count,
+                    count: status.count,
                     tag,
                     due: n,
                 }
@@ -165,16 +159,16 @@ impl World {
         len: usize,
         source: i32,
         tag: i32,
-    ) -> Result<mpi::Request, WireError> {
+    ) -> Result<mpi::Handle, WireError> {
         let m = &self.mpi;
         let count = c_int::try_from(len).map_err(|_| Failure::TooLarge { len })?;
-        let mut request: mpi::Request = std::ptr::null_mut();
+        let mut request = m.predefined.request_null;
         // SAFETY: per this function's contract.
         let code = unsafe {
-            (m.f.irecv)(
+            m.irecv(
                 ptr.cast(),
                 count,
-                m.byte,
+                m.predefined.byte,
                 source,
                 tag,
                 self.comm,

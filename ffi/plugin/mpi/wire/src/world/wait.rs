@@ -67,7 +67,7 @@ impl World {
     pub(super) fn complete(
         &self,
         what: &'static str,
-        mut request: mpi::Request,
+        mut request: mpi::Handle,
         watch: &dyn Fn() -> Option<String>,
     ) -> Result<Status, WireError> {
         let m = &self.mpi;
@@ -76,14 +76,14 @@ impl World {
             let mut flag: c_int = 0;
             // SAFETY: an active request of ours; `status` is written.
             m.check(what, unsafe {
-                (m.f.test)(&mut request, &mut flag, &mut status)
+                m.test(&mut request, &mut flag, &mut status)
             })?;
             Ok(flag != 0)
         });
         let Err(err) = waited else {
             return Ok(status);
         };
-        if request.is_null() {
+        if m.is_request_null(request) {
             return Err(WireError::Failed(err));
         }
         match self.abandon(&mut request) {
@@ -96,25 +96,22 @@ impl World {
     /// Give up on `request`, still active: let progress take what its
     /// peer sent before it died, cancel, and wait a little for it to
     /// complete, so that MPI writes no more into its buffer.
-    pub(super) fn abandon(&self, request: &mut mpi::Request) -> Abandoned {
+    pub(super) fn abandon(&self, request: &mut mpi::Handle) -> Abandoned {
         let m = &self.mpi;
-        let settle = |limit: Duration, request: &mut mpi::Request| -> Option<Abandoned> {
+        let settle = |limit: Duration, request: &mut mpi::Handle| -> Option<Abandoned> {
             let until = Instant::now() + limit;
             loop {
                 let mut flag: c_int = 0;
                 let mut status = Status::default();
                 // SAFETY: an active request of ours.
-                let code = unsafe { (m.f.test)(request, &mut flag, &mut status) };
-                if flag != 0 || request.is_null() {
+                let code = unsafe { m.test(request, &mut flag, &mut status) };
+                if flag != 0 || m.is_request_null(*request) {
                     if code != mpi::SUCCESS {
                         // Completed in error (Open MPI 4.1 frees it then):
                         // nothing of it to use.
                         return Some(Abandoned::Cancelled);
                     }
-                    let mut cancelled: c_int = 0;
-                    // SAFETY: the status of a completed request.
-                    unsafe { (m.f.test_cancelled)(&status, &mut cancelled) };
-                    return Some(if cancelled != 0 {
+                    return Some(if status.cancelled {
                         Abandoned::Cancelled
                     } else {
                         Abandoned::Completed(status)
@@ -130,12 +127,12 @@ impl World {
             return settled;
         }
         // SAFETY: still active: cancelled, then waited for.
-        unsafe { (m.f.cancel)(request) };
+        unsafe { m.cancel(request) };
         if let Some(settled) = settle(Duration::from_millis(200), request) {
             return settled;
         }
         // SAFETY: still active: MPI frees it whenever it completes.
-        unsafe { (m.f.request_free)(request) };
+        unsafe { m.request_free(request) };
         Abandoned::Unconfirmed
     }
 
