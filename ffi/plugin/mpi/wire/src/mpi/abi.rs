@@ -18,80 +18,11 @@
 //! Every call of the binding goes through one [`Abi`]'s types (its
 //! [`Functions`](super::functions::Functions) are generic over it), so no
 //! function is ever called through a signature that is not its own.
+use super::family::Family;
 use super::Handle;
-use crate::error::MpiError;
+use crate::mpi::error::MpiError;
 use libloading::Library;
 use std::ffi::{c_int, c_void};
-
-/// Which ABI family a library is of.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Family {
-    /// Open MPI 4 or 5 (`libmpi.so.40`).
-    OpenMpi,
-    /// MPICH 3 or 4, or a derivative keeping its ABI (`libmpich.so.12`).
-    Mpich,
-}
-
-/// The values of `mpi.h` that differ between the families (those that do
-/// not, `MPI_SUCCESS` and `MPI_THREAD_MULTIPLE`, are [`super::SUCCESS`]
-/// and [`super::THREAD_MULTIPLE`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Constants {
-    /// The library's soname.
-    pub library: &'static str,
-    /// `MPI_ANY_SOURCE`.
-    pub any_source: c_int,
-    /// `MPI_KEYVAL_INVALID`.
-    pub keyval_invalid: c_int,
-    /// `MPI_TAG_UB`: the predefined attribute keyval of the largest tag.
-    pub tag_ub: c_int,
-    /// `MPI_MAX_PROCESSOR_NAME`.
-    pub max_processor_name: usize,
-    /// `MPI_MAX_ERROR_STRING`.
-    pub max_error_string: usize,
-}
-
-impl Family {
-    /// Both, in the order they are tried when nothing says which.
-    pub const ALL: [Family; 2] = [Family::OpenMpi, Family::Mpich];
-
-    /// Its constants (from its `mpi.h`; `tests/remote/abi.rs` checks them
-    /// against the installed headers).
-    pub const fn constants(self) -> Constants {
-        match self {
-            Family::OpenMpi => Constants {
-                library: "libmpi.so.40",
-                any_source: -1,
-                keyval_invalid: -1,
-                tag_ub: 0,
-                max_processor_name: 256,
-                max_error_string: 256,
-            },
-            Family::Mpich => Constants {
-                library: "libmpich.so.12",
-                any_source: -2,
-                keyval_invalid: 0x2400_0000,
-                tag_ub: 0x6440_0001,
-                max_processor_name: 128,
-                max_error_string: 512,
-            },
-        }
-    }
-
-    /// Its name, for messages.
-    pub const fn name(self) -> &'static str {
-        match self {
-            Family::OpenMpi => "Open MPI",
-            Family::Mpich => "MPICH",
-        }
-    }
-}
-
-impl std::fmt::Display for Family {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
 
 /// A completed request's status, decoded from its family's layout.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -2,7 +2,7 @@
 //! its handle (`MPI_Comm`, `MPI_Datatype`, `MPI_Request`,
 //! `MPI_Errhandler`), `S` its `MPI_Status`.
 use super::abi::Abi;
-use crate::error::MpiError;
+use crate::mpi::error::MpiError;
 use libloading::Library;
 use std::ffi::{c_char, c_int, c_void};
 

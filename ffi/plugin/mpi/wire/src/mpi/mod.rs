@@ -20,17 +20,19 @@
 //! a C program with each family's `mpicc` and checks the constants,
 //! `MPI_Status`'s layout, the handles' size and values against its
 //! `mpi.h`, and that every function and handle resolves.
-use crate::error::MpiError;
 use abi::{Abi, Predefined};
+use error::MpiError;
 use functions::Functions;
 use libloading::Library;
 use std::ffi::{c_char, c_int, c_void};
 
 pub mod abi;
+pub mod error;
 pub mod family;
 pub mod functions;
 
-pub use abi::{Constants, Family, Mpich, OpenMpi, Status};
+pub use abi::{Mpich, OpenMpi, Status};
+pub use family::{Constants, Family};
 
 /// An MPI handle (`MPI_Comm`, `MPI_Datatype`, `MPI_Request`,
 /// `MPI_Errhandler`) whatever the family: an Open MPI pointer or an MPICH
