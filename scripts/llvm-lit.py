@@ -38,6 +38,7 @@ reference that passes far fewer tests than measured (MIN_REFERENCE).
 import argparse
 import os
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -198,6 +199,12 @@ def write_site_config(major, run, exec_root):
         f.write("\n".join(lines) + "\n")
 
 
+def children_cpu():
+    """User and system seconds of this process's finished children."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def run_lit(major, run, out_dir, jobs, filter_re):
     """Run the suite as `run` says; the sets of tests that passed and ran."""
     runtime = run.name
@@ -218,9 +225,11 @@ def run_lit(major, run, out_dir, jobs, filter_re):
     print(f"$ {' '.join(cmd)}", flush=True)
     if os.path.isfile(xml):
         os.remove(xml)
-    started = time.monotonic()
+    started, cpu = time.monotonic(), children_cpu()
     subprocess.run(cmd, env=env)
-    print(f"LLVM {major}, {runtime}: {time.monotonic() - started:.0f} s", flush=True)
+    # The CPU time too: the wall time depends on whatever else the machine runs.
+    print(f"LLVM {major}, {runtime}: {time.monotonic() - started:.0f} s "
+          f"({children_cpu() - cpu:.0f} s of CPU)", flush=True)
     # A suite that could not be set up (lit's config error) runs nothing:
     # that is a failure of the harness, never an empty comparison.
     if not os.path.isfile(xml):

@@ -22,7 +22,9 @@
 //! `docs_check` (tests only): README.md's dependency table, layout of
 //! `target/omptarget` and program counts against `.ci/apt-packages.txt`,
 //! `stage`'s constants and `tests/c`; `layers` (tests only): DESIGN.md's
-//! layer rule and crate table against the manifests.
+//! layer rule and crate table against the manifests; `lit_cc_cache_check`
+//! (tests only): the lit step's build cache compiles once per source and
+//! builds what clang builds.
 
 mod cmd;
 mod deps;
@@ -32,6 +34,8 @@ mod dtors;
 mod install;
 #[cfg(test)]
 mod layers;
+#[cfg(test)]
+mod lit_cc_cache_check;
 mod stage;
 mod test;
 mod valgrind;

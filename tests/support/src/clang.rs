@@ -2,10 +2,11 @@
 //! the kernels (`tests/kernels`) with clang-14, the examples' kernels with
 //! the system compiler, reading a binary's dynamic symbols, and finding
 //! LLVM N's tools. (The C suites build with each release's clang:
-//! [`crate::suite::build`].)
+//! [`crate::suite::build`].) Builds go through [`cc_cache`]: made once
+//! per staging, whichever test process asks first.
 
-use crate::paths;
 use crate::stage::staged;
+use crate::{cc_cache, paths};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Mutex;
@@ -24,7 +25,7 @@ pub fn clang(sources: &[&str], out: &Path, flags: &[&str], libs: &[&str]) {
         cmd.arg(paths::shim_c_source(source));
     }
     cmd.arg("-o").arg(out).args(libs);
-    let output = match cmd.output() {
+    let output = match cc_cache::build(CLANG, &cc_cache::args_of(&cmd), out) {
         Ok(output) => output,
         Err(err) => panic!("cannot run {CLANG} (install clang-14 and libomp-14-dev): {err}"),
     };
@@ -45,19 +46,28 @@ pub fn link_shim() -> Vec<String> {
     ]
 }
 
-/// `<compiler> -shared -fPIC -O2 -I tests/kernels tests/kernels/<source> -o out`.
-fn compile_kernel(compiler: &str, source: &str, out: &Path) -> Result<(), String> {
+/// `<compiler> -shared -fPIC -O2 -I tests/kernels tests/kernels/<source> -o out`,
+/// through [`cc_cache`] if `cached` (the examples build theirs as a program
+/// would, every time).
+fn compile_kernel(compiler: &str, source: &str, out: &Path, cached: bool) -> Result<(), String> {
     let kernels = paths::kernels_dir();
-    let status = Command::new(compiler)
-        .args(["-shared", "-fPIC", "-O2", "-I"])
+    let mut cmd = Command::new(compiler);
+    cmd.args(["-shared", "-fPIC", "-O2", "-I"])
         .arg(&kernels)
         .arg(kernels.join(source))
         .arg("-o")
-        .arg(out)
-        .status()
-        .map_err(|e| format!("running {compiler}: {e}"))?;
-    if !status.success() {
-        return Err(format!("{compiler} failed on {source}"));
+        .arg(out);
+    let output = if cached {
+        cc_cache::build(compiler, &cc_cache::args_of(&cmd), out)
+    } else {
+        cmd.output()
+    }
+    .map_err(|e| format!("running {compiler}: {e}"))?;
+    if !output.status.success() {
+        return Err(format!(
+            "{compiler} failed on {source}:\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        ));
     }
     Ok(())
 }
@@ -78,7 +88,7 @@ pub fn build_kernel_image(c_file: &str) -> PathBuf {
     // Build under a private name, then rename: concurrent test processes
     // never see a half-written object.
     let tmp = dir.join(format!(".{c_file}.{}.so", std::process::id()));
-    compile_kernel(CLANG, c_file, &tmp).unwrap_or_else(|e| panic!("{e}"));
+    compile_kernel(CLANG, c_file, &tmp, true).unwrap_or_else(|e| panic!("{e}"));
     std::fs::rename(&tmp, &out).unwrap();
     built.push((c_file.to_owned(), out.clone()));
     out
@@ -94,7 +104,7 @@ pub fn example_kernel(source: &str, dir: &Path) -> Result<PathBuf, String> {
     }
     let out = dir.join(source.replace(".c", ".so"));
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
-    compile_kernel(&cc, source, &out)?;
+    compile_kernel(&cc, source, &out, false)?;
     Ok(out)
 }
 

@@ -11,12 +11,14 @@
 //! | [`exec`] | the C suites' runner: a run with a timeout that reports the timeout instead of panicking, in its own process group |
 //! | [`plugin`] | copies of the staged plugins: the test plugin with its conf and call log ([`TestPlugin`], [`CallLog`]), private copies of the others |
 //! | [`clang`] | building C with clang-14 (the shim's programs, the kernels), the dynamic symbols of a binary, finding clang-N |
+//! | [`cc_cache`] | those builds made once per staging, shared by the test processes |
 //! | [`release`] | the LLVM releases (14, 19, 22): their compilers and reference runtimes |
 //! | [`suite`] | the C suites' machinery (`tests/c`): program headers, builds, a job pool |
 //! | [`compare`] | normalising outputs (one rule for addresses) and line diffs |
 //! | [`valgrind`] | reading valgrind's XML report, charging stacks to an owner, the suppressions file |
 //! | [`cuda`] | the CUDA plugin's fixtures: the fake driver, cubins, scenario child processes |
 
+pub mod cc_cache;
 pub mod clang;
 pub mod compare;
 pub mod cuda;
