@@ -15,7 +15,7 @@
 //! The copy and launch bodies take `async_info: Option<*mut AsyncInfo>`:
 //! `None` for the blocking entry, `Some` for its `_async` variant. Either
 //! way the backend's one method for the operation runs on a queue of its
-//! own type, which [`queue`] makes from the `__tgt_async_info` (or, for a
+//! own type, which the `queue` module makes from the `__tgt_async_info` (or, for a
 //! blocking entry, locally, and synchronises before returning).
 //!
 //! # Safety (all functions)
