@@ -1,13 +1,21 @@
-//! The C suites' runner: a built program under one runtime, with the clean
-//! offload environment ([`crate::run::clean_offload_env`]), a hang limit
-//! that is reported (the run's [`RunOutput::exit`] is `None`) rather than
-//! panicked on, its own process group, and its output captured.
+//! The one program runner of the tests: a command run to its end or to a
+//! hang limit that is reported (the run's [`RunOutput::exit`] is `None`)
+//! rather than panicked on, in its own process group (killed whole at the
+//! limit), with no core files, its stdin empty and its output captured in
+//! anonymous memory files, which, unlike pipes, never wait for a process
+//! that inherited them (a fork child, a daemon the program started).
+//! [`command`] prepares a built program under one runtime; [`crate::Run`]
+//! (the shim's and plugins' tests) and the MPI suite's job launcher build
+//! their commands and run them here.
 
+use std::ffi::CStr;
 use std::fmt;
-use std::io::Read;
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::os::fd::FromRawFd;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 /// How a process ended.
@@ -47,6 +55,8 @@ pub fn signal_name(sig: i32) -> &'static str {
 pub struct RunOutput {
     /// How it ended; `None` if it was killed at the timeout.
     pub exit: Option<Exit>,
+    /// The status the OS gave, `None` at the timeout.
+    pub status: Option<ExitStatus>,
     pub stdout: String,
     pub stderr: String,
     pub elapsed: Duration,
@@ -79,12 +89,34 @@ pub fn command(
     cmd
 }
 
+/// An anonymous in-memory file for one of the child's streams.
+fn capture(name: &CStr) -> std::io::Result<File> {
+    // SAFETY: a NUL-terminated name and valid flags; on success the
+    // descriptor is new and owned by the `File` made of it below.
+    let fd = unsafe { libc::memfd_create(name.as_ptr(), libc::MFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: `fd` is a fresh descriptor that nothing else owns.
+    Ok(unsafe { File::from_raw_fd(fd) })
+}
+
+/// What the child wrote into `file`, as text (lossy UTF-8).
+fn captured(mut file: File) -> std::io::Result<String> {
+    let mut bytes = Vec::new();
+    file.seek(SeekFrom::Start(0))?;
+    file.read_to_end(&mut bytes)?;
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
 /// Runs `cmd` to completion or until `timeout`, then kills its whole process
 /// group. stdin is empty; stdout and stderr are captured (lossy UTF-8).
 pub fn run(mut cmd: Command, timeout: Duration) -> std::io::Result<RunOutput> {
+    let stdout = capture(c"stdout")?;
+    let stderr = capture(c"stderr")?;
     cmd.stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+        .stdout(stdout.try_clone()?)
+        .stderr(stderr.try_clone()?);
     // SAFETY: the closure runs in the forked child before exec and only makes
     // async-signal-safe calls (setpgid, setrlimit); it touches no Rust state.
     unsafe {
@@ -104,18 +136,8 @@ pub fn run(mut cmd: Command, timeout: Duration) -> std::io::Result<RunOutput> {
     }
     let start = Instant::now();
     let mut child = cmd.spawn()?;
-    let mut stdout_pipe = child.stdout.take().expect("stdout is piped");
-    let mut stderr_pipe = child.stderr.take().expect("stderr is piped");
-    let stdout_reader = std::thread::spawn(move || {
-        let mut buf = Vec::new();
-        let _ = stdout_pipe.read_to_end(&mut buf);
-        buf
-    });
-    let stderr_reader = std::thread::spawn(move || {
-        let mut buf = Vec::new();
-        let _ = stderr_pipe.read_to_end(&mut buf);
-        buf
-    });
+    // Our copies of the child's ends go with the command (its `Stdio`s).
+    drop(cmd);
     let pid = child.id() as libc::pid_t;
     let status = loop {
         if let Some(status) = child.try_wait()? {
@@ -131,11 +153,6 @@ pub fn run(mut cmd: Command, timeout: Duration) -> std::io::Result<RunOutput> {
         std::thread::sleep(Duration::from_millis(5));
     };
     let elapsed = start.elapsed();
-    // The group is killed only while the child is unreaped (its id cannot be
-    // reused then); the programs start no background processes, so the pipes
-    // close when the child exits.
-    let stdout = stdout_reader.join().unwrap_or_default();
-    let stderr = stderr_reader.join().unwrap_or_default();
     let exit = status.map(|s| match (s.code(), s.signal()) {
         (Some(code), _) => Exit::Code(code),
         (None, Some(sig)) => Exit::Signal(sig),
@@ -143,8 +160,9 @@ pub fn run(mut cmd: Command, timeout: Duration) -> std::io::Result<RunOutput> {
     });
     Ok(RunOutput {
         exit,
-        stdout: String::from_utf8_lossy(&stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&stderr).into_owned(),
+        status,
+        stdout: captured(stdout)?,
+        stderr: captured(stderr)?,
         elapsed,
     })
 }

@@ -7,8 +7,8 @@
 //! | [`lock`] | an exclusive `flock` on a file, for work shared by concurrent test processes |
 //! | [`stage`] | [`staged`]: `cargo xtask stage` once (or not at all under `cargo xtask test`), and where the staged libraries are |
 //! | [`scratch`] | [`Scratch`]: a per-test directory, kept when the test fails |
-//! | [`run`] | [`Run`]/[`Outcome`]: a program run with a clean offload environment and a hang limit, panicking on a hang |
-//! | [`exec`] | the C suites' runner: a run with a timeout that reports the timeout instead of panicking, in its own process group |
+//! | [`run`] | [`Run`]/[`Outcome`]: a program of the shim's and plugins' tests set up with a clean offload environment and the staged shim, run by [`exec::run`], panicking on a hang |
+//! | [`exec`] | the one program runner (every suite's, the MPI jobs' too): a run with a timeout that reports the timeout instead of panicking, in its own process group, its output captured in memory files |
 //! | [`plugin`] | copies of the staged plugins: the test plugin with its conf and call log ([`TestPlugin`], [`CallLog`]), private copies of the others |
 //! | [`clang`] | building C with clang-14 (the shim's programs, the kernels), the dynamic symbols of a binary, finding clang-N |
 //! | [`cc_cache`] | those builds made once per staging, shared by the test processes |

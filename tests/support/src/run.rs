@@ -1,17 +1,16 @@
 //! Running a program the way the C-level tests do: a clean offload
 //! environment, the staged `libomptarget.so` first on `LD_LIBRARY_PATH`,
-//! and a hang limit ([`Run`], [`Outcome`]). [`clean_offload_env`] is the
-//! one environment rule, shared with [`crate::exec`].
+//! and a hang limit ([`Run`], [`Outcome`]), run by the one runner
+//! ([`crate::exec::run`]). [`clean_offload_env`] is the one environment
+//! rule, shared with [`crate::exec::command`].
 
 use crate::scratch::Scratch;
 use crate::stage::staged;
 use crate::TestPlugin;
 use std::fmt;
-use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, ExitStatus, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The default hang limit of one program run; every run has one.
 pub const RUN_TIMEOUT: Duration = Duration::from_secs(60);
@@ -40,7 +39,6 @@ pub fn clean_offload_env(cmd: &mut Command) {
 pub struct Run {
     cmd: Command,
     timeout: Duration,
-    scratch_out: PathBuf,
 }
 
 impl Run {
@@ -55,7 +53,6 @@ impl Run {
         Run {
             cmd,
             timeout: RUN_TIMEOUT,
-            scratch_out: scratch.path().to_owned(),
         }
     }
 
@@ -80,48 +77,22 @@ impl Run {
     }
 
     /// Run to the end, or kill it at the timeout (a failed test: hang or
-    /// deadlock).
-    pub fn run(mut self) -> Outcome {
-        static NEXT: AtomicUsize = AtomicUsize::new(0);
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let out_path = self.scratch_out.join(format!("run{n}.stdout"));
-        let err_path = self.scratch_out.join(format!("run{n}.stderr"));
-        let out = std::fs::File::create(&out_path).expect("creating the stdout file");
-        let err = std::fs::File::create(&err_path).expect("creating the stderr file");
+    /// deadlock), through the one runner ([`crate::exec::run`]).
+    pub fn run(self) -> Outcome {
         let described = format!("{:?}", self.cmd);
-        // Its own process group, so that a hang kills what it started too
-        // (fork children, valgrind's children).
-        let mut child = self
-            .cmd
-            .stdout(out)
-            .stderr(err)
-            .process_group(0)
-            .spawn()
+        let out = crate::exec::run(self.cmd, self.timeout)
             .unwrap_or_else(|e| panic!("cannot start {described}: {e}"));
-        let started = Instant::now();
-        let status = loop {
-            if let Some(status) = child.try_wait().expect("waiting for the program") {
-                break status;
-            }
-            if started.elapsed() > self.timeout {
-                // SAFETY: a plain syscall on the group made above; the child
-                // is not reaped yet, so its id still names that group.
-                unsafe { libc::kill(-(child.id() as libc::pid_t), libc::SIGKILL) };
-                let _ = child.wait();
-                panic!(
-                    "{described} did not finish within {:?} (hang or deadlock)\nstdout:\n{}\nstderr:\n{}",
-                    self.timeout,
-                    std::fs::read_to_string(&out_path).unwrap_or_default(),
-                    std::fs::read_to_string(&err_path).unwrap_or_default()
-                );
-            }
-            std::thread::sleep(Duration::from_millis(5));
+        let Some(status) = out.status else {
+            panic!(
+                "{described} did not finish within {:?} (hang or deadlock)\nstdout:\n{}\nstderr:\n{}",
+                self.timeout, out.stdout, out.stderr
+            );
         };
         Outcome {
             described,
             status,
-            stdout: std::fs::read_to_string(&out_path).expect("reading stdout"),
-            stderr: std::fs::read_to_string(&err_path).expect("reading stderr"),
+            stdout: out.stdout,
+            stderr: out.stderr,
         }
     }
 }
