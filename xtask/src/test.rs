@@ -99,7 +99,7 @@ fn print_timings(timings: &[(&str, std::time::Duration)]) {
 
 /// Stage the release build and keep a copy of its libraries in
 /// [`RELEASE_LIB_DIR`], then stage the debug build, which every other test
-/// uses. `tests/valgrind_c.rs` checks the release copy
+/// uses. `tests/system/valgrind_c.rs` checks the release copy
 /// ([`VALGRIND_LIB_ENV`]): it is the build users install and leak-check,
 /// and memcheck runs it 2.3 times as fast as the debug build (map_alloc.c:
 /// 2.89 s -> 1.24 s), which is most of that suite's time. The release build
@@ -121,7 +121,7 @@ fn stage_release_then_debug() -> Result<()> {
 /// `target/omptarget/lib-release`: the release build's staged libraries.
 const RELEASE_LIB_DIR: &str = "lib-release";
 
-/// The variable that points `tests/valgrind_c.rs` at a library folder.
+/// The variable that points `tests/system/valgrind_c.rs` at a library folder.
 const VALGRIND_LIB_ENV: &str = "OMPTARGET_VALGRIND_LIB_DIR";
 
 fn release_lib_dir() -> std::path::PathBuf {

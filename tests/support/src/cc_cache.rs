@@ -2,9 +2,10 @@
 //! `ffi/program/shim/tests` is a process of its own under nextest, and
 //! many build the same program (`offload_sum_lib.c` a dozen times, each
 //! `edge_*.c` three or four times, the `vec_add.c` kernel eleven times).
-//! A build whose compiler, arguments (the output's path left out), input
-//! files, the files beside them and in named folders (their headers), and
-//! staging (`target/omptarget/.staged`, which changes with every stage)
+//! A build whose compiler (its file, size and time), the variables clang
+//! reads (`CPATH`, `LIBRARY_PATH`, ...), arguments (the output's path left
+//! out), input files, the files beside them and in named folders (`-I`,
+//! `-L` or bare: their headers and libraries), and staging (`target/omptarget/.staged`, which changes with every stage)
 //! are the same as an earlier successful one's gets a copy of that
 //! build's output instead of a new compile. Kept in
 //! `<target>/tmp/cc-cache`; a failed build is never kept.
@@ -31,9 +32,53 @@ fn files_of(dir: &Path) -> Vec<PathBuf> {
     files
 }
 
+/// The variables clang reads that change what a build makes.
+const COMPILER_ENV: &[&str] = &[
+    "CPATH",
+    "C_INCLUDE_PATH",
+    "CPLUS_INCLUDE_PATH",
+    "LIBRARY_PATH",
+    "COMPILER_PATH",
+    "CCC_OVERRIDE_OPTIONS",
+];
+
+/// The compiler itself: the file `compiler` names on `PATH` (links
+/// followed), with its size and modification time, so that an upgraded
+/// compiler is a new key even without a new staging.
+fn compiler_identity(compiler: &str) -> Vec<u8> {
+    let found = std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|path| std::env::split_paths(&path).collect::<Vec<_>>())
+        .map(|dir| dir.join(compiler))
+        .find(|candidate| candidate.is_file())
+        .and_then(|file| file.canonicalize().ok());
+    let Some(file) = found else {
+        return compiler.as_bytes().to_vec();
+    };
+    let meta = std::fs::metadata(&file).ok();
+    let modified = meta
+        .as_ref()
+        .and_then(|m| m.modified().ok())
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_nanos());
+    format!(
+        "{}\0{}\0{modified}",
+        file.display(),
+        meta.map_or(0, |m| m.len())
+    )
+    .into_bytes()
+}
+
 /// What the build of `out` by `compiler args` depends on (see the module).
 fn key(compiler: &str, args: &[OsString], out: &Path) -> u64 {
-    let mut h = fnv1a(0xcbf2_9ce4_8422_2325, compiler.as_bytes());
+    let mut h = fnv1a(0xcbf2_9ce4_8422_2325, &compiler_identity(compiler));
+    for var in COMPILER_ENV {
+        h = fnv1a(h, var.as_bytes());
+        h = fnv1a(
+            h,
+            std::env::var_os(var).unwrap_or_default().as_encoded_bytes(),
+        );
+    }
     let token = paths::omptarget_dir().join(".staged");
     h = fnv1a(h, &std::fs::read(token).unwrap_or_default());
     let mut read = Vec::new();
@@ -45,11 +90,19 @@ fn key(compiler: &str, args: &[OsString], out: &Path) -> u64 {
         }
         h = fnv1a(h, b"\0");
         h = fnv1a(h, arg.as_encoded_bytes());
+        // A joined search folder (`-I/dir`, `-L/dir`) counts as the folder.
+        let bytes = arg.as_encoded_bytes();
+        let joined = [b"-I".as_slice(), b"-L"]
+            .iter()
+            .find(|flag| bytes.len() > 2 && bytes.starts_with(flag))
+            .map(|_| Path::new(OsStr::new(&arg.to_string_lossy()[2..])).to_path_buf());
         if path.is_file() {
             read.push(path.to_path_buf());
             read.extend(path.parent().map(files_of).unwrap_or_default());
         } else if path.is_dir() {
             read.extend(files_of(path));
+        } else if let Some(dir) = joined.filter(|d| d.is_dir()) {
+            read.extend(files_of(&dir));
         }
     }
     for file in read {

@@ -1,7 +1,8 @@
 //! The one program runner of the tests: a command run to its end or to a
 //! hang limit that is reported (the run's [`RunOutput::exit`] is `None`)
 //! rather than panicked on, in its own process group (killed whole at the
-//! limit), with no core files, its stdin empty and its output captured in
+//! limit), with no core files (`RLIMIT_CORE` 0: expected aborts leave
+//! none in the tree), its stdin empty and its output captured in
 //! anonymous memory files, which, unlike pipes, never wait for a process
 //! that inherited them (a fork child, a daemon the program started).
 //! [`command`] prepares a built program under one runtime; [`crate::Run`]
@@ -11,8 +12,8 @@
 use std::ffi::CStr;
 use std::fmt;
 use std::fs::File;
-use std::io::{Read, Seek, SeekFrom};
 use std::os::fd::FromRawFd;
+use std::os::unix::fs::FileExt;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::Path;
 use std::process::{Command, ExitStatus, Stdio};
@@ -101,11 +102,20 @@ fn capture(name: &CStr) -> std::io::Result<File> {
     Ok(unsafe { File::from_raw_fd(fd) })
 }
 
-/// What the child wrote into `file`, as text (lossy UTF-8).
-fn captured(mut file: File) -> std::io::Result<String> {
+/// What the child wrote into `file`, as text (lossy UTF-8). Read with
+/// `pread`: the file offset is shared with every process that inherited
+/// the stream (a fork child may still be writing), so moving it would make
+/// such a writer overwrite the start of the capture.
+fn captured(file: &File) -> std::io::Result<String> {
     let mut bytes = Vec::new();
-    file.seek(SeekFrom::Start(0))?;
-    file.read_to_end(&mut bytes)?;
+    let mut chunk = vec![0u8; 64 * 1024];
+    loop {
+        let n = file.read_at(&mut chunk, bytes.len() as u64)?;
+        if n == 0 {
+            break;
+        }
+        bytes.extend_from_slice(&chunk[..n]);
+    }
     Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
@@ -161,8 +171,8 @@ pub fn run(mut cmd: Command, timeout: Duration) -> std::io::Result<RunOutput> {
     Ok(RunOutput {
         exit,
         status,
-        stdout: captured(stdout)?,
-        stderr: captured(stderr)?,
+        stdout: captured(&stdout)?,
+        stderr: captured(&stderr)?,
         elapsed,
     })
 }

@@ -53,7 +53,7 @@ fn the_program_rank_is_valgrind_clean_and_its_report_names_each_rank() {
     assert!(out.stdout.starts_with("devices: 12\n"), "{}", out.stdout);
     let report = valgrind::parse(&std::fs::read_to_string(&xml).unwrap());
     assert!(report.finished, "valgrind did not finish");
-    // The rules of the suite's valgrind runs (tests/valgrind_c.rs): no
+    // The rules of the suite's valgrind runs (tests/system/valgrind_c.rs): no
     // error; no block definitely or indirectly lost, whoever allocated it;
     // and nothing our libraries allocated still there at exit (a block
     // libomp allocates for itself, possibly lost, is libomp's).

@@ -2,8 +2,9 @@
 //!
 //! The rule, first that answers:
 //!
-//! 1. `OMPTARGET_MPI_FAMILY=openmpi|mpich`: the user says (any other
-//!    value is an error, not a guess).
+//! 1. `OMPTARGET_MPI_FAMILY=openmpi|mpich` (case and surrounding blanks
+//!    ignored; `open-mpi` and `ompi` also name Open MPI): the user says
+//!    (any other value is an error, not a guess).
 //! 2. A family's library already loaded in the process (a program linked
 //!    with `libmpi.so.40` or `libmpich.so.12`): that one, since two MPI
 //!    libraries in one process cannot both work.
