@@ -1,5 +1,5 @@
 //! The CUDA plugin's test fixtures: the fake driver
-//! (`ffi/plugin/cuda/tests/fake_cuda/fake_cuda.c`, built with cc), cubins
+//! (`ffi/plugin/cuda/tests/fake_cuda/`: `fake_cuda.c` and `fake_cuda_module.c`, built with cc), cubins
 //! built as bytes, its logs, and child processes (the dynamic loader reads
 //! `LD_LIBRARY_PATH` once, at process start, and cudarc keeps the driver
 //! it loaded for the whole process, so each scenario runs in its own).
@@ -35,12 +35,12 @@ pub fn fake_driver_dir(defines: &[&str]) -> PathBuf {
     let lib = dir.join("libcuda.so.1");
     if !lib.exists() {
         std::fs::create_dir_all(&dir).unwrap();
-        let src = paths::workspace_root().join("ffi/plugin/cuda/tests/fake_cuda/fake_cuda.c");
+        let src_dir = paths::workspace_root().join("ffi/plugin/cuda/tests/fake_cuda");
         let tmp = dir.join(format!("libcuda.so.1.{:?}", std::thread::current().id()));
         let status = Command::new("cc")
             .args(["-shared", "-fPIC", "-O1", "-Wall", "-Werror", "-o"])
             .arg(&tmp)
-            .arg(&src)
+            .args(["fake_cuda.c", "fake_cuda_module.c"].map(|file| src_dir.join(file)))
             .args(defines)
             .arg("-lpthread")
             .status()

@@ -1,4 +1,5 @@
-//! The CUDA plugin against a fake driver (`tests/fake_cuda/fake_cuda.c`,
+//! The CUDA plugin against a fake driver (`tests/fake_cuda/`, built from
+//! `fake_cuda.c` and `fake_cuda_module.c`:
 //! a `libcuda.so.1` on host memory that records every call and checks
 //! CUDA's ordering rules), through the Rust runtime.
 //!

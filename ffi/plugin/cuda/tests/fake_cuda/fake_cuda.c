@@ -25,6 +25,8 @@
  *   FAKE_CUDA_SM          compute capability as a number (default 90)
  *   FAKE_CUDA_INIT_ERROR  cuInit returns this code
  *   FAKE_CUDA_MEM_LIMIT   device memory (cuMemAlloc_v2) in bytes
+ * Modules, their symbols and launches are in fake_cuda_module.c; the
+ * declarations both files share in fake_cuda.h.
  * Built with -DFAKE_OMIT_MODULE_UNLOAD it lacks cuModuleUnload (the
  * missing-symbol test). fake_cuda_shutdown() makes every later call
  * return CUDA_ERROR_DEINITIALIZED, as a driver torn down at exit does.
@@ -40,80 +42,17 @@
 #include <fcntl.h>
 #include <time.h>
 #include <unistd.h>
+#include "fake_cuda.h"
 
-typedef int CUresult;
-typedef int CUdevice;
-typedef unsigned long long CUdeviceptr;
-
-enum {
-    SUCCESS = 0,
-    INVALID_VALUE = 1,
-    OUT_OF_MEMORY = 2,
-    DEINITIALIZED = 4,
-    INVALID_DEVICE = 101,
-    INVALID_IMAGE = 200,
-    INVALID_CONTEXT = 201,
-    INVALID_HANDLE = 400,
-    NOT_FOUND = 500,
-};
-
-#define MAX_DEVICES 8
-#define MAX_ALLOCS 4096
-#define MAX_STREAMS 256
-#define MAX_MODULES 64
-#define MAX_SYMBOLS 64
-#define MAX_EVENTS 256
-
-struct ctx {
-    int device;
-    int refs;       /* primary-context retains */
-    int generation; /* how many times it was created */
-};
-
-struct alloc {
-    void *ptr;
-    size_t size;
-    struct ctx *ctx;
-    int kind; /* 0 device, 1 host, 2 managed */
-    int live;
-};
-
-struct stream {
-    struct ctx *ctx;
-    int live;
-};
-
-struct event {
-    struct ctx *ctx;
-    int live;
-    unsigned flags;  /* CU_EVENT_DISABLE_TIMING is 2 */
-    double recorded; /* seconds, at the last cuEventRecord; 0: never */
-};
-
-struct symbol {
-    char name[128];
-    int is_function;
-    size_t size;
-    unsigned char *data; /* globals: their device memory */
-    struct module *module;
-};
-
-struct module {
-    struct ctx *ctx;
-    int live;
-    int nsymbols;
-    struct symbol symbols[MAX_SYMBOLS];
-};
-
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static struct ctx ctxs[MAX_DEVICES];
-static struct alloc allocs[MAX_ALLOCS];
-static struct stream streams[MAX_STREAMS];
-static struct module modules[MAX_MODULES];
-static struct event events[MAX_EVENTS];
-static __thread struct ctx *current;
+pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+struct ctx ctxs[MAX_DEVICES];
+struct alloc allocs[MAX_ALLOCS];
+struct stream streams[MAX_STREAMS];
+struct module modules[MAX_MODULES];
+struct event events[MAX_EVENTS];
+__thread struct ctx *current;
 static int initialised;
-static int shut_down;
+int shut_down;
 static size_t device_bytes;
 
 static int env_int(const char *name, int fallback) {
@@ -121,7 +60,7 @@ static int env_int(const char *name, int fallback) {
     return v && *v ? atoi(v) : fallback;
 }
 
-static void logf_(const char *fmt, ...) {
+void logf_(const char *fmt, ...) {
     const char *path = getenv("FAKE_CUDA_LOG");
     if (!path)
         return;
@@ -143,20 +82,10 @@ static void logf_(const char *fmt, ...) {
     }
 }
 
-#define VIOLATION(...) logf_("VIOLATION " __VA_ARGS__)
 
-/* Entry: log the call; refuse everything once shut down. */
-#define ENTER(name, fmt, ...)                                                  \
-    do {                                                                       \
-        if (shut_down) {                                                       \
-            logf_("DEINITIALIZED " name);                                      \
-            return DEINITIALIZED;                                              \
-        }                                                                      \
-        logf_(name " " fmt, ##__VA_ARGS__);                                    \
-    } while (0)
 
 /* The current context must be alive; under the lock. */
-static CUresult need_ctx(const char *call) {
+CUresult need_ctx(const char *call) {
     if (!current) {
         VIOLATION("%s with no current context", call);
         return INVALID_CONTEXT;
@@ -429,7 +358,7 @@ static int known_range(const void *p, size_t n) {
     return 0;
 }
 
-static CUresult need_stream(const char *call, void *stream) {
+CUresult need_stream(const char *call, void *stream) {
     if (!stream)
         return SUCCESS;
     struct stream *s = stream;
@@ -621,202 +550,6 @@ CUresult cuEventDestroy_v2(void *event) {
         r = need_event("cuEventDestroy_v2", event);
     if (!r)
         ((struct event *)event)->live = 0;
-    pthread_mutex_unlock(&lock);
-    return r;
-}
-
-/* Read the image's symbol table: functions and objects; an object's
- * device memory starts as its bytes in the file (PROGBITS) or zeros. */
-static CUresult parse_image(const unsigned char *img, struct module *m) {
-    const Elf64_Ehdr *eh = (const void *)img;
-    if (memcmp(eh->e_ident, ELFMAG, SELFMAG) || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
-        eh->e_machine != 190)
-        return INVALID_IMAGE;
-    const Elf64_Shdr *sh = (const void *)(img + eh->e_shoff);
-    for (int i = 0; eh->e_shoff && i < eh->e_shnum; i++) {
-        if (sh[i].sh_type != SHT_SYMTAB)
-            continue;
-        const Elf64_Sym *syms = (const void *)(img + sh[i].sh_offset);
-        const char *strtab = (const char *)(img + sh[sh[i].sh_link].sh_offset);
-        size_t n = sh[i].sh_size / sizeof(Elf64_Sym);
-        for (size_t k = 0; k < n && m->nsymbols < MAX_SYMBOLS; k++) {
-            int type = ELF64_ST_TYPE(syms[k].st_info);
-            if (type != STT_FUNC && type != STT_OBJECT)
-                continue;
-            struct symbol *s = &m->symbols[m->nsymbols++];
-            memset(s, 0, sizeof *s);
-            snprintf(s->name, sizeof s->name, "%s", strtab + syms[k].st_name);
-            s->is_function = type == STT_FUNC;
-            s->module = m;
-            if (!s->is_function) {
-                s->size = syms[k].st_size;
-                s->data = calloc(1, s->size ? s->size : 1);
-                int shndx = syms[k].st_shndx;
-                if (shndx > 0 && shndx < eh->e_shnum && sh[shndx].sh_type == SHT_PROGBITS)
-                    memcpy(s->data, img + sh[shndx].sh_offset + syms[k].st_value, s->size);
-            }
-        }
-    }
-    return SUCCESS;
-}
-
-CUresult cuModuleLoadData(void **out, const void *image) {
-    ENTER("cuModuleLoadData", "");
-    pthread_mutex_lock(&lock);
-    CUresult r = need_ctx("cuModuleLoadData");
-    if (!r) {
-        r = OUT_OF_MEMORY;
-        for (int i = 0; i < MAX_MODULES; i++)
-            if (!modules[i].live) {
-                struct module *m = &modules[i];
-                memset(m, 0, sizeof *m);
-                r = parse_image(image, m);
-                if (!r) {
-                    m->ctx = current;
-                    m->live = 1;
-                    *out = m;
-                    logf_("MODULE_LOADED %d symbols=%d", i, m->nsymbols);
-                }
-                break;
-            }
-    }
-    pthread_mutex_unlock(&lock);
-    return r;
-}
-
-static CUresult need_module(const char *call, struct module *m) {
-    if (m < modules || m >= modules + MAX_MODULES || !m->live) {
-        VIOLATION("%s on a module that is not loaded", call);
-        return INVALID_HANDLE;
-    }
-    if (m->ctx->refs <= 0) {
-        VIOLATION("%s on a module of a destroyed context", call);
-        return INVALID_CONTEXT;
-    }
-    return SUCCESS;
-}
-
-#ifndef FAKE_OMIT_MODULE_UNLOAD
-CUresult cuModuleUnload(void *module) {
-    ENTER("cuModuleUnload", "");
-    pthread_mutex_lock(&lock);
-    struct module *m = module;
-    CUresult r = need_ctx("cuModuleUnload");
-    if (!r)
-        r = need_module("cuModuleUnload", m);
-    if (!r) {
-        for (int s = 0; s < m->nsymbols; s++)
-            free(m->symbols[s].data);
-        m->live = 0;
-    }
-    pthread_mutex_unlock(&lock);
-    return r;
-}
-#endif
-
-static struct symbol *find(struct module *m, const char *name, int function) {
-    for (int s = 0; s < m->nsymbols; s++)
-        if (m->symbols[s].is_function == function && !strcmp(m->symbols[s].name, name))
-            return &m->symbols[s];
-    return NULL;
-}
-
-CUresult cuModuleGetFunction(void **f, void *module, const char *name) {
-    ENTER("cuModuleGetFunction", "%s", name);
-    pthread_mutex_lock(&lock);
-    CUresult r = need_module("cuModuleGetFunction", module);
-    if (!r) {
-        struct symbol *s = find(module, name, 1);
-        if (s)
-            *f = s;
-        else
-            r = NOT_FOUND;
-    }
-    pthread_mutex_unlock(&lock);
-    return r;
-}
-
-CUresult cuModuleGetGlobal_v2(CUdeviceptr *ptr, size_t *size, void *module, const char *name) {
-    ENTER("cuModuleGetGlobal_v2", "%s", name);
-    pthread_mutex_lock(&lock);
-    CUresult r = need_module("cuModuleGetGlobal_v2", module);
-    if (!r) {
-        struct symbol *s = find(module, name, 0);
-        if (s) {
-            *ptr = (CUdeviceptr)(uintptr_t)s->data;
-            *size = s->size;
-        } else {
-            r = NOT_FOUND;
-        }
-    }
-    pthread_mutex_unlock(&lock);
-    return r;
-}
-
-CUresult cuFuncGetAttribute(int *v, int attr, void *f) {
-    ENTER("cuFuncGetAttribute", "%d", attr);
-    *v = attr == 0 ? 1024 : 0;
-    return SUCCESS;
-}
-
-/* Whether [start, end) lies inside one live device allocation of the
- * current context. */
-static int in_device_allocation(uintptr_t start, uintptr_t end) {
-    for (int i = 0; i < MAX_ALLOCS; i++) {
-        uintptr_t base = (uintptr_t)allocs[i].ptr;
-        if (allocs[i].live && allocs[i].kind == 0 && allocs[i].ctx == current && start >= base &&
-            end <= base + allocs[i].size)
-            return 1;
-    }
-    return 0;
-}
-
-/* What LLVM's nvptx-lower-ctor-dtor kernels do, on host memory: call each
- * pointer between __init_array_start and __init_array_end (destructors:
- * __fini_array_*, last to first). The fake cannot call device code, so
- * each call is a line "DEVICE_CTOR <pointer>" (DEVICE_DTOR). */
-static CUresult run_ctor_dtor_kernel(struct module *m, int ctor) {
-    struct symbol *start = find(m, ctor ? "__init_array_start" : "__fini_array_start", 0);
-    struct symbol *end = find(m, ctor ? "__init_array_end" : "__fini_array_end", 0);
-    if (!start || !end || start->size != 8 || end->size != 8) {
-        VIOLATION("%s without 8-byte start and end globals", ctor ? "init" : "fini");
-        return INVALID_VALUE;
-    }
-    uintptr_t first, stop;
-    memcpy(&first, start->data, 8);
-    memcpy(&stop, end->data, 8);
-    if (stop < first || (stop - first) % 8 || (stop > first && !in_device_allocation(first, stop))) {
-        VIOLATION("%s array [%p, %p) is not inside a live device allocation",
-                  ctor ? "init" : "fini", (void *)first, (void *)stop);
-        return INVALID_VALUE;
-    }
-    size_t n = (stop - first) / 8;
-    for (size_t k = 0; k < n; k++) {
-        uint64_t fn;
-        memcpy(&fn, (void *)(first + 8 * (ctor ? k : n - 1 - k)), 8);
-        logf_("%s %#llx", ctor ? "DEVICE_CTOR" : "DEVICE_DTOR", (unsigned long long)fn);
-    }
-    return SUCCESS;
-}
-
-CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
-                        unsigned bz, unsigned shared, void *stream, void **params, void **extra) {
-    struct symbol *s = f;
-    if (shut_down) {
-        logf_("DEINITIALIZED cuLaunchKernel");
-        return DEINITIALIZED;
-    }
-    /* The first argument's value, so tests see what reached the kernel. */
-    logf_("cuLaunchKernel %s grid=%u,%u,%u block=%u,%u,%u shared=%u arg0=%p", s->name, gx, gy, gz,
-          bx, by, bz, shared, params && params[0] ? *(void **)params[0] : NULL);
-    pthread_mutex_lock(&lock);
-    CUresult r = need_ctx("cuLaunchKernel");
-    if (!r)
-        r = need_stream("cuLaunchKernel", stream);
-    if (!r)
-        r = need_module("cuLaunchKernel", s->module);
-    if (!r && (!strcmp(s->name, "nvptx$device$init") || !strcmp(s->name, "nvptx$device$fini")))
-        r = run_ctor_dtor_kernel(s->module, !strcmp(s->name, "nvptx$device$init"));
     pthread_mutex_unlock(&lock);
     return r;
 }
