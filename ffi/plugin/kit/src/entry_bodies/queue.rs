@@ -227,6 +227,10 @@ mod tests {
             queue: &mut Box<Numbered>,
         ) -> Result<()> {
             saw(format!("submit {device} {size} q{}", queue.id));
+            // 13 bytes: the operation fails (after it saw its queue).
+            if size == 13 {
+                return Err(PluginError::Backend("refused 13 bytes".into()));
+            }
             Ok(())
         }
         unsafe fn data_retrieve(
@@ -333,6 +337,33 @@ mod tests {
             // A null `__tgt_async_info`: the whole device.
             assert_eq!(synchronize(&CELL, 0, null_mut()), OFFLOAD_SUCCESS);
             assert_eq!(seen(), ["synchronize_device 0"]);
+
+            // A failing operation, blocking: the failure, and its local
+            // queue still synchronised.
+            assert_ne!(data_submit(&CELL, 0, d, h, 13, None), OFFLOAD_SUCCESS);
+            assert_eq!(
+                seen(),
+                ["create 0 q5", "submit 0 13 q5", "synchronize 0 q5"]
+            );
+            // Failing on an `_async` entry's first use: the failure, and the
+            // queue kept for the caller's synchronize (work queued before the
+            // failure on a real device may still run), synchronised once.
+            assert_ne!(
+                data_submit(&CELL, 0, d, h, 13, Some(info_ptr)),
+                OFFLOAD_SUCCESS
+            );
+            assert!(!info.queue.is_null());
+            assert_eq!(seen(), ["create 0 q6", "submit 0 13 q6"]);
+            // Failing on a queue made earlier: it is put back, not lost.
+            assert_ne!(
+                data_submit(&CELL, 0, d, h, 13, Some(info_ptr)),
+                OFFLOAD_SUCCESS
+            );
+            assert!(!info.queue.is_null());
+            assert_eq!(seen(), ["submit 0 13 q6"]);
+            assert_eq!(synchronize(&CELL, 0, info_ptr), OFFLOAD_SUCCESS);
+            assert!(info.queue.is_null());
+            assert_eq!(seen(), ["synchronize 0 q6"]);
         }
     }
 }
