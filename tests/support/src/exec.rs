@@ -19,6 +19,26 @@ use std::path::Path;
 use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
+/// Prefixes of inherited variables removed from a program's environment:
+/// they change how libomp, libomptarget, our runtime or the loader behave
+/// or what they print; a test sets the ones it means.
+pub const SCRUBBED_PREFIXES: &[&str] = &["LIBOMPTARGET_", "OMPTARGET_", "OMP_", "KMP_", "LD_"];
+/// Inherited variables removed besides those.
+pub const SCRUBBED: &[&str] = &["RUST_BACKTRACE"];
+
+/// Removes the inherited variables that [`SCRUBBED_PREFIXES`] and
+/// [`SCRUBBED`] name from `cmd`'s environment.
+pub fn clean_offload_env(cmd: &mut Command) {
+    for (key, _) in std::env::vars_os() {
+        let key_text = key.to_string_lossy();
+        if SCRUBBED_PREFIXES.iter().any(|p| key_text.starts_with(p))
+            || SCRUBBED.contains(&key_text.as_ref())
+        {
+            cmd.env_remove(&key);
+        }
+    }
+}
+
 /// How a process ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Exit {
@@ -84,7 +104,7 @@ pub fn command(
 ) -> Command {
     let mut cmd = Command::new(program);
     cmd.args(args);
-    crate::run::clean_offload_env(&mut cmd);
+    clean_offload_env(&mut cmd);
     cmd.envs(env.iter().map(|(k, v)| (k, v)));
     cmd.env("LD_LIBRARY_PATH", lib_dir.as_ref());
     cmd

@@ -1,8 +1,8 @@
 //! Running a program the way the C-level tests do: a clean offload
 //! environment, the staged `libomptarget.so` first on `LD_LIBRARY_PATH`,
 //! and a hang limit ([`Run`], [`Outcome`]), run by the one runner
-//! ([`crate::exec::run`]). [`clean_offload_env`] is the one environment
-//! rule, shared with [`crate::exec::command`].
+//! ([`crate::exec::run`]). [`clean_offload_env`], the one environment
+//! rule, is the runner's (re-exported here).
 
 use crate::scratch::Scratch;
 use crate::stage::staged;
@@ -15,25 +15,7 @@ use std::time::Duration;
 /// The default hang limit of one program run; every run has one.
 pub const RUN_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// Prefixes of inherited variables removed from a program's environment:
-/// they change how libomp, libomptarget, our runtime or the loader behave
-/// or what they print; a test sets the ones it means.
-pub const SCRUBBED_PREFIXES: &[&str] = &["LIBOMPTARGET_", "OMPTARGET_", "OMP_", "KMP_", "LD_"];
-/// Inherited variables removed besides those.
-pub const SCRUBBED: &[&str] = &["RUST_BACKTRACE"];
-
-/// Removes the inherited variables that [`SCRUBBED_PREFIXES`] and
-/// [`SCRUBBED`] name from `cmd`'s environment.
-pub fn clean_offload_env(cmd: &mut Command) {
-    for (key, _) in std::env::vars_os() {
-        let key_text = key.to_string_lossy();
-        if SCRUBBED_PREFIXES.iter().any(|p| key_text.starts_with(p))
-            || SCRUBBED.contains(&key_text.as_ref())
-        {
-            cmd.env_remove(&key);
-        }
-    }
-}
+pub use crate::exec::{clean_offload_env, SCRUBBED, SCRUBBED_PREFIXES};
 
 /// One program run to set up.
 pub struct Run {
