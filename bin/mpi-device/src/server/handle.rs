@@ -5,7 +5,7 @@ use crate::error::ServeError;
 use omptarget::abi::{self, plugin::KernelArgType, AllocKind, DeviceImage, OffloadEntry};
 use omptarget::{DevicePtr, RegionLaunch};
 use omptarget_mpi_wire::protocol::{
-    self, Allocated, EntrySpec, Exited, Hello, Loaded, Op, Reply as Answer, Request,
+    Allocated, EntrySpec, Exited, Hello, Loaded, Op, Reply as Answer, Request,
 };
 use std::ffi::{c_void, CString};
 use std::sync::{Arc, Weak};
@@ -127,12 +127,6 @@ impl Server {
             }
             Op::RetrieveBatch { device, ranges } => {
                 self.retrieve_batch(client, tag, device, &ranges)?;
-                Ok(Vec::new())
-            }
-            Op::Retrieve { device, ptr, size } => {
-                // The reply goes first, then the data: nothing more to send.
-                let header = protocol::ok_reply(|_| {});
-                self.send_from(client, tag, device, ptr, size as usize, Some(header))?;
                 Ok(Vec::new())
             }
             Op::ExchangeOut {

@@ -230,8 +230,7 @@ impl Server {
             }
             // A retrieve's reply precedes its data: an earlier failure is
             // its answer, and nothing is sent after it.
-            let replies_first =
-                matches!(request.op, Op::Retrieve { .. } | Op::RetrieveBatch { .. });
+            let replies_first = matches!(request.op, Op::RetrieveBatch { .. });
             let slot = protocol::reply_slot(&request.op);
             self.served += 1;
             let earlier = match request.op {

@@ -52,8 +52,6 @@ pub enum Op {
     Delete { device: u32, ptr: u64 },
     /// Host -> device: `size` bytes follow on the reply tag.
     Submit { device: u32, ptr: u64, size: u64 },
-    /// Device -> host: `size` bytes follow the reply on the reply tag.
-    Retrieve { device: u32, ptr: u64, size: u64 },
     /// Send `size` bytes at `ptr` to server rank `peer` with tag `tag`.
     ExchangeOut {
         device: u32,
@@ -137,7 +135,8 @@ mod code {
     pub const ALLOC: u32 = 6;
     pub const DELETE: u32 = 7;
     pub const SUBMIT: u32 = 8;
-    pub const RETRIEVE: u32 = 9;
+    // 9 was a single-range retrieve, replaced by `RETRIEVE_BATCH`: not
+    // reused, so that such a request is refused as unknown, never misread.
     pub const EXCHANGE_OUT: u32 = 10;
     pub const EXCHANGE_IN: u32 = 11;
     pub const EXCHANGE_LOCAL: u32 = 12;
@@ -196,9 +195,6 @@ impl Request {
             }
             Op::Submit { device, ptr, size } => {
                 w.u32(code::SUBMIT).u32(*device).u64(*ptr).u64(*size);
-            }
-            Op::Retrieve { device, ptr, size } => {
-                w.u32(code::RETRIEVE).u32(*device).u64(*ptr).u64(*size);
             }
             Op::ExchangeOut {
                 device,
@@ -336,11 +332,6 @@ impl Request {
                 ptr: r.u64()?,
             },
             code::SUBMIT => Op::Submit {
-                device: r.u32()?,
-                ptr: r.u64()?,
-                size: r.u64()?,
-            },
-            code::RETRIEVE => Op::Retrieve {
                 device: r.u32()?,
                 ptr: r.u64()?,
                 size: r.u64()?,
@@ -516,11 +507,6 @@ mod tests {
             ptr: 1,
             size: 2,
         });
-        round_trip(Op::Retrieve {
-            device: 0,
-            ptr: 1,
-            size: 2,
-        });
         round_trip(Op::ExchangeOut {
             device: 0,
             ptr: 1,
@@ -574,6 +560,14 @@ mod tests {
             .bytes(&[])
             .u64(u64::MAX);
         assert!(Request::decode(&w.finish()).is_err());
+        // The retired single-range retrieve (code 9): unknown, not misread.
+        let mut w = Writer::new();
+        w.i32(1).u32(9).u32(0).u64(0x1000).u64(8);
+        let refused = Request::decode(&w.finish()).unwrap_err();
+        assert!(
+            format!("{refused:?}").contains("unknown operation 9"),
+            "{refused:?}"
+        );
         // Trailing bytes.
         let mut bytes = Request {
             reply_tag: 1,
