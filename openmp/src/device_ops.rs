@@ -408,9 +408,12 @@ impl Platform for omptarget::Runtime {
     fn plugin_name(&self, plugin: usize) -> Option<&str> {
         self.plugin(plugin).map(|p| p.name())
     }
+    /// Remote devices (their plugin reports where they are) run the local
+    /// plugins' images: their servers load each image into their own
+    /// plugins. Asked of the devices, not read from the file name.
     fn plugin_shares_images(&self, plugin: usize) -> bool {
-        self.plugin(plugin)
-            .is_some_and(|p| p.name() == omptarget::plugin::MPI_PLUGIN_NAME)
+        self.plugin_device(plugin, 0)
+            .is_some_and(|device| device.is_remote())
     }
     unsafe fn is_valid_binary(&self, plugin: usize, image: *mut DeviceImage) -> bool {
         self.plugin(plugin)
@@ -420,6 +423,38 @@ impl Platform for omptarget::Runtime {
     fn device(&self, plugin: usize, local: usize) -> Option<&dyn DeviceOps> {
         self.plugin_device(plugin, local)
             .map(|d| d as &dyn DeviceOps)
+    }
+}
+
+/// A platform built on first use (the shim's session builds its runtime
+/// at the first registration): no plugins until it is built, then its
+/// plugins. Read at every call, so an [`crate::Offload`] made before
+/// another thread built the runtime sees its devices as soon as the
+/// registry numbers them (they are numbered only after the runtime is
+/// built, so a number the registry gives always has its device here).
+impl<P: Platform + Send> Platform for std::sync::OnceLock<P> {
+    fn plugin_count(&self) -> usize {
+        self.get().map_or(0, Platform::plugin_count)
+    }
+    fn plugin_device_count(&self, plugin: usize) -> usize {
+        self.get()
+            .map_or(0, |platform| platform.plugin_device_count(plugin))
+    }
+    fn plugin_name(&self, plugin: usize) -> Option<&str> {
+        self.get()?.plugin_name(plugin)
+    }
+    unsafe fn is_valid_binary(&self, plugin: usize, image: *mut DeviceImage) -> bool {
+        // SAFETY: our `# Safety` is the callee's.
+        self.get()
+            .is_some_and(|platform| unsafe { platform.is_valid_binary(plugin, image) })
+    }
+    fn plugin_shares_images(&self, plugin: usize) -> bool {
+        self.get()
+            .is_some_and(|platform| platform.plugin_shares_images(plugin))
+    }
+    #[inline]
+    fn device(&self, plugin: usize, local: usize) -> Option<&dyn DeviceOps> {
+        self.get()?.device(plugin, local)
     }
 }
 

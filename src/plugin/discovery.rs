@@ -48,52 +48,31 @@ pub fn runtime_library_dir() -> Result<PathBuf> {
         .ok_or_else(|| Error::PluginDirectory(format!("{} has no parent", file.display())))
 }
 
-/// The MPI plugin (remote devices): a default plugin only in a process an
-/// MPI launcher started, after LLVM's list (remote devices are numbered
-/// after the local ones).
+/// The MPI plugin (remote devices), after LLVM's list (remote devices are
+/// numbered after the local ones). Like every default plugin it is loaded
+/// when present, and it alone decides whether this process is part of an
+/// MPI job with device servers (`omptarget_mpi_wire::mpi::job_may_have_servers`):
+/// outside one it opens no MPI library and has no devices, so the runtime
+/// leaves it out of the device numbering, as LLVM leaves out a CUDA plugin
+/// on a machine without a GPU.
 pub const MPI_PLUGIN_NAME: &str = "libomptarget.rtl.mpi.so";
 
-/// Whether this process is part of an MPI job that may hold device
-/// servers: an Open MPI job of several application contexts (`mpirun -np
-/// 1 ./app : -np N omptarget-mpi-device`), or `OMPTARGET_MPI=1` (MPICH's
-/// Hydra sets no variable that tells a job's contexts apart, so its jobs
-/// need it: `omptarget run --mpi` sets it); never
-/// with `OMPTARGET_MPI_DISABLE`. A plain MPI job (one context) is not: its
-/// program starts MPI itself. The MPI plugin applies the same rule
-/// (`omptarget_plugin_mpi::mpi::job_may_have_servers`).
-pub fn launched_by_mpi() -> bool {
-    if std::env::var_os("OMPTARGET_MPI_DISABLE").is_some() {
-        return false;
-    }
-    if std::env::var("OMPTARGET_MPI").is_ok_and(|v| v == "1") {
-        return true;
-    }
-    std::env::var("OMPI_NUM_APP_CTX")
-        .ok()
-        .and_then(|n| n.trim().parse::<u32>().ok())
-        .is_some_and(|n| n > 1)
-}
-
-/// The MPI plugin next to the runtime, when this process is part of an MPI
-/// job and the plugin is there: a program rank must join the job even when
-/// it offloads nothing (with offloading disabled, LLVM 14 loads no plugin),
-/// or the device servers would wait for it for ever.
-pub fn mpi_plugin_of_this_job() -> Option<PathBuf> {
-    if !launched_by_mpi() {
-        return None;
-    }
+/// The MPI plugin next to the runtime, if it is there: a program rank must
+/// join its MPI job even when it offloads nothing (with offloading
+/// disabled, LLVM 14 loads no plugin), or the device servers would wait
+/// for it for ever; outside a job the plugin does nothing.
+pub fn mpi_plugin_next_to_runtime() -> Option<PathBuf> {
     let path = runtime_library_dir().ok()?.join(MPI_PLUGIN_NAME);
     path.is_file().then_some(path)
 }
 
 /// The default plugins present in `dir`, in LLVM's order, then the MPI
-/// plugin when this process is part of an MPI job.
+/// plugin.
 pub fn default_plugins_in(dir: &Path) -> Vec<PathBuf> {
-    let mpi = launched_by_mpi().then_some(MPI_PLUGIN_NAME);
     DEFAULT_PLUGIN_NAMES
         .iter()
         .copied()
-        .chain(mpi)
+        .chain([MPI_PLUGIN_NAME])
         .map(|name| dir.join(name))
         .filter(|path| {
             let present = path.is_file();
@@ -120,6 +99,7 @@ mod tests {
     fn only_present_plugins_in_llvm_order() {
         let dir = tempfile::tempdir().unwrap();
         for name in [
+            MPI_PLUGIN_NAME,
             "libomptarget.rtl.cuda.so",
             "libomptarget.rtl.x86_64.so",
             "other.so",
@@ -131,9 +111,15 @@ mod tests {
             .iter()
             .map(|p| p.file_name().unwrap().to_str().unwrap())
             .collect();
+        // The MPI plugin last, whatever the environment: whether this is
+        // an MPI job is the plugin's to decide.
         assert_eq!(
             names,
-            ["libomptarget.rtl.x86_64.so", "libomptarget.rtl.cuda.so"]
+            [
+                "libomptarget.rtl.x86_64.so",
+                "libomptarget.rtl.cuda.so",
+                MPI_PLUGIN_NAME
+            ]
         );
     }
 }

@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 
-pub use discovery::{mpi_plugin_of_this_job, DEFAULT_PLUGIN_NAMES, MPI_PLUGIN_NAME};
+pub use discovery::{mpi_plugin_next_to_runtime, DEFAULT_PLUGIN_NAMES, MPI_PLUGIN_NAME};
 pub use loader::{SkipReason, SkippedPlugin};
 // Limits the loader enforces; its errors state them, so programs need not
 // name them (hidden from these docs, as the rest of the raw layer).

@@ -338,3 +338,35 @@ fn requires_flags_must_agree_and_reach_device_init() {
         vec![requires::UNIFIED_SHARED_MEMORY]
     );
 }
+
+/// The shim's case: one thread's API call made its `Offload` while the
+/// runtime was not built yet (no plugins), and another thread's first
+/// registration built it and numbered its devices during that call. The
+/// call must find the device behind the number the registry now gives:
+/// when the platform was a snapshot taken before the build, it found no
+/// device there and `omp_target_alloc` returned null, silently (the
+/// `memcpy_during_dlopen_and_dlclose` edge test, about 1 run in 30 under
+/// load).
+#[test]
+fn an_offload_made_before_the_platform_is_built_sees_its_devices() {
+    let built_later = std::sync::OnceLock::new();
+    let w = World::mandatory(&[]);
+    let early = Offload::new(&w.registry, &built_later, &w.host);
+    assert_eq!(early.num_devices(), 0);
+    // Another thread builds the platform and registers a binary.
+    assert!(built_later.set(TestPlatform::new(&[(TAG_A, 1)])).is_ok());
+    let b = TestBinary::new(&[TAG_A], &[HostItem::Kernel { flags: 0 }]);
+    let late = Offload::new(&w.registry, &built_later, &w.host);
+    // SAFETY: `b` owns a valid descriptor and the arrays it points to, alive and unchanged for
+    // as long as the runtime uses them in this test.
+    unsafe { late.register_lib(b.desc()) };
+    // The call that began before goes on with its `Offload`.
+    assert_eq!(early.num_devices(), 1);
+    let block = early.target_alloc(64, 0, AllocKind::Default);
+    assert!(!block.is_null(), "device 0 is numbered, so it has a device");
+    assert_eq!(built_later.get().unwrap().dev(0, 0).live_buffers(), 1);
+    // SAFETY: `block` came from `target_alloc` on device 0, freed once.
+    unsafe { early.target_free(block, 0) };
+    assert_eq!(built_later.get().unwrap().dev(0, 0).live_buffers(), 0);
+    assert_eq!(w.stderr(), "");
+}

@@ -13,8 +13,7 @@ use self::host_env::Libomp;
 use omptarget::{Config, Runtime};
 use omptarget_abi::{AllocKind, AsyncInfo, BinDesc, DeviceInfo};
 use omptarget_openmp::{
-    EmptyPlatform, Fatal, Ident, KernelLaunch, MapArgs, Offload, Platform, Registry,
-    TargetOffloadPolicy,
+    Fatal, Ident, KernelLaunch, MapArgs, Offload, Registry, TargetOffloadPolicy,
 };
 use std::ffi::{c_char, c_int, c_void};
 use std::sync::OnceLock;
@@ -114,12 +113,13 @@ impl Session {
                 && !crate::caller::calling_release().counts_devices_when_disabled()
             {
                 // LLVM 14 loads no plugin at all when offloading is disabled;
-                // in an MPI job the MPI plugin still joins it (no device of
-                // it is used), so that its device servers are told to exit.
-                // SAFETY: the MPI plugin library of this installation,
-                // which the job's launcher named (or none).
+                // the MPI plugin still does, so that in an MPI job it joins
+                // the job (no device of it is used) and its device servers
+                // are told to exit; outside one it does nothing (its rule).
+                // SAFETY: the MPI plugin library of this installation (or
+                // none).
                 config =
-                    unsafe { config.with_plugins(omptarget::plugin::mpi_plugin_of_this_job()) };
+                    unsafe { config.with_plugins(omptarget::plugin::mpi_plugin_next_to_runtime()) };
             }
             let runtime = Runtime::new(config).unwrap_or_else(|err| {
                 eprintln!("Libomptarget error: cannot load the offload plugins: {err}");
@@ -141,15 +141,14 @@ impl Session {
         runtime
     }
 
-    fn platform(&self) -> &dyn Platform {
-        match self.runtime.get() {
-            Some(runtime) => runtime,
-            None => &EmptyPlatform,
-        }
-    }
-
+    /// The OpenMP layer over this session. Its platform is the runtime's
+    /// cell, read at every use, never a snapshot: another thread's first
+    /// registration may build the runtime and number its devices in the
+    /// registry while this call runs, and a snapshot taken before ("no
+    /// plugins") would then find no device behind a number the registry
+    /// already gives (`omp_target_alloc` returned null, silently).
     fn offload(&self) -> Offload<'_> {
-        Offload::new(&self.registry, self.platform(), &Libomp)
+        Offload::new(&self.registry, &self.runtime, &Libomp)
     }
 
     /// Tear down in the fixed order and emit the report (if plugins were
