@@ -265,8 +265,7 @@ extern "C" {
 /// the launch returns `ThreadExiting` on that thread, the thread ends, and
 /// the runtime goes on (another launch, then a clean shutdown).
 #[test]
-fn a_kernel_ending_its_thread_on_the_builtin_plugin_leaves_the_runtime_usable(
-) -> anyhow::Result<()> {
+fn a_kernel_ending_its_thread_leaves_the_builtin_runtime_usable() -> anyhow::Result<()> {
     let runtime = runtime();
     let device = runtime.device(0)?;
     // SAFETY: a test kernel object (tests/kernels): no initialiser or finaliser.
