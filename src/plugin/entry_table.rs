@@ -8,6 +8,9 @@ use libloading::Library;
 /// instance's native calls (`omptarget_plugin_kit::builtin`). Both are
 /// called through [`PluginCalls`] (`Deref`), so every call site is the same.
 #[derive(Clone, Copy)]
+// One per plugin, made once: boxing the table would add an indirection to
+// every call of a library's entry.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum Calls {
     /// A library's `__tgt_rtl_*` symbols: C entries, each with the
     /// plugin's own panic boundary and thread-exit interception.
