@@ -206,12 +206,11 @@ impl Device {
         let code = self
             .plugin
             .call(|e| {
-                if let Some(init_requires) = e.init_requires {
-                    // SAFETY: plain value argument; the plugin is callable.
-                    unsafe { init_requires(requires) };
-                }
+                // SAFETY: plain value argument; the plugin is callable.
+                // Not exported: nothing to pass.
+                let _ = unsafe { e.init_requires(requires) };
                 // SAFETY: `local_id` < the plugin's device count.
-                unsafe { (e.init_device)(self.local_id) }
+                unsafe { e.init_device(self.local_id) }
             })
             .map_err(|e| e.to_string())?;
         if code == abi::OFFLOAD_SUCCESS {
@@ -365,13 +364,11 @@ impl Device {
         }
         let (src_id, dst_id) = (self.local_id, dst.local_id);
         self.plugin
-            .call(|e| match e.is_data_exchangable {
-                Some(f) => {
-                    // SAFETY: two valid device numbers of this plugin.
-                    let yes = unsafe { f(src_id, dst_id) } != 0;
-                    yes && (e.data_exchange.is_some() || e.data_exchange_async.is_some())
-                }
-                None => false,
+            .call(|e| {
+                use crate::abi::plugin::OptionalEntry::{DataExchange, DataExchangeAsync};
+                // SAFETY: two valid device numbers of this plugin.
+                let yes = unsafe { e.is_data_exchangable(src_id, dst_id) }.is_some_and(|y| y != 0);
+                yes && (e.exports(DataExchange) || e.exports(DataExchangeAsync))
             })
             .unwrap_or(false)
     }
@@ -454,7 +451,7 @@ pub(crate) use crate::plugin::check_code;
 /// also releases the queue). Returns the first failure code.
 pub(crate) fn with_queue(
     device: i32,
-    sync: abi::plugin::SynchronizeFn,
+    plugin: &dyn abi::plugin::PluginCalls,
     op: impl FnOnce(*mut abi::AsyncInfo) -> i32,
 ) -> i32 {
     let mut queue = abi::AsyncInfo {
@@ -464,8 +461,9 @@ pub(crate) fn with_queue(
     if queue.queue.is_null() {
         return code;
     }
-    // SAFETY: `queue` was filled in by the plugin for this device.
-    let sync_code = unsafe { sync(device, &mut queue) };
+    // SAFETY: `queue` was filled in by the plugin for this device (with an
+    // `_async` entry: the caller checked it has `synchronize` too).
+    let sync_code = unsafe { plugin.synchronize(device, &mut queue) }.unwrap_or(abi::OFFLOAD_FAIL);
     if code != abi::OFFLOAD_SUCCESS {
         code
     } else {

@@ -91,31 +91,16 @@ impl Device {
             RegionLaunch::Single => "run_target_region",
             RegionLaunch::Teams { .. } => "run_target_team_region",
         };
-        let launched = || {
-            let code = self.plugin().call(|e| {
-                // SAFETY: `entry` is a kernel of an image loaded on this
-                // device and `args`/`offsets` match it (this function's
-                // contract).
-                unsafe { op.run_and_wait(e) }
-            });
-            (entry_name, code)
-        };
-        // A kernel may end its thread: intercept that before any frame of
-        // ours (a panic boundary up the stack would abort on it), return
-        // normally, and leave the exit pending for the outermost frame.
-        let mut outcome = None;
         // The plugin call beneath the launch, in the profile.
-        let call = crate::profile::span(crate::profile::Kind::Plugin, entry_name);
-        if let Err(exit) =
-            omptarget_thread_exit::call_intercepting_exit(|| outcome = Some(launched()))
-        {
-            omptarget_thread_exit::set_pending(exit);
-            return Err(Error::ThreadExiting);
-        }
-        drop(call);
-        let Some((entry_name, code)) = outcome else {
-            return Err(Error::ThreadExiting);
-        };
-        self.check(entry_name, code?)
+        let _call = crate::profile::span(crate::profile::Kind::Plugin, entry_name);
+        // A kernel may end its thread: `launch` returns `ThreadExiting`,
+        // the exit pending for the outermost frame.
+        let code = self.plugin().launch(|e| {
+            // SAFETY: `entry` is a kernel of an image loaded on this
+            // device and `args`/`offsets` match it (this function's
+            // contract).
+            unsafe { op.run_and_wait(e) }
+        })?;
+        self.check(entry_name, code)
     }
 }

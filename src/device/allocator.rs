@@ -69,7 +69,7 @@ impl DeviceAllocator for PluginAllocator {
         // hint the plugin may use (never dereferenced by LLVM's plugins).
         let ptr = self
             .plugin
-            .call(|e| unsafe { (e.data_alloc)(self.local_id, size64, host_ptr, kind as i32) })?;
+            .call(|e| unsafe { e.data_alloc(self.local_id, size64, host_ptr, kind as i32) })?;
         if ptr.is_null() {
             tracing::debug!(plugin = %self.plugin.name(), device = self.device, size, "data_alloc returned null");
             Err(Error::OutOfMemory {
@@ -87,7 +87,7 @@ impl DeviceAllocator for PluginAllocator {
         // SAFETY: `ptr` came from data_alloc of this device.
         let code = self
             .plugin
-            .call(|e| unsafe { (e.data_delete)(self.local_id, ptr.0) })?;
+            .call(|e| unsafe { e.data_delete(self.local_id, ptr.0) })?;
         super::check_code(&self.plugin, self.device, "data_delete", code)
     }
 
@@ -95,8 +95,9 @@ impl DeviceAllocator for PluginAllocator {
     /// do), else `data_delete` per block. A failed batch leaves the blocks
     /// it did not free non-null; each is reported with the batch's error.
     fn free_many(&self, ptrs: &[DevicePtr]) -> Vec<(usize, Error)> {
-        let (Some(batch), Ok(n)) = (
-            self.plugin.entries().data_delete_batch,
+        let (true, Ok(n)) = (
+            self.plugin
+                .exports(crate::abi::plugin::OptionalEntry::DataDeleteBatch),
             i64::try_from(ptrs.len()),
         ) else {
             return self.free_each(ptrs);
@@ -111,7 +112,8 @@ impl DeviceAllocator for PluginAllocator {
         // A dead plugin is not called (`call`): every block then fails.
         let code = self
             .plugin
-            .call(|_| unsafe { batch(self.local_id, slots.as_mut_ptr(), n) })
+            .call(|e| unsafe { e.data_delete_batch(self.local_id, slots.as_mut_ptr(), n) })
+            .map(|code| code.unwrap_or(crate::abi::OFFLOAD_FAIL))
             .and_then(|code| {
                 super::check_code(&self.plugin, self.device, "data_delete_batch", code)
             });

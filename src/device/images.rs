@@ -58,9 +58,7 @@ impl Device {
     /// `image` points to a valid `__tgt_device_image`.
     pub unsafe fn is_valid_image(&self, image: *mut abi::DeviceImage) -> Result<bool> {
         // SAFETY: per this function's contract.
-        let valid = self
-            .plugin
-            .call(|e| unsafe { (e.is_valid_binary)(image) })?;
+        let valid = self.plugin.call(|e| unsafe { e.is_valid_binary(image) })?;
         Ok(valid != 0)
     }
 
@@ -148,12 +146,14 @@ impl Device {
         let table = {
             let _legacy = self.plugin.legacy_image_guard();
             let _call = crate::profile::span(crate::profile::Kind::Plugin, "load_binary");
-            self.plugin.call(|e| match e.load_binary_flags {
+            self.plugin.call(|e| {
                 // SAFETY: per this function's contract `image` is a valid
                 // descriptor; the device is initialised.
-                Some(load) if flags != 0 => unsafe { load(local, image, flags) },
+                let flagged = (flags != 0)
+                    .then(|| unsafe { e.load_binary_flags(local, image, flags) })
+                    .flatten();
                 // SAFETY: as above.
-                _ => unsafe { (e.load_binary)(local, image) },
+                flagged.unwrap_or_else(|| unsafe { e.load_binary(local, image) })
             })?
         };
         if table.is_null() {
@@ -220,7 +220,10 @@ impl Device {
                     self.id
                 )));
             };
-            if self.plugin.entries().unload_binary.is_none() {
+            if !self
+                .plugin
+                .exports(crate::abi::plugin::OptionalEntry::UnloadBinary)
+            {
                 return Ok(false);
             }
             images.remove(index)
@@ -231,11 +234,8 @@ impl Device {
             .map(|s| s.device(self.id));
         let unloaded = self
             .plugin
-            .call(|e| match e.unload_binary {
-                // SAFETY: `image` is loaded on this device.
-                Some(unload) => unsafe { unload(local, image) },
-                None => abi::OFFLOAD_FAIL,
-            })
+            // SAFETY: `image` is loaded on this device.
+            .call(|e| unsafe { e.unload_binary(local, image) }.unwrap_or(abi::OFFLOAD_FAIL))
             .and_then(|code| self.check("unload_binary", code));
         drop(legacy);
         if let Err(err) = unloaded {

@@ -7,8 +7,8 @@
 //! `/usr/lib/llvm-14/lib/libomptarget.rtl.x86_64.so`, need not export
 //! them) gets the blocking entry: that fallback is here and nowhere else.
 use super::with_queue;
+use crate::abi::plugin::{OptionalEntry, PluginCalls};
 use crate::abi::{self, AsyncInfo};
-use crate::plugin::entry_table::Entries;
 use std::ffi::c_void;
 
 /// One operation of an entry pair (`__tgt_rtl_X` / `__tgt_rtl_X_async`),
@@ -71,14 +71,14 @@ impl PluginOp {
     }
 
     /// Whether `e` exports this operation's `_async` entry.
-    pub(crate) fn has_queued_entry(self, e: &Entries) -> bool {
-        match self {
-            PluginOp::Submit { .. } => e.data_submit_async.is_some(),
-            PluginOp::Retrieve { .. } => e.data_retrieve_async.is_some(),
-            PluginOp::Exchange { .. } => e.data_exchange_async.is_some(),
-            PluginOp::Region { .. } => e.run_target_region_async.is_some(),
-            PluginOp::TeamRegion { .. } => e.run_target_team_region_async.is_some(),
-        }
+    pub(crate) fn has_queued_entry(self, e: &dyn PluginCalls) -> bool {
+        e.exports(match self {
+            PluginOp::Submit { .. } => OptionalEntry::DataSubmitAsync,
+            PluginOp::Retrieve { .. } => OptionalEntry::DataRetrieveAsync,
+            PluginOp::Exchange { .. } => OptionalEntry::DataExchangeAsync,
+            PluginOp::Region { .. } => OptionalEntry::RunTargetRegionAsync,
+            PluginOp::TeamRegion { .. } => OptionalEntry::RunTargetTeamRegionAsync,
+        })
     }
 
     /// Run the operation and wait for it: its `_async` entry on a private
@@ -87,14 +87,13 @@ impl PluginOp {
     ///
     /// # Safety
     /// The arguments are valid for the entry (each variant's ABI contract).
-    pub(crate) unsafe fn run_and_wait(self, e: &Entries) -> i32 {
-        match e.synchronize {
-            Some(sync) if self.has_queued_entry(e) => {
-                // SAFETY: per this function's contract; `q` is a fresh queue.
-                with_queue(self.device(), sync, |q| unsafe { self.queued(e, q) })
-            }
+    pub(crate) unsafe fn run_and_wait(self, e: &dyn PluginCalls) -> i32 {
+        if e.exports(OptionalEntry::Synchronize) && self.has_queued_entry(e) {
+            // SAFETY: per this function's contract; `q` is a fresh queue.
+            with_queue(self.device(), e, |q| unsafe { self.queued(e, q) })
+        } else {
             // SAFETY: per this function's contract.
-            _ => unsafe { self.blocking(e) },
+            unsafe { self.blocking(e) }
         }
     }
 
@@ -106,7 +105,7 @@ impl PluginOp {
     /// # Safety
     /// The arguments are valid for the entry until `queue` is synchronised;
     /// `queue` is empty or set by this plugin for the operation's device.
-    pub(crate) unsafe fn run_on(self, e: &Entries, queue: *mut AsyncInfo) -> i32 {
+    pub(crate) unsafe fn run_on(self, e: &dyn PluginCalls, queue: *mut AsyncInfo) -> i32 {
         if self.has_queued_entry(e) {
             // SAFETY: per this function's contract.
             unsafe { self.queued(e, queue) }
@@ -120,7 +119,7 @@ impl PluginOp {
     ///
     /// # Safety
     /// As [`PluginOp::run_on`].
-    unsafe fn queued(self, e: &Entries, q: *mut AsyncInfo) -> i32 {
+    unsafe fn queued(self, e: &dyn PluginCalls, q: *mut AsyncInfo) -> i32 {
         // SAFETY: every arm calls an entry with the arguments this
         // function's contract vouches for.
         unsafe {
@@ -130,31 +129,27 @@ impl PluginOp {
                     dst,
                     src,
                     size,
-                } => e.data_submit_async.map(|f| f(device, dst, src, size, q)),
+                } => e.data_submit_async(device, dst, src, size, q),
                 PluginOp::Retrieve {
                     device,
                     dst,
                     src,
                     size,
-                } => e.data_retrieve_async.map(|f| f(device, dst, src, size, q)),
+                } => e.data_retrieve_async(device, dst, src, size, q),
                 PluginOp::Exchange {
                     src_device,
                     src,
                     dst_device,
                     dst,
                     size,
-                } => e
-                    .data_exchange_async
-                    .map(|f| f(src_device, src, dst_device, dst, size, q)),
+                } => e.data_exchange_async(src_device, src, dst_device, dst, size, q),
                 PluginOp::Region {
                     device,
                     entry,
                     args,
                     offsets,
                     num_args,
-                } => e
-                    .run_target_region_async
-                    .map(|f| f(device, entry, args, offsets, num_args, q)),
+                } => e.run_target_region_async(device, entry, args, offsets, num_args, q),
                 PluginOp::TeamRegion {
                     device,
                     entry,
@@ -164,19 +159,17 @@ impl PluginOp {
                     num_teams,
                     thread_limit,
                     loop_tripcount,
-                } => e.run_target_team_region_async.map(|f| {
-                    f(
-                        device,
-                        entry,
-                        args,
-                        offsets,
-                        num_args,
-                        num_teams,
-                        thread_limit,
-                        loop_tripcount,
-                        q,
-                    )
-                }),
+                } => e.run_target_team_region_async(
+                    device,
+                    entry,
+                    args,
+                    offsets,
+                    num_args,
+                    num_teams,
+                    thread_limit,
+                    loop_tripcount,
+                    q,
+                ),
             }
         }
         .unwrap_or(abi::OFFLOAD_FAIL)
@@ -187,7 +180,7 @@ impl PluginOp {
     ///
     /// # Safety
     /// The arguments are valid for the entry during the call.
-    unsafe fn blocking(self, e: &Entries) -> i32 {
+    unsafe fn blocking(self, e: &dyn PluginCalls) -> i32 {
         // SAFETY: every arm calls an entry with the arguments this
         // function's contract vouches for.
         unsafe {
@@ -197,29 +190,29 @@ impl PluginOp {
                     dst,
                     src,
                     size,
-                } => (e.data_submit)(device, dst, src, size),
+                } => e.data_submit(device, dst, src, size),
                 PluginOp::Retrieve {
                     device,
                     dst,
                     src,
                     size,
-                } => (e.data_retrieve)(device, dst, src, size),
+                } => e.data_retrieve(device, dst, src, size),
                 PluginOp::Exchange {
                     src_device,
                     src,
                     dst_device,
                     dst,
                     size,
-                } => e.data_exchange.map_or(abi::OFFLOAD_FAIL, |f| {
-                    f(src_device, src, dst_device, dst, size)
-                }),
+                } => e
+                    .data_exchange(src_device, src, dst_device, dst, size)
+                    .unwrap_or(abi::OFFLOAD_FAIL),
                 PluginOp::Region {
                     device,
                     entry,
                     args,
                     offsets,
                     num_args,
-                } => (e.run_target_region)(device, entry, args, offsets, num_args),
+                } => e.run_target_region(device, entry, args, offsets, num_args),
                 PluginOp::TeamRegion {
                     device,
                     entry,
@@ -229,7 +222,7 @@ impl PluginOp {
                     num_teams,
                     thread_limit,
                     loop_tripcount,
-                } => (e.run_target_team_region)(
+                } => e.run_target_team_region(
                     device,
                     entry,
                     args,

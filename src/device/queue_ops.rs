@@ -8,7 +8,7 @@
 //! without them gets host-side events: recording one synchronises the
 //! queue, so the event is complete when it exists.
 use super::{to_i64, Device, DevicePtr, PluginOp};
-use crate::abi::plugin::KernelArgType;
+use crate::abi::plugin::{KernelArgType, OptionalEntry};
 use crate::abi::{self, AsyncInfo};
 use crate::launch::RegionLaunch;
 use crate::{Error, Result};
@@ -89,17 +89,21 @@ impl Device {
         end: RawEvent,
     ) -> Result<std::time::Duration> {
         let local = self.local_id;
-        let Some(elapsed) = self.plugin.call(|e| e.event_elapsed_time)? else {
+        if !self
+            .plugin
+            .call(|e| e.exports(OptionalEntry::EventElapsedTime))?
+        {
             return Err(Error::Unsupported {
                 plugin: self.plugin.name().to_owned(),
                 what: "event timing (it has no __tgt_rtl_event_elapsed_time)",
             });
-        };
+        }
         let mut ms = 0f32;
         // SAFETY: two events this device created; `ms` is writable.
         let code = self
             .plugin
-            .call(|_| unsafe { elapsed(local, start.0, end.0, &mut ms) })?;
+            .call(|e| unsafe { e.event_elapsed_time(local, start.0, end.0, &mut ms) })?
+            .unwrap_or(abi::OFFLOAD_FAIL);
         self.check("event_elapsed_time", code)?;
         Ok(std::time::Duration::from_secs_f64(
             f64::from(ms.max(0.0)) / 1000.0,
@@ -256,8 +260,10 @@ impl Device {
             )));
         }
         self.check_launch(launch)?;
-        let typed = self.plugin.call(|e| e.run_typed_region)?;
-        let Some(run_typed) = typed else {
+        if !self
+            .plugin
+            .call(|e| e.exports(OptionalEntry::RunTypedRegion))?
+        {
             if let Some(other) = types.iter().find(|t| **t != KernelArgType::Pointer) {
                 return Err(Error::Unsupported {
                     plugin: self.plugin.name().to_owned(),
@@ -279,7 +285,7 @@ impl Device {
             let offsets = zero_offsets(args.len(), &mut inline, &mut heap);
             // SAFETY: per this function's contract (all pointer-sized).
             return unsafe { self.run_region(entry, args, offsets, launch) };
-        };
+        }
         self.ensure_initialized()?;
         let num_args = i32::try_from(args.len())
             .map_err(|_| Error::InvalidArgument(format!("{} arguments", args.len())))?;
@@ -297,36 +303,26 @@ impl Device {
         };
         let local = self.local_id;
         let queue = queue.map_or(std::ptr::null_mut(), |q| q as *mut AsyncInfo);
-        let mut outcome = None;
-        // A kernel may end its thread: intercept it before our frames (as
-        // `run_region` does).
-        if let Err(exit) = omptarget_thread_exit::call_intercepting_exit(|| {
-            outcome = Some(self.plugin.call(|_| {
-                // SAFETY: per this function's contract; the arrays hold
-                // `num_args` elements each.
-                unsafe {
-                    run_typed(
-                        local,
-                        entry,
-                        args.as_mut_ptr(),
-                        offsets.as_mut_ptr(),
-                        codes,
-                        num_args,
-                        num_teams,
-                        thread_limit,
-                        tripcount,
-                        queue,
-                    )
-                }
-            }))
-        }) {
-            omptarget_thread_exit::set_pending(exit);
-            return Err(Error::ThreadExiting);
-        }
-        let Some(code) = outcome else {
-            return Err(Error::ThreadExiting);
-        };
-        self.check("run_typed_region", code?)
+        let code = self.plugin.launch(|e| {
+            // SAFETY: per this function's contract; the arrays hold
+            // `num_args` elements each.
+            unsafe {
+                e.run_typed_region(
+                    local,
+                    entry,
+                    args.as_mut_ptr(),
+                    offsets.as_mut_ptr(),
+                    codes,
+                    num_args,
+                    num_teams,
+                    thread_limit,
+                    tripcount,
+                    queue,
+                )
+            }
+            .unwrap_or(abi::OFFLOAD_FAIL)
+        })?;
+        self.check("run_typed_region", code)
     }
 
     /// Run `op` on `queue` ([`PluginOp::run_on`]); with a plugin without
@@ -370,11 +366,8 @@ impl Device {
         let local = self.local_id;
         let code = self.plugin.call(|e| {
             let _call = crate::profile::span(crate::profile::Kind::Plugin, "synchronize");
-            match e.synchronize {
-                // SAFETY: `queue` was set by this plugin for this device.
-                Some(sync) => unsafe { sync(local, queue) },
-                None => abi::OFFLOAD_SUCCESS,
-            }
+            // SAFETY: `queue` was set by this plugin for this device.
+            unsafe { e.synchronize(local, queue) }.unwrap_or(abi::OFFLOAD_SUCCESS)
         })?;
         self.check("synchronize", code)
     }
@@ -383,27 +376,35 @@ impl Device {
     pub(crate) fn record_event_on(&self, queue: &mut AsyncInfo) -> Result<RawEvent> {
         self.ensure_initialized()?;
         let local = self.local_id;
-        let entries = self
-            .plugin
-            .call(|e| (e.create_event, e.record_event, e.destroy_event))?;
-        let (Some(create), Some(record), Some(destroy)) = entries else {
+        let has_events = self.plugin.call(|e| {
+            e.exports(OptionalEntry::CreateEvent)
+                && e.exports(OptionalEntry::RecordEvent)
+                && e.exports(OptionalEntry::DestroyEvent)
+        })?;
+        if !has_events {
             // Host-side event: complete once everything before it is.
             // SAFETY: `queue` is empty or set by this device's plugin
             // (this function's contract, or one of the crate's own queues).
             unsafe { self.synchronize_queue(queue) }?;
             return Ok(RawEvent(std::ptr::null_mut()));
-        };
+        }
         let mut event = std::ptr::null_mut();
         // SAFETY: `event` is a writable slot.
-        let code = self.plugin.call(|_| unsafe { create(local, &mut event) })?;
+        let code = self
+            .plugin
+            .call(|e| unsafe { e.create_event(local, &mut event) })?
+            .unwrap_or(abi::OFFLOAD_FAIL);
         self.check("create_event", code)?;
         // SAFETY: a fresh event of this device; `queue` is this device's.
         let code = self
             .plugin
-            .call(|_| unsafe { record(local, event, queue) })?;
+            .call(|e| unsafe { e.record_event(local, event, queue) })?
+            .unwrap_or(abi::OFFLOAD_FAIL);
         if let Err(err) = self.check("record_event", code) {
             // SAFETY: created above, recorded nowhere.
-            let _ = self.plugin.call(|_| unsafe { destroy(local, event) });
+            let _ = self
+                .plugin
+                .call(|e| unsafe { e.destroy_event(local, event) });
             return Err(err);
         }
         Ok(RawEvent(event))
@@ -415,15 +416,15 @@ impl Device {
             return Ok(());
         }
         let local = self.local_id;
-        let Some(wait) = self.plugin.call(|e| e.wait_event)? else {
+        // SAFETY: an event of this plugin; `queue` is this device's.
+        let Some(code) = self
+            .plugin
+            .call(|e| unsafe { e.wait_event(local, event.0, queue) })?
+        else {
             // Its events came from `create_event`, so it has them all, or
             // is broken: wait on the host instead.
             return self.sync_event(event);
         };
-        // SAFETY: an event of this plugin; `queue` is this device's.
-        let code = self
-            .plugin
-            .call(|_| unsafe { wait(local, event.0, queue) })?;
         self.check("wait_event", code)
     }
 
@@ -433,14 +434,16 @@ impl Device {
             return Ok(());
         }
         let local = self.local_id;
-        let Some(sync) = self.plugin.call(|e| e.sync_event)? else {
+        // SAFETY: an event this device created.
+        let Some(code) = self
+            .plugin
+            .call(|e| unsafe { e.sync_event(local, event.0) })?
+        else {
             return Err(Error::Unsupported {
                 plugin: self.plugin.name().to_owned(),
                 what: "waiting for an event on the host (it has no __tgt_rtl_sync_event)",
             });
         };
-        // SAFETY: an event this device created.
-        let code = self.plugin.call(|_| unsafe { sync(local, event.0) })?;
         self.check("sync_event", code)
     }
 
@@ -450,11 +453,11 @@ impl Device {
             return Ok(());
         }
         let local = self.local_id;
-        let code = self.plugin.call(|e| match e.destroy_event {
-            // SAFETY: an event this device created, destroyed once.
-            Some(destroy) => unsafe { destroy(local, event.0) },
-            None => abi::OFFLOAD_SUCCESS,
-        })?;
+        // SAFETY: an event this device created, destroyed once.
+        let code = self
+            .plugin
+            .call(|e| unsafe { e.destroy_event(local, event.0) })?
+            .unwrap_or(abi::OFFLOAD_SUCCESS);
         self.check("destroy_event", code)
     }
 

@@ -140,8 +140,11 @@ impl Device {
         // only after the plugin is closed.
         let images = std::mem::take(&mut *lock(&self.images));
         let mut unloaded = 0;
-        let outcome = match self.plugin.entries().unload_binary {
-            None => {
+        let outcome = match self
+            .plugin
+            .exports(crate::abi::plugin::OptionalEntry::UnloadBinary)
+        {
+            false => {
                 for record in images.iter() {
                     self.report_leaked_handle(report, record);
                     self.report_dtors(
@@ -152,7 +155,7 @@ impl Device {
                 }
                 StepOutcome::NotExported
             }
-            Some(unload) => {
+            true => {
                 let mut errors = Vec::new();
                 for record in images.iter() {
                     self.report_leaked_handle(report, record);
@@ -162,7 +165,8 @@ impl Device {
                     // storage is still alive (released after close).
                     let result = self
                         .plugin
-                        .call(|_| unsafe { unload(local, record.image.0) })
+                        .call(|e| unsafe { e.unload_binary(local, record.image.0) })
+                        .map(|code| code.unwrap_or(crate::abi::OFFLOAD_FAIL))
                         .and_then(|code| self.check("unload_binary", code));
                     let dtors = match &result {
                         Ok(()) => DtorsOutcome::RunByUnload,
@@ -259,14 +263,19 @@ impl Device {
         let local = self.local_id;
         let _call = crate::profile::span(crate::profile::Kind::Plugin, "deinit_device")
             .map(|s| s.device(self.id));
-        let outcome = match self.plugin.entries().deinit_device {
-            None => StepOutcome::NotExported,
+        let outcome = if !self
+            .plugin
+            .exports(crate::abi::plugin::OptionalEntry::DeinitDevice)
+        {
+            StepOutcome::NotExported
+        } else {
             // SAFETY: an initialised device whose memory and images are gone.
-            Some(deinit) => match self.plugin.call(|_| unsafe { deinit(local) }) {
+            match self.plugin.call(|e| unsafe { e.deinit_device(local) }) {
                 Err(_) => StepOutcome::PluginDead,
-                Ok(0) => StepOutcome::Done,
-                Ok(code) => StepOutcome::Failed(format!("deinit_device returned {code}")),
-            },
+                Ok(None) => StepOutcome::NotExported,
+                Ok(Some(0)) => StepOutcome::Done,
+                Ok(Some(code)) => StepOutcome::Failed(format!("deinit_device returned {code}")),
+            }
         };
         if let StepOutcome::PluginDead | StepOutcome::Failed(_) = outcome {
             report.not_freed.push(NotFreed {

@@ -1,6 +1,48 @@
-//! The table of a plugin's `__tgt_rtl_*` entry points, resolved once.
-use crate::abi::plugin::{self as p, names};
+//! The table of a plugin's `__tgt_rtl_*` entry points, resolved once, and
+//! [`Calls`]: how the runtime calls a plugin (a library's table, or a
+//! built-in plugin's native calls), as one [`PluginCalls`] object.
+use crate::abi::plugin::{self as p, names, OptionalEntry, PluginCalls};
 use libloading::Library;
+
+/// A loaded plugin's entries: a library's C table, or a built-in
+/// instance's native calls (`omptarget_plugin_kit::builtin`). Both are
+/// called through [`PluginCalls`] (`Deref`), so every call site is the same.
+#[derive(Clone, Copy)]
+// One per plugin, made once: boxing the table would add an indirection to
+// every call of a library's entry.
+#[allow(clippy::large_enum_variant)]
+pub(crate) enum Calls {
+    /// A library's `__tgt_rtl_*` symbols: C entries, each with the
+    /// plugin's own panic boundary and thread-exit interception.
+    Table(Entries),
+    /// A plugin built into this crate, called from Rust: one panic
+    /// boundary (the caller's) and one interception (the backend's).
+    #[cfg_attr(not(feature = "builtin-host"), allow(dead_code))]
+    Native(&'static dyn PluginCalls),
+}
+
+impl std::ops::Deref for Calls {
+    type Target = dyn PluginCalls;
+
+    #[inline]
+    fn deref(&self) -> &(dyn PluginCalls + 'static) {
+        match self {
+            Calls::Table(table) => table,
+            Calls::Native(calls) => *calls,
+        }
+    }
+}
+
+impl Calls {
+    /// Names of the optional entries the plugin has, for diagnostics.
+    pub(crate) fn optional_exported(&self) -> Vec<&'static str> {
+        OptionalEntry::ALL
+            .into_iter()
+            .filter(|entry| self.exports(*entry))
+            .map(OptionalEntry::name)
+            .collect()
+    }
+}
 
 /// Every entry of one plugin (the ABI's [`p::EntryTable`]). Valid only
 /// while the library is open; the owning [`super::Plugin`] hands them out
@@ -26,17 +68,12 @@ pub(crate) trait EntriesExt: Sized {
     /// # Safety
     /// As for [`resolve`].
     unsafe fn resolve(lib: &Library) -> Result<Self, Vec<&'static str>>;
-    /// Names of the optional entries this plugin exports, for diagnostics.
-    fn optional_exported(&self) -> Vec<&'static str>;
 }
 
 impl EntriesExt for Entries {
     unsafe fn resolve(lib: &Library) -> Result<Entries, Vec<&'static str>> {
         // SAFETY: per this function's contract.
         unsafe { resolve(lib) }
-    }
-    fn optional_exported(&self) -> Vec<&'static str> {
-        optional_exported(self)
     }
 }
 
@@ -143,80 +180,4 @@ unsafe fn resolve(lib: &Library) -> Result<Entries, Vec<&'static str>> {
         load_binary_flags: optional!(names::LOAD_BINARY_FLAGS),
         get_device_info: optional!(names::GET_DEVICE_INFO),
     })
-}
-
-/// Names of the optional entries `entries` has, for diagnostics.
-fn optional_exported(entries: &Entries) -> Vec<&'static str> {
-    let all: [(&'static str, bool); 30] = [
-        (names::LAST_ERROR_MESSAGE, entries.last_error.is_some()),
-        (names::RUN_TYPED_REGION, entries.run_typed_region.is_some()),
-        (
-            names::DATA_DELETE_BATCH,
-            entries.data_delete_batch.is_some(),
-        ),
-        (names::GET_DEVICE_INFO, entries.get_device_info.is_some()),
-        (
-            names::LOAD_BINARY_FLAGS,
-            entries.load_binary_flags.is_some(),
-        ),
-        (
-            names::IS_DATA_EXCHANGABLE,
-            entries.is_data_exchangable.is_some(),
-        ),
-        (
-            names::SUPPORTS_EMPTY_IMAGES,
-            entries.supports_empty_images.is_some(),
-        ),
-        (names::INIT_REQUIRES, entries.init_requires.is_some()),
-        (
-            names::DATA_SUBMIT_ASYNC,
-            entries.data_submit_async.is_some(),
-        ),
-        (
-            names::DATA_RETRIEVE_ASYNC,
-            entries.data_retrieve_async.is_some(),
-        ),
-        (names::DATA_EXCHANGE, entries.data_exchange.is_some()),
-        (
-            names::DATA_EXCHANGE_ASYNC,
-            entries.data_exchange_async.is_some(),
-        ),
-        (
-            names::RUN_TARGET_REGION_ASYNC,
-            entries.run_target_region_async.is_some(),
-        ),
-        (
-            names::RUN_TARGET_TEAM_REGION_ASYNC,
-            entries.run_target_team_region_async.is_some(),
-        ),
-        (names::SYNCHRONIZE, entries.synchronize.is_some()),
-        (names::SET_INFO_FLAG, entries.set_info_flag.is_some()),
-        (
-            names::PRINT_DEVICE_INFO,
-            entries.print_device_info.is_some(),
-        ),
-        (names::CREATE_EVENT, entries.create_event.is_some()),
-        (names::RECORD_EVENT, entries.record_event.is_some()),
-        (names::WAIT_EVENT, entries.wait_event.is_some()),
-        (names::SYNC_EVENT, entries.sync_event.is_some()),
-        (names::DESTROY_EVENT, entries.destroy_event.is_some()),
-        (
-            names::EVENT_ELAPSED_TIME,
-            entries.event_elapsed_time.is_some(),
-        ),
-        (names::INIT_ASYNC_INFO, entries.init_async_info.is_some()),
-        (names::INIT_DEVICE_INFO, entries.init_device_info.is_some()),
-        (names::INIT_PLUGIN, entries.init_plugin.is_some()),
-        (names::DEINIT_PLUGIN, entries.deinit_plugin.is_some()),
-        (names::DEINIT_DEVICE, entries.deinit_device.is_some()),
-        (names::UNLOAD_BINARY, entries.unload_binary.is_some()),
-        (
-            names::REGISTER_DESTRUCTION_CB,
-            entries.register_destruction_cb.is_some(),
-        ),
-    ];
-    all.iter()
-        .filter(|(_, has)| *has)
-        .map(|(n, _)| *n)
-        .collect()
 }

@@ -6,10 +6,11 @@
 //! (`deinit_plugin` if `init_plugin` succeeded, then close).
 use super::builtin::BuiltinPlugin;
 use super::claim::Claim;
-use super::entry_table::{Entries, EntriesExt};
+use super::entry_table::{Calls, Entries, EntriesExt};
 use super::liveness::{on_plugin_destroyed, Liveness};
 use super::Plugin;
 use super::PluginCode;
+use crate::abi::plugin::OptionalEntry;
 use crate::step_outcome::StepOutcome;
 use libloading::Library;
 use scopeguard::ScopeGuard;
@@ -184,8 +185,10 @@ struct Partial {
     library: Option<PluginCode>,
     liveness: Arc<Liveness>,
     callback_registered: bool,
+    /// The plugin's entries, once it is known to have the required ones.
+    calls: Option<Calls>,
     /// Set once `init_plugin` succeeded: undo calls `deinit_plugin`.
-    deinit: Option<crate::abi::plugin::DeinitPluginFn>,
+    deinit: bool,
     /// Released when this is dropped, after the undo closed the library.
     claim: Option<Claim>,
 }
@@ -194,12 +197,14 @@ impl Partial {
     /// Undo: `deinit_plugin` if `init_plugin` succeeded, then close.
     fn undo(mut self, reason: SkipReason) -> SkippedPlugin {
         let mut undone = Vec::new();
-        if let Some(deinit) = self.deinit.take() {
+        if let Some(calls) = self.calls.as_ref().filter(|_| self.deinit) {
+            self.deinit = false;
             let outcome = if self.liveness.callable() {
                 // SAFETY: the library is open and the plugin alive.
-                match unsafe { deinit() } {
-                    0 => StepOutcome::Done,
-                    code => StepOutcome::Failed(format!("returned {code}")),
+                match unsafe { calls.deinit_plugin() } {
+                    Some(0) => StepOutcome::Done,
+                    None => StepOutcome::NotExported,
+                    Some(code) => StepOutcome::Failed(format!("returned {code}")),
                 }
             } else {
                 StepOutcome::PluginDead
@@ -250,7 +255,8 @@ fn load(source: &PluginSource, first_device: usize, room: usize) -> Result<Plugi
             library: Some(code),
             liveness: Arc::new(Liveness::default()),
             callback_registered: false,
-            deinit: None,
+            calls: None,
+            deinit: false,
             claim,
         },
         |interrupted| {
@@ -258,8 +264,8 @@ fn load(source: &PluginSource, first_device: usize, room: usize) -> Result<Plugi
             tracing::warn!(plugin = %skipped.path.display(), "{skipped}");
         },
     );
-    let entries = match entries {
-        Ok(entries) => entries,
+    match entries {
+        Ok(entries) => partial.calls = Some(entries),
         Err(missing) => {
             return Err(ScopeGuard::into_inner(partial).undo(SkipReason::MissingEntries(missing)))
         }
@@ -273,38 +279,36 @@ fn load(source: &PluginSource, first_device: usize, room: usize) -> Result<Plugi
         };
         return Err(ScopeGuard::into_inner(partial).undo(reason));
     }
-    let register = entries.register_destruction_cb;
+    let calls = partial.calls.expect("set above");
 
     // Register the safety net first, before any other entry runs.
-    if let Some(register) = register {
-        // SAFETY: `data` stays valid while the plugin can call back (see
-        // `liveness`); the callback only stores an atomic.
-        unsafe {
-            register(
-                Some(on_plugin_destroyed),
-                partial.liveness.as_callback_data(),
-            )
-        };
-        partial.callback_registered = true;
-    }
+    // SAFETY: `data` stays valid while the plugin can call back (see
+    // `liveness`); the callback only stores an atomic.
+    let registered = unsafe {
+        calls.register_destruction_cb(
+            Some(on_plugin_destroyed),
+            partial.liveness.as_callback_data(),
+        )
+    };
+    partial.callback_registered = registered.is_some();
 
-    if let Some(init) = entries.init_plugin {
+    if calls.exports(OptionalEntry::InitPlugin) {
         if !partial.liveness.callable() {
             return Err(ScopeGuard::into_inner(partial).undo(SkipReason::DestroyedDuringLoad));
         }
         // SAFETY: first plugin entry called after registration; no args.
-        let code = unsafe { init() };
+        let code = unsafe { calls.init_plugin() }.unwrap_or(0);
         if code != 0 {
             return Err(ScopeGuard::into_inner(partial).undo(SkipReason::InitPluginFailed(code)));
         }
-        partial.deinit = entries.deinit_plugin;
+        partial.deinit = calls.exports(OptionalEntry::DeinitPlugin);
     }
 
     if !partial.liveness.callable() {
         return Err(ScopeGuard::into_inner(partial).undo(SkipReason::DestroyedDuringLoad));
     }
     // SAFETY: no arguments; the plugin is initialised.
-    let devices = unsafe { (entries.number_of_devices)() };
+    let devices = unsafe { calls.number_of_devices() };
     if devices <= 0 {
         return Err(ScopeGuard::into_inner(partial).undo(SkipReason::NoDevices(devices)));
     }
@@ -327,6 +331,7 @@ fn load(source: &PluginSource, first_device: usize, room: usize) -> Result<Plugi
     };
     let mut partial = ScopeGuard::into_inner(partial);
     let library = partial.library.take();
+    let entries = partial.calls.take().expect("set above");
     Ok(Plugin {
         name,
         path,
@@ -347,11 +352,7 @@ fn load(source: &PluginSource, first_device: usize, room: usize) -> Result<Plugi
 /// What [`load`] starts from: the code (kept open), its entries or the
 /// required ones it lacks, and this runtime's claim on its state (`None`:
 /// another runtime holds it).
-type Opened = (
-    PluginCode,
-    Result<Entries, Vec<&'static str>>,
-    Option<Claim>,
-);
+type Opened = (PluginCode, Result<Calls, Vec<&'static str>>, Option<Claim>);
 
 /// `dlopen` a plugin library, resolve its entries and claim it.
 fn open_library(path: &Path) -> Result<Opened, SkipReason> {
@@ -374,7 +375,11 @@ fn open_library(path: &Path) -> Result<Opened, SkipReason> {
         Ok(_) => Claim::take(handle as usize),
         Err(_) => None,
     };
-    Ok((PluginCode::Library(library), entries, claim))
+    Ok((
+        PluginCode::Library(library),
+        entries.map(Calls::Table),
+        claim,
+    ))
 }
 
 /// Claim a free instance of a built-in plugin.
@@ -387,7 +392,11 @@ fn claim_builtin(builtin: &BuiltinPlugin) -> Result<Opened, SkipReason> {
             break;
         };
         if let Some(claim) = Claim::take(instance.key) {
-            return Ok((PluginCode::Builtin, Ok(instance.entries), Some(claim)));
+            return Ok((
+                PluginCode::Builtin,
+                Ok(Calls::Native(instance.calls)),
+                Some(claim),
+            ));
         }
     }
     Err(SkipReason::AllInstancesInUse(builtin.instances))

@@ -16,7 +16,7 @@ pub(crate) mod loader;
 
 use crate::step_outcome::StepOutcome;
 use crate::{Error, Result};
-use entry_table::{Entries, EntriesExt};
+use entry_table::Calls;
 use libloading::Library;
 use liveness::Liveness;
 use std::path::{Path, PathBuf};
@@ -38,7 +38,8 @@ pub use loader::{MAX_DEVICES, MAX_DEVICES_PER_PLUGIN};
 pub struct Plugin {
     name: String,
     path: PathBuf,
-    entries: Entries,
+    /// Its entries: a library's C table, or a built-in plugin's native calls.
+    entries: Calls,
     device_count: usize,
     first_device: usize,
     /// The plugin holds `liveness`'s address as callback data.
@@ -108,18 +109,15 @@ impl Plugin {
     /// `image` points to a valid `__tgt_device_image`.
     pub unsafe fn is_valid_binary(&self, image: *mut crate::abi::DeviceImage) -> bool {
         // SAFETY: per this function's contract.
-        self.call(|e| unsafe { (e.is_valid_binary)(image) } != 0)
+        self.call(|e| unsafe { e.is_valid_binary(image) } != 0)
             .unwrap_or(false)
     }
 
     /// `__tgt_rtl_supports_empty_images() > 0`; false if not exported.
     pub fn supports_empty_images(&self) -> bool {
-        self.call(|e| match e.supports_empty_images {
-            // SAFETY: no arguments.
-            Some(f) => (unsafe { f() }) > 0,
-            None => false,
-        })
-        .unwrap_or(false)
+        // SAFETY: no arguments.
+        self.call(|e| unsafe { e.supports_empty_images() }.is_some_and(|yes| yes > 0))
+            .unwrap_or(false)
     }
 
     /// True while the runtime may call into the plugin.
@@ -156,26 +154,16 @@ impl Plugin {
     /// `__tgt_rtl_set_info_flag(flags)`, if exported (`__tgt_set_info_flag`
     /// forwards the program's `LIBOMPTARGET_INFO` bits to every plugin).
     pub fn set_info_flag(&self, flags: u32) {
-        let _ = self.call(|e| {
-            if let Some(f) = e.set_info_flag {
-                // SAFETY: plain integer argument.
-                unsafe { f(flags) }
-            }
-        });
+        // SAFETY: plain integer argument.
+        let _ = self.call(|e| unsafe { e.set_info_flag(flags) });
     }
 
     /// `__tgt_rtl_print_device_info(local_device)`; false if not exported
     /// or the plugin is dead.
     pub fn print_device_info(&self, local_device: i32) -> bool {
-        self.call(|e| match e.print_device_info {
-            Some(f) => {
-                // SAFETY: plain integer argument; the plugin checks the range.
-                unsafe { f(local_device) };
-                true
-            }
-            None => false,
-        })
-        .unwrap_or(false)
+        // SAFETY: plain integer argument; the plugin checks the range.
+        self.call(|e| unsafe { e.print_device_info(local_device) }.is_some())
+            .unwrap_or(false)
     }
 
     /// `__tgt_rtl_get_device_info(local_device, key)`: the property's
@@ -199,19 +187,17 @@ impl Plugin {
             let mut size = 0usize;
             let cap = buf.len();
             let code = self.call(|e| {
-                e.get_device_info.map(|get| {
-                    // SAFETY: `buf` is writable for `cap` bytes, `size` is
-                    // writable; the plugin checks the device number.
-                    unsafe {
-                        get(
-                            local_device,
-                            key as i32,
-                            buf.as_mut_ptr().cast(),
-                            cap,
-                            &mut size,
-                        )
-                    }
-                })
+                // SAFETY: `buf` is writable for `cap` bytes, `size` is
+                // writable; the plugin checks the device number.
+                unsafe {
+                    e.get_device_info(
+                        local_device,
+                        key as i32,
+                        buf.as_mut_ptr().cast(),
+                        cap,
+                        &mut size,
+                    )
+                }
             })?;
             let Some(code) = code else {
                 return Ok(None);
@@ -253,15 +239,13 @@ impl Plugin {
         async_info: Option<*mut *mut crate::abi::AsyncInfo>,
     ) -> Option<bool> {
         self.call(|e| {
-            let init_info = e.init_device_info?;
             // SAFETY: per this function's contract.
-            if unsafe { init_info(local_device, info, err) } != 0 {
+            if unsafe { e.init_device_info(local_device, info, err) }? != 0 {
                 return Some(false);
             }
             if let Some(out) = async_info {
-                let init_async = e.init_async_info?;
                 // SAFETY: per this function's contract.
-                if unsafe { init_async(local_device, out) } != 0 {
+                if unsafe { e.init_async_info(local_device, out) }? != 0 {
                     return Some(false);
                 }
             }
@@ -292,7 +276,10 @@ impl Plugin {
     /// legacy plugin keeps LLVM 14's deadlock against a library
     /// (un)registering on another thread, rather than a data race.
     pub(crate) fn legacy_image_guard(&self) -> Option<std::sync::MutexGuard<'_, ()>> {
-        if self.entries.register_destruction_cb.is_some() {
+        if self
+            .entries
+            .exports(crate::abi::plugin::OptionalEntry::RegisterDestructionCb)
+        {
             return None;
         }
         Some(
@@ -302,26 +289,67 @@ impl Plugin {
         )
     }
 
-    /// The entry table, to check which optional entries exist. Calling one
-    /// must go through [`Plugin::call`].
-    pub(crate) fn entries(&self) -> &Entries {
-        &self.entries
+    /// Whether the plugin has the optional `entry` (without calling it).
+    pub(crate) fn exports(&self, entry: crate::abi::plugin::OptionalEntry) -> bool {
+        self.entries.exports(entry)
     }
 
-    /// Run `f` with the entry table if the plugin may still be called.
+    /// Whether the plugin is built into this crate and called natively
+    /// ([`crate::abi::plugin::PluginCalls::is_native`]): then a kernel's
+    /// thread exit comes back pending instead of unwinding out of the call.
+    pub(crate) fn is_native(&self) -> bool {
+        self.entries.is_native()
+    }
+
+    /// Run `f` with the plugin's entries if the plugin may still be called.
     ///
     /// The check and the call are not atomic with respect to the plugin
     /// destroying itself on another thread; the destruction callback is a
     /// safety net for teardown order, not a lock.
     #[inline]
-    pub(crate) fn call<R>(&self, f: impl FnOnce(&Entries) -> R) -> Result<R> {
+    pub(crate) fn call<R>(
+        &self,
+        f: impl FnOnce(&dyn crate::abi::plugin::PluginCalls) -> R,
+    ) -> Result<R> {
         if self.liveness.callable() {
-            Ok(f(&self.entries))
+            Ok(f(&*self.entries))
         } else {
             Err(Error::PluginDead {
                 plugin: self.name.clone(),
             })
         }
+    }
+
+    /// Run a launch entry (`f`) if the plugin may still be called, where a
+    /// kernel may end its thread (`pthread_exit`, or a cancellation acted
+    /// upon inside it): then `Err(ThreadExiting)`, the exit pending on this
+    /// thread (`omptarget_thread_exit`) for the outermost frame to resume.
+    ///
+    /// The one place that knows how the exit comes back. A library's C
+    /// entry resumes it past its own panic boundary, so it unwinds out of
+    /// `f`: it is intercepted here, before any frame of ours (a panic
+    /// boundary up the stack would abort on it). A built-in plugin's backend
+    /// intercepted it already and left it pending: `f` returns normally,
+    /// and no second interception is set up (`PluginCalls::is_native`).
+    pub(crate) fn launch(
+        &self,
+        f: impl FnOnce(&dyn crate::abi::plugin::PluginCalls) -> i32,
+    ) -> Result<i32> {
+        if self.is_native() {
+            let code = self.call(f)?;
+            if omptarget_thread_exit::is_pending() {
+                return Err(Error::ThreadExiting);
+            }
+            return Ok(code);
+        }
+        let mut outcome = None;
+        if let Err(exit) =
+            omptarget_thread_exit::call_intercepting_exit(|| outcome = Some(self.call(f)))
+        {
+            omptarget_thread_exit::set_pending(exit);
+            return Err(Error::ThreadExiting);
+        }
+        outcome.unwrap_or(Err(Error::ThreadExiting))
     }
 
     /// The plugin's message about the calling thread's last failed entry
@@ -330,12 +358,8 @@ impl Plugin {
     pub(crate) fn take_last_error(&self) -> Option<String> {
         let mut buf = [0u8; 1024];
         let len = self
-            .call(|e| {
-                e.last_error.map(|last_error| {
-                    // SAFETY: `buf` is writable for its length.
-                    unsafe { last_error(buf.as_mut_ptr().cast(), buf.len()) }
-                })
-            })
+            // SAFETY: `buf` is writable for its length.
+            .call(|e| unsafe { e.last_error_message(buf.as_mut_ptr().cast(), buf.len()) })
             .ok()
             .flatten()?;
         let text = String::from_utf8_lossy(&buf[..len.min(buf.len())]);
@@ -345,25 +369,27 @@ impl Plugin {
 
     /// Teardown step 5 (`Runtime::shutdown`): `__tgt_rtl_deinit_plugin`, if exported.
     pub(crate) fn deinit(&self) -> StepOutcome {
-        let Some(deinit) = self.entries.deinit_plugin else {
+        if !self.exports(crate::abi::plugin::OptionalEntry::DeinitPlugin) {
             return StepOutcome::NotExported;
-        };
+        }
         let _call = crate::profile::span(crate::profile::Kind::Plugin, "deinit_plugin");
         // SAFETY: the entry is valid while the plugin is callable, which
         // `call` checks; it takes no arguments.
-        match self.call(|_| unsafe { deinit() }) {
+        match self.call(|e| unsafe { e.deinit_plugin() }) {
             Err(_) => StepOutcome::PluginDead,
-            Ok(0) => {
+            // Exported (checked above): never `None`.
+            Ok(None) => StepOutcome::NotExported,
+            Ok(Some(0)) => {
                 self.deinit_succeeded.store(true, Ordering::Release);
                 StepOutcome::Done
             }
-            Ok(crate::abi::OFFLOAD_IN_USE) => {
+            Ok(Some(crate::abi::OFFLOAD_IN_USE)) => {
                 self.deinit_in_use.store(true, Ordering::Release);
                 StepOutcome::Failed(
                     self.with_last_error("still in use: its library stays loaded".to_owned()),
                 )
             }
-            Ok(code) => {
+            Ok(Some(code)) => {
                 StepOutcome::Failed(self.with_last_error(format!("deinit_plugin returned {code}")))
             }
         }

@@ -7,7 +7,9 @@
 //! * runtime -> plugin: the `__tgt_rtl_*` entry points ([`plugin`]).
 //!
 //! This crate holds data layouts and constants only (plus the parse of
-//! `LIBOMPTARGET_INFO`, which runtime and plugins must agree on). It is
+//! `LIBOMPTARGET_INFO`, which runtime and plugins must agree on, and
+//! [`plugin::PluginCalls`], the entries as one Rust trait that a runtime
+//! calls a library's C table and a built-in plugin through). It is
 //! shared by the runtime core, the plugins and the libomptarget shim so that
 //! all of them agree on one definition.
 //!

@@ -9,6 +9,9 @@
 use crate::{AsyncInfo, DeviceImage, DeviceInfo, TargetTable};
 use core::ffi::{c_char, c_void};
 
+pub mod calls;
+pub use calls::{OptionalEntry, PluginCalls};
+
 // ---- required (LLVM 14) ----
 /// `__tgt_rtl_number_of_devices`: how many devices the plugin drives.
 pub type NumberOfDevicesFn = unsafe extern "C" fn() -> i32;

@@ -13,6 +13,7 @@ use crate::state_lock::{thread_id, ReadGuard, ReadMostly};
 use omptarget_abi::info_type;
 use omptarget_abi::plugin::DestructionCallback;
 use std::ffi::c_void;
+use std::marker::PhantomData;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Mutex, Once, PoisonError};
 use std::time::Duration;
@@ -46,8 +47,11 @@ struct DeviceSlot {
     transition: Mutex<()>,
 }
 
-/// The plugin state of one cdylib. See the module docs.
-pub struct PluginCell<B> {
+/// The plugin state of one cdylib (or of one built-in instance). See the
+/// module docs. `K` is how its entries are called ([`crate::boundary`]):
+/// through C entries (the default), or natively from a runtime in the same
+/// binary.
+pub struct PluginCell<B, K = crate::boundary::CEntry> {
     /// Read by every entry, written by init and deinit. Not std's `RwLock`,
     /// whose one reader count every call of every thread writes: readers
     /// count themselves per thread ([`ReadMostly`]).
@@ -71,6 +75,9 @@ pub struct PluginCell<B> {
     /// ([`diagnostics::install_panic_hook`]). A plugin built into a program
     /// shares the program's std, whose panic hook is the program's.
     own_library: bool,
+    /// `fn() -> K`: the kind is a type only; the cell is `Send`/`Sync`
+    /// whatever it is.
+    boundary: PhantomData<fn() -> K>,
 }
 
 /// What a fork's prepare handler holds: the backend's locks, then (dropped
@@ -80,13 +87,13 @@ struct HeldForFork<B: 'static> {
     _state: ReadGuard<'static, Lifecycle<B>>,
 }
 
-impl<B: Backend> Default for PluginCell<B> {
+impl<B: Backend, K> Default for PluginCell<B, K> {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl<B: Backend> PluginCell<B> {
+impl<B: Backend, K> PluginCell<B, K> {
     /// An uninitialised cell (usable in a `static`).
     pub const fn new() -> Self {
         Self {
@@ -99,6 +106,7 @@ impl<B: Backend> PluginCell<B> {
             fork_handlers: None,
             fork_handlers_registered: AtomicBool::new(false),
             own_library: false,
+            boundary: PhantomData,
         }
     }
 

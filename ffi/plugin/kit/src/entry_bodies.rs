@@ -4,7 +4,10 @@
 //! around these functions. Each one:
 //! 1. reports the call to [`Backend::on_entry`];
 //! 2. runs inside a panic boundary ([`std::panic::catch_unwind`]): nothing
-//!    unwinds into C; a panic is reported and becomes a failure;
+//!    unwinds into C; a panic is reported and becomes a failure (an
+//!    exported C entry's, [`crate::boundary::CEntry`]; a built-in plugin's
+//!    native call has none: its panic unwinds to its Rust caller,
+//!    [`crate::boundary::Native`]);
 //! 3. checks its arguments (device id range and init state, null pointers,
 //!    negative sizes, unknown allocation kinds), reporting a clear message
 //!    on stderr;
@@ -25,6 +28,7 @@
 //! `size` bytes of host memory). Null pointers are detected and rejected.
 
 use crate::backend::{Backend, DeviceInfoValue, EntryCall, ImageRef, LoadOptions, TeamConfig};
+use crate::boundary::Boundary;
 use crate::cell::PluginCell;
 use crate::diagnostics;
 use crate::error::{PluginError, Result};
@@ -34,7 +38,7 @@ use omptarget_abi::{
 };
 use std::any::Any;
 use std::ffi::c_void;
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::panic::catch_unwind;
 use std::ptr::{self, NonNull};
 
 mod launch;
@@ -48,22 +52,23 @@ pub use queue::queue_entry;
 /// libffi arrays do), so a common launch allocates nothing on the way.
 pub const INLINE_ARGS: usize = 16;
 
-/// Run `f` behind a panic boundary; report an error or panic and return
-/// `on_error` instead. The failure's message is also kept for
+/// Run `f` behind `K`'s boundary (a C entry's panic boundary, or none for
+/// a native call: [`crate::boundary`]); report an error or a caught panic
+/// and return `on_error` instead. The failure's message is also kept for
 /// `__tgt_rtl_last_error_message` ([`last_error`]).
-fn guard<B: Backend, T>(entry: &str, on_error: T, f: impl FnOnce() -> Result<T>) -> T {
+fn guard<B: Backend, K: Boundary, T>(entry: &str, on_error: T, f: impl FnOnce() -> Result<T>) -> T {
     // A message is about this call only: never a stale one from before.
     crate::last_error::clear();
-    let outcome = catch_unwind(AssertUnwindSafe(f));
+    let outcome = K::run(f);
     // Formatting runs the error's Display: behind the boundary too.
-    let _ = catch_unwind(AssertUnwindSafe(|| match &outcome {
+    let _ = K::run(|| match &outcome {
         Ok(Ok(_)) => {}
         Ok(Err(error)) => crate::last_error::set(&format_args!("{entry}: {error}")),
         Err(payload) => crate::last_error::set(&format_args!(
             "{entry}: panic: {}",
             panic_message(payload.as_ref())
         )),
-    }));
+    });
     match outcome {
         Ok(Ok(value)) => value,
         // An image the backend cannot load is reported by the runtime
@@ -104,8 +109,8 @@ fn panic_message(payload: &(dyn Any + Send)) -> &str {
 
 /// Map a unit result to `OFFLOAD_SUCCESS` (errors become `OFFLOAD_FAIL` in
 /// [`guard`]).
-fn status<B: Backend>(entry: &str, f: impl FnOnce() -> Result<()>) -> i32 {
-    guard::<B, i32>(entry, OFFLOAD_FAIL, || f().map(|()| OFFLOAD_SUCCESS))
+fn status<B: Backend, K: Boundary>(entry: &str, f: impl FnOnce() -> Result<()>) -> i32 {
+    guard::<B, K, i32>(entry, OFFLOAD_FAIL, || f().map(|()| OFFLOAD_SUCCESS))
 }
 
 fn observe<B: Backend>(call: EntryCall) {
@@ -175,8 +180,8 @@ unsafe fn image_ref<'a>(image: *mut DeviceImage) -> Result<ImageRef<'a>> {
 }
 
 /// `__tgt_rtl_init_plugin`.
-pub fn init_plugin<B: Backend>(cell: &PluginCell<B>) -> i32 {
-    status::<B>(names::INIT_PLUGIN, || {
+pub fn init_plugin<B: Backend, K: Boundary>(cell: &PluginCell<B, K>) -> i32 {
+    status::<B, K>(names::INIT_PLUGIN, || {
         observe::<B>(EntryCall::InitPlugin);
         cell.init_explicit()
     })
@@ -184,9 +189,9 @@ pub fn init_plugin<B: Backend>(cell: &PluginCell<B>) -> i32 {
 
 /// `__tgt_rtl_deinit_plugin`: `OFFLOAD_IN_USE` (not `OFFLOAD_FAIL`) when
 /// calls stayed inside the plugin, so that our runtime keeps the library.
-pub fn deinit_plugin<B: Backend>(cell: &PluginCell<B>) -> i32 {
+pub fn deinit_plugin<B: Backend, K: Boundary>(cell: &PluginCell<B, K>) -> i32 {
     let mut in_use = false;
-    let code = status::<B>(names::DEINIT_PLUGIN, || {
+    let code = status::<B, K>(names::DEINIT_PLUGIN, || {
         observe::<B>(EntryCall::DeinitPlugin);
         let outcome = cell.deinit();
         in_use = matches!(outcome, Err(PluginError::InUse { .. }));
@@ -200,8 +205,8 @@ pub fn deinit_plugin<B: Backend>(cell: &PluginCell<B>) -> i32 {
 }
 
 /// `__tgt_rtl_number_of_devices`; 0 on failure.
-pub fn number_of_devices<B: Backend>(cell: &PluginCell<B>) -> i32 {
-    guard::<B, i32>(names::NUMBER_OF_DEVICES, 0, || {
+pub fn number_of_devices<B: Backend, K: Boundary>(cell: &PluginCell<B, K>) -> i32 {
+    guard::<B, K, i32>(names::NUMBER_OF_DEVICES, 0, || {
         observe::<B>(EntryCall::NumberOfDevices);
         cell.with_live(|live| Ok(live.reported_device_count()))
     })
@@ -211,8 +216,11 @@ pub fn number_of_devices<B: Backend>(cell: &PluginCell<B>) -> i32 {
 ///
 /// # Safety
 /// See the module docs.
-pub unsafe fn is_valid_binary<B: Backend>(cell: &PluginCell<B>, image: *mut DeviceImage) -> i32 {
-    guard::<B, i32>(names::IS_VALID_BINARY, 0, || {
+pub unsafe fn is_valid_binary<B: Backend, K: Boundary>(
+    cell: &PluginCell<B, K>,
+    image: *mut DeviceImage,
+) -> i32 {
+    guard::<B, K, i32>(names::IS_VALID_BINARY, 0, || {
         observe::<B>(EntryCall::IsValidBinary);
         // An image of no bytes at all (start and end null, as a descriptor
         // that carries only `requires` entries has) is simply not ours to
@@ -232,24 +240,24 @@ pub unsafe fn is_valid_binary<B: Backend>(cell: &PluginCell<B>, image: *mut Devi
 }
 
 /// `__tgt_rtl_init_requires`; returns the accepted flags, 0 on failure.
-pub fn init_requires<B: Backend>(cell: &PluginCell<B>, flags: i64) -> i64 {
-    guard::<B, i64>(names::INIT_REQUIRES, 0, || {
+pub fn init_requires<B: Backend, K: Boundary>(cell: &PluginCell<B, K>, flags: i64) -> i64 {
+    guard::<B, K, i64>(names::INIT_REQUIRES, 0, || {
         observe::<B>(EntryCall::InitRequires { flags });
         cell.with_live(|live| Ok(live.backend().init_requires(flags)))
     })
 }
 
 /// `__tgt_rtl_init_device`.
-pub fn init_device<B: Backend>(cell: &PluginCell<B>, device: i32) -> i32 {
-    status::<B>(names::INIT_DEVICE, || {
+pub fn init_device<B: Backend, K: Boundary>(cell: &PluginCell<B, K>, device: i32) -> i32 {
+    status::<B, K>(names::INIT_DEVICE, || {
         observe::<B>(EntryCall::InitDevice { device });
         cell.with_live(|live| live.init_device(device))
     })
 }
 
 /// `__tgt_rtl_deinit_device`.
-pub fn deinit_device<B: Backend>(cell: &PluginCell<B>, device: i32) -> i32 {
-    status::<B>(names::DEINIT_DEVICE, || {
+pub fn deinit_device<B: Backend, K: Boundary>(cell: &PluginCell<B, K>, device: i32) -> i32 {
+    status::<B, K>(names::DEINIT_DEVICE, || {
         observe::<B>(EntryCall::DeinitDevice { device });
         cell.with_live(|live| live.deinit_device(device))
     })
@@ -259,12 +267,12 @@ pub fn deinit_device<B: Backend>(cell: &PluginCell<B>, device: i32) -> i32 {
 ///
 /// # Safety
 /// See the module docs.
-pub unsafe fn load_binary<B: Backend>(
-    cell: &PluginCell<B>,
+pub unsafe fn load_binary<B: Backend, K: Boundary>(
+    cell: &PluginCell<B, K>,
     device: i32,
     image: *mut DeviceImage,
 ) -> *mut TargetTable {
-    guard::<B, *mut TargetTable>(names::LOAD_BINARY, ptr::null_mut(), || {
+    guard::<B, K, *mut TargetTable>(names::LOAD_BINARY, ptr::null_mut(), || {
         observe::<B>(EntryCall::LoadBinary { device });
         // SAFETY: per this function's contract.
         unsafe { load_with(cell, device, image, LoadOptions::default()) }
@@ -276,13 +284,13 @@ pub unsafe fn load_binary<B: Backend>(
 ///
 /// # Safety
 /// See the module docs.
-pub unsafe fn load_binary_flags<B: Backend>(
-    cell: &PluginCell<B>,
+pub unsafe fn load_binary_flags<B: Backend, K: Boundary>(
+    cell: &PluginCell<B, K>,
     device: i32,
     image: *mut DeviceImage,
     flags: u32,
 ) -> *mut TargetTable {
-    guard::<B, *mut TargetTable>(names::LOAD_BINARY_FLAGS, ptr::null_mut(), || {
+    guard::<B, K, *mut TargetTable>(names::LOAD_BINARY_FLAGS, ptr::null_mut(), || {
         observe::<B>(EntryCall::LoadBinary { device });
         let options = LoadOptions::from_flags(flags)?;
         // SAFETY: per this function's contract.
@@ -294,8 +302,8 @@ pub unsafe fn load_binary_flags<B: Backend>(
 ///
 /// # Safety
 /// See the module docs.
-unsafe fn load_with<B: Backend>(
-    cell: &PluginCell<B>,
+unsafe fn load_with<B: Backend, K>(
+    cell: &PluginCell<B, K>,
     device: i32,
     image: *mut DeviceImage,
     options: LoadOptions,
@@ -315,12 +323,12 @@ unsafe fn load_with<B: Backend>(
 ///
 /// # Safety
 /// See the module docs.
-pub unsafe fn unload_binary<B: Backend>(
-    cell: &PluginCell<B>,
+pub unsafe fn unload_binary<B: Backend, K: Boundary>(
+    cell: &PluginCell<B, K>,
     device: i32,
     image: *mut DeviceImage,
 ) -> i32 {
-    status::<B>(names::UNLOAD_BINARY, || {
+    status::<B, K>(names::UNLOAD_BINARY, || {
         observe::<B>(EntryCall::UnloadBinary { device });
         cell.with_live(|live| {
             let device = live.initialised_device(device)?;
@@ -331,14 +339,14 @@ pub unsafe fn unload_binary<B: Backend>(
 }
 
 /// `__tgt_rtl_data_alloc`; null on failure.
-pub fn data_alloc<B: Backend>(
-    cell: &PluginCell<B>,
+pub fn data_alloc<B: Backend, K: Boundary>(
+    cell: &PluginCell<B, K>,
     device: i32,
     size: i64,
     host_ptr: *mut c_void,
     kind: i32,
 ) -> *mut c_void {
-    guard::<B, *mut c_void>(names::DATA_ALLOC, ptr::null_mut(), || {
+    guard::<B, K, *mut c_void>(names::DATA_ALLOC, ptr::null_mut(), || {
         let result = cell.with_live(|live| {
             let device = live.initialised_device(device)?;
             let bytes = size_arg("size", size)?;
@@ -360,8 +368,12 @@ pub fn data_alloc<B: Backend>(
 }
 
 /// `__tgt_rtl_data_delete`.
-pub fn data_delete<B: Backend>(cell: &PluginCell<B>, device: i32, tgt_ptr: *mut c_void) -> i32 {
-    status::<B>(names::DATA_DELETE, || {
+pub fn data_delete<B: Backend, K: Boundary>(
+    cell: &PluginCell<B, K>,
+    device: i32,
+    tgt_ptr: *mut c_void,
+) -> i32 {
+    status::<B, K>(names::DATA_DELETE, || {
         observe::<B>(EntryCall::DataDelete {
             device,
             ptr: tgt_ptr,
@@ -380,13 +392,13 @@ pub fn data_delete<B: Backend>(cell: &PluginCell<B>, device: i32, tgt_ptr: *mut 
 ///
 /// # Safety
 /// `ptrs` is null or valid for reads and writes of `n` pointers.
-pub unsafe fn data_delete_batch<B: Backend>(
-    cell: &PluginCell<B>,
+pub unsafe fn data_delete_batch<B: Backend, K: Boundary>(
+    cell: &PluginCell<B, K>,
     device: i32,
     ptrs: *mut *mut c_void,
     n: i64,
 ) -> i32 {
-    status::<B>(names::DATA_DELETE_BATCH, || {
+    status::<B, K>(names::DATA_DELETE_BATCH, || {
         let n = size_arg("n", n)?;
         if n == 0 {
             return Ok(());
@@ -409,8 +421,8 @@ pub unsafe fn data_delete_batch<B: Backend>(
 ///
 /// # Safety
 /// See the module docs.
-pub unsafe fn data_submit<B: Backend>(
-    cell: &PluginCell<B>,
+pub unsafe fn data_submit<B: Backend, K: Boundary>(
+    cell: &PluginCell<B, K>,
     device: i32,
     tgt_ptr: *mut c_void,
     host_ptr: *mut c_void,
@@ -423,7 +435,7 @@ pub unsafe fn data_submit<B: Backend>(
     } else {
         names::DATA_SUBMIT
     };
-    status::<B>(entry, || {
+    status::<B, K>(entry, || {
         observe::<B>(EntryCall::DataSubmit {
             device,
             size,
@@ -453,8 +465,8 @@ pub unsafe fn data_submit<B: Backend>(
 ///
 /// # Safety
 /// See the module docs.
-pub unsafe fn data_retrieve<B: Backend>(
-    cell: &PluginCell<B>,
+pub unsafe fn data_retrieve<B: Backend, K: Boundary>(
+    cell: &PluginCell<B, K>,
     device: i32,
     host_ptr: *mut c_void,
     tgt_ptr: *mut c_void,
@@ -467,7 +479,7 @@ pub unsafe fn data_retrieve<B: Backend>(
     } else {
         names::DATA_RETRIEVE
     };
-    status::<B>(entry, || {
+    status::<B, K>(entry, || {
         observe::<B>(EntryCall::DataRetrieve {
             device,
             size,
@@ -493,8 +505,12 @@ pub unsafe fn data_retrieve<B: Backend>(
 }
 
 /// `__tgt_rtl_is_data_exchangable`; 0 on failure.
-pub fn is_data_exchangable<B: Backend>(cell: &PluginCell<B>, src: i32, dst: i32) -> i32 {
-    guard::<B, i32>(names::IS_DATA_EXCHANGABLE, 0, || {
+pub fn is_data_exchangable<B: Backend, K: Boundary>(
+    cell: &PluginCell<B, K>,
+    src: i32,
+    dst: i32,
+) -> i32 {
+    guard::<B, K, i32>(names::IS_DATA_EXCHANGABLE, 0, || {
         observe::<B>(EntryCall::IsDataExchangable { src, dst });
         cell.with_live(|live| {
             let (s, d) = (live.device(src)?, live.device(dst)?);
@@ -507,8 +523,8 @@ pub fn is_data_exchangable<B: Backend>(cell: &PluginCell<B>, src: i32, dst: i32)
 ///
 /// # Safety
 /// See the module docs.
-pub unsafe fn data_exchange<B: Backend>(
-    cell: &PluginCell<B>,
+pub unsafe fn data_exchange<B: Backend, K: Boundary>(
+    cell: &PluginCell<B, K>,
     src: i32,
     src_ptr: *mut c_void,
     dst: i32,
@@ -522,7 +538,7 @@ pub unsafe fn data_exchange<B: Backend>(
     } else {
         names::DATA_EXCHANGE
     };
-    status::<B>(entry, || {
+    status::<B, K>(entry, || {
         observe::<B>(EntryCall::DataExchange {
             src,
             dst,
@@ -567,12 +583,12 @@ pub unsafe fn last_error_message(buf: *mut std::ffi::c_char, cap: usize) -> usiz
 /// # Safety
 /// `async_info` is null or a valid `__tgt_async_info` this caller owns,
 /// whose `queue` field is null or set by this plugin.
-pub unsafe fn synchronize<B: Backend>(
-    cell: &PluginCell<B>,
+pub unsafe fn synchronize<B: Backend, K: Boundary>(
+    cell: &PluginCell<B, K>,
     device: i32,
     async_info: *mut AsyncInfo,
 ) -> i32 {
-    status::<B>(names::SYNCHRONIZE, || {
+    status::<B, K>(names::SYNCHRONIZE, || {
         observe::<B>(EntryCall::Synchronize { device });
         cell.with_live(|live| {
             let device = live.initialised_device(device)?;
@@ -594,8 +610,8 @@ fn queue_arg<'a>(async_info: Option<*mut AsyncInfo>) -> Option<&'a mut AsyncInfo
 }
 
 /// `__tgt_rtl_set_info_flag`.
-pub fn set_info_flag<B: Backend>(cell: &PluginCell<B>, flags: u32) {
-    guard::<B, ()>(names::SET_INFO_FLAG, (), || {
+pub fn set_info_flag<B: Backend, K: Boundary>(cell: &PluginCell<B, K>, flags: u32) {
+    guard::<B, K, ()>(names::SET_INFO_FLAG, (), || {
         observe::<B>(EntryCall::SetInfoFlag { flags });
         cell.set_info_flags(flags);
         Ok(())
@@ -603,8 +619,8 @@ pub fn set_info_flag<B: Backend>(cell: &PluginCell<B>, flags: u32) {
 }
 
 /// `__tgt_rtl_print_device_info`.
-pub fn print_device_info<B: Backend>(cell: &PluginCell<B>, device: i32) {
-    guard::<B, ()>(names::PRINT_DEVICE_INFO, (), || {
+pub fn print_device_info<B: Backend, K: Boundary>(cell: &PluginCell<B, K>, device: i32) {
+    guard::<B, K, ()>(names::PRINT_DEVICE_INFO, (), || {
         observe::<B>(EntryCall::PrintDeviceInfo { device });
         cell.with_live(|live| {
             let device = live.device(device)?;
@@ -621,15 +637,15 @@ pub fn print_device_info<B: Backend>(cell: &PluginCell<B>, device: i32) {
 ///
 /// # Safety
 /// `size` is null or writable; `value` is null or writable for `cap` bytes.
-pub unsafe fn get_device_info<B: Backend>(
-    cell: &PluginCell<B>,
+pub unsafe fn get_device_info<B: Backend, K: Boundary>(
+    cell: &PluginCell<B, K>,
     device: i32,
     key: i32,
     value: *mut c_void,
     cap: usize,
     size: *mut usize,
 ) -> i32 {
-    status::<B>(names::GET_DEVICE_INFO, || {
+    status::<B, K>(names::GET_DEVICE_INFO, || {
         observe::<B>(EntryCall::GetDeviceInfo { device, key });
         let size = non_null("size", size)?;
         if value.is_null() && cap > 0 {
@@ -667,12 +683,12 @@ pub unsafe fn get_device_info<B: Backend>(
 
 /// `__tgt_rtl_register_destruction_cb`: remember `callback(data)` for the
 /// safety net; a null callback unregisters. Never initialises the plugin.
-pub fn register_destruction_cb<B: Backend>(
-    cell: &PluginCell<B>,
+pub fn register_destruction_cb<B: Backend, K: Boundary>(
+    cell: &PluginCell<B, K>,
     callback: Option<DestructionCallback>,
     data: *mut c_void,
 ) {
-    guard::<B, ()>(names::REGISTER_DESTRUCTION_CB, (), || {
+    guard::<B, K, ()>(names::REGISTER_DESTRUCTION_CB, (), || {
         observe::<B>(EntryCall::RegisterDestructionCb);
         cell.set_destruction_cb(callback, data);
         Ok(())
@@ -684,13 +700,13 @@ pub fn register_destruction_cb<B: Backend>(
 /// `f` runs on the backend for `device`, checked in range and initialised,
 /// behind the same panic boundary, failure report and lazy initialisation
 /// as every entry of the kit. Returns `OFFLOAD_SUCCESS` or `OFFLOAD_FAIL`.
-pub fn device_entry<B: Backend>(
-    cell: &PluginCell<B>,
+pub fn device_entry<B: Backend, K: Boundary>(
+    cell: &PluginCell<B, K>,
     entry: &str,
     device: i32,
     f: impl FnOnce(&B, crate::DeviceId) -> Result<()>,
 ) -> i32 {
-    status::<B>(entry, || {
+    status::<B, K>(entry, || {
         diagnostics::debug(B::NAME, &format_args!("{entry} {device}"));
         cell.with_live(|live| {
             let device = live.initialised_device(device)?;

@@ -685,17 +685,19 @@ macro_rules! __entry_table {
 }
 
 /// Declare `count` instances of a plugin built into a program, for a
-/// runtime in the same program (no library file, no exported symbol).
+/// runtime in the same program (no library file, no exported symbol, no C
+/// entry at all).
 ///
 /// `builtin_instances!(pub mod host_instances, MyBackend, [i0, i1, i2]);`
 /// declares module `host_instances` with one private module per listed
 /// instance, each with its own [`PluginCell`](crate::PluginCell) static and
-/// its own copy of every entry (the same bodies [`export_plugin!`] exports,
-/// without `#[no_mangle]`), and
+/// its [`NativePlugin`](crate::builtin::NativePlugin) (the same entry bodies
+/// [`export_plugin!`] exports, called from Rust with the
+/// [`Native`](crate::boundary::Native) boundary), and
 ///
 /// * `COUNT`: the number of instances;
-/// * `fn instance(index) -> Option<Instance>`: its
-///   [`EntryTable`](crate::abi::plugin::EntryTable) and a key that
+/// * `fn instance(index) -> Option<Instance>`: its calls (an
+///   [`omptarget_abi::plugin::PluginCalls`] object) and a key that
 ///   identifies its state.
 ///
 /// Each instance is a separate plugin state, so several runtimes in one
@@ -711,13 +713,16 @@ macro_rules! builtin_instances {
                 mod $instance {
                     #[allow(unused_imports)]
                     use super::super::*;
-                    /// This instance's plugin state.
-                    static CELL: $crate::PluginCell<$backend> = $crate::PluginCell::new();
-                    $crate::__export_entries!(CELL);
+                    /// This instance's plugin state, called natively only.
+                    static CELL: $crate::PluginCell<$backend, $crate::boundary::Native> =
+                        $crate::PluginCell::new();
+                    /// This instance's entries.
+                    static CALLS: $crate::builtin::NativePlugin<$backend> =
+                        $crate::builtin::NativePlugin::new(&CELL);
                     /// This instance's entries and state key.
                     pub fn instance() -> $crate::builtin::Instance {
                         $crate::builtin::Instance {
-                            entries: $crate::__entry_table!(),
+                            calls: &CALLS,
                             key: &CELL as *const _ as usize,
                         }
                     }

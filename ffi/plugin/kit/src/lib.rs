@@ -29,6 +29,8 @@
 //! # Module map
 //!
 //! * [`backend`]: the [`Backend`] trait and the checked values it receives.
+//! * [`boundary`]: how an entry body meets its caller (a C entry's panic
+//!   boundary, or a native call's none).
 //! * `entry_bodies`: the body of every C entry, generic over the backend
 //!   (panic boundary, argument checks, lazy initialisation).
 //! * `export` ([`export_plugin!`], [`builtin_instances!`]) and [`builtin`]:
@@ -50,6 +52,7 @@
 
 pub mod address_map;
 pub mod backend;
+pub mod boundary;
 pub mod builtin;
 pub mod cell;
 pub mod diagnostics;

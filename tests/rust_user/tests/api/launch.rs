@@ -233,3 +233,136 @@ fn an_openmp_kernel_starts_its_own_threads_inside_one_call() -> anyhow::Result<(
     assert!(runtime.shutdown().is_clean());
     Ok(())
 }
+
+/// What a raw thread got from a launch of `end_thread`: 1 when the launch
+/// returned `Error::ThreadExiting` (the kernel ended its thread), 2 for
+/// anything else.
+extern "C" fn launch_end_thread(kernel: *mut std::ffi::c_void) -> *mut std::ffi::c_void {
+    // SAFETY: the `Kernel` the test passes, alive until it joins this thread.
+    let kernel = unsafe { &*(kernel as *const Kernel<(i64,)>) };
+    // SAFETY: `end_thread` touches no memory.
+    let outcome = unsafe { kernel.launch_unchecked(LaunchConfig::single(), (42i64,)) };
+    let code: usize = if matches!(outcome, Err(Error::ThreadExiting)) {
+        1
+    } else {
+        2
+    };
+    code as *mut std::ffi::c_void
+}
+
+extern "C" {
+    fn pthread_create(
+        thread: *mut std::ffi::c_ulong,
+        attr: *const std::ffi::c_void,
+        start: extern "C" fn(*mut std::ffi::c_void) -> *mut std::ffi::c_void,
+        arg: *mut std::ffi::c_void,
+    ) -> i32;
+    fn pthread_join(thread: std::ffi::c_ulong, value: *mut *mut std::ffi::c_void) -> i32;
+}
+
+/// A kernel that calls `pthread_exit` on the built-in host plugin (called
+/// natively: one interception, the backend's) ends nothing but its launch:
+/// the launch returns `ThreadExiting` on that thread, the thread ends, and
+/// the runtime goes on (another launch, then a clean shutdown).
+#[test]
+fn a_kernel_ending_its_thread_leaves_the_builtin_runtime_usable() -> anyhow::Result<()> {
+    let runtime = runtime();
+    let device = runtime.device(0)?;
+    // SAFETY: a test kernel object (tests/kernels): no initialiser or finaliser.
+    let image = unsafe { Image::load_file(device, kernel("thread_exit.c")?, &["end_thread"]) }?;
+    // SAFETY: `void end_thread(int64_t)`.
+    let end: Kernel<(i64,)> = unsafe { image.kernel("end_thread")? };
+    // A raw pthread: std's threads wrap their closure in a panic boundary,
+    // which the forced unwind of a pthread_exit must never meet.
+    let mut thread = 0;
+    let mut value = std::ptr::null_mut();
+    // SAFETY: `end` outlives the thread (joined below); the start routine
+    // has the signature pthread_create expects.
+    unsafe {
+        assert_eq!(
+            pthread_create(
+                &mut thread,
+                std::ptr::null(),
+                launch_end_thread,
+                &end as *const _ as *mut _
+            ),
+            0
+        );
+        assert_eq!(pthread_join(thread, &mut value), 0);
+    }
+    assert_eq!(value as usize, 1, "the launch returned ThreadExiting");
+    // The runtime and the device go on.
+    // SAFETY: a test kernel object (tests/kernels): no initialiser or finaliser.
+    let typed = unsafe { Image::load_file(device, kernel("typed.c")?, &["scale"]) }?;
+    // SAFETY: `Scale` is its signature; it stays below the lengths.
+    let scale: Kernel<Scale> = unsafe { typed.kernel("scale")? };
+    let x = DeviceBuffer::from_slice(device, &[1.0f32, 2.0])?;
+    let mut y = DeviceBuffer::<f32>::new(device, 2)?;
+    scale.launch(LaunchConfig::single(), (3.0f32, &x, &mut y))?;
+    assert_eq!(y.to_vec()?, [3.0, 6.0]);
+    drop((x, y, typed, image));
+    assert!(runtime.shutdown().is_clean());
+    Ok(())
+}
+
+/// The backtrace `record_frames` takes inside a kernel.
+static FRAMES: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+/// Called by the `call_back` kernel: the frames from here down to `main`.
+extern "C" fn record_frames() {
+    let trace = std::backtrace::Backtrace::force_capture().to_string();
+    let frames = trace
+        .lines()
+        .filter_map(|line| {
+            let (index, name) = line.trim_start().split_once(": ")?;
+            index.parse::<usize>().ok().map(|_| name.to_owned())
+        })
+        .collect();
+    *FRAMES.lock().unwrap_or_else(|e| e.into_inner()) = frames;
+}
+
+/// A launch on the built-in host plugin goes from the core to the backend
+/// through Rust calls only: between `Device::run_typed_on` and the host
+/// backend's `run_region` there is the native instance, and neither a C
+/// entry of the plugin (`__tgt_rtl_*`) nor a panic boundary
+/// (`catch_unwind`), which every C entry has. Before, the launch went
+/// through the instance's `__tgt_rtl_run_typed_region` and its boundary.
+#[test]
+fn a_builtin_launch_reaches_the_backend_without_a_c_entry() -> anyhow::Result<()> {
+    let runtime = runtime();
+    let device = runtime.device(0)?;
+    // SAFETY: a test kernel object (tests/kernels): no initialiser or finaliser.
+    let image = unsafe { Image::load_file(device, kernel("thread_exit.c")?, &["call_back"]) }?;
+    // SAFETY: `void call_back(uint64_t f)`, which calls `f` as a `void (*)(void)`.
+    let call_back: Kernel<(u64,)> = unsafe { image.kernel("call_back")? };
+    let f = record_frames as extern "C" fn() as usize as u64;
+    // SAFETY: `f` is a `void (*)(void)`; the kernel touches no memory.
+    unsafe { call_back.launch_unchecked(LaunchConfig::single(), (f,)) }?;
+    let frames = std::mem::take(&mut *FRAMES.lock().unwrap_or_else(|e| e.into_inner()));
+    let position = |what: &str| frames.iter().position(|f| f.contains(what));
+    let (Some(backend), Some(core)) = (
+        position("omptarget_plugin_host::launch::"),
+        position("omptarget::device::queue_ops::<impl omptarget::device::Device>::run_typed_on"),
+    ) else {
+        panic!("the launch's frames are not named: {frames:#?}");
+    };
+    let between = &frames[backend..core];
+    println!(
+        "{} frames between Device::run_typed_on and the host backend's launch:\n{}",
+        between.len(),
+        between.join("\n")
+    );
+    assert!(
+        between.iter().any(|f| f.contains("NativePlugin")),
+        "{between:#?}"
+    );
+    assert!(
+        !between
+            .iter()
+            .any(|f| f.contains("__tgt_rtl_") || f.contains("catch_unwind")),
+        "{between:#?}"
+    );
+    drop(image);
+    assert!(runtime.shutdown().is_clean());
+    Ok(())
+}

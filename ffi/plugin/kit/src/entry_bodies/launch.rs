@@ -1,6 +1,7 @@
 //! The launch entries' bodies (`__tgt_rtl_run_target[_team]_region[_async]`
 //! and the typed launch): their arguments gathered on the stack, the
-//! backend called, a kernel's thread exit carried past the panic boundary.
+//! backend called, a kernel's thread exit carried past the panic boundary
+//! (a C entry's) or left to the caller (a native call's).
 //! The module docs of [`super`] hold for them.
 
 use super::*;
@@ -33,8 +34,8 @@ unsafe fn gather_args(
 /// # Safety
 /// See the module docs; `entry` must come from a target table of `device`.
 #[allow(clippy::too_many_arguments)]
-pub unsafe fn run_region<B: Backend>(
-    cell: &PluginCell<B>,
+pub unsafe fn run_region<B: Backend, K: Boundary>(
+    cell: &PluginCell<B, K>,
     device: i32,
     entry: *mut c_void,
     args: *mut *mut c_void,
@@ -50,7 +51,7 @@ pub unsafe fn run_region<B: Backend>(
         (true, false) => names::RUN_TARGET_TEAM_REGION,
         (true, true) => names::RUN_TARGET_TEAM_REGION_ASYNC,
     };
-    let code = status::<B>(name, || {
+    let code = status::<B, K>(name, || {
         observe::<B>(if teams.is_some() {
             EntryCall::RunTargetTeamRegion { device, is_async }
         } else {
@@ -83,10 +84,10 @@ pub unsafe fn run_region<B: Backend>(
             })
         })
     });
-    // A kernel that ended its thread: everything of ours below has
-    // returned (locks released); continue the exit from the entry's frame,
-    // past the panic boundary, which must not meet the forced unwind.
-    omptarget_thread_exit::resume_pending();
+    // A kernel that ended its thread (the backend left the exit pending):
+    // a C entry resumes it here, past its panic boundary; a native call
+    // leaves it to its caller.
+    K::after_launch();
     code
 }
 
@@ -97,8 +98,8 @@ pub unsafe fn run_region<B: Backend>(
 /// See the module docs; `entry` must come from a target table of `device`
 /// and `arg_types` is an array of `num_args` bytes.
 #[allow(clippy::too_many_arguments)]
-pub unsafe fn run_typed_region<B: Backend>(
-    cell: &PluginCell<B>,
+pub unsafe fn run_typed_region<B: Backend, K: Boundary>(
+    cell: &PluginCell<B, K>,
     device: i32,
     entry: *mut c_void,
     args: *mut *mut c_void,
@@ -108,7 +109,7 @@ pub unsafe fn run_typed_region<B: Backend>(
     teams: Option<TeamConfig>,
     async_info: *mut AsyncInfo,
 ) -> i32 {
-    let code = status::<B>(names::RUN_TYPED_REGION, || {
+    let code = status::<B, K>(names::RUN_TYPED_REGION, || {
         observe::<B>(if teams.is_some() {
             EntryCall::RunTargetTeamRegion {
                 device,
@@ -161,6 +162,6 @@ pub unsafe fn run_typed_region<B: Backend>(
             })
         })
     });
-    omptarget_thread_exit::resume_pending();
+    K::after_launch();
     code
 }

@@ -100,14 +100,14 @@ pub(super) fn synchronize<B: Backend>(
 /// # Safety
 /// `async_info` is null or a valid `__tgt_async_info` the caller owns
 /// during the call, whose `queue` field is null or set by this plugin.
-pub unsafe fn queue_entry<B: Backend>(
-    cell: &PluginCell<B>,
+pub unsafe fn queue_entry<B: Backend, K: Boundary>(
+    cell: &PluginCell<B, K>,
     entry: &str,
     device: i32,
     async_info: *mut AsyncInfo,
     f: impl FnOnce(&B, DeviceId, &mut B::Queue) -> Result<()>,
 ) -> i32 {
-    status::<B>(entry, || {
+    status::<B, K>(entry, || {
         diagnostics::debug(B::NAME, &format_args!("{entry} {device}"));
         let info = queue_arg(Some(async_info)).ok_or(PluginError::NullPointer("async_info"))?;
         cell.with_live(|live| {

@@ -214,3 +214,53 @@ fn get_device_info_follows_its_contract(get: omptarget_abi::plugin::GetDeviceInf
         );
     }
 }
+
+/// What a built-in instance says it has is what the C entries export, so a
+/// runtime sees the same plugin either way.
+#[test]
+fn a_native_instance_exports_what_the_c_entries_do() {
+    use omptarget_abi::plugin::{OptionalEntry, PluginCalls};
+    let table = crate::__entry_table!();
+    for entry in OptionalEntry::ALL {
+        assert_eq!(
+            table.exports(entry),
+            crate::builtin::kit_exports(entry),
+            "{entry:?}"
+        );
+    }
+}
+
+crate::builtin_instances!(mod inert_instances, Inert, [first, second]);
+
+/// A built-in instance is called natively (no C entry in between), has its
+/// own state, and reports failures as the C entries do (code and message).
+#[test]
+fn a_builtin_instance_is_native_and_has_its_own_state() {
+    let (a, b) = (
+        inert_instances::instance(0).expect("instance 0"),
+        inert_instances::instance(1).expect("instance 1"),
+    );
+    assert!(inert_instances::instance(2).is_none());
+    assert_eq!(inert_instances::COUNT, 2);
+    assert_ne!(a.key, b.key);
+    assert!(a.calls.is_native());
+    // SAFETY: the instance's code is this test binary's; every argument
+    // is a plain value or a writable local.
+    unsafe {
+        assert_eq!(a.calls.init_plugin(), Some(OFFLOAD_SUCCESS));
+        assert_eq!(a.calls.number_of_devices(), 1);
+        assert_eq!(a.calls.init_device(0), OFFLOAD_SUCCESS);
+        // Out of range: a failure with the reason, as from the C entry.
+        assert_eq!(a.calls.init_device(5), OFFLOAD_FAIL);
+        let mut buf = [0u8; 256];
+        let len = a
+            .calls
+            .last_error_message(buf.as_mut_ptr().cast(), buf.len())
+            .expect("exported");
+        let reason = String::from_utf8_lossy(&buf[..len.min(buf.len())]).into_owned();
+        assert!(reason.contains("init_device"), "{reason}");
+        assert_eq!(a.calls.deinit_plugin(), Some(OFFLOAD_SUCCESS));
+        // The other instance was never initialised: its deinit fails.
+        assert_ne!(b.calls.deinit_plugin(), Some(OFFLOAD_SUCCESS));
+    }
+}
