@@ -316,10 +316,11 @@ impl Device {
             src,
             size: size64,
         };
+        let exported = self.plugin.exported();
         let code = self.plugin.call(|e| {
             let _call = crate::profile::span(crate::profile::Kind::Plugin, "data_submit");
             // SAFETY: per this function's contract.
-            unsafe { op.run_and_wait(e) }
+            unsafe { op.run_and_wait(e, exported) }
         })?;
         self.check("data_submit", code)
     }
@@ -344,10 +345,11 @@ impl Device {
             src: src.0,
             size: size64,
         };
+        let exported = self.plugin.exported();
         let code = self.plugin.call(|e| {
             let _call = crate::profile::span(crate::profile::Kind::Plugin, "data_retrieve");
             // SAFETY: per this function's contract.
-            unsafe { op.run_and_wait(e) }
+            unsafe { op.run_and_wait(e, exported) }
         })?;
         self.check("data_retrieve", code)
     }
@@ -408,10 +410,11 @@ impl Device {
             dst: dst.0,
             size: size64,
         };
+        let exported = self.plugin.exported();
         let code = self.plugin.call(|e| {
             let _call = crate::profile::span(crate::profile::Kind::Plugin, "data_exchange");
             // SAFETY: per this function's contract.
-            unsafe { op.run_and_wait(e) }
+            unsafe { op.run_and_wait(e, exported) }
         })?;
         self.check("data_exchange", code)
     }

@@ -95,11 +95,12 @@ impl Device {
         let _call = crate::profile::span(crate::profile::Kind::Plugin, entry_name);
         // A kernel may end its thread: `launch` returns `ThreadExiting`,
         // the exit pending for the outermost frame.
+        let exported = self.plugin().exported();
         let code = self.plugin().launch(|e| {
             // SAFETY: `entry` is a kernel of an image loaded on this
             // device and `args`/`offsets` match it (this function's
             // contract).
-            unsafe { op.run_and_wait(e) }
+            unsafe { op.run_and_wait(e, exported) }
         })?;
         self.check(entry_name, code)
     }

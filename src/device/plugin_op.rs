@@ -9,6 +9,7 @@
 use super::with_queue;
 use crate::abi::plugin::{OptionalEntry, PluginCalls};
 use crate::abi::{self, AsyncInfo};
+use crate::plugin::Exported;
 use std::ffi::c_void;
 
 /// One operation of an entry pair (`__tgt_rtl_X` / `__tgt_rtl_X_async`),
@@ -70,9 +71,10 @@ impl PluginOp {
         }
     }
 
-    /// Whether `e` exports this operation's `_async` entry.
-    pub(crate) fn has_queued_entry(self, e: &dyn PluginCalls) -> bool {
-        e.exports(match self {
+    /// Whether the plugin exports this operation's `_async` entry.
+    #[inline]
+    pub(crate) fn has_queued_entry(self, exported: Exported) -> bool {
+        exported.has(match self {
             PluginOp::Submit { .. } => OptionalEntry::DataSubmitAsync,
             PluginOp::Retrieve { .. } => OptionalEntry::DataRetrieveAsync,
             PluginOp::Exchange { .. } => OptionalEntry::DataExchangeAsync,
@@ -87,8 +89,8 @@ impl PluginOp {
     ///
     /// # Safety
     /// The arguments are valid for the entry (each variant's ABI contract).
-    pub(crate) unsafe fn run_and_wait(self, e: &dyn PluginCalls) -> i32 {
-        if e.exports(OptionalEntry::Synchronize) && self.has_queued_entry(e) {
+    pub(crate) unsafe fn run_and_wait(self, e: &dyn PluginCalls, exported: Exported) -> i32 {
+        if exported.has(OptionalEntry::Synchronize) && self.has_queued_entry(exported) {
             // SAFETY: per this function's contract; `q` is a fresh queue.
             with_queue(self.device(), e, |q| unsafe { self.queued(e, q) })
         } else {
@@ -105,8 +107,13 @@ impl PluginOp {
     /// # Safety
     /// The arguments are valid for the entry until `queue` is synchronised;
     /// `queue` is empty or set by this plugin for the operation's device.
-    pub(crate) unsafe fn run_on(self, e: &dyn PluginCalls, queue: *mut AsyncInfo) -> i32 {
-        if self.has_queued_entry(e) {
+    pub(crate) unsafe fn run_on(
+        self,
+        e: &dyn PluginCalls,
+        exported: Exported,
+        queue: *mut AsyncInfo,
+    ) -> i32 {
+        if self.has_queued_entry(exported) {
             // SAFETY: per this function's contract.
             unsafe { self.queued(e, queue) }
         } else {

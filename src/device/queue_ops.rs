@@ -333,12 +333,14 @@ impl Device {
     /// As [`PluginOp::run_on`]: `op`'s arguments stay valid until `queue`
     /// is synchronised, and `queue` is empty or set by this device's plugin.
     unsafe fn run_on(&self, queue: &mut AsyncInfo, op: PluginOp) -> Result<i32> {
-        if !self.plugin.call(|e| op.has_queued_entry(e))? {
+        let exported = self.plugin.exported();
+        if !op.has_queued_entry(exported) {
             // SAFETY: per this function's contract.
             unsafe { self.synchronize_queue(queue) }?;
         }
         // SAFETY: per this function's contract.
-        self.plugin.call(|e| unsafe { op.run_on(e, queue) })
+        self.plugin
+            .call(|e| unsafe { op.run_on(e, exported, queue) })
     }
 
     /// Wait for everything on `queue` (`synchronize`), which also gives the

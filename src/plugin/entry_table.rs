@@ -33,6 +33,36 @@ impl std::ops::Deref for Calls {
     }
 }
 
+/// The optional entries a plugin has, asked once when it is loaded: the
+/// operations that choose between a blocking and a queued entry test a
+/// bit, not a virtual call per choice (`PluginOp::run_and_wait`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Exported(u64);
+
+impl Exported {
+    /// The optional entries `calls` has.
+    pub(crate) fn of(calls: &dyn PluginCalls) -> Self {
+        Exported(
+            OptionalEntry::ALL
+                .into_iter()
+                .filter(|entry| calls.exports(*entry))
+                .fold(0, |bits, entry| bits | Self::bit(entry)),
+        )
+    }
+
+    /// Whether the plugin has `entry`.
+    #[inline]
+    pub(crate) fn has(self, entry: OptionalEntry) -> bool {
+        self.0 & Self::bit(entry) != 0
+    }
+
+    #[inline]
+    fn bit(entry: OptionalEntry) -> u64 {
+        // Fewer than 64 optional entries: checked by a test below.
+        1 << (entry as u32)
+    }
+}
+
 impl Calls {
     /// Names of the optional entries the plugin has, for diagnostics.
     pub(crate) fn optional_exported(&self) -> Vec<&'static str> {
@@ -180,4 +210,39 @@ unsafe fn resolve(lib: &Library) -> Result<Entries, Vec<&'static str>> {
         load_binary_flags: optional!(names::LOAD_BINARY_FLAGS),
         get_device_info: optional!(names::GET_DEVICE_INFO),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_optional_entry_has_a_bit_of_its_own() {
+        let mut seen = 0u64;
+        for entry in OptionalEntry::ALL {
+            assert!((entry as u32) < 64, "{entry:?}");
+            let bit = Exported::bit(entry);
+            assert_eq!(seen & bit, 0, "{entry:?} shares a bit");
+            seen |= bit;
+        }
+    }
+
+    /// The set asked once agrees with the plugin's own answer, entry by
+    /// entry (the built-in host plugin has some optional entries, not all).
+    #[cfg(feature = "builtin-host")]
+    #[test]
+    fn the_set_agrees_with_the_plugin() {
+        let instance = (crate::plugin::builtin::HOST.instance)(0).expect("an instance");
+        let exported = Exported::of(instance.calls);
+        let mut some = false;
+        for entry in OptionalEntry::ALL {
+            assert_eq!(
+                exported.has(entry),
+                instance.calls.exports(entry),
+                "{entry:?}"
+            );
+            some |= exported.has(entry);
+        }
+        assert!(some);
+    }
 }

@@ -332,10 +332,12 @@ fn load(source: &PluginSource, first_device: usize, room: usize) -> Result<Plugi
     let mut partial = ScopeGuard::into_inner(partial);
     let library = partial.library.take();
     let entries = partial.calls.take().expect("set above");
+    let exported = super::entry_table::Exported::of(&*entries);
     Ok(Plugin {
         name,
         path,
         entries,
+        exported,
         device_count: devices as usize,
         first_device,
         callback_registered: partial.callback_registered,

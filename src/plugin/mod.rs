@@ -11,6 +11,7 @@ pub(crate) mod builtin;
 mod claim;
 pub(crate) mod discovery;
 pub(crate) mod entry_table;
+pub(crate) use entry_table::Exported;
 pub(crate) mod liveness;
 pub(crate) mod loader;
 
@@ -40,6 +41,8 @@ pub struct Plugin {
     path: PathBuf,
     /// Its entries: a library's C table, or a built-in plugin's native calls.
     entries: Calls,
+    /// Which optional entries `entries` has (asked once).
+    exported: entry_table::Exported,
     device_count: usize,
     first_device: usize,
     /// The plugin holds `liveness`'s address as callback data.
@@ -290,15 +293,23 @@ impl Plugin {
     }
 
     /// Whether the plugin has the optional `entry` (without calling it).
+    #[inline]
     pub(crate) fn exports(&self, entry: crate::abi::plugin::OptionalEntry) -> bool {
-        self.entries.exports(entry)
+        self.exported.has(entry)
+    }
+
+    /// The optional entries it has, for a choice made inside [`Plugin::call`].
+    #[inline]
+    pub(crate) fn exported(&self) -> entry_table::Exported {
+        self.exported
     }
 
     /// Whether the plugin is built into this crate and called natively
     /// ([`crate::abi::plugin::PluginCalls::is_native`]): then a kernel's
     /// thread exit comes back pending instead of unwinding out of the call.
+    #[inline]
     pub(crate) fn is_native(&self) -> bool {
-        self.entries.is_native()
+        matches!(self.entries, Calls::Native(_))
     }
 
     /// Run `f` with the plugin's entries if the plugin may still be called.
@@ -349,7 +360,12 @@ impl Plugin {
             omptarget_thread_exit::set_pending(exit);
             return Err(Error::ThreadExiting);
         }
-        outcome.unwrap_or(Err(Error::ThreadExiting))
+        match outcome {
+            Some(result) => result,
+            // Built only here: `Error` has a destructor, and an eager
+            // `unwrap_or(Err(..))` built and dropped one on every launch.
+            None => Err(Error::ThreadExiting),
+        }
     }
 
     /// The plugin's message about the calling thread's last failed entry
