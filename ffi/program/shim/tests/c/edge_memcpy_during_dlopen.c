@@ -2,10 +2,14 @@
  * omp_target_memcpy device->host (checked) / omp_target_free on device 0
  * while the main thread dlopens, calls (offload_sum: one target region)
  * and dlcloses the only offload library (argv[1]) CYCLES times. Each
- * dlclose is the last unregistration: the runtime shuts down under the
- * copying thread, whose next call starts a new one, while the next
- * dlopen registers the library from its constructor under the dynamic
- * loader's lock. Prints `cycles=`, `wrong=` (offload_sum results),
+ * dlclose is the last unregistration of a library that is not the main
+ * program: its images leave the devices while the copying thread's calls
+ * go on, and the runtime stays (it is torn down at exit). The first
+ * dlopen builds the runtime from the library's constructor, under the
+ * dynamic loader's lock, while the copying thread may be inside a call
+ * that began before: that call must find the device the registry numbers
+ * meanwhile (it once got null from omp_target_alloc). Prints `cycles=`,
+ * `wrong=` (offload_sum results),
  * `copies=` (checked round trips), `copy_wrong=` (round trips that failed
  * after a successful allocation).
  *
