@@ -2,7 +2,8 @@
 """Run the same clang offload binaries on LLVM's libomptarget and on ours,
 alternating, and compare them.
 
-One command builds the C benchmarks (offload_overhead.c, one_region.c) with
+One command builds the C benchmarks (offload_overhead.c, one_region.c,
+live_at_exit.c) with
 each clang release that has a reference runtime here, stages a release build
 of our runtime, runs every binary PAIRS times on each runtime (the order
 alternates from pair to pair, so drift in the machine's load hits both
@@ -49,6 +50,7 @@ TARGETS = {
     "exit_data_at_100k_mappings": 0.5,
     "one_region_process_wall_ms": 0.1,
     "one_region_process_peak_rss_mb": 0.08,
+    "live_at_exit_process_wall_ms": 1.0,
 }
 # Derived rows: (name, how, target, target is "at most" (True) or "at least").
 GROWTH = ["enter_data", "is_present", "exit_data"]
@@ -75,7 +77,7 @@ def build(release, out_dir, ref_lib):
     bins = {"measure": os.path.join(out_dir, "measure")}
     subprocess.run(["cc", "-O2", os.path.join(HERE, "measure.c"), "-o", bins["measure"]],
                    check=True)
-    for prog in ("offload_overhead", "one_region"):
+    for prog in ("offload_overhead", "one_region", "live_at_exit"):
         out = os.path.join(out_dir, f"{prog}.clang{release}")
         subprocess.run([cc, "-O2", "-fopenmp", "-fopenmp-targets=x86_64-pc-linux-gnu", *extra,
                         os.path.join(HERE, f"{prog}.c"), "-o", out, "-lpthread"], check=True)
@@ -142,6 +144,11 @@ def measure(release, bins, ours_lib, ref_lib, pairs, iters, mode):
                 statistics.median(walls))
             rows.setdefault("one_region_process_peak_rss_mb", {"llvm": [], "ours": []})[
                 who].append(statistics.median(rss))
+            # A whole process that leaves 10,000 blocks live at exit.
+            walls = [run_once(bins["live_at_exit"], [], libs[who], env, bins["measure"])[1] * 1e3
+                     for _ in range(3)]
+            rows.setdefault("live_at_exit_process_wall_ms", {"llvm": [], "ours": []})[
+                who].append(statistics.median(walls))
     return rows
 
 

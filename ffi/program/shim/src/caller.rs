@@ -17,7 +17,9 @@
 //! 14's (its name is LLVM 14's).
 //!
 //! Only calls whose behaviour differs between releases ask (error paths,
-//! mostly), so the walk costs nothing on the hot paths. Answers are cached
+//! mostly, and LLVM 22's image loading on a device lookup), and a process
+//! whose linking objects are all of one release is answered without a
+//! walk ([`sole_release`]), so the walk costs nothing on the hot paths. Answers are cached
 //! per object in a fixed table (no heap block stays alive at exit).
 //! `dl_iterate_phdr` takes only glibc's short list lock, never the
 //! dynamic loader's lock a constructor holds.
@@ -296,7 +298,142 @@ pub(crate) fn calling_release() -> Release {
     if let Some(release) = ON_BEHALF.with(Cell::get) {
         return release;
     }
+    if let Some(release) = sole_release() {
+        return release;
+    }
     release_of(&walk())
+}
+
+/// What the loaded objects that link a `libomptarget.so*` say, as of one
+/// state of the process's list of loaded objects.
+#[derive(Clone, Copy)]
+struct Census {
+    /// glibc's counts of objects ever added to and removed from the list
+    /// (`dlpi_adds`, `dlpi_subs`): the census holds while both are equal.
+    adds: u64,
+    subs: u64,
+    /// The release of every loaded object that links libomptarget, when
+    /// there is at least one and they all agree.
+    sole: Option<Release>,
+}
+
+static CENSUS: Mutex<Option<Census>> = Mutex::new(None);
+
+/// The release of every caller, when the process holds only one: every
+/// loaded object that links libomptarget is of that release (the common
+/// case, a program and its libraries built by one clang). Then the stack
+/// need not be walked: a walk (`_Unwind_Backtrace`, ~16,000 instructions)
+/// on every `omp_target_alloc` while an image was pending made a program
+/// that allocates 10,000 blocks spend most of its time there. `None` when
+/// releases are mixed or no object links libomptarget: the walk decides.
+/// Counted again whenever an object is loaded or unloaded.
+fn sole_release() -> Option<Release> {
+    let (adds, subs) = list_counts();
+    let mut census = CENSUS.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(known) = *census {
+        if (known.adds, known.subs) == (adds, subs) {
+            return known.sole;
+        }
+    }
+    let sole = count_releases();
+    *census = Some(Census { adds, subs, sole });
+    sole
+}
+
+/// glibc's counts of objects added to and removed from the list of loaded
+/// objects (the first object's `dl_phdr_info` carries them).
+fn list_counts() -> (u64, u64) {
+    unsafe extern "C" fn first(
+        info: *mut libc::dl_phdr_info,
+        _size: usize,
+        data: *mut c_void,
+    ) -> c_int {
+        // SAFETY: `data` is the pair `list_counts` passes; `info` is
+        // glibc's description of an object, valid during the callback.
+        let (counts, info) = unsafe { (&mut *(data as *mut (u64, u64)), &*info) };
+        *counts = (info.dlpi_adds, info.dlpi_subs);
+        1
+    }
+    let mut counts = (0u64, 0u64);
+    // SAFETY: the callback only reads glibc's record and writes `counts`,
+    // alive for the call.
+    unsafe { libc::dl_iterate_phdr(Some(first), &mut counts as *mut (u64, u64) as *mut c_void) };
+    counts
+}
+
+/// A loaded object that links libomptarget, copied out of glibc's record
+/// so that its release is read after `dl_iterate_phdr` returns (holding no
+/// loader lock, as [`object_of`] reads it), whether or not the object is
+/// still loaded then.
+struct Linker {
+    linked: LinkedName,
+    name: std::ffi::CString,
+    start: usize,
+    headers: Vec<libc::Elf64_Phdr>,
+}
+
+impl Linker {
+    fn release(&self) -> Release {
+        match self.linked {
+            LinkedName::Versioned(release) => release,
+            LinkedName::Unversioned => compiler::release_of(&compiler::Loaded {
+                name: &self.name,
+                start: self.start,
+                headers: &self.headers,
+            })
+            .unwrap_or_default(),
+        }
+    }
+}
+
+/// The one release of the loaded objects that link libomptarget, if they
+/// agree.
+fn count_releases() -> Option<Release> {
+    unsafe extern "C" fn each(
+        info: *mut libc::dl_phdr_info,
+        _size: usize,
+        data: *mut c_void,
+    ) -> c_int {
+        // SAFETY: `data` is the `Vec` `count_releases` passes; `info` is
+        // glibc's description of one loaded object, valid during the call.
+        let (found, info) = unsafe { (&mut *(data as *mut Vec<Linker>), &*info) };
+        let bias = info.dlpi_addr as usize;
+        // SAFETY: glibc's program header array of `dlpi_phnum` entries.
+        let headers =
+            unsafe { std::slice::from_raw_parts(info.dlpi_phdr, info.dlpi_phnum as usize) };
+        let (mut start, mut dynamic) = (usize::MAX, None);
+        for h in headers {
+            if h.p_type == libc::PT_LOAD {
+                start = start.min(bias + h.p_vaddr as usize);
+            } else if h.p_type == libc::PT_DYNAMIC {
+                dynamic = Some(bias + h.p_vaddr as usize);
+            }
+        }
+        // SAFETY: the object's dynamic section, mapped while it is loaded.
+        let linked = dynamic.and_then(|d| unsafe { linked_name(d as *const Dyn, bias) });
+        if let Some(linked) = linked {
+            let name = if info.dlpi_name.is_null() {
+                std::ffi::CString::default()
+            } else {
+                // SAFETY: glibc's NUL-terminated name of the object.
+                unsafe { CStr::from_ptr(info.dlpi_name) }.to_owned()
+            };
+            found.push(Linker {
+                linked,
+                name,
+                start,
+                headers: headers.to_vec(),
+            });
+        }
+        0
+    }
+    let mut found: Vec<Linker> = Vec::new();
+    // SAFETY: the callback reads glibc's records and pushes copies onto
+    // `found`, alive for the call.
+    unsafe { libc::dl_iterate_phdr(Some(each), &mut found as *mut Vec<Linker> as *mut c_void) };
+    let mut releases = found.iter().map(Linker::release);
+    let first = releases.next()?;
+    releases.all(|r| r == first).then_some(first)
 }
 
 /// The current C call's return address (the first frame past this
