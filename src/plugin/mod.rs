@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 
-pub use discovery::{mpi_plugin_next_to_runtime, DEFAULT_PLUGIN_NAMES, MPI_PLUGIN_NAME};
+pub use discovery::{mpi_plugin_of_this_job, DEFAULT_PLUGIN_NAMES, MPI_PLUGIN_NAME};
 pub use loader::{SkipReason, SkippedPlugin};
 // Limits the loader enforces; its errors state them, so programs need not
 // name them (hidden from these docs, as the rest of the raw layer).
@@ -347,8 +347,13 @@ impl Plugin {
         f: impl FnOnce(&dyn crate::abi::plugin::PluginCalls) -> i32,
     ) -> Result<i32> {
         if self.is_native() {
+            // Only an exit this call left pending is this launch's: one a
+            // Rust caller was told of earlier (`ThreadExiting`) and kept
+            // running past is not, and must not fail every later launch
+            // of the thread.
+            let earlier = omptarget_thread_exit::is_pending();
             let code = self.call(f)?;
-            if omptarget_thread_exit::is_pending() {
+            if !earlier && omptarget_thread_exit::is_pending() {
                 return Err(Error::ThreadExiting);
             }
             return Ok(code);

@@ -329,14 +329,16 @@ static CENSUS: Mutex<Option<Census>> = Mutex::new(None);
 /// Counted again whenever an object is loaded or unloaded.
 fn sole_release() -> Option<Release> {
     let (adds, subs) = list_counts();
-    let mut census = CENSUS.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(known) = *census {
+    let known = *CENSUS.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(known) = known {
         if (known.adds, known.subs) == (adds, subs) {
             return known.sole;
         }
     }
+    // Counted holding no lock of ours (the count reads files): two threads
+    // may count at once, and either's census is right for these counts.
     let sole = count_releases();
-    *census = Some(Census { adds, subs, sole });
+    *CENSUS.lock().unwrap_or_else(|e| e.into_inner()) = Some(Census { adds, subs, sole });
     sole
 }
 

@@ -113,13 +113,12 @@ impl Session {
                 && !crate::caller::calling_release().counts_devices_when_disabled()
             {
                 // LLVM 14 loads no plugin at all when offloading is disabled;
-                // the MPI plugin still does, so that in an MPI job it joins
-                // the job (no device of it is used) and its device servers
-                // are told to exit; outside one it does nothing (its rule).
-                // SAFETY: the MPI plugin library of this installation (or
-                // none).
+                // in an MPI job the MPI plugin still joins it (no device of
+                // it is used), so that its device servers are told to exit.
+                // SAFETY: the MPI plugin library of this installation, in
+                // a job that may hold servers (or none).
                 config =
-                    unsafe { config.with_plugins(omptarget::plugin::mpi_plugin_next_to_runtime()) };
+                    unsafe { config.with_plugins(omptarget::plugin::mpi_plugin_of_this_job()) };
             }
             let runtime = Runtime::new(config).unwrap_or_else(|err| {
                 eprintln!("Libomptarget error: cannot load the offload plugins: {err}");

@@ -305,6 +305,89 @@ fn a_kernel_ending_its_thread_leaves_the_builtin_runtime_usable() -> anyhow::Res
     Ok(())
 }
 
+/// The two kernels `launch_after_ignored_exit` launches.
+struct EndThenCallBack<'a> {
+    end: &'a Kernel<'a, (i64,)>,
+    call_back: &'a Kernel<'a, (u64,)>,
+}
+
+extern "C" fn do_nothing() {}
+
+/// A thread that is told `ThreadExiting` and goes on anyway (as a Rust
+/// program may), then launches again: 1 when the first launch said
+/// `ThreadExiting` and the second, whose kernel returns, succeeded.
+extern "C" fn launch_after_ignored_exit(kernels: *mut std::ffi::c_void) -> *mut std::ffi::c_void {
+    // SAFETY: the kernels the test passes, alive until it joins this thread.
+    let kernels = unsafe { &*(kernels as *const EndThenCallBack<'_>) };
+    // SAFETY: `end_thread` touches no memory.
+    let first = unsafe {
+        kernels
+            .end
+            .launch_unchecked(LaunchConfig::single(), (7i64,))
+    };
+    let f = do_nothing as extern "C" fn() as usize as u64;
+    // SAFETY: `f` is a `void (*)(void)`; the kernel touches no memory.
+    let second = unsafe {
+        kernels
+            .call_back
+            .launch_unchecked(LaunchConfig::single(), (f,))
+    };
+    let code: usize = match (first, second) {
+        (Err(Error::ThreadExiting), Ok(())) => 1,
+        (Err(Error::ThreadExiting), Err(_)) => 2,
+        _ => 3,
+    };
+    code as *mut std::ffi::c_void
+}
+
+/// An exit a caller was told of and went on past is not the next launch's:
+/// a later launch on that thread whose kernel returns succeeds (it was
+/// `ThreadExiting` again, for every launch of the thread, while the exit
+/// stayed pending).
+#[test]
+fn a_launch_after_an_ignored_thread_exit_succeeds() -> anyhow::Result<()> {
+    let runtime = runtime();
+    let device = runtime.device(0)?;
+    // SAFETY: a test kernel object (tests/kernels): no initialiser or finaliser.
+    let image = unsafe {
+        Image::load_file(
+            device,
+            kernel("thread_exit.c")?,
+            &["end_thread", "call_back"],
+        )
+    }?;
+    // SAFETY: `void end_thread(int64_t)`, `void call_back(uint64_t)`.
+    let (end, call_back): (Kernel<(i64,)>, Kernel<(u64,)>) =
+        unsafe { (image.kernel("end_thread")?, image.kernel("call_back")?) };
+    let kernels = EndThenCallBack {
+        end: &end,
+        call_back: &call_back,
+    };
+    let mut thread = 0;
+    let mut value = std::ptr::null_mut();
+    // SAFETY: `kernels` outlives the thread (joined below); the start
+    // routine has the signature pthread_create expects.
+    unsafe {
+        assert_eq!(
+            pthread_create(
+                &mut thread,
+                std::ptr::null(),
+                launch_after_ignored_exit,
+                &kernels as *const _ as *mut _
+            ),
+            0
+        );
+        assert_eq!(pthread_join(thread, &mut value), 0);
+    }
+    assert_eq!(
+        value as usize, 1,
+        "1: ThreadExiting then Ok; 2: the second launch failed; 3: the first did not say ThreadExiting"
+    );
+    drop(image);
+    assert!(runtime.shutdown().is_clean());
+    Ok(())
+}
+
 /// The backtrace `record_frames` takes inside a kernel.
 static FRAMES: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
 
