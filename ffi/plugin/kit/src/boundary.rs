@@ -8,8 +8,11 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 /// The part of an entry that depends on its caller. Sealed: the kit's two.
 pub trait Boundary: sealed::Sealed + 'static {
-    /// Run the entry's body: `Err` is a panic this boundary caught.
+    /// Run the body of an entry that is not a launch: `Err` is a panic
+    /// this boundary caught.
     fn run<R>(f: impl FnOnce() -> R) -> std::thread::Result<R>;
+    /// Run a launch's body: `Err` is a panic this boundary caught.
+    fn run_launch<R>(f: impl FnOnce() -> R) -> std::thread::Result<R>;
     /// After a launch, when the backend intercepted a kernel's thread exit
     /// and left it pending (`omptarget_thread_exit::set_pending`).
     fn after_launch();
@@ -22,9 +25,10 @@ pub trait Boundary: sealed::Sealed + 'static {
 #[derive(Debug)]
 pub enum CEntry {}
 
-/// A call from the runtime in the same binary ([`crate::builtin`]): a
-/// panic unwinds to the Rust caller as any Rust library call's does (the
-/// caller is the one boundary), and a kernel's thread exit stays pending on
+/// A call from the runtime in the same binary ([`crate::builtin`]): in a
+/// launch a panic unwinds to the Rust caller as any Rust library call's
+/// does (the caller is the one boundary; other entries still catch it, see
+/// [`Boundary::run`] below), and a kernel's thread exit stays pending on
 /// the thread, which the caller shares: it returns normally and resumes
 /// the exit at its own outermost frame. One interception (the backend's,
 /// around the kernel) and no resume in between.
@@ -38,6 +42,11 @@ impl Boundary for CEntry {
     }
 
     #[inline]
+    fn run_launch<R>(f: impl FnOnce() -> R) -> std::thread::Result<R> {
+        catch_unwind(AssertUnwindSafe(f))
+    }
+
+    #[inline]
     fn after_launch() {
         // Everything of ours below has returned (locks released); continue
         // the exit from the entry's frame, past the panic boundary, which
@@ -47,8 +56,19 @@ impl Boundary for CEntry {
 }
 
 impl Boundary for Native {
+    /// Caught, as a library plugin's entry catches it: the runtime calls
+    /// plugins from its teardown and from `Drop` impls (a buffer freed
+    /// while a program's panic unwinds), where a second panic would abort,
+    /// and a plugin that panics in `init_plugin` is skipped, not fatal.
+    /// Off the launch path, the catch costs nothing that shows.
     #[inline]
     fn run<R>(f: impl FnOnce() -> R) -> std::thread::Result<R> {
+        catch_unwind(AssertUnwindSafe(f))
+    }
+
+    /// Not caught: the launch's one boundary is its caller's.
+    #[inline]
+    fn run_launch<R>(f: impl FnOnce() -> R) -> std::thread::Result<R> {
         Ok(f())
     }
 

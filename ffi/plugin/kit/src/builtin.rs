@@ -3,8 +3,8 @@
 //! A built-in instance is called natively: [`NativePlugin`] implements the
 //! ABI's [`PluginCalls`] by calling the same entry bodies an exported
 //! plugin's C entries call, with the [`Native`] boundary (no panic
-//! boundary of its own, a kernel's thread exit left pending for the
-//! caller). Only a runtime in the same binary may hold one: it shares the
+//! boundary of its own in a launch, a kernel's thread exit left pending
+//! for the caller; other entries catch a panic as a C entry does). Only a runtime in the same binary may hold one: it shares the
 //! plugin's thread-local state (`omptarget_thread_exit`'s pending exit,
 //! [`crate::last_error`]) and its Rust panics.
 

@@ -56,10 +56,14 @@ pub const INLINE_ARGS: usize = 16;
 /// a native call: [`crate::boundary`]); report an error or a caught panic
 /// and return `on_error` instead. The failure's message is also kept for
 /// `__tgt_rtl_last_error_message` ([`last_error`]).
-fn guard<B: Backend, K: Boundary, T>(entry: &str, on_error: T, f: impl FnOnce() -> Result<T>) -> T {
+fn guard<B: Backend, K: Boundary, T, const LAUNCH: bool>(
+    entry: &str,
+    on_error: T,
+    f: impl FnOnce() -> Result<T>,
+) -> T {
     // A message is about this call only: never a stale one from before.
     crate::last_error::clear();
-    let outcome = K::run(f);
+    let outcome = if LAUNCH { K::run_launch(f) } else { K::run(f) };
     // Formatting runs the error's Display: behind the boundary too.
     let _ = K::run(|| match &outcome {
         Ok(Ok(_)) => {}
@@ -110,7 +114,12 @@ fn panic_message(payload: &(dyn Any + Send)) -> &str {
 /// Map a unit result to `OFFLOAD_SUCCESS` (errors become `OFFLOAD_FAIL` in
 /// [`guard`]).
 fn status<B: Backend, K: Boundary>(entry: &str, f: impl FnOnce() -> Result<()>) -> i32 {
-    guard::<B, K, i32>(entry, OFFLOAD_FAIL, || f().map(|()| OFFLOAD_SUCCESS))
+    guard::<B, K, i32, false>(entry, OFFLOAD_FAIL, || f().map(|()| OFFLOAD_SUCCESS))
+}
+
+/// [`status`] for a launch entry ([`Boundary::run_launch`]).
+fn launch_status<B: Backend, K: Boundary>(entry: &str, f: impl FnOnce() -> Result<()>) -> i32 {
+    guard::<B, K, i32, true>(entry, OFFLOAD_FAIL, || f().map(|()| OFFLOAD_SUCCESS))
 }
 
 fn observe<B: Backend>(call: EntryCall) {
@@ -206,7 +215,7 @@ pub fn deinit_plugin<B: Backend, K: Boundary>(cell: &PluginCell<B, K>) -> i32 {
 
 /// `__tgt_rtl_number_of_devices`; 0 on failure.
 pub fn number_of_devices<B: Backend, K: Boundary>(cell: &PluginCell<B, K>) -> i32 {
-    guard::<B, K, i32>(names::NUMBER_OF_DEVICES, 0, || {
+    guard::<B, K, i32, false>(names::NUMBER_OF_DEVICES, 0, || {
         observe::<B>(EntryCall::NumberOfDevices);
         cell.with_live(|live| Ok(live.reported_device_count()))
     })
@@ -220,7 +229,7 @@ pub unsafe fn is_valid_binary<B: Backend, K: Boundary>(
     cell: &PluginCell<B, K>,
     image: *mut DeviceImage,
 ) -> i32 {
-    guard::<B, K, i32>(names::IS_VALID_BINARY, 0, || {
+    guard::<B, K, i32, false>(names::IS_VALID_BINARY, 0, || {
         observe::<B>(EntryCall::IsValidBinary);
         // An image of no bytes at all (start and end null, as a descriptor
         // that carries only `requires` entries has) is simply not ours to
@@ -241,7 +250,7 @@ pub unsafe fn is_valid_binary<B: Backend, K: Boundary>(
 
 /// `__tgt_rtl_init_requires`; returns the accepted flags, 0 on failure.
 pub fn init_requires<B: Backend, K: Boundary>(cell: &PluginCell<B, K>, flags: i64) -> i64 {
-    guard::<B, K, i64>(names::INIT_REQUIRES, 0, || {
+    guard::<B, K, i64, false>(names::INIT_REQUIRES, 0, || {
         observe::<B>(EntryCall::InitRequires { flags });
         cell.with_live(|live| Ok(live.backend().init_requires(flags)))
     })
@@ -272,7 +281,7 @@ pub unsafe fn load_binary<B: Backend, K: Boundary>(
     device: i32,
     image: *mut DeviceImage,
 ) -> *mut TargetTable {
-    guard::<B, K, *mut TargetTable>(names::LOAD_BINARY, ptr::null_mut(), || {
+    guard::<B, K, *mut TargetTable, false>(names::LOAD_BINARY, ptr::null_mut(), || {
         observe::<B>(EntryCall::LoadBinary { device });
         // SAFETY: per this function's contract.
         unsafe { load_with(cell, device, image, LoadOptions::default()) }
@@ -290,7 +299,7 @@ pub unsafe fn load_binary_flags<B: Backend, K: Boundary>(
     image: *mut DeviceImage,
     flags: u32,
 ) -> *mut TargetTable {
-    guard::<B, K, *mut TargetTable>(names::LOAD_BINARY_FLAGS, ptr::null_mut(), || {
+    guard::<B, K, *mut TargetTable, false>(names::LOAD_BINARY_FLAGS, ptr::null_mut(), || {
         observe::<B>(EntryCall::LoadBinary { device });
         let options = LoadOptions::from_flags(flags)?;
         // SAFETY: per this function's contract.
@@ -346,7 +355,7 @@ pub fn data_alloc<B: Backend, K: Boundary>(
     host_ptr: *mut c_void,
     kind: i32,
 ) -> *mut c_void {
-    guard::<B, K, *mut c_void>(names::DATA_ALLOC, ptr::null_mut(), || {
+    guard::<B, K, *mut c_void, false>(names::DATA_ALLOC, ptr::null_mut(), || {
         let result = cell.with_live(|live| {
             let device = live.initialised_device(device)?;
             let bytes = size_arg("size", size)?;
@@ -510,7 +519,7 @@ pub fn is_data_exchangable<B: Backend, K: Boundary>(
     src: i32,
     dst: i32,
 ) -> i32 {
-    guard::<B, K, i32>(names::IS_DATA_EXCHANGABLE, 0, || {
+    guard::<B, K, i32, false>(names::IS_DATA_EXCHANGABLE, 0, || {
         observe::<B>(EntryCall::IsDataExchangable { src, dst });
         cell.with_live(|live| {
             let (s, d) = (live.device(src)?, live.device(dst)?);
@@ -611,7 +620,7 @@ fn queue_arg<'a>(async_info: Option<*mut AsyncInfo>) -> Option<&'a mut AsyncInfo
 
 /// `__tgt_rtl_set_info_flag`.
 pub fn set_info_flag<B: Backend, K: Boundary>(cell: &PluginCell<B, K>, flags: u32) {
-    guard::<B, K, ()>(names::SET_INFO_FLAG, (), || {
+    guard::<B, K, (), false>(names::SET_INFO_FLAG, (), || {
         observe::<B>(EntryCall::SetInfoFlag { flags });
         cell.set_info_flags(flags);
         Ok(())
@@ -620,7 +629,7 @@ pub fn set_info_flag<B: Backend, K: Boundary>(cell: &PluginCell<B, K>, flags: u3
 
 /// `__tgt_rtl_print_device_info`.
 pub fn print_device_info<B: Backend, K: Boundary>(cell: &PluginCell<B, K>, device: i32) {
-    guard::<B, K, ()>(names::PRINT_DEVICE_INFO, (), || {
+    guard::<B, K, (), false>(names::PRINT_DEVICE_INFO, (), || {
         observe::<B>(EntryCall::PrintDeviceInfo { device });
         cell.with_live(|live| {
             let device = live.device(device)?;
@@ -688,7 +697,7 @@ pub fn register_destruction_cb<B: Backend, K: Boundary>(
     callback: Option<DestructionCallback>,
     data: *mut c_void,
 ) {
-    guard::<B, K, ()>(names::REGISTER_DESTRUCTION_CB, (), || {
+    guard::<B, K, (), false>(names::REGISTER_DESTRUCTION_CB, (), || {
         observe::<B>(EntryCall::RegisterDestructionCb);
         cell.set_destruction_cb(callback, data);
         Ok(())

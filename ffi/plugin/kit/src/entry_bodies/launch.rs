@@ -51,7 +51,7 @@ pub unsafe fn run_region<B: Backend, K: Boundary>(
         (true, false) => names::RUN_TARGET_TEAM_REGION,
         (true, true) => names::RUN_TARGET_TEAM_REGION_ASYNC,
     };
-    let code = status::<B, K>(name, || {
+    let code = launch_status::<B, K>(name, || {
         observe::<B>(if teams.is_some() {
             EntryCall::RunTargetTeamRegion { device, is_async }
         } else {
@@ -109,7 +109,7 @@ pub unsafe fn run_typed_region<B: Backend, K: Boundary>(
     teams: Option<TeamConfig>,
     async_info: *mut AsyncInfo,
 ) -> i32 {
-    let code = status::<B, K>(names::RUN_TYPED_REGION, || {
+    let code = launch_status::<B, K>(names::RUN_TYPED_REGION, || {
         observe::<B>(if teams.is_some() {
             EntryCall::RunTargetTeamRegion {
                 device,

@@ -57,10 +57,12 @@ impl Backend for Inert {
     fn data_alloc(
         &self,
         _device: DeviceId,
-        _size: usize,
+        size: usize,
         _host_ptr: *mut c_void,
         _kind: AllocKind,
     ) -> crate::error::Result<NonNull<c_void>> {
+        // The boundary tests' panic outside a launch.
+        assert_ne!(size, PANICKING_SIZE, "inert data_alloc panics");
         Err(PluginError::Unsupported("data_alloc"))
     }
 
@@ -111,7 +113,8 @@ impl Backend for Inert {
         _teams: Option<TeamConfig>,
         _queue: &mut (),
     ) -> crate::error::Result<()> {
-        Err(PluginError::Unsupported("run_region"))
+        // The boundary tests' panic in a launch.
+        panic!("inert run_region panics")
     }
 
     fn print_device_info(&self, _device: DeviceId) {}
@@ -230,7 +233,10 @@ fn a_native_instance_exports_what_the_c_entries_do() {
     }
 }
 
-crate::builtin_instances!(mod inert_instances, Inert, [first, second]);
+crate::builtin_instances!(mod inert_instances, Inert, [first, second, third]);
+
+/// The size for which `Inert::data_alloc` panics.
+const PANICKING_SIZE: usize = 13;
 
 /// A built-in instance is called natively (no C entry in between), has its
 /// own state, and reports failures as the C entries do (code and message).
@@ -240,8 +246,8 @@ fn a_builtin_instance_is_native_and_has_its_own_state() {
         inert_instances::instance(0).expect("instance 0"),
         inert_instances::instance(1).expect("instance 1"),
     );
-    assert!(inert_instances::instance(2).is_none());
-    assert_eq!(inert_instances::COUNT, 2);
+    assert!(inert_instances::instance(3).is_none());
+    assert_eq!(inert_instances::COUNT, 3);
     assert_ne!(a.key, b.key);
     assert!(a.calls.is_native());
     // SAFETY: the instance's code is this test binary's; every argument
@@ -262,5 +268,45 @@ fn a_builtin_instance_is_native_and_has_its_own_state() {
         assert_eq!(a.calls.deinit_plugin(), Some(OFFLOAD_SUCCESS));
         // The other instance was never initialised: its deinit fails.
         assert_ne!(b.calls.deinit_plugin(), Some(OFFLOAD_SUCCESS));
+    }
+}
+
+/// A built-in instance's one boundary in a launch is its caller's: a panic
+/// in the backend's launch reaches the Rust caller. Any other entry still
+/// catches it and fails, with the reason, as a C entry does: the runtime
+/// calls plugins from `Drop` impls and its teardown, where a second panic
+/// would abort the process.
+#[test]
+fn a_native_panic_fails_the_entry_except_in_a_launch() {
+    let c = inert_instances::instance(2).expect("instance 2");
+    // SAFETY: the instance's code is this test binary's; every argument is
+    // a plain value, a null pointer the entry refuses or does not read, or
+    // a writable local.
+    unsafe {
+        assert_eq!(c.calls.init_plugin(), Some(OFFLOAD_SUCCESS));
+        assert_eq!(c.calls.init_device(0), OFFLOAD_SUCCESS);
+        let block = c
+            .calls
+            .data_alloc(0, PANICKING_SIZE as i64, std::ptr::null_mut(), 0);
+        assert!(block.is_null());
+        let mut buf = [0u8; 256];
+        let len = c
+            .calls
+            .last_error_message(buf.as_mut_ptr().cast(), buf.len())
+            .expect("exported");
+        let reason = String::from_utf8_lossy(&buf[..len.min(buf.len())]).into_owned();
+        assert!(
+            reason.contains("panic") && reason.contains("inert data_alloc panics"),
+            "{reason}"
+        );
+        let entry = std::ptr::NonNull::<c_void>::dangling().as_ptr();
+        let launched = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            c.calls
+                .run_target_region(0, entry, std::ptr::null_mut(), std::ptr::null_mut(), 0)
+        }));
+        let payload = launched.expect_err("the launch's panic reaches its caller");
+        let message = payload.downcast_ref::<&str>().copied().unwrap_or_default();
+        assert_eq!(message, "inert run_region panics");
+        assert_eq!(c.calls.deinit_plugin(), Some(OFFLOAD_SUCCESS));
     }
 }
