@@ -50,6 +50,15 @@ impl Exported {
         )
     }
 
+    /// Names of the optional entries the plugin has, for diagnostics.
+    pub(crate) fn names(self) -> Vec<&'static str> {
+        OptionalEntry::ALL
+            .into_iter()
+            .filter(|entry| self.has(*entry))
+            .map(OptionalEntry::name)
+            .collect()
+    }
+
     /// Whether the plugin has `entry`.
     #[inline]
     pub(crate) fn has(self, entry: OptionalEntry) -> bool {
@@ -60,17 +69,6 @@ impl Exported {
     fn bit(entry: OptionalEntry) -> u64 {
         // Fewer than 64 optional entries: checked by a test below.
         1 << (entry as u32)
-    }
-}
-
-impl Calls {
-    /// Names of the optional entries the plugin has, for diagnostics.
-    pub(crate) fn optional_exported(&self) -> Vec<&'static str> {
-        OptionalEntry::ALL
-            .into_iter()
-            .filter(|entry| self.exports(*entry))
-            .map(OptionalEntry::name)
-            .collect()
     }
 }
 

@@ -150,7 +150,7 @@ impl Plugin {
             device_count: self.device_count,
             first_device: self.first_device,
             alive: self.is_alive(),
-            optional_entries: self.entries.optional_exported(),
+            optional_entries: self.exported.names(),
         }
     }
 
