@@ -169,6 +169,7 @@ pub fn run(mut cmd: Command, timeout: Duration) -> std::io::Result<RunOutput> {
     // Our copies of the child's ends go with the command (its `Stdio`s).
     drop(cmd);
     let pid = child.id() as libc::pid_t;
+    let mut hang_report = None;
     let status = loop {
         if let Some(status) = child.try_wait()? {
             break Some(status);
@@ -176,6 +177,9 @@ pub fn run(mut cmd: Command, timeout: Duration) -> std::io::Result<RunOutput> {
         if start.elapsed() >= timeout {
             // SAFETY: plain syscall on the process group created above; the
             // child is not reaped yet, so the id still names that group.
+            unsafe { libc::kill(-pid, libc::SIGSTOP) };
+            hang_report = Some(thread_stacks(pid));
+            // SAFETY: as above.
             unsafe { libc::kill(-pid, libc::SIGKILL) };
             let _ = child.wait();
             break None;
@@ -188,11 +192,71 @@ pub fn run(mut cmd: Command, timeout: Duration) -> std::io::Result<RunOutput> {
         (None, Some(sig)) => Exit::Signal(sig),
         (None, None) => Exit::Code(-1),
     });
+    let mut stderr = captured(&stderr)?;
+    if let Some(report) = hang_report {
+        stderr.push_str(&report);
+    }
     Ok(RunOutput {
         exit,
         status,
         stdout: captured(&stdout)?,
-        stderr: captured(&stderr)?,
+        stderr,
         elapsed,
     })
+}
+
+/// Where each thread of the stopped process `pid` waits, for the report of
+/// a run killed at its hang limit: a hang seen once in a CI run must be
+/// diagnosable from that run's log alone. Each thread's name and kernel
+/// wait channel from `/proc`, then its user-space stack from `eu-stack`
+/// (elfutils, installed by `.ci/apt-packages.txt`; skipped where missing),
+/// given at most 30 s.
+fn thread_stacks(pid: libc::pid_t) -> String {
+    let mut report =
+        format!("\n--- the run hung: its threads, stopped at the limit (pid {pid}) ---\n");
+    let read = |path: std::path::PathBuf| {
+        std::fs::read_to_string(path).map_or_else(|e| format!("({e})"), |s| s.trim().to_owned())
+    };
+    if let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) {
+        for task in tasks.flatten() {
+            let dir = task.path();
+            report += &format!(
+                "thread {}: {} waiting in {}\n",
+                task.file_name().to_string_lossy(),
+                read(dir.join("comm")),
+                read(dir.join("wchan"))
+            );
+        }
+    }
+    let mut stack = Command::new("timeout");
+    stack.args(["30", "eu-stack", "-p", &pid.to_string()]);
+    match stack.stdin(Stdio::null()).output() {
+        Ok(out) => {
+            report += &String::from_utf8_lossy(&out.stdout);
+            report += &String::from_utf8_lossy(&out.stderr);
+        }
+        Err(e) => report += &format!("(no eu-stack: {e})\n"),
+    }
+    report
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A program killed at its limit is reported as timed out, with each
+    /// of its threads and where it waited.
+    #[test]
+    fn a_hung_run_reports_its_threads() {
+        let mut cmd = Command::new("sleep");
+        cmd.arg("30");
+        let out = run(cmd, Duration::from_millis(300)).unwrap();
+        assert_eq!(out.exit, None);
+        assert!(out.elapsed < Duration::from_secs(30), "{:?}", out.elapsed);
+        assert!(
+            out.stderr.contains("the run hung") && out.stderr.contains(": sleep waiting in "),
+            "{}",
+            out.stderr
+        );
+    }
 }
