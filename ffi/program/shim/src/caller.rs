@@ -29,6 +29,7 @@ mod compiler;
 use omptarget_openmp::{LinkedName, Release};
 use std::cell::Cell;
 use std::ffi::{c_int, c_void, CStr};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Mutex;
 
 extern "C" {
@@ -305,19 +306,45 @@ pub(crate) fn calling_release() -> Release {
 }
 
 /// What the loaded objects that link a `libomptarget.so*` say, as of one
-/// state of the process's list of loaded objects.
-#[derive(Clone, Copy)]
-struct Census {
-    /// glibc's counts of objects ever added to and removed from the list
-    /// (`dlpi_adds`, `dlpi_subs`): the census holds while both are equal.
-    adds: u64,
-    subs: u64,
-    /// The release of every loaded object that links libomptarget, when
-    /// there is at least one and they all agree.
-    sole: Option<Release>,
+/// state of the process's list of loaded objects, in one word so that the
+/// common question (nothing loaded or unloaded since) is one atomic load:
+/// glibc's counts of objects ever added to and removed from the list
+/// (`dlpi_adds`, `dlpi_subs`; the census holds while both are equal), 28
+/// bits each, and the answer in the low byte. 0 is "no census yet" (the
+/// answer byte of a census is never 0). Counts past 28 bits are not
+/// recorded: every question then counts again (correct, only slower).
+static CENSUS: AtomicU64 = AtomicU64::new(0);
+
+const COUNT_BITS: u32 = 28;
+const NO_SOLE_RELEASE: u64 = 0xff;
+
+/// The census word for these counts and answer; `None` if a count does not
+/// fit.
+fn census_word(adds: u64, subs: u64, sole: Option<Release>) -> Option<u64> {
+    if adds >> COUNT_BITS != 0 || subs >> COUNT_BITS != 0 {
+        return None;
+    }
+    let answer = match sole {
+        None => NO_SOLE_RELEASE,
+        Some(Release::Llvm14) => 1,
+        Some(Release::Llvm19) => 2,
+        Some(Release::Llvm22) => 3,
+    };
+    Some(adds << (COUNT_BITS + 8) | subs << 8 | answer)
 }
 
-static CENSUS: Mutex<Option<Census>> = Mutex::new(None);
+/// The answer a census word records for these counts, if it does.
+fn census_answer(word: u64, adds: u64, subs: u64) -> Option<Option<Release>> {
+    if word == 0 || census_word(adds, subs, None)? >> 8 != word >> 8 {
+        return None;
+    }
+    Some(match word & 0xff {
+        1 => Some(Release::Llvm14),
+        2 => Some(Release::Llvm19),
+        3 => Some(Release::Llvm22),
+        _ => None,
+    })
+}
 
 /// The release of every caller, when the process holds only one: every
 /// loaded object that links libomptarget is of that release (the common
@@ -329,16 +356,16 @@ static CENSUS: Mutex<Option<Census>> = Mutex::new(None);
 /// Counted again whenever an object is loaded or unloaded.
 fn sole_release() -> Option<Release> {
     let (adds, subs) = list_counts();
-    let known = *CENSUS.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(known) = known {
-        if (known.adds, known.subs) == (adds, subs) {
-            return known.sole;
-        }
+    if let Some(known) = census_answer(CENSUS.load(Relaxed), adds, subs) {
+        return known;
     }
-    // Counted holding no lock of ours (the count reads files): two threads
-    // may count at once, and either's census is right for these counts.
+    // Counted holding no lock of ours (the count may read files): two
+    // threads may count at once, and either's census is right for these
+    // counts.
     let sole = count_releases();
-    *CENSUS.lock().unwrap_or_else(|e| e.into_inner()) = Some(Census { adds, subs, sole });
+    if let Some(word) = census_word(adds, subs, sole) {
+        CENSUS.store(word, Relaxed);
+    }
     sole
 }
 
@@ -363,29 +390,19 @@ fn list_counts() -> (u64, u64) {
     counts
 }
 
-/// A loaded object that links libomptarget, copied out of glibc's record
-/// so that its release is read after `dl_iterate_phdr` returns (holding no
-/// loader lock, as [`object_of`] reads it), whether or not the object is
-/// still loaded then.
-struct Linker {
-    linked: LinkedName,
-    name: std::ffi::CString,
-    start: usize,
-    headers: Vec<libc::Elf64_Phdr>,
-}
+/// Linking objects a census looks at, at most; a process with more is
+/// answered by walks.
+const MAX_LINKERS: usize = 32;
 
-impl Linker {
-    fn release(&self) -> Release {
-        match self.linked {
-            LinkedName::Versioned(release) => release,
-            LinkedName::Unversioned => compiler::release_of(&compiler::Loaded {
-                name: &self.name,
-                start: self.start,
-                headers: &self.headers,
-            })
-            .unwrap_or_default(),
-        }
-    }
+/// The loaded objects that link libomptarget, as one walk of the list saw
+/// them: where each starts and what its `DT_NEEDED` says. Fixed-size, so
+/// that the loader's callback, which runs under glibc's list lock,
+/// neither allocates nor reads files.
+struct Linkers {
+    found: [(usize, LinkedName); MAX_LINKERS],
+    len: usize,
+    /// More than `MAX_LINKERS` were seen.
+    overflow: bool,
 }
 
 /// The one release of the loaded objects that link libomptarget, if they
@@ -396,9 +413,10 @@ fn count_releases() -> Option<Release> {
         _size: usize,
         data: *mut c_void,
     ) -> c_int {
-        // SAFETY: `data` is the `Vec` `count_releases` passes; `info` is
-        // glibc's description of one loaded object, valid during the call.
-        let (found, info) = unsafe { (&mut *(data as *mut Vec<Linker>), &*info) };
+        // SAFETY: `data` is the `Linkers` `count_releases` passes; `info`
+        // is glibc's description of one loaded object, valid during the
+        // call.
+        let (linkers, info) = unsafe { (&mut *(data as *mut Linkers), &*info) };
         let bias = info.dlpi_addr as usize;
         // SAFETY: glibc's program header array of `dlpi_phnum` entries.
         let headers =
@@ -414,28 +432,38 @@ fn count_releases() -> Option<Release> {
         // SAFETY: the object's dynamic section, mapped while it is loaded.
         let linked = dynamic.and_then(|d| unsafe { linked_name(d as *const Dyn, bias) });
         if let Some(linked) = linked {
-            let name = if info.dlpi_name.is_null() {
-                std::ffi::CString::default()
-            } else {
-                // SAFETY: glibc's NUL-terminated name of the object.
-                unsafe { CStr::from_ptr(info.dlpi_name) }.to_owned()
-            };
-            found.push(Linker {
-                linked,
-                name,
-                start,
-                headers: headers.to_vec(),
-            });
+            if linkers.len == MAX_LINKERS {
+                linkers.overflow = true;
+                return 1;
+            }
+            linkers.found[linkers.len] = (start, linked);
+            linkers.len += 1;
         }
         0
     }
-    let mut found: Vec<Linker> = Vec::new();
-    // SAFETY: the callback reads glibc's records and pushes copies onto
-    // `found`, alive for the call.
-    unsafe { libc::dl_iterate_phdr(Some(each), &mut found as *mut Vec<Linker> as *mut c_void) };
-    let mut releases = found.iter().map(Linker::release);
-    let first = releases.next()?;
-    releases.all(|r| r == first).then_some(first)
+    let mut linkers = Linkers {
+        found: [(0, LinkedName::Unversioned); MAX_LINKERS],
+        len: 0,
+        overflow: false,
+    };
+    // SAFETY: the callback reads glibc's records and writes `linkers`,
+    // alive for the call.
+    unsafe { libc::dl_iterate_phdr(Some(each), &mut linkers as *mut Linkers as *mut c_void) };
+    if linkers.overflow {
+        return None;
+    }
+    // An unversioned object's release is its file's evidence: read after
+    // the list walk, through the per-object cache (`object_of` looks the
+    // object up again by address; one unloaded meanwhile has changed the
+    // list's counts, so this census is not kept past the next question).
+    let mut releases = linkers.found[..linkers.len]
+        .iter()
+        .map(|&(start, linked)| match linked {
+            LinkedName::Versioned(release) => Some(release),
+            LinkedName::Unversioned => object_of(start).and_then(|o| o.release),
+        });
+    let first = releases.next()??;
+    releases.all(|r| r == Some(first)).then_some(first)
 }
 
 /// The current C call's return address (the first frame past this
@@ -458,5 +486,40 @@ pub(crate) fn call_site() -> omptarget_openmp::ompt::CallSite {
     omptarget_openmp::ompt::CallSite {
         return_address,
         release,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A census word answers only for the counts it was taken at, and
+    /// keeps each answer, "mixed or none" included.
+    #[test]
+    fn a_census_answers_only_for_its_counts() {
+        for sole in [
+            None,
+            Some(Release::Llvm14),
+            Some(Release::Llvm19),
+            Some(Release::Llvm22),
+        ] {
+            let word = census_word(7, 3, sole).unwrap();
+            assert_ne!(word, 0);
+            assert_eq!(census_answer(word, 7, 3), Some(sole));
+            assert_eq!(census_answer(word, 8, 3), None);
+            assert_eq!(census_answer(word, 7, 4), None);
+        }
+        assert_eq!(census_answer(0, 0, 0), None, "no census yet");
+        assert_eq!(census_word(1 << COUNT_BITS, 0, None), None);
+        assert_eq!(census_word(0, 1 << COUNT_BITS, None), None);
+    }
+
+    /// This test binary links no libomptarget: no loaded object agrees on
+    /// a release, and the census says so for the current counts.
+    #[test]
+    fn a_process_without_linking_objects_has_no_sole_release() {
+        assert_eq!(sole_release(), None);
+        let (adds, subs) = list_counts();
+        assert_eq!(census_answer(CENSUS.load(Relaxed), adds, subs), Some(None));
     }
 }
