@@ -16,7 +16,7 @@ use omptarget_openmp::{
     Fatal, Ident, KernelLaunch, MapArgs, Offload, Registry, TargetOffloadPolicy,
 };
 use std::ffi::{c_char, c_int, c_void};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 /// Which data operation a `__tgt_target_data_*` call asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,6 +48,21 @@ pub(crate) enum InteropInit {
 pub(crate) struct Session {
     registry: Registry,
     runtime: OnceLock<Runtime>,
+    /// The last `__tgt_set_info_flag` flags, for plugins loaded after it
+    /// (`None`: never called). Its lock orders a setter against the thread
+    /// that builds the runtime ([`Session::runtime`]), so that each flag
+    /// reaches every plugin: either the setter sees the runtime built, or
+    /// the builder, once it has published the runtime, sees the flags.
+    info_flags: Mutex<Option<u32>>,
+}
+
+/// `__tgt_rtl_set_info_flag` on each of `runtime`'s plugins.
+fn set_plugins_info_flag(runtime: &Runtime, flags: u32) {
+    for plugin in 0..runtime.plugin_count() {
+        if let Some(p) = runtime.plugin(plugin) {
+            p.set_info_flag(flags);
+        }
+    }
 }
 
 /// End the process for a fatal offload error, as LLVM's FATAL_MESSAGE does.
@@ -94,6 +109,7 @@ impl Session {
         Session {
             registry,
             runtime: OnceLock::new(),
+            info_flags: Mutex::new(None),
         }
     }
 
@@ -101,7 +117,9 @@ impl Session {
     /// registration (from a library constructor, which already holds the
     /// dynamic loader's lock that dlopen takes).
     fn runtime(&self) -> &Runtime {
+        let mut built_here = false;
         let runtime = self.runtime.get_or_init(|| {
+            built_here = true;
             let mut config = Config::from_env();
             // LLVM's runtime: plugin libraries next to libomptarget.so (or
             // OMPTARGET_PLUGINS), never the Rust API's built-in host plugin.
@@ -135,6 +153,14 @@ impl Session {
             lifecycle::register_fork_handler();
             runtime
         });
+        if built_here {
+            // Published: a flag set from now on finds the runtime itself;
+            // one set before (even while it was being built) is given here.
+            let flags = *self.info_flags.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(flags) = flags {
+                set_plugins_info_flag(runtime, flags);
+            }
+        }
         // `__tgt_register_requires` flags stay in the registry: a device
         // gets them when it initialises (their one route to a plugin).
         runtime
@@ -529,15 +555,13 @@ impl Session {
     }
 
     /// `__tgt_set_info_flag`: the runtime's info level and every plugin's.
+    /// Plugins loaded later get the flags when they load.
     pub fn set_info_flag(&self, flags: u32) {
         self.registry.set_info_level(flags);
-        let Some(runtime) = self.runtime.get() else {
-            return;
-        };
-        for plugin in 0..runtime.plugin_count() {
-            if let Some(p) = runtime.plugin(plugin) {
-                p.set_info_flag(flags);
-            }
+        let mut last = self.info_flags.lock().unwrap_or_else(|e| e.into_inner());
+        *last = Some(flags);
+        if let Some(runtime) = self.runtime.get() {
+            set_plugins_info_flag(runtime, flags);
         }
     }
 

@@ -387,3 +387,39 @@ fn a_block_held_across_the_last_dlclose_is_not_freed_twice() {
         "the safety net emits the report, once:\n{out}"
     );
 }
+
+/// `__tgt_set_info_flag` called before the first registration (from a
+/// preloaded library's constructor, which runs before the program's): the
+/// plugins, loaded later by the registration, get the flags when they load.
+/// Before the fix, the flags went to the runtime's own info level only, and
+/// no plugin ever heard of them.
+#[test]
+fn an_info_flag_set_before_the_plugins_load_reaches_them() {
+    let scratch = Scratch::new("info-flag-early");
+    let preload = scratch.join("libinfo_flag_preload.so");
+    clang(
+        &["info_flag_preload.c"],
+        &preload,
+        &["-shared", "-fPIC"],
+        &[],
+    );
+    let program = scratch.join("teardown_order");
+    clang(&["teardown_order.c"], &program, OFFLOAD, &[]);
+    let plugin = TestPlugin::new(&scratch, "plugin", &["devices=2"]);
+    let out = Run::new(&scratch, &program)
+        .plugin(&plugin)
+        .env("LD_PRELOAD", &preload)
+        .run();
+    out.assert_success();
+    let log = plugin.log();
+    let init = only(&log, "init_plugin");
+    let flag = only(&log, "set_info_flag");
+    assert_eq!(log.lines[flag], "set_info_flag 0x10", "{log}");
+    // Given when the plugin loads, so before its first region.
+    let first_region = log
+        .lines
+        .iter()
+        .position(|l| l.starts_with("run_target"))
+        .expect("the program ran a region");
+    assert!(init < flag && flag < first_region, "{log}");
+}
