@@ -26,6 +26,7 @@
 //! (tests only): the lit step's build cache compiles once per source and
 //! builds what clang builds.
 
+mod background;
 mod cmd;
 mod deps;
 #[cfg(test)]
