@@ -396,3 +396,26 @@ fn devices_are_built_on_first_use_only() {
         .count();
     assert_eq!(deinits, 2, "{:?}", many.log_calls());
 }
+
+/// A device whose plugin answers `DeviceInfoKey::Location` is outside this
+/// process (`Device::is_remote`). A question for the location that fails
+/// says nothing of where the device is: it is asked again, and the answer
+/// that comes is kept. Before, the first failure was kept for the whole
+/// process as "local", and a remote device was given none of the images
+/// the local plugins took.
+#[test]
+fn a_failed_location_question_is_asked_again() {
+    let plugin =
+        support::TestPlugin::isolated("devices=1\nfail_location=1\nlocation=rank 1 on n7\n");
+    // SAFETY: a plugin library of this project built for the tests.
+    let runtime = Runtime::new(unsafe { Config::default().with_plugins([&plugin.path]) }).unwrap();
+    let device = runtime.device(0).unwrap();
+    assert!(!device.is_remote(), "the failed question answers nothing");
+    assert!(device.is_remote(), "asked again, the plugin answers");
+    assert!(device.is_remote());
+    // Kept once answered: two questions reached the plugin, not three.
+    let log = plugin.log();
+    let asked = log.lines.iter().filter(|l| *l == "get_device_info 0 7");
+    assert_eq!(asked.count(), 2, "{log}");
+    runtime.shutdown();
+}

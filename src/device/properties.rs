@@ -175,11 +175,17 @@ impl Device {
     }
 
     /// Where the device is, when it is outside this process (the
-    /// plugin's [`DeviceInfoKey::Location`], asked once).
+    /// plugin's [`DeviceInfoKey::Location`], kept once the plugin has
+    /// answered). A failed question is not kept: it says nothing of where
+    /// the device is, and a remote device taken for a local one for the
+    /// rest of the process would be given none of the images the local
+    /// plugins take ([`Device::is_remote`]); it is asked again next time.
     pub(crate) fn location(&self) -> Option<&str> {
-        self.location
-            .get_or_init(|| self.text_info(DeviceInfoKey::Location).ok().flatten())
-            .as_deref()
+        if let Some(known) = self.location.get() {
+            return known.as_deref();
+        }
+        let answer = self.text_info(DeviceInfoKey::Location).ok()?;
+        self.location.get_or_init(|| answer).as_deref()
     }
 
     /// How reports name the device's plugin: its library's file name,

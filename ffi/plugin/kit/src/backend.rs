@@ -319,7 +319,14 @@ pub trait Backend: Send + Sync + Sized + 'static {
     /// initialised; an error is for a value the backend should know but
     /// could not read.
     ///
+    /// A backend that answers [`DeviceInfoKey::Location`] says its devices
+    /// are outside this process: the runtime then offers them every image
+    /// an earlier plugin took as well (a remote server loads the local
+    /// plugins' images into its own), so only a backend whose devices run
+    /// other plugins' images should answer it.
+    ///
     /// [`DeviceInfoKey::Name`]: omptarget_abi::plugin::DeviceInfoKey::Name
+    /// [`DeviceInfoKey::Location`]: omptarget_abi::plugin::DeviceInfoKey::Location
     fn device_info(
         &self,
         _device: DeviceId,

@@ -22,6 +22,8 @@ pub struct TestBackend {
     conf: Conf,
     /// Makes "live bytes + size <= limit" and the allocation one step.
     alloc_gate: Mutex<()>,
+    /// Questions for the location failed so far (`fail_location`).
+    location_failures: std::sync::atomic::AtomicUsize,
 }
 
 impl TestBackend {
@@ -62,6 +64,7 @@ impl Backend for TestBackend {
             host,
             conf,
             alloc_gate: Mutex::new(()),
+            location_failures: std::sync::atomic::AtomicUsize::new(0),
         })
     }
 
@@ -254,7 +257,19 @@ impl Backend for TestBackend {
         device: DeviceId,
         key: omptarget_plugin_kit::abi::plugin::DeviceInfoKey,
     ) -> Result<Option<omptarget_plugin_kit::DeviceInfoValue>> {
-        self.host.device_info(device, key)
+        use omptarget_plugin_kit::abi::plugin::DeviceInfoKey;
+        use std::sync::atomic::Ordering::Relaxed;
+        if key != DeviceInfoKey::Location {
+            return self.host.device_info(device, key);
+        }
+        if self.location_failures.fetch_add(1, Relaxed) < self.conf.fail_location {
+            return Err(injected("fail_location".into()));
+        }
+        Ok(self
+            .conf
+            .location
+            .clone()
+            .map(omptarget_plugin_kit::DeviceInfoValue::Text))
     }
 
     fn on_entry(call: &EntryCall) {

@@ -34,6 +34,11 @@ pub struct Conf {
     pub alloc_limit_bytes: Option<usize>,
     pub log: PathBuf,
     pub panic_in: Vec<String>,
+    /// What `get_device_info` answers for `DeviceInfoKey::Location` (a
+    /// device outside this process, as a remote one); none by default.
+    pub location: Option<String>,
+    /// The first this many questions for the location fail.
+    pub fail_location: usize,
 }
 
 impl Conf {
@@ -48,6 +53,8 @@ impl Conf {
             alloc_limit_bytes: None,
             log: with_suffix(library, ".log"),
             panic_in: Vec::new(),
+            location: None,
+            fail_location: 0,
         }
     }
 
@@ -88,6 +95,8 @@ impl Conf {
                     conf.alloc_limit_bytes = Some(number_value(key, value).map_err(at)?)
                 }
                 "log" if !value.is_empty() => conf.log = PathBuf::from(value),
+                "location" if !value.is_empty() => conf.location = Some(value.into()),
+                "fail_location" => conf.fail_location = number_value(key, value).map_err(at)?,
                 "panic_in" if PANIC_ENTRIES.contains(&value) => conf.panic_in.push(value.into()),
                 "panic_in" => {
                     return Err(at(format!(
@@ -146,7 +155,8 @@ mod tests {
     #[test]
     fn every_key() {
         let text = "# a comment\n\n devices = 5 \nfail_init_device=1\nfail_init_device=3 # trailing\n\
-                    fail_init_plugin=1\ndeinit_in_use=1\nalloc_limit_bytes=4096\nlog=/x/y.log\npanic_in=data_submit\nclaimed_devices=1073741824\n";
+                    fail_init_plugin=1\ndeinit_in_use=1\nalloc_limit_bytes=4096\nlog=/x/y.log\npanic_in=data_submit\nclaimed_devices=1073741824\n\
+                    location=rank 3 on n7\nfail_location=2\n";
         let conf = Conf::parse(text, lib()).unwrap();
         assert_eq!(
             conf,
@@ -159,6 +169,8 @@ mod tests {
                 alloc_limit_bytes: Some(4096),
                 log: PathBuf::from("/x/y.log"),
                 panic_in: vec!["data_submit".into()],
+                location: Some("rank 3 on n7".into()),
+                fail_location: 2,
             }
         );
     }

@@ -26,6 +26,9 @@
 //!   - `alloc_limit_bytes=N`: `data_alloc` on a device returns null when the
 //!     bytes live on that device plus the size asked exceed N;
 //!   - `log=PATH`: the call log (default `<library path>.log`);
+//!   - `location=TEXT`: `get_device_info` answers `DeviceInfoKey::Location`
+//!     with TEXT, as for a device outside this process (default: none);
+//!   - `fail_location=N`: the first N questions for the location fail;
 //!   - `panic_in=ENTRY` (may repeat): the backend panics inside that entry
 //!     (`init_plugin`, `init_device`, `deinit_device`, `load_binary`,
 //!     `unload_binary`, `data_alloc`, `data_delete`, `data_submit`,
