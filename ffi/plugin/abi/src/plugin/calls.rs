@@ -19,116 +19,64 @@
 
 use super::*;
 
-/// The optional entries of [`EntryTable`], for [`PluginCalls::exports`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[allow(missing_docs)] // each is the entry of the same name
-pub enum OptionalEntry {
-    LastErrorMessage,
-    RunTypedRegion,
-    DataDeleteBatch,
-    GetDeviceInfo,
-    LoadBinaryFlags,
-    IsDataExchangable,
-    SupportsEmptyImages,
-    InitRequires,
-    DataSubmitAsync,
-    DataRetrieveAsync,
-    DataExchange,
-    DataExchangeAsync,
-    RunTargetRegionAsync,
-    RunTargetTeamRegionAsync,
-    Synchronize,
-    SetInfoFlag,
-    PrintDeviceInfo,
-    CreateEvent,
-    RecordEvent,
-    WaitEvent,
-    SyncEvent,
-    DestroyEvent,
-    EventElapsedTime,
-    InitAsyncInfo,
-    InitDeviceInfo,
-    InitPlugin,
-    DeinitPlugin,
-    DeinitDevice,
-    UnloadBinary,
-    RegisterDestructionCb,
+/// Writes [`OptionalEntry`], its [`OptionalEntry::ALL`] and its
+/// [`OptionalEntry::name`] from one list, so that the three cannot
+/// disagree.
+macro_rules! optional_entries {
+    ($($entry:ident => $name:ident,)*) => {
+        /// The optional entries of [`EntryTable`], for [`PluginCalls::exports`].
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        #[allow(missing_docs)] // each is the entry of the same name
+        pub enum OptionalEntry {
+            $($entry,)*
+        }
+
+        impl OptionalEntry {
+            /// Every optional entry, in the order diagnostics list them.
+            pub const ALL: [OptionalEntry; [$(OptionalEntry::$entry),*].len()] =
+                [$(OptionalEntry::$entry),*];
+
+            /// The entry's symbol (`__tgt_rtl_...`).
+            pub const fn name(self) -> &'static str {
+                match self {
+                    $(OptionalEntry::$entry => names::$name,)*
+                }
+            }
+        }
+    };
 }
 
-impl OptionalEntry {
-    /// Every optional entry, in the order diagnostics list them.
-    pub const ALL: [OptionalEntry; 30] = {
-        use OptionalEntry::*;
-        [
-            LastErrorMessage,
-            RunTypedRegion,
-            DataDeleteBatch,
-            GetDeviceInfo,
-            LoadBinaryFlags,
-            IsDataExchangable,
-            SupportsEmptyImages,
-            InitRequires,
-            DataSubmitAsync,
-            DataRetrieveAsync,
-            DataExchange,
-            DataExchangeAsync,
-            RunTargetRegionAsync,
-            RunTargetTeamRegionAsync,
-            Synchronize,
-            SetInfoFlag,
-            PrintDeviceInfo,
-            CreateEvent,
-            RecordEvent,
-            WaitEvent,
-            SyncEvent,
-            DestroyEvent,
-            EventElapsedTime,
-            InitAsyncInfo,
-            InitDeviceInfo,
-            InitPlugin,
-            DeinitPlugin,
-            DeinitDevice,
-            UnloadBinary,
-            RegisterDestructionCb,
-        ]
-    };
-
-    /// The entry's symbol (`__tgt_rtl_...`).
-    pub const fn name(self) -> &'static str {
-        use OptionalEntry::*;
-        match self {
-            LastErrorMessage => names::LAST_ERROR_MESSAGE,
-            RunTypedRegion => names::RUN_TYPED_REGION,
-            DataDeleteBatch => names::DATA_DELETE_BATCH,
-            GetDeviceInfo => names::GET_DEVICE_INFO,
-            LoadBinaryFlags => names::LOAD_BINARY_FLAGS,
-            IsDataExchangable => names::IS_DATA_EXCHANGABLE,
-            SupportsEmptyImages => names::SUPPORTS_EMPTY_IMAGES,
-            InitRequires => names::INIT_REQUIRES,
-            DataSubmitAsync => names::DATA_SUBMIT_ASYNC,
-            DataRetrieveAsync => names::DATA_RETRIEVE_ASYNC,
-            DataExchange => names::DATA_EXCHANGE,
-            DataExchangeAsync => names::DATA_EXCHANGE_ASYNC,
-            RunTargetRegionAsync => names::RUN_TARGET_REGION_ASYNC,
-            RunTargetTeamRegionAsync => names::RUN_TARGET_TEAM_REGION_ASYNC,
-            Synchronize => names::SYNCHRONIZE,
-            SetInfoFlag => names::SET_INFO_FLAG,
-            PrintDeviceInfo => names::PRINT_DEVICE_INFO,
-            CreateEvent => names::CREATE_EVENT,
-            RecordEvent => names::RECORD_EVENT,
-            WaitEvent => names::WAIT_EVENT,
-            SyncEvent => names::SYNC_EVENT,
-            DestroyEvent => names::DESTROY_EVENT,
-            EventElapsedTime => names::EVENT_ELAPSED_TIME,
-            InitAsyncInfo => names::INIT_ASYNC_INFO,
-            InitDeviceInfo => names::INIT_DEVICE_INFO,
-            InitPlugin => names::INIT_PLUGIN,
-            DeinitPlugin => names::DEINIT_PLUGIN,
-            DeinitDevice => names::DEINIT_DEVICE,
-            UnloadBinary => names::UNLOAD_BINARY,
-            RegisterDestructionCb => names::REGISTER_DESTRUCTION_CB,
-        }
-    }
+optional_entries! {
+    LastErrorMessage => LAST_ERROR_MESSAGE,
+    RunTypedRegion => RUN_TYPED_REGION,
+    DataDeleteBatch => DATA_DELETE_BATCH,
+    GetDeviceInfo => GET_DEVICE_INFO,
+    LoadBinaryFlags => LOAD_BINARY_FLAGS,
+    IsDataExchangable => IS_DATA_EXCHANGABLE,
+    SupportsEmptyImages => SUPPORTS_EMPTY_IMAGES,
+    InitRequires => INIT_REQUIRES,
+    DataSubmitAsync => DATA_SUBMIT_ASYNC,
+    DataRetrieveAsync => DATA_RETRIEVE_ASYNC,
+    DataExchange => DATA_EXCHANGE,
+    DataExchangeAsync => DATA_EXCHANGE_ASYNC,
+    RunTargetRegionAsync => RUN_TARGET_REGION_ASYNC,
+    RunTargetTeamRegionAsync => RUN_TARGET_TEAM_REGION_ASYNC,
+    Synchronize => SYNCHRONIZE,
+    SetInfoFlag => SET_INFO_FLAG,
+    PrintDeviceInfo => PRINT_DEVICE_INFO,
+    CreateEvent => CREATE_EVENT,
+    RecordEvent => RECORD_EVENT,
+    WaitEvent => WAIT_EVENT,
+    SyncEvent => SYNC_EVENT,
+    DestroyEvent => DESTROY_EVENT,
+    EventElapsedTime => EVENT_ELAPSED_TIME,
+    InitAsyncInfo => INIT_ASYNC_INFO,
+    InitDeviceInfo => INIT_DEVICE_INFO,
+    InitPlugin => INIT_PLUGIN,
+    DeinitPlugin => DEINIT_PLUGIN,
+    DeinitDevice => DEINIT_DEVICE,
+    UnloadBinary => UNLOAD_BINARY,
+    RegisterDestructionCb => REGISTER_DESTRUCTION_CB,
 }
 
 /// A plugin's entries, callable from Rust. See the [module docs](self).
