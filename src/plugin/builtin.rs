@@ -46,7 +46,10 @@ pub const HOST_INSTANCES: usize = 0;
 /// devices, default 4).
 #[cfg(feature = "builtin-host")]
 pub(crate) const HOST: BuiltinPlugin = BuiltinPlugin {
-    name: "built-in host plugin (x86_64)",
+    // The library's name: the shim's host devices are the built-in ones,
+    // and what it shows of them (reports, LLVM 22's device UIDs) is what
+    // the library's would show.
+    name: crate::plugin::discovery::HOST_PLUGIN_NAME,
     instances: HOST_INSTANCES,
     instance: host::instance,
 };

@@ -120,10 +120,11 @@ impl Session {
         let mut built_here = false;
         let runtime = self.runtime.get_or_init(|| {
             built_here = true;
+            // The plugin libraries next to libomptarget.so, the host one
+            // built in (as LLVM 19+ build theirs in): the same backend
+            // without a C entry on every call. OMPTARGET_PLUGINS naming
+            // the plugins loads exactly those libraries.
             let mut config = Config::from_env();
-            // LLVM's runtime: plugin libraries next to libomptarget.so (or
-            // OMPTARGET_PLUGINS), never the Rust API's built-in host plugin.
-            config.builtin_host = false;
             // Like LLVM: no plugin means host fallback, not an error.
             config.require_a_plugin = false;
             // LLVM 19+ load plugins even then (their devices are counted).
