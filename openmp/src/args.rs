@@ -3,7 +3,9 @@
 //! names, mappers), viewed without copying.
 
 use omptarget::abi::map_type;
+use std::cell::Cell;
 use std::ffi::c_void;
+use std::marker::PhantomData;
 
 /// A user-defined mapper function as clang emits it:
 /// `void mapper(void *rt_mapper_handle, void *base, void *begin,
@@ -17,10 +19,16 @@ pub type MapperFn = unsafe extern "C" fn(
     name: *mut c_void,
 );
 
-/// A view of the argument arrays of one call. `bases` is written through
-/// for RETURN_PARAM arguments, as LLVM does.
+/// A view of the argument arrays of one call, valid for `'a`. `bases` is
+/// written through for RETURN_PARAM arguments, as LLVM does (a shared
+/// view of cells: copies of the view may all write).
+///
+/// The view carries the call's whole contract, established once where it
+/// is made ([`MapArgs::from_raw`], at the C boundary): the arrays, and the
+/// host memory each argument names. The OpenMP layer's functions that
+/// take only a view (and a [`crate::Loc`]) are therefore safe.
 #[derive(Debug, Clone, Copy)]
-pub struct MapArgs {
+pub struct MapArgs<'a> {
     len: usize,
     bases: *mut *mut c_void,
     begins: *const *mut c_void,
@@ -28,9 +36,10 @@ pub struct MapArgs {
     types: *const i64,
     names: *const *mut c_void,
     mappers: *const *mut c_void,
+    _valid: PhantomData<&'a [Cell<*mut c_void>]>,
 }
 
-impl MapArgs {
+impl<'a> MapArgs<'a> {
     /// No arguments.
     pub const fn empty() -> Self {
         MapArgs {
@@ -41,6 +50,7 @@ impl MapArgs {
             types: std::ptr::null(),
             names: std::ptr::null(),
             mappers: std::ptr::null(),
+            _valid: PhantomData,
         }
     }
 
@@ -50,9 +60,17 @@ impl MapArgs {
     /// sensible to map: `None` (LLVM would crash).
     ///
     /// # Safety
-    /// Each non-null array holds `count` elements and stays valid (and
-    /// `bases` writable, and not aliased by the other arrays) while the
-    /// returned view is used.
+    /// For `'a`:
+    /// - each non-null array holds `count` elements and stays valid (and
+    ///   `bases` writable, and not aliased by the other arrays);
+    /// - each argument names host memory as its map type says, as clang's
+    ///   generated call guarantees: `begin..begin+size` is host memory
+    ///   (readable for `to`/first-private, writable for `from`), a
+    ///   PTR_AND_OBJ or ATTACH base holds a pointer, a NON_CONTIG begin is
+    ///   an array of `size` dimension descriptors naming host memory;
+    /// - each non-null name is a NUL-terminated `map_var_info_t` string;
+    /// - each non-null mapper is a compiler-emitted mapper function for its
+    ///   argument, whose components name host memory as above.
     pub unsafe fn from_raw(
         count: i32,
         bases: *mut *mut c_void,
@@ -74,6 +92,7 @@ impl MapArgs {
             types,
             names,
             mappers,
+            _valid: PhantomData,
         })
     }
 
@@ -179,9 +198,13 @@ pub struct OwnedMapArgs {
 }
 
 impl OwnedMapArgs {
-    /// A view of these arrays (no mappers). Valid while `self` is neither
-    /// moved nor changed.
-    pub fn view(&mut self) -> MapArgs {
+    /// A view of these arrays (no mappers), borrowing them.
+    ///
+    /// # Safety
+    /// Each component names host memory as its map type says and each
+    /// non-null name is NUL-terminated ([`MapArgs::from_raw`]'s contract
+    /// for the arguments), for as long as the view is used.
+    pub unsafe fn view(&mut self) -> MapArgs<'_> {
         MapArgs {
             len: self.types.len(),
             bases: self.bases.as_mut_ptr(),
@@ -190,6 +213,7 @@ impl OwnedMapArgs {
             types: self.types.as_ptr(),
             names: self.names.as_ptr(),
             mappers: std::ptr::null(),
+            _valid: PhantomData,
         }
     }
 }
@@ -246,11 +270,13 @@ mod tests {
         owned.sizes.push(4);
         owned.types.push(map_type::FROM);
         owned.names.push(std::ptr::null_mut());
-        let v = owned.view();
+        // SAFETY: the view is only read and written through, never used to
+        // reach the (made-up) host addresses it holds.
+        let v = unsafe { owned.view() };
         assert_eq!(v.len(), 1);
         assert_eq!(v.size(0), 4);
+        assert!(v.mapper(0).is_none());
         v.set_base(0, 24 as *mut c_void);
         assert_eq!(owned.bases[0] as usize, 24);
-        assert!(v.mapper(0).is_none());
     }
 }

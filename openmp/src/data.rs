@@ -3,7 +3,7 @@
 //! `__tgt_target_data_begin/end` entry points.
 
 use super::args::{parent_index, MapArgs};
-use super::diag::{Diagnostic, Fatal, Ident};
+use super::diag::{Diagnostic, Fatal, Loc};
 use super::error::OffloadError;
 use super::info::{InfoRegion, INFO_DATA_TRANSFER, INFO_EMPTY_MAPPING};
 use super::mapper::run_mapper;
@@ -58,7 +58,7 @@ pub(crate) fn partial_struct_alignment(base: usize) -> usize {
 /// section grows down to 8-byte alignment (the padding is mapped data);
 /// for LLVM 19/22 callers the padding (`begin` modulo the base's
 /// alignment) is allocated on the device only.
-fn padded_section(args: &MapArgs, i: usize, caller: &CallerRelease<'_>) -> Section {
+fn padded_section(args: &MapArgs<'_>, i: usize, caller: &CallerRelease<'_>) -> Section {
     let mut section = Section {
         begin: args.begin(i) as usize,
         size: args.size(i),
@@ -93,111 +93,80 @@ fn has(map_type: i64, flag: i64) -> bool {
 
 impl<'a> Offload<'a> {
     /// `__tgt_target_data_begin_mapper`: map on entry to `target data` /
-    /// `target enter data`.
-    ///
-    /// # Safety
-    /// `loc` is null or a valid `ident_t`; `args` is a valid view of the
-    /// call's arrays, whose pointers name host memory as the map types say.
-    pub unsafe fn target_data_begin(
+    /// `target enter data`. Safe: `loc` and `args` carry the call's
+    /// contract (the host memory the map types name), checked where they
+    /// were made.
+    pub fn target_data_begin(
         &self,
-        loc: *const Ident,
+        loc: Loc<'_>,
         device_id: i64,
-        args: &MapArgs,
+        args: &MapArgs<'_>,
     ) -> Result<(), Fatal> {
-        // SAFETY: our `# Safety` is the callee's.
-        unsafe { self.target_data_begin_as(loc, device_id, args, false) }
+        self.target_data_begin_as(loc, device_id, args, false)
     }
 
     /// `__tgt_target_data_begin_mapper` or, with `nowait`, its `_nowait`
     /// variant (run alike; LLVM 15+ name it in the INFO argument list).
-    ///
-    /// # Safety
-    /// As [`Offload::target_data_begin`].
-    pub unsafe fn target_data_begin_as(
+    pub fn target_data_begin_as(
         &self,
-        loc: *const Ident,
+        loc: Loc<'_>,
         device_id: i64,
-        args: &MapArgs,
+        args: &MapArgs<'_>,
         nowait: bool,
     ) -> Result<(), Fatal> {
         let _span =
             omptarget::profile::span(omptarget::profile::Kind::Mapping, "target data begin");
-        let op = |dev: &DeviceCtx<'a>| {
-            // SAFETY: our `# Safety`: `args` is a valid view of the call's
-            // arrays, naming host memory as the map types say.
-            unsafe { self.data_begin(dev, args, false) }
-        };
+        let op = |dev: &DeviceCtx<'a>| self.data_begin(dev, args, false);
         let region = InfoRegion::DataBegin { nowait };
-        // SAFETY: our `# Safety`: `loc` is null or a valid `ident_t` and
-        // `args` a valid view (`data_entry`'s contract).
-        unsafe { self.data_entry(loc, device_id, args, RegionKind::EnterData, region, op) }
+        self.data_entry(loc, device_id, args, RegionKind::EnterData, region, op)
     }
 
     /// `__tgt_target_data_end_mapper`: unmap on exit from `target data` /
     /// `target exit data`.
-    ///
-    /// # Safety
-    /// As [`Offload::target_data_begin`].
-    pub unsafe fn target_data_end(
+    pub fn target_data_end(
         &self,
-        loc: *const Ident,
+        loc: Loc<'_>,
         device_id: i64,
-        args: &MapArgs,
+        args: &MapArgs<'_>,
     ) -> Result<(), Fatal> {
-        // SAFETY: our `# Safety` is the callee's.
-        unsafe { self.target_data_end_as(loc, device_id, args, false) }
+        self.target_data_end_as(loc, device_id, args, false)
     }
 
     /// `__tgt_target_data_end_mapper` or its `_nowait` variant.
-    ///
-    /// # Safety
-    /// As [`Offload::target_data_begin`].
-    pub unsafe fn target_data_end_as(
+    pub fn target_data_end_as(
         &self,
-        loc: *const Ident,
+        loc: Loc<'_>,
         device_id: i64,
-        args: &MapArgs,
+        args: &MapArgs<'_>,
         nowait: bool,
     ) -> Result<(), Fatal> {
         let _span = omptarget::profile::span(omptarget::profile::Kind::Mapping, "target data end");
-        let op = |dev: &DeviceCtx<'a>| {
-            // SAFETY: our `# Safety`: `args` is a valid view of the call's
-            // arrays, naming host memory as the map types say.
-            unsafe { self.data_end(dev, args, false) }
-        };
+        let op = |dev: &DeviceCtx<'a>| self.data_end(dev, args, false);
         let region = InfoRegion::DataEnd { nowait };
-        // SAFETY: our `# Safety`: `loc` is null or a valid `ident_t` and
-        // `args` a valid view (`data_entry`'s contract).
-        unsafe { self.data_entry(loc, device_id, args, RegionKind::ExitData, region, op) }
+        self.data_entry(loc, device_id, args, RegionKind::ExitData, region, op)
     }
 
     /// The common frame of the three `__tgt_target_data_*` entries, as
     /// LLVM's interface.cpp has it: resolve the device (running pending
     /// constructors), print the INFO argument list, run `op`, and turn its
     /// outcome into LLVM's behaviour under the offload policy.
-    ///
-    /// # Safety
-    /// As [`Offload::target_data_begin`].
-    pub(crate) unsafe fn data_entry(
+    pub(crate) fn data_entry(
         &self,
-        loc: *const Ident,
+        loc: Loc<'_>,
         device_id: i64,
-        args: &MapArgs,
+        args: &MapArgs<'_>,
         kind: RegionKind,
         region: InfoRegion,
         op: impl FnOnce(&DeviceCtx<'a>) -> Result<(), OffloadError>,
     ) -> Result<(), Fatal> {
         let _ompt = self.ompt_call();
-        // SAFETY: our `# Safety`: `loc` is null or a valid `ident_t`.
-        let Some(dev) = (unsafe { self.check_device_and_ctors(device_id, loc) })? else {
+        let Some(dev) = self.check_device_and_ctors(device_id, loc)? else {
             return Ok(());
         };
-        // SAFETY: our `# Safety`: `loc` is null or valid, `args` a valid view.
-        unsafe { self.info_kernel_arguments(loc, dev.id.into(), args, region) };
+        self.info_kernel_arguments(loc, dev.id.into(), args, region);
         self.ompt_region_begin(kind, &dev);
         let ok = op(&dev).is_ok();
-        // SAFETY: our `# Safety`: `loc` is null or a valid `ident_t`.
-        let outcome = unsafe { self.handle_target_outcome(ok, loc) };
+        let outcome = self.handle_target_outcome(ok, loc);
         // LLVM's end comes after the outcome (a fatal one aborts first).
         if outcome.is_ok() {
             self.ompt_region_end(kind, &dev);
@@ -206,48 +175,37 @@ impl<'a> Offload<'a> {
     }
 
     /// LLVM's `targetDataMapper`: run the user-defined mapper of argument
-    /// `i` and apply `op` to the components it produced.
-    ///
-    /// # Safety
-    /// `args` is a valid view and `mapper` the compiler-emitted mapper of
-    /// its argument `i`, whose components name host memory as their map
-    /// types say (as [`Offload::target_data_begin`] asks of `args`).
-    pub(crate) unsafe fn data_mapper(
+    /// `i` (which has one) and apply `op` to the components it produced.
+    pub(crate) fn data_mapper(
         &self,
         dev: &DeviceCtx<'a>,
-        args: &MapArgs,
+        args: &MapArgs<'_>,
         i: usize,
-        mapper: super::MapperFn,
         op: DataOp,
     ) -> Result<(), OffloadError> {
-        // SAFETY: our `# Safety`: `mapper` is argument `i`'s compiler-emitted
-        // mapper and `args` a valid view (`run_mapper`'s contract).
-        let components = unsafe { run_mapper(args, i, mapper) };
+        let Some(components) = run_mapper(args, i) else {
+            return Ok(());
+        };
         let mut owned = components.to_args();
-        let view = owned.view();
-        // SAFETY: `view` is a valid view of `owned`'s arrays, which outlive
-        // it; its components name host memory as their map types say (our
-        // `# Safety`).
-        unsafe {
-            match op {
-                DataOp::Begin => self.data_begin(dev, &view, true),
-                DataOp::End => self.data_end(dev, &view, true),
-                DataOp::Update => self.data_update(dev, &view, true),
-            }
+        // SAFETY: the components were pushed by argument `i`'s
+        // compiler-emitted mapper, so they name host memory as their map
+        // types say (`MapArgs::from_raw`'s contract for `args`), and their
+        // names are the mapper's strings.
+        let view = unsafe { owned.view() };
+        match op {
+            DataOp::Begin => self.data_begin(dev, &view, true),
+            DataOp::End => self.data_end(dev, &view, true),
+            DataOp::Update => self.data_update(dev, &view, true),
         }
     }
 
-    /// LLVM's `targetDataBegin`.
-    ///
-    /// # Safety
-    /// As [`Offload::target_data_begin`] asks of `args`: a valid view whose
-    /// pointers name host memory as the map types say (a PTR_AND_OBJ base
-    /// holds a pointer, a `to` range is readable, a RETURN_PARAM base is
-    /// writable); a mapper is the compiler's for its argument.
-    pub(crate) unsafe fn data_begin(
+    /// LLVM's `targetDataBegin`. `args` names host memory as the map types
+    /// say (a PTR_AND_OBJ base holds a pointer, a `to` range is readable, a
+    /// RETURN_PARAM base is writable): `MapArgs::from_raw`'s contract.
+    pub(crate) fn data_begin(
         &self,
         dev: &DeviceCtx<'a>,
-        args: &MapArgs,
+        args: &MapArgs<'_>,
         from_mapper: bool,
     ) -> Result<(), OffloadError> {
         let usm = self.registry.unified_shared_memory();
@@ -268,10 +226,8 @@ impl<'a> Offload<'a> {
                 attaches.push(i);
                 continue;
             }
-            if let Some(mapper) = args.mapper(i) {
-                // SAFETY: our `# Safety`: `args` is a valid view and
-                // `mapper` argument `i`'s.
-                if unsafe { self.data_mapper(dev, args, i, mapper, DataOp::Begin) }.is_err() {
+            if args.mapper(i).is_some() {
+                if self.data_mapper(dev, args, i, DataOp::Begin).is_err() {
                     return Err(self.report(OffloadError::MapperBeginFailed));
                 }
                 continue;
@@ -322,8 +278,9 @@ impl<'a> Offload<'a> {
                 }
                 pointer = Some((base, pointer_target, pointer_tpr.entry));
                 // The pointee's base is the pointer's value.
-                // SAFETY: our `# Safety`: a PTR_AND_OBJ base is host memory
-                // holding a pointer (LLVM reads it the same way).
+                // SAFETY: `args`'s contract (`MapArgs::from_raw`): a
+                // PTR_AND_OBJ base is host memory holding a pointer (LLVM
+                // reads it the same way).
                 base = unsafe { *(base as *const usize) };
                 update_ref = !from_mapper || i != 0;
             }
@@ -434,9 +391,7 @@ impl<'a> Offload<'a> {
             }
         }
         for i in attaches {
-            // SAFETY: our `# Safety`: an ATTACH entry's base is host memory
-            // holding a pointer.
-            unsafe { self.attach(dev, args, i, &new_allocations) }?;
+            self.attach(dev, args, i, &new_allocations)?;
         }
         Ok(())
     }
@@ -458,16 +413,18 @@ impl<'a> Offload<'a> {
     /// back when the pointer's data is copied from the device, as for
     /// `PTR_AND_OBJ`); otherwise nothing. As LLVM 22 does, the pointee is
     /// looked up first, then the pointer, each lookup with its INFO line.
-    ///
-    /// # Safety
-    /// Entry `i`'s base is host memory holding a pointer.
-    unsafe fn attach(
+    /// Entry `i` is an ATTACH entry (`data_begin` gathered them); any other
+    /// is left alone, as its base need not hold a pointer.
+    fn attach(
         &self,
         dev: &DeviceCtx<'a>,
-        args: &MapArgs,
+        args: &MapArgs<'_>,
         i: usize,
         new_allocations: &[(usize, usize)],
     ) -> Result<(), OffloadError> {
+        if !has(args.map_type(i), mt::ATTACH) {
+            return Ok(());
+        }
         let table = dev.ops.mappings();
         let usm = self.registry.unified_shared_memory();
         let caller = self.caller();
@@ -506,7 +463,8 @@ impl<'a> Offload<'a> {
         let (Some(pointer_target), false) = (pointer.target, pointer.is_host_ptr) else {
             return Ok(());
         };
-        // SAFETY: our `# Safety`: the base holds a pointer.
+        // SAFETY: entry `i` is ATTACH (checked on entry), so by `args`'s
+        // contract (`MapArgs::from_raw`) its base holds a pointer.
         let pointer_value = unsafe { *(pointer_host as *const usize) };
         let expected = pointee_target.wrapping_sub(pointee_begin.wrapping_sub(pointer_value));
         let shadow = ShadowPtr {
@@ -571,16 +529,13 @@ impl<'a> Offload<'a> {
 
     /// LLVM's `targetDataEnd`: arguments in reverse order; copy back `from`
     /// data of the last reference (or `always`), restore shadowed host
-    /// pointers, then free what went away.
-    ///
-    /// # Safety
-    /// As [`Offload::target_data_begin`] asks of `args`: a valid view whose
-    /// `from` ranges are writable host memory; the host pointers shadowed
-    /// in the table are still writable host memory.
-    pub(crate) unsafe fn data_end(
+    /// pointers, then free what went away. `args`'s `from` ranges are
+    /// writable host memory (`MapArgs::from_raw`'s contract), and so are the
+    /// shadowed host pointers restored, which lie inside them.
+    pub(crate) fn data_end(
         &self,
         dev: &DeviceCtx<'a>,
-        args: &MapArgs,
+        args: &MapArgs<'_>,
         from_mapper: bool,
     ) -> Result<(), OffloadError> {
         let usm = self.registry.unified_shared_memory();
@@ -605,7 +560,7 @@ impl<'a> Offload<'a> {
                 if has(t, mt::LITERAL) || has(t, mt::PRIVATE) || has(t, mt::ATTACH) {
                     continue;
                 }
-                if let Some(mapper) = args.mapper(i) {
+                if args.mapper(i).is_some() {
                     // The mapper's function reads the host data (its members'
                     // pointers): the copies before it land first.
                     if self
@@ -614,9 +569,7 @@ impl<'a> Offload<'a> {
                     {
                         break 'copies Err(self.report(OffloadError::CopyFromDeviceFailed));
                     }
-                    // SAFETY: our `# Safety`: `args` is a valid view and
-                    // `mapper` argument `i`'s.
-                    if unsafe { self.data_mapper(dev, args, i, mapper, DataOp::End) }.is_err() {
+                    if self.data_mapper(dev, args, i, DataOp::End).is_err() {
                         break 'copies Err(self.report(OffloadError::MapperEndFailed));
                     }
                     continue;
@@ -672,8 +625,9 @@ impl<'a> Offload<'a> {
                 if from
                 && (has(t, mt::ALWAYS) || tpr.is_last)
                 && !tpr.is_host_ptr
-                // SAFETY: our `# Safety`: a `from` range is writable host
-                // memory, not read before the queue is synchronised below;
+                // SAFETY: `args`'s contract (`MapArgs::from_raw`): a `from`
+                // range is writable host memory, not read before the queue
+                // is synchronised below;
                 // `target` is its device copy on `dev`, freed only after.
                 && unsafe { self.retrieve_queued(dev, &mut queue, begin, target, size) }.is_err()
                 {
@@ -737,7 +691,7 @@ impl<'a> Offload<'a> {
             table.visit_shadows(Some(&entry), begin, size, |host_ptr_addr, shadow| {
                 // SAFETY: a shadowed pointer lies inside the mapped host
                 // range `begin..begin+size` (the table visits only those),
-                // which is writable host memory (`data_end`'s `# Safety`),
+                // which is writable host memory (`data_end`'s `args`, by `MapArgs::from_raw`'s contract),
                 // and its copy back has landed.
                 unsafe { *(host_ptr_addr as *mut usize) = shadow.host_ptr_value };
                 ShadowVisit::Keep

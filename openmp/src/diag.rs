@@ -150,6 +150,43 @@ pub struct Ident {
     pub psource: *const c_char,
 }
 
+/// The `ident_t *` of one call, checked once at the C boundary: null or a
+/// valid `ident_t` whose `psource` is null or a NUL-terminated string, for
+/// `'a`. Reading it is then safe; the OpenMP layer's entry points take this
+/// instead of the raw pointer. A pointer's size: passed as cheaply.
+#[derive(Debug, Clone, Copy)]
+pub struct Loc<'a> {
+    ident: *const Ident,
+    _valid: std::marker::PhantomData<&'a Ident>,
+}
+
+impl<'a> Loc<'a> {
+    /// No location (LLVM prints `unknown`).
+    pub const UNKNOWN: Loc<'static> = Loc {
+        ident: std::ptr::null(),
+        _valid: std::marker::PhantomData,
+    };
+
+    /// The location clang passed.
+    ///
+    /// # Safety
+    /// `ident` is null or points to an `ident_t` whose `psource` is null or
+    /// a NUL-terminated string, both valid and unchanged for `'a`.
+    pub const unsafe fn from_raw(ident: *const Ident) -> Self {
+        Loc {
+            ident,
+            _valid: std::marker::PhantomData,
+        }
+    }
+
+    /// The parsed location string.
+    pub fn source_info(self) -> SourceInfo {
+        // SAFETY: `from_raw`'s contract: null or a valid `ident_t` whose
+        // `psource` is null or NUL-terminated, for `'a`.
+        unsafe { SourceInfo::from_ident(self.ident) }
+    }
+}
+
 const UNKNOWN_LOCATION: &str = ";unknown;unknown;0;0;;";
 
 /// LLVM's `SourceInfo`: fields of a `;`-separated location string.

@@ -5,7 +5,7 @@
 //! (INFO on): with INFO off every entry point here is one flag test.
 
 use super::args::MapArgs;
-use super::diag::{name_from_mapping, Diagnostic, Ident, SourceInfo};
+use super::diag::{name_from_mapping, Diagnostic, Loc};
 use super::release::{LaunchInfo, Release};
 use super::{DeviceCtx, Offload};
 use omptarget::abi::map_type;
@@ -369,14 +369,11 @@ impl Offload<'_> {
     }
 
     /// LLVM's `printKernelArguments`, when INFO_KERNEL_ARGS is on.
-    ///
-    /// # Safety
-    /// `loc` is null or a valid `ident_t`; `args` is a valid view.
-    pub(crate) unsafe fn info_kernel_arguments(
+    pub(crate) fn info_kernel_arguments(
         &self,
-        loc: *const Ident,
+        loc: Loc<'_>,
         device: i64,
-        args: &MapArgs,
+        args: &MapArgs<'_>,
         region: InfoRegion,
     ) {
         if self.registry.info_level() & INFO_KERNEL_ARGS == 0 {
@@ -385,8 +382,7 @@ impl Offload<'_> {
         let release = self.host.caller_release();
         let region = region.text(release);
         let device = device as i32;
-        // SAFETY: our `# Safety`: `loc` is null or a valid `ident_t`.
-        let info = unsafe { SourceInfo::from_ident(loc) };
+        let info = loc.source_info();
         self.info(
             INFO_ALL,
             device,
@@ -433,8 +429,8 @@ impl Offload<'_> {
                 format!(
                     "{}({})[{}] {}\n",
                     kind,
-                    // SAFETY: `args` is a valid view (our `# Safety`), so its
-                    // name is null or a compiler-emitted NUL-terminated string.
+                    // SAFETY: `args`'s contract (`MapArgs::from_raw`): its
+                    // name is null or a NUL-terminated string.
                     unsafe { name_from_mapping(args.name(i) as *const c_char) },
                     args.size(i),
                     implicit

@@ -2,7 +2,7 @@
 //! `dumpTargetPointerMappings`): after each target construct under the
 //! dump-table bit, and at exit (LLVM's device destructors).
 
-use super::diag::{Ident, SourceInfo};
+use super::diag::{Ident, Loc, SourceInfo};
 use super::info::{INFO_ALL, INFO_DUMP_TABLE};
 use super::{Offload, Release};
 use omptarget::mapping::HexPtr;
@@ -13,15 +13,11 @@ const EXIT_LOCATION: &[u8] = b";libomptarget;libomptarget;0;0;;\0";
 
 impl Offload<'_> {
     /// LLVM's `dumpTargetPointerMappings` for every device.
-    ///
-    /// # Safety
-    /// `loc` is null or a valid `ident_t`.
-    pub(crate) unsafe fn dump_all_mappings(&self, loc: *const Ident) {
+    pub(crate) fn dump_all_mappings(&self, loc: Loc<'_>) {
         // Asked once for the whole dump (a stack walk; INFO is on).
         let release = self.host.caller_release();
         for device in 0..self.registry.num_devices() {
-            // SAFETY: our `# Safety`: `loc` is null or a valid `ident_t`.
-            unsafe { self.dump_mappings(loc, device, release) };
+            self.dump_mappings(loc, device, release);
         }
     }
 
@@ -47,19 +43,17 @@ impl Offload<'_> {
         } else {
             Box::new(devices)
         };
+        // SAFETY: `loc` is a local `ident_t` whose `psource` is the static,
+        // NUL-terminated EXIT_LOCATION; both outlive the dumps.
+        let loc = unsafe { Loc::from_raw(&loc) };
         for device in order {
-            // SAFETY: `loc` is a valid ident with a NUL-terminated source.
-            unsafe { self.dump_mappings(&loc, device, release) };
+            self.dump_mappings(loc, device, release);
         }
     }
 
     /// LLVM's `dumpTargetPointerMappings` for one device. An empty table
     /// prints nothing for LLVM 14, a line saying so for LLVM 15+.
-    ///
-    /// # Safety
-    /// `loc` is null or a valid `ident_t` (whose `psource` is null or a
-    /// NUL-terminated string).
-    unsafe fn dump_mappings(&self, loc: *const Ident, device: i32, release: Release) {
+    fn dump_mappings(&self, loc: Loc<'_>, device: i32, release: Release) {
         let Some(dev) = self.device(device as i64) else {
             return;
         };
@@ -82,8 +76,7 @@ impl Offload<'_> {
             }
             return;
         }
-        // SAFETY: our `# Safety`: `loc` is null or a valid `ident_t`.
-        let kernel = unsafe { SourceInfo::from_ident(loc) };
+        let kernel = loc.source_info();
         self.info(
             INFO_ALL,
             device,

@@ -3,9 +3,9 @@
 //! their constructors (LLVM's `device_is_ready`, `checkDeviceAndCtors`,
 //! `InitLibrary`).
 
-use super::diag::{Fatal, Ident};
+use super::diag::{Fatal, Loc};
 use super::error::OffloadError;
-use super::{DeviceCtx, MapArgs, Offload};
+use super::{DeviceCtx, Offload};
 use omptarget::abi::OFFLOAD_DEVICE_DEFAULT;
 use std::ffi::c_void;
 
@@ -63,13 +63,10 @@ impl<'a> Offload<'a> {
     /// LLVM's `checkDeviceAndCtors`: `Ok(None)` means "do not offload"
     /// (offload disabled, the host device, or a failure already reported
     /// and tolerated by the policy); `Err` is a fatal error.
-    ///
-    /// # Safety
-    /// `loc` is null or a valid `ident_t`.
-    pub(crate) unsafe fn check_device_and_ctors(
+    pub(crate) fn check_device_and_ctors(
         &self,
         device_id: i64,
-        loc: *const Ident,
+        loc: Loc<'_>,
     ) -> Result<Option<DeviceCtx<'a>>, Fatal> {
         if self.is_offload_disabled() {
             return Ok(None);
@@ -80,8 +77,7 @@ impl<'a> Offload<'a> {
             device_id
         };
         if self.registry.num_devices() == 0 {
-            // SAFETY: our `# Safety`: `loc` is null or a valid `ident_t`.
-            unsafe { self.handle_target_outcome(false, loc) }?;
+            self.handle_target_outcome(false, loc)?;
             return Ok(None);
         }
         if device_id == i64::from(self.registry.initial_device()) {
@@ -100,14 +96,12 @@ impl<'a> Offload<'a> {
         }
         let Some(dev) = self.ready_device(device_id) else {
             self.report(OffloadError::DeviceNotReady { device: device_id });
-            // SAFETY: our `# Safety`: `loc` is null or a valid `ident_t`.
-            unsafe { self.handle_target_outcome(false, loc) }?;
+            self.handle_target_outcome(false, loc)?;
             return Ok(None);
         };
         if dev.slot.has_pending() && self.init_library(&dev).is_err() {
             self.report(OffloadError::InitGlobalsFailed { device: device_id });
-            // SAFETY: our `# Safety`: `loc` is null or a valid `ident_t`.
-            unsafe { self.handle_target_outcome(false, loc) }?;
+            self.handle_target_outcome(false, loc)?;
             return Ok(None);
         }
         Ok(Some(dev))
@@ -137,13 +131,14 @@ impl<'a> Offload<'a> {
                 for &ctor in &lists.ctors {
                     // SAFETY: a ctor address is a host entry of a registered
                     // binary; a kernel without arguments.
-                    let ran = unsafe {
-                        self.run_target(
-                            dev,
-                            ctor as *mut c_void,
-                            &MapArgs::empty(),
-                            &super::region::KernelLaunch::legacy(1, 1, true),
-                        )
+                    let ran = {
+                        let launch = super::region::KernelLaunch::legacy(1, 1, true);
+                        let no_args = super::MapArgs::empty();
+                        // SAFETY: see above: a kernel without arguments.
+                        let region = unsafe {
+                            super::region::TargetRegion::new(ctor as *mut c_void, &no_args, &launch)
+                        };
+                        self.run_target(dev, region)
                     };
                     if ran.is_err() {
                         return Err(self.report(OffloadError::CtorFailed { ctor }));

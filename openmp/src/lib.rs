@@ -133,11 +133,11 @@ mod tests;
 pub use args::{MapArgs, MapperFn, OwnedMapArgs};
 pub use cxx_vector::MapComponent;
 pub use device_ops::{DeviceOps, EmptyPlatform, OpFailed, Platform};
-pub use diag::{Diagnostic, Fatal, Ident, SourceInfo};
+pub use diag::{Diagnostic, Fatal, Ident, Loc, SourceInfo};
 pub use error::OffloadError;
 pub use mapper::{mapper_num_components, push_mapper_component, MapperComponents};
 pub use policy::TargetOffloadPolicy;
-pub use region::KernelLaunch;
+pub use region::{KernelLaunch, TargetRegion};
 pub use registry::Registry;
 pub use release::{LinkedName, Release};
 

@@ -114,14 +114,13 @@ pub unsafe fn push_mapper_component(
     }
 }
 
-/// Run the mapper of argument `i` of `args`.
-///
-/// # Safety
-/// As [`MapperComponents::collect`]; `args` is a valid view.
-pub(crate) unsafe fn run_mapper(args: &MapArgs, i: usize, mapper: MapperFn) -> MapperComponents {
-    // SAFETY: our `# Safety` is `collect`'s: `mapper` is a compiler-emitted
-    // mapper and the pointers are argument `i`'s of the valid view `args`.
-    unsafe {
+/// Run the mapper of argument `i` of `args`, if it has one.
+pub(crate) fn run_mapper(args: &MapArgs<'_>, i: usize) -> Option<MapperComponents> {
+    let mapper = args.mapper(i)?;
+    // SAFETY: `args`'s contract (`MapArgs::from_raw`): a non-null mapper is
+    // the compiler-emitted mapper of its argument; the pointers are
+    // argument `i`'s, unchanged (`collect`'s contract).
+    Some(unsafe {
         MapperComponents::collect(
             mapper,
             args.base(i),
@@ -130,7 +129,7 @@ pub(crate) unsafe fn run_mapper(args: &MapArgs, i: usize, mapper: MapperFn) -> M
             args.map_type(i),
             args.name(i),
         )
-    }
+    })
 }
 
 #[cfg(test)]
@@ -182,7 +181,9 @@ mod tests {
         assert_eq!(c.components()[1].size, 4);
         assert_eq!(c.components()[1].map_type, 0x13);
         let mut owned = c.to_args();
-        let view = owned.view();
+        // SAFETY: the view is only read, never used to reach the (fake)
+        // host addresses it holds.
+        let view = unsafe { owned.view() };
         assert_eq!(view.len(), 2);
         assert_eq!(view.begin(1) as usize, 40);
         // SAFETY: a null handle is allowed by the contract.

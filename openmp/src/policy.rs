@@ -2,7 +2,7 @@
 //! does under each policy (LLVM's `handleTargetOutcome`,
 //! `isOffloadDisabled`).
 
-use super::diag::{Diagnostic, Fatal, Ident, SourceInfo};
+use super::diag::{Diagnostic, Fatal, Loc};
 use super::info::INFO_DUMP_TABLE;
 use super::Offload;
 
@@ -68,14 +68,7 @@ impl Offload<'_> {
     /// LLVM's `handleTargetOutcome`: after a target construct (or data
     /// construct) succeeded or failed. `Err` is the fatal error the caller
     /// must print and abort with.
-    ///
-    /// # Safety
-    /// `loc` is null or a valid `ident_t`.
-    pub unsafe fn handle_target_outcome(
-        &self,
-        success: bool,
-        loc: *const Ident,
-    ) -> Result<(), Fatal> {
+    pub fn handle_target_outcome(&self, success: bool, loc: Loc<'_>) -> Result<(), Fatal> {
         match self.registry.policy() {
             TargetOffloadPolicy::Disabled => {
                 if success {
@@ -94,14 +87,11 @@ impl Offload<'_> {
                 let dump = self.registry.info_enabled(INFO_DUMP_TABLE);
                 if !success {
                     if dump {
-                        // SAFETY: our `# Safety`: `loc` is null or a valid `ident_t`.
-                        unsafe { self.dump_all_mappings(loc) };
+                        self.dump_all_mappings(loc);
                     } else {
                         self.emit(Diagnostic::Error(CONSULT.to_string()));
                     }
-                    // SAFETY: our `# Safety`: `loc` is null or a valid
-                    // `ident_t` (whose `psource` is null or NUL-terminated).
-                    let info = unsafe { SourceInfo::from_ident(loc) };
+                    let info = loc.source_info();
                     if info.is_available() {
                         self.emit(Diagnostic::Raw(format!("{info}: ")));
                     } else {
@@ -110,8 +100,7 @@ impl Offload<'_> {
                     return Err(Fatal::new(1, MANDATORY_FAILED));
                 }
                 if dump {
-                    // SAFETY: our `# Safety`: `loc` is null or a valid `ident_t`.
-                    unsafe { self.dump_all_mappings(loc) };
+                    self.dump_all_mappings(loc);
                 }
                 Ok(())
             }

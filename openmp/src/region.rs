@@ -5,7 +5,7 @@
 //! loop trip counts.
 
 use super::args::{parent_index, MapArgs};
-use super::diag::{Fatal, Ident};
+use super::diag::{Fatal, Ident, Loc};
 use super::error::OffloadError;
 use super::info::InfoRegion;
 use super::ompt::RegionKind;
@@ -296,6 +296,37 @@ impl KernelLaunch {
     }
 }
 
+/// A target region's kernel bound to the arguments it is launched with,
+/// made once where the call is decoded (the C boundary), so that running
+/// it is safe.
+#[derive(Debug, Clone, Copy)]
+pub struct TargetRegion<'r, 'a> {
+    host_ptr: *mut c_void,
+    args: &'r MapArgs<'a>,
+    launch: &'r KernelLaunch,
+}
+
+impl<'r, 'a> TargetRegion<'r, 'a> {
+    /// The region of `host_ptr`, launched with `args` and `launch`.
+    ///
+    /// # Safety
+    /// `host_ptr` is either no host entry of a registered binary (the
+    /// launch then fails, with nothing run) or one whose kernel takes the
+    /// arguments `args` describes, after a leading `void *` when
+    /// `launch.implicit_dyn_ptr` (as clang's generated call guarantees).
+    pub unsafe fn new(
+        host_ptr: *mut c_void,
+        args: &'r MapArgs<'a>,
+        launch: &'r KernelLaunch,
+    ) -> Self {
+        TargetRegion {
+            host_ptr,
+            args,
+            launch,
+        }
+    }
+}
+
 impl<'a> Offload<'a> {
     /// `__tgt_target_mapper` (`teams == false`) and
     /// `__tgt_target_teams_mapper` (`teams == true`): run a target region.
@@ -304,71 +335,60 @@ impl<'a> Offload<'a> {
     /// `OMP_TGT_SUCCESS`; `Err` is a fatal error to print and abort with.
     ///
     /// # Safety
-    /// `loc` is null or a valid `ident_t`; `host_ptr` is the region's host
-    /// entry address; `args` is a valid view of the call's arrays.
+    /// `loc` is null or a valid `ident_t` (as [`Loc::from_raw`] asks);
+    /// `host_ptr` and `args` as [`TargetRegion::new`] asks.
     #[allow(clippy::too_many_arguments)]
     pub unsafe fn target(
         &self,
         loc: *const Ident,
         device_id: i64,
         host_ptr: *mut c_void,
-        args: &MapArgs,
+        args: &MapArgs<'_>,
         num_teams: i32,
         thread_limit: i32,
         teams: bool,
     ) -> Result<i32, Fatal> {
         let launch = KernelLaunch::legacy(num_teams, thread_limit, teams);
-        // SAFETY: our `# Safety` is the callee's.
-        unsafe { self.target_kernel(loc, device_id, host_ptr, args, &launch) }
+        // SAFETY: our `# Safety`: `loc` is null or a valid `ident_t` (for
+        // this call, which is all `Loc` asks).
+        let loc = unsafe { Loc::from_raw(loc) };
+        // SAFETY: our `# Safety`: `host_ptr` is the region's host entry,
+        // whose kernel takes what `args` describes (no `dyn_ptr`: legacy).
+        let region = unsafe { TargetRegion::new(host_ptr, args, &launch) };
+        self.target_kernel(loc, device_id, region)
     }
 
     /// `__tgt_target_kernel[_nowait]` (clang 16+), once the shim decoded
-    /// the argument block into `args` and `launch`; as [`Offload::target`]
-    /// otherwise.
-    ///
-    /// # Safety
-    /// As [`Offload::target`]; with `launch.implicit_dyn_ptr` the kernel
-    /// takes a leading `void *` before the arguments `args` describes.
-    pub unsafe fn target_kernel(
+    /// the argument block into `region`; as [`Offload::target`] otherwise.
+    pub fn target_kernel(
         &self,
-        loc: *const Ident,
+        loc: Loc<'_>,
         device_id: i64,
-        host_ptr: *mut c_void,
-        args: &MapArgs,
-        launch: &KernelLaunch,
+        region: TargetRegion<'_, '_>,
     ) -> Result<i32, Fatal> {
         // The region: its mappings, the launch and the copies back.
         let _span = omptarget::profile::span(omptarget::profile::Kind::Launch, "target");
         let _ompt = self.ompt_call();
-        // SAFETY: our `# Safety`: `loc` is null or a valid `ident_t`.
-        let Some(dev) = (unsafe { self.check_device_and_ctors(device_id, loc) })? else {
+        let Some(dev) = self.check_device_and_ctors(device_id, loc)? else {
             return Ok(OMP_TGT_FAIL);
         };
-        // SAFETY: our `# Safety`: `loc` is null or valid, `args` a valid view.
-        unsafe { self.info_kernel_arguments(loc, dev.id.into(), args, InfoRegion::Kernel) };
+        self.info_kernel_arguments(loc, dev.id.into(), region.args, InfoRegion::Kernel);
         self.ompt_region_begin(RegionKind::Target, &dev);
-        // SAFETY: our `# Safety`: `host_ptr` is the region's host entry
-        // address and `args` a valid view of the call's arrays.
-        let ok = unsafe { self.run_target(&dev, host_ptr, args, launch) }.is_ok();
-        // SAFETY: our `# Safety`: `loc` is null or a valid `ident_t`.
-        unsafe { self.handle_target_outcome(ok, loc) }?;
+        let ok = self.run_target(&dev, region).is_ok();
+        self.handle_target_outcome(ok, loc)?;
         self.ompt_region_end(RegionKind::Target, &dev);
         Ok(OMP_TGT_SUCCESS)
     }
 
     /// `__kmpc_push_target_tripcount_mapper`: remember the trip count of the
     /// next teams region this host thread launches on the device.
-    ///
-    /// # Safety
-    /// `loc` is null or a valid `ident_t`.
-    pub unsafe fn push_target_tripcount(
+    pub fn push_target_tripcount(
         &self,
-        loc: *const Ident,
+        loc: Loc<'_>,
         device_id: i64,
         loop_tripcount: u64,
     ) -> Result<(), Fatal> {
-        // SAFETY: our `# Safety`: `loc` is null or a valid `ident_t`.
-        let Some(dev) = (unsafe { self.check_device_and_ctors(device_id, loc) })? else {
+        let Some(dev) = self.check_device_and_ctors(device_id, loc)? else {
             return Ok(());
         };
         let thread = self.host.global_thread_num();
@@ -382,20 +402,18 @@ impl<'a> Offload<'a> {
         dev.slot.take_tripcount(thread)
     }
 
-    /// LLVM's `target`: everything after the device checks.
-    ///
-    /// # Safety
-    /// `host_ptr` is a host entry address of a registered binary (a
-    /// region's, or a ctor/dtor's) whose kernel takes the arguments `args`
-    /// describes; `args` is a valid view of the call's arrays (as
-    /// [`Offload::target`] asks).
-    pub(crate) unsafe fn run_target(
+    /// LLVM's `target`: everything after the device checks. `region`
+    /// binds the kernel (a region's, or a ctor/dtor's) to its arguments.
+    pub(crate) fn run_target(
         &self,
         dev: &DeviceCtx<'a>,
-        host_ptr: *mut c_void,
-        args: &MapArgs,
-        launch: &KernelLaunch,
+        region: TargetRegion<'_, '_>,
     ) -> Result<(), OffloadError> {
+        let TargetRegion {
+            host_ptr,
+            args,
+            launch,
+        } = region;
         let entry = self
             .registry
             .target_entry(host_ptr as usize, dev.id as usize);
@@ -432,12 +450,9 @@ impl<'a> Offload<'a> {
         }
 
         if !args.is_empty()
-            // SAFETY: our `# Safety`: `args` is a valid view of the call's
-            // arrays.
-            && unsafe {
-                self.process_data_before(dev, args, &mut kernel_args, &mut offsets, &mut privates)
-            }
-            .is_err()
+            && self
+                .process_data_before(dev, args, &mut kernel_args, &mut offsets, &mut privates)
+                .is_err()
         {
             return Err(self.report(OffloadError::ProcessDataBeforeFailed));
         }
@@ -467,7 +482,7 @@ impl<'a> Offload<'a> {
                     // SAFETY: `entry` is the entry of `host_ptr` in the table
                     // loaded on `dev` (`target_entry`); the arguments are what
                     // `process_data_before` built from `args`, which describes
-                    // the kernel's arguments (our `# Safety`).
+                    // the kernel's arguments (`TargetRegion::new`'s contract).
                     unsafe {
                         dev.ops.run_team_region(
                             entry.addr as *mut c_void,
@@ -498,30 +513,25 @@ impl<'a> Offload<'a> {
             return Err(self.report(OffloadError::ExecutionFailed));
         }
 
-        // SAFETY: our `# Safety`: `args` is a valid view of the call's arrays.
-        if !args.is_empty() && unsafe { self.process_data_after(dev, args, &mut privates) }.is_err()
-        {
+        if !args.is_empty() && self.process_data_after(dev, args, &mut privates).is_err() {
             return Err(self.report(OffloadError::ProcessDataAfterFailed));
         }
         Ok(())
     }
 
-    /// LLVM's `processDataBefore`.
-    ///
-    /// # Safety
-    /// `args` is a valid view of the call's arrays: each entry's host range
-    /// is host memory as its map type says (a PTR_AND_OBJ base holds a
-    /// pointer, a first-private range is readable).
-    unsafe fn process_data_before(
+    /// LLVM's `processDataBefore`. By `args`'s contract
+    /// (`MapArgs::from_raw`) each entry's host range is host memory as its
+    /// map type says (a PTR_AND_OBJ base holds a pointer, a first-private
+    /// range is readable).
+    fn process_data_before(
         &self,
         dev: &DeviceCtx<'a>,
-        args: &MapArgs,
+        args: &MapArgs<'_>,
         kernel_args: &mut KernelArgs,
         offsets: &mut KernelOffsets,
         privates: &mut PrivateArguments<'_, 'a>,
     ) -> Result<(), OffloadError> {
-        // SAFETY: our `# Safety`: `args` is a valid view.
-        if unsafe { self.data_begin(dev, args, false) }.is_err() {
+        if self.data_begin(dev, args, false).is_err() {
             return Err(self.report(OffloadError::TargetDataBeginFailed));
         }
         let usm = self.registry.unified_shared_memory();
@@ -543,10 +553,7 @@ impl<'a> Offload<'a> {
             let t = args.map_type(i);
             if t & mt::TARGET_PARAM == 0 {
                 if t & LAMBDA_MAPPING == LAMBDA_MAPPING {
-                    // SAFETY: our `# Safety`: `args` is a valid view.
-                    unsafe {
-                        self.attach_lambda_capture(dev, args, i, kernel_args, offsets, &positions)
-                    }?;
+                    self.attach_lambda_capture(dev, args, i, kernel_args, offsets, &positions)?;
                 }
                 continue;
             }
@@ -559,8 +566,9 @@ impl<'a> Offload<'a> {
                 let first_private = t & mt::TO != 0;
                 let alloc_immediately =
                     i + 1 < args.len() && args.map_type(i + 1) & mt::MEMBER_OF != 0;
-                // SAFETY: our `# Safety`: a first-private entry's range is
-                // readable, and stays so until `pack_and_transfer` below.
+                // SAFETY: `args`'s contract (`MapArgs::from_raw`): a
+                // first-private entry's range is readable, and stays so (for
+                // the view's lifetime) until `pack_and_transfer` below.
                 match unsafe {
                     privates.add(
                         begin,
@@ -580,8 +588,9 @@ impl<'a> Offload<'a> {
                 }
             } else {
                 if t & mt::PTR_AND_OBJ != 0 {
-                    // SAFETY: our `# Safety`: a PTR_AND_OBJ entry's base is
-                    // host memory holding a pointer (LLVM reads it too).
+                    // SAFETY: `args`'s contract (`MapArgs::from_raw`): a
+                    // PTR_AND_OBJ entry's base is host memory holding a
+                    // pointer (LLVM reads it too).
                     base = unsafe { *(base as *const usize) };
                 }
                 let size = args.size(i);
@@ -616,22 +625,20 @@ impl<'a> Offload<'a> {
             offsets.push(offset);
         }
 
-        // SAFETY: the queued arguments' ranges are still readable (our
-        // `# Safety`) and `add` was given their `kernel_args` indices.
+        // SAFETY: the queued arguments' ranges are still readable
+        // (`args`'s contract) and `add` was given their `kernel_args` indices.
         unsafe { privates.pack_and_transfer(kernel_args) }
     }
 
     /// A lambda's captured pointer (PTR_AND_OBJ | LITERAL | IMPLICIT member
     /// of the lambda argument): make the device copy of the lambda point at
-    /// the device copy of the captured data.
-    ///
-    /// # Safety
-    /// `args` is a valid view; `kernel_args`/`offsets`/`positions` are what
-    /// `process_data_before` built for the entries before `i`.
-    unsafe fn attach_lambda_capture(
+    /// the device copy of the captured data. `kernel_args`/`offsets`/
+    /// `positions` are what `process_data_before` built for the entries
+    /// before `i` (only device addresses: nothing of the host is read).
+    fn attach_lambda_capture(
         &self,
         dev: &DeviceCtx<'a>,
-        args: &MapArgs,
+        args: &MapArgs<'_>,
         i: usize,
         kernel_args: &[*mut c_void],
         offsets: &[isize],
@@ -691,17 +698,13 @@ impl<'a> Offload<'a> {
     }
 
     /// LLVM's `processDataAfter`.
-    ///
-    /// # Safety
-    /// `args` is the valid view `process_data_before` was given.
-    unsafe fn process_data_after(
+    fn process_data_after(
         &self,
         dev: &DeviceCtx<'a>,
-        args: &MapArgs,
+        args: &MapArgs<'_>,
         privates: &mut PrivateArguments<'_, 'a>,
     ) -> Result<(), OffloadError> {
-        // SAFETY: our `# Safety`: `args` is a valid view.
-        if unsafe { self.data_end(dev, args, false) }.is_err() {
+        if self.data_end(dev, args, false).is_err() {
             return Err(self.report(OffloadError::TargetDataEndFailed));
         }
         if privates.free().is_err() {

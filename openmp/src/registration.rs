@@ -535,13 +535,18 @@ impl Offload<'_> {
                 // SAFETY: `dtor` is a destructor entry of a binary's image
                 // (our `# Safety`), loaded on `dev` (checked just above),
                 // run with no arguments as LLVM does.
-                let result = unsafe {
-                    self.run_target(
-                        &dev,
-                        dtor as *mut std::ffi::c_void,
-                        &super::MapArgs::empty(),
-                        &super::region::KernelLaunch::legacy(1, 1, true),
-                    )
+                let result = {
+                    let launch = super::region::KernelLaunch::legacy(1, 1, true);
+                    let no_args = super::MapArgs::empty();
+                    // SAFETY: see above: a kernel without arguments.
+                    let region = unsafe {
+                        super::region::TargetRegion::new(
+                            dtor as *mut std::ffi::c_void,
+                            &no_args,
+                            &launch,
+                        )
+                    };
+                    self.run_target(&dev, region)
                 };
                 match result {
                     Ok(_) => ran += 1,

@@ -495,14 +495,17 @@ impl Args {
             map_type,
         )
     }
-    /// A view of these arrays. Like [`OwnedMapArgs::view`], valid while
-    /// `self` is neither moved nor changed: the unsafe calls given it rely
-    /// on that.
-    pub fn view(&mut self) -> MapArgs {
+    /// A view of these arrays, borrowing them.
+    ///
+    /// # Safety
+    /// As [`OwnedMapArgs::view`]: each argument names host memory as its
+    /// map type says, and each mapper is a mapper for its argument, while
+    /// the view is used.
+    pub unsafe fn view(&mut self) -> MapArgs<'_> {
         // SAFETY: the six arrays are `self`'s Vecs, `types.len()` elements
-        // each (`push` keeps them parallel), `bases` borrowed mutably and
-        // aliased by none of the others; the returned view carries no
-        // lifetime, so its users keep `self` in place while they use it.
+        // each (`push` keeps them parallel), `bases` borrowed mutably (for
+        // the view's lifetime) and aliased by none of the others; the host
+        // memory they name is our caller's contract.
         unsafe {
             MapArgs::from_raw(
                 self.types.len() as i32,

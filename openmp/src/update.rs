@@ -5,7 +5,7 @@
 
 use super::args::MapArgs;
 use super::data::DataOp;
-use super::diag::{Fatal, Ident};
+use super::diag::{Fatal, Loc};
 use super::error::OffloadError;
 use super::{DeviceCtx, Offload};
 use omptarget::abi::{map_type as mt, TargetNonContig};
@@ -24,64 +24,47 @@ fn merged_dimensions(dims: &[TargetNonContig]) -> usize {
 }
 
 impl<'a> Offload<'a> {
-    /// `__tgt_target_data_update_mapper`.
-    ///
-    /// # Safety
-    /// As [`Offload::target_data_begin`]; for NON_CONTIG arguments the begin
-    /// pointer is an array of `size` dimension descriptors.
-    pub unsafe fn target_data_update(
+    /// `__tgt_target_data_update_mapper`. Safe: `args` carries the call's
+    /// contract (`MapArgs::from_raw`), NON_CONTIG descriptors included.
+    pub fn target_data_update(
         &self,
-        loc: *const Ident,
+        loc: Loc<'_>,
         device_id: i64,
-        args: &MapArgs,
+        args: &MapArgs<'_>,
     ) -> Result<(), Fatal> {
-        // SAFETY: our `# Safety` is the callee's.
-        unsafe { self.target_data_update_as(loc, device_id, args, false) }
+        self.target_data_update_as(loc, device_id, args, false)
     }
 
     /// `__tgt_target_data_update_mapper` or its `_nowait` variant.
-    ///
-    /// # Safety
-    /// As [`Offload::target_data_update`].
-    pub unsafe fn target_data_update_as(
+    pub fn target_data_update_as(
         &self,
-        loc: *const Ident,
+        loc: Loc<'_>,
         device_id: i64,
-        args: &MapArgs,
+        args: &MapArgs<'_>,
         nowait: bool,
     ) -> Result<(), Fatal> {
         let _span = omptarget::profile::span(omptarget::profile::Kind::Mapping, "target update");
-        let op = |dev: &DeviceCtx<'a>| {
-            // SAFETY: our `# Safety`: `args` is a valid view of the call's
-            // arrays, naming host memory as the map types say.
-            unsafe { self.data_update(dev, args, false) }
-        };
+        let op = |dev: &DeviceCtx<'a>| self.data_update(dev, args, false);
         let region = super::info::InfoRegion::DataUpdate { nowait };
-        // SAFETY: our `# Safety`: `loc` is null or a valid `ident_t` and
-        // `args` a valid view (`data_entry`'s contract).
-        unsafe {
-            self.data_entry(
-                loc,
-                device_id,
-                args,
-                super::ompt::RegionKind::Update,
-                region,
-                op,
-            )
-        }
+        self.data_entry(
+            loc,
+            device_id,
+            args,
+            super::ompt::RegionKind::Update,
+            region,
+            op,
+        )
     }
 
-    /// LLVM's `targetDataUpdate`.
-    ///
-    /// # Safety
-    /// As [`Offload::target_data_update`] asks of `args`: a valid view whose
-    /// `to` ranges are readable and `from` ranges writable host memory (for
-    /// NON_CONTIG, the pieces its descriptors name), and whose NON_CONTIG
-    /// begin pointers are arrays of `size` dimension descriptors.
-    pub(crate) unsafe fn data_update(
+    /// LLVM's `targetDataUpdate`. By `args`'s contract
+    /// (`MapArgs::from_raw`), its `to` ranges are readable and `from` ranges
+    /// writable host memory (for NON_CONTIG, the pieces its descriptors
+    /// name), and its NON_CONTIG begin pointers are arrays of `size`
+    /// dimension descriptors.
+    pub(crate) fn data_update(
         &self,
         dev: &DeviceCtx<'a>,
-        args: &MapArgs,
+        args: &MapArgs<'_>,
         _from_mapper: bool,
     ) -> Result<(), OffloadError> {
         for i in 0..args.len() {
@@ -89,17 +72,16 @@ impl<'a> Offload<'a> {
             if t & (mt::LITERAL | mt::PRIVATE | mt::ATTACH) != 0 {
                 continue;
             }
-            if let Some(mapper) = args.mapper(i) {
-                // SAFETY: our `# Safety`: `args` is a valid view and
-                // `mapper` argument `i`'s.
-                if unsafe { self.data_mapper(dev, args, i, mapper, DataOp::Update) }.is_err() {
+            if args.mapper(i).is_some() {
+                if self.data_mapper(dev, args, i, DataOp::Update).is_err() {
                     return Err(self.report(OffloadError::MapperUpdateFailed));
                 }
                 continue;
             }
             if t & mt::NON_CONTIG != 0 {
-                // SAFETY: our `# Safety`: a NON_CONTIG begin is an array of
-                // `size` descriptors naming host memory of the argument.
+                // SAFETY: `args`'s contract (`MapArgs::from_raw`): a
+                // NON_CONTIG begin is an array of `size` descriptors naming
+                // host memory of the argument.
                 unsafe {
                     self.update_non_contiguous(
                         dev,
@@ -110,8 +92,9 @@ impl<'a> Offload<'a> {
                     )
                 }?;
             } else {
-                // SAFETY: our `# Safety`: the argument's range is host
-                // memory readable (`to`) or writable (`from`).
+                // SAFETY: `args`'s contract (`MapArgs::from_raw`): the
+                // argument's range is host memory readable (`to`) or
+                // writable (`from`).
                 unsafe { self.update_contiguous(dev, args.begin(i) as usize, args.size(i), t) }?;
             }
         }

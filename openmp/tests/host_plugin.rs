@@ -88,8 +88,12 @@ impl Args {
         self.types.push(map_type);
         self
     }
-    fn view(&mut self) -> MapArgs {
-        // SAFETY: four arrays of `len` elements, alive while the view is used.
+    /// # Safety
+    /// Each argument names host memory as its map type says while the
+    /// view is used (`MapArgs::from_raw`).
+    unsafe fn view(&mut self) -> MapArgs<'_> {
+        // SAFETY: four arrays of `len` elements, borrowed for the view's
+        // lifetime; the host memory is our caller's contract.
         unsafe {
             MapArgs::from_raw(
                 self.types.len() as i32,
@@ -207,7 +211,7 @@ fn target_regions_and_data(runtime: Runtime) {
         env.push(c.as_mut_ptr() as *mut c_void, bytes, mt::TO | mt::FROM);
         // SAFETY: `loc` is null; `env`'s arrays stay in place for the call and map live host
         // data of this test, as their map types say.
-        unsafe { off.target_data_begin(null(), 0, &env.view()) }.unwrap();
+        unsafe { off.target_data_begin(omptarget_openmp::Loc::UNKNOWN, 0, &env.view()) }.unwrap();
         assert_eq!(off.target_is_present(c.as_ptr() as *const c_void, 0), 1);
         let mut twice = Args::default();
         twice
@@ -236,7 +240,8 @@ fn target_regions_and_data(runtime: Runtime) {
         update.push(c.as_mut_ptr() as *mut c_void, bytes, mt::FROM);
         // SAFETY: `loc` is null; `update`'s arrays stay in place for the call and map live host
         // data of this test, as their map types say.
-        unsafe { off.target_data_update(null(), 0, &update.view()) }.unwrap();
+        unsafe { off.target_data_update(omptarget_openmp::Loc::UNKNOWN, 0, &update.view()) }
+            .unwrap();
         assert_eq!(c[10], 60.0);
         // SAFETY: `loc` is null; `binary.entry(0)` is a kernel of the registered binary taking
         // the arguments `twice` maps, whose arrays stay in place and name live host data of
@@ -244,7 +249,7 @@ fn target_regions_and_data(runtime: Runtime) {
         unsafe { off.target(null(), 0, binary.entry(0), &twice.view(), 0, 0, false) }.unwrap();
         // SAFETY: `loc` is null; `env`'s arrays stay in place for the call and map live host
         // data of this test, as their map types say.
-        unsafe { off.target_data_end(null(), 0, &env.view()) }.unwrap();
+        unsafe { off.target_data_end(omptarget_openmp::Loc::UNKNOWN, 0, &env.view()) }.unwrap();
         assert_eq!(c[10], 120.0);
         assert_eq!(off.target_is_present(c.as_ptr() as *const c_void, 0), 0);
 
@@ -468,7 +473,8 @@ fn globals_and_ctors(runtime: Runtime) {
         update.push(counter, 4, mt::FROM);
         // SAFETY: `loc` is null; `update`'s arrays stay in place for the call and map live host
         // data of this test, as their map types say.
-        unsafe { off.target_data_update(null(), 0, &update.view()) }.unwrap();
+        unsafe { off.target_data_update(omptarget_openmp::Loc::UNKNOWN, 0, &update.view()) }
+            .unwrap();
         assert_eq!(*binary.counter, 57);
         // to: the host value goes to the device copy.
         *binary.counter = 100;
@@ -476,7 +482,7 @@ fn globals_and_ctors(runtime: Runtime) {
         to.push(counter, 4, mt::TO);
         // SAFETY: `loc` is null; `to`'s arrays stay in place for the call and map live host
         // data of this test, as their map types say.
-        unsafe { off.target_data_update(null(), 0, &to.view()) }.unwrap();
+        unsafe { off.target_data_update(omptarget_openmp::Loc::UNKNOWN, 0, &to.view()) }.unwrap();
         // SAFETY: `loc` is null; `binary.kernel(3)` is a kernel of the registered binary taking
         // the arguments `read` maps, whose arrays stay in place and name live host data of this
         // test.

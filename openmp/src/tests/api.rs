@@ -493,10 +493,10 @@ fn associate_and_disassociate() {
     args.map(a.as_mut_ptr(), 16, mt::TO | mt::FROM);
     // SAFETY: `loc` is null; `args`'s arrays stay in place for the call and map live host data
     // of this test, as their map types say.
-    unsafe { off.target_data_begin(null(), 0, &args.view()) }.unwrap();
+    unsafe { off.target_data_begin(Loc::UNKNOWN, 0, &args.view()) }.unwrap();
     // SAFETY: `loc` is null; `args`'s arrays stay in place for the call and map live host data
     // of this test, as their map types say.
-    unsafe { off.target_data_end(null(), 0, &args.view()) }.unwrap();
+    unsafe { off.target_data_end(Loc::UNKNOWN, 0, &args.view()) }.unwrap();
     assert_eq!(off.target_is_present(ha, 0), 1);
     assert_eq!(off.target_disassociate_ptr(ha, 0), 0);
     assert_eq!(off.target_disassociate_ptr(ha, 0), -1);

@@ -13,7 +13,7 @@ fn tofrom_round_trip_and_refcounts() {
     args.map(a.as_mut_ptr(), 16, mt::TO | mt::FROM);
     // SAFETY: `loc` is null; `args`'s arrays stay in place for the call and map live host data
     // of this test, as their map types say.
-    unsafe { off.target_data_begin(null(), 0, &args.view()) }.unwrap();
+    unsafe { off.target_data_begin(Loc::UNKNOWN, 0, &args.view()) }.unwrap();
     let dev = w.platform.dev(0, 0);
     let target = dev.table.translate(a.as_ptr() as usize, 16).unwrap();
     // SAFETY: `target` is the test device's buffer (host memory) holding the 16 mapped bytes, 4
@@ -24,15 +24,15 @@ fn tofrom_round_trip_and_refcounts() {
     // A nested enter keeps it alive; its exit copies nothing.
     // SAFETY: `loc` is null; `args`'s arrays stay in place for the call and map live host data
     // of this test, as their map types say.
-    unsafe { off.target_data_begin(null(), 0, &args.view()) }.unwrap();
+    unsafe { off.target_data_begin(Loc::UNKNOWN, 0, &args.view()) }.unwrap();
     on_device.copy_from_slice(&[5, 6, 7, 8]);
     // SAFETY: `loc` is null; `args`'s arrays stay in place for the call and map live host data
     // of this test, as their map types say.
-    unsafe { off.target_data_end(null(), 0, &args.view()) }.unwrap();
+    unsafe { off.target_data_end(Loc::UNKNOWN, 0, &args.view()) }.unwrap();
     assert_eq!(a, [1, 2, 3, 4]);
     // SAFETY: `loc` is null; `args`'s arrays stay in place for the call and map live host data
     // of this test, as their map types say.
-    unsafe { off.target_data_end(null(), 0, &args.view()) }.unwrap();
+    unsafe { off.target_data_end(Loc::UNKNOWN, 0, &args.view()) }.unwrap();
     assert_eq!(a, [5, 6, 7, 8]);
     assert!(dev.table.is_empty());
     assert_eq!(dev.live_buffers(), 0);
@@ -48,10 +48,10 @@ fn always_from_copies_without_last_reference() {
     enter.map(a.as_mut_ptr(), 8, mt::TO);
     // SAFETY: `loc` is null; `enter`'s arrays stay in place for the call and map live host data
     // of this test, as their map types say.
-    unsafe { off.target_data_begin(null(), 0, &enter.view()) }.unwrap();
+    unsafe { off.target_data_begin(Loc::UNKNOWN, 0, &enter.view()) }.unwrap();
     // SAFETY: `loc` is null; `enter`'s arrays stay in place for the call and map live host data
     // of this test, as their map types say.
-    unsafe { off.target_data_begin(null(), 0, &enter.view()) }.unwrap();
+    unsafe { off.target_data_begin(Loc::UNKNOWN, 0, &enter.view()) }.unwrap();
     let dev = w.platform.dev(0, 0);
     let target = dev.table.translate(a.as_ptr() as usize, 8).unwrap();
     // SAFETY: `target` is the test device's buffer (host memory) of the 8 mapped bytes.
@@ -60,7 +60,7 @@ fn always_from_copies_without_last_reference() {
     exit.map(a.as_mut_ptr(), 8, mt::FROM | mt::ALWAYS);
     // SAFETY: `loc` is null; `exit`'s arrays stay in place for the call and map live host data
     // of this test, as their map types say.
-    unsafe { off.target_data_end(null(), 0, &exit.view()) }.unwrap();
+    unsafe { off.target_data_end(Loc::UNKNOWN, 0, &exit.view()) }.unwrap();
     assert_eq!(a[0], 9);
     assert_eq!(dev.table.len(), 1);
     // delete removes it whatever the count.
@@ -68,7 +68,7 @@ fn always_from_copies_without_last_reference() {
     delete.map(a.as_mut_ptr(), 8, mt::DELETE);
     // SAFETY: `loc` is null; `delete`'s arrays stay in place for the call and map live host
     // data of this test, as their map types say.
-    unsafe { off.target_data_end(null(), 0, &delete.view()) }.unwrap();
+    unsafe { off.target_data_end(Loc::UNKNOWN, 0, &delete.view()) }.unwrap();
     assert!(dev.table.is_empty());
 }
 
@@ -81,14 +81,14 @@ fn explicit_extension_is_reported_like_llvm() {
     first.map(a.as_mut_ptr(), 16, mt::TO);
     // SAFETY: `loc` is null; `first`'s arrays stay in place for the call and map live host data
     // of this test, as their map types say.
-    unsafe { off.target_data_begin(null(), 0, &first.view()) }.unwrap();
+    unsafe { off.target_data_begin(Loc::UNKNOWN, 0, &first.view()) }.unwrap();
     let mut second = Args::default();
     // SAFETY: `a` has 8 elements, so `a + 2` is in bounds.
     let begin = unsafe { a.as_mut_ptr().add(2) };
     second.map(begin, 16, mt::TO);
     // SAFETY: `loc` is null; `second`'s arrays stay in place for the call and map live host
     // data of this test, as their map types say.
-    let fatal = unsafe { off.target_data_begin(null(), 0, &second.view()) }.unwrap_err();
+    let fatal = unsafe { off.target_data_begin(Loc::UNKNOWN, 0, &second.view()) }.unwrap_err();
     assert_eq!(fatal.text, MANDATORY);
     assert_eq!(
         w.stderr(),
@@ -110,7 +110,7 @@ fn present_modifier_requires_mapping_on_entry_and_exit_data() {
     args.map(a.as_mut_ptr(), 16, mt::TO | mt::PRESENT);
     // SAFETY: `loc` is null; `args`'s arrays stay in place for the call and map live host data
     // of this test, as their map types say.
-    assert!(unsafe { off.target_data_begin(null(), 0, &args.view()) }.is_err());
+    assert!(unsafe { off.target_data_begin(Loc::UNKNOWN, 0, &args.view()) }.is_err());
     let p = hex(a.as_ptr() as *const c_void);
     assert_eq!(
         w.stderr(),
@@ -123,7 +123,7 @@ fn present_modifier_requires_mapping_on_entry_and_exit_data() {
     exit.map(a.as_mut_ptr(), 16, mt::FROM | mt::PRESENT);
     // SAFETY: `loc` is null; `exit`'s arrays stay in place for the call and map live host data
     // of this test, as their map types say.
-    assert!(unsafe { off.target_data_end(null(), 0, &exit.view()) }.is_err());
+    assert!(unsafe { off.target_data_end(Loc::UNKNOWN, 0, &exit.view()) }.is_err());
     assert_eq!(
         w.stderr(),
         format!(
@@ -141,17 +141,17 @@ fn hold_mapping_survives_exit_data_delete() {
     held.map(a.as_mut_ptr(), 16, mt::TO | mt::FROM | mt::OMPX_HOLD);
     // SAFETY: `loc` is null; `held`'s arrays stay in place for the call and map live host data
     // of this test, as their map types say.
-    unsafe { off.target_data_begin(null(), 0, &held.view()) }.unwrap();
+    unsafe { off.target_data_begin(Loc::UNKNOWN, 0, &held.view()) }.unwrap();
     let mut delete = Args::default();
     delete.map(a.as_mut_ptr(), 16, mt::DELETE);
     // SAFETY: `loc` is null; `delete`'s arrays stay in place for the call and map live host
     // data of this test, as their map types say.
-    unsafe { off.target_data_end(null(), 0, &delete.view()) }.unwrap();
+    unsafe { off.target_data_end(Loc::UNKNOWN, 0, &delete.view()) }.unwrap();
     let dev = w.platform.dev(0, 0);
     assert_eq!(dev.table.len(), 1);
     // SAFETY: `loc` is null; `held`'s arrays stay in place for the call and map live host data
     // of this test, as their map types say.
-    unsafe { off.target_data_end(null(), 0, &held.view()) }.unwrap();
+    unsafe { off.target_data_end(Loc::UNKNOWN, 0, &held.view()) }.unwrap();
     assert!(dev.table.is_empty());
 }
 
@@ -168,10 +168,10 @@ fn zero_length_section_of_null_pointer_is_fine() {
     );
     // SAFETY: `loc` is null; `args`'s arrays stay in place for the call and map live host data
     // of this test, as their map types say.
-    unsafe { off.target_data_begin(null(), 0, &args.view()) }.unwrap();
+    unsafe { off.target_data_begin(Loc::UNKNOWN, 0, &args.view()) }.unwrap();
     // SAFETY: `loc` is null; `args`'s arrays stay in place for the call and map live host data
     // of this test, as their map types say.
-    unsafe { off.target_data_end(null(), 0, &args.view()) }.unwrap();
+    unsafe { off.target_data_end(Loc::UNKNOWN, 0, &args.view()) }.unwrap();
     assert_eq!(w.stderr(), "");
 }
 
@@ -184,7 +184,7 @@ fn return_param_gives_the_device_address() {
     enter.map(a.as_mut_ptr(), 32, mt::TO);
     // SAFETY: `loc` is null; `enter`'s arrays stay in place for the call and map live host data
     // of this test, as their map types say.
-    unsafe { off.target_data_begin(null(), 0, &enter.view()) }.unwrap();
+    unsafe { off.target_data_begin(Loc::UNKNOWN, 0, &enter.view()) }.unwrap();
     // use_device_ptr: a zero-size RETURN_PARAM lookup of a+1.
     let mut use_ptr = Args::default();
     // SAFETY: `a` has 2 elements, so `a + 1` is in bounds.
@@ -192,7 +192,7 @@ fn return_param_gives_the_device_address() {
     use_ptr.map(inner, 0, mt::RETURN_PARAM);
     // SAFETY: `loc` is null; `use_ptr`'s arrays stay in place for the call and map live host
     // data of this test, as their map types say.
-    unsafe { off.target_data_begin(null(), 0, &use_ptr.view()) }.unwrap();
+    unsafe { off.target_data_begin(Loc::UNKNOWN, 0, &use_ptr.view()) }.unwrap();
     let target = w
         .platform
         .dev(0, 0)
@@ -302,7 +302,7 @@ fn combined_struct_entry_is_padded_to_eight_bytes() {
     );
     // SAFETY: `loc` is null; `args`'s arrays stay in place for the call and map live host data
     // of this test, as their map types say.
-    unsafe { off.target_data_begin(null(), 0, &args.view()) }.unwrap();
+    unsafe { off.target_data_begin(Loc::UNKNOWN, 0, &args.view()) }.unwrap();
     let entries = w.platform.dev(0, 0).table.entries();
     assert_eq!(entries.len(), 1);
     assert_eq!(
@@ -312,6 +312,6 @@ fn combined_struct_entry_is_padded_to_eight_bytes() {
     assert_eq!(entries[0].size(), 16);
     // SAFETY: `loc` is null; `args`'s arrays stay in place for the call and map live host data
     // of this test, as their map types say.
-    unsafe { off.target_data_end(null(), 0, &args.view()) }.unwrap();
+    unsafe { off.target_data_end(Loc::UNKNOWN, 0, &args.view()) }.unwrap();
     assert!(w.platform.dev(0, 0).table.is_empty());
 }

@@ -72,7 +72,7 @@ fn mapper_program_info_output_matches_llvm() {
     // compiler-style mapper of its argument; `bin.addrs[0]` is the kernel taking `region`'s
     // arguments.
     unsafe {
-        off.target_data_begin(null(), -1, &call(mt::TO).view())
+        off.target_data_begin(Loc::UNKNOWN, -1, &call(mt::TO).view())
             .unwrap();
         assert_eq!(off.target_is_present(p as *const c_void, 0), 0);
         let mut region = call(mt::TO | mt::FROM | mt::TARGET_PARAM);
@@ -86,7 +86,7 @@ fn mapper_program_info_output_matches_llvm() {
             false,
         )
         .unwrap();
-        off.target_data_end(null(), -1, &call(mt::FROM).view())
+        off.target_data_end(Loc::UNKNOWN, -1, &call(mt::FROM).view())
             .unwrap();
         assert_eq!(off.target_is_present(p as *const c_void, 0), 0);
     }
@@ -184,7 +184,8 @@ fn struct_pointer_program_info_output_matches_llvm() {
         .unwrap();
         let mut update = Args::default();
         update.push(g as *mut c_void, g as *mut c_void, 16, 0x2);
-        off.target_data_update(null(), -1, &update.view()).unwrap();
+        off.target_data_update(Loc::UNKNOWN, -1, &update.view())
+            .unwrap();
     }
     assert_eq!(data, [5, 10, 15, 20]);
     assert_eq!(s.n, 7);
@@ -263,14 +264,15 @@ fn data_directives_program_info_output_matches_llvm() {
     // statement) or `region`, naming the live 32-byte `a`/`b` of this test as their map types
     // say, and `bin.addrs[0]` is the kernel taking `region`'s arguments.
     unsafe {
-        off.target_data_begin(null(), -1, &one(pa, pa, 32, 0x0).view())
+        off.target_data_begin(Loc::UNKNOWN, -1, &one(pa, pa, 32, 0x0).view())
             .unwrap();
         let a2 = (pa as usize + 8) as *mut c_void;
-        off.target_data_begin(null(), -1, &one(pa, a2, 16, 0x5).view())
+        off.target_data_begin(Loc::UNKNOWN, -1, &one(pa, a2, 16, 0x5).view())
             .unwrap();
         let mut region = one(pb, pb, 32, 0x3);
         region.push(pb, pb, 0, 0x40);
-        off.target_data_begin(null(), -1, &region.view()).unwrap();
+        off.target_data_begin(Loc::UNKNOWN, -1, &region.view())
+            .unwrap();
         let device_b = w
             .platform
             .dev(0, 0)
@@ -278,14 +280,15 @@ fn data_directives_program_info_output_matches_llvm() {
             .translate(pb as usize, 32)
             .unwrap();
         assert_eq!(region.bases[1] as usize, device_b, "use_device_ptr");
-        off.target_data_end(null(), -1, &region.view()).unwrap();
-        off.target_data_update(null(), -1, &one(pa, pa, 16, 0x2).view())
+        off.target_data_end(Loc::UNKNOWN, -1, &region.view())
             .unwrap();
-        off.target_data_end(null(), -1, &one(pa, pa, 32, 0x0).view())
+        off.target_data_update(Loc::UNKNOWN, -1, &one(pa, pa, 16, 0x2).view())
             .unwrap();
-        off.target_data_end(null(), -1, &one(pa, pa, 32, 0x8).view())
+        off.target_data_end(Loc::UNKNOWN, -1, &one(pa, pa, 32, 0x0).view())
             .unwrap();
-        off.push_target_tripcount(null(), -1, 8).unwrap();
+        off.target_data_end(Loc::UNKNOWN, -1, &one(pa, pa, 32, 0x8).view())
+            .unwrap();
+        off.push_target_tripcount(Loc::UNKNOWN, -1, 8).unwrap();
         let teams = one(pb, pb, 32, 0x23);
         let mut teams = teams;
         off.target(
@@ -377,7 +380,8 @@ fn strided_update_program_matches_llvm() {
     unsafe {
         let mut enter = Args::default();
         enter.push(pm, pm, 72, 0x1).push(pv, pv, 40, 0x1);
-        off.target_data_begin(null(), -1, &enter.view()).unwrap();
+        off.target_data_begin(Loc::UNKNOWN, -1, &enter.view())
+            .unwrap();
         let mut region = Args::default();
         region.push(pm, pm, 72, 0x223).push(pv, pv, 40, 0x223);
         off.target(
@@ -394,10 +398,11 @@ fn strided_update_program_matches_llvm() {
         update
             .push(pm, dims.as_mut_ptr() as *mut c_void, 3, 0x100000000002)
             .push(pv, (pv as usize + 4) as *mut c_void, 16, 0x2);
-        off.target_data_update(null(), -1, &update.view()).unwrap();
+        off.target_data_update(Loc::UNKNOWN, -1, &update.view())
+            .unwrap();
         let mut exit = Args::default();
         exit.push(pm, pm, 72, 0x8).push(pv, pv, 40, 0x8);
-        off.target_data_end(null(), -1, &exit.view()).unwrap();
+        off.target_data_end(Loc::UNKNOWN, -1, &exit.view()).unwrap();
     }
     assert_eq!(frame.m, [[0, 0, 2, 0, 0, 0], [0, 0, 12, 0, 0, 0], [0; 6]]);
     assert_eq!(frame.v, [0, 2, 3, 4, 5, 0, 0, 0, 0, 0]);

@@ -15,10 +15,10 @@ fn info_lines_follow_llvm_format() {
     args.names[0] = name.as_ptr() as *mut c_void;
     // SAFETY: `loc` is null; `args`'s arrays stay in place for the call and map live host data
     // of this test, as their map types say.
-    unsafe { off.target_data_begin(null(), 0, &args.view()) }.unwrap();
+    unsafe { off.target_data_begin(Loc::UNKNOWN, 0, &args.view()) }.unwrap();
     // SAFETY: `loc` is null; `args`'s arrays stay in place for the call and map live host data
     // of this test, as their map types say.
-    unsafe { off.target_data_end(null(), 0, &args.view()) }.unwrap();
+    unsafe { off.target_data_end(Loc::UNKNOWN, 0, &args.view()) }.unwrap();
     let target = w.stderr();
     let lines: Vec<&str> = target.lines().collect();
     assert_eq!(lines.len(), 3, "{target}");
@@ -35,7 +35,7 @@ fn info_lines_follow_llvm_format() {
     w.registry.set_debug_level(1);
     // SAFETY: `loc` is null; `args`'s arrays stay in place for the call and map live host data
     // of this test, as their map types say.
-    unsafe { off.target_data_begin(null(), 0, &args.view()) }.unwrap();
+    unsafe { off.target_data_begin(Loc::UNKNOWN, 0, &args.view()) }.unwrap();
     assert_eq!(w.stderr(), "");
 }
 
@@ -54,9 +54,9 @@ fn info_lines_follow_the_callers_release() {
         args.map(a.as_mut_ptr(), 4, mt::TO);
         // SAFETY: `loc` is null; `args`'s arrays stay in place for the
         // call and map live host data of this test, as their map types say.
-        unsafe { off.target_data_begin_as(null(), 0, &args.view(), true) }.unwrap();
+        unsafe { off.target_data_begin_as(Loc::UNKNOWN, 0, &args.view(), true) }.unwrap();
         // SAFETY: as above.
-        unsafe { off.target_data_end(null(), 0, &args.view()) }.unwrap();
+        unsafe { off.target_data_end(Loc::UNKNOWN, 0, &args.view()) }.unwrap();
         let out = normalise(&w.stderr());
         let expected = [
             "Entering OpenMP data region with being_nowait_mapper at unknown:0:0 with 1 arguments:",

@@ -50,7 +50,7 @@ fn user_defined_mapper_maps_the_components() {
     args.mappers[0] = pair_mapper as *mut c_void;
     // SAFETY: `loc` is null; `args`'s arrays stay in place for the call and map live host data
     // of this test, as their map types say.
-    unsafe { off.target_data_begin(null(), 0, &args.view()) }.unwrap();
+    unsafe { off.target_data_begin(Loc::UNKNOWN, 0, &args.view()) }.unwrap();
     let dev = w.platform.dev(0, 0);
     let entries = dev.table.entries();
     assert_eq!(entries.len(), 1);
@@ -64,7 +64,7 @@ fn user_defined_mapper_maps_the_components() {
     dev_pair[1] = 20;
     // SAFETY: `loc` is null; `args`'s arrays stay in place for the call and map live host data
     // of this test, as their map types say.
-    unsafe { off.target_data_end(null(), 0, &args.view()) }.unwrap();
+    unsafe { off.target_data_end(Loc::UNKNOWN, 0, &args.view()) }.unwrap();
     assert_eq!(pair, [1, 20], "only the member is copied out");
     // LLVM 14 never updates the count of a mapper's first component, nor
     // deletes it: the mapping stays (checked against LLVM's libomptarget
@@ -72,5 +72,5 @@ fn user_defined_mapper_maps_the_components() {
     assert_eq!(dev.table.len(), 1);
     // SAFETY: `loc` is null; `args`'s arrays stay in place for the call and map live host data
     // of this test, as their map types say.
-    unsafe { off.target_data_update(null(), 0, &args.view()) }.unwrap();
+    unsafe { off.target_data_update(Loc::UNKNOWN, 0, &args.view()) }.unwrap();
 }

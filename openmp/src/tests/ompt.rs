@@ -169,7 +169,7 @@ fn a_traced_region_reports_as_llvm_19() {
     let mut args = Args::default();
     args.map(a.as_mut_ptr(), 16, mt::TO);
     // SAFETY: `args` names `a`, live for the calls.
-    unsafe { w.off().target_data_begin(null(), 0, &args.view()) }.unwrap();
+    unsafe { w.off().target_data_begin(Loc::UNKNOWN, 0, &args.view()) }.unwrap();
     assert_eq!(
         take_events(),
         [

@@ -137,12 +137,12 @@ fn teams_region_gets_the_pushed_tripcount_once() {
     let (w, bin) = one_kernel_world(1);
     let off = w.off();
     // SAFETY: `loc` is null, which the contract allows.
-    unsafe { off.push_target_tripcount(null(), 0, 1000) }.unwrap();
+    off.push_target_tripcount(Loc::UNKNOWN, 0, 1000).unwrap();
     // SAFETY: `loc` is null, which the contract allows.
-    unsafe { off.push_target_tripcount(null(), 0, 5) }.unwrap();
+    off.push_target_tripcount(Loc::UNKNOWN, 0, 5).unwrap();
     w.host.thread.store(3, std::sync::atomic::Ordering::SeqCst);
     // SAFETY: `loc` is null, which the contract allows.
-    unsafe { off.push_target_tripcount(null(), 0, 77) }.unwrap();
+    off.push_target_tripcount(Loc::UNKNOWN, 0, 77).unwrap();
     w.host.thread.store(0, std::sync::atomic::Ordering::SeqCst);
     for _ in 0..2 {
         // SAFETY: `loc` is null; `bin.addrs[0]` is the host address of an entry of the

@@ -17,10 +17,10 @@ fn concurrent_enter_exit_keeps_counts_consistent() {
                     args.map(addr as *mut u8, 256, mt::TO | mt::FROM);
                     // SAFETY: `loc` is null; `args`'s arrays stay in place for the call and map
                     // live host data of this test, as their map types say.
-                    unsafe { off.target_data_begin(null(), 0, &args.view()) }.unwrap();
+                    unsafe { off.target_data_begin(Loc::UNKNOWN, 0, &args.view()) }.unwrap();
                     // SAFETY: `loc` is null; `args`'s arrays stay in place for the call and map
                     // live host data of this test, as their map types say.
-                    unsafe { off.target_data_end(null(), 0, &args.view()) }.unwrap();
+                    unsafe { off.target_data_end(Loc::UNKNOWN, 0, &args.view()) }.unwrap();
                 }
             });
         }

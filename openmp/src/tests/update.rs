@@ -11,7 +11,7 @@ fn update_to_and_from_and_present_motion() {
     enter.map(a.as_mut_ptr(), 16, mt::NONE);
     // SAFETY: `loc` is null; `enter`'s arrays stay in place for the call and map live host data
     // of this test, as their map types say.
-    unsafe { off.target_data_begin(null(), 0, &enter.view()) }.unwrap();
+    unsafe { off.target_data_begin(Loc::UNKNOWN, 0, &enter.view()) }.unwrap();
     let target = w
         .platform
         .dev(0, 0)
@@ -27,7 +27,7 @@ fn update_to_and_from_and_present_motion() {
     to.map(a.as_mut_ptr(), 16, mt::TO);
     // SAFETY: `loc` is null; `to`'s arrays stay in place for the call and map live host data of
     // this test, as their map types say.
-    unsafe { off.target_data_update(null(), 0, &to.view()) }.unwrap();
+    unsafe { off.target_data_update(Loc::UNKNOWN, 0, &to.view()) }.unwrap();
     assert_eq!(dev_a, &[1; 4]);
     dev_a[2] = 9;
     let mut from = Args::default();
@@ -35,7 +35,7 @@ fn update_to_and_from_and_present_motion() {
     from.map(unsafe { a.as_mut_ptr().add(2) }, 4, mt::FROM);
     // SAFETY: `loc` is null; `from`'s arrays stay in place for the call and map live host data
     // of this test, as their map types say.
-    unsafe { off.target_data_update(null(), 0, &from.view()) }.unwrap();
+    unsafe { off.target_data_update(Loc::UNKNOWN, 0, &from.view()) }.unwrap();
     assert_eq!(a, [1, 1, 9, 1]);
     // Not mapped: a no-op, unless `present`.
     let mut b = [0i32; 2];
@@ -43,13 +43,13 @@ fn update_to_and_from_and_present_motion() {
     other.map(b.as_mut_ptr(), 8, mt::FROM);
     // SAFETY: `loc` is null; `other`'s arrays stay in place for the call and map live host data
     // of this test, as their map types say.
-    unsafe { off.target_data_update(null(), 0, &other.view()) }.unwrap();
+    unsafe { off.target_data_update(Loc::UNKNOWN, 0, &other.view()) }.unwrap();
     assert_eq!(w.stderr(), "");
     let mut present = Args::default();
     present.map(b.as_mut_ptr(), 8, mt::FROM | mt::PRESENT);
     // SAFETY: `loc` is null; `present`'s arrays stay in place for the call and map live host
     // data of this test, as their map types say.
-    assert!(unsafe { off.target_data_update(null(), 0, &present.view()) }.is_err());
+    assert!(unsafe { off.target_data_update(Loc::UNKNOWN, 0, &present.view()) }.is_err());
     assert_eq!(
         w.stderr(),
         format!(
@@ -69,7 +69,7 @@ fn non_contiguous_update_copies_each_strided_piece() {
     enter.map(m.as_mut_ptr(), 48, mt::NONE);
     // SAFETY: `loc` is null; `enter`'s arrays stay in place for the call and map live host data
     // of this test, as their map types say.
-    unsafe { off.target_data_begin(null(), 0, &enter.view()) }.unwrap();
+    unsafe { off.target_data_begin(Loc::UNKNOWN, 0, &enter.view()) }.unwrap();
     let target = w
         .platform
         .dev(0, 0)
@@ -103,6 +103,6 @@ fn non_contiguous_update_copies_each_strided_piece() {
     );
     // SAFETY: `loc` is null; `args`'s arrays stay in place for the call and map live host data
     // of this test, as their map types say.
-    unsafe { off.target_data_update(null(), 0, &args.view()) }.unwrap();
+    unsafe { off.target_data_update(Loc::UNKNOWN, 0, &args.view()) }.unwrap();
     assert_eq!(m, [[0, 2, 3, 0], [0, 6, 7, 0], [0, 10, 11, 0]]);
 }

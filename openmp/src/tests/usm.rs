@@ -45,7 +45,7 @@ fn unified_shared_memory_passes_host_pointers() {
     close.map(a.as_mut_ptr(), 16, mt::TO | mt::CLOSE);
     // SAFETY: `loc` is null; `close`'s arrays stay in place for the call and map live host data
     // of this test, as their map types say.
-    unsafe { off.target_data_begin(null(), 0, &close.view()) }.unwrap();
+    unsafe { off.target_data_begin(Loc::UNKNOWN, 0, &close.view()) }.unwrap();
     assert_eq!(dev.table.len(), 1);
     assert_eq!(off.target_is_present(a.as_ptr() as *const c_void, 0), 1);
 }

@@ -20,7 +20,7 @@ fn enter_section(off: &Offload<'_>, p: *mut f32) {
     args.push(p as *mut c_void, begin as *mut c_void, 32 * 4, mt::TO);
     // SAFETY: `loc` is null; `args`'s arrays stay in place for the call and
     // name the live buffer behind `p`.
-    unsafe { off.target_data_begin(null(), 0, &args.view()) }.unwrap();
+    unsafe { off.target_data_begin(Loc::UNKNOWN, 0, &args.view()) }.unwrap();
 }
 
 /// Run the one kernel with `args`, returning its first argument.
@@ -111,7 +111,7 @@ fn use_device_ptr_of_a_pointer_below_its_section_from_llvm19() {
         args.map(p, 0, mt::RETURN_PARAM);
         // SAFETY: `loc` is null; `args`'s arrays stay in place for the call
         // (its base array is written).
-        unsafe { w.off().target_data_begin(null(), 0, &args.view()) }.unwrap();
+        unsafe { w.off().target_data_begin(Loc::UNKNOWN, 0, &args.view()) }.unwrap();
         let expected = match release {
             // LLVM 14 finds nothing: null.
             Release::Llvm14 => 0,
@@ -135,7 +135,7 @@ fn an_explicit_zero_length_map_that_finds_nothing_is_reported_from_llvm19() {
         args.names[0] = name.as_ptr() as *mut c_void;
         // SAFETY: `loc` is null; `args`'s arrays stay in place for the call
         // (its base array is written).
-        unsafe { w.off().target_data_begin(null(), 0, &args.view()) }.unwrap();
+        unsafe { w.off().target_data_begin(Loc::UNKNOWN, 0, &args.view()) }.unwrap();
         let expected = match release {
             Release::Llvm14 => String::new(),
             // The implicit entry says nothing. (The test host words every

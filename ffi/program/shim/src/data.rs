@@ -6,7 +6,7 @@ use crate::boundary::guard;
 use crate::export::export_c;
 use crate::session::lifecycle::with_session_deferred;
 use crate::session::DataOp;
-use omptarget_openmp::MapArgs;
+use omptarget_openmp::{Ident, Loc, MapArgs};
 use std::ffi::c_void;
 
 /// Decode and run one data operation; the common body of all variants.
@@ -35,16 +35,17 @@ unsafe fn run(
     guard(entry, (), || {
         // SAFETY: our caller's contract: each non-null array holds `arg_num`
         // elements, `base` writable, valid for this call, which outlives the
-        // view `args` (dropped at the end of this closure).
+        // view `args` (dropped at the end of this closure); the pointers in
+        // them name host memory as the map types say.
         match unsafe { MapArgs::from_raw(arg_num, base, begin, sizes, types, names, mappers) } {
             Some(args) => {
-                // SAFETY: `loc` is null or a valid `ident_t` and `args` views
-                // the call's arrays, whose pointers name host memory as the
-                // map types say (our caller's contract).
+                // SAFETY: our caller's contract: `loc` is null or a valid
+                // `ident_t` for this call.
+                let loc = unsafe { Loc::from_raw(loc as *const Ident) };
                 with_session_deferred(
                     entry.contains("_nowait"),
                     || (),
-                    |s| unsafe { s.target_data(op, nowait, loc, device_id, &args) },
+                    |s| s.target_data(op, nowait, loc, device_id, &args),
                 );
             }
             None => eprintln!(

@@ -16,7 +16,7 @@ use omptarget_abi::{
     kernel_args::{KERNEL_ARGS_V1, KERNEL_ARGS_V2, KERNEL_ARGS_V3},
     KernelArgsHeader, KernelArgsV1, KernelArgsV2, OFFLOAD_FAIL, OMP_TGT_FAIL, OMP_TGT_SUCCESS,
 };
-use omptarget_openmp::{KernelLaunch, MapArgs};
+use omptarget_openmp::{Ident, KernelLaunch, Loc, MapArgs, TargetRegion};
 use std::ffi::c_void;
 
 /// The raw argument arrays of a block, before `MapArgs` checks them.
@@ -123,7 +123,8 @@ unsafe fn launch(
             }
         };
         // SAFETY: our caller's contract: each non-null array of the block
-        // holds `NumArgs` elements, valid for this call.
+        // holds `NumArgs` elements, valid for this call, and the pointers in
+        // them name host memory as the map types say.
         let map = unsafe {
             MapArgs::from_raw(
                 raw.num,
@@ -136,13 +137,20 @@ unsafe fn launch(
             )
         };
         match map {
-            // SAFETY: `loc`, `host_ptr` as our caller's contract says; `map`
-            // views the block's arrays.
-            Some(map) => with_session_deferred(
-                no_wait || entry.ends_with("_nowait"),
-                || OMP_TGT_SUCCESS,
-                |s| unsafe { s.target_kernel(loc, device_id, host_ptr, &map, &launch) },
-            ),
+            Some(map) => {
+                // SAFETY: our caller's contract: `loc` is null or a valid
+                // `ident_t` for this call.
+                let loc = unsafe { Loc::from_raw(loc as *const Ident) };
+                // SAFETY: our caller's contract: `host_ptr` is the region's
+                // host entry, whose kernel takes what the block describes
+                // (after `dyn_ptr` from version 3, as `launch` says).
+                let region = unsafe { TargetRegion::new(host_ptr, &map, &launch) };
+                with_session_deferred(
+                    no_wait || entry.ends_with("_nowait"),
+                    || OMP_TGT_SUCCESS,
+                    |s| s.target_kernel(loc, device_id, region),
+                )
+            }
             None => {
                 eprintln!(
                     "Libomptarget error: {entry}: null argument array with {} arguments",

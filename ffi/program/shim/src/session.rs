@@ -12,9 +12,7 @@ use self::device_number::{fatal_if_unknown, Accepts};
 use self::host_env::Libomp;
 use omptarget::{Config, Runtime};
 use omptarget_abi::{AllocKind, AsyncInfo, BinDesc, DeviceInfo};
-use omptarget_openmp::{
-    Fatal, Ident, KernelLaunch, MapArgs, Offload, Registry, TargetOffloadPolicy,
-};
+use omptarget_openmp::{Fatal, Loc, MapArgs, Offload, Registry, TargetOffloadPolicy, TargetRegion};
 use std::ffi::{c_char, c_int, c_void};
 use std::sync::{Mutex, OnceLock};
 
@@ -260,86 +258,33 @@ impl Session {
         self.offload().init_all_plugins()
     }
 
-    /// # Safety
-    /// `loc` is null or a valid `ident_t`; `args` is a valid view of the
-    /// call's arrays, whose pointers name host memory as the map types say
-    /// (for `NON_CONTIG` updates, the begin pointer is an array of `size`
-    /// dimension descriptors).
+    /// `__tgt_target_data_{begin,end,update}*`, once the C entry made the
+    /// typed `loc` and `args` (whose constructors carry the call's contract).
     /// `nowait`: a `_nowait` entry (run alike; LLVM 15+ name it in INFO).
-    pub unsafe fn target_data(
+    pub fn target_data(
         &self,
         op: DataOp,
         nowait: bool,
-        loc: *mut c_void,
+        loc: Loc<'_>,
         device_id: i64,
-        args: &MapArgs,
+        args: &MapArgs<'_>,
     ) {
-        let loc = loc as *const Ident;
         let offload = self.offload();
-        // SAFETY: our caller's contract is that of all three callees.
-        or_abort(unsafe {
-            match op {
-                DataOp::Begin => offload.target_data_begin_as(loc, device_id, args, nowait),
-                DataOp::End => offload.target_data_end_as(loc, device_id, args, nowait),
-                DataOp::Update => offload.target_data_update_as(loc, device_id, args, nowait),
-            }
+        or_abort(match op {
+            DataOp::Begin => offload.target_data_begin_as(loc, device_id, args, nowait),
+            DataOp::End => offload.target_data_end_as(loc, device_id, args, nowait),
+            DataOp::Update => offload.target_data_update_as(loc, device_id, args, nowait),
         })
     }
 
-    /// # Safety
-    /// As [`Session::target_data`]; `host_ptr` is the region's host entry.
-    pub unsafe fn target(
-        &self,
-        loc: *mut c_void,
-        device_id: i64,
-        host_ptr: *mut c_void,
-        args: &MapArgs,
-        teams: Option<Teams>,
-    ) -> i32 {
-        let (num_teams, thread_limit) = teams.map_or((0, 0), |t| (t.num_teams, t.thread_limit));
-        // SAFETY: `loc`, `host_ptr` and `args` as the callee requires (our
-        // caller's contract).
-        or_abort_deferred(unsafe {
-            self.offload().target(
-                loc as *const Ident,
-                device_id,
-                host_ptr,
-                args,
-                num_teams,
-                thread_limit,
-                teams.is_some(),
-            )
-        })
+    /// `__tgt_target*` and `__tgt_target_kernel[_nowait]`, once the C entry
+    /// bound the region's kernel to its arguments (`region`).
+    pub fn target_kernel(&self, loc: Loc<'_>, device_id: i64, region: TargetRegion<'_, '_>) -> i32 {
+        or_abort_deferred(self.offload().target_kernel(loc, device_id, region))
     }
 
-    /// `__tgt_target_kernel[_nowait]`.
-    ///
-    /// # Safety
-    /// As [`Session::target`]; with `launch.implicit_dyn_ptr` the kernel
-    /// takes a leading `void *` before the arguments `args` describes.
-    pub unsafe fn target_kernel(
-        &self,
-        loc: *mut c_void,
-        device_id: i64,
-        host_ptr: *mut c_void,
-        args: &MapArgs,
-        launch: &KernelLaunch,
-    ) -> i32 {
-        // SAFETY: our caller's contract is the callee's.
-        or_abort_deferred(unsafe {
-            self.offload()
-                .target_kernel(loc as *const Ident, device_id, host_ptr, args, launch)
-        })
-    }
-
-    /// # Safety
-    /// `loc` is null or a valid `ident_t`.
-    pub unsafe fn push_tripcount(&self, loc: *mut c_void, device_id: i64, count: u64) {
-        // SAFETY: `loc` is null or a valid `ident_t` (our caller's contract).
-        or_abort(unsafe {
-            self.offload()
-                .push_target_tripcount(loc as *const Ident, device_id, count)
-        })
+    pub fn push_tripcount(&self, loc: Loc<'_>, device_id: i64, count: u64) {
+        or_abort(self.offload().push_target_tripcount(loc, device_id, count))
     }
 
     pub fn num_devices(&self) -> c_int {

@@ -6,7 +6,7 @@ use crate::export::export_c;
 use crate::session::lifecycle::{with_session, with_session_deferred};
 use crate::session::Teams;
 use omptarget_abi::{OMP_TGT_FAIL, OMP_TGT_SUCCESS};
-use omptarget_openmp::MapArgs;
+use omptarget_openmp::{Ident, KernelLaunch, Loc, MapArgs, TargetRegion};
 use std::ffi::c_void;
 
 /// Decode and launch; the common body of all variants. Returns
@@ -38,16 +38,23 @@ unsafe fn run(
     guard(entry, OMP_TGT_FAIL, || {
         // SAFETY: our caller's contract: each non-null array holds `arg_num`
         // elements, `base` writable, valid for this call, which outlives the
-        // view `args` (dropped at the end of this closure).
+        // view `args` (dropped at the end of this closure); the pointers in
+        // them name host memory as the map types say.
         match unsafe { MapArgs::from_raw(arg_num, base, begin, sizes, types, names, mappers) } {
             Some(args) => {
-                // SAFETY: `loc` is null or a valid `ident_t`, `host_ptr` is
-                // the region's host entry and `args` views the call's arrays
-                // (our caller's contract).
+                let (num_teams, thread_limit) =
+                    teams.map_or((0, 0), |t| (t.num_teams, t.thread_limit));
+                let launch = KernelLaunch::legacy(num_teams, thread_limit, teams.is_some());
+                // SAFETY: our caller's contract: `loc` is null or a valid
+                // `ident_t` for this call.
+                let loc = unsafe { Loc::from_raw(loc as *const Ident) };
+                // SAFETY: our caller's contract: `host_ptr` is the region's
+                // host entry, whose kernel takes what `args` describes.
+                let region = unsafe { TargetRegion::new(host_ptr, &args, &launch) };
                 with_session_deferred(
                     nowait,
                     || OMP_TGT_SUCCESS,
-                    |s| unsafe { s.target(loc, device_id, host_ptr, &args, teams) },
+                    |s| s.target_kernel(loc, device_id, region),
                 )
             }
             None => {
@@ -214,7 +221,8 @@ unsafe extern "C-unwind" fn __kmpc_push_target_tripcount_mapper(
 ) {
     guard("__kmpc_push_target_tripcount_mapper", (), || {
         // SAFETY: `loc` is null or a valid `ident_t` (our caller's contract).
-        with_session(|s| unsafe { s.push_tripcount(loc, device_id, loop_tripcount) });
+        let loc = unsafe { Loc::from_raw(loc as *const Ident) };
+        with_session(|s| s.push_tripcount(loc, device_id, loop_tripcount));
     })
 }
 
