@@ -21,7 +21,10 @@
 //! nothing, and shutdown can list what the user never freed. The table is
 //! sharded by address; a shard keeps its live records and its cached blocks
 //! under one lock, so a free, or an allocation served from the cache, takes
-//! one uncontended lock (no process-wide counter). Why size classes, how the
+//! one uncontended lock (no process-wide counter). A cached block keeps its
+//! entry in the table, marked cached: freeing it and handing it out again
+//! each rewrite that entry in place instead of removing it from the table
+//! and inserting it again. Why size classes, how the
 //! shards are searched, and the numbers: `docs/memory-manager.md`.
 //!
 //! The manager is generic over [`DeviceAllocator`] so it can be tested
@@ -121,8 +124,11 @@ const CLASS_WORDS: usize = 4;
 /// What the live table keeps of an allocation: the caller's record and,
 /// worked out once when the block is handed out, its size class (so a
 /// free neither recomputes it nor asks again whether the block is cached).
+/// A managed block on a free list keeps its entry with `size` 0 (no live
+/// allocation has 0 bytes): [`Record::is_live`] tells the two apart.
 #[derive(Clone, Copy)]
 struct Record {
+    /// The size the caller asked for; 0 while the block is cached.
     size: usize,
     origin: crate::origin::AllocOrigin,
     kind: AllocKind,
@@ -150,6 +156,11 @@ impl Record {
         self.class != UNMANAGED
     }
 
+    /// Handed out and not yet freed (not a cached block's entry).
+    fn is_live(&self) -> bool {
+        self.size != 0
+    }
+
     fn allocation(&self) -> LiveAllocation {
         LiveAllocation {
             size: self.size,
@@ -171,7 +182,8 @@ const NO_RECORD: Record = Record {
 /// cached blocks of that address range, by size class. A block's live
 /// record and its place on a free list are in the same shard (its
 /// address's), so a free, and an allocation served from the cache, take
-/// one lock.
+/// one lock. Every block on a free list has an entry in `live`, marked
+/// cached; no live entry's address is on a free list.
 struct Shard {
     live: LiveTable<Record>,
     managed_blocks: usize,
@@ -200,10 +212,12 @@ impl Shard {
             self.managed_bytes += record.size;
         }
         if let Some(old) = self.live.insert(ptr.addr(), record) {
-            // The device handed out an address that is still live: the old
-            // record is gone, so its counts go (managed or not: the old and
-            // the new record may differ in that); say so.
-            if old.is_managed() {
+            // The device handed out an address that is still live (or
+            // still cached: then it stays on its free list, and `take_cached`
+            // skips it there since its entry is live): the old record is
+            // gone, so its counts go (managed or not: the old and the new
+            // record may differ in that); say so.
+            if old.is_managed() && old.is_live() {
                 self.managed_blocks -= 1;
                 self.managed_bytes -= old.size;
             }
@@ -211,14 +225,62 @@ impl Shard {
         }
     }
 
+    /// Forget the live block `ptr` (a cached block's entry is not live).
     #[inline]
     fn remove_live(&mut self, ptr: DevicePtr) -> Option<Record> {
-        let record = self.live.remove(ptr.addr())?;
+        let record = self
+            .live
+            .update_or_remove(ptr.addr(), |r| match r.is_live() {
+                true => (Some(*r), true),
+                false => (None, false),
+            })
+            .flatten()?;
         if record.is_managed() {
             self.managed_blocks -= 1;
             self.managed_bytes -= record.size;
         }
         Some(record)
+    }
+
+    /// Free the live block `ptr` in the table, in one probe: a managed
+    /// block's entry is marked cached in place, an unmanaged one's removed.
+    /// Returns its record; `None` (nothing changed) if it is not live.
+    #[inline]
+    fn free_live(&mut self, ptr: DevicePtr) -> Option<Record> {
+        let record = self
+            .live
+            .update_or_remove(ptr.addr(), |entry| {
+                let record = *entry;
+                if !record.is_live() {
+                    return (None, false);
+                }
+                if record.is_managed() {
+                    entry.size = 0;
+                }
+                (Some(record), !record.is_managed())
+            })
+            .flatten()?;
+        if record.is_managed() {
+            self.managed_blocks -= 1;
+            self.managed_bytes -= record.size;
+        }
+        Some(record)
+    }
+
+    /// Mark the cached block `ptr` live as `record`, in place; false if
+    /// its entry is not a cached block's (the device handed its address
+    /// out again while it was cached: see `insert_live`).
+    #[inline]
+    fn revive(&mut self, ptr: DevicePtr, record: Record) -> bool {
+        match self.live.get_mut(ptr.addr()) {
+            Some(entry) if !entry.is_live() => {
+                *entry = record;
+                self.managed_blocks += 1;
+                self.managed_bytes += record.size;
+                true
+            }
+            _ => false,
+        }
     }
 }
 
@@ -245,14 +307,19 @@ impl ShardCell {
         word.store(if nonempty { old | bit } else { old & !bit }, Relaxed);
     }
 
-    /// Take a cached block of `class`, if this shard has one.
-    fn pop(&self, shard: &mut Shard, class: usize) -> Option<DevicePtr> {
-        let list = shard.free.get_mut(class)?;
-        let ptr = list.pop()?;
-        if list.is_empty() {
-            self.set(class, false);
+    /// Take a cached block of `class`, if this shard has one, and mark it
+    /// live as `record`.
+    fn take_cached(&self, shard: &mut Shard, class: usize, record: Record) -> Option<DevicePtr> {
+        loop {
+            let list = shard.free.get_mut(class)?;
+            let ptr = list.pop()?;
+            if list.is_empty() {
+                self.set(class, false);
+            }
+            if shard.revive(ptr, record) {
+                return Some(ptr);
+            }
         }
-        Some(ptr)
     }
 
     /// Cache a freed block of `class`.
@@ -415,8 +482,7 @@ impl<A: DeviceAllocator> MemoryManager<A> {
                 continue;
             }
             let mut shard = lock(&cell.state);
-            if let Some(ptr) = cell.pop(&mut shard, class) {
-                shard.insert_live(ptr, record);
+            if let Some(ptr) = cell.take_cached(&mut shard, class, record) {
                 drop(shard);
                 if index != first {
                     SHARD_HINT.with(|h| h.set(index as u8));
@@ -436,7 +502,7 @@ impl<A: DeviceAllocator> MemoryManager<A> {
         let index = shard_of(ptr);
         let cell = &self.shards[index].0;
         let mut shard = lock(&cell.state);
-        let Some(record) = shard.remove_live(ptr) else {
+        let Some(record) = shard.free_live(ptr) else {
             drop(shard);
             return Err(self.unknown(ptr));
         };
@@ -478,6 +544,7 @@ impl<A: DeviceAllocator> MemoryManager<A> {
         lock(&self.shards[shard_of(ptr)].0.state)
             .live
             .get(ptr.addr())
+            .filter(|r| r.is_live())
             .map(Record::allocation)
     }
 
@@ -485,8 +552,10 @@ impl<A: DeviceAllocator> MemoryManager<A> {
     pub fn live_allocations(&self) -> (usize, usize) {
         self.shards.iter().fold((0, 0), |(count, bytes), cell| {
             let shard = lock(&cell.0.state);
-            let shard_bytes: usize = shard.live.iter().map(|(_, r)| r.size).sum();
-            (count + shard.live.len(), bytes + shard_bytes)
+            let live = shard.live.iter().filter(|(_, r)| r.is_live());
+            let (shard_count, shard_bytes) =
+                live.fold((0, 0), |(n, b), (_, r)| (n + 1, b + r.size));
+            (count + shard_count, bytes + shard_bytes)
         })
     }
 
@@ -500,6 +569,7 @@ impl<A: DeviceAllocator> MemoryManager<A> {
                 shard
                     .live
                     .iter()
+                    .filter(|(_, r)| r.is_live())
                     .map(|(addr, r)| (DevicePtr::from_raw(addr as *mut c_void), r.allocation()))
                     .collect::<Vec<_>>()
             })
@@ -520,7 +590,20 @@ impl<A: DeviceAllocator> MemoryManager<A> {
                         cell.0.set(class, false);
                     }
                 }
-                std::mem::take(&mut shard.free)
+                let mut lists = std::mem::take(&mut shard.free);
+                // The cached entries go with their blocks; an address that
+                // is live again (see `insert_live`) keeps its entry and is
+                // not freed here.
+                for list in &mut lists {
+                    list.retain(|&ptr| match shard.live.get(ptr.addr()) {
+                        Some(r) if !r.is_live() => {
+                            shard.live.remove(ptr.addr());
+                            true
+                        }
+                        _ => false,
+                    });
+                }
+                lists
             });
         }
         let total = taken.iter().flatten().map(Vec::len).sum();

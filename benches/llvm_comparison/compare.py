@@ -44,6 +44,7 @@ TARGETS = {
     "map_tofrom_scalar": 0.33,
     "target_alloc_free_64B": 0.5,
     "target_alloc_free_4KiB": 0.5,
+    "target_alloc_free_1MiB": 0.7,
     "alloc_free_1000_live_random": 0.5,
     "enter_data_at_100k_mappings": 0.5,
     "is_present_at_100k_mappings": 0.5,

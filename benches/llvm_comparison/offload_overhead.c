@@ -484,6 +484,7 @@ int main(int argc, char **argv) {
 #pragma omp target exit data map(release : arr[0:SMALL])
   TIME("target_alloc_free_64B", iters, op_alloc_free(64, dev));
   TIME("target_alloc_free_4KiB", iters, op_alloc_free(4096, dev));
+  TIME("target_alloc_free_1MiB", iters, op_alloc_free(1 << 20, dev));
   bench_random_live_blocks(iters, dev);
   TIME("region_map_16_arrays_new", iters / 4 + 1, op_region_16());
 #pragma omp target data map(tofrom : m0[0:SMALL], m1[0:SMALL], m2[0:SMALL], m3[0:SMALL],     \

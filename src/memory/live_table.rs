@@ -72,7 +72,9 @@ impl<V: Copy> LiveTable<V> {
         }
     }
 
-    /// Number of entries.
+    /// Number of entries (the manager counts its live ones itself: cached
+    /// blocks' entries are entries too).
+    #[cfg(test)]
     pub(super) fn len(&self) -> usize {
         self.len + usize::from(self.zero.is_some())
     }
@@ -86,6 +88,18 @@ impl<V: Copy> LiveTable<V> {
             return None;
         }
         self.find(addr).map(|i| &self.slots[i].value)
+    }
+
+    /// The value at `addr`, to change in place.
+    #[inline]
+    pub(super) fn get_mut(&mut self, addr: usize) -> Option<&mut V> {
+        if addr == 0 {
+            return self.zero.as_mut();
+        }
+        if self.len == 0 {
+            return None;
+        }
+        self.find(addr).map(|i| &mut self.slots[i].value)
     }
 
     /// Insert or replace; returns the value replaced.
@@ -124,8 +138,42 @@ impl<V: Copy> LiveTable<V> {
         if self.len == 0 {
             return None;
         }
-        let mut hole = self.find(addr)?;
+        let hole = self.find(addr)?;
         let value = self.slots[hole].value;
+        self.remove_at(hole);
+        Some(value)
+    }
+
+    /// Let `f` see `addr`'s value (and change it in place) in one probe:
+    /// `f` answers what to return and whether to remove the entry. `None`
+    /// if `addr` has no entry.
+    #[inline]
+    pub(super) fn update_or_remove<R>(
+        &mut self,
+        addr: usize,
+        f: impl FnOnce(&mut V) -> (R, bool),
+    ) -> Option<R> {
+        if addr == 0 {
+            let (answer, remove) = f(self.zero.as_mut()?);
+            if remove {
+                self.zero = None;
+            }
+            return Some(answer);
+        }
+        if self.len == 0 {
+            return None;
+        }
+        let i = self.find(addr)?;
+        let (answer, remove) = f(&mut self.slots[i].value);
+        if remove {
+            self.remove_at(i);
+        }
+        Some(answer)
+    }
+
+    /// Empty the slot `hole` (an entry's).
+    #[inline]
+    fn remove_at(&mut self, mut hole: usize) {
         // Backward shift: move each later entry of the run into the hole
         // unless the hole lies before its home (cyclically), so every
         // entry stays reachable from its home without tombstones.
@@ -145,7 +193,6 @@ impl<V: Copy> LiveTable<V> {
         }
         self.slots[hole].addr = 0;
         self.len -= 1;
-        Some(value)
     }
 
     /// Every entry, in no particular order.
@@ -234,6 +281,30 @@ mod tests {
         assert_eq!(table.remove(0), Some(3));
         assert_eq!(table.remove(0), None);
         assert_eq!(table.iter().collect::<Vec<_>>(), [(16, &2)]);
+    }
+
+    #[test]
+    fn update_or_remove_changes_in_place_or_removes_in_one_call() {
+        let mut table = LiveTable::new(0u8);
+        assert_eq!(table.update_or_remove(64, |_| ((), true)), None);
+        // Colliding keys in one run: removing one keeps the others reachable.
+        for addr in [0, 16, 32, 48, 64] {
+            table.insert(addr, 1);
+        }
+        let bump = |v: &mut u8| {
+            *v += 1;
+            (*v, false)
+        };
+        assert_eq!(table.update_or_remove(32, bump), Some(2));
+        assert_eq!(table.update_or_remove(0, bump), Some(2));
+        assert_eq!(table.get(32), Some(&2));
+        assert_eq!(table.update_or_remove(32, |v| (*v, true)), Some(2));
+        assert_eq!(table.update_or_remove(0, |v| (*v, true)), Some(2));
+        assert_eq!((table.get(32), table.get(0)), (None, None));
+        for addr in [16, 48, 64] {
+            assert_eq!(table.get(addr), Some(&1), "{addr}");
+        }
+        assert_eq!(table.len(), 3);
     }
 
     #[test]

@@ -546,3 +546,90 @@ fn concurrent_alloc_free_keeps_counts_consistent() {
     assert_eq!(drained.bytes, s.cached_bytes);
     assert_eq!(device.live_bytes(), 0);
 }
+
+#[test]
+fn a_cached_block_is_not_a_live_allocation() {
+    // Its entry stays in the table while it is cached: none of the
+    // queries may take it for a live one.
+    let mm = MemoryManager::new(FakeDevice::default(), DEFAULT_THRESHOLD);
+    let kept = alloc(&mm, 100);
+    let cached = alloc(&mm, 32);
+    mm.free(cached).unwrap();
+    assert_eq!(mm.allocation(cached), None);
+    assert_eq!(mm.live_allocations(), (1, 100));
+    assert_eq!(mm.live().len(), 1);
+    assert_eq!(mm.live()[0].0, kept);
+    assert!(matches!(
+        mm.release(cached),
+        Err(Error::UnknownDevicePointer { .. })
+    ));
+    // Handed out again: live with its new record.
+    let again = alloc(&mm, 20);
+    assert_eq!(again, cached);
+    assert_eq!(mm.allocation(again).map(|a| a.size), Some(20));
+    assert_eq!(mm.live_allocations(), (2, 120));
+}
+
+#[test]
+fn a_drained_block_is_forgotten_and_its_address_can_come_back() {
+    let mm = MemoryManager::new(FakeDevice::default(), DEFAULT_THRESHOLD);
+    let a = alloc(&mm, 64);
+    mm.free(a).unwrap();
+    assert_eq!(mm.drain().blocks, 1);
+    assert!(matches!(
+        mm.free(a),
+        Err(Error::UnknownDevicePointer { .. })
+    ));
+    // A fresh device block at a drained address is an ordinary live one.
+    mm.record(
+        a,
+        Record::new(
+            LiveAllocation {
+                size: 8,
+                kind: AllocKind::Default,
+                origin: crate::origin::AllocOrigin::Unknown,
+            },
+            SizeClass::of(8),
+        ),
+    );
+    assert_eq!(mm.allocation(a).map(|r| r.size), Some(8));
+    mm.free(a).unwrap();
+    assert_eq!(mm.stats().cached_blocks, 1);
+}
+
+#[test]
+fn a_device_returning_a_cached_address_never_hands_it_out_twice() {
+    // A misbehaving device hands out the address of a cached block again:
+    // the block is live under its new record, so the free list must not
+    // hand it out a second time, nor the drain free it under its owner.
+    struct SameAddress;
+    impl DeviceAllocator for SameAddress {
+        fn allocate(&self, _: usize, _: *mut c_void, _: AllocKind) -> Result<DevicePtr> {
+            Ok(DevicePtr::from_raw(0x1000 as *mut c_void))
+        }
+        fn free(&self, _: DevicePtr) -> Result<()> {
+            Ok(())
+        }
+    }
+    let mm = MemoryManager::new(SameAddress, DEFAULT_THRESHOLD);
+    let small = alloc(&mm, 16);
+    mm.free(small).unwrap();
+    let host = mm
+        .allocate(1 << 20, std::ptr::null_mut(), AllocKind::Host)
+        .unwrap();
+    assert_eq!(host, small);
+    assert_eq!(mm.allocation(host).map(|a| a.size), Some(1 << 20));
+    // The next small request finds the stale list entry, skips it and
+    // asks the device (which, misbehaving, answers the same address).
+    let next = alloc(&mm, 16);
+    assert_eq!(mm.allocation(next).map(|a| a.size), Some(16));
+    assert_eq!(mm.stats().cached_blocks, 0);
+    mm.free(next).unwrap();
+    assert_eq!(mm.stats().cached_blocks, 1);
+    // A stale list entry is dropped by the drain, not freed.
+    let host = mm
+        .allocate(1 << 20, std::ptr::null_mut(), AllocKind::Host)
+        .unwrap();
+    assert_eq!(mm.drain().blocks, 0);
+    assert_eq!(mm.allocation(host).map(|a| a.size), Some(1 << 20));
+}
