@@ -98,10 +98,20 @@ def write():
     lib = stage_release()
     names = {library: {} for library, _ in LIBRARIES}
     with tempfile.TemporaryDirectory() as tmp:
-        for i, (binary, args) in enumerate(workloads()):
+        # The shim runs its host devices on the built-in host plugin; the
+        # library is what a program gets that names it (OMPTARGET_PLUGINS):
+        # each workload runs both ways.
+        plugin_libraries = ":".join(os.path.join(lib, library)
+                                    for library, _ in LIBRARIES[1:])
+        runs = [(binary, args, plugins) for binary, args in workloads()
+                for plugins in (None, plugin_libraries)]
+        for i, (binary, args, plugins) in enumerate(runs):
             profile = os.path.join(tmp, f"cg.{i}")
-            print(f"callgrind: {os.path.basename(binary)} {' '.join(args)}", flush=True)
+            how = f" (OMPTARGET_PLUGINS={plugins})" if plugins else ""
+            print(f"callgrind: {os.path.basename(binary)} {' '.join(args)}{how}", flush=True)
             env = dict(os.environ, LD_LIBRARY_PATH=lib, OMP_TOOL="disabled")
+            if plugins:
+                env["OMPTARGET_PLUGINS"] = plugins
             subprocess.run(["valgrind", "--tool=callgrind", "--demangle=no", "--quiet",
                             f"--callgrind-out-file={profile}", binary, *args],
                            env=env, check=True, stdout=subprocess.DEVNULL)
