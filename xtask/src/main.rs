@@ -26,7 +26,6 @@
 //! (tests only): the lit step's build cache compiles once per source and
 //! builds what clang builds.
 
-mod background;
 mod cmd;
 mod deps;
 #[cfg(test)]

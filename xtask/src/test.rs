@@ -1,7 +1,7 @@
 //! `cargo xtask test`: everything CI checks, as a list of named steps run in
 //! order. To add a check, add a [`Step`] to [`STEPS`].
 
-use crate::{background, cmd, dtors, stage, valgrind};
+use crate::{cmd, dtors, stage, valgrind};
 use anyhow::{bail, Context, Result};
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;
@@ -14,119 +14,69 @@ static TOTALS: [AtomicU64; 3] = [const { AtomicU64::new(0) }; 3];
 /// One check of `cargo xtask test`.
 pub struct Step {
     pub name: &'static str,
-    pub run: Run,
-}
-
-/// How a step runs.
-#[derive(Clone, Copy)]
-pub enum Run {
-    /// In its place in the order.
-    InTurn(fn() -> Result<()>),
-    /// A command started in the background as soon as the steps before
-    /// `after` (the step named so) have passed, its output kept in a file;
-    /// the step waits for it in its own place and shows that output. For
-    /// a long step that needs nothing but the staged libraries: the steps
-    /// between leave part of the two cores idle (the workspace's tests
-    /// use ~1.7 of 2), which it fills.
-    Background {
-        after: &'static str,
-        command: fn() -> std::process::Command,
-    },
+    pub run: fn() -> Result<()>,
 }
 
 /// The steps, in order; the first failure stops the run.
 pub const STEPS: &[Step] = &[
     Step {
         name: "lint: cargo fmt --check, cargo clippy -D warnings, cargo doc -D warnings",
-        run: Run::InTurn(crate::lint),
+        run: crate::lint,
     },
     Step {
-        name: STAGE_STEP,
-        run: Run::InTurn(stage_release_then_debug),
+        name: "stage (release, kept for the valgrind suite of the C programs; then debug)",
+        run: stage_release_then_debug,
     },
     Step {
         name: "the workspace's tests: cargo nextest run --workspace, then the doc tests",
-        run: Run::InTurn(workspace_tests),
+        run: workspace_tests,
     },
     Step {
         name: "the Rust API examples, run",
-        run: Run::InTurn(run_examples),
+        run: run_examples,
     },
     Step {
         name: "install (debug) into target/install-check, run a clang-14 program through it",
-        run: Run::InTurn(crate::install::check),
+        run: crate::install::check,
     },
     Step {
         name: "benchmarks, each run once (quick mode: results checked, no time asserted)",
-        run: Run::InTurn(benchmarks_once),
+        run: benchmarks_once,
     },
     Step {
         name: "loom: the shim's lifecycle state machine, every interleaving",
-        run: Run::InTurn(loom_lifecycle),
+        run: loom_lifecycle,
     },
     Step {
         name: "no global destructors in staged libraries",
-        run: Run::InTurn(no_global_dtors),
+        run: no_global_dtors,
     },
     Step {
         name: "valgrind: the Rust API test binaries",
-        run: Run::InTurn(valgrind_rust_api),
+        run: valgrind_rust_api,
     },
     Step {
         name: "code layout: the text-order lists still name the release build's functions",
-        run: Run::InTurn(text_order_check),
+        run: text_order_check,
     },
     Step {
-        name: "LLVM's lit suites (14, 19, 22): what passes on the release's runtime passes on ours, in both link forms (in the background from the end of staging)",
-        run: Run::Background {
-            after: STAGE_STEP,
-            command: llvm_lit_suites,
-        },
+        name: "LLVM's lit suites (14, 19, 22): what passes on the release's runtime passes on ours, in both link forms",
+        run: llvm_lit_suites,
     },
 ];
-
-const STAGE_STEP: &str =
-    "stage (release, kept for the valgrind suite of the C programs; then debug)";
 
 pub fn test() -> Result<()> {
     let started = Instant::now();
     let mut timings = Vec::new();
-    let mut background: Vec<background::Job> = Vec::new();
     for step in STEPS {
         println!("==> {}", step.name);
         let t = Instant::now();
         let cpu = children_cpu();
-        let result = match step.run {
-            Run::InTurn(run) => run(),
-            Run::Background { .. } => {
-                let job = background
-                    .iter()
-                    .position(|j| j.name == step.name)
-                    .map(|i| background.remove(i))
-                    .expect("a background step is started before its turn");
-                let (result, wall) = job.finish();
-                // Its wall time from its start, beside the others'.
-                timings.push((step.name, wall, children_cpu() - cpu));
-                if let Err(e) = result {
-                    print_timings(&timings);
-                    return Err(e.context(format!("step `{}` failed", step.name)));
-                }
-                continue;
-            }
-        };
+        let result = (step.run)();
         timings.push((step.name, t.elapsed(), children_cpu() - cpu));
         if let Err(e) = result {
             print_timings(&timings);
-            // Dropping the jobs stops them.
-            drop(background);
             return Err(e.context(format!("step `{}` failed", step.name)));
-        }
-        for later in STEPS {
-            if let Run::Background { after, command } = later.run {
-                if after == step.name {
-                    background.push(background::Job::start(later.name, command())?);
-                }
-            }
         }
     }
     print_timings(&timings);
@@ -492,14 +442,15 @@ fn text_order_check() -> Result<()> {
 /// fails the step, unless
 /// `tests/lit/known-regressions.txt` lists it (the list of what issue 19
 /// still has to fix; it may only shrink).
-fn llvm_lit_suites() -> std::process::Command {
+fn llvm_lit_suites() -> Result<()> {
     let root = stage::workspace_root();
-    let mut cmd = std::process::Command::new("python3");
-    cmd.current_dir(&root)
-        .arg(root.join("scripts/llvm-lit.py"))
-        .arg("--known")
-        .arg(root.join("tests/lit/known-regressions.txt"));
-    cmd
+    cmd::run(
+        std::process::Command::new("python3")
+            .current_dir(&root)
+            .arg(root.join("scripts/llvm-lit.py"))
+            .arg("--known")
+            .arg(root.join("tests/lit/known-regressions.txt")),
+    )
 }
 
 /// The Rust API's integration tests under valgrind: no definite or indirect
@@ -515,19 +466,7 @@ fn valgrind_rust_api() -> Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::{binary_name, count, nextest_version, Run, STEPS};
-
-    /// A background step starts after a step that comes before it, so it
-    /// has started when its turn comes.
-    #[test]
-    fn each_background_step_starts_after_an_earlier_step() {
-        for (i, step) in STEPS.iter().enumerate() {
-            if let Run::Background { after, .. } = step.run {
-                let at = STEPS.iter().position(|s| s.name == after);
-                assert!(at.is_some_and(|at| at < i), "{}", step.name);
-            }
-        }
-    }
+    use super::{binary_name, count, nextest_version};
 
     #[test]
     fn nextest_versions_compare_as_numbers() {
