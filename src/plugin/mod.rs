@@ -69,10 +69,13 @@ pub struct Plugin {
 /// A snapshot of one plugin, for [`crate::Runtime::plugins`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PluginInfo {
-    /// The library's file name (e.g. `libomptarget.rtl.x86_64.so`).
+    /// The library's file name (e.g. `libomptarget.rtl.x86_64.so`); a
+    /// built-in plugin goes by the name of the library it stands in for.
     pub name: String,
-    /// The path it was opened from.
+    /// The path it was opened from; `<built-in>/NAME` for a built-in one.
     pub path: PathBuf,
+    /// Built into this binary (the built-in host plugin), not a library.
+    pub built_in: bool,
     /// How many devices it reported.
     pub device_count: usize,
     /// Runtime-wide number of its first device.
@@ -147,6 +150,7 @@ impl Plugin {
         PluginInfo {
             name: self.name.clone(),
             path: self.path.clone(),
+            built_in: self.is_native(),
             device_count: self.device_count,
             first_device: self.first_device,
             alive: self.is_alive(),
