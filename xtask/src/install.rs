@@ -111,7 +111,11 @@ pub fn check() -> Result<()> {
         .context("running the installed omptarget")?;
     let stderr = String::from_utf8_lossy(&out.stderr);
     let runtime = prefix.join("lib/libomptarget.so");
-    let plugin = prefix.join("lib/libomptarget.rtl.x86_64.so");
+    // The host devices are built into libomptarget.so: its plugin file is
+    // installed (for OMPTARGET_PLUGINS) but not loaded; the CUDA plugin is
+    // loaded from the install (and reports no device without a driver).
+    let plugin = prefix.join("lib/libomptarget.rtl.cuda.so");
+    let host_plugin = prefix.join("lib/libomptarget.rtl.x86_64.so");
     // Every name the staged folder has (the SONAMEs clang 19/22 binaries
     // ask for among them) is installed and leads to the same runtime.
     let staged = stage::target_dir().join("omptarget/lib");
@@ -144,6 +148,12 @@ pub fn check() -> Result<()> {
         if !stderr.contains(&format!("calling init: {}", lib.display())) {
             bail!("the program did not load {}:\n{stderr}", lib.display());
         }
+    }
+    if stderr.contains(&format!("calling init: {}", host_plugin.display())) {
+        bail!(
+            "the program loaded {}, though its host devices are built in:\n{stderr}",
+            host_plugin.display()
+        );
     }
     if !stderr.contains("omptarget leak report: no leaks") {
         bail!("no clean leak report:\n{stderr}");
