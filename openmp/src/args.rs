@@ -117,8 +117,11 @@ impl<'a> MapArgs<'a> {
         unsafe { *self.bases.add(i) }
     }
 
-    /// Overwrite the base pointer of argument `i` (RETURN_PARAM).
-    pub fn set_base(&self, i: usize, value: *mut c_void) {
+    /// Overwrite the base pointer of argument `i` (RETURN_PARAM). Not
+    /// public: the safe functions that take a `MapArgs` dereference bases
+    /// (PTR_AND_OBJ, ATTACH) under `from_raw`'s contract, which a base
+    /// rewritten by safe code outside this crate would break.
+    pub(crate) fn set_base(&self, i: usize, value: *mut c_void) {
         self.check(i);
         // SAFETY: from_raw's contract: `bases` is writable.
         unsafe { *self.bases.add(i) = value }

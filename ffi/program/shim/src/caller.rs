@@ -393,16 +393,53 @@ fn list_counts() -> (u64, u64) {
 /// Linking objects a census looks at, at most; a process with more is
 /// answered by walks.
 const MAX_LINKERS: usize = 32;
+/// The longest object name and the most program headers a census copies;
+/// an object with more is answered by walks.
+const MAX_NAME: usize = 4096;
+const MAX_HEADERS: usize = 32;
 
-/// The loaded objects that link libomptarget, as one walk of the list saw
-/// them: where each starts and what its `DT_NEEDED` says. Fixed-size, so
-/// that the loader's callback, which runs under glibc's list lock,
-/// neither allocates nor reads files.
+/// One loaded object that links libomptarget, copied out of glibc's record
+/// inside the loader's callback: its name and program headers live only as
+/// long as the object stays loaded, and another thread may unload it as
+/// soon as the walk returns (its release is read after, holding no loader
+/// lock, from these copies and the file they name).
+struct Linker {
+    linked: LinkedName,
+    start: usize,
+    name: [u8; MAX_NAME],
+    name_len: usize,
+    headers: [libc::Elf64_Phdr; MAX_HEADERS],
+    header_count: usize,
+}
+
+/// The census's copies, allocated before the walk, so that the loader's
+/// callback, which runs under glibc's list lock, neither allocates nor
+/// reads files.
 struct Linkers {
-    found: [(usize, LinkedName); MAX_LINKERS],
+    found: Box<[Linker]>,
     len: usize,
-    /// More than `MAX_LINKERS` were seen.
+    /// An object did not fit (more than `MAX_LINKERS`, a longer name or
+    /// more headers).
     overflow: bool,
+}
+
+impl Linker {
+    fn release(&self) -> Option<Release> {
+        match self.linked {
+            LinkedName::Versioned(release) => Some(release),
+            LinkedName::Unversioned => {
+                let name = CStr::from_bytes_with_nul(&self.name[..=self.name_len]).ok()?;
+                Some(
+                    compiler::release_of(&compiler::Loaded {
+                        name,
+                        start: self.start,
+                        headers: &self.headers[..self.header_count],
+                    })
+                    .unwrap_or_default(),
+                )
+            }
+        }
+    }
 }
 
 /// The one release of the loaded objects that link libomptarget, if they
@@ -430,38 +467,56 @@ fn count_releases() -> Option<Release> {
             }
         }
         // SAFETY: the object's dynamic section, mapped while it is loaded.
-        let linked = dynamic.and_then(|d| unsafe { linked_name(d as *const Dyn, bias) });
-        if let Some(linked) = linked {
-            if linkers.len == MAX_LINKERS {
-                linkers.overflow = true;
-                return 1;
-            }
-            linkers.found[linkers.len] = (start, linked);
-            linkers.len += 1;
+        let Some(linked) = dynamic.and_then(|d| unsafe { linked_name(d as *const Dyn, bias) })
+        else {
+            return 0;
+        };
+        let name: &[u8] = if info.dlpi_name.is_null() {
+            &[]
+        } else {
+            // SAFETY: glibc's NUL-terminated name of the object.
+            unsafe { CStr::from_ptr(info.dlpi_name) }.to_bytes()
+        };
+        if linkers.len == MAX_LINKERS || name.len() >= MAX_NAME || headers.len() > MAX_HEADERS {
+            linkers.overflow = true;
+            return 1;
         }
+        let copy = &mut linkers.found[linkers.len];
+        copy.linked = linked;
+        copy.start = start;
+        copy.name[..name.len()].copy_from_slice(name);
+        copy.name[name.len()] = 0;
+        copy.name_len = name.len();
+        copy.headers[..headers.len()].copy_from_slice(headers);
+        copy.header_count = headers.len();
+        linkers.len += 1;
         0
     }
+    // SAFETY: `Elf64_Phdr` is plain integers: all zeros is a valid value.
+    let empty_header: libc::Elf64_Phdr = unsafe { std::mem::zeroed() };
     let mut linkers = Linkers {
-        found: [(0, LinkedName::Unversioned); MAX_LINKERS],
+        found: (0..MAX_LINKERS)
+            .map(|_| Linker {
+                linked: LinkedName::Unversioned,
+                start: 0,
+                name: [0; MAX_NAME],
+                name_len: 0,
+                headers: [empty_header; MAX_HEADERS],
+                header_count: 0,
+            })
+            .collect(),
         len: 0,
         overflow: false,
     };
-    // SAFETY: the callback reads glibc's records and writes `linkers`,
-    // alive for the call.
+    // SAFETY: the callback reads glibc's records and writes into
+    // `linkers`' buffers, alive for the call; it allocates nothing.
     unsafe { libc::dl_iterate_phdr(Some(each), &mut linkers as *mut Linkers as *mut c_void) };
     if linkers.overflow {
         return None;
     }
-    // An unversioned object's release is its file's evidence: read after
-    // the list walk, through the per-object cache (`object_of` looks the
-    // object up again by address; one unloaded meanwhile has changed the
-    // list's counts, so this census is not kept past the next question).
-    let mut releases = linkers.found[..linkers.len]
-        .iter()
-        .map(|&(start, linked)| match linked {
-            LinkedName::Versioned(release) => Some(release),
-            LinkedName::Unversioned => object_of(start).and_then(|o| o.release),
-        });
+    // Each unversioned object's release is its file's evidence, read now
+    // from the copies, whether or not the object is still loaded.
+    let mut releases = linkers.found[..linkers.len].iter().map(Linker::release);
     let first = releases.next()??;
     releases.all(|r| r == Some(first)).then_some(first)
 }

@@ -154,9 +154,11 @@ impl Session {
         });
         if built_here {
             // Published: a flag set from now on finds the runtime itself;
-            // one set before (even while it was being built) is given here.
-            let flags = *self.info_flags.lock().unwrap_or_else(|e| e.into_inner());
-            if let Some(flags) = flags {
+            // one set before (even while it was being built) is given here,
+            // holding the lock, so that a later setter's flags are applied
+            // after these and are the ones the plugins keep.
+            let flags = self.info_flags.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(flags) = *flags {
                 set_plugins_info_flag(runtime, flags);
             }
         }
@@ -503,8 +505,10 @@ impl Session {
     /// `__tgt_set_info_flag`: the runtime's info level and every plugin's.
     /// Plugins loaded later get the flags when they load.
     pub fn set_info_flag(&self, flags: u32) {
-        self.registry.set_info_level(flags);
+        // Under the lock, so that concurrent setters leave the registry
+        // and every plugin on the same, last flags.
         let mut last = self.info_flags.lock().unwrap_or_else(|e| e.into_inner());
+        self.registry.set_info_level(flags);
         *last = Some(flags);
         if let Some(runtime) = self.runtime.get() {
             set_plugins_info_flag(runtime, flags);
