@@ -268,12 +268,14 @@ impl Shard {
     }
 
     /// Mark the cached block `ptr` live as `record`, in place; false if
-    /// its entry is not a cached block's (the device handed its address
-    /// out again while it was cached: see `insert_live`).
+    /// its entry is not a cached block of `record`'s class (the device
+    /// handed its address out again while it was cached, see `insert_live`,
+    /// and it may since be cached again in another class: reviving it from
+    /// this list would give a block smaller than asked for).
     #[inline]
     fn revive(&mut self, ptr: DevicePtr, record: Record) -> bool {
         match self.live.get_mut(ptr.addr()) {
-            Some(entry) if !entry.is_live() => {
+            Some(entry) if !entry.is_live() && entry.class == record.class => {
                 *entry = record;
                 self.managed_blocks += 1;
                 self.managed_bytes += record.size;

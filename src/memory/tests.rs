@@ -633,3 +633,35 @@ fn a_device_returning_a_cached_address_never_hands_it_out_twice() {
     assert_eq!(mm.drain().blocks, 0);
     assert_eq!(mm.allocation(host).map(|a| a.size), Some(1 << 20));
 }
+
+#[test]
+fn a_stale_list_entry_of_another_class_is_never_revived() {
+    // A misbehaving device hands out a cached block's address again for a
+    // request of another size class; that block is then freed into its new
+    // class, so the address is cached in both lists. A request of the first
+    // class must not revive it: the block is smaller than that class.
+    struct SameAddress(std::sync::Arc<std::sync::atomic::AtomicUsize>);
+    impl DeviceAllocator for SameAddress {
+        fn allocate(&self, _: usize, _: *mut c_void, _: AllocKind) -> Result<DevicePtr> {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            Ok(DevicePtr::from_raw(0x1000 as *mut c_void))
+        }
+        fn free(&self, _: DevicePtr) -> Result<()> {
+            Ok(())
+        }
+    }
+    let asked = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let mm = MemoryManager::new(SameAddress(asked.clone()), DEFAULT_THRESHOLD);
+    let big = alloc(&mm, 4096);
+    mm.free(big).unwrap();
+    // The 4 KiB list holds 0x1000; the device hands it out for 16 bytes.
+    let small = alloc(&mm, 16);
+    assert_eq!(small, big);
+    mm.free(small).unwrap();
+    // 0x1000 is now cached as a 16-byte block and stale on the 4 KiB list.
+    let again = alloc(&mm, 4096);
+    assert_eq!(mm.allocation(again).map(|a| a.size), Some(4096));
+    // Served by the device (its third allocation), not by reviving the
+    // 16-byte block from the 4 KiB list.
+    assert_eq!(asked.load(std::sync::atomic::Ordering::Relaxed), 3);
+}
