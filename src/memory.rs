@@ -228,18 +228,7 @@ impl Shard {
     /// Forget the live block `ptr` (a cached block's entry is not live).
     #[inline]
     fn remove_live(&mut self, ptr: DevicePtr) -> Option<Record> {
-        let record = self
-            .live
-            .update_or_remove(ptr.addr(), |r| match r.is_live() {
-                true => (Some(*r), true),
-                false => (None, false),
-            })
-            .flatten()?;
-        if record.is_managed() {
-            self.managed_blocks -= 1;
-            self.managed_bytes -= record.size;
-        }
-        Some(record)
+        self.take_live(ptr, false)
     }
 
     /// Free the live block `ptr` in the table, in one probe: a managed
@@ -247,6 +236,14 @@ impl Shard {
     /// Returns its record; `None` (nothing changed) if it is not live.
     #[inline]
     fn free_live(&mut self, ptr: DevicePtr) -> Option<Record> {
+        self.take_live(ptr, true)
+    }
+
+    /// The live block `ptr`'s record, its entry removed, or (`cache`, for a
+    /// managed block) kept and marked cached; `None` (nothing changed) if
+    /// it is not live.
+    #[inline]
+    fn take_live(&mut self, ptr: DevicePtr, cache: bool) -> Option<Record> {
         let record = self
             .live
             .update_or_remove(ptr.addr(), |entry| {
@@ -254,10 +251,11 @@ impl Shard {
                 if !record.is_live() {
                     return (None, false);
                 }
-                if record.is_managed() {
+                let keep = cache && record.is_managed();
+                if keep {
                     entry.size = 0;
                 }
-                (Some(record), !record.is_managed())
+                (Some(record), !keep)
             })
             .flatten()?;
         if record.is_managed() {
