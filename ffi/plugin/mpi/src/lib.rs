@@ -27,6 +27,8 @@
 pub mod backend;
 pub mod client;
 pub mod finalize_hook;
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+pub mod got;
 pub mod kernel_exit;
 mod rank_mark;
 pub mod stand_in;
