@@ -40,6 +40,10 @@ pub struct MpiBackend {
     devices: Vec<Remote>,
     images: Mutex<HashMap<(usize, usize), RemoteImage>>,
     hook: Option<crate::finalize_hook::FinalizeHook>,
+    /// The program's `MPI_Init` answered by the plugin, which initialised
+    /// MPI first (spawned servers): put back at deinit, before this
+    /// library can be closed.
+    program_init: Option<crate::program_init::ProgramInit>,
     /// The program's `requires` flags (`init_requires`).
     requires: AtomicI64,
     /// Images whose bytes each server holds: (server, image key, bytes'
@@ -142,6 +146,7 @@ impl Backend for MpiBackend {
             devices: Vec::new(),
             images: Mutex::new(HashMap::new()),
             hook: None,
+            program_init: None,
             requires: AtomicI64::new(0),
             shipped: Mutex::new(HashMap::new()),
             next_image_id: AtomicU64::new(1),
@@ -157,6 +162,19 @@ impl Backend for MpiBackend {
                 .devices
                 .extend((0..s.devices).map(|device| Remote { server, device }));
         }
+        let world = client.world();
+        if world.initialised_here && world.is_spawned() {
+            // An MPI program calls MPI_Init in main, after this: it must
+            // find MPI ready, not refuse to start it twice.
+            backend.program_init =
+                crate::program_init::ProgramInit::install(&world.mpi, world.thread_level)
+                    .map_err(|e| {
+                        tracing::warn!(
+                            "the program's MPI_Init cannot be answered by the plugin: {e}"
+                        )
+                    })
+                    .ok();
+        }
         let client = Arc::new(client);
         backend.hook = crate::finalize_hook::FinalizeHook::install(&client)
             .map_err(|e| tracing::warn!("no MPI_Finalize hook: {e}"))
@@ -170,13 +188,19 @@ impl Backend for MpiBackend {
             client,
             hook,
             images,
+            program_init,
             ..
         } = self;
         drop(images);
+        // Before anything can fail: this library may be closed next.
+        let restored = program_init.map(crate::program_init::ProgramInit::remove);
         let Some(client) = client else {
             return Ok(());
         };
         let mut failures = Vec::new();
+        if let Some(Err(err)) = restored {
+            failures.push(format!("the program's MPI_Init: {err}"));
+        }
         for (rank, ack) in client.close("the plugin was deinitialised") {
             match ack {
                 Ok(summary) => tracing::info!(rank, "device server: {summary}"),

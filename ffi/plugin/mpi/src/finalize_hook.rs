@@ -12,7 +12,8 @@
 //! deletes the attributes of `MPI_COMM_SELF`, while MPI still works,
 //! calling their delete functions. The plugin sets one; its delete
 //! function tells every server to exit (each tears its devices down in the
-//! fixed order and acknowledges), so the job ends together. Later calls on
+//! fixed order and acknowledges), so the job ends together; servers this
+//! rank spawned are disconnected too. Later calls on
 //! remote devices fail with "the remote devices are gone: the program
 //! called MPI_Finalize"; the runtime's shutdown report lists what they
 //! could not free, which the servers' own teardown has freed.
@@ -49,6 +50,15 @@ unsafe extern "C" fn on_finalize<H>(
                 eprintln!(
                     "omptarget: MPI device server rank {rank} did not acknowledge its exit: {err}"
                 );
+            }
+        }
+        // Spawned servers stay connected to this process through the
+        // plugin's communicators, and MPI finalises connected processes
+        // together: disconnect now, as each server does once it has
+        // acknowledged, so that the program's MPI_Finalize goes on alone.
+        if client.world().is_spawned() {
+            if let Err(err) = client.world().detach() {
+                eprintln!("omptarget: leaving the MPI device servers: {err}");
             }
         }
     });

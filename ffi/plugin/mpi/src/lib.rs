@@ -17,6 +17,10 @@
 //! * [`finalize_hook`]: closing the servers when the program finalises MPI
 //!   before the runtime's teardown.
 //! * [`backend`]: [`MpiBackend`], the kit's backend over the client.
+//! * [`program_init`]: the program's `MPI_Init` answered by the plugin
+//!   when it initialised MPI first (spawned servers).
+//! * [`spawn`]: this program rank's own servers, started with
+//!   `MPI_Comm_spawn` (`OMPTARGET_MPI_SPAWN=N`).
 //! * [`stand_in`]: joining (and leaving at once) in place of a program
 //!   rank that ended without joining, for `omptarget run --mpi`.
 //!
@@ -30,7 +34,9 @@ pub mod finalize_hook;
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 pub mod got;
 pub mod kernel_exit;
+pub mod program_init;
 mod rank_mark;
+pub mod spawn;
 pub mod stand_in;
 
 pub use backend::MpiBackend;

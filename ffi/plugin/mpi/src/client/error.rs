@@ -27,6 +27,9 @@ pub enum CallError {
     /// Joining the job failed.
     #[error(transparent)]
     Join(#[from] JoinError),
+    /// The servers `OMPTARGET_MPI_SPAWN` asks for cannot be described.
+    #[error(transparent)]
+    SpawnConfig(#[from] crate::spawn::SpawnConfigError),
     /// MPI's thread level is too low for remote devices.
     #[error(transparent)]
     ThreadLevel(#[from] ThreadLevel),

@@ -88,7 +88,10 @@ impl Client {
         // Claimed before MPI starts: a wrapper that finds its mark gone
         // once this process ended must not join as this rank again.
         crate::rank_mark::taking_the_rank();
-        let world = World::join(Role::Program)?;
+        let world = match crate::spawn::configured()? {
+            Some(spawn) => World::spawn(&spawn)?,
+            None => World::join(Role::Program)?,
+        };
         let ranks = world.ranks(Role::Server);
         let mut client = Client {
             world,

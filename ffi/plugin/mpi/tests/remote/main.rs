@@ -20,4 +20,5 @@ mod lifecycle;
 mod messages;
 mod programs;
 mod rust_api;
+mod spawned;
 mod valgrind;

@@ -55,6 +55,8 @@ pub struct Predefined {
     pub byte: Handle,
     /// `MPI_ERRORS_RETURN`.
     pub errors_return: Handle,
+    /// `MPI_INFO_NULL`.
+    pub info_null: Handle,
     /// `MPI_COMM_NULL_COPY_FN` (Open MPI: a function; MPICH: null).
     pub comm_null_copy_fn: *mut c_void,
 }
@@ -141,6 +143,7 @@ impl Abi for OpenMpi {
             request_null: handle("ompi_request_null")?,
             byte: handle("ompi_mpi_byte")?,
             errors_return: handle("ompi_mpi_errors_return")?,
+            info_null: handle("ompi_mpi_info_null")?,
             comm_null_copy_fn: address("OMPI_C_MPI_COMM_NULL_COPY_FN")?,
         })
     }
@@ -201,6 +204,7 @@ impl Abi for Mpich {
             request_null: handle(0x2c00_0000),
             byte: handle(0x4c00_010d),
             errors_return: handle(0x5400_0001),
+            info_null: handle(0x1c00_0000),
             comm_null_copy_fn: std::ptr::null_mut(),
         })
     }

@@ -29,6 +29,16 @@ impl Mpi {
         dispatch!(self, f => unsafe { (f.init_thread)(argc, argv, required, provided) })
     }
 
+    /// The library's own `MPI_Init` and `MPI_Init_thread`, as function
+    /// pointers (their signatures hold no handle, so they are the same in
+    /// every family): for a wrapper that stands in for them.
+    pub fn init_entries(&self) -> InitEntries {
+        dispatch!(self, f => InitEntries {
+            init: f.init,
+            init_thread: f.init_thread,
+        })
+    }
+
     pub unsafe fn query_thread(&self, provided: *mut c_int) -> c_int {
         // SAFETY: this function's contract.
         dispatch!(self, f => unsafe { (f.query_thread)(provided) })
@@ -54,6 +64,73 @@ impl Mpi {
             let mut raw = A::raw(*comm);
             // SAFETY: this function's contract.
             let code = unsafe { (f.comm_free)(&mut raw) };
+            *comm = A::handle(raw);
+            code
+        })
+    }
+
+    /// `MPI_Comm_spawn` with `MPI_ERRCODES_IGNORE` (null in both families).
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn comm_spawn(
+        &self,
+        command: *const c_char,
+        argv: *mut *mut c_char,
+        maxprocs: c_int,
+        info: Handle,
+        root: c_int,
+        comm: Handle,
+        intercomm: &mut Handle,
+    ) -> c_int {
+        dispatch!(self, f, A => {
+            let mut raw = A::raw(*intercomm);
+            // SAFETY: this function's contract.
+            let code = unsafe {
+                (f.comm_spawn)(
+                    command,
+                    argv,
+                    maxprocs,
+                    A::raw(info),
+                    root,
+                    A::raw(comm),
+                    &mut raw,
+                    std::ptr::null_mut(),
+                )
+            };
+            *intercomm = A::handle(raw);
+            code
+        })
+    }
+
+    pub unsafe fn comm_get_parent(&self, parent: &mut Handle) -> c_int {
+        dispatch!(self, f, A => {
+            let mut raw = A::raw(*parent);
+            // SAFETY: this function's contract.
+            let code = unsafe { (f.comm_get_parent)(&mut raw) };
+            *parent = A::handle(raw);
+            code
+        })
+    }
+
+    pub unsafe fn intercomm_merge(
+        &self,
+        intercomm: Handle,
+        high: bool,
+        merged: &mut Handle,
+    ) -> c_int {
+        dispatch!(self, f, A => {
+            let mut raw = A::raw(*merged);
+            // SAFETY: this function's contract.
+            let code = unsafe { (f.intercomm_merge)(A::raw(intercomm), c_int::from(high), &mut raw) };
+            *merged = A::handle(raw);
+            code
+        })
+    }
+
+    pub unsafe fn comm_disconnect(&self, comm: &mut Handle) -> c_int {
+        dispatch!(self, f, A => {
+            let mut raw = A::raw(*comm);
+            // SAFETY: this function's contract.
+            let code = unsafe { (f.comm_disconnect)(&mut raw) };
             *comm = A::handle(raw);
             code
         })
@@ -243,4 +320,14 @@ impl Mpi {
         // SAFETY: this function's contract.
         dispatch!(self, f => unsafe { (f.error_string)(code, text, len) })
     }
+}
+
+/// `MPI_Init` and `MPI_Init_thread` of the opened library.
+#[derive(Debug, Clone, Copy)]
+pub struct InitEntries {
+    /// `MPI_Init`.
+    pub init: unsafe extern "C" fn(*mut c_int, *mut *mut *mut c_char) -> c_int,
+    /// `MPI_Init_thread`.
+    pub init_thread:
+        unsafe extern "C" fn(*mut c_int, *mut *mut *mut c_char, c_int, *mut c_int) -> c_int,
 }

@@ -41,6 +41,8 @@ pub struct Constants {
     pub max_processor_name: usize,
     /// `MPI_MAX_ERROR_STRING`.
     pub max_error_string: usize,
+    /// `MPI_ERR_OTHER`.
+    pub err_other: c_int,
 }
 
 impl Family {
@@ -58,6 +60,7 @@ impl Family {
                 tag_ub: 0,
                 max_processor_name: 256,
                 max_error_string: 256,
+                err_other: 16,
             },
             Family::Mpich => Constants {
                 library: "libmpich.so.12",
@@ -66,6 +69,7 @@ impl Family {
                 tag_ub: 0x6440_0001,
                 max_processor_name: 128,
                 max_error_string: 512,
+                err_other: 15,
             },
         }
     }

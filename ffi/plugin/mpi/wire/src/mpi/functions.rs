@@ -41,6 +41,7 @@ type S<A> = <A as Abi>::Status;
 mpi_functions! {
     initialized = "MPI_Initialized": fn(*mut c_int);
     finalized = "MPI_Finalized": fn(*mut c_int);
+    init = "MPI_Init": fn(*mut c_int, *mut *mut *mut c_char);
     init_thread = "MPI_Init_thread": fn(*mut c_int, *mut *mut *mut c_char, c_int, *mut c_int);
     query_thread = "MPI_Query_thread": fn(*mut c_int);
     finalize = "MPI_Finalize": fn();
@@ -62,4 +63,8 @@ mpi_functions! {
     request_free = "MPI_Request_free": fn(*mut H<A>);
     get_processor_name = "MPI_Get_processor_name": fn(*mut c_char, *mut c_int);
     error_string = "MPI_Error_string": fn(c_int, *mut c_char, *mut c_int);
+    comm_spawn = "MPI_Comm_spawn": fn(*const c_char, *mut *mut c_char, c_int, H<A>, c_int, H<A>, *mut H<A>, *mut c_int);
+    comm_get_parent = "MPI_Comm_get_parent": fn(*mut H<A>);
+    intercomm_merge = "MPI_Intercomm_merge": fn(H<A>, c_int, *mut H<A>);
+    comm_disconnect = "MPI_Comm_disconnect": fn(*mut H<A>);
 }

@@ -32,6 +32,7 @@ pub mod family;
 pub mod functions;
 
 pub use abi::{Mpich, OpenMpi, Status};
+pub use calls::InitEntries;
 pub use family::{Constants, Family};
 
 /// An MPI handle (`MPI_Comm`, `MPI_Datatype`, `MPI_Request`,
@@ -271,7 +272,10 @@ impl Mpi {
 /// `OMPTARGET_MPI=1` says yes for a launcher that sets no such variable
 /// (MPICH's Hydra sets only `PMI_RANK`, `PMI_SIZE`, `PMI_FD`, the same in
 /// every context, checked with `mpiexec.hydra -n 1 env : -n 1 env`);
-/// `OMPTARGET_MPI_DISABLE` says no.
+/// `OMPTARGET_MPI_SPAWN=N` says yes too: each program rank then starts
+/// N servers of its own with `MPI_Comm_spawn`, in any job or none
+/// (`mpirun -np 4 ./app`, or `./app` alone), and they are not members of
+/// the program's `MPI_COMM_WORLD`. `OMPTARGET_MPI_DISABLE` says no.
 pub fn job_may_have_servers() -> bool {
     job_may_have_servers_by(|name| std::env::var(name).ok())
 }
@@ -281,7 +285,7 @@ pub fn job_may_have_servers_by(var: impl Fn(&str) -> Option<String>) -> bool {
     if var("OMPTARGET_MPI_DISABLE").is_some() {
         return false;
     }
-    if var("OMPTARGET_MPI").is_some_and(|v| v == "1") {
+    if var("OMPTARGET_MPI").is_some_and(|v| v == "1") || var(SPAWN_VAR).is_some() {
         return true;
     }
     var("OMPI_NUM_APP_CTX")
@@ -289,9 +293,83 @@ pub fn job_may_have_servers_by(var: impl Fn(&str) -> Option<String>) -> bool {
         .is_some_and(|n| n > 1)
 }
 
+/// The variable that asks each program rank to spawn its own servers.
+pub const SPAWN_VAR: &str = "OMPTARGET_MPI_SPAWN";
+
+/// `OMPTARGET_MPI_SPAWN` is not a count of servers.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{SPAWN_VAR}={value:?}: expected the number of device servers to spawn, 1 to {MAX_SPAWN}")]
+pub struct BadSpawnCount {
+    /// What it says.
+    pub value: String,
+}
+
+/// The most servers one program rank spawns: far above any machine's
+/// cores, so a typo (`OMPTARGET_MPI_SPAWN=20000`) is refused before MPI
+/// tries to start that many processes.
+pub const MAX_SPAWN: u32 = 4096;
+
+/// How many servers this program rank spawns: `Ok(None)` when
+/// `OMPTARGET_MPI_SPAWN` is not set (or `OMPTARGET_MPI_DISABLE` is).
+pub fn spawn_count_by(var: impl Fn(&str) -> Option<String>) -> Result<Option<u32>, BadSpawnCount> {
+    if var("OMPTARGET_MPI_DISABLE").is_some() {
+        return Ok(None);
+    }
+    let Some(value) = var(SPAWN_VAR) else {
+        return Ok(None);
+    };
+    match value.trim().parse::<u32>() {
+        Ok(n) if (1..=MAX_SPAWN).contains(&n) => Ok(Some(n)),
+        _ => Err(BadSpawnCount { value }),
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::job_may_have_servers_by;
+    use super::{job_may_have_servers_by, spawn_count_by, BadSpawnCount};
+
+    fn vars<'a>(vars: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+        move |name| {
+            vars.iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| (*v).to_owned())
+        }
+    }
+
+    #[test]
+    fn a_spawn_count_is_a_number_of_servers() {
+        assert_eq!(spawn_count_by(vars(&[])), Ok(None));
+        assert_eq!(
+            spawn_count_by(vars(&[("OMPTARGET_MPI_SPAWN", "2")])),
+            Ok(Some(2))
+        );
+        assert_eq!(
+            spawn_count_by(vars(&[("OMPTARGET_MPI_SPAWN", " 3 ")])),
+            Ok(Some(3))
+        );
+        for bad in ["0", "-1", "two", "", "4097"] {
+            assert_eq!(
+                spawn_count_by(vars(&[("OMPTARGET_MPI_SPAWN", bad)])),
+                Err(BadSpawnCount { value: bad.into() }),
+                "{bad:?}"
+            );
+        }
+        assert_eq!(
+            spawn_count_by(vars(&[
+                ("OMPTARGET_MPI_SPAWN", "2"),
+                ("OMPTARGET_MPI_DISABLE", "1")
+            ])),
+            Ok(None)
+        );
+        assert!(job_may_have_servers_by(vars(&[(
+            "OMPTARGET_MPI_SPAWN",
+            "2"
+        )])));
+        assert!(!job_may_have_servers_by(vars(&[
+            ("OMPTARGET_MPI_SPAWN", "2"),
+            ("OMPTARGET_MPI_DISABLE", "1")
+        ])));
+    }
 
     fn job(vars: &[(&str, &str)]) -> bool {
         job_may_have_servers_by(|name| {

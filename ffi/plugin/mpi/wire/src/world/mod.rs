@@ -60,6 +60,43 @@ pub enum JoinError {
     /// The program finalised MPI before the plugin joined.
     #[error("the program already finalised MPI")]
     AlreadyFinalized,
+    /// `MPI_Comm_spawn` could not start the servers.
+    #[error(
+        "could not start {servers} device server(s) `{command}` with MPI_Comm_spawn: {source}"
+    )]
+    Spawn {
+        /// The server's command.
+        command: String,
+        /// How many were asked for.
+        servers: u32,
+        /// MPI's error.
+        source: MpiError,
+    },
+}
+
+/// Device servers for this program rank alone, started with
+/// `MPI_Comm_spawn` (MPI's dynamic process management): they are not
+/// members of the program's `MPI_COMM_WORLD`, which keeps only the
+/// program's ranks, so its collectives work as without servers.
+#[derive(Debug, Clone)]
+pub struct Spawn {
+    /// The server's executable (`omptarget-mpi-device`).
+    pub command: std::ffi::CString,
+    /// Its arguments.
+    pub args: Vec<std::ffi::CString>,
+    /// How many servers.
+    pub servers: u32,
+}
+
+/// Where this rank's peers are.
+enum Peers<'a> {
+    /// Every rank of `MPI_COMM_WORLD` (a job started MPMD: `mpirun -np 1
+    /// ./app : -np 2 omptarget-mpi-device`).
+    World,
+    /// This program rank and the servers it spawns.
+    Spawn(&'a Spawn),
+    /// A spawned server: its parent program rank and its sibling servers.
+    Parent(Handle),
 }
 
 /// MPI gives less than `MPI_THREAD_MULTIPLE`, which remote devices need.
@@ -102,6 +139,12 @@ pub struct World {
     /// The largest tag MPI takes on the communicator (`MPI_TAG_UB`; MPI
     /// guarantees at least 32767, Open MPI's ob1 gives 2^31 - 1).
     pub tag_ub: i32,
+    /// The intercommunicator to the spawned servers (program) or to the
+    /// parent (spawned server), disconnected when this rank leaves: `comm`
+    /// is merged from it. `None` in an MPMD job.
+    spawned: std::sync::Mutex<Option<Handle>>,
+    /// Whether [`World::detach`] freed `comm` (and disconnected `spawned`).
+    detached: std::sync::atomic::AtomicBool,
 }
 
 // SAFETY: `Mpi` is Send + Sync (MPI_THREAD_MULTIPLE, checked by `join`);
@@ -112,9 +155,25 @@ unsafe impl Sync for World {}
 
 impl World {
     /// Open MPI, initialise it unless the program did, check
-    /// `MPI_THREAD_MULTIPLE`, duplicate `MPI_COMM_WORLD` and gather the
-    /// roles. Collective over `MPI_COMM_WORLD`.
+    /// `MPI_THREAD_MULTIPLE`, make the plugin's communicator and gather
+    /// the roles on it. A program rank: a duplicate of `MPI_COMM_WORLD`,
+    /// collective over it. A server: the same, unless a program rank
+    /// spawned it ([`World::spawn`]): then merged with its parent and
+    /// sibling servers, collective over them.
     pub fn join(role: Role) -> Result<World, JoinError> {
+        World::join_peers(role, None)
+    }
+
+    /// [`World::join`] for a program rank whose servers are its own:
+    /// start them with `MPI_Comm_spawn` over `MPI_COMM_SELF` (no other
+    /// program rank takes part, so each rank spawns when it likes) and
+    /// merge the intercommunicator into the plugin's communicator: this
+    /// rank is rank 0 of it, its servers 1 and up.
+    pub fn spawn(spawn: &Spawn) -> Result<World, JoinError> {
+        World::join_peers(Role::Program, Some(spawn))
+    }
+
+    fn join_peers(role: Role, spawn: Option<&Spawn>) -> Result<World, JoinError> {
         let mpi = Mpi::open()?;
         let mut flag: c_int = 0;
         // SAFETY: MPI_Initialized may be called at any time.
@@ -154,21 +213,116 @@ impl World {
             initialised_here,
             thread_level: provided,
             tag_ub: 32767,
+            spawned: std::sync::Mutex::new(None),
+            detached: std::sync::atomic::AtomicBool::new(false),
         };
-        if let Err(err) = world.connect(role) {
+        let peers = match spawn {
+            Some(spawn) => Peers::Spawn(spawn),
+            None => match world.parent() {
+                Ok(Some(parent)) => Peers::Parent(parent),
+                Ok(None) => Peers::World,
+                Err(err) => {
+                    world.finalize_if_ours();
+                    return Err(err.into());
+                }
+            },
+        };
+        if let Err(err) = world.connect(role, peers) {
             world.finalize_if_ours();
-            return Err(err.into());
+            return Err(err);
         }
         Ok(world)
     }
 
-    fn connect(&mut self, role: Role) -> Result<(), MpiError> {
+    /// The intercommunicator to the program rank that spawned this
+    /// process, if one did.
+    fn parent(&self) -> Result<Option<Handle>, MpiError> {
+        let m = &self.mpi;
+        let mut parent = m.predefined.comm_null;
+        // SAFETY: initialised; `parent` receives the handle.
+        m.check("MPI_Comm_get_parent", unsafe {
+            m.comm_get_parent(&mut parent)
+        })?;
+        Ok((parent != m.predefined.comm_null).then_some(parent))
+    }
+
+    /// The plugin's communicator over `peers`.
+    fn communicator(&self, peers: Peers<'_>) -> Result<Handle, JoinError> {
         let m = &self.mpi;
         let mut comm = m.predefined.comm_null;
-        // SAFETY: initialised; `comm` receives the new handle.
-        m.check("MPI_Comm_dup", unsafe {
-            m.comm_dup(m.predefined.comm_world, &mut comm)
+        let inter = match peers {
+            Peers::World => {
+                // SAFETY: initialised; `comm` receives the new handle.
+                m.check("MPI_Comm_dup", unsafe {
+                    m.comm_dup(m.predefined.comm_world, &mut comm)
+                })?;
+                return Ok(comm);
+            }
+            Peers::Parent(parent) => parent,
+            Peers::Spawn(spawn) => self.spawn_servers(spawn)?,
+        };
+        *self.spawned.lock().unwrap_or_else(|p| p.into_inner()) = Some(inter);
+        // The program rank low (rank 0), its servers high.
+        let high = matches!(peers, Peers::Parent(_));
+        // SAFETY: a valid intercommunicator; `comm` receives the new handle.
+        m.check("MPI_Intercomm_merge", unsafe {
+            m.intercomm_merge(inter, high, &mut comm)
         })?;
+        Ok(comm)
+    }
+
+    /// Start `spawn`'s servers; the intercommunicator to them.
+    fn spawn_servers(&self, spawn: &Spawn) -> Result<Handle, JoinError> {
+        let m = &self.mpi;
+        let failed = |source| JoinError::Spawn {
+            command: spawn.command.to_string_lossy().into_owned(),
+            servers: spawn.servers,
+            source,
+        };
+        // Spawned over a duplicate of MPI_COMM_SELF whose errors return:
+        // a spawn that fails (no slot for a server, no such command) is an
+        // error of ours, and MPI_COMM_SELF's handler stays the program's.
+        let mut own_self = m.predefined.comm_null;
+        // SAFETY: initialised; `own_self` receives the new handle.
+        m.check("MPI_Comm_dup", unsafe {
+            m.comm_dup(m.predefined.comm_self, &mut own_self)
+        })?;
+        let _free = scopeguard::guard(own_self, |mut own_self| {
+            // SAFETY: our duplicate, freed once; no request on it.
+            unsafe { m.comm_free(&mut own_self) };
+        });
+        // SAFETY: a valid communicator and predefined handler.
+        m.check("MPI_Comm_set_errhandler", unsafe {
+            m.comm_set_errhandler(own_self, m.predefined.errors_return)
+        })?;
+        let mut argv: Vec<*mut std::ffi::c_char> = spawn
+            .args
+            .iter()
+            .map(|a| a.as_ptr().cast_mut())
+            .chain([std::ptr::null_mut()])
+            .collect();
+        let mut inter = m.predefined.comm_null;
+        // SAFETY: `command` and `argv` are NUL-terminated strings (MPI
+        // reads them only), `argv` ends with a null; the communicator is
+        // ours and valid.
+        let code = unsafe {
+            m.comm_spawn(
+                spawn.command.as_ptr(),
+                argv.as_mut_ptr(),
+                spawn.servers as c_int,
+                m.predefined.info_null,
+                0,
+                own_self,
+                &mut inter,
+            )
+        };
+        m.check("MPI_Comm_spawn", code).map_err(failed)?;
+        Ok(inter)
+    }
+
+    fn connect(&mut self, role: Role, peers: Peers<'_>) -> Result<(), JoinError> {
+        let comm = self.communicator(peers)?;
+        let m = &self.mpi;
         self.comm = comm;
         // Errors come back as codes: a failure is a Result, not an abort
         // of the program by MPI's default handler.
@@ -277,14 +431,53 @@ impl World {
                 return Ok(());
             }
         }
-        let mut first = Ok(());
-        if self.comm != self.mpi.predefined.comm_null && !self.finalized() {
-            let m = &self.mpi;
-            // SAFETY: our communicator, no request pending on it.
-            first = m.check("MPI_Comm_free", unsafe { m.comm_free(&mut self.comm) });
-        }
+        let first = self.detach();
         self.finalize_if_ours();
         first
+    }
+
+    /// Free the plugin's communicator and, if it was merged from an
+    /// intercommunicator (spawned servers), disconnect that: then the
+    /// program's `MPI_Finalize` and the servers' are independent (MPI
+    /// finalises connected processes together). Collective with the
+    /// peers, which do the same as they leave. Once: later calls do
+    /// nothing; nothing may use the communicator after it.
+    pub fn detach(&self) -> Result<(), MpiError> {
+        let mut spawned = self.spawned.lock().unwrap_or_else(|p| p.into_inner());
+        if self.finalized()
+            || self
+                .detached
+                .swap(true, std::sync::atomic::Ordering::AcqRel)
+        {
+            return Ok(());
+        }
+        let m = &self.mpi;
+        let mut comm = self.comm;
+        let mut first = Ok(());
+        if comm != m.predefined.comm_null {
+            // SAFETY: our communicator, freed once (`detached`); no
+            // request pending on it.
+            first = m.check("MPI_Comm_free", unsafe { m.comm_free(&mut comm) });
+        }
+        if let Some(mut inter) = spawned.take() {
+            // A dead peer would never take part: leave it connected.
+            if self.any_peer_dead().is_none() {
+                // SAFETY: the intercommunicator `comm` was merged from,
+                // disconnected once; no request pending on it.
+                let code = unsafe { m.comm_disconnect(&mut inter) };
+                first = first.and(m.check("MPI_Comm_disconnect", code));
+            }
+        }
+        first
+    }
+
+    /// Whether the servers were spawned by this program rank (or this
+    /// server by one).
+    pub fn is_spawned(&self) -> bool {
+        self.spawned
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_some()
     }
 
     /// Whether MPI was finalised (by the program, or by us).

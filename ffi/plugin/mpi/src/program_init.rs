@@ -1,0 +1,190 @@
+//! The program's own `MPI_Init` when the plugin initialised MPI first.
+//!
+//! With spawned servers (`OMPTARGET_MPI_SPAWN`), the plugin initialises
+//! MPI when it initialises: for a clang-compiled program that is when its
+//! image registers, before `main`. An MPI program then calls `MPI_Init` or
+//! `MPI_Init_thread` in `main`, which MPI refuses (initialised twice; Open
+//! MPI aborts the job). So the program's calls of those two are redirected
+//! to the wrappers here, by rewriting the slots of the loaded objects'
+//! global offset tables that bind them ([`crate::got`], as LLNL's GOTCHA
+//! does; no `LD_PRELOAD`).
+//!
+//! A wrapper answers the program's first initialisation as MPI would have
+//! (`MPI_SUCCESS`; `MPI_Init_thread` gives the level the plugin got, which
+//! is `MPI_THREAD_MULTIPLE`), and passes every later call to the library's
+//! own function, which refuses it as MPI does. The program finalises MPI
+//! as usual: `MPI_Finalize` closes the servers first
+//! ([`crate::finalize_hook`]).
+//!
+//! Not redirected: an object loaded after the plugin initialised (a
+//! library the program `dlopen`s later), and a call through a pointer
+//! the program took with `dlsym`. The library's own calls are left
+//! alone.
+use crate::got::{self, GotError, Redirected};
+use crate::mpi::{InitEntries, Mpi};
+use std::ffi::{c_char, c_int};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicUsize, Ordering};
+
+/// The library's `MPI_Init` and `MPI_Init_thread` (0 until installed).
+static REAL_INIT: AtomicUsize = AtomicUsize::new(0);
+static REAL_INIT_THREAD: AtomicUsize = AtomicUsize::new(0);
+/// The thread level MPI gave the plugin.
+static PROVIDED: AtomicI32 = AtomicI32::new(0);
+/// Whether a wrapper answers the program's first initialisation itself.
+static STANDING_IN: AtomicBool = AtomicBool::new(false);
+/// The program's initialisations so far.
+static PROGRAM_INITS: AtomicU32 = AtomicU32::new(0);
+/// `MPI_ERR_OTHER` of the library's family, for a wrapper that cannot
+/// reach the library (never expected).
+static ERR_OTHER: AtomicI32 = AtomicI32::new(16);
+
+/// The redirected slots; [`ProgramInit::remove`] puts them back.
+pub struct ProgramInit {
+    redirected: Vec<Redirected>,
+}
+
+impl ProgramInit {
+    /// Redirect the program's `MPI_Init` and `MPI_Init_thread` to the
+    /// wrappers (the library `mpi` opened is skipped). `provided`: the
+    /// thread level MPI gave the plugin.
+    pub fn install(mpi: &Mpi, provided: c_int) -> Result<ProgramInit, GotError> {
+        let InitEntries { init, init_thread } = mpi.init_entries();
+        REAL_INIT.store(init as *const () as usize, Ordering::Release);
+        REAL_INIT_THREAD.store(init_thread as *const () as usize, Ordering::Release);
+        PROVIDED.store(provided, Ordering::Release);
+        ERR_OTHER.store(mpi.constants.err_other, Ordering::Release);
+        PROGRAM_INITS.store(0, Ordering::Release);
+        STANDING_IN.store(true, Ordering::Release);
+        let library = file_of(init as *const () as usize);
+        let skip =
+            |path: &std::path::Path| library.as_deref().is_some_and(|lib| same_file(lib, path));
+        let mut redirected = Vec::new();
+        let wrappers: [(&str, usize); 2] = [
+            ("MPI_Init", wrapped_init as *const () as usize),
+            ("MPI_Init_thread", wrapped_init_thread as *const () as usize),
+        ];
+        for (symbol, wrapper) in wrappers {
+            // SAFETY: each wrapper has its symbol's signature, and lives
+            // in this library, which stays loaded until `remove` (called
+            // by the plugin's deinit, before the library is closed).
+            match unsafe { got::redirect(symbol, wrapper, skip) } {
+                Ok(done) => redirected.push(done),
+                Err(err) => {
+                    let partial = ProgramInit { redirected };
+                    let _ = partial.remove();
+                    return Err(err);
+                }
+            }
+        }
+        let slots: usize = redirected.iter().map(Redirected::len).sum();
+        tracing::debug!(
+            slots,
+            "the program's MPI_Init and MPI_Init_thread answered by the MPI plugin"
+        );
+        Ok(ProgramInit { redirected })
+    }
+
+    /// Whether the program has called `MPI_Init` or `MPI_Init_thread`.
+    pub fn program_initialised() -> bool {
+        PROGRAM_INITS.load(Ordering::Acquire) > 0
+    }
+
+    /// Put the slots back: the program's later calls reach the library.
+    pub fn remove(self) -> Result<(), GotError> {
+        STANDING_IN.store(false, Ordering::Release);
+        let mut first = Ok(());
+        for redirected in self.redirected {
+            if let Err(err) = redirected.restore() {
+                first = first.and(Err(err));
+            }
+        }
+        first
+    }
+}
+
+/// The file of the loaded object holding `address`.
+fn file_of(address: usize) -> Option<PathBuf> {
+    let mut info = std::mem::MaybeUninit::<libc::Dl_info>::zeroed();
+    // SAFETY: `info` is written by dladdr, read only when it answers.
+    if unsafe { libc::dladdr(address as *const libc::c_void, info.as_mut_ptr()) } == 0 {
+        return None;
+    }
+    // SAFETY: written by dladdr, which answered.
+    let info = unsafe { info.assume_init() };
+    if info.dli_fname.is_null() {
+        return None;
+    }
+    // SAFETY: the loader's NUL-terminated name, copied at once.
+    let name = unsafe { std::ffi::CStr::from_ptr(info.dli_fname) };
+    Some(PathBuf::from(
+        <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(name.to_bytes()),
+    ))
+}
+
+fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
+    }
+}
+
+/// Whether this call is the program's first initialisation, which the
+/// plugin's stands for.
+fn answered_here() -> bool {
+    STANDING_IN.load(Ordering::Acquire) && PROGRAM_INITS.fetch_add(1, Ordering::AcqRel) == 0
+}
+
+/// Stands in for `MPI_Init`.
+unsafe extern "C" fn wrapped_init(argc: *mut c_int, argv: *mut *mut *mut c_char) -> c_int {
+    let answer = std::panic::catch_unwind(|| {
+        if answered_here() {
+            return crate::mpi::SUCCESS;
+        }
+        let real = REAL_INIT.load(Ordering::Acquire);
+        if real == 0 {
+            return ERR_OTHER.load(Ordering::Acquire);
+        }
+        // SAFETY: the library's MPI_Init (stored by `install`), called
+        // with the program's own arguments.
+        let real: unsafe extern "C" fn(*mut c_int, *mut *mut *mut c_char) -> c_int =
+            unsafe { std::mem::transmute(real) };
+        // SAFETY: as above.
+        unsafe { real(argc, argv) }
+    });
+    answer.unwrap_or_else(|_| ERR_OTHER.load(Ordering::Acquire))
+}
+
+/// Stands in for `MPI_Init_thread`.
+unsafe extern "C" fn wrapped_init_thread(
+    argc: *mut c_int,
+    argv: *mut *mut *mut c_char,
+    required: c_int,
+    provided: *mut c_int,
+) -> c_int {
+    let answer = std::panic::catch_unwind(|| {
+        if answered_here() {
+            if !provided.is_null() {
+                // SAFETY: the program's out-parameter, non-null.
+                unsafe { *provided = PROVIDED.load(Ordering::Acquire) };
+            }
+            return crate::mpi::SUCCESS;
+        }
+        let real = REAL_INIT_THREAD.load(Ordering::Acquire);
+        if real == 0 {
+            return ERR_OTHER.load(Ordering::Acquire);
+        }
+        // SAFETY: the library's MPI_Init_thread (stored by `install`),
+        // called with the program's own arguments.
+        let real: unsafe extern "C" fn(
+            *mut c_int,
+            *mut *mut *mut c_char,
+            c_int,
+            *mut c_int,
+        ) -> c_int = unsafe { std::mem::transmute(real) };
+        // SAFETY: as above.
+        unsafe { real(argc, argv, required, provided) }
+    });
+    answer.unwrap_or_else(|_| ERR_OTHER.load(Ordering::Acquire))
+}
