@@ -70,6 +70,16 @@ enum Command {
         /// built-in host plugin).
         #[arg(long, value_name = "PATH", requires = "mpi")]
         mpi_plugin: Option<PathBuf>,
+        /// Each program rank spawns its own N servers (MPI_Comm_spawn)
+        /// instead of sharing a job with them: the program's
+        /// MPI_COMM_WORLD holds its own ranks only, as an MPI program
+        /// needs. Chosen by itself for a program linked with Open MPI.
+        #[arg(long, requires = "mpi")]
+        spawn: bool,
+        /// Program ranks to start (spawned servers only: each has its own
+        /// N servers).
+        #[arg(long, value_name = "K", requires = "mpi", value_parser = clap::value_parser!(u32).range(1..))]
+        ranks: Option<u32>,
         /// The program and its arguments.
         #[arg(
             required = true,
@@ -109,6 +119,8 @@ fn main() -> ExitCode {
             report,
             mpi,
             mpi_plugin,
+            spawn,
+            ranks,
             program,
         } => run::run(&run::RunOptions {
             profile,
@@ -117,6 +129,8 @@ fn main() -> ExitCode {
             mpi: mpi.map(|servers| run::MpiOptions {
                 servers,
                 plugin: mpi_plugin,
+                spawn,
+                ranks,
             }),
             program,
         }),

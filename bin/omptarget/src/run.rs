@@ -34,6 +34,10 @@ pub struct MpiOptions {
     pub servers: u32,
     /// The plugin they serve (`--plugin PATH`).
     pub plugin: Option<PathBuf>,
+    /// `--spawn`: each program rank spawns its own servers.
+    pub spawn: bool,
+    /// `--ranks K`: program ranks (spawned servers only).
+    pub ranks: Option<u32>,
 }
 
 /// The device server's executable.
@@ -81,6 +85,13 @@ fn mpirun(
         Ok(name) => Family::parse(&name)?,
         Err(_) => Family::OpenMpi,
     };
+    if mpi.spawn || links_mpi(program, family) {
+        return Ok(spawning(mpi, family, &server, program, args, vars));
+    }
+    anyhow::ensure!(
+        mpi.ranks.is_none(),
+        "--ranks needs --spawn: servers started beside the program serve one program rank"
+    );
     let mut cmd;
     match family {
         Family::OpenMpi => {
@@ -113,6 +124,99 @@ fn mpirun(
         cmd.arg("--plugin").arg(std::path::absolute(plugin)?);
     }
     Ok(cmd)
+}
+
+/// The launcher starting `--ranks` program ranks (1 by default), each of
+/// which spawns its own servers (`OMPTARGET_MPI_SPAWN`, read by the MPI
+/// plugin): the program's `MPI_COMM_WORLD` holds its own ranks only, as an
+/// MPI program needs. No stand-in is needed: a rank that never offloads
+/// spawns nothing.
+fn spawning(
+    mpi: &MpiOptions,
+    family: omptarget_plugin_mpi::mpi::Family,
+    server: &std::path::Path,
+    program: &OsString,
+    args: &[OsString],
+    vars: &[&str],
+) -> Command {
+    use omptarget_plugin_mpi::mpi::Family;
+    let mut cmd;
+    let mut spawn_vars = vec![
+        (
+            "OMPTARGET_MPI_SPAWN",
+            OsString::from(mpi.servers.to_string()),
+        ),
+        ("OMPTARGET_MPI_SERVER", server.as_os_str().to_owned()),
+    ];
+    if let Some(plugin) = &mpi.plugin {
+        let plugin = std::path::absolute(plugin).unwrap_or_else(|_| plugin.clone());
+        spawn_vars.push(("OMPTARGET_MPI_SERVER_PLUGIN", plugin.into_os_string()));
+    }
+    match family {
+        Family::OpenMpi => {
+            cmd = Command::new("mpirun");
+            // SAFETY: geteuid has no preconditions.
+            if unsafe { libc::geteuid() } == 0 {
+                cmd.arg("--allow-run-as-root");
+            }
+            // The servers need slots too, beyond the program's ranks.
+            cmd.arg("--oversubscribe");
+            for var in vars.iter().chain(spawn_vars.iter().map(|(name, _)| name)) {
+                cmd.args(["-x", var]);
+            }
+        }
+        // Hydra passes the whole environment on.
+        Family::Mpich => cmd = Command::new("mpiexec.hydra"),
+    }
+    for (name, value) in spawn_vars {
+        cmd.env(name, value);
+    }
+    cmd.args(["-np", &mpi.ranks.unwrap_or(1).to_string()])
+        .arg(program)
+        .args(args);
+    cmd
+}
+
+/// Whether `program` (found on `PATH` when it names no folder) is an ELF
+/// file that links `family`'s MPI library (`DT_NEEDED`): an MPI program,
+/// whose servers must not share its `MPI_COMM_WORLD`.
+fn links_mpi(program: &OsString, family: omptarget_plugin_mpi::mpi::Family) -> bool {
+    use object::read::elf::{Dyn, ElfFile64, FileHeader};
+    let path = std::path::Path::new(program);
+    let found = if path.components().count() > 1 {
+        Some(path.to_path_buf())
+    } else {
+        std::env::var_os("PATH").and_then(|dirs| {
+            std::env::split_paths(&dirs)
+                .map(|dir| dir.join(path))
+                .find(|candidate| candidate.is_file())
+        })
+    };
+    let Some(bytes) = found.and_then(|p| std::fs::read(p).ok()) else {
+        return false;
+    };
+    let Ok(elf) = ElfFile64::<object::Endianness>::parse(&*bytes) else {
+        return false;
+    };
+    let wanted = family.constants().library.as_bytes();
+    let endian = elf.endian();
+    let header = elf.elf_header();
+    let Ok(sections) = header.sections(endian, &*bytes) else {
+        return false;
+    };
+    // The dynamic section, and the index of the string table it links.
+    let Ok(Some((dynamic, strings))) = sections.dynamic(endian, &*bytes) else {
+        return false;
+    };
+    let Ok(strings) = sections.strings(endian, &*bytes, strings) else {
+        return false;
+    };
+    dynamic.iter().any(|entry| {
+        entry.d_tag(endian) as u32 == object::elf::DT_NEEDED
+            && entry
+                .string(endian, strings)
+                .is_ok_and(|name| name == wanted)
+    })
 }
 
 /// The first line of a leak report that found leaks.

@@ -313,3 +313,92 @@ fn info_in_an_mpi_job_lists_remote_devices_with_rank_and_host() {
         }
     }
 }
+
+/// `ffi/plugin/mpi/tests/c/mpi_program.c`, an MPI program (Open MPI's
+/// `mpicc` flags), built by clang-14 into `dir`.
+fn mpi_program(dir: &Path) -> PathBuf {
+    let out = dir.join("mpi_program");
+    let flags = |which: &str| -> Vec<String> {
+        let shown = Command::new("mpicc.openmpi")
+            .arg(which)
+            .output()
+            .expect("mpicc.openmpi (cargo xtask deps installs it)");
+        String::from_utf8_lossy(&shown.stdout)
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect()
+    };
+    let status = Command::new("clang-14")
+        .args(["-fopenmp", "-fopenmp-targets=x86_64-pc-linux-gnu", "-O1"])
+        .args(flags("--showme:compile"))
+        .arg(repo().join("ffi/plugin/mpi/tests/c/mpi_program.c"))
+        .arg("-o")
+        .arg(&out)
+        .args(flags("--showme:link"))
+        .status()
+        .expect("clang-14 (cargo xtask deps installs it)");
+    assert!(status.success());
+    out
+}
+
+/// `omptarget run --mpi 1 --ranks 2 -- ./mpi_program`: the program links
+/// Open MPI, so each of its ranks spawns a server of its own; its
+/// `MPI_Init`, collectives and ring on `MPI_COMM_WORLD` see its 2 ranks
+/// only, every device computes, and each server's report is kept.
+#[test]
+fn run_mpi_gives_an_mpi_program_servers_of_its_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = mpi_program(dir.path());
+    let out = omptarget(
+        dir.path(),
+        &[
+            "run",
+            "--mpi",
+            "1",
+            "--ranks",
+            "2",
+            "--report",
+            "--",
+            program.to_str().unwrap(),
+            "init-first",
+        ],
+        &[],
+    );
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    let mut lines: Vec<&str> = stdout.lines().collect();
+    lines.sort();
+    assert_eq!(
+        lines,
+        [
+            "rank 0 of 2: devices 8, sums 98280 98280, world sum 2, ring from 1",
+            "rank 1 of 2: devices 8, sums 98280 98280, world sum 2, ring from 0"
+        ],
+        "{stderr}"
+    );
+    let summaries = stderr
+        .lines()
+        .filter(|l| l.starts_with("omptarget-mpi-device rank 1 on "))
+        .count();
+    assert_eq!(summaries, 2, "one server per program rank: {stderr}");
+}
+
+/// `--ranks` asks for program ranks of their own servers: with servers
+/// sharing the program's job (a program that does not link MPI, no
+/// `--spawn`) it is refused, saying why.
+#[test]
+fn ranks_without_spawned_servers_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = omptarget(
+        dir.path(),
+        &["run", "--mpi", "1", "--ranks", "2", "--", "/bin/true"],
+        &[],
+    );
+    // The tool's own errors end it with 2.
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("--ranks needs --spawn"),
+        "{}",
+        text(&out.stderr)
+    );
+}
