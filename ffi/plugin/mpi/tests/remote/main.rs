@@ -11,6 +11,8 @@
 //! * `messages`: requests and replies longer than the receives posted
 //!   for them;
 //! * `rust_api`: the Rust API on remote devices;
+//! * `spawned`: servers each program rank spawns for itself
+//!   (`OMPTARGET_MPI_SPAWN`): MPI programs keeping their own MPI;
 //! * `faults`: a device server or the program killed under
 //!   `mpirun --enable-recovery`.
 mod abi;
