@@ -94,18 +94,7 @@ fn mpirun(
     );
     let mut cmd;
     match family {
-        Family::OpenMpi => {
-            cmd = Command::new("mpirun");
-            // SAFETY: geteuid has no preconditions.
-            if unsafe { libc::geteuid() } == 0 {
-                // Open MPI refuses root unless told; containers and CI run as root.
-                cmd.arg("--allow-run-as-root");
-            }
-            cmd.arg("--oversubscribe");
-            for var in vars {
-                cmd.args(["-x", var]);
-            }
-        }
+        Family::OpenMpi => cmd = open_mpi_launcher(vars.iter().copied()),
         Family::Mpich => {
             cmd = Command::new("mpiexec.hydra");
             cmd.args(["-genv", "OMPTARGET_MPI", "1"]);
@@ -124,6 +113,23 @@ fn mpirun(
         cmd.arg("--plugin").arg(std::path::absolute(plugin)?);
     }
     Ok(cmd)
+}
+
+/// Open MPI's `mpirun`, passing `vars` on to every rank (it passes only
+/// the variables named with `-x`), oversubscribing (the servers need
+/// slots beyond the program's ranks, on a machine of few cores).
+fn open_mpi_launcher<'a>(vars: impl Iterator<Item = &'a str>) -> Command {
+    let mut cmd = Command::new("mpirun");
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        // Open MPI refuses root unless told; containers and CI run as root.
+        cmd.arg("--allow-run-as-root");
+    }
+    cmd.arg("--oversubscribe");
+    for var in vars {
+        cmd.args(["-x", var]);
+    }
+    cmd
 }
 
 /// The launcher starting `--ranks` program ranks (1 by default), each of
@@ -154,16 +160,11 @@ fn spawning(
     }
     match family {
         Family::OpenMpi => {
-            cmd = Command::new("mpirun");
-            // SAFETY: geteuid has no preconditions.
-            if unsafe { libc::geteuid() } == 0 {
-                cmd.arg("--allow-run-as-root");
-            }
-            // The servers need slots too, beyond the program's ranks.
-            cmd.arg("--oversubscribe");
-            for var in vars.iter().chain(spawn_vars.iter().map(|(name, _)| name)) {
-                cmd.args(["-x", var]);
-            }
+            cmd = open_mpi_launcher(
+                vars.iter()
+                    .chain(spawn_vars.iter().map(|(name, _)| name))
+                    .copied(),
+            )
         }
         // Hydra passes the whole environment on.
         Family::Mpich => cmd = Command::new("mpiexec.hydra"),

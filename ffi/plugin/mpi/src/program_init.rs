@@ -103,8 +103,8 @@ impl ProgramInit {
     }
 }
 
-/// The file of the loaded object holding `address`.
-fn file_of(address: usize) -> Option<PathBuf> {
+/// The file of the loaded object holding `address` (`dladdr`).
+pub(crate) fn file_of(address: usize) -> Option<PathBuf> {
     let mut info = std::mem::MaybeUninit::<libc::Dl_info>::zeroed();
     // SAFETY: `info` is written by dladdr, read only when it answers.
     if unsafe { libc::dladdr(address as *const libc::c_void, info.as_mut_ptr()) } == 0 {

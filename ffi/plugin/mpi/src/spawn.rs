@@ -106,24 +106,7 @@ fn c_string(value: &str, what: &'static str) -> Result<CString, SpawnConfigError
 
 /// The file this code was loaded from (`dladdr` of one of its functions).
 fn own_file() -> Option<PathBuf> {
-    let mut info = std::mem::MaybeUninit::<libc::Dl_info>::zeroed();
-    // SAFETY: the address is a function of this object; `info` is written
-    // by dladdr, and read only when it answers non-zero.
-    let found = unsafe { libc::dladdr(own_file as *const libc::c_void, info.as_mut_ptr()) };
-    if found == 0 {
-        return None;
-    }
-    // SAFETY: written by dladdr, which answered.
-    let info = unsafe { info.assume_init() };
-    if info.dli_fname.is_null() {
-        return None;
-    }
-    // SAFETY: a NUL-terminated string of the loader's, alive while the
-    // object is loaded; copied at once.
-    let name = unsafe { std::ffi::CStr::from_ptr(info.dli_fname) };
-    let path = PathBuf::from(
-        <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(name.to_bytes()),
-    );
+    let path = crate::program_init::file_of(own_file as *const () as usize)?;
     std::fs::canonicalize(&path).ok().or(Some(path))
 }
 
