@@ -25,6 +25,12 @@ pub enum ServeError {
     /// The exit handler could not be registered.
     #[error("on_exit failed")]
     OnExit,
+    /// `OMPTARGET_MPI_TIMEOUT` is not a number of seconds.
+    #[error(transparent)]
+    BadLimit(#[from] omptarget_mpi_wire::world::liveness::BadLimit),
+    /// The thread answering pings could not start.
+    #[error("cannot start the thread answering pings: {0}")]
+    Responder(std::io::Error),
     /// The local plugin has remote devices, which a server cannot serve.
     #[error("a device server cannot serve remote devices ({plugin}'s)")]
     RemoteDevices {

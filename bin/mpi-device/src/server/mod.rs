@@ -38,7 +38,8 @@ pub struct ServerConfig {
 
 /// A running server.
 pub struct Server {
-    world: World,
+    /// Shared with the thread answering pings ([`World::answer_pings`]).
+    world: std::sync::Arc<World>,
     runtime: Option<Runtime>,
     /// Memory in this process is the device's (the host plugin): bulk data
     /// moves straight between MPI and device memory, with no staging copy.
@@ -76,8 +77,12 @@ pub enum Ended {
 impl Server {
     /// Join the job and build the runtime over the local plugin.
     pub fn start(config: ServerConfig) -> Result<Server, ServeError> {
-        let world = World::join(Role::Server)?;
+        let world = std::sync::Arc::new(World::join(Role::Server)?);
         world.check_thread_level()?;
+        world.check_limit()?;
+        // Pings answered while this thread serves or runs a kernel: a
+        // slow kernel is not a silent server.
+        world.answer_pings().map_err(ServeError::Responder)?;
         let mut runtime_config = Config::default();
         // Never the program's plugin list (OMPTARGET_PLUGINS may name the
         // MPI plugin itself): only the plugin this server was told to use.
@@ -286,7 +291,15 @@ impl Server {
             }
             Ended::ProgramsDied(deaths.join("; "))
         };
-        self.world.leave()?;
+        self.world.stop_answering();
+        match std::sync::Arc::try_unwrap(self.world) {
+            Ok(world) => world.leave()?,
+            // Not expected: the responder, the only other holder, ended.
+            Err(world) => {
+                world.detach()?;
+                world.finalize_before_exit();
+            }
+        }
         Ok(ended)
     }
 

@@ -30,6 +30,9 @@ pub enum CallError {
     /// The servers `OMPTARGET_MPI_SPAWN` asks for cannot be described.
     #[error(transparent)]
     SpawnConfig(#[from] crate::spawn::SpawnConfigError),
+    /// `OMPTARGET_MPI_TIMEOUT` is not a number of seconds.
+    #[error(transparent)]
+    BadLimit(#[from] crate::world::liveness::BadLimit),
     /// MPI's thread level is too low for remote devices.
     #[error(transparent)]
     ThreadLevel(#[from] ThreadLevel),

@@ -114,6 +114,9 @@ impl Client {
             client.world.leave()?;
             return Ok(None);
         }
+        if let Err(err) = client.world.check_limit() {
+            return Err(client.give_up(&ranks, err.into()));
+        }
         if let Err(err) = client.world.check_thread_level() {
             // Still one thread here: tell the servers this rank is done, so
             // that the job can end.
@@ -334,7 +337,7 @@ impl Client {
     /// The reply `posted` receives from server `rank` (its rest, if long,
     /// on the same tag).
     fn reply(&self, rank: i32, tag: i32, posted: Posted<'_>) -> Result<Vec<u8>, CallError> {
-        let watch = || self.world.death_of(rank);
+        let watch = self.world.watch_rank(rank);
         let reply = self.world.receive_message(posted, &watch, |_| Some(tag))?.1;
         if protocol::kernel_exit_status(&reply).is_some() {
             // The launch whose kernel called exit: its caller exits.

@@ -21,6 +21,8 @@
 //                before rank 0's next request comes), then copies new data
 //                to the device (mapped since before) and sums it there:
 //                4096, or 12285 if the copy was lost
+//   slow-kernel  a region on the last device that sleeps 3 s (longer
+//                than the test's silence limit), then the sum there
 //   plain-mpi    (built with -DWITH_MPI) MPI_Init in main, unconditionally,
 //                as MPI programs do; allreduces its device count and
 //                offloads to its last device (a job with no server)
@@ -105,6 +107,12 @@ int main(int argc, char **argv) {
       }
     }
     return 1;
+  }
+  if (!strcmp(mode, "slow-kernel")) {
+#pragma omp target device(devices - 1)
+    { sleep(3); }
+    printf("slow kernel done, then: %.0f\n", sum_on(devices - 1));
+    return 0;
   }
   if (!strcmp(mode, "kill")) {
     printf("last device: %.0f\n", sum_on(devices - 1));

@@ -11,6 +11,7 @@
 //! * `messages`: requests and replies longer than the receives posted
 //!   for them;
 //! * `rust_api`: the Rust API on remote devices;
+//! * `silence`: a stopped server is a bounded error; a slow kernel is not;
 //! * `spawned`: servers each program rank spawns for itself
 //!   (`OMPTARGET_MPI_SPAWN`): MPI programs keeping their own MPI;
 //! * `faults`: a device server or the program killed under
@@ -22,5 +23,6 @@ mod lifecycle;
 mod messages;
 mod programs;
 mod rust_api;
+mod silence;
 mod spawned;
 mod valgrind;

@@ -42,6 +42,7 @@ use crate::mpi::{self, Handle, Mpi};
 use peer::{own_process_table, proc_stat, RECORD};
 use std::ffi::c_int;
 
+pub mod liveness;
 pub mod message;
 pub mod peer;
 pub mod transfer;
@@ -145,6 +146,16 @@ pub struct World {
     spawned: std::sync::Mutex<Option<Handle>>,
     /// Whether [`World::detach`] freed `comm` (and disconnected `spawned`).
     detached: std::sync::atomic::AtomicBool,
+    /// How long a device server may stay silent in a wait for it
+    /// (`OMPTARGET_MPI_TIMEOUT`; `None`: no limit).
+    pub limit: Option<std::time::Duration>,
+    /// `OMPTARGET_MPI_TIMEOUT` when it is not a number of seconds
+    /// ([`World::check_limit`]).
+    bad_limit: Option<liveness::BadLimit>,
+    /// Servers given up on for their silence, by rank, and why.
+    silent: std::sync::Mutex<Vec<(i32, String)>>,
+    /// A server's thread answering pings ([`World::answer_pings`]).
+    responder: std::sync::Mutex<Option<liveness::Responder>>,
 }
 
 // SAFETY: `Mpi` is Send + Sync (MPI_THREAD_MULTIPLE, checked by `join`);
@@ -174,6 +185,13 @@ impl World {
     }
 
     fn join_peers(role: Role, spawn: Option<&Spawn>) -> Result<World, JoinError> {
+        // A bad value is reported after joining (`check_limit`), so that
+        // the rank still takes part in the collective join and can tell
+        // its servers it is done.
+        let (limit, bad_limit) = match liveness::limit_by(|name| std::env::var(name).ok()) {
+            Ok(limit) => (limit, None),
+            Err(bad) => (Some(liveness::DEFAULT_LIMIT), Some(bad)),
+        };
         let mpi = Mpi::open()?;
         let mut flag: c_int = 0;
         // SAFETY: MPI_Initialized may be called at any time.
@@ -215,6 +233,10 @@ impl World {
             tag_ub: 32767,
             spawned: std::sync::Mutex::new(None),
             detached: std::sync::atomic::AtomicBool::new(false),
+            limit,
+            bad_limit,
+            silent: std::sync::Mutex::new(Vec::new()),
+            responder: std::sync::Mutex::new(None),
         };
         let peers = match spawn {
             Some(spawn) => Peers::Spawn(spawn),
@@ -397,6 +419,12 @@ impl World {
         })
     }
 
+    /// `Err` saying why, when `OMPTARGET_MPI_TIMEOUT` is not a number of
+    /// seconds (checked by the caller after joining, as the thread level).
+    pub fn check_limit(&self) -> Result<(), liveness::BadLimit> {
+        self.bad_limit.clone().map_or(Ok(()), Err)
+    }
+
     /// `MPI_ANY_SOURCE` of the job's library (Open MPI -1, MPICH -2).
     pub fn any_source(&self) -> i32 {
         self.mpi.constants.any_source
@@ -419,6 +447,7 @@ impl World {
     /// stays loaded (its progress threads still run in it). The process
     /// ends without finalising MPI, which `mpirun` reports.
     pub fn leave(mut self) -> Result<(), MpiError> {
+        self.stop_answering();
         if self.initialised_here && !self.finalized() {
             if let Some(why) = self.any_peer_dead() {
                 let note = format!(
@@ -443,6 +472,7 @@ impl World {
     /// peers, which do the same as they leave. Once: later calls do
     /// nothing; nothing may use the communicator after it.
     pub fn detach(&self) -> Result<(), MpiError> {
+        self.stop_answering();
         let mut spawned = self.spawned.lock().unwrap_or_else(|p| p.into_inner());
         if self.finalized()
             || self
@@ -471,6 +501,46 @@ impl World {
         first
     }
 
+    /// Answer the pings of the ranks waiting for this one (a device
+    /// server), from a thread of its own, until [`World::stop_answering`]
+    /// (which leaving and finalising call first).
+    pub fn answer_pings(self: &std::sync::Arc<World>) -> std::io::Result<()> {
+        let responder = liveness::Responder::start(std::sync::Arc::clone(self))?;
+        *self.responder.lock().unwrap_or_else(|p| p.into_inner()) = Some(responder);
+        Ok(())
+    }
+
+    /// Stop answering pings; returns once the thread has ended.
+    pub fn stop_answering(&self) {
+        let responder = self
+            .responder
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some(responder) = responder {
+            responder.stop();
+        }
+    }
+
+    /// Give up on `rank` for its silence, saying `why` (the first reason
+    /// stays).
+    pub fn note_silent(&self, rank: i32, why: &str) {
+        let mut silent = self.silent.lock().unwrap_or_else(|p| p.into_inner());
+        if !silent.iter().any(|(r, _)| *r == rank) {
+            tracing::warn!("{why}");
+            silent.push((rank, why.to_owned()));
+        }
+    }
+
+    /// Why `rank` was given up on for its silence, if it was.
+    pub fn silence_of(&self, rank: i32) -> Option<String> {
+        let silent = self.silent.lock().unwrap_or_else(|p| p.into_inner());
+        silent
+            .iter()
+            .find(|(r, _)| *r == rank)
+            .map(|(_, why)| why.clone())
+    }
+
     /// Whether the servers were spawned by this program rank (or this
     /// server by one).
     pub fn is_spawned(&self) -> bool {
@@ -492,6 +562,7 @@ impl World {
     /// yet, for a process about to exit with no teardown to come (a
     /// kernel called `exit()` on a remote device). Later calls fail.
     pub fn finalize_before_exit(&self) {
+        self.stop_answering();
         if self.initialised_here && !self.finalized() && self.any_peer_dead().is_none() {
             // SAFETY: initialised by us and not finalised; the process is
             // exiting, and nothing of ours uses MPI after this.

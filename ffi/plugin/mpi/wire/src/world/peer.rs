@@ -135,7 +135,13 @@ impl World {
 
     /// `Some(why)` when `rank` is known to be dead: "device server rank 2
     /// on HOST died (its process is gone)".
+    ///
+    /// A server given up on for its silence ([`super::liveness`]) counts
+    /// as dead too: the text says so.
     pub fn death_of(&self, rank: i32) -> Option<String> {
+        if let Some(why) = self.silence_of(rank) {
+            return Some(why);
+        }
         if self.peer_alive(rank) != Some(false) {
             return None;
         }
