@@ -98,6 +98,11 @@ extern "C" fn handle_exit(status: c_int, _arg: *mut c_void) {
         // kernel runs, and the kernel is still running (it called exit).
         let world = unsafe { &*world };
         serve_out(world, status);
+        // Spawned: the program rank and the sibling servers disconnect
+        // from this one, collectively, as they leave.
+        if let Err(err) = world.detach() {
+            super::say(&format!("omptarget-mpi-device rank {}: {err}", world.rank));
+        }
         world.finalize_before_exit();
     });
     // SAFETY: ends the process at once; the exit in progress never returns

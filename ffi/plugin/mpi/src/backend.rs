@@ -163,14 +163,16 @@ impl Backend for MpiBackend {
                 .extend((0..s.devices).map(|device| Remote { server, device }));
         }
         let world = client.world();
-        if world.initialised_here && world.is_spawned() {
+        if world.keeps_mpi_for_the_program() {
             // An MPI program calls MPI_Init in main, after this: it must
             // find MPI ready, not refuse to start it twice.
             backend.program_init =
                 crate::program_init::ProgramInit::install(&world.mpi, world.thread_level)
                     .map_err(|e| {
-                        tracing::warn!(
-                            "the program's MPI_Init cannot be answered by the plugin: {e}"
+                        // Said where the user sees it: MPI's own abort
+                        // ("initialised more than once") may follow.
+                        eprintln!(
+                            "omptarget-rs plugin mpi: the program's MPI_Init cannot be answered by the plugin, which initialised MPI for its servers: {e}"
                         )
                     })
                     .ok();
@@ -192,8 +194,31 @@ impl Backend for MpiBackend {
             ..
         } = self;
         drop(images);
+        // No server, and MPI initialised here for a program that links it
+        // (its MPI_Init slots were redirected): this is the early deinit
+        // of a plugin with no device, before `main`. MPI stays the
+        // program's, initialised, its MPI_Init answered by the wrappers,
+        // which stay mapped (this library is pinned); the program
+        // finalises MPI. Finalised here, its MPI_Init could only fail.
+        let hand_over = client.as_deref().is_some_and(|c| {
+            c.servers().is_empty()
+                && c.world().keeps_mpi_for_the_program()
+                && !c.world().finalized()
+        }) && program_init.as_ref().is_some_and(|p| !p.is_empty());
+        let mut handed_over = false;
         // Before anything can fail: this library may be closed next.
-        let restored = program_init.map(crate::program_init::ProgramInit::remove);
+        let restored = program_init.map(|p| {
+            if hand_over {
+                match p.hand_over() {
+                    Ok(()) => {
+                        handed_over = true;
+                        return Ok(());
+                    }
+                    Err(p) => return p.remove(),
+                }
+            }
+            p.remove()
+        });
         let Some(client) = client else {
             return Ok(());
         };
@@ -211,6 +236,9 @@ impl Backend for MpiBackend {
             hook.remove(&client);
         }
         match Arc::try_unwrap(client) {
+            Ok(client) if handed_over => client
+                .leave_mpi_to_the_program()
+                .map_err(|e| backend_err(e.to_string()))?,
             Ok(client) => client.leave().map_err(|e| backend_err(e.to_string()))?,
             Err(_) => failures.push("the connection is still in use".into()),
         }

@@ -4,10 +4,13 @@
 //! MPI when it initialises: for a clang-compiled program that is when its
 //! image registers, before `main`. An MPI program then calls `MPI_Init` or
 //! `MPI_Init_thread` in `main`, which MPI refuses (initialised twice; Open
-//! MPI aborts the job). So the program's calls of those two are redirected
-//! to the wrappers here, by rewriting the slots of the loaded objects'
-//! global offset tables that bind them ([`crate::got`], as LLNL's GOTCHA
-//! does; no `LD_PRELOAD`).
+//! MPI aborts the job). So the program's calls of those two, and of their
+//! profiling names `PMPI_Init` and `PMPI_Init_thread` (which Fortran
+//! bindings and PMPI tools call), are redirected to the wrappers here, by
+//! rewriting the slots of the loaded objects' global offset tables that
+//! bind them ([`crate::got`], as LLNL's GOTCHA does; no `LD_PRELOAD`). A
+//! tool that interposes `MPI_Init` itself (mpiP, Score-P, Darshan) keeps
+//! it: its `MPI_Init` runs and calls `PMPI_Init`, which is redirected.
 //!
 //! A wrapper answers the program's first initialisation as MPI would have
 //! (`MPI_SUCCESS`; `MPI_Init_thread` gives the level the plugin got, which
@@ -24,11 +27,13 @@ use crate::got::{self, GotError, Redirected};
 use crate::mpi::{InitEntries, Mpi};
 use std::ffi::{c_char, c_int};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicUsize, Ordering};
 
 /// The library's `MPI_Init` and `MPI_Init_thread` (0 until installed).
 static REAL_INIT: AtomicUsize = AtomicUsize::new(0);
 static REAL_INIT_THREAD: AtomicUsize = AtomicUsize::new(0);
+/// The slots redirected for good ([`ProgramInit::hand_over`]).
+static HANDED_OVER: AtomicPtr<Vec<Redirected>> = AtomicPtr::new(std::ptr::null_mut());
 /// The thread level MPI gave the plugin.
 static PROVIDED: AtomicI32 = AtomicI32::new(0);
 /// Whether a wrapper answers the program's first initialisation itself.
@@ -60,10 +65,22 @@ impl ProgramInit {
         let skip =
             |path: &std::path::Path| library.as_deref().is_some_and(|lib| same_file(lib, path));
         let mut redirected = Vec::new();
-        let wrappers: [(&str, usize); 2] = [
-            ("MPI_Init", wrapped_init as *const () as usize),
-            ("MPI_Init_thread", wrapped_init_thread as *const () as usize),
+        let init_wrapper = wrapped_init as *const () as usize;
+        let thread_wrapper = wrapped_init_thread as *const () as usize;
+        // The profiling names always (Fortran bindings and tools call
+        // them); the plain names only where nothing interposes them
+        // before MPI's library (a tool's `MPI_Init`, found first, runs
+        // and calls `PMPI_Init`, which reaches the wrapper).
+        let mut wrappers = vec![
+            ("PMPI_Init", init_wrapper),
+            ("PMPI_Init_thread", thread_wrapper),
         ];
+        if !interposed(c"MPI_Init", init as *const () as usize) {
+            wrappers.push(("MPI_Init", init_wrapper));
+        }
+        if !interposed(c"MPI_Init_thread", init_thread as *const () as usize) {
+            wrappers.push(("MPI_Init_thread", thread_wrapper));
+        }
         for (symbol, wrapper) in wrappers {
             // SAFETY: each wrapper has its symbol's signature, and lives
             // in this library, which stays loaded until `remove` (called
@@ -85,9 +102,40 @@ impl ProgramInit {
         Ok(ProgramInit { redirected })
     }
 
-    /// Whether the program has called `MPI_Init` or `MPI_Init_thread`.
-    pub fn program_initialised() -> bool {
-        PROGRAM_INITS.load(Ordering::Acquire) > 0
+    /// Whether no slot was redirected (the program links no MPI).
+    pub fn is_empty(&self) -> bool {
+        self.redirected.iter().all(Redirected::is_empty)
+    }
+
+    /// Leave the slots redirected for the rest of the process (MPI stays
+    /// initialised for the program, whose first `MPI_Init` the wrappers
+    /// answer): this library is pinned (`RTLD_NODELETE`), so that closing
+    /// the plugin does not unmap them. `Err(self)` when it cannot be
+    /// pinned.
+    pub fn hand_over(self) -> Result<(), ProgramInit> {
+        let Some(file) = file_of(wrapped_init as *const () as usize) else {
+            return Err(self);
+        };
+        let Ok(name) = std::ffi::CString::new(file.as_os_str().as_encoded_bytes()) else {
+            return Err(self);
+        };
+        // SAFETY: this library, already loaded (NOLOAD): only a reference
+        // and the no-delete flag are added; the handle is never closed.
+        let pinned = unsafe {
+            libc::dlopen(
+                name.as_ptr(),
+                libc::RTLD_NOW | libc::RTLD_NOLOAD | libc::RTLD_NODELETE,
+            )
+        };
+        if pinned.is_null() {
+            return Err(self);
+        }
+        // Never restored: the slots must keep pointing at the wrappers.
+        // Kept where a leak checker sees it reachable (never freed: no
+        // destructor runs for a static).
+        let kept = Box::into_raw(Box::new(self.redirected));
+        HANDED_OVER.store(kept, Ordering::Release);
+        Ok(())
     }
 
     /// Put the slots back: the program's later calls reach the library.
@@ -101,6 +149,15 @@ impl ProgramInit {
         }
         first
     }
+}
+
+/// Whether the first definition of `symbol` in the process's global
+/// scope (what the program's call binds to) is another object's than
+/// MPI's own `own` (a tool's, preloaded or linked before MPI).
+fn interposed(symbol: &std::ffi::CStr, own: usize) -> bool {
+    // SAFETY: a NUL-terminated name; the address is only compared.
+    let first = unsafe { libc::dlsym(libc::RTLD_DEFAULT, symbol.as_ptr()) } as usize;
+    first != 0 && first != own
 }
 
 /// The file of the loaded object holding `address` (`dladdr`).

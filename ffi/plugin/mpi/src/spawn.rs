@@ -34,6 +34,14 @@ pub enum SpawnConfigError {
         /// What the file system said.
         why: std::io::Error,
     },
+    /// The plugin the servers are to serve is not there.
+    #[error("OMPTARGET_MPI_SERVER_PLUGIN names {path}, which is not there ({why})")]
+    NoServerPlugin {
+        /// What it names.
+        path: PathBuf,
+        /// What the file system said.
+        why: std::io::Error,
+    },
     /// This plugin's own file could not be found (to find the server
     /// beside it).
     #[error("the MPI plugin cannot find its own library file (to find omptarget-mpi-device beside it): name the server with OMPTARGET_MPI_SERVER=PATH")]
@@ -63,6 +71,14 @@ pub fn configured_by(
     let Some(servers) = spawn_count_by(text)? else {
         return Ok(None);
     };
+    if omptarget_mpi_wire::mpi::job_of_several_contexts_by(text) {
+        // Servers started beside the program (`mpirun ./app : -np N
+        // omptarget-mpi-device`) wait for this rank in the job's
+        // collective join: it joins them, and spawns none.
+        let line = "omptarget-rs plugin mpi: OMPTARGET_MPI_SPAWN is ignored in a job that starts its servers beside the program\n";
+        let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
+        return Ok(None);
+    }
     let command = match var("OMPTARGET_MPI_SERVER") {
         Some(path) => PathBuf::from(path),
         None => {
@@ -75,6 +91,13 @@ pub fn configured_by(
     }
     let mut args = Vec::new();
     if let Some(plugin) = var("OMPTARGET_MPI_SERVER_PLUGIN") {
+        // Checked here: a server that cannot load it would end the job.
+        if let Err(why) = std::fs::metadata(&plugin) {
+            return Err(SpawnConfigError::NoServerPlugin {
+                path: plugin.into(),
+                why,
+            });
+        }
         args.push(c_string("--plugin", "an argument")?);
         args.push(c_string(
             &plugin.to_string_lossy(),
@@ -131,10 +154,15 @@ mod tests {
         let server = dir.path().join("bin/omptarget-mpi-device");
         std::fs::write(&server, b"").unwrap();
         let plugin = dir.path().join("lib/libomptarget.rtl.mpi.so");
+        let server_plugin = dir.path().join("lib/libomptarget.rtl.cuda.so");
+        std::fs::write(&server_plugin, b"").unwrap();
         let spawn = configured_by(
             env(&[
                 ("OMPTARGET_MPI_SPAWN", "3"),
-                ("OMPTARGET_MPI_SERVER_PLUGIN", "/x/libomptarget.rtl.cuda.so"),
+                (
+                    "OMPTARGET_MPI_SERVER_PLUGIN",
+                    server_plugin.to_str().unwrap(),
+                ),
             ]),
             || Some(plugin),
         )
@@ -143,7 +171,7 @@ mod tests {
         assert_eq!(spawn.servers, 3);
         assert_eq!(spawn.command.to_str().unwrap(), server.to_str().unwrap());
         let args: Vec<_> = spawn.args.iter().map(|a| a.to_str().unwrap()).collect();
-        assert_eq!(args, ["--plugin", "/x/libomptarget.rtl.cuda.so"]);
+        assert_eq!(args, ["--plugin", server_plugin.to_str().unwrap()]);
     }
 
     #[test]
@@ -167,6 +195,25 @@ mod tests {
             missing.to_string().contains("/nonexistent/server"),
             "{missing}"
         );
+        let no_plugin = configured_by(
+            env(&[
+                ("OMPTARGET_MPI_SPAWN", "1"),
+                ("OMPTARGET_MPI_SERVER", "/bin/sh"),
+                ("OMPTARGET_MPI_SERVER_PLUGIN", "/nonexistent/plugin.so"),
+            ]),
+            || None,
+        )
+        .unwrap_err();
+        assert!(
+            matches!(no_plugin, SpawnConfigError::NoServerPlugin { .. }),
+            "{no_plugin}"
+        );
+        let mpmd = configured_by(
+            env(&[("OMPTARGET_MPI_SPAWN", "1"), ("OMPI_NUM_APP_CTX", "2")]),
+            || None,
+        )
+        .unwrap();
+        assert!(mpmd.is_none(), "servers beside the program: none spawned");
         let no_file = configured_by(env(&[("OMPTARGET_MPI_SPAWN", "1")]), || None).unwrap_err();
         assert!(
             matches!(no_file, SpawnConfigError::NoPluginFile),

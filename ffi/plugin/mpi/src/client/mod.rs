@@ -110,17 +110,29 @@ impl Client {
         client.gathered = (0..client.world.roles.len())
             .map(|_| Gathered::default())
             .collect();
+        if let Some(why) = client.world.spawn_error() {
+            // One line: the ranks share the launcher's stderr.
+            let line = format!(
+                "omptarget-rs plugin mpi: {why}; no remote devices (spawned servers need free slots: mpirun --oversubscribe, or an allocation with room for them)\n"
+            );
+            let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
+        }
         if ranks.is_empty() {
+            if client.world.keeps_mpi_for_the_program() {
+                // Kept until the plugin's deinit, which finalises MPI
+                // unless the program did.
+                return Ok(Some(client));
+            }
             client.world.leave()?;
             return Ok(None);
         }
         if let Err(err) = client.world.check_limit() {
-            return Err(client.give_up(&ranks, err.into()));
+            return client.give_up(&ranks, err.into());
         }
         if let Err(err) = client.world.check_thread_level() {
             // Still one thread here: tell the servers this rank is done, so
             // that the job can end.
-            return Err(client.give_up(&ranks, err.into()));
+            return client.give_up(&ranks, err.into());
         }
         let mut servers = Vec::with_capacity(ranks.len());
         for &rank in &ranks {
@@ -142,7 +154,7 @@ impl Client {
                 Err(err) => {
                     // Every server still waits for this rank's Exit, and
                     // MPI is ours to finalise: end the job cleanly.
-                    return Err(client.give_up(&ranks, err));
+                    return client.give_up(&ranks, err);
                 }
             }
         }
@@ -152,7 +164,7 @@ impl Client {
 
     /// Joining failed with `err`: tell every server this rank is done and
     /// leave MPI, so that the job can end; `err` back.
-    fn give_up(mut self, ranks: &[i32], err: CallError) -> CallError {
+    fn give_up(mut self, ranks: &[i32], err: CallError) -> Result<Option<Client>, CallError> {
         self.servers = ranks
             .iter()
             .map(|&rank| Server {
@@ -164,8 +176,18 @@ impl Client {
             })
             .collect();
         self.close(&err.to_string());
+        if self.world.keeps_mpi_for_the_program() {
+            // MPI stays for the program (its MPI_Init is answered by the
+            // plugin), with no server: said here, as the plugin's init
+            // goes on without remote devices.
+            let line = format!("omptarget-rs plugin mpi: {err}; no remote devices\n");
+            let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
+            let _ = self.world.detach();
+            self.servers.clear();
+            return Ok(Some(self));
+        }
         let _ = self.world.leave();
-        err
+        Err(err)
     }
 
     /// The servers, in rank order.
@@ -380,6 +402,12 @@ impl Client {
     /// finalise MPI if the plugin initialised it.
     pub fn leave(self) -> Result<(), CallError> {
         Ok(self.world.leave()?)
+    }
+
+    /// Leave without finalising MPI, which the program owns from now on
+    /// ([`World::leave_mpi_to_the_program`]).
+    pub fn leave_mpi_to_the_program(self) -> Result<(), CallError> {
+        Ok(self.world.leave_mpi_to_the_program()?)
     }
 }
 

@@ -9,6 +9,13 @@
 //                   (MPI_THREAD_FUNNELED asked), then as init-first
 //   finalize-then-offload  MPI_Init, offload, MPI_Finalize, then a region
 //                   on the last (remote) device: a clear error
+//   pmpi-init       as init-first, initialising with PMPI_Init (the
+//                   profiling name Fortran bindings and tools call)
+//   manager         a plain MPI program that spawns one `worker` (this
+//                   program, argv[1] = worker) with MPI_Comm_spawn and
+//                   prints what the worker sends back
+//   worker          spawned by `manager`: offloads to every device and
+//                   sends the device count and the sum to its parent
 // Each rank prints one line (`rank R of N: ...`); rank 0 prints the
 // collectives' results.
 #include <mpi.h>
@@ -47,15 +54,45 @@ static int talk(int rank, int size, int *world_sum, int *ring_from) {
   return root_says == 42 && *ring_from == prev ? 0 : 1;
 }
 
+// The manager and worker modes; 0 when all went well.
+static int manage(int argc, char **argv, int worker) {
+  if (MPI_Init(&argc, &argv) != MPI_SUCCESS) return 2;
+  if (worker) {
+    MPI_Comm parent;
+    MPI_Comm_get_parent(&parent);
+    if (parent == MPI_COMM_NULL) return 3;
+    double said[2] = {omp_get_num_devices(), every_device()};
+    MPI_Send(said, 2, MPI_DOUBLE, 0, 5, parent);
+    MPI_Comm_disconnect(&parent);
+  } else {
+    char *args[] = {"worker", NULL};
+    MPI_Comm workers;
+    if (MPI_Comm_spawn(argv[0], args, 1, MPI_INFO_NULL, 0, MPI_COMM_SELF, &workers,
+                       MPI_ERRCODES_IGNORE) != MPI_SUCCESS)
+      return 4;
+    double said[2] = {0, 0};
+    MPI_Recv(said, 2, MPI_DOUBLE, 0, 5, workers, MPI_STATUS_IGNORE);
+    printf("manager: the worker has %.0f devices, sum %.0f\n", said[0], said[1]);
+    fflush(stdout);
+    MPI_Comm_disconnect(&workers);
+  }
+  return MPI_Finalize() == MPI_SUCCESS ? 0 : 5;
+}
+
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "init-first";
   for (int i = 0; i < N; i++) data[i] = i % 7;
+  if (!strcmp(mode, "manager") || !strcmp(mode, "worker"))
+    return manage(argc, argv, !strcmp(mode, "worker"));
   int devices = omp_get_num_devices();
   double before = 0;
   int provided = -1;
   if (!strcmp(mode, "offload-first")) {
     before = every_device();
     if (MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) return 2;
+  } else if (!strcmp(mode, "pmpi-init")) {
+    if (PMPI_Init(&argc, &argv) != MPI_SUCCESS) return 2;
+    before = every_device();
   } else {
     if (MPI_Init(&argc, &argv) != MPI_SUCCESS) return 2;
     before = every_device();

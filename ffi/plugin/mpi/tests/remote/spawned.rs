@@ -163,3 +163,149 @@ fn a_bad_spawn_count_is_a_clear_error_and_the_local_devices_still_work() {
         describe(&out)
     );
 }
+
+/// More servers than the machine has slots (no oversubscription): the
+/// spawn fails with a clear error, and MPI, which the plugin initialised
+/// for it, stays the program's: its own `MPI_Init`, collectives and
+/// `MPI_Finalize` work, on the local devices. (A singleton: under
+/// `mpirun`, Open MPI 4.1's `mpirun` itself waits for ever after a failed
+/// spawn, docs/mpi.md.)
+#[test]
+fn a_failed_spawn_leaves_mpi_to_the_program_and_its_local_devices() {
+    let too_many = std::thread::available_parallelism().map_or(64, |n| n.get() + 1);
+    let mut cmd = Command::new(mpi_program());
+    omptarget_test_support::run::clean_offload_env(&mut cmd);
+    cmd.arg("init-first")
+        .env("LD_LIBRARY_PATH", lib_path())
+        .env("OMPTARGET_MPI_SPAWN", too_many.to_string())
+        .env_remove("OMPI_MCA_rmaps_base_oversubscribe");
+    let out = job::run(cmd);
+    assert_eq!(out.exit, Some(Exit::Code(0)), "{}", describe(&out));
+    assert_eq!(
+        out.stdout,
+        "rank 0 of 1: devices 4, sums 49140 49140, world sum 1, ring from 0\n",
+        "{}",
+        describe(&out)
+    );
+    assert!(
+        out.stderr
+            .contains(&format!("could not start {too_many} device server(s)"))
+            && out.stderr.contains("no remote devices"),
+        "{}",
+        describe(&out)
+    );
+}
+
+/// `exit(6)` inside a region on a spawned server's device ends the
+/// program with status 6, as on a local device; every server (the one
+/// that ran the kernel, and its sibling) leaves, none is left behind.
+#[test]
+fn exit_inside_a_kernel_on_a_spawned_server_is_the_programs_exit() {
+    let tag = tag("spawn-kernel-exit");
+    let out = job::run(spawning(1, 2, &tag, program(), &["exit-in-kernel"]));
+    assert_eq!(out.exit, Some(Exit::Code(6)), "{}", describe(&out));
+    assert_eq!(out.stdout, "last device: 12285\n", "{}", describe(&out));
+    assert_no_server_left(&tag, Duration::from_secs(5));
+}
+
+/// Initialising with `PMPI_Init`, the profiling name that Fortran
+/// bindings and PMPI tools call, works as `MPI_Init` does.
+#[test]
+fn an_mpi_program_that_calls_pmpi_init_keeps_its_own_mpi() {
+    let tag = tag("spawn-pmpi");
+    let out = job::run(spawning(2, 1, &tag, mpi_program(), &["pmpi-init"]));
+    assert_eq!(out.exit, Some(Exit::Code(0)), "{}", describe(&out));
+    let expected: Vec<String> = (0..2).map(|r| agreed(r, 2, 1, false)).collect();
+    assert_eq!(sorted_lines(&out.stdout), expected, "{}", describe(&out));
+    assert_no_server_left(&tag, Duration::from_secs(5));
+}
+
+/// An offload program that an MPI program spawned as its worker has a
+/// parent that is not a program rank of ours: its plugin (told by
+/// `OMPTARGET_MPI=1` that the job may hold servers) joins its own world,
+/// finds no server there, and leaves MPI to the program, which talks to
+/// its parent. (It used to merge with that parent and wait for ever.)
+#[test]
+fn a_worker_that_an_mpi_program_spawned_keeps_its_parent() {
+    let mut cmd = job::mpirun();
+    cmd.args(["-x", &format!("LD_LIBRARY_PATH={}", lib_path())])
+        .args(["-x", "OMPTARGET_MPI=1", "-np", "1"])
+        .arg(mpi_program())
+        .arg("manager");
+    let out = job::run(cmd);
+    assert_eq!(out.exit, Some(Exit::Code(0)), "{}", describe(&out));
+    assert_eq!(
+        out.stdout,
+        "manager: the worker has 4 devices, sum 49140\n",
+        "{}",
+        describe(&out)
+    );
+}
+
+/// A PMPI tool that interposes `MPI_Init` (preloaded, as mpiP or Darshan
+/// are) keeps it: its `MPI_Init` runs, and its `PMPI_Init` is the one the
+/// plugin answers.
+#[test]
+fn a_pmpi_tool_keeps_its_mpi_init() {
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/pmpi_tool.c");
+    let tool = build_shared(&source, "libpmpi_tool.so");
+    let tag = tag("spawn-tool");
+    let cmd = spawning(1, 1, &tag, mpi_program(), &["init-first"]);
+    // Preloaded in the program only (the options go before `-np`).
+    let args: Vec<_> = cmd.get_args().map(|a| a.to_owned()).collect();
+    let np = args.iter().position(|a| a == "-np").unwrap();
+    let mut with_tool = Command::new(cmd.get_program());
+    for (key, value) in cmd.get_envs() {
+        match value {
+            Some(value) => with_tool.env(key, value),
+            None => with_tool.env_remove(key),
+        };
+    }
+    with_tool
+        .args(&args[..np])
+        .args(["-x", &format!("LD_PRELOAD={}", tool.display())])
+        .args(&args[np..]);
+    let out = job::run(with_tool);
+    assert_eq!(out.exit, Some(Exit::Code(0)), "{}", describe(&out));
+    assert_eq!(
+        out.stdout,
+        format!("tool: MPI_Init intercepted\n{}\n", agreed(0, 1, 1, false)),
+        "{}",
+        describe(&out)
+    );
+    assert_no_server_left(&tag, Duration::from_secs(5));
+}
+
+/// `source` built as a shared library with Open MPI's flags.
+fn build_shared(source: &Path, name: &str) -> PathBuf {
+    let dir = omptarget_test_support::paths::omptarget_dir().join("mpi-tests");
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dir.join(name);
+    let tmp = dir.join(format!(".{name}.{}", std::process::id()));
+    let shown = |flag: &str| -> Vec<String> {
+        let out = Command::new("mpicc")
+            .arg(flag)
+            .output()
+            .expect("mpicc runs");
+        String::from_utf8_lossy(&out.stdout)
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect()
+    };
+    let built = Command::new("clang-14")
+        .args(["-shared", "-fPIC", "-O1"])
+        .args(shown("--showme:compile"))
+        .arg(source)
+        .arg("-o")
+        .arg(&tmp)
+        .args(shown("--showme:link"))
+        .output()
+        .unwrap();
+    assert!(
+        built.status.success(),
+        "{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    std::fs::rename(&tmp, &out).unwrap();
+    out
+}

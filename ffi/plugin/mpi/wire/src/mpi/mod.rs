@@ -288,6 +288,12 @@ pub fn job_may_have_servers_by(var: impl Fn(&str) -> Option<String>) -> bool {
     if var("OMPTARGET_MPI").is_some_and(|v| v == "1") || var(SPAWN_VAR).is_some() {
         return true;
     }
+    job_of_several_contexts_by(var)
+}
+
+/// Whether Open MPI says this job has several application contexts
+/// (`OMPI_NUM_APP_CTX` > 1): servers started beside the program (MPMD).
+pub fn job_of_several_contexts_by(var: impl Fn(&str) -> Option<String>) -> bool {
     var("OMPI_NUM_APP_CTX")
         .and_then(|n| n.trim().parse::<u32>().ok())
         .is_some_and(|n| n > 1)

@@ -61,6 +61,10 @@ pub enum JoinError {
     /// The program finalised MPI before the plugin joined.
     #[error("the program already finalised MPI")]
     AlreadyFinalized,
+    /// The program initialised MPI below `MPI_THREAD_MULTIPLE`: checked
+    /// before any server is spawned for nothing.
+    #[error(transparent)]
+    ThreadLevel(#[from] ThreadLevel),
     /// `MPI_Comm_spawn` could not start the servers.
     #[error(
         "could not start {servers} device server(s) `{command}` with MPI_Comm_spawn: {source}"
@@ -98,6 +102,8 @@ enum Peers<'a> {
     Spawn(&'a Spawn),
     /// A spawned server: its parent program rank and its sibling servers.
     Parent(Handle),
+    /// This rank alone: its servers could not be spawned.
+    Alone,
 }
 
 /// MPI gives less than `MPI_THREAD_MULTIPLE`, which remote devices need.
@@ -156,6 +162,12 @@ pub struct World {
     silent: std::sync::Mutex<Vec<(i32, String)>>,
     /// A server's thread answering pings ([`World::answer_pings`]).
     responder: std::sync::Mutex<Option<liveness::Responder>>,
+    /// Whether this program rank asked for servers of its own.
+    spawn_mode: bool,
+    /// This rank's role.
+    role: Role,
+    /// Why they could not be spawned.
+    spawn_error: Option<String>,
 }
 
 // SAFETY: `Mpi` is Send + Sync (MPI_THREAD_MULTIPLE, checked by `join`);
@@ -237,9 +249,16 @@ impl World {
             bad_limit,
             silent: std::sync::Mutex::new(Vec::new()),
             responder: std::sync::Mutex::new(None),
+            spawn_mode: spawn.is_some(),
+            role,
+            spawn_error: None,
         };
+        // Only a server looks for a parent: a program rank that an MPI
+        // program spawned (a worker of its own) has a parent too, which is
+        // not ours to merge with.
         let peers = match spawn {
             Some(spawn) => Peers::Spawn(spawn),
+            None if role == Role::Program => Peers::World,
             None => match world.parent() {
                 Ok(Some(parent)) => Peers::Parent(parent),
                 Ok(None) => Peers::World,
@@ -250,10 +269,46 @@ impl World {
             },
         };
         if let Err(err) = world.connect(role, peers) {
+            if spawn.is_some() && world.initialised_here && !world.finalized() {
+                // MPI stays initialised: the program may call MPI_Init
+                // later (answered by the plugin), and MPI cannot start
+                // again once finalised. This rank goes on alone.
+                world.spawn_error = Some(err.to_string());
+                if world.connect(role, Peers::Alone).is_ok() {
+                    return Ok(world);
+                }
+            }
             world.finalize_if_ours();
             return Err(err);
         }
         Ok(world)
+    }
+
+    /// Whether MPI, initialised here before the program could, stays
+    /// initialised for the program (whose `MPI_Init` the plugin answers)
+    /// rather than being finalised when this rank leaves early: with
+    /// servers of its own (spawned), or with none at all. Not in a job
+    /// whose servers share the program's world (their collective join
+    /// and teardown are the plugin's).
+    pub fn keeps_mpi_for_the_program(&self) -> bool {
+        self.initialised_here
+            && self.role == Role::Program
+            && (self.spawn_mode || !self.roles.contains(&Role::Server))
+    }
+
+    /// Leave the job without finalising MPI, which stays the program's
+    /// (it finalises it, as an MPI program does): the plugin's
+    /// communicator is freed first.
+    pub fn leave_mpi_to_the_program(self) -> Result<(), MpiError> {
+        // Dropped without MPI_Finalize; `Mpi` keeps its library loaded
+        // once MPI started.
+        self.detach()
+    }
+
+    /// Why the servers asked for could not be spawned, if they could not
+    /// (this rank then goes on alone).
+    pub fn spawn_error(&self) -> Option<&str> {
+        self.spawn_error.as_deref()
     }
 
     /// The intercommunicator to the program rank that spawned this
@@ -273,15 +328,20 @@ impl World {
         let m = &self.mpi;
         let mut comm = m.predefined.comm_null;
         let inter = match peers {
-            Peers::World => {
+            Peers::World | Peers::Alone => {
+                let base = match peers {
+                    Peers::Alone => m.predefined.comm_self,
+                    _ => m.predefined.comm_world,
+                };
                 // SAFETY: initialised; `comm` receives the new handle.
-                m.check("MPI_Comm_dup", unsafe {
-                    m.comm_dup(m.predefined.comm_world, &mut comm)
-                })?;
+                m.check("MPI_Comm_dup", unsafe { m.comm_dup(base, &mut comm) })?;
                 return Ok(comm);
             }
             Peers::Parent(parent) => parent,
-            Peers::Spawn(spawn) => self.spawn_servers(spawn)?,
+            Peers::Spawn(spawn) => {
+                self.check_thread_level()?;
+                self.spawn_servers(spawn)?
+            }
         };
         *self.spawned.lock().unwrap_or_else(|p| p.into_inner()) = Some(inter);
         // The program rank low (rank 0), its servers high.
