@@ -37,7 +37,7 @@ unsafe impl Sync for FinalizeHook {}
 /// The delete function, in each family's form (`H`: its `MPI_Comm`).
 unsafe extern "C" fn on_finalize<H>(
     _comm: H,
-    _keyval: c_int,
+    keyval: c_int,
     value: *mut c_void,
     _extra: *mut c_void,
 ) -> c_int {
@@ -45,6 +45,13 @@ unsafe extern "C" fn on_finalize<H>(
         // SAFETY: `value` is the `Arc::into_raw` pointer `install` set,
         // released only by `remove`, after this attribute is deleted.
         let client = unsafe { &*value.cast::<Client>() };
+        // The keyval's only attribute is being deleted: freed here, where
+        // MPI still works, whoever deletes it (the program's MPI_Finalize,
+        // or `remove`); MPI frees it once the deletion is done.
+        let mut keyval = keyval;
+        let m = &client.world().mpi;
+        // SAFETY: our keyval, freed once (here).
+        unsafe { m.comm_free_keyval(&mut keyval) };
         for (rank, ack) in client.close("the program called MPI_Finalize") {
             if let Err(err) = ack {
                 eprintln!(
@@ -106,15 +113,14 @@ impl FinalizeHook {
 
     /// Take the attribute off (unless MPI is finalised: then it is gone)
     /// and release the client's reference.
-    pub fn remove(mut self, client: &Client) {
+    pub fn remove(self, client: &Client) {
         let world = client.world();
         if !world.finalized() {
             let m = &world.mpi;
-            // SAFETY: our keyval on MPI_COMM_SELF; the delete function runs
-            // and finds the client closed already.
+            // SAFETY: our keyval on MPI_COMM_SELF; the delete function runs,
+            // finds the client closed already, and frees the keyval.
             unsafe {
                 m.comm_delete_attr(m.predefined.comm_self, self.keyval);
-                m.comm_free_keyval(&mut self.keyval);
             }
         }
         // SAFETY: from `Arc::into_raw` in `install`; the attribute that

@@ -85,7 +85,8 @@ pub const REQUEST_TAG: i32 = 1;
 /// [`FIRST_REPLY_TAG`], so that nothing is ever sent on it (a malformed
 /// one is not answered).
 pub const NO_REPLY_TAG: i32 = 2;
-/// The first reply tag; tags below are reserved. The reply tags are the
+/// The first reply tag; tags below are reserved (3 and 4: a liveness
+/// ping and its pong, `world::liveness`). The reply tags are the
 /// lower half of the tags MPI takes, the copies between servers the upper
 /// half (`World::reply_tags`, `World::exchange_tag`).
 pub const FIRST_REPLY_TAG: i32 = 16;
