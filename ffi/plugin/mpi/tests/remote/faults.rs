@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 const BOUNDED: Duration = Duration::from_secs(30);
 
 /// The server of the job marked `tag` with rank `rank`.
-fn server_with_rank(tag: &str, rank: i32) -> i32 {
+pub(crate) fn server_with_rank(tag: &str, rank: i32) -> i32 {
     let servers = job::running_servers(tag);
     servers
         .iter()

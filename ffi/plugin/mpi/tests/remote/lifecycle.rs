@@ -22,11 +22,27 @@ pub(crate) fn build(name: &str, with_mpi: bool, extra: &[&str]) -> PathBuf {
 /// `source` built by clang-14 as `target/omptarget/mpi-tests/NAME`, with
 /// Open MPI's flags for `with_mpi` and `extra` flags.
 pub(crate) fn build_source(source: &Path, name: &str, with_mpi: bool, extra: &[&str]) -> PathBuf {
+    compile(
+        source,
+        name,
+        with_mpi,
+        &["-fopenmp", "-fopenmp-targets=x86_64-pc-linux-gnu"],
+        extra,
+    )
+}
+
+/// `source` built by clang-14 as a shared library (no OpenMP) named
+/// `target/omptarget/mpi-tests/NAME`, with Open MPI's flags.
+pub(crate) fn build_shared_mpi(source: &Path, name: &str) -> PathBuf {
+    compile(source, name, true, &["-shared", "-fPIC"], &[])
+}
+
+fn compile(source: &Path, name: &str, with_mpi: bool, kind: &[&str], extra: &[&str]) -> PathBuf {
     let dir = omptarget_test_support::paths::omptarget_dir().join("mpi-tests");
     std::fs::create_dir_all(&dir).unwrap();
     let out = dir.join(name);
     let mut cmd = Command::new("clang-14");
-    cmd.args(["-O1", "-fopenmp", "-fopenmp-targets=x86_64-pc-linux-gnu"]);
+    cmd.arg("-O1").args(kind);
     cmd.args(extra);
     let mut link = Vec::new();
     if with_mpi {

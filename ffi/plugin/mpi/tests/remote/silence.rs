@@ -4,6 +4,7 @@
 //! than that is not silence (the server's responder thread answers the
 //! probes meanwhile). Plain `mpirun`: the job ends once the program fails,
 //! and Open MPI kills the stopped server with it.
+use crate::faults::server_with_rank;
 use crate::job;
 use crate::lifecycle::{self, assert_no_server_left, describe, tag};
 use omptarget_test_support::exec::Exit;
@@ -11,16 +12,6 @@ use std::time::{Duration, Instant};
 
 /// The limit the tests set, in seconds.
 const LIMIT: &str = "2";
-
-/// The server of the job marked `tag` with rank `rank`.
-fn server_with_rank(tag: &str, rank: i32) -> i32 {
-    let servers = job::running_servers(tag);
-    servers
-        .iter()
-        .copied()
-        .find(|&pid| job::rank_of(pid) == Some(rank))
-        .unwrap_or_else(|| panic!("no server of rank {rank} among {servers:?}"))
-}
 
 fn signal(pid: i32, signal: i32) {
     // SAFETY: a plain syscall; `pid` is a process of the test's own job.

@@ -248,7 +248,7 @@ fn a_worker_that_an_mpi_program_spawned_keeps_its_parent() {
 #[test]
 fn a_pmpi_tool_keeps_its_mpi_init() {
     let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/pmpi_tool.c");
-    let tool = build_shared(&source, "libpmpi_tool.so");
+    let tool = crate::lifecycle::build_shared_mpi(&source, "libpmpi_tool.so");
     let tag = tag("spawn-tool");
     let cmd = spawning(1, 1, &tag, mpi_program(), &["init-first"]);
     // Preloaded in the program only (the options go before `-np`).
@@ -274,38 +274,4 @@ fn a_pmpi_tool_keeps_its_mpi_init() {
         describe(&out)
     );
     assert_no_server_left(&tag, Duration::from_secs(5));
-}
-
-/// `source` built as a shared library with Open MPI's flags.
-fn build_shared(source: &Path, name: &str) -> PathBuf {
-    let dir = omptarget_test_support::paths::omptarget_dir().join("mpi-tests");
-    std::fs::create_dir_all(&dir).unwrap();
-    let out = dir.join(name);
-    let tmp = dir.join(format!(".{name}.{}", std::process::id()));
-    let shown = |flag: &str| -> Vec<String> {
-        let out = Command::new("mpicc")
-            .arg(flag)
-            .output()
-            .expect("mpicc runs");
-        String::from_utf8_lossy(&out.stdout)
-            .split_whitespace()
-            .map(str::to_owned)
-            .collect()
-    };
-    let built = Command::new("clang-14")
-        .args(["-shared", "-fPIC", "-O1"])
-        .args(shown("--showme:compile"))
-        .arg(source)
-        .arg("-o")
-        .arg(&tmp)
-        .args(shown("--showme:link"))
-        .output()
-        .unwrap();
-    assert!(
-        built.status.success(),
-        "{}",
-        String::from_utf8_lossy(&built.stderr)
-    );
-    std::fs::rename(&tmp, &out).unwrap();
-    out
 }

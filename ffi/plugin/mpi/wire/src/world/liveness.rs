@@ -68,6 +68,24 @@ pub fn limit_by(var: impl Fn(&str) -> Option<String>) -> Result<Option<Duration>
     }
 }
 
+impl World {
+    /// The watch of a wait for `rank`: its death, and, when it is a
+    /// device server, its silence past the limit
+    /// ([`super::liveness`]).
+    pub fn watch_rank(&self, rank: i32) -> impl Fn() -> Option<String> + '_ {
+        let prober = match (self.limit, self.roles.get(rank as usize)) {
+            (Some(limit), Some(super::Role::Server)) if rank != self.rank => {
+                Some(Prober::new(self, rank, limit))
+            }
+            _ => None,
+        };
+        move || {
+            self.death_of(rank)
+                .or_else(|| prober.as_ref().and_then(|p| p.check()))
+        }
+    }
+}
+
 /// A ping sent and its pong awaited; the buffers live until both
 /// requests are complete or given up on.
 struct Pending {

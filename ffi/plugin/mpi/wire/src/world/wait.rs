@@ -136,22 +136,6 @@ impl World {
         Abandoned::Unconfirmed
     }
 
-    /// The watch of a wait for `rank`: its death, and, when it is a
-    /// device server, its silence past the limit
-    /// ([`super::liveness`]).
-    pub fn watch_rank(&self, rank: i32) -> impl Fn() -> Option<String> + '_ {
-        let prober = match (self.limit, self.roles.get(rank as usize)) {
-            (Some(limit), Some(super::Role::Server)) if rank != self.rank => {
-                Some(super::liveness::Prober::new(self, rank, limit))
-            }
-            _ => None,
-        };
-        move || {
-            self.death_of(rank)
-                .or_else(|| prober.as_ref().and_then(|p| p.check()))
-        }
-    }
-
     /// The watch of a wait for `rank` bounded by its life only.
     pub fn watch_life(&self, rank: i32) -> impl Fn() -> Option<String> + '_ {
         move || self.death_of(rank)
