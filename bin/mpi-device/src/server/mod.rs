@@ -83,6 +83,9 @@ impl Server {
         // Pings answered while this thread serves or runs a kernel: a
         // slow kernel is not a silent server.
         world.answer_pings().map_err(ServeError::Responder)?;
+        // Stopped on every early return below: its thread holds the world
+        // (and calls MPI) until told to end.
+        let answering = scopeguard::guard(std::sync::Arc::clone(&world), |w| w.stop_answering());
         let mut runtime_config = Config::default();
         // Never the program's plugin list (OMPTARGET_PLUGINS may name the
         // MPI plugin itself): only the plugin this server was told to use.
@@ -120,6 +123,7 @@ impl Server {
         }
         let direct = memory_is_this_process(runtime.devices().map(|d| d.kind()));
         let clients = world.ranks(Role::Program).into_iter().collect();
+        scopeguard::ScopeGuard::into_inner(answering);
         Ok(Server {
             world,
             runtime: Some(runtime),

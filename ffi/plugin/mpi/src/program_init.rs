@@ -32,6 +32,11 @@ use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicUsize
 /// The library's `MPI_Init` and `MPI_Init_thread` (0 until installed).
 static REAL_INIT: AtomicUsize = AtomicUsize::new(0);
 static REAL_INIT_THREAD: AtomicUsize = AtomicUsize::new(0);
+/// The library's `MPI_Initialized`, `MPI_Finalized` and `MPI_Finalize`,
+/// for the exit handler of a hand-over (0 until installed).
+static REAL_INITIALIZED: AtomicUsize = AtomicUsize::new(0);
+static REAL_FINALIZED: AtomicUsize = AtomicUsize::new(0);
+static REAL_FINALIZE: AtomicUsize = AtomicUsize::new(0);
 /// The slots redirected for good ([`ProgramInit::hand_over`]).
 static HANDED_OVER: AtomicPtr<Vec<Redirected>> = AtomicPtr::new(std::ptr::null_mut());
 /// The thread level MPI gave the plugin.
@@ -54,7 +59,14 @@ impl ProgramInit {
     /// wrappers (the library `mpi` opened is skipped). `provided`: the
     /// thread level MPI gave the plugin.
     pub fn install(mpi: &Mpi, provided: c_int) -> Result<ProgramInit, GotError> {
-        let InitEntries { init, init_thread } = mpi.init_entries();
+        let entries = mpi.init_entries();
+        let InitEntries {
+            init, init_thread, ..
+        } = entries;
+        let entries = &entries;
+        REAL_INITIALIZED.store(entries.initialized as *const () as usize, Ordering::Release);
+        REAL_FINALIZED.store(entries.finalized as *const () as usize, Ordering::Release);
+        REAL_FINALIZE.store(entries.finalize as *const () as usize, Ordering::Release);
         REAL_INIT.store(init as *const () as usize, Ordering::Release);
         REAL_INIT_THREAD.store(init_thread as *const () as usize, Ordering::Release);
         PROVIDED.store(provided, Ordering::Release);
@@ -135,6 +147,13 @@ impl ProgramInit {
         // destructor runs for a static).
         let kept = Box::into_raw(Box::new(self.redirected));
         HANDED_OVER.store(kept, Ordering::Release);
+        // A program that links MPI but, this run, never initialises it
+        // (a --help path, a serial mode) must still leave MPI finalised,
+        // or its launcher reports that it exited improperly.
+        // SAFETY: a plain extern "C" fn of this library, which is pinned.
+        if unsafe { libc::atexit(finalize_unclaimed) } != 0 {
+            tracing::warn!("no exit handler: MPI may be left unfinalised");
+        }
         Ok(())
     }
 
@@ -151,13 +170,85 @@ impl ProgramInit {
     }
 }
 
+/// At exit, after a hand-over: finalise MPI if the program never claimed
+/// it (no `MPI_Init` of its own) and it is still initialised.
+extern "C" fn finalize_unclaimed() {
+    let _ = std::panic::catch_unwind(|| {
+        if PROGRAM_INITS.load(Ordering::Acquire) > 0 {
+            return;
+        }
+        let (query, done, finalize) = (
+            REAL_INITIALIZED.load(Ordering::Acquire),
+            REAL_FINALIZED.load(Ordering::Acquire),
+            REAL_FINALIZE.load(Ordering::Acquire),
+        );
+        if query == 0 || done == 0 || finalize == 0 {
+            return;
+        }
+        type Flag = unsafe extern "C" fn(*mut c_int) -> c_int;
+        // SAFETY: the library's own functions of these signatures, stored
+        // by `install` (its library stays loaded).
+        let (query, done, finalize): (Flag, Flag, unsafe extern "C" fn() -> c_int) = unsafe {
+            (
+                std::mem::transmute::<usize, Flag>(query),
+                std::mem::transmute::<usize, Flag>(done),
+                std::mem::transmute::<usize, unsafe extern "C" fn() -> c_int>(finalize),
+            )
+        };
+        let (mut initialized, mut finalized): (c_int, c_int) = (0, 0);
+        // SAFETY: MPI's own functions, callable at any time.
+        unsafe {
+            query(&mut initialized);
+            done(&mut finalized);
+        }
+        if initialized != 0 && finalized == 0 {
+            // SAFETY: initialised by the plugin, unclaimed, not finalised.
+            unsafe { finalize() };
+        }
+    });
+}
+
 /// Whether the first definition of `symbol` in the process's global
 /// scope (what the program's call binds to) is another object's than
 /// MPI's own `own` (a tool's, preloaded or linked before MPI).
+///
+/// `dlsym` may answer with a non-PIE executable's canonical PLT entry
+/// (an executable that takes `MPI_Init`'s address), which is not a
+/// definition: so the address counts only where the object holding it
+/// defines the symbol at it (`dladdr` names it).
 fn interposed(symbol: &std::ffi::CStr, own: usize) -> bool {
     // SAFETY: a NUL-terminated name; the address is only compared.
     let first = unsafe { libc::dlsym(libc::RTLD_DEFAULT, symbol.as_ptr()) } as usize;
-    first != 0 && first != own
+    if first == 0 || first == own {
+        return false;
+    }
+    /// glibc's `RTLD_DL_SYMENT`: `dladdr1` gives the symbol's entry.
+    const RTLD_DL_SYMENT: std::ffi::c_int = 1;
+    let mut info = std::mem::MaybeUninit::<libc::Dl_info>::zeroed();
+    let mut entry: *mut libc::c_void = std::ptr::null_mut();
+    // SAFETY: `info` and `entry` are written by dladdr1, read only when
+    // it answers.
+    let found = unsafe {
+        libc::dladdr1(
+            first as *const libc::c_void,
+            info.as_mut_ptr(),
+            &mut entry,
+            RTLD_DL_SYMENT,
+        )
+    };
+    if found == 0 || entry.is_null() {
+        return false;
+    }
+    // SAFETY: written by dladdr1, which answered.
+    let info = unsafe { info.assume_init() };
+    // SAFETY: the object's own symbol entry, mapped while it is loaded.
+    let entry = unsafe { &*entry.cast::<libc::Elf64_Sym>() };
+    // A canonical PLT entry is an undefined symbol with a value.
+    entry.st_shndx != 0
+        && !info.dli_sname.is_null()
+        && info.dli_saddr as usize == first
+        // SAFETY: the loader's NUL-terminated name, not null.
+        && unsafe { std::ffi::CStr::from_ptr(info.dli_sname) } == symbol
 }
 
 /// The file of the loaded object holding `address` (`dladdr`).

@@ -26,6 +26,9 @@ pub enum SpawnConfigError {
     /// `OMPTARGET_MPI_SPAWN` is not a count.
     #[error(transparent)]
     Count(#[from] BadSpawnCount),
+    /// `OMPTARGET_MPI_TIMEOUT` is not a number of seconds.
+    #[error(transparent)]
+    Limit(#[from] omptarget_mpi_wire::world::liveness::BadLimit),
     /// The server's executable is not there.
     #[error("no device server at {path} ({why}): install omptarget-mpi-device there, or name it with OMPTARGET_MPI_SERVER=PATH")]
     NoServer {
@@ -71,6 +74,9 @@ pub fn configured_by(
     let Some(servers) = spawn_count_by(text)? else {
         return Ok(None);
     };
+    // Checked before anything is spawned: a server given a bad limit
+    // refuses to start, which ends the whole job.
+    omptarget_mpi_wire::world::liveness::limit_by(text)?;
     if omptarget_mpi_wire::mpi::job_of_several_contexts_by(text) {
         // Servers started beside the program (`mpirun ./app : -np N
         // omptarget-mpi-device`) wait for this rank in the job's
@@ -179,6 +185,18 @@ mod tests {
         assert!(configured_by(env(&[]), || None).unwrap().is_none());
         let bad = configured_by(env(&[("OMPTARGET_MPI_SPAWN", "lots")]), || None).unwrap_err();
         assert!(matches!(bad, SpawnConfigError::Count(_)), "{bad}");
+        let bad_limit = configured_by(
+            env(&[
+                ("OMPTARGET_MPI_SPAWN", "1"),
+                ("OMPTARGET_MPI_TIMEOUT", "soon"),
+            ]),
+            || None,
+        )
+        .unwrap_err();
+        assert!(
+            matches!(bad_limit, SpawnConfigError::Limit(_)),
+            "{bad_limit}"
+        );
         let missing = configured_by(
             env(&[
                 ("OMPTARGET_MPI_SPAWN", "1"),

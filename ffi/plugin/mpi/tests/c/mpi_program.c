@@ -16,12 +16,19 @@
 //                   prints what the worker sends back
 //   worker          spawned by `manager`: offloads to every device and
 //                   sends the device count and the sum to its parent
+//   no-mpi          links MPI but, this run, never calls it: offloads to
+//                   every device and returns
+//   silent-then-finalize READY GO  MPI_Init; offloads; writes the file
+//                   READY, waits for GO (the test stops the last server
+//                   meanwhile), allocates on the last device (a failure
+//                   the program handles: NULL) and finalises MPI
 // Each rank prints one line (`rank R of N: ...`); rank 0 prints the
 // collectives' results.
 #include <mpi.h>
 #include <omp.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 enum { N = 4096 };
 static double data[N];
@@ -79,9 +86,34 @@ static int manage(int argc, char **argv, int worker) {
   return MPI_Finalize() == MPI_SUCCESS ? 0 : 5;
 }
 
+// Taken, so that a non-PIE build has a canonical PLT entry for MPI_Init
+// (what dlsym then answers with).
+void *volatile mpi_init_address;
+
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "init-first";
+  mpi_init_address = (void *)MPI_Init;
   for (int i = 0; i < N; i++) data[i] = i % 7;
+  if (!strcmp(mode, "no-mpi")) {
+    printf("no MPI: devices %d, sum %.0f\n", omp_get_num_devices(), every_device());
+    return 0;
+  }
+  if (!strcmp(mode, "silent-then-finalize") && argc > 3) {
+    if (MPI_Init(&argc, &argv) != MPI_SUCCESS) return 2;
+    int last = omp_get_num_devices() - 1;
+    printf("before: %.0f\n", sum_on(last));
+    fflush(stdout);
+    FILE *ready = fopen(argv[2], "w");
+    if (!ready) return 3;
+    fclose(ready);
+    FILE *go;
+    while (!(go = fopen(argv[3], "r"))) usleep(10000);
+    fclose(go);
+    void *p = omp_target_alloc(64, last);
+    printf("alloc: %s\n", p ? "ok" : "failed");
+    fflush(stdout);
+    return MPI_Finalize() == MPI_SUCCESS ? 0 : 4;
+  }
   if (!strcmp(mode, "manager") || !strcmp(mode, "worker"))
     return manage(argc, argv, !strcmp(mode, "worker"));
   int devices = omp_get_num_devices();

@@ -275,3 +275,110 @@ fn a_pmpi_tool_keeps_its_mpi_init() {
     );
     assert_no_server_left(&tag, Duration::from_secs(5));
 }
+
+/// A program that links MPI but, this run, never calls it, in a job whose
+/// plugin initialised MPI and found no server (`OMPTARGET_MPI=1`, no
+/// server context): MPI, left to the program, is finalised at its exit,
+/// so the launcher sees it end well (it said "exited improperly").
+#[test]
+fn an_mpi_program_that_never_calls_mpi_ends_well() {
+    let mut cmd = job::mpirun();
+    cmd.args(["-x", &format!("LD_LIBRARY_PATH={}", lib_path())])
+        .args(["-x", "OMPTARGET_MPI=1", "-np", "1"])
+        .arg(mpi_program())
+        .arg("no-mpi");
+    let out = job::run(cmd);
+    assert_eq!(out.exit, Some(Exit::Code(0)), "{}", describe(&out));
+    assert_eq!(
+        out.stdout,
+        "no MPI: devices 4, sum 49140\n",
+        "{}",
+        describe(&out)
+    );
+}
+
+/// A non-PIE program that takes `MPI_Init`'s address has a canonical PLT
+/// entry for it, which `dlsym` answers with: not a tool's `MPI_Init`, so
+/// the program's call is still answered by the plugin.
+#[test]
+fn a_non_pie_program_that_takes_mpi_init_s_address_keeps_its_own_mpi() {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    let program = BUILT.get_or_init(|| {
+        let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/mpi_program.c");
+        build_source(&source, "mpi_program_nopie", true, &["-fno-pic", "-no-pie"])
+    });
+    let tag = tag("spawn-nopie");
+    let out = job::run(spawning(1, 1, &tag, program, &["init-first"]));
+    assert_eq!(out.exit, Some(Exit::Code(0)), "{}", describe(&out));
+    assert_eq!(
+        sorted_lines(&out.stdout),
+        [agreed(0, 1, 1, false)],
+        "{}",
+        describe(&out)
+    );
+    assert_no_server_left(&tag, Duration::from_secs(5));
+}
+
+/// A spawned server stopped (SIGSTOP) while the program still runs: the
+/// program's next call on it fails within the limit (an allocation it
+/// handles: NULL), the program finalises MPI and ends, and the rank that
+/// spawned the server ends it, so that the job ends too (the launcher
+/// waited for the stopped server for ever).
+#[test]
+fn a_silent_spawned_server_is_ended_with_its_program() {
+    let tag = tag("spawn-silent");
+    let dir = tempfile::tempdir().unwrap();
+    let (ready, go) = (dir.path().join("ready"), dir.path().join("go"));
+    let mut cmd = spawning(
+        1,
+        1,
+        &tag,
+        mpi_program(),
+        &[
+            "silent-then-finalize",
+            &ready.to_string_lossy(),
+            &go.to_string_lossy(),
+        ],
+    );
+    cmd.args(["-x", "OMPTARGET_MPI_TIMEOUT=2"]);
+    // `-x` must come before the program: rebuild the argument list.
+    let args: Vec<_> = cmd.get_args().map(|a| a.to_owned()).collect();
+    let np = args.iter().position(|a| a == "-np").unwrap();
+    let mut ordered = Command::new(cmd.get_program());
+    for (key, value) in cmd.get_envs() {
+        match value {
+            Some(value) => ordered.env(key, value),
+            None => ordered.env_remove(key),
+        };
+    }
+    ordered
+        .args(&args[..np])
+        .args(&args[args.len() - 2..])
+        .args(&args[np..args.len() - 2]);
+    let running = std::thread::spawn(move || job::run(ordered));
+    if job::wait_for_file(&ready, &running).is_none() {
+        panic!(
+            "the job ended before it was ready: {}",
+            describe(&running.join().unwrap())
+        );
+    }
+    let servers = job::running_servers(&tag);
+    assert_eq!(servers.len(), 1, "{servers:?}");
+    // SAFETY: a plain syscall to the job's own server.
+    unsafe { libc::kill(servers[0], libc::SIGSTOP) };
+    job::write_whole(&go, "go\n");
+    let out = running.join().unwrap();
+    for pid in job::running_servers(&tag) {
+        // SAFETY: as above; whatever happened, nothing stays stopped.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+    assert!(out.exit.is_some(), "hung: {}", describe(&out));
+    assert!(out.stdout.contains("alloc: failed\n"), "{}", describe(&out));
+    for said in [
+        "did not answer for 2 s",
+        "ended (SIGKILL): it stayed silent",
+    ] {
+        assert!(out.stderr.contains(said), "no {said:?}: {}", describe(&out));
+    }
+    assert_no_server_left(&tag, Duration::from_secs(5));
+}

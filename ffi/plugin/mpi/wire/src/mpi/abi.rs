@@ -122,8 +122,21 @@ impl Abi for OpenMpi {
         }
     }
 
+    /// The objects the process uses: a non-PIE program that names
+    /// `MPI_COMM_WORLD` holds a copy of `ompi_mpi_comm_world` (a copy
+    /// relocation) which MPI's library itself is bound to, and the
+    /// library's own, unused, is not a communicator. So the first
+    /// definition in the process's global scope comes first (the
+    /// program's copy, else the library's); the library's if the symbol
+    /// is not global.
     fn predefined(library: &Library) -> Result<Predefined, MpiError> {
         let address = |symbol: &'static str| -> Result<*mut c_void, MpiError> {
+            let name = std::ffi::CString::new(symbol).expect("no NUL in a symbol name");
+            // SAFETY: a NUL-terminated name; only the address is taken.
+            let global = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) };
+            if !global.is_null() {
+                return Ok(global);
+            }
             // SAFETY: the symbol is a global object (or function); only
             // its address is taken, never read through here.
             unsafe { library.get::<*mut c_void>(symbol.as_bytes()) }

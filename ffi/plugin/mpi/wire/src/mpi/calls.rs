@@ -36,6 +36,9 @@ impl Mpi {
         dispatch!(self, f => InitEntries {
             init: f.init,
             init_thread: f.init_thread,
+            initialized: f.initialized,
+            finalized: f.finalized,
+            finalize: f.finalize,
         })
     }
 
@@ -322,7 +325,9 @@ impl Mpi {
     }
 }
 
-/// `MPI_Init` and `MPI_Init_thread` of the opened library.
+/// `MPI_Init`, `MPI_Init_thread` and the calls that finalise MPI at exit,
+/// of the opened library (signatures without handles: the same in every
+/// family).
 #[derive(Debug, Clone, Copy)]
 pub struct InitEntries {
     /// `MPI_Init`.
@@ -330,4 +335,10 @@ pub struct InitEntries {
     /// `MPI_Init_thread`.
     pub init_thread:
         unsafe extern "C" fn(*mut c_int, *mut *mut *mut c_char, c_int, *mut c_int) -> c_int,
+    /// `MPI_Initialized`.
+    pub initialized: unsafe extern "C" fn(*mut c_int) -> c_int,
+    /// `MPI_Finalized`.
+    pub finalized: unsafe extern "C" fn(*mut c_int) -> c_int,
+    /// `MPI_Finalize`.
+    pub finalize: unsafe extern "C" fn() -> c_int,
 }

@@ -14,13 +14,17 @@
 //! it ("device server rank 2 on HOST did not answer for 60 s"), and from
 //! then on it counts as dead ([`World::death_of`]): no request goes to it,
 //! it is not told to exit, and MPI is not finalised (its finalisation
-//! would wait for the silent process; the launcher ends the job).
+//! would wait for the silent process; the launcher ends the job). A
+//! spawned server on this host is ended by the rank that spawned it when
+//! it leaves, since the program may end well and its launcher would wait
+//! for the stopped server.
 //!
 //! Pongs from one server to one rank share [`PONG_TAG`] and are matched
 //! by source: any pong says the server answers, whichever wait posted the
 //! receive that took it. A pong whose wait ended first stays in MPI's
-//! queue until the next probe of that server takes it, which can credit
-//! one probe period too many; never more.
+//! queue until a later probe of that server takes it: each such wait (one
+//! that ended in the few milliseconds between a ping and its pong) can
+//! credit a later probe one period too many.
 use super::World;
 use crate::mpi::{self, Handle, Status};
 use std::cell::{Cell, RefCell};
@@ -82,6 +86,39 @@ impl World {
         move || {
             self.death_of(rank)
                 .or_else(|| prober.as_ref().and_then(|p| p.check()))
+        }
+    }
+}
+
+impl World {
+    /// End the servers this rank spawned that were given up on for their
+    /// silence and live on this host (`SIGKILL`, by the pid and start time
+    /// they gave when joining): a stopped spawned server would otherwise
+    /// keep its launcher waiting for ever once the program ends, as MPI
+    /// is not finalised past a silent peer. One on another host is left
+    /// to the launcher. Only from a program rank, for its own servers.
+    pub(super) fn end_silent_servers(&self) {
+        let silent: Vec<i32> = self
+            .silent
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .map(|(rank, _)| *rank)
+            .collect();
+        for rank in silent {
+            // Alive, on this host, and still the process that joined.
+            if self.peer_alive(rank) != Some(true) {
+                continue;
+            }
+            let pid = self.peers[rank as usize].pid;
+            // SAFETY: a plain syscall, to the pid (checked with its start
+            // time just above) of a server this rank spawned.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            let line = format!(
+                "omptarget-rs plugin mpi: {} ended (SIGKILL): it stayed silent, and it was this rank's own\n",
+                self.describe(rank)
+            );
+            let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
         }
     }
 }

@@ -510,6 +510,9 @@ impl World {
         self.stop_answering();
         if self.initialised_here && !self.finalized() {
             if let Some(why) = self.any_peer_dead() {
+                if self.role == Role::Program && self.is_spawned() {
+                    self.end_silent_servers();
+                }
                 let note = format!(
                     "omptarget: rank {} does not finalise MPI: {why}, and MPI_Finalize could wait for it for ever\n",
                     self.rank
@@ -550,6 +553,9 @@ impl World {
             first = m.check("MPI_Comm_free", unsafe { m.comm_free(&mut comm) });
         }
         if let Some(mut inter) = spawned.take() {
+            if self.role == Role::Program {
+                self.end_silent_servers();
+            }
             // A dead peer would never take part: leave it connected.
             if self.any_peer_dead().is_none() {
                 // SAFETY: the intercommunicator `comm` was merged from,
