@@ -252,6 +252,12 @@ impl Backend for MpiBackend {
         }
     }
 
+    /// The safety net, at exit: MPI handed over to a program that never
+    /// claimed it is finalised ([`crate::program_init::finalize_unclaimed`]).
+    fn on_unload() {
+        crate::program_init::finalize_unclaimed();
+    }
+
     fn number_of_devices(&self) -> usize {
         self.devices.len()
     }

@@ -149,11 +149,11 @@ impl ProgramInit {
         HANDED_OVER.store(kept, Ordering::Release);
         // A program that links MPI but, this run, never initialises it
         // (a --help path, a serial mode) must still leave MPI finalised,
-        // or its launcher reports that it exited improperly.
-        // SAFETY: a plain extern "C" fn of this library, which is pinned.
-        if unsafe { libc::atexit(finalize_unclaimed) } != 0 {
-            tracing::warn!("no exit handler: MPI may be left unfinalised");
-        }
+        // or its launcher reports that it exited improperly: the plugin's
+        // safety net does it at exit (`MpiBackend::on_unload`; this
+        // library, pinned, is unloaded only then). No exit handler of its
+        // own: the project registers none.
+        HANDED.store(true, Ordering::Release);
         Ok(())
     }
 
@@ -170,11 +170,16 @@ impl ProgramInit {
     }
 }
 
-/// At exit, after a hand-over: finalise MPI if the program never claimed
-/// it (no `MPI_Init` of its own) and it is still initialised.
-extern "C" fn finalize_unclaimed() {
+/// Whether MPI was handed over to the program ([`ProgramInit::hand_over`]).
+static HANDED: AtomicBool = AtomicBool::new(false);
+
+/// At exit, after a hand-over (from the plugin's safety net, which runs
+/// once the pinned library is unloaded: at exit): finalise MPI if the
+/// program never claimed it (no `MPI_Init` of its own) and it is still
+/// initialised. Nothing otherwise.
+pub fn finalize_unclaimed() {
     let _ = std::panic::catch_unwind(|| {
-        if PROGRAM_INITS.load(Ordering::Acquire) > 0 {
+        if !HANDED.load(Ordering::Acquire) || PROGRAM_INITS.load(Ordering::Acquire) > 0 {
             return;
         }
         let (query, done, finalize) = (
