@@ -196,7 +196,11 @@ impl Server {
             let (client, message) = match received {
                 Ok(received) => received,
                 Err(_) if self.clients.is_empty() => continue,
-                Err(err) => return Err(err.into()),
+                Err(err) => {
+                    // The ping thread would call MPI while the process ends.
+                    self.world.stop_answering();
+                    return Err(err.into());
+                }
             };
             let request = match Request::decode(&message) {
                 Ok(request) => request,
@@ -280,6 +284,7 @@ impl Server {
             if !message.is_empty() {
                 if let Err(err) = send_reply(&self.world, client, tag, slot, &message) {
                     if !self.forget_dead_clients(&mut deaths) {
+                        self.world.stop_answering();
                         return Err(err);
                     }
                 }
