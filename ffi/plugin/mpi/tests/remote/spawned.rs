@@ -22,13 +22,27 @@ fn mpi_program() -> &'static Path {
 /// `mpirun -np ranks BINARY ARGS`, each rank spawning `servers` servers
 /// (marked with `tag`, each printing its shutdown report on stderr).
 fn spawning(ranks: usize, servers: usize, tag: &str, binary: &Path, args: &[&str]) -> Command {
+    spawning_with(ranks, servers, tag, binary, args, &[])
+}
+
+/// [`spawning`], with `extra` variables passed on to every rank.
+fn spawning_with(
+    ranks: usize,
+    servers: usize,
+    tag: &str,
+    binary: &Path,
+    args: &[&str],
+    extra: &[(&str, &str)],
+) -> Command {
     let mut cmd = job::mpirun();
-    for (name, value) in [
+    let own = [
         ("LD_LIBRARY_PATH", lib_path()),
         ("OMPTARGET_MPI_SPAWN", servers.to_string()),
         ("OMPTARGET_TEST_JOB", tag.to_owned()),
         ("OMPTARGET_SHUTDOWN_REPORT", "stderr".to_owned()),
-    ] {
+    ];
+    let extra = extra.iter().map(|&(name, value)| (name, value.to_owned()));
+    for (name, value) in own.into_iter().chain(extra) {
         cmd.args(["-x", &format!("{name}={value}")]);
     }
     cmd.args(["-np", &ranks.to_string()]).arg(binary).args(args);
@@ -250,21 +264,15 @@ fn a_pmpi_tool_keeps_its_mpi_init() {
     let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/pmpi_tool.c");
     let tool = crate::lifecycle::build_shared_mpi(&source, "libpmpi_tool.so");
     let tag = tag("spawn-tool");
-    let cmd = spawning(1, 1, &tag, mpi_program(), &["init-first"]);
-    // Preloaded in the program only (the options go before `-np`).
-    let args: Vec<_> = cmd.get_args().map(|a| a.to_owned()).collect();
-    let np = args.iter().position(|a| a == "-np").unwrap();
-    let mut with_tool = Command::new(cmd.get_program());
-    for (key, value) in cmd.get_envs() {
-        match value {
-            Some(value) => with_tool.env(key, value),
-            None => with_tool.env_remove(key),
-        };
-    }
-    with_tool
-        .args(&args[..np])
-        .args(["-x", &format!("LD_PRELOAD={}", tool.display())])
-        .args(&args[np..]);
+    let preload = tool.display().to_string();
+    let with_tool = spawning_with(
+        1,
+        1,
+        &tag,
+        mpi_program(),
+        &["init-first"],
+        &[("LD_PRELOAD", &preload)],
+    );
     let out = job::run(with_tool);
     assert_eq!(out.exit, Some(Exit::Code(0)), "{}", describe(&out));
     assert_eq!(
@@ -329,7 +337,7 @@ fn a_silent_spawned_server_is_ended_with_its_program() {
     let tag = tag("spawn-silent");
     let dir = tempfile::tempdir().unwrap();
     let (ready, go) = (dir.path().join("ready"), dir.path().join("go"));
-    let mut cmd = spawning(
+    let ordered = spawning_with(
         1,
         1,
         &tag,
@@ -339,22 +347,8 @@ fn a_silent_spawned_server_is_ended_with_its_program() {
             &ready.to_string_lossy(),
             &go.to_string_lossy(),
         ],
+        &[("OMPTARGET_MPI_TIMEOUT", "2")],
     );
-    cmd.args(["-x", "OMPTARGET_MPI_TIMEOUT=2"]);
-    // `-x` must come before the program: rebuild the argument list.
-    let args: Vec<_> = cmd.get_args().map(|a| a.to_owned()).collect();
-    let np = args.iter().position(|a| a == "-np").unwrap();
-    let mut ordered = Command::new(cmd.get_program());
-    for (key, value) in cmd.get_envs() {
-        match value {
-            Some(value) => ordered.env(key, value),
-            None => ordered.env_remove(key),
-        };
-    }
-    ordered
-        .args(&args[..np])
-        .args(&args[args.len() - 2..])
-        .args(&args[np..args.len() - 2]);
     let running = std::thread::spawn(move || job::run(ordered));
     if job::wait_for_file(&ready, &running).is_none() {
         panic!(

@@ -38,8 +38,9 @@ use std::time::{Duration, Instant};
 pub const PING_TAG: i32 = 3;
 /// The tag of a server's pong.
 pub const PONG_TAG: i32 = 4;
-/// How long a wait for a server lasts before it starts to probe it: a
-/// short call sends no ping.
+/// How long a wait for a server lasts, counted from its first check (a
+/// [`super::CHECK_EVERY`] in), before it starts to probe it: a short call
+/// sends no ping.
 pub const PROBE_AFTER: Duration = Duration::from_secs(1);
 /// The time between two pings of one wait.
 pub const PROBE_EVERY: Duration = Duration::from_secs(1);
@@ -139,7 +140,10 @@ pub(super) struct Prober<'w> {
     world: &'w World,
     rank: i32,
     limit: Duration,
-    last_heard: Cell<Instant>,
+    /// Taken at the wait's first check (a quarter of a second in), not
+    /// per call: most waits end before it, and on this kind of VM a clock
+    /// read is a system call.
+    last_heard: Cell<Option<Instant>>,
     last_ping: Cell<Option<Instant>>,
     pending: RefCell<Option<Pending>>,
 }
@@ -150,7 +154,7 @@ impl<'w> Prober<'w> {
             world,
             rank,
             limit,
-            last_heard: Cell::new(Instant::now()),
+            last_heard: Cell::new(None),
             last_ping: Cell::new(None),
             pending: RefCell::new(None),
         }
@@ -160,14 +164,16 @@ impl<'w> Prober<'w> {
     /// the server has been silent for the limit.
     pub(super) fn check(&self) -> Option<String> {
         let now = Instant::now();
-        if now - self.last_heard.get() < PROBE_AFTER {
+        let heard = *self.last_heard.get().get_or_insert(now);
+        self.last_heard.set(Some(heard));
+        if now - heard < PROBE_AFTER {
             return None;
         }
         let mut pending = self.pending.borrow_mut();
         if let Some(p) = pending.as_mut() {
             if self.answered(p) {
                 *pending = None;
-                self.last_heard.set(now);
+                self.last_heard.set(Some(now));
                 return None;
             }
         }
