@@ -419,3 +419,36 @@ fn a_failed_location_question_is_asked_again() {
     assert_eq!(asked.count(), 2, "{log}");
     runtime.shutdown();
 }
+
+/// A device the plugin says cannot run an image (`is_device_compatible`):
+/// `Device::can_run_image` says no there and yes on the plugin's other
+/// device, without initialising either, and the typed `Image::load`
+/// refuses it on that device with the reason, loading nothing.
+#[test]
+fn a_device_that_cannot_run_an_image_is_told_apart_and_refuses_it() {
+    let plugin = support::TestPlugin::isolated("devices=2\nincompatible_device=1\n");
+    // SAFETY: a plugin library of this project built for the tests.
+    let runtime = Runtime::new(unsafe { Config::default().with_plugins([&plugin.path]) }).unwrap();
+    let elf = std::fs::read(support::clang::build_kernel_image("vec_add.c")).unwrap();
+    let image = omptarget::image::OwnedImage::new(&elf, &["vec_add"]).unwrap();
+    let (zero, one) = (runtime.device(0).unwrap(), runtime.device(1).unwrap());
+    // SAFETY: `image` is a valid descriptor, alive here.
+    assert!(unsafe { zero.can_run_image(image.as_device_image()) });
+    // SAFETY: as above.
+    assert!(!unsafe { one.can_run_image(image.as_device_image()) });
+    // SAFETY: a test kernel object (tests/kernels): no initialiser or finaliser.
+    let err = unsafe { omptarget::Image::load(one, &elf, &["vec_add"]) }.unwrap_err();
+    assert!(
+        matches!(&err, Error::InvalidImage { device: 1, reason, .. } if reason.contains("is_device_compatible")),
+        "{err}"
+    );
+    assert_eq!(one.loaded_image_count(), 0);
+    // SAFETY: as above.
+    let loaded = unsafe { omptarget::Image::load(zero, &elf, &["vec_add"]) }.unwrap();
+    drop(loaded);
+    let log = plugin.log();
+    assert!(log.lines.iter().all(|l| l != "load_binary 1"), "{log}");
+    // Asking initialised nothing: device 1 never started.
+    assert!(log.lines.iter().all(|l| l != "init_device 1"), "{log}");
+    assert!(runtime.shutdown().is_clean());
+}

@@ -25,6 +25,16 @@ pub trait DeviceOps: Send + Sync {
     /// `__tgt_rtl_init_requires(requires_flags)` if the plugin has it, then
     /// `__tgt_rtl_init_device`.
     fn init(&self, requires_flags: i64) -> Result<(), OpFailed>;
+    /// Whether this device can run `image`, which its plugin accepted
+    /// (`__tgt_rtl_is_device_compatible`; true without it). Does not
+    /// initialise the device.
+    ///
+    /// # Safety
+    /// `image` points to a valid `__tgt_device_image`.
+    unsafe fn can_run_image(&self, image: *mut DeviceImage) -> bool {
+        let _ = image;
+        true
+    }
     /// `__tgt_rtl_data_alloc` (through the memory manager where the core
     /// uses one).
     ///
@@ -229,6 +239,10 @@ impl Platform for EmptyPlatform {
 impl DeviceOps for omptarget::device::Device {
     fn init(&self, requires_flags: i64) -> Result<(), OpFailed> {
         self.ensure_initialized_with_requires(requires_flags)
+    }
+    unsafe fn can_run_image(&self, image: *mut DeviceImage) -> bool {
+        // SAFETY: this trait's contract for `can_run_image`.
+        unsafe { omptarget::device::Device::can_run_image(self, image) }
     }
     unsafe fn alloc(
         &self,

@@ -78,8 +78,10 @@ pub enum OffloadError {
         host_ptr: usize,
     },
     /// `target`: the region's binary has no loaded entries table on the
-    /// device. LLVM asserts (and, in release builds, crashes) here.
-    #[error("Global data has not been mapped")]
+    /// device: none of its images can run there (its plugin said so per
+    /// device, `is_device_compatible`). LLVM 14 asserts (and, in release
+    /// builds, crashes) here; the message starts as its assertion's.
+    #[error("Global data has not been mapped: device {device} has no image of this program (none of its images can run there)")]
     TargetTableMissing {
         /// The device the region was to run on.
         device: i32,

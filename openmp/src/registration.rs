@@ -255,20 +255,66 @@ impl Offload<'_> {
                         self.ready_device(slot.id.into());
                     }
                 }
-                let image_copy = match fresh.take() {
-                    Some(fresh) => fresh,
-                    // SAFETY: as for the first copy.
-                    None => Arc::new(unsafe { ImageCopy::new(image_ptr) }),
+                // The copy an earlier plugin's devices got, if any: every
+                // device is handed (and asked about) the same copy.
+                let image_copy = match self.registered_copy(entries_begin, image_ptr) {
+                    Some(copy) => copy,
+                    None => match fresh.take() {
+                        Some(fresh) => fresh,
+                        // SAFETY: as for the first copy.
+                        None => Arc::new(unsafe { ImageCopy::new(image_ptr) }),
+                    },
                 };
+                // Only the devices that can run it (LLVM 20+'s rule): a
+                // plugin whose devices differ (remote devices served by
+                // different plugins) says so per device.
+                let runners: Vec<Arc<DeviceSlot>> = slots
+                    .iter()
+                    .filter(|slot| {
+                        self.platform
+                            .device(slot.plugin, slot.local)
+                            .is_none_or(|d| {
+                                // SAFETY: the copy is a valid device image
+                                // owning its bytes and entries, alive here.
+                                unsafe { d.can_run_image(image_copy.device_image()) }
+                            })
+                    })
+                    .cloned()
+                    .collect();
                 // SAFETY: our `# Safety`: `desc` is valid with valid arrays, so
                 // `image_ptr` is a valid image of it, and its host entry range.
                 let copy = unsafe {
-                    self.register_image(desc_ref, entries_begin, used, image_ptr, image_copy)
+                    self.register_image(
+                        desc_ref,
+                        entries_begin,
+                        used,
+                        &runners,
+                        image_ptr,
+                        image_copy,
+                    )
                 };
                 // SAFETY: the copy owns its (32-byte) entry range.
-                unsafe { register_ctors_dtors(desc_key, &*copy.device_image(), slots) };
+                unsafe { register_ctors_dtors(desc_key, &*copy.device_image(), &runners) };
             }
         }
+    }
+
+    /// The runtime's copy of `image` already in the translation table of
+    /// the binary whose host entries start at `entries_begin`.
+    fn registered_copy(
+        &self,
+        entries_begin: usize,
+        image: *mut DeviceImage,
+    ) -> Option<Arc<ImageCopy>> {
+        let tables = self.registry.lock_tables();
+        tables
+            .by_entries_begin
+            .get(&entries_begin)?
+            .images
+            .iter()
+            .flatten()
+            .find(|c| c.original() == image as usize)
+            .cloned()
     }
 
     /// LLVM 19+'s `requires` entries (`REGISTER_REQUIRES`): clang 19 and 22
@@ -304,6 +350,7 @@ impl Offload<'_> {
         desc: &BinDesc,
         entries_begin: usize,
         used: UsedPlugin,
+        runners: &[Arc<DeviceSlot>],
         image: *mut DeviceImage,
         fresh: Arc<ImageCopy>,
     ) -> Arc<ImageCopy> {
@@ -352,7 +399,7 @@ impl Offload<'_> {
             .cloned()
             .unwrap_or(fresh);
         table.ensure_devices(used.first_device + used.device_count);
-        for device in used.first_device..used.first_device + used.device_count {
+        for device in runners.iter().map(|slot| slot.id as usize) {
             if !table.images[device]
                 .as_ref()
                 .is_some_and(|c| Arc::ptr_eq(c, &copy))

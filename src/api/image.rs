@@ -115,6 +115,14 @@ impl<'rt> Image<'rt> {
                 ),
             });
         }
+        // SAFETY: as above.
+        if !unsafe { device.can_run_image(desc) } {
+            return Err(Error::InvalidImage {
+                device: device.id(),
+                plugin: device.plugin_name().to_owned(),
+                reason: "this device cannot run it (is_device_compatible said no), though its plugin can".into(),
+            });
+        }
         let keepalive: KeepAlive = storage.clone();
         // SAFETY: the device keeps `storage` alive as long as the image is
         // loaded (and until the plugin is closed).

@@ -66,6 +66,43 @@ impl Device {
     // API for programs, so hidden from these docs; reachable, `unsafe` where
     // memory is at stake.
     #[doc(hidden)]
+    /// Whether this device can run `image`, which its plugin accepted
+    /// ([`Device::is_valid_image`]): the plugin's
+    /// `__tgt_rtl_is_device_compatible`, true for a plugin without it
+    /// (every device of a plugin runs what the plugin accepts, LLVM 14's
+    /// and 19's rule). A failed question is a no (the plugin's reason is
+    /// logged): the image is then not registered on this device, and a
+    /// region there fails as on a device with no image. Does not
+    /// initialise the device.
+    ///
+    /// # Safety
+    /// `image` points to a valid `__tgt_device_image`.
+    pub unsafe fn can_run_image(&self, image: *mut abi::DeviceImage) -> bool {
+        let local = self.local_id;
+        // SAFETY: per this function's contract.
+        let answer = self
+            .plugin
+            .call(|e| unsafe { e.is_device_compatible(local, image) });
+        match answer {
+            Ok(None) => true,
+            Ok(Some(yes)) if yes != 0 => true,
+            Ok(Some(_)) => {
+                if let Some(why) = self.plugin.take_last_error() {
+                    tracing::warn!(plugin = %self.plugin.name(), device = self.id, %why, "cannot tell whether the device runs an image; not registering it there");
+                }
+                false
+            }
+            Err(e) => {
+                tracing::warn!(plugin = %self.plugin.name(), device = self.id, error = %e, "cannot tell whether the device runs an image; not registering it there");
+                false
+            }
+        }
+    }
+
+    // The raw layer: the OpenMP layer's interface (docs/openmp.md), not the
+    // API for programs, so hidden from these docs; reachable, `unsafe` where
+    // memory is at stake.
+    #[doc(hidden)]
     /// Load an image; the device keeps it until shutdown (or unload).
     ///
     /// # Safety

@@ -206,6 +206,7 @@ unsafe fn resolve(lib: &Library) -> Result<Entries, Vec<&'static str>> {
         run_typed_region: optional!(names::RUN_TYPED_REGION),
         data_delete_batch: optional!(names::DATA_DELETE_BATCH),
         load_binary_flags: optional!(names::LOAD_BINARY_FLAGS),
+        is_device_compatible: optional!(names::IS_DEVICE_COMPATIBLE),
         get_device_info: optional!(names::GET_DEVICE_INFO),
     })
 }

@@ -5,7 +5,7 @@ use crate::error::ServeError;
 use omptarget::abi::{self, plugin::KernelArgType, AllocKind, DeviceImage, OffloadEntry};
 use omptarget::{DevicePtr, RegionLaunch};
 use omptarget_mpi_wire::protocol::{
-    Allocated, EntrySpec, Exited, Hello, Loaded, Op, Reply as Answer, Request,
+    Allocated, EntrySpec, Exited, Hello, Loaded, Op, Reply as Answer, Request, Runners,
 };
 use std::ffi::{c_void, CString};
 use std::sync::{Arc, Weak};
@@ -58,6 +58,7 @@ impl Server {
             } => {
                 let bytes = match image {
                     Some(bytes) => {
+                        self.checked.remove(&(client, image_id));
                         self.received.0 += 1;
                         self.received.1 += bytes.len() as u64;
                         let bytes = Arc::new(bytes);
@@ -66,16 +67,29 @@ impl Server {
                             .insert((client, image_id), Arc::downgrade(&bytes));
                         bytes
                     }
-                    None => match self
-                        .shipped
-                        .get(&(client, image_id))
-                        .and_then(Weak::upgrade)
-                    {
+                    None => match self.checked.remove(&(client, image_id)).or_else(|| {
+                        self.shipped
+                            .get(&(client, image_id))
+                            .and_then(Weak::upgrade)
+                    }) {
                         Some(bytes) => bytes,
                         None => return Ok(Answer::<()>::NotShipped.encode()),
                     },
                 };
                 self.load(client, device, key, flags, bytes, entries)
+            }
+            Op::CanRun { image_id, image } => {
+                self.received.0 += 1;
+                self.received.1 += image.len() as u64;
+                let runners = self.runners(&image);
+                if !runners.devices.is_empty() {
+                    let bytes = Arc::new(image);
+                    self.shipped.retain(|_, held| held.strong_count() > 0);
+                    self.shipped
+                        .insert((client, image_id), Arc::downgrade(&bytes));
+                    self.checked.insert((client, image_id), bytes);
+                }
+                Ok(Answer::Ok(runners).encode())
             }
             Op::UnloadBinary { device, key } => {
                 let storage = self.images.remove(&(device, client, key)).ok_or_else(|| {
@@ -239,6 +253,7 @@ impl Server {
             }
             Op::Exit => {
                 self.clients.remove(&client);
+                self.checked.retain(|(c, _), _| *c != client);
                 let summary = if self.clients.is_empty() {
                     self.shut_down()
                 } else {
@@ -289,6 +304,31 @@ impl Server {
         } else {
             Err(ServeError::Several(dev_ptr_errors))
         }
+    }
+
+    /// The devices here whose plugin accepts `image` and that can run it
+    /// (`CanRun`). Nothing is loaded and no device is initialised.
+    fn runners(&self, image: &[u8]) -> Runners {
+        let range = image.as_ptr_range();
+        // No entries: the plugins' questions read only an image's bytes.
+        let mut desc = DeviceImage {
+            image_start: range.start.cast_mut().cast(),
+            image_end: range.end.cast_mut().cast(),
+            entries_begin: std::ptr::null_mut(),
+            entries_end: std::ptr::null_mut(),
+        };
+        let desc: *mut DeviceImage = &mut desc;
+        let devices = self
+            .runtime()
+            .devices()
+            .enumerate()
+            // SAFETY: `desc` points to `image`'s bytes, alive for this call.
+            .filter(|(_, d)| unsafe { d.is_valid_image(desc) }.unwrap_or(false))
+            // SAFETY: as above.
+            .filter(|(_, d)| unsafe { d.can_run_image(desc) })
+            .map(|(i, _)| i as u32)
+            .collect();
+        Runners { devices }
     }
 
     pub(super) fn load(

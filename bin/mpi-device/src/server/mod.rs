@@ -49,6 +49,11 @@ pub struct Server {
     /// The image bytes each client shipped, by (client rank, image id):
     /// held while an image of them is loaded.
     shipped: HashMap<(i32, u64), Weak<Vec<u8>>>,
+    /// Bytes a client shipped with `CanRun` that some device here can
+    /// run, held until the first `LoadBinary` naming them (or the
+    /// client's end): the load then names them instead of shipping them
+    /// again.
+    checked: HashMap<(i32, u64), Arc<Vec<u8>>>,
     /// Images shipped here, and their bytes (for the shutdown summary).
     received: (usize, u64),
     /// Requests answered, and one-way copies (for the shutdown summary:
@@ -131,6 +136,7 @@ impl Server {
             images: HashMap::new(),
             allocations: HashMap::new(),
             shipped: HashMap::new(),
+            checked: HashMap::new(),
             received: (0, 0),
             served: 0,
             one_way: 0,
@@ -321,6 +327,7 @@ impl Server {
             .collect();
         for (rank, why) in &dead {
             self.clients.remove(rank);
+            self.checked.retain(|(client, _), _| client != rank);
             say(&format!(
                 "omptarget-mpi-device rank {}: {why}; {} program rank(s) left",
                 self.world.rank,

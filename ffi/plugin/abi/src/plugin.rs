@@ -207,6 +207,16 @@ pub type DataDeleteBatchFn =
 pub type LoadBinaryFlagsFn =
     unsafe extern "C" fn(device: i32, image: *mut DeviceImage, flags: u32) -> *mut TargetTable;
 
+/// `int32_t __tgt_rtl_is_device_compatible(int32_t ID, __tgt_device_image
+/// *Image)` (this project's entry, optional; LLVM 20+'s
+/// `isDeviceCompatible` as a C entry): 1 when device `ID` can run `Image`,
+/// which `is_valid_binary` already accepted for the plugin, 0 when it
+/// cannot (or on failure, then `__tgt_rtl_last_error_message` says why).
+/// The device need not be initialised. A runtime registers an image only
+/// on the devices that can run it; without this entry, on every device of
+/// a plugin that accepted it (LLVM 14's and 19's rule).
+pub type IsDeviceCompatibleFn = unsafe extern "C" fn(device: i32, image: *mut DeviceImage) -> i32;
+
 /// The flags of [`LoadBinaryFlagsFn`].
 pub mod load_flags {
     /// Bind every symbol the image references while loading it, and refuse
@@ -429,6 +439,7 @@ pub struct EntryTable {
     pub run_typed_region: Option<RunTypedRegionFn>,
     pub data_delete_batch: Option<DataDeleteBatchFn>,
     pub load_binary_flags: Option<LoadBinaryFlagsFn>,
+    pub is_device_compatible: Option<IsDeviceCompatibleFn>,
     pub event_elapsed_time: Option<EventElapsedTimeFn>,
     pub get_device_info: Option<GetDeviceInfoFn>,
 }
@@ -515,6 +526,8 @@ pub mod names {
     pub const DATA_DELETE_BATCH: &str = "__tgt_rtl_data_delete_batch";
     /// The symbol of [`super::LoadBinaryFlagsFn`].
     pub const LOAD_BINARY_FLAGS: &str = "__tgt_rtl_load_binary_flags";
+    /// The symbol of [`super::IsDeviceCompatibleFn`].
+    pub const IS_DEVICE_COMPATIBLE: &str = "__tgt_rtl_is_device_compatible";
     /// The symbol of [`super::GetDeviceInfoFn`].
     pub const GET_DEVICE_INFO: &str = "__tgt_rtl_get_device_info";
 

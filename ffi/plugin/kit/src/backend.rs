@@ -153,6 +153,16 @@ pub trait Backend: Send + Sync + Sized + 'static {
     /// Whether this backend can run `image` (it must not keep it).
     fn is_valid_binary(&self, image: &ImageRef<'_>) -> bool;
 
+    /// Whether `device`, which need not be initialised, can run `image`,
+    /// which [`Backend::is_valid_binary`] accepted
+    /// (`__tgt_rtl_is_device_compatible`). Every device can, unless the
+    /// backend's devices differ (remote devices served by different
+    /// plugins): the runtime then registers the image only where it runs.
+    fn is_device_compatible(&self, device: DeviceId, image: &ImageRef<'_>) -> Result<bool> {
+        let _ = (device, image);
+        Ok(true)
+    }
+
     /// Set up a device.
     fn init_device(&self, device: DeviceId) -> Result<()>;
 
@@ -423,6 +433,11 @@ pub enum EntryCall {
     NumberOfDevices,
     /// `__tgt_rtl_is_valid_binary`.
     IsValidBinary,
+    /// `__tgt_rtl_is_device_compatible`.
+    IsDeviceCompatible {
+        /// The plugin's own device number, as passed.
+        device: i32,
+    },
     /// `__tgt_rtl_init_requires`.
     InitRequires {
         /// The program's `requires` flags.
@@ -573,6 +588,7 @@ impl fmt::Display for EntryCall {
             DeinitPlugin => f.write_str("deinit_plugin"),
             NumberOfDevices => f.write_str("number_of_devices"),
             IsValidBinary => f.write_str("is_valid_binary"),
+            IsDeviceCompatible { device } => write!(f, "is_device_compatible {device}"),
             InitRequires { flags } => write!(f, "init_requires {flags:#x}"),
             InitDevice { device } => write!(f, "init_device {device}"),
             DeinitDevice { device } => write!(f, "deinit_device {device}"),

@@ -414,6 +414,10 @@ impl<B: Backend> PluginCalls for NativePlugin<B> {
         // SAFETY: the trait's contract: the entry's arguments.
         Some(unsafe { body::load_binary_flags(self.cell, device, image, flags) })
     }
+    unsafe fn is_device_compatible(&self, device: i32, image: *mut DeviceImage) -> Option<i32> {
+        // SAFETY: the trait's contract: the entry's arguments.
+        Some(unsafe { body::is_device_compatible(self.cell, device, image) })
+    }
     unsafe fn get_device_info(
         &self,
         device: i32,

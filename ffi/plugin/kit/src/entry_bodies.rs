@@ -248,6 +248,29 @@ pub unsafe fn is_valid_binary<B: Backend, K: Boundary>(
     })
 }
 
+/// `__tgt_rtl_is_device_compatible`; 0 on failure.
+///
+/// # Safety
+/// See the module docs.
+pub unsafe fn is_device_compatible<B: Backend, K: Boundary>(
+    cell: &PluginCell<B, K>,
+    device: i32,
+    image: *mut DeviceImage,
+) -> i32 {
+    guard::<B, K, i32, false>(names::IS_DEVICE_COMPATIBLE, 0, || {
+        observe::<B>(EntryCall::IsDeviceCompatible { device });
+        // SAFETY: the caller passes a valid `__tgt_device_image` (or null,
+        // refused by image_ref), alive for this call (module contract).
+        let image = unsafe { image_ref(image)? };
+        cell.with_live(|live| {
+            let device = live.device(device)?;
+            Ok(i32::from(
+                live.backend().is_device_compatible(device, &image)?,
+            ))
+        })
+    })
+}
+
 /// `__tgt_rtl_init_requires`; returns the accepted flags, 0 on failure.
 pub fn init_requires<B: Backend, K: Boundary>(cell: &PluginCell<B, K>, flags: i64) -> i64 {
     guard::<B, K, i64, false>(names::INIT_REQUIRES, 0, || {

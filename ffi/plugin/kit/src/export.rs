@@ -130,6 +130,21 @@ macro_rules! __export_required {
             unsafe { $crate::entry_bodies::load_binary_flags(&$cell, device, image, flags) }
         }
 
+        /// `__tgt_rtl_is_device_compatible` (this project's entry): 1 when
+        /// `device` can run `image`, which `is_valid_binary` accepted.
+        ///
+        /// # Safety
+        /// `image` is null or a valid `__tgt_device_image`.
+        $(#[$attr])*
+        pub unsafe extern "C" fn __tgt_rtl_is_device_compatible(
+            device: i32,
+            image: *mut $crate::abi::DeviceImage,
+        ) -> i32 {
+            // SAFETY: `image` is null or a valid `__tgt_device_image` (this
+            // entry's contract, forwarded), as `is_device_compatible` requires.
+            unsafe { $crate::entry_bodies::is_device_compatible(&$cell, device, image) }
+        }
+
         /// `__tgt_rtl_data_alloc`: the caller owns the memory until
         /// `__tgt_rtl_data_delete`.
         $(#[$attr])*
@@ -628,6 +643,7 @@ macro_rules! __export_lifecycle {
             let _: p::RunTypedRegionFn = __tgt_rtl_run_typed_region;
             let _: p::DataDeleteBatchFn = __tgt_rtl_data_delete_batch;
             let _: p::LoadBinaryFlagsFn = __tgt_rtl_load_binary_flags;
+            let _: p::IsDeviceCompatibleFn = __tgt_rtl_is_device_compatible;
             let _: p::GetDeviceInfoFn = __tgt_rtl_get_device_info;
         };
     };
@@ -678,6 +694,7 @@ macro_rules! __entry_table {
             run_typed_region: Some(__tgt_rtl_run_typed_region),
             data_delete_batch: Some(__tgt_rtl_data_delete_batch),
             load_binary_flags: Some(__tgt_rtl_load_binary_flags),
+            is_device_compatible: Some(__tgt_rtl_is_device_compatible),
             event_elapsed_time: None,
             get_device_info: Some(__tgt_rtl_get_device_info),
         }

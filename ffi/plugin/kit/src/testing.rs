@@ -126,6 +126,9 @@ pub struct Plugin {
     /// `__tgt_rtl_load_binary_flags` (this project's), if the plugin
     /// exports it.
     pub load_binary_flags: Option<p::LoadBinaryFlagsFn>,
+    /// `__tgt_rtl_is_device_compatible` (this project's), if the plugin
+    /// exports it.
+    pub is_device_compatible: Option<p::IsDeviceCompatibleFn>,
     /// `__tgt_rtl_last_error_message` (this project's), if the plugin
     /// exports it; [`Plugin::last_error`] reads it.
     pub last_error_message: Option<p::LastErrorFn>,
@@ -189,6 +192,7 @@ impl Plugin {
             print_device_info: optional!(names::PRINT_DEVICE_INFO),
             data_delete_batch: optional!(names::DATA_DELETE_BATCH),
             load_binary_flags: optional!(names::LOAD_BINARY_FLAGS),
+            is_device_compatible: optional!(names::IS_DEVICE_COMPATIBLE),
             last_error_message: optional!(names::LAST_ERROR_MESSAGE),
             get_device_info: optional!(names::GET_DEVICE_INFO),
             library,

@@ -1,7 +1,9 @@
 //! [`MpiBackend`]: the plugin kit's backend whose devices are other
 //! ranks' devices.
 use crate::client::{self, Client, Server};
-use crate::protocol::{self, Allocated, EntrySpec, Loaded, Op, Reply, INLINE_SUBMIT_LIMIT};
+use crate::protocol::{
+    self, Allocated, EntrySpec, Loaded, Op, Reply, Runners, INLINE_SUBMIT_LIMIT,
+};
 use omptarget_plugin_kit::abi::plugin::{DeviceInfoKey, KernelArgType};
 use omptarget_plugin_kit::abi::{AllocKind, DeviceImage, OffloadEntry, TargetTable};
 use omptarget_plugin_kit::error::Result;
@@ -50,12 +52,43 @@ pub struct MpiBackend {
     /// address, length) -> the number they were shipped under.
     shipped: Mutex<HashMap<(usize, usize, usize, usize), u64>>,
     next_image_id: AtomicU64,
+    /// Which devices of each server run an image: (server, the image's
+    /// length, its bytes' FNV-1a) -> the server's answer to `CanRun`.
+    runners: Mutex<HashMap<(usize, usize, u64), Vec<u32>>>,
 }
 
 /// The `requires` clauses no remote device can honour: memory on another
 /// machine is not the program's memory.
 const UNSHAREABLE: i64 = omptarget_plugin_kit::abi::requires::UNIFIED_ADDRESS
     | omptarget_plugin_kit::abi::requires::UNIFIED_SHARED_MEMORY;
+
+/// The ELF machine (`e_machine`) of an image; `None` for what is not an
+/// ELF file.
+fn elf_machine(bytes: &[u8]) -> Option<u16> {
+    if bytes.len() < 20 || &bytes[..4] != b"\x7fELF" {
+        return None;
+    }
+    Some(u16::from_le_bytes([bytes[18], bytes[19]]))
+}
+
+/// Where `server` may hold `image`'s bytes: (server, image key, bytes'
+/// address, length), the key of [`MpiBackend`]'s `shipped`.
+fn shipped_key(server: usize, image: &ImageRef<'_>) -> (usize, usize, usize, usize) {
+    (
+        server,
+        image.desc.as_ptr() as usize,
+        image.bytes.as_ptr() as usize,
+        image.bytes.len(),
+    )
+}
+
+/// 64-bit FNV-1a: an image's bytes as a key (an address may be reused by
+/// another image once the first is unregistered).
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3)
+    })
+}
 
 fn backend_err(err: String) -> PluginError {
     PluginError::Backend(err)
@@ -150,6 +183,7 @@ impl Backend for MpiBackend {
             requires: AtomicI64::new(0),
             shipped: Mutex::new(HashMap::new()),
             next_image_id: AtomicU64::new(1),
+            runners: Mutex::new(HashMap::new()),
         };
         if !client::should_connect() {
             return Ok(backend);
@@ -263,15 +297,63 @@ impl Backend for MpiBackend {
     }
 
     fn is_valid_binary(&self, image: &ImageRef<'_>) -> bool {
-        // An ELF file for the machine the servers' plugin runs.
-        let bytes = image.bytes;
-        if bytes.len() < 20 || &bytes[..4] != b"\x7fELF" {
+        // An ELF file for the machine some server's plugin runs; which of
+        // their devices can run it, each server says (is_device_compatible).
+        let Some(machine) = elf_machine(image.bytes) else {
             return false;
-        }
-        let machine = u16::from_le_bytes([bytes[18], bytes[19]]);
+        };
         self.client
             .as_deref()
             .is_some_and(|c| c.servers().iter().any(|s| s.machine == machine))
+    }
+
+    fn is_device_compatible(&self, device: DeviceId, image: &ImageRef<'_>) -> Result<bool> {
+        let remote = self.remote(device);
+        // A server whose devices run images for another machine is not
+        // asked (a CUDA server, for an x86-64 image).
+        if elf_machine(image.bytes) != Some(self.server_of(device).machine) {
+            return Ok(false);
+        }
+        let key = (remote.server, image.bytes.len(), fnv1a(image.bytes));
+        let known = self
+            .runners
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&key)
+            .cloned();
+        let runners = match known {
+            Some(runners) => runners,
+            None => {
+                // The server keeps the bytes for the load when one of its
+                // devices runs them: the load names them (`shipped`).
+                let image_id = self.next_image_id.fetch_add(1, Ordering::Relaxed);
+                let reply = self
+                    .client()?
+                    .call(
+                        remote.server,
+                        Op::CanRun {
+                            image_id,
+                            image: image.bytes.to_vec(),
+                        },
+                    )
+                    .map_err(|e| self.located(device, e))?;
+                let runners = Reply::<Runners>::payload(&reply)
+                    .map_err(|e| self.located(device, e))?
+                    .devices;
+                if !runners.is_empty() {
+                    self.shipped
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .insert(shipped_key(remote.server, image), image_id);
+                }
+                self.runners
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(key, runners.clone());
+                runners
+            }
+        };
+        Ok(runners.contains(&remote.device))
     }
 
     fn init_device(&self, device: DeviceId) -> Result<()> {
@@ -349,12 +431,7 @@ impl Backend for MpiBackend {
         // The bytes go to each server once: the loads on its other devices
         // name them (a server that no longer holds them says so, and gets
         // them again).
-        let shipped_key = (
-            remote.server,
-            key,
-            image.bytes.as_ptr() as usize,
-            image.bytes.len(),
-        );
+        let shipped_key = shipped_key(remote.server, image);
         let shipped = self
             .shipped
             .lock()

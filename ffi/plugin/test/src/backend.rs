@@ -97,6 +97,13 @@ impl Backend for TestBackend {
         self.host.is_valid_binary(image)
     }
 
+    fn is_device_compatible(&self, device: DeviceId, image: &ImageRef<'_>) -> Result<bool> {
+        if self.conf.incompatible_device.contains(&device.index()) {
+            return Ok(false);
+        }
+        self.host.is_device_compatible(device, image)
+    }
+
     fn init_device(&self, device: DeviceId) -> Result<()> {
         self.maybe_panic("init_device");
         if self.conf.fail_init_device.contains(&device.index()) {

@@ -39,6 +39,8 @@ pub struct Conf {
     pub location: Option<String>,
     /// The first this many questions for the location fail.
     pub fail_location: usize,
+    /// Devices that `is_device_compatible` says cannot run any image.
+    pub incompatible_device: Vec<usize>,
 }
 
 impl Conf {
@@ -55,6 +57,7 @@ impl Conf {
             panic_in: Vec::new(),
             location: None,
             fail_location: 0,
+            incompatible_device: Vec::new(),
         }
     }
 
@@ -97,6 +100,9 @@ impl Conf {
                 "log" if !value.is_empty() => conf.log = PathBuf::from(value),
                 "location" if !value.is_empty() => conf.location = Some(value.into()),
                 "fail_location" => conf.fail_location = number_value(key, value).map_err(at)?,
+                "incompatible_device" => conf
+                    .incompatible_device
+                    .push(number_value(key, value).map_err(at)?),
                 "panic_in" if PANIC_ENTRIES.contains(&value) => conf.panic_in.push(value.into()),
                 "panic_in" => {
                     return Err(at(format!(
@@ -156,7 +162,7 @@ mod tests {
     fn every_key() {
         let text = "# a comment\n\n devices = 5 \nfail_init_device=1\nfail_init_device=3 # trailing\n\
                     fail_init_plugin=1\ndeinit_in_use=1\nalloc_limit_bytes=4096\nlog=/x/y.log\npanic_in=data_submit\nclaimed_devices=1073741824\n\
-                    location=rank 3 on n7\nfail_location=2\n";
+                    location=rank 3 on n7\nfail_location=2\nincompatible_device=1\nincompatible_device=4\n";
         let conf = Conf::parse(text, lib()).unwrap();
         assert_eq!(
             conf,
@@ -171,6 +177,7 @@ mod tests {
                 panic_in: vec!["data_submit".into()],
                 location: Some("rank 3 on n7".into()),
                 fail_location: 2,
+                incompatible_device: vec![1, 4],
             }
         );
     }

@@ -29,6 +29,9 @@
 //!   - `location=TEXT`: `get_device_info` answers `DeviceInfoKey::Location`
 //!     with TEXT, as for a device outside this process (default: none);
 //!   - `fail_location=N`: the first N questions for the location fail;
+//!   - `incompatible_device=I` (may repeat): `is_device_compatible(I)`
+//!     answers that device I runs no image (as a device of another kind
+//!     would), so the runtime registers no image there;
 //!   - `panic_in=ENTRY` (may repeat): the backend panics inside that entry
 //!     (`init_plugin`, `init_device`, `deinit_device`, `load_binary`,
 //!     `unload_binary`, `data_alloc`, `data_delete`, `data_submit`,

@@ -120,3 +120,50 @@ fn a_plugin_claiming_two_to_the_thirty_devices_is_skipped() {
     assert_eq!(log.count("init_device"), 0, "{log}");
     assert_eq!(log.count("number_of_devices"), 1, "{log}");
 }
+
+/// A device that can run none of the program's images
+/// (`is_device_compatible` says no, as a device of another kind would):
+/// the image is registered on the plugin's other devices only, as LLVM
+/// 20+ registers it. Both devices are asked; the one that says yes loads
+/// the image and runs its region; the other is never given the image, and
+/// a region there is a fatal error naming it (offloading is mandatory
+/// while there are devices). Before, every device of a plugin that
+/// accepted an image got it.
+#[test]
+fn an_image_is_registered_only_on_the_devices_that_can_run_it() {
+    let scratch = Scratch::new("device-images");
+    let program = scratch.join("device_images");
+    clang(&["device_images.c"], &program, OFFLOAD, &[]);
+    let plugin = TestPlugin::new(&scratch, "plugin", &["devices=2", "incompatible_device=1"]);
+    let out = Run::new(&scratch, &program).arg("0").plugin(&plugin).run();
+    out.assert_success();
+    assert_eq!(out.value("devices"), "2", "{out}");
+    assert_eq!(out.value("ran_on_device"), "1", "{out}");
+    assert_eq!(out.value("value"), "7", "{out}");
+    let log = plugin.log();
+    let calls: Vec<&str> = log.lines.iter().map(String::as_str).collect();
+    assert!(calls.contains(&"is_device_compatible 0"), "{log}");
+    assert!(calls.contains(&"is_device_compatible 1"), "{log}");
+    assert!(calls.contains(&"load_binary 0"), "{log}");
+    assert!(!calls.contains(&"load_binary 1"), "{log}");
+    log.assert_every_alloc_freed_once();
+
+    let plugin = TestPlugin::new(
+        &scratch,
+        "plugin-1",
+        &["devices=2", "incompatible_device=1"],
+    );
+    let out = Run::new(&scratch, &program).arg("1").plugin(&plugin).run();
+    assert!(!out.status.success(), "{out}");
+    assert_eq!(out.value("devices"), "2", "{out}");
+    assert!(
+        out.stderr
+            .contains("device 1 has no image of this program (none of its images can run there)"),
+        "{out}"
+    );
+    let log = plugin.log();
+    assert!(
+        !log.lines.iter().any(|l| l.starts_with("load_binary")),
+        "{log}"
+    );
+}

@@ -52,6 +52,7 @@ optional_entries! {
     DataDeleteBatch => DATA_DELETE_BATCH,
     GetDeviceInfo => GET_DEVICE_INFO,
     LoadBinaryFlags => LOAD_BINARY_FLAGS,
+    IsDeviceCompatible => IS_DEVICE_COMPATIBLE,
     IsDataExchangable => IS_DATA_EXCHANGABLE,
     SupportsEmptyImages => SUPPORTS_EMPTY_IMAGES,
     InitRequires => INIT_REQUIRES,
@@ -267,6 +268,7 @@ pub trait PluginCalls: Send + Sync {
         image: *mut DeviceImage,
         flags: u32,
     ) -> Option<*mut TargetTable>;
+    unsafe fn is_device_compatible(&self, device: i32, image: *mut DeviceImage) -> Option<i32>;
     unsafe fn get_device_info(
         &self,
         device: i32,
@@ -291,6 +293,7 @@ impl PluginCalls for EntryTable {
             DataDeleteBatch => self.data_delete_batch.is_some(),
             GetDeviceInfo => self.get_device_info.is_some(),
             LoadBinaryFlags => self.load_binary_flags.is_some(),
+            IsDeviceCompatible => self.is_device_compatible.is_some(),
             IsDataExchangable => self.is_data_exchangable.is_some(),
             SupportsEmptyImages => self.supports_empty_images.is_some(),
             InitRequires => self.init_requires.is_some(),
@@ -643,6 +646,10 @@ impl PluginCalls for EntryTable {
     ) -> Option<*mut TargetTable> {
         // SAFETY: the trait's contract, forwarded to the entry.
         Some(unsafe { (self.load_binary_flags?)(device, image, flags) })
+    }
+    unsafe fn is_device_compatible(&self, device: i32, image: *mut DeviceImage) -> Option<i32> {
+        // SAFETY: the trait's contract, forwarded to the entry.
+        Some(unsafe { (self.is_device_compatible?)(device, image) })
     }
     unsafe fn get_device_info(
         &self,

@@ -14,10 +14,12 @@
 //! * `silence`: a stopped server is a bounded error; a slow kernel is not;
 //! * `spawned`: servers each program rank spawns for itself
 //!   (`OMPTARGET_MPI_SPAWN`): MPI programs keeping their own MPI;
+//! * `images`: each server offered only the images its devices can run;
 //! * `faults`: a device server or the program killed under
 //!   `mpirun --enable-recovery`.
 mod abi;
 mod faults;
+mod images;
 mod job;
 mod lifecycle;
 mod messages;

@@ -43,7 +43,7 @@ pub use codec::{message_len, Malformed, Reader, Writer};
 pub use reply::{
     error_reply, exiting_of, exiting_reply, is_not_shipped, kernel_exit_reply, kernel_exit_status,
     not_shipped_reply, ok_reply, read_reply, Allocated, Exited, Hello, Loaded, Payload, Reply,
-    ReplyError, EXITING, FAILED, KERNEL_EXIT, NOT_SHIPPED, OK,
+    ReplyError, Runners, EXITING, FAILED, KERNEL_EXIT, NOT_SHIPPED, OK,
 };
 pub use request::{reply_tag_of, EntrySpec, InlineCopy, Op, Request};
 

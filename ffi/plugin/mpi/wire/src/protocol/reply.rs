@@ -100,6 +100,31 @@ impl Payload for Loaded {
     }
 }
 
+/// `CanRun`'s payload: the server's devices that can run the image, in
+/// increasing order (none: no device there runs it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Runners {
+    /// The server's own device numbers.
+    pub devices: Vec<u32>,
+}
+
+impl Payload for Runners {
+    fn write(&self, w: &mut Writer) {
+        for &device in &self.devices {
+            w.u32(device);
+        }
+    }
+    fn read(r: &mut Reader<'_>) -> Result<Runners, Malformed> {
+        if !r.left().is_multiple_of(4) {
+            return Err(Malformed(format!("{} bytes of device numbers", r.left())));
+        }
+        let devices = (0..r.left() / 4)
+            .map(|_| r.u32())
+            .collect::<Result<_, _>>()?;
+        Ok(Runners { devices })
+    }
+}
+
 /// `Alloc`'s payload: the device address.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Allocated {
@@ -363,6 +388,12 @@ mod tests {
             entries: Vec::new(),
         }));
         round_trip(Reply::Ok(Allocated { addr: 0xdead_0000 }));
+        round_trip(Reply::Ok(Runners {
+            devices: vec![0, 2, u32::MAX],
+        }));
+        round_trip(Reply::Ok(Runners {
+            devices: Vec::new(),
+        }));
         round_trip(Reply::Ok(Exited {
             summary: "rank 1: clean".into(),
         }));
@@ -392,6 +423,12 @@ mod tests {
             w.u64(1).u32(2);
         });
         assert!(Reply::<Loaded>::decode(&ragged).is_err());
+        // Device numbers that are not whole (a string's 8-byte length
+        // and 1 byte).
+        let torn = ok_reply(|w| {
+            w.str("x");
+        });
+        assert!(Reply::<Runners>::decode(&torn).is_err());
         // An unknown status.
         let mut w = Writer::new();
         w.u32(99);
