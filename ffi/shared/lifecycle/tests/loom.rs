@@ -1,5 +1,5 @@
 //! The loom model of the shim's lifecycle (`RUSTFLAGS="--cfg loom" cargo
-//! test -p omptarget-lifecycle --test loom --release`; a step of `cargo
+//! test -p omptarget-lifecycle --test loom`; a step of `cargo
 //! xtask test`). Every interleaving of the threads below is explored.
 //!
 //! The session is a model of what the shim's session guards: a plugin that
