@@ -452,3 +452,29 @@ fn a_device_that_cannot_run_an_image_is_told_apart_and_refuses_it() {
     assert!(log.lines.iter().all(|l| l != "init_device 1"), "{log}");
     assert!(runtime.shutdown().is_clean());
 }
+
+/// A question the plugin fails to answer (`is_device_compatible`
+/// panicking inside the plugin: 0 with a last error) counts as yes, as
+/// without the entry: the image is offered, and its load says what is
+/// wrong. Nothing unwinds out of the entry.
+#[test]
+fn a_failed_device_question_offers_the_image() {
+    let plugin = support::TestPlugin::isolated("devices=1\npanic_in=is_device_compatible\n");
+    // SAFETY: a plugin library of this project built for the tests.
+    let runtime = Runtime::new(unsafe { Config::default().with_plugins([&plugin.path]) }).unwrap();
+    let elf = std::fs::read(support::clang::build_kernel_image("vec_add.c")).unwrap();
+    let image = omptarget::image::OwnedImage::new(&elf, &["vec_add"]).unwrap();
+    let device = runtime.device(0).unwrap();
+    // SAFETY: `image` is a valid descriptor, alive here.
+    assert!(unsafe { device.can_run_image(image.as_device_image()) });
+    // SAFETY: a test kernel object (tests/kernels): no initialiser or finaliser.
+    let loaded = unsafe { omptarget::Image::load(device, &elf, &["vec_add"]) }.unwrap();
+    drop(loaded);
+    let log = plugin.log();
+    assert!(
+        log.lines.iter().any(|l| l == "is_device_compatible 0"),
+        "{log}"
+    );
+    assert!(log.lines.iter().any(|l| l == "load_binary 0"), "{log}");
+    assert!(runtime.shutdown().is_clean());
+}

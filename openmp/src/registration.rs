@@ -4,8 +4,12 @@
 //! A plugin becomes "used" when it is the first (in load order) to accept
 //! one of a binary's images; its devices then get the next OpenMP device
 //! numbers. Each image is copied (`image_copy`), recorded for
-//! every device of its plugin and loaded lazily on the device's first use
-//! ([`super::init`], `load`).
+//! every device of its plugin that can run it (`is_device_compatible`;
+//! every device, for a plugin without that entry) and loaded lazily on
+//! the device's first use ([`super::init`], `load`). A device that can run
+//! none of a binary's images keeps its number (LLVM 20+ numbers only the
+//! devices that can); a region there fails as on a device without an
+//! image.
 //!
 //! Both run from clang's library constructors and destructors, which hold
 //! the dynamic loader's lock: they take only the registry's short locks,
@@ -250,11 +254,6 @@ impl Offload<'_> {
             for used in takers {
                 let slots = &self.registry.devices.all()
                     [used.first_device..used.first_device + used.device_count];
-                if eager_init {
-                    for slot in slots {
-                        self.ready_device(slot.id.into());
-                    }
-                }
                 // The copy an earlier plugin's devices got, if any: every
                 // device is handed (and asked about) the same copy.
                 let image_copy = match self.registered_copy(entries_begin, image_ptr) {
@@ -281,6 +280,12 @@ impl Offload<'_> {
                     })
                     .cloned()
                     .collect();
+                if eager_init {
+                    // As LLVM 20+: the devices that take the image.
+                    for slot in &runners {
+                        self.ready_device(slot.id.into());
+                    }
+                }
                 // SAFETY: our `# Safety`: `desc` is valid with valid arrays, so
                 // `image_ptr` is a valid image of it, and its host entry range.
                 let copy = unsafe {

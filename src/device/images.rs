@@ -70,10 +70,9 @@ impl Device {
     /// ([`Device::is_valid_image`]): the plugin's
     /// `__tgt_rtl_is_device_compatible`, true for a plugin without it
     /// (every device of a plugin runs what the plugin accepts, LLVM 14's
-    /// and 19's rule). A failed question is a no (the plugin's reason is
-    /// logged): the image is then not registered on this device, and a
-    /// region there fails as on a device with no image. Does not
-    /// initialise the device.
+    /// and 19's rule). A question that fails (the plugin says why, or is
+    /// dead) is answered as without the entry, yes, and logged: the load
+    /// then says what is wrong. Does not initialise the device.
     ///
     /// # Safety
     /// `image` points to a valid `__tgt_device_image`.
@@ -86,15 +85,18 @@ impl Device {
         match answer {
             Ok(None) => true,
             Ok(Some(yes)) if yes != 0 => true,
-            Ok(Some(_)) => {
-                if let Some(why) = self.plugin.take_last_error() {
-                    tracing::warn!(plugin = %self.plugin.name(), device = self.id, %why, "cannot tell whether the device runs an image; not registering it there");
+            // The entry clears the last error first: one now says the
+            // question failed, and no message means a plain no.
+            Ok(Some(_)) => match self.plugin.take_last_error() {
+                None => false,
+                Some(why) => {
+                    tracing::warn!(plugin = %self.plugin.name(), device = self.id, %why, "cannot tell whether the device runs an image; offering it");
+                    true
                 }
-                false
-            }
+            },
             Err(e) => {
-                tracing::warn!(plugin = %self.plugin.name(), device = self.id, error = %e, "cannot tell whether the device runs an image; not registering it there");
-                false
+                tracing::warn!(plugin = %self.plugin.name(), device = self.id, error = %e, "cannot tell whether the device runs an image; offering it");
+                true
             }
         }
     }

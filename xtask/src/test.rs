@@ -172,13 +172,7 @@ fn loom_lifecycle() -> Result<()> {
     let status = cmd::cargo()
         .current_dir(&root)
         .env("RUSTFLAGS", "--cfg loom")
-        .args([
-            "test",
-            "-p",
-            "omptarget-lifecycle",
-            "--test",
-            "loom",
-        ])
+        .args(["test", "-p", "omptarget-lifecycle", "--test", "loom"])
         .arg("--target-dir")
         .arg(root.join("target/loom"))
         .status()

@@ -58,7 +58,6 @@ impl Server {
             } => {
                 let bytes = match image {
                     Some(bytes) => {
-                        self.checked.remove(&(client, image_id));
                         self.received.0 += 1;
                         self.received.1 += bytes.len() as u64;
                         let bytes = Arc::new(bytes);
@@ -67,29 +66,21 @@ impl Server {
                             .insert((client, image_id), Arc::downgrade(&bytes));
                         bytes
                     }
-                    None => match self.checked.remove(&(client, image_id)).or_else(|| {
-                        self.shipped
-                            .get(&(client, image_id))
-                            .and_then(Weak::upgrade)
-                    }) {
+                    None => match self
+                        .shipped
+                        .get(&(client, image_id))
+                        .and_then(Weak::upgrade)
+                    {
                         Some(bytes) => bytes,
                         None => return Ok(Answer::<()>::NotShipped.encode()),
                     },
                 };
                 self.load(client, device, key, flags, bytes, entries)
             }
-            Op::CanRun { image_id, image } => {
-                self.received.0 += 1;
-                self.received.1 += image.len() as u64;
-                let runners = self.runners(&image);
-                if !runners.devices.is_empty() {
-                    let bytes = Arc::new(image);
-                    self.shipped.retain(|_, held| held.strong_count() > 0);
-                    self.shipped
-                        .insert((client, image_id), Arc::downgrade(&bytes));
-                    self.checked.insert((client, image_id), bytes);
-                }
-                Ok(Answer::Ok(runners).encode())
+            Op::CanRun { image } => {
+                self.asked.0 += 1;
+                self.asked.1 += image.len() as u64;
+                Ok(Answer::Ok(self.runners(&image)).encode())
             }
             Op::UnloadBinary { device, key } => {
                 let storage = self.images.remove(&(device, client, key)).ok_or_else(|| {
@@ -253,7 +244,6 @@ impl Server {
             }
             Op::Exit => {
                 self.clients.remove(&client);
-                self.checked.retain(|(c, _), _| *c != client);
                 let summary = if self.clients.is_empty() {
                     self.shut_down()
                 } else {

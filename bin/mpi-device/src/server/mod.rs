@@ -49,11 +49,9 @@ pub struct Server {
     /// The image bytes each client shipped, by (client rank, image id):
     /// held while an image of them is loaded.
     shipped: HashMap<(i32, u64), Weak<Vec<u8>>>,
-    /// Bytes a client shipped with `CanRun` that some device here can
-    /// run, held until the first `LoadBinary` naming them (or the
-    /// client's end): the load then names them instead of shipping them
-    /// again.
-    checked: HashMap<(i32, u64), Arc<Vec<u8>>>,
+    /// Images clients asked about (`CanRun`), and their bytes (for the
+    /// shutdown summary: what registration cost in traffic).
+    asked: (usize, u64),
     /// Images shipped here, and their bytes (for the shutdown summary).
     received: (usize, u64),
     /// Requests answered, and one-way copies (for the shutdown summary:
@@ -136,7 +134,7 @@ impl Server {
             images: HashMap::new(),
             allocations: HashMap::new(),
             shipped: HashMap::new(),
-            checked: HashMap::new(),
+            asked: (0, 0),
             received: (0, 0),
             served: 0,
             one_way: 0,
@@ -327,7 +325,6 @@ impl Server {
             .collect();
         for (rank, why) in &dead {
             self.clients.remove(rank);
-            self.checked.retain(|(client, _), _| client != rank);
             say(&format!(
                 "omptarget-mpi-device rank {}: {why}; {} program rank(s) left",
                 self.world.rank,
@@ -347,8 +344,9 @@ impl Server {
         let rank = self.world.rank;
         let host = self.world.mpi.processor_name();
         let (images, bytes) = self.received;
+        let (asked, asked_bytes) = self.asked;
         let shipped = format!(
-            "{} request(s) answered, {} one-way copies; {images} image(s) shipped here ({bytes} bytes)",
+            "{} request(s) answered, {} one-way copies; {images} image(s) shipped here ({bytes} bytes), {asked} asked about ({asked_bytes} bytes)",
             self.served, self.one_way
         );
         emit_report(&format!(

@@ -53,8 +53,10 @@ pub struct MpiBackend {
     shipped: Mutex<HashMap<(usize, usize, usize, usize), u64>>,
     next_image_id: AtomicU64,
     /// Which devices of each server run an image: (server, the image's
-    /// length, its bytes' FNV-1a) -> the server's answer to `CanRun`.
-    runners: Mutex<HashMap<(usize, usize, u64), Vec<u32>>>,
+    /// length, its bytes' FNV-1a) -> the server's answer to `CanRun`
+    /// (`None`: it could not tell, and every device of it is offered the
+    /// image). Only an answer: the loads ship the bytes themselves.
+    runners: Mutex<HashMap<ImageOnServer, Option<Vec<u32>>>>,
 }
 
 /// The `requires` clauses no remote device can honour: memory on another
@@ -70,6 +72,9 @@ fn elf_machine(bytes: &[u8]) -> Option<u16> {
     }
     Some(u16::from_le_bytes([bytes[18], bytes[19]]))
 }
+
+/// An image's bytes as a server sees them: (server, length, FNV-1a).
+type ImageOnServer = (usize, usize, u64);
 
 /// Where `server` may hold `image`'s bytes: (server, image key, bytes'
 /// address, length), the key of [`MpiBackend`]'s `shipped`.
@@ -324,28 +329,34 @@ impl Backend for MpiBackend {
         let runners = match known {
             Some(runners) => runners,
             None => {
-                // The server keeps the bytes for the load when one of its
-                // devices runs them: the load names them (`shipped`).
-                let image_id = self.next_image_id.fetch_add(1, Ordering::Relaxed);
-                let reply = self
-                    .client()?
-                    .call(
-                        remote.server,
-                        Op::CanRun {
-                            image_id,
-                            image: image.bytes.to_vec(),
-                        },
-                    )
-                    .map_err(|e| self.located(device, e))?;
-                let runners = Reply::<Runners>::payload(&reply)
-                    .map_err(|e| self.located(device, e))?
-                    .devices;
-                if !runners.is_empty() {
-                    self.shipped
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .insert(shipped_key(remote.server, image), image_id);
-                }
+                let answer = self
+                    .client()
+                    .and_then(|c| {
+                        c.call(
+                            remote.server,
+                            Op::CanRun {
+                                image: image.bytes.to_vec(),
+                            },
+                        )
+                        .map_err(|e| self.located(device, e))
+                    })
+                    .and_then(|reply| {
+                        Reply::<Runners>::payload(&reply).map_err(|e| self.located(device, e))
+                    });
+                // A server that cannot tell (one that does not know the
+                // question, or is gone) is offered the image, as a runtime
+                // without this question offers it: its load then says
+                // what is wrong.
+                let runners = match answer {
+                    Ok(runners) => Some(runners.devices),
+                    Err(why) => {
+                        omptarget_plugin_kit::diagnostics::warning(
+                            Self::NAME,
+                            &format_args!("{why}; offering it the image"),
+                        );
+                        None
+                    }
+                };
                 self.runners
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
@@ -353,7 +364,7 @@ impl Backend for MpiBackend {
                 runners
             }
         };
-        Ok(runners.contains(&remote.device))
+        Ok(runners.is_none_or(|r| r.contains(&remote.device)))
     }
 
     fn init_device(&self, device: DeviceId) -> Result<()> {

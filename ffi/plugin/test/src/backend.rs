@@ -98,6 +98,7 @@ impl Backend for TestBackend {
     }
 
     fn is_device_compatible(&self, device: DeviceId, image: &ImageRef<'_>) -> Result<bool> {
+        self.maybe_panic("is_device_compatible");
         if self.conf.incompatible_device.contains(&device.index()) {
             return Ok(false);
         }

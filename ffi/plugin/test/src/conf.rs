@@ -9,6 +9,7 @@ pub const DEFAULT_DEVICES: usize = 2;
 pub const PANIC_ENTRIES: &[&str] = &[
     "init_plugin",
     "init_device",
+    "is_device_compatible",
     "deinit_device",
     "load_binary",
     "unload_binary",

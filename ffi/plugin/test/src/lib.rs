@@ -33,7 +33,7 @@
 //!     answers that device I runs no image (as a device of another kind
 //!     would), so the runtime registers no image there;
 //!   - `panic_in=ENTRY` (may repeat): the backend panics inside that entry
-//!     (`init_plugin`, `init_device`, `deinit_device`, `load_binary`,
+//!     (`init_plugin`, `init_device`, `is_device_compatible`, `deinit_device`, `load_binary`,
 //!     `unload_binary`, `data_alloc`, `data_delete`, `data_submit`,
 //!     `data_retrieve`, `run_target_region` (also team regions),
 //!     `deinit_plugin`), to exercise the panic boundaries.

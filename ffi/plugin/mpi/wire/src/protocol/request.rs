@@ -47,10 +47,9 @@ pub enum Op {
     /// Which of the server's devices can run `image` (its plugin's
     /// `is_valid_binary`, then `is_device_compatible` per device); reply:
     /// [`Runners`](super::Runners). Asked once per server and image, at
-    /// registration, before any device is initialised. When some device
-    /// can, the server keeps the bytes under `image_id` until the first
-    /// `LoadBinary` naming it (so they travel once).
-    CanRun { image_id: u64, image: Vec<u8> },
+    /// registration, before any device is initialised. The server keeps
+    /// nothing of it: a load ships the bytes as before.
+    CanRun { image: Vec<u8> },
     /// Unload the image loaded under `key`.
     UnloadBinary { device: u32, key: u64 },
     /// Allocate; reply: the device address.
@@ -192,8 +191,8 @@ impl Request {
                     w.str(&e.name).u64(e.size).i32(e.flags);
                 }
             }
-            Op::CanRun { image_id, image } => {
-                w.u32(code::CAN_RUN).u64(*image_id).bytes(image);
+            Op::CanRun { image } => {
+                w.u32(code::CAN_RUN).bytes(image);
             }
             Op::UnloadBinary { device, key } => {
                 w.u32(code::UNLOAD_BINARY).u32(*device).u64(*key);
@@ -330,7 +329,6 @@ impl Request {
                 }
             }
             code::CAN_RUN => Op::CanRun {
-                image_id: r.u64()?,
                 image: r.bytes()?.to_vec(),
             },
             code::UNLOAD_BINARY => Op::UnloadBinary {
@@ -462,13 +460,9 @@ mod tests {
         round_trip(Op::InitDevice { device: 3 });
         round_trip(Op::DeinitDevice { device: 3 });
         round_trip(Op::CanRun {
-            image_id: 7,
             image: b"\x7fELF image".to_vec(),
         });
-        round_trip(Op::CanRun {
-            image_id: u64::MAX,
-            image: Vec::new(),
-        });
+        round_trip(Op::CanRun { image: Vec::new() });
         round_trip(Op::LoadBinary {
             device: 1,
             key: 0xdead,
