@@ -4,7 +4,7 @@
 use crate::{cmd, dtors, stage, valgrind};
 use anyhow::{bail, Context, Result};
 use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -14,119 +14,70 @@ static TOTALS: [AtomicU64; 3] = [const { AtomicU64::new(0) }; 3];
 /// One check of `cargo xtask test`.
 pub struct Step {
     pub name: &'static str,
-    pub run: Run,
-}
-
-/// How a step runs.
-pub enum Run {
-    /// In order: the next step starts when it has passed.
-    InOrder(fn() -> Result<()>),
-    /// A command started in the background, beside the steps after it
-    /// (its output kept in a log file and shown when it ends); the run
-    /// waits for it after the last step, and fails if it failed.
-    Beside(fn() -> Command),
+    pub run: fn() -> Result<()>,
 }
 
 /// The steps, in order; the first failure stops the run.
 pub const STEPS: &[Step] = &[
     Step {
         name: "lint: cargo fmt --check, cargo clippy -D warnings, cargo doc -D warnings",
-        run: Run::InOrder(crate::lint),
+        run: crate::lint,
     },
     Step {
         name: "stage (release, kept for the valgrind suite of the C programs; then debug)",
-        run: Run::InOrder(stage_release_then_debug),
+        run: stage_release_then_debug,
     },
     Step {
         name: "the workspace's tests: cargo nextest run --workspace, then the doc tests",
-        run: Run::InOrder(workspace_tests),
-    },
-    // Beside the steps after it, which leave a core mostly idle (one
-    // valgrind, one benchmark, one small build at a time: 65 s wall for
-    // 85 CPU-s in the fresh-clone run of 27dda2a), and read the staged
-    // libraries without writing them.
-    Step {
-        name: "LLVM's lit suites (14, 19, 22): what passes on the release's runtime passes on ours, in both link forms",
-        run: Run::Beside(llvm_lit_suites),
+        run: workspace_tests,
     },
     Step {
         name: "the Rust API examples, run",
-        run: Run::InOrder(run_examples),
+        run: run_examples,
     },
     Step {
         name: "install (debug) into target/install-check, run a clang-14 program through it",
-        run: Run::InOrder(crate::install::check),
+        run: crate::install::check,
     },
     Step {
         name: "benchmarks, each run once (quick mode: results checked, no time asserted)",
-        run: Run::InOrder(benchmarks_once),
+        run: benchmarks_once,
     },
     Step {
         name: "loom: the shim's lifecycle state machine, every interleaving",
-        run: Run::InOrder(loom_lifecycle),
+        run: loom_lifecycle,
     },
     Step {
         name: "no global destructors in staged libraries",
-        run: Run::InOrder(no_global_dtors),
+        run: no_global_dtors,
     },
     Step {
         name: "valgrind: the Rust API test binaries",
-        run: Run::InOrder(valgrind_rust_api),
+        run: valgrind_rust_api,
     },
     Step {
         name: "code layout: the text-order lists still name the release build's functions",
-        run: Run::InOrder(text_order_check),
+        run: text_order_check,
+    },
+    Step {
+        name: "LLVM's lit suites (14, 19, 22): what passes on the release's runtime passes on ours, in both link forms",
+        run: llvm_lit_suites,
     },
 ];
 
 pub fn test() -> Result<()> {
     let started = Instant::now();
     let mut timings = Vec::new();
-    let mut beside: Vec<Background> = Vec::new();
     for step in STEPS {
+        println!("==> {}", step.name);
         let t = Instant::now();
         let cpu = children_cpu();
-        let result = match step.run {
-            Run::InOrder(run) => {
-                println!("==> {}", step.name);
-                run()
-            }
-            Run::Beside(command) => {
-                println!(
-                    "==> {} (in the background, beside the next steps)",
-                    step.name
-                );
-                match Background::start(step.name, command()) {
-                    Ok(started) => {
-                        beside.push(started);
-                        continue;
-                    }
-                    Err(e) => Err(e),
-                }
-            }
-        };
+        let result = (step.run)();
         timings.push((step.name, t.elapsed(), children_cpu() - cpu));
         if let Err(e) = result {
-            for started in beside {
-                started.abandon();
-            }
             print_timings(&timings);
             return Err(e.context(format!("step `{}` failed", step.name)));
         }
-    }
-    let mut failed = None;
-    for started in beside {
-        let cpu = children_cpu();
-        let (name, wall, result) = started.finish();
-        // Its CPU is counted when it is reaped, here.
-        timings.push((name, wall, children_cpu() - cpu));
-        if let Err(e) = result {
-            failed.get_or_insert(e.context(format!("step `{name}` failed")));
-        }
-    }
-    if let Some(e) = failed {
-        print_timings(&timings);
-        return Err(e);
     }
     print_timings(&timings);
     println!(
@@ -138,65 +89,6 @@ pub fn test() -> Result<()> {
     let [passed, failed, ignored] = TOTALS.each_ref().map(|t| t.load(Ordering::Relaxed));
     println!("tests: {passed} passed, {failed} failed, {ignored} skipped");
     Ok(())
-}
-
-/// A [`Run::Beside`] step's process, its output going to a log file.
-struct Background {
-    name: &'static str,
-    shown: String,
-    child: std::process::Child,
-    log: std::path::PathBuf,
-    started: Instant,
-}
-
-impl Background {
-    fn start(name: &'static str, mut cmd: Command) -> Result<Background> {
-        let dir = stage::target_dir().join("omptarget");
-        std::fs::create_dir_all(&dir)?;
-        let log = dir.join("background-step.log");
-        let file =
-            std::fs::File::create(&log).with_context(|| format!("creating {}", log.display()))?;
-        let shown = cmd::show(&cmd);
-        println!("$ {shown} > {}", log.display());
-        let child = cmd
-            .stdout(file.try_clone()?)
-            .stderr(file)
-            .spawn()
-            .with_context(|| format!("cannot start {shown}"))?;
-        Ok(Background {
-            name,
-            shown,
-            child,
-            log,
-            started: Instant::now(),
-        })
-    }
-
-    /// Wait for it; show its output.
-    fn finish(mut self) -> (&'static str, Duration, Result<()>) {
-        let status = self.child.wait();
-        let wall = self.started.elapsed();
-        println!("==> {} (ran in the background; its output:)", self.name);
-        match std::fs::read_to_string(&self.log) {
-            Ok(text) => print!("{text}"),
-            Err(e) => println!("(cannot read {}: {e})", self.log.display()),
-        }
-        let result = match status {
-            Ok(s) if s.success() => Ok(()),
-            Ok(s) => Err(anyhow::anyhow!("{} failed ({s})", self.shown)),
-            Err(e) => Err(anyhow::anyhow!("waiting for {}: {e}", self.shown)),
-        };
-        (self.name, wall, result)
-    }
-
-    /// An earlier step failed: end it (its process group: lit's workers
-    /// and the programs they run), without waiting for its result.
-    fn abandon(mut self) {
-        // SAFETY: kill(2) on a process group we started; no memory involved.
-        unsafe { libc::kill(-(self.child.id() as i32), libc::SIGKILL) };
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 /// A step's wall time and the CPU time (user + system) of the processes
@@ -561,17 +453,15 @@ fn text_order_check() -> Result<()> {
 /// fails the step, unless
 /// `tests/lit/known-regressions.txt` lists it (the list of what issue 19
 /// still has to fix; it may only shrink).
-fn llvm_lit_suites() -> Command {
-    use std::os::unix::process::CommandExt;
+fn llvm_lit_suites() -> Result<()> {
     let root = stage::workspace_root();
-    let mut cmd = Command::new("python3");
-    cmd.current_dir(&root)
-        .arg(root.join("scripts/llvm-lit.py"))
-        .arg("--known")
-        .arg(root.join("tests/lit/known-regressions.txt"))
-        // A group of its own, so that an early end takes every worker.
-        .process_group(0);
-    cmd
+    cmd::run(
+        std::process::Command::new("python3")
+            .current_dir(&root)
+            .arg(root.join("scripts/llvm-lit.py"))
+            .arg("--known")
+            .arg(root.join("tests/lit/known-regressions.txt")),
+    )
 }
 
 /// The Rust API's integration tests under valgrind: no definite or indirect
