@@ -63,12 +63,15 @@ fetch_orig_from_pool() {
 }
 
 mkdir -p "$dest"
-unpacked=0
-for major in "${majors[@]}"; do
+
+# One release: fetch its source tarball and unpack its suite; 0 when the
+# suite is there.
+unpack_one() {
+  local major=$1 sub version out stamp work
   case "$major" in
     14) sub=openmp/libomptarget/test ;;
     19 | 22) sub=offload/test ;;
-    *) echo "llvm-sources: no suite known for LLVM $major" >&2; exit 2 ;;
+    *) echo "llvm-sources: no suite known for LLVM $major" >&2; return 2 ;;
   esac
   version=$(version_of "$major")
   out="$dest/llvm-$major"
@@ -76,12 +79,11 @@ for major in "${majors[@]}"; do
   if [ -n "$version" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$version" ] \
     && [ -f "$out/$sub/lit.cfg" ]; then
     echo "llvm-sources: LLVM $major's lit suite ($version) already in $out"
-    unpacked=$((unpacked + 1))
-    continue
+    return 0
   fi
   if [ -z "$version" ]; then
     echo "llvm-sources: apt knows no source of llvm-toolchain-$major: LLVM $major's suite is skipped" >&2
-    continue
+    return 1
   fi
   work="$dest/download-$major"
   rm -rf "$work" "$out"
@@ -93,7 +95,7 @@ for major in "${majors[@]}"; do
     if ! fetch_orig_from_pool "$major" "$work"; then
       echo "llvm-sources: llvm-toolchain-$major $version could not be fetched: LLVM $major's suite is skipped" >&2
       rm -rf "$work"
-      continue
+      return 1
     fi
   fi
   # Only the suite (and nothing else of the ~1.5 GB tree) is written.
@@ -102,6 +104,18 @@ for major in "${majors[@]}"; do
   rm -rf "$work"
   echo "$version" >"$stamp"
   echo "llvm-sources: LLVM $major's lit suite ($version) unpacked in $out/$sub"
-  unpacked=$((unpacked + 1))
+}
+
+# The releases at once: each is a download, then an xz decompression of
+# the whole tarball on one core (one after the other: 30 s of a fresh
+# clone's `cargo xtask deps`).
+pids=()
+for major in "${majors[@]}"; do
+  unpack_one "$major" &
+  pids+=($!)
+done
+unpacked=0
+for pid in "${pids[@]}"; do
+  if wait "$pid"; then unpacked=$((unpacked + 1)); fi
 done
 [ "$unpacked" -gt 0 ]
