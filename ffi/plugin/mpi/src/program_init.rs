@@ -153,7 +153,6 @@ impl ProgramInit {
         // safety net does it at exit (`MpiBackend::on_unload`; this
         // library, pinned, is unloaded only then). No exit handler of its
         // own: the project registers none.
-        HANDED.store(true, Ordering::Release);
         Ok(())
     }
 
@@ -170,16 +169,16 @@ impl ProgramInit {
     }
 }
 
-/// Whether MPI was handed over to the program ([`ProgramInit::hand_over`]).
-static HANDED: AtomicBool = AtomicBool::new(false);
-
 /// At exit, after a hand-over (from the plugin's safety net, which runs
 /// once the pinned library is unloaded: at exit): finalise MPI if the
 /// program never claimed it (no `MPI_Init` of its own) and it is still
 /// initialised. Nothing otherwise.
 pub fn finalize_unclaimed() {
     let _ = std::panic::catch_unwind(|| {
-        if !HANDED.load(Ordering::Acquire) || PROGRAM_INITS.load(Ordering::Acquire) > 0 {
+        // Handed over: the redirections were kept (never null after it).
+        if HANDED_OVER.load(Ordering::Acquire).is_null()
+            || PROGRAM_INITS.load(Ordering::Acquire) > 0
+        {
             return;
         }
         let (query, done, finalize) = (
