@@ -36,6 +36,7 @@ taken off (the list is exact, so it only shrinks), and so does a
 reference that passes far fewer tests than measured (MIN_REFERENCE).
 """
 import argparse
+import functools
 import os
 import re
 import resource
@@ -84,7 +85,15 @@ def all_targets(major):
     return targets
 
 
-CC_CACHE = os.path.join(ROOT, "scripts", "lit_cc_cache.py")
+@functools.lru_cache(maxsize=None)
+def cc_cache_tool():
+    """The build cache's compiler wrapper: `xtask lit-cc` (xtask/src/lit_cc.rs),
+    the xtask that runs this script (OMPTARGET_XTASK) or one built now."""
+    xtask = os.environ.get("OMPTARGET_XTASK")
+    if xtask and os.access(xtask, os.X_OK):
+        return xtask
+    subprocess.run(["cargo", "build", "--quiet", "-p", "xtask"], cwd=ROOT, check=True)
+    return os.path.join(TARGET, "debug", "xtask")
 
 
 def cc_cache_dir(major):
@@ -140,7 +149,7 @@ def runs(major):
     }
 
 
-def write_site_config(major, run, exec_root):
+def write_site_config(major, run, exec_root, cc_tool):
     """The lit.site.cfg CMake would write for host offload to x86_64 and
     the release's own runtime, with `run.link_dir` as the library folder
     the tests link against (libomp, the device runtime and the other
@@ -153,9 +162,9 @@ def write_site_config(major, run, exec_root):
     values = {
         "bin_llvm_tools_dir": tools,
         # Through the build cache: the reference's and ours-linked-as-the-
-        # release's runs build the same binaries (scripts/lit_cc_cache.py).
-        "test_c_compiler": f"{sys.executable} {CC_CACHE} /usr/bin/clang-{major}",
-        "test_cxx_compiler": f"{sys.executable} {CC_CACHE} /usr/bin/clang++-{major}",
+        # release's runs build the same binaries (xtask/src/lit_cc.rs).
+        "test_c_compiler": f"{cc_tool} lit-cc /usr/bin/clang-{major}",
+        "test_cxx_compiler": f"{cc_tool} lit-cc /usr/bin/clang++-{major}",
         "test_fortran_compiler": "",
         "test_openmp_flags": "-fopenmp -pthread",
         "test_extra_flags": "",
@@ -209,7 +218,7 @@ def run_lit(major, run, out_dir, jobs, filter_re):
     """Run the suite as `run` says; the sets of tests that passed and ran."""
     runtime = run.name
     exec_root = os.path.join(out_dir, runtime)
-    write_site_config(major, run, exec_root)
+    write_site_config(major, run, exec_root, cc_cache_tool())
     # llvm-NN-tools ships lit (19: build/utils/lit/lit.py, 22: bin/lit).
     candidates = [f"/usr/lib/llvm-{major}/build/utils/lit/lit.py", f"/usr/lib/llvm-{major}/bin/lit"]
     lit = next((c for c in candidates if os.path.isfile(c)), None)

@@ -1,8 +1,9 @@
-//! `scripts/lit_cc_cache.py`, the compiler of the lit step's runs: a
+//! `xtask lit-cc` (`lit_cc`), the compiler of the lit step's runs: a
 //! program built twice with different link flags (the lit step's "ours"
 //! and "own-name" runs) is compiled once and linked twice, and each
 //! binary is byte for byte the one clang makes in one go.
 
+use crate::lit_cc::{Built, Cache};
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -41,17 +42,17 @@ fn run(cmd: &mut Command) -> Output {
     out
 }
 
-/// `lit_cc_cache.py clang-14 FLAGS source -o out`, caching in `cache`.
-fn cached_build(cache: &Path, flags: &[String], source: &Path, out: &Path) -> Output {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/lit_cc_cache.py");
-    run(Command::new("python3")
-        .arg(script)
-        .arg("clang-14")
-        .args(flags)
-        .arg(source)
-        .arg("-o")
-        .arg(out)
-        .env("LIT_CC_CACHE_DIR", cache))
+/// `xtask lit-cc clang-14 FLAGS source -o out`, caching in `cache`.
+fn cached_build(cache: &Path, flags: &[String], source: &Path, out: &Path) -> Built {
+    let mut args = flags.to_vec();
+    args.extend([source, Path::new("-o"), out].map(|p| p.to_string_lossy().into_owned()));
+    let cache = Cache {
+        dir: cache.to_path_buf(),
+        root: String::new(),
+    };
+    let built = crate::lit_cc::build("clang-14", &args, &cache).expect("the build runs");
+    assert_eq!(built.code, 0, "{}", String::from_utf8_lossy(&built.stderr));
+    built
 }
 
 fn entries(cache: &Path, prefix: &str) -> usize {
@@ -83,7 +84,12 @@ fn two_link_forms_compile_once_and_match_the_one_go_build() {
         let flags = flags(&link_dir.to_string_lossy());
         let cached = dir.path().join(name);
         let out = cached_build(&cache, &flags, &source, &cached);
-        assert!(out.stdout.is_empty() && out.stderr.is_empty(), "{out:?}");
+        assert!(
+            out.stdout.is_empty() && out.stderr.is_empty(),
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
         let direct = dir.path().join(format!("{name}-direct"));
         run(Command::new("clang-14")
             .args(&flags)
@@ -97,6 +103,13 @@ fn two_link_forms_compile_once_and_match_the_one_go_build() {
         let ran = run(Command::new(&cached).env("LD_LIBRARY_PATH", "/usr/lib/llvm-14/lib"));
         assert_eq!(String::from_utf8_lossy(&ran.stdout), "2\n");
     }
+    // The same build again (the next run's) is the first one's binary,
+    // from the cache: no new entry.
+    let first = dir.path().join("first");
+    let kept = std::fs::read(&first).unwrap();
+    std::fs::remove_file(&first).unwrap();
+    cached_build(&cache, &flags(&a.to_string_lossy()), &source, &first);
+    assert!(std::fs::read(&first).unwrap() == kept);
     // One object for both link forms, and each form's binary kept.
     assert_eq!(
         entries(&cache, "obj-"),

@@ -15,9 +15,13 @@
 //! * `lint`: rustfmt check, clippy and `cargo doc` with warnings denied.
 //! * `check-dtors [lib.so...]`: the no-global-destructors check (default:
 //!   every staged library).
+//! * `lit-cc COMPILER ARGS...`: the lit step's compiler, which builds each
+//!   program once per run of `scripts/llvm-lit.py` (`lit_cc`); run as
+//!   `target/debug/xtask lit-cc`, not through cargo.
 //!
 //! Modules: one per command (`stage`, `install` with `install-check`,
-//! `deps`, `test`, `valgrind`, `dtors` for `check-dtors`) and `cmd`
+//! `deps`, `test`, `valgrind`, `dtors` for `check-dtors`, `lit_cc` for
+//! `lit-cc`) and `cmd`
 //! (running child processes); `demo` and `lint` are functions of this file.
 //! `docs_check` (tests only): README.md's dependency table, layout of
 //! `target/omptarget` and program counts against `.ci/apt-packages.txt`,
@@ -34,6 +38,7 @@ mod dtors;
 mod install;
 #[cfg(test)]
 mod layers;
+mod lit_cc;
 #[cfg(test)]
 mod lit_cc_cache_check;
 mod stage;
@@ -53,7 +58,8 @@ const USAGE: &str = "usage: cargo xtask <command>
   demo                    clang-14 and clang-22 offload programs on the staged runtime, then the Rust example
   valgrind <test> [args]  run integration test <test> under valgrind
   lint                    cargo fmt --check; cargo clippy -D warnings
-  check-dtors [lib.so..]  no global destructors (default: staged libs)";
+  check-dtors [lib.so..]  no global destructors (default: staged libs)
+  lit-cc COMPILER ARGS..  the lit step's caching compiler (scripts/llvm-lit.py runs it)";
 
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -77,6 +83,7 @@ fn main() -> Result<()> {
             install::install(std::path::Path::new(prefix), debug)
         }
         Some("install-check") => install::check(),
+        Some("lit-cc") => lit_cc::main(rest),
         Some("deps") => deps::deps(),
         Some("test") => test::test(),
         Some("demo") => demo(),

@@ -455,9 +455,12 @@ fn text_order_check() -> Result<()> {
 /// still has to fix; it may only shrink).
 fn llvm_lit_suites() -> Result<()> {
     let root = stage::workspace_root();
+    // This very program is the suites' caching compiler (`xtask lit-cc`).
+    let xtask = std::env::current_exe().context("finding the xtask binary")?;
     cmd::run(
         std::process::Command::new("python3")
             .current_dir(&root)
+            .env("OMPTARGET_XTASK", xtask)
             .arg(root.join("scripts/llvm-lit.py"))
             .arg("--known")
             .arg(root.join("tests/lit/known-regressions.txt")),
