@@ -62,6 +62,15 @@ pub enum CallError {
         /// Whether `text` tells the server's death.
         tells_death: bool,
     },
+    /// A copy between two servers relayed through this process found no
+    /// memory for its buffer.
+    #[error("no room here for the {len}-byte buffer of a copy between two servers: {source}")]
+    NoRelayRoom {
+        /// The buffer's length.
+        len: usize,
+        /// The allocator's refusal.
+        source: std::collections::TryReserveError,
+    },
     /// A one-way copy larger than one travels.
     #[error("a one-way copy of {len} bytes (at most {INLINE_SUBMIT_LIMIT})")]
     TooLarge {

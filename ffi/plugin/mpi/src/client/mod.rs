@@ -66,6 +66,10 @@ pub struct Client {
     /// servers sending to each other at once, each blocked in its send,
     /// would wait for each other for ever.
     exchanges: Mutex<()>,
+    /// Whether the job has other program ranks, which may ask the same
+    /// servers for copies between them at the same time as this one: such
+    /// copies are then relayed through this process ([`Client::relay`]).
+    other_clients: bool,
     /// The servers found dead, by rank, and how they were found: every
     /// later call on their devices fails at once with that text.
     dead: RankNotes,
@@ -93,6 +97,7 @@ impl Client {
             None => World::join(Role::Program)?,
         };
         let ranks = world.ranks(Role::Server);
+        let other_clients = world.ranks(Role::Program).len() > 1;
         let mut client = Client {
             world,
             servers: Vec::new(),
@@ -102,6 +107,7 @@ impl Client {
             is_closed: AtomicBool::new(false),
             sending: ReadMostly::new(()),
             exchanges: Mutex::new(()),
+            other_clients,
             dead: RankNotes::default(),
             gathered: Vec::new(),
             lost: RankNotes::default(),

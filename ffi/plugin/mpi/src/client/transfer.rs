@@ -116,8 +116,10 @@ impl Client {
         })
     }
 
-    /// Copy `size` bytes between devices of two servers, straight from
-    /// one to the other.
+    /// Copy `size` bytes between devices of two servers: straight from
+    /// one to the other when this is the servers' only program rank;
+    /// through this process ([`Client::relay`]) when another program rank
+    /// may ask the same two servers for the opposite copy at the same time.
     pub fn exchange(
         &self,
         (src, src_device, src_ptr): (usize, u32, u64),
@@ -145,6 +147,9 @@ impl Client {
                 size,
             };
             return self.call_server_ok(src, op).map(drop);
+        }
+        if self.other_clients {
+            return self.relay((src, src_device, src_ptr), (dst, dst_device, dst_ptr), size);
         }
         let _one_at_a_time = self.exchanges.lock().unwrap_or_else(|p| p.into_inner());
         let (src_rank, dst_rank) = (self.servers[src].rank, self.servers[dst].rank);
@@ -216,4 +221,42 @@ impl Client {
             None => Ok(()),
         }
     }
+
+    /// A copy between two servers made as a retrieve from one and a submit
+    /// to the other, [`RELAY_CHUNK`] at a time through a buffer of this
+    /// process. A server serves one request at a time, each to its end: two
+    /// servers each asked to send to the other (program rank 0 copying from
+    /// A to B while rank 1 copies from B to A) would each wait in its send
+    /// for the other for ever. Relayed, no server ever waits for another,
+    /// so crossing copies cannot deadlock; the cost is that the bytes cross
+    /// the network twice.
+    fn relay(
+        &self,
+        (src, src_device, src_ptr): (usize, u32, u64),
+        (dst, dst_device, dst_ptr): (usize, u32, u64),
+        size: u64,
+    ) -> Result<(), CallError> {
+        let chunk = size.min(RELAY_CHUNK) as usize;
+        let mut buffer: Vec<u8> = Vec::new();
+        buffer
+            .try_reserve_exact(chunk)
+            .map_err(|source| CallError::NoRelayRoom { len: chunk, source })?;
+        buffer.resize(chunk, 0);
+        let mut done = 0u64;
+        while done < size {
+            let n = (size - done).min(chunk as u64) as usize;
+            let into = buffer.as_mut_ptr().cast::<c_void>();
+            // SAFETY: `buffer` is writable, then readable, for `n` bytes.
+            unsafe {
+                self.retrieve_batch_now(src, src_device, &[(src_ptr + done, into, n)])?;
+                self.submit_now(dst, dst_device, dst_ptr + done, into.cast_const(), n)?;
+            }
+            done += n as u64;
+        }
+        Ok(())
+    }
 }
+
+/// The most a copy between two servers holds in this process at once when
+/// it is relayed ([`Client::relay`]).
+pub const RELAY_CHUNK: u64 = 64 << 20;

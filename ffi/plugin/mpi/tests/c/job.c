@@ -23,6 +23,12 @@
 //                4096, or 12285 if the copy was lost
 //   slow-kernel  a region on the last device that sleeps 3 s (longer
 //                than the test's silence limit), then the sum there
+//   crossing     program ranks 0 and 1 copy 8 MiB between the first and
+//                the last device 50 times at once, in opposite directions
+//                (rank 0: first to last; rank 1: last to first): two
+//                servers asked to send to each other at the same time;
+//                prints "rank R: crossing copies: ok" when each copy
+//                arrived whole
 //   plain-mpi    (built with -DWITH_MPI) MPI_Init in main, unconditionally,
 //                as MPI programs do; allreduces its device count and
 //                offloads to its last device (a job with no server)
@@ -164,6 +170,31 @@ int main(int argc, char **argv) {
     for (int i = 0; i < N; i++) sum += data[i];
 #pragma omp target exit data map(delete : data) device(last)
     printf("after: %.0f\n", sum);
+    return 0;
+  }
+  if (!strcmp(mode, "crossing")) {
+    const char *rank_text = getenv("OMPI_COMM_WORLD_RANK");
+    int rank = rank_text ? atoi(rank_text) : 0;
+    int last = devices - 1, host = omp_get_initial_device();
+    int from = rank ? last : 0, to = rank ? 0 : last;
+    size_t words = (8u << 20) / sizeof(long);
+    long *mine = malloc(words * sizeof(long));
+    for (size_t i = 0; i < words; i++) mine[i] = (long)(i * 31 + rank);
+    long *src = omp_target_alloc(words * sizeof(long), from);
+    long *dst = omp_target_alloc(words * sizeof(long), to);
+    if (!mine || !src || !dst) return 3;
+    if (omp_target_memcpy(src, mine, words * sizeof(long), 0, 0, from, host)) return 4;
+    for (int k = 0; k < 50; k++) {
+      if (omp_target_memcpy(dst, src, words * sizeof(long), 0, 0, to, from)) return 5;
+    }
+    memset(mine, 0, words * sizeof(long));
+    if (omp_target_memcpy(mine, dst, words * sizeof(long), 0, 0, host, to)) return 6;
+    for (size_t i = 0; i < words; i++)
+      if (mine[i] != (long)(i * 31 + rank)) return 7;
+    omp_target_free(src, from);
+    omp_target_free(dst, to);
+    free(mine);
+    printf("rank %d: crossing copies: ok\n", rank);
     return 0;
   }
 #ifdef WITH_MPI

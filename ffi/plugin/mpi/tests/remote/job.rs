@@ -260,3 +260,11 @@ pub fn facts(stdout: &str) -> Vec<&str> {
         .filter_map(|l| l.split_once("fact: ").map(|(_, fact)| fact))
         .collect()
 }
+
+/// The lines of `text` (the ranks' output, in whatever order the
+/// launcher interleaved them), sorted.
+pub fn sorted_lines(text: &str) -> Vec<String> {
+    let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
+    lines.sort();
+    lines
+}

@@ -309,10 +309,8 @@ fn the_programs_own_mpi_traffic_and_finalize_leave_the_job_clean() {
     let tag = tag("own-mpi");
     let out = job::run(job(&binary, "own-mpi", 2, 2, &tag));
     assert_eq!(out.exit, Some(Exit::Code(0)), "{}", describe(&out));
-    let mut lines: Vec<&str> = out.stdout.lines().collect();
-    lines.sort();
     assert_eq!(
-        lines,
+        job::sorted_lines(&out.stdout),
         [
             "rank 0: devices 12, sum 12285, peer said 101",
             "rank 1: devices 12, sum 12285, peer said 100"
@@ -347,10 +345,8 @@ fn a_plain_mpi_program_keeps_its_own_mpi() {
     cmd.args(["-np", "2"]).arg(binary).arg("plain-mpi");
     let out = job::run(cmd);
     assert_eq!(out.exit, Some(Exit::Code(0)), "{}", describe(&out));
-    let mut lines: Vec<&str> = out.stdout.lines().collect();
-    lines.sort();
     assert_eq!(
-        lines,
+        job::sorted_lines(&out.stdout),
         [
             "rank 0: devices 4 of 8, sum 12285",
             "rank 1: devices 4 of 8, sum 12285"

@@ -15,9 +15,12 @@
 //! * `spawned`: servers each program rank spawns for itself
 //!   (`OMPTARGET_MPI_SPAWN`): MPI programs keeping their own MPI;
 //! * `images`: each server offered only the images its devices can run;
+//! * `exchanges`: copies between two servers' devices, crossing copies of
+//!   two program ranks included;
 //! * `faults`: a device server or the program killed under
 //!   `mpirun --enable-recovery`.
 mod abi;
+mod exchanges;
 mod faults;
 mod images;
 mod job;

@@ -93,19 +93,18 @@ fn agreed(rank: usize, ranks: usize, servers: usize, thread_level: bool) -> Stri
     )
 }
 
-fn sorted_lines(text: &str) -> Vec<String> {
-    let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
-    lines.sort();
-    lines
-}
-
 #[test]
 fn an_mpi_program_that_calls_mpi_init_keeps_a_world_of_its_own_ranks() {
     let tag = tag("spawn-init-first");
     let out = job::run(spawning(3, 1, &tag, mpi_program(), &["init-first"]));
     assert_eq!(out.exit, Some(Exit::Code(0)), "{}", describe(&out));
     let expected: Vec<String> = (0..3).map(|r| agreed(r, 3, 1, false)).collect();
-    assert_eq!(sorted_lines(&out.stdout), expected, "{}", describe(&out));
+    assert_eq!(
+        job::sorted_lines(&out.stdout),
+        expected,
+        "{}",
+        describe(&out)
+    );
     // Each rank's own server, told to exit when its rank finalised MPI.
     assert_eq!(server_summaries(&out.stderr), 3, "{}", describe(&out));
     assert!(!out.stderr.contains("error"), "{}", describe(&out));
@@ -118,7 +117,12 @@ fn an_mpi_program_may_offload_before_it_initialises_mpi() {
     let out = job::run(spawning(2, 2, &tag, mpi_program(), &["offload-first"]));
     assert_eq!(out.exit, Some(Exit::Code(0)), "{}", describe(&out));
     let expected: Vec<String> = (0..2).map(|r| agreed(r, 2, 2, true)).collect();
-    assert_eq!(sorted_lines(&out.stdout), expected, "{}", describe(&out));
+    assert_eq!(
+        job::sorted_lines(&out.stdout),
+        expected,
+        "{}",
+        describe(&out)
+    );
     assert_eq!(server_summaries(&out.stderr), 4, "{}", describe(&out));
     assert_no_server_left(&tag, Duration::from_secs(5));
 }
@@ -230,7 +234,12 @@ fn an_mpi_program_that_calls_pmpi_init_keeps_its_own_mpi() {
     let out = job::run(spawning(2, 1, &tag, mpi_program(), &["pmpi-init"]));
     assert_eq!(out.exit, Some(Exit::Code(0)), "{}", describe(&out));
     let expected: Vec<String> = (0..2).map(|r| agreed(r, 2, 1, false)).collect();
-    assert_eq!(sorted_lines(&out.stdout), expected, "{}", describe(&out));
+    assert_eq!(
+        job::sorted_lines(&out.stdout),
+        expected,
+        "{}",
+        describe(&out)
+    );
     assert_no_server_left(&tag, Duration::from_secs(5));
 }
 
@@ -319,7 +328,7 @@ fn a_non_pie_program_that_takes_mpi_init_s_address_keeps_its_own_mpi() {
     let out = job::run(spawning(1, 1, &tag, program, &["init-first"]));
     assert_eq!(out.exit, Some(Exit::Code(0)), "{}", describe(&out));
     assert_eq!(
-        sorted_lines(&out.stdout),
+        job::sorted_lines(&out.stdout),
         [agreed(0, 1, 1, false)],
         "{}",
         describe(&out)
