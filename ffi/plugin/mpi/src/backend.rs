@@ -53,7 +53,7 @@ pub struct MpiBackend {
     shipped: Mutex<HashMap<(usize, usize, usize, usize), u64>>,
     next_image_id: AtomicU64,
     /// Which devices of each server run an image: (server, the image's
-    /// length, its bytes' FNV-1a) -> the server's answer to `CanRun`
+    /// length, its bytes' XXH3) -> the server's answer to `CanRun`
     /// (`None`: it could not tell, and every device of it is offered the
     /// image). Only an answer: the loads ship the bytes themselves.
     runners: Mutex<HashMap<ImageOnServer, Option<Vec<u32>>>>,
@@ -73,7 +73,7 @@ fn elf_machine(bytes: &[u8]) -> Option<u16> {
     Some(u16::from_le_bytes([bytes[18], bytes[19]]))
 }
 
-/// An image's bytes as a server sees them: (server, length, FNV-1a).
+/// An image's bytes as a server sees them: (server, length, XXH3-64).
 type ImageOnServer = (usize, usize, u64);
 
 /// Where `server` may hold `image`'s bytes: (server, image key, bytes'
@@ -87,12 +87,12 @@ fn shipped_key(server: usize, image: &ImageRef<'_>) -> (usize, usize, usize, usi
     )
 }
 
-/// 64-bit FNV-1a: an image's bytes as a key (an address may be reused by
-/// another image once the first is unregistered).
-fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
-        (h ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3)
-    })
+/// An image's bytes as a key (an address may be reused by another image
+/// once the first is unregistered): XXH3-64, computed for each remote
+/// device the image is registered on, so fast (a byte-at-a-time FNV-1a
+/// took about a millisecond per MiB of image, per device).
+fn content_key(bytes: &[u8]) -> u64 {
+    twox_hash::XxHash3_64::oneshot(bytes)
 }
 
 fn backend_err(err: String) -> PluginError {
@@ -319,7 +319,7 @@ impl Backend for MpiBackend {
         if elf_machine(image.bytes) != Some(self.server_of(device).machine) {
             return Ok(false);
         }
-        let key = (remote.server, image.bytes.len(), fnv1a(image.bytes));
+        let key = (remote.server, image.bytes.len(), content_key(image.bytes));
         let known = self
             .runners
             .lock()
