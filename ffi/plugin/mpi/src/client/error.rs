@@ -102,6 +102,22 @@ pub enum CallError {
 }
 
 impl CallError {
+    /// Hand over `buffer`, the memory the failed call's transfer used: kept
+    /// for ever when MPI may still write into it or read it
+    /// ([`WireError::keep`]: a wire error that could not be confirmed
+    /// cancelled, as it is or inside [`CallError::DiedDuring`]), freed
+    /// otherwise.
+    pub fn keep(self, buffer: Vec<u8>) -> CallError {
+        match self {
+            CallError::Wire(err) => CallError::Wire(err.keep(buffer)),
+            CallError::DiedDuring { why, source } => CallError::DiedDuring {
+                why,
+                source: Box::new(source.keep(buffer)),
+            },
+            other => other,
+        }
+    }
+
     /// Whether the text already says that the call's server died (a wait
     /// its death ended, or a server known dead): then the death is not
     /// said twice.
@@ -151,5 +167,30 @@ mod tests {
         };
         assert!(during.tells_death());
         assert!(during.to_string().starts_with("rank 2 died; MPI_Test: "));
+    }
+
+    #[test]
+    fn a_buffer_mpi_may_still_use_is_kept_inside_a_death_too() {
+        let kept_bytes = |err: &CallError| match err {
+            CallError::Wire(WireError::Unconfirmed { kept, .. }) => kept.bytes(),
+            CallError::DiedDuring { source, .. } => match &**source {
+                CallError::Wire(WireError::Unconfirmed { kept, .. }) => kept.bytes(),
+                _ => 0,
+            },
+            _ => 0,
+        };
+        let unconfirmed =
+            || CallError::from(WireError::unconfirmed(Failure::GaveUp("gone".into())));
+        let kept = unconfirmed().keep(Vec::with_capacity(4096));
+        assert_eq!(kept_bytes(&kept), 4096);
+        let during = CallError::DiedDuring {
+            why: "rank 2 died".into(),
+            source: Box::new(unconfirmed()),
+        }
+        .keep(Vec::with_capacity(4096));
+        assert_eq!(kept_bytes(&during), 4096);
+        // A failure MPI is done with frees it (nothing kept).
+        let failed = CallError::from(WireError::from(Failure::GaveUp("gone".into())));
+        assert_eq!(kept_bytes(&failed.keep(Vec::with_capacity(4096))), 0);
     }
 }

@@ -242,16 +242,20 @@ impl Client {
             .try_reserve_exact(chunk)
             .map_err(|source| CallError::NoRelayRoom { len: chunk, source })?;
         buffer.resize(chunk, 0);
-        let mut done = 0u64;
-        while done < size {
-            let n = (size - done).min(chunk as u64) as usize;
+        for (offset, n) in chunks(size, chunk as u64) {
             let into = buffer.as_mut_ptr().cast::<c_void>();
-            // SAFETY: `buffer` is writable, then readable, for `n` bytes.
-            unsafe {
-                self.retrieve_batch_now(src, src_device, &[(src_ptr + done, into, n)])?;
-                self.submit_now(dst, dst_device, dst_ptr + done, into.cast_const(), n)?;
+            // SAFETY: `buffer` is writable, then readable, for `n` bytes,
+            // and outlives both transfers: on an error MPI may still use
+            // it, the error keeps it for good.
+            let step = unsafe {
+                self.retrieve_batch_now(src, src_device, &[(src_ptr + offset, into, n)])
+                    .and_then(|()| {
+                        self.submit_now(dst, dst_device, dst_ptr + offset, into.cast_const(), n)
+                    })
+            };
+            if let Err(err) = step {
+                return Err(err.keep(buffer));
             }
-            done += n as u64;
         }
         Ok(())
     }
@@ -260,3 +264,24 @@ impl Client {
 /// The most a copy between two servers holds in this process at once when
 /// it is relayed ([`Client::relay`]).
 pub const RELAY_CHUNK: u64 = 64 << 20;
+
+/// The (offset, length) pieces of `size` bytes, each at most `chunk`.
+fn chunks(size: u64, chunk: u64) -> impl Iterator<Item = (u64, usize)> {
+    (0..size)
+        .step_by(chunk.max(1) as usize)
+        .map(move |offset| (offset, (size - offset).min(chunk) as usize))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::chunks;
+
+    #[test]
+    fn a_relayed_copy_is_cut_into_whole_pieces_that_cover_it_once() {
+        let pieces: Vec<_> = chunks(10, 4).collect();
+        assert_eq!(pieces, [(0, 4), (4, 4), (8, 2)]);
+        assert_eq!(chunks(8, 4).collect::<Vec<_>>(), [(0, 4), (4, 4)]);
+        assert_eq!(chunks(3, 64).collect::<Vec<_>>(), [(0, 3)]);
+        assert_eq!(chunks(0, 64).count(), 0);
+    }
+}

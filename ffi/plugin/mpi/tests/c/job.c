@@ -173,8 +173,11 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (!strcmp(mode, "crossing")) {
+    // Open MPI's, else Hydra's: without either nothing would cross.
     const char *rank_text = getenv("OMPI_COMM_WORLD_RANK");
-    int rank = rank_text ? atoi(rank_text) : 0;
+    if (!rank_text) rank_text = getenv("PMI_RANK");
+    if (!rank_text) return 8;
+    int rank = atoi(rank_text);
     int last = devices - 1, host = omp_get_initial_device();
     int from = rank ? last : 0, to = rank ? 0 : last;
     size_t words = (8u << 20) / sizeof(long);
