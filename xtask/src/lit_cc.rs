@@ -104,10 +104,12 @@ pub fn main(args: &[String]) -> Result<()> {
     let Some((compiler, args)) = args.split_first() else {
         anyhow::bail!("usage: xtask lit-cc COMPILER ARGS...");
     };
-    let cache = std::env::var_os("LIT_CC_CACHE_DIR").map(|dir| Cache {
-        dir: PathBuf::from(dir),
-        root: std::env::var("LIT_CC_CACHE_ROOT").unwrap_or_default(),
-    });
+    let cache = std::env::var_os("LIT_CC_CACHE_DIR")
+        .filter(|dir| !dir.is_empty())
+        .map(|dir| Cache {
+            dir: PathBuf::from(dir),
+            root: std::env::var("LIT_CC_CACHE_ROOT").unwrap_or_default(),
+        });
     let built = match cache {
         Some(cache) if cacheable(args, &cache).is_some() => build(compiler, args, &cache)?,
         _ => {
@@ -151,16 +153,21 @@ pub fn build(compiler: &str, args: &[String], cache: &Cache) -> Result<Built> {
         .dir
         .join(key_of(compiler, args, &cache.root, Some(out))?);
     if entry.is_dir() {
-        std::fs::copy(entry.join("output"), out)
-            .with_context(|| format!("copying the cached build to {out}"))?;
-        return Ok(Built {
-            code: 0,
-            stdout: std::fs::read(entry.join("stdout"))?,
-            stderr: std::fs::read(entry.join("stderr"))?,
-        });
+        let hit = || -> std::io::Result<Built> {
+            std::fs::copy(entry.join("output"), out)?;
+            Ok(Built {
+                code: 0,
+                stdout: std::fs::read(entry.join("stdout"))?,
+                stderr: std::fs::read(entry.join("stderr"))?,
+            })
+        };
+        // An entry that cannot be read back is built anew.
+        if let Ok(built) = hit() {
+            return Ok(built);
+        }
     }
     let done = build_anew(compiler, args, out, cache)?;
-    let code = done.status.code().unwrap_or(1);
+    let code = exit_code(done.status);
     if code == 0 && Path::new(out).is_file() {
         store(
             &cache.dir,
@@ -168,13 +175,34 @@ pub fn build(compiler: &str, args: &[String], cache: &Cache) -> Result<Built> {
             &[("output", Path::new(out))],
             &done.stdout,
             &done.stderr,
-        )?;
+        );
     }
     Ok(Built {
         code,
         stdout: done.stdout,
         stderr: done.stderr,
     })
+}
+
+/// The status a shell gives a command: its exit code, or 128 + the signal
+/// that ended it (a crashed compiler is a failed build either way).
+fn exit_code(status: std::process::ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    status
+        .code()
+        .or_else(|| status.signal().map(|signal| 128 + signal))
+        .unwrap_or(1)
+}
+
+/// The compiler with `args`, its standard input the wrapper's own (a
+/// build from standard input is not cached, but `-` is read as ever).
+fn compiler_command(
+    compiler: &str,
+    args: impl IntoIterator<Item = impl AsRef<std::ffi::OsStr>>,
+) -> Command {
+    let mut cmd = Command::new(compiler);
+    cmd.args(args).stdin(std::process::Stdio::inherit());
+    cmd
 }
 
 /// What a build's result depends on: the compiler, the arguments with the
@@ -269,14 +297,13 @@ fn build_anew(compiler: &str, args: &[String], out: &str, cache: &Cache) -> Resu
         if let Some(object) = object_of(compiler, &compile, cache)? {
             let mut link: Vec<OsString> = args.iter().map(OsString::from).collect();
             link[source] = object.into_os_string();
-            let done = Command::new(compiler).args(&link).output()?;
+            let done = compiler_command(compiler, &link).output()?;
             if done.status.success() && done.stdout.is_empty() && done.stderr.is_empty() {
                 return Ok(done);
             }
         }
     }
-    Command::new(compiler)
-        .args(args)
+    compiler_command(compiler, args)
         .output()
         .with_context(|| format!("running {compiler}"))
 }
@@ -293,59 +320,60 @@ fn object_of(compiler: &str, compile: &[String], cache: &Cache) -> Result<Option
     if object.is_file() {
         return Ok(Some(object));
     }
-    std::fs::create_dir_all(&cache.dir)?;
-    let tmp = unique_in(&cache.dir, ".obj-", ".o", |p| {
+    // A cache that cannot be written (no room, say) only costs the split:
+    // the build is then made in one go.
+    if std::fs::create_dir_all(&cache.dir).is_err() {
+        return Ok(None);
+    }
+    let Ok(tmp) = unique_in(&cache.dir, ".obj-", ".o", |p| {
         std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
             .open(p)
             .map(drop)
-    })?;
-    let compiled = (|| -> Result<bool> {
-        let done = Command::new(compiler)
-            .args(compile)
-            .arg("-o")
-            .arg(&tmp)
-            .output()
-            .with_context(|| format!("running {compiler}"))?;
-        if !done.status.success() || !done.stdout.is_empty() || !done.stderr.is_empty() {
-            return Ok(false);
-        }
-        store(&cache.dir, &entry, &[("output.o", &tmp)], b"", b"")?;
-        Ok(true)
-    })();
+    }) else {
+        return Ok(None);
+    };
+    let compiled = compiler_command(compiler, compile)
+        .arg("-o")
+        .arg(&tmp)
+        .output()
+        .with_context(|| format!("running {compiler}"));
+    let silent = compiled.as_ref().is_ok_and(|done| {
+        done.status.success() && done.stdout.is_empty() && done.stderr.is_empty()
+    });
+    if silent {
+        store(&cache.dir, &entry, &[("output.o", &tmp)], b"", b"");
+    }
     let _ = std::fs::remove_file(&tmp);
-    Ok((compiled? && object.is_file()).then_some(object))
+    compiled?;
+    Ok((silent && object.is_file()).then_some(object))
 }
 
 /// Keep `files` (name, path) and the streams as `entry` of the cache,
 /// written beside it and renamed into place: a parallel lit job sees a
-/// whole entry or none.
-fn store(
-    cache: &Path,
-    entry: &Path,
-    files: &[(&str, &Path)],
-    stdout: &[u8],
-    stderr: &[u8],
-) -> Result<()> {
-    std::fs::create_dir_all(cache)?;
-    let tmp = unique_in(cache, ".new-", "", |p| std::fs::create_dir(p))?;
-    let fill = || -> Result<()> {
+/// whole entry or none. Best effort: an entry that cannot be written (no
+/// room, or another job stored it first: the rename finds a full folder)
+/// is not kept, and the build it would have kept stands either way.
+fn store(cache: &Path, entry: &Path, files: &[(&str, &Path)], stdout: &[u8], stderr: &[u8]) {
+    let Ok(tmp) = std::fs::create_dir_all(cache)
+        .map_err(anyhow::Error::from)
+        .and_then(|()| unique_in(cache, ".new-", "", |p| std::fs::create_dir(p)))
+    else {
+        return;
+    };
+    let fill = || -> std::io::Result<()> {
         for (name, path) in files {
             // `fs::copy` keeps the permission bits (an executable stays one).
             std::fs::copy(path, tmp.join(name))?;
         }
         std::fs::write(tmp.join("stdout"), stdout)?;
         std::fs::write(tmp.join("stderr"), stderr)?;
-        Ok(())
+        std::fs::rename(&tmp, entry)
     };
-    let kept = fill().and_then(|()| Ok(std::fs::rename(&tmp, entry)?));
-    if kept.is_err() {
-        // Another job stored it first (the rename found a full folder), or
-        // the copy failed: the build itself stands either way.
+    if fill().is_err() {
         let _ = std::fs::remove_dir_all(&tmp);
     }
-    Ok(())
 }
 
 /// `dir/PREFIX<unique>SUFFIX`, made by `create` (which fails with

@@ -103,13 +103,6 @@ fn two_link_forms_compile_once_and_match_the_one_go_build() {
         let ran = run(Command::new(&cached).env("LD_LIBRARY_PATH", "/usr/lib/llvm-14/lib"));
         assert_eq!(String::from_utf8_lossy(&ran.stdout), "2\n");
     }
-    // The same build again (the next run's) is the first one's binary,
-    // from the cache: no new entry.
-    let first = dir.path().join("first");
-    let kept = std::fs::read(&first).unwrap();
-    std::fs::remove_file(&first).unwrap();
-    cached_build(&cache, &flags(&a.to_string_lossy()), &source, &first);
-    assert!(std::fs::read(&first).unwrap() == kept);
     // One object for both link forms, and each form's binary kept.
     assert_eq!(
         entries(&cache, "obj-"),
@@ -118,4 +111,27 @@ fn two_link_forms_compile_once_and_match_the_one_go_build() {
     );
     assert_eq!(entries(&cache, "."), 0, "a half-written entry was left");
     assert_eq!(std::fs::read_dir(&cache).unwrap().count(), 3);
+    // The same build again (the next run's) is the first one's binary,
+    // from the cache: with the compiled object gone, a build anew would
+    // compile it again into a new entry; none comes. And it still runs.
+    let first = dir.path().join("first");
+    let kept = std::fs::read(&first).unwrap();
+    std::fs::remove_file(&first).unwrap();
+    let objects: Vec<_> = std::fs::read_dir(&cache)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with("obj-"))
+        .collect();
+    for object in &objects {
+        std::fs::remove_dir_all(object).unwrap();
+    }
+    cached_build(&cache, &flags(&a.to_string_lossy()), &source, &first);
+    assert!(std::fs::read(&first).unwrap() == kept);
+    assert_eq!(
+        entries(&cache, "obj-"),
+        0,
+        "the cached build was built again"
+    );
+    let ran = run(Command::new(&first).env("LD_LIBRARY_PATH", "/usr/lib/llvm-14/lib"));
+    assert_eq!(String::from_utf8_lossy(&ran.stdout), "2\n");
 }
