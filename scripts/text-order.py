@@ -18,6 +18,7 @@ table at 1k and 100k entries), run on a release staging of ours under
 Usage:
   scripts/text-order.py            rewrite the files (a few minutes)
   scripts/text-order.py --check    how many listed names the release build has
+  scripts/text-order.py --check --lib DIR   the same, of the release libraries in DIR
 """
 import argparse
 import os
@@ -134,8 +135,10 @@ def defined_symbols(path):
     return {line.split()[-1] for line in out.splitlines() if line.strip()}
 
 
-def check():
-    lib = stage_release()
+def check(lib=None):
+    """How many listed names the release build in `lib` has (default: the
+    release build, staged now)."""
+    lib = lib or stage_release()
     stale = False
     for library, crate in LIBRARIES:
         listed = open(os.path.join(ROOT, crate, "text-order.txt")).read().split()
@@ -152,8 +155,11 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--check", action="store_true",
                    help="only report how many listed names the release build has")
-    if p.parse_args().check:
-        check()
+    p.add_argument("--lib", help="with --check: the folder of an existing release build's "
+                                 "libraries (cargo xtask test's release copy), instead of staging one")
+    args = p.parse_args()
+    if args.check:
+        check(args.lib)
     else:
         write()
 

@@ -34,7 +34,7 @@ pub const ARTIFACTS: &[(&str, &str, &str, bool)] = &[
         true,
     ),
     (
-        "omptarget-shim",
+        SHIM_PACKAGE,
         "libomptarget_shim.so",
         "libomptarget.so",
         true,
@@ -120,7 +120,9 @@ pub fn target_dir() -> PathBuf {
     }
 }
 
-pub fn stage(release: bool) -> Result<Staged> {
+/// `cargo build` of `packages` (`--release` or not) into the target
+/// folder; the folder of what it built.
+fn build<'a>(release: bool, packages: impl IntoIterator<Item = &'a str>) -> Result<PathBuf> {
     let root = workspace_root();
     let target = target_dir();
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
@@ -134,17 +136,51 @@ pub fn stage(release: bool) -> Result<Staged> {
     if release {
         cmd.arg("--release");
     }
-    for (package, ..) in ARTIFACTS {
-        cmd.args(["-p", package]);
-    }
-    for (package, _) in BINARIES {
+    for package in packages {
         cmd.args(["-p", package]);
     }
     let status = cmd.status().context("running cargo build")?;
     if !status.success() {
         bail!("cargo build of the plugins and the shim failed");
     }
-    let built = target.join(if release { "release" } else { "debug" });
+    Ok(target.join(if release { "release" } else { "debug" }))
+}
+
+/// The release build of the shipped libraries of `packages` (of
+/// [`ARTIFACTS`]) alone, copied under their staged names (the shim's
+/// [`SHIM_ALIASES`] too) into `into`, which is emptied first: the release
+/// copy a check needs, without building what it does not.
+pub fn release_copy(packages: &[&str], into: &Path) -> Result<()> {
+    let built = build(true, packages.iter().copied())?;
+    if into.exists() {
+        std::fs::remove_dir_all(into).with_context(|| format!("removing {}", into.display()))?;
+    }
+    std::fs::create_dir_all(into)?;
+    for (package, file, name, _) in ARTIFACTS {
+        if packages.contains(package) {
+            std::fs::copy(built.join(file), into.join(name))
+                .with_context(|| format!("copying {file} into {}", into.display()))?;
+        }
+    }
+    if packages.contains(&SHIM_PACKAGE) {
+        for alias in SHIM_ALIASES {
+            std::os::unix::fs::symlink("libomptarget.so", into.join(alias))
+                .with_context(|| format!("linking {alias} in {}", into.display()))?;
+        }
+    }
+    Ok(())
+}
+
+/// The package of `libomptarget.so`.
+pub const SHIM_PACKAGE: &str = "omptarget-shim";
+
+pub fn stage(release: bool) -> Result<Staged> {
+    let packages = ARTIFACTS
+        .iter()
+        .map(|a| a.0)
+        .chain(BINARIES.iter().map(|b| b.0));
+    let built = build(release, packages)?;
+    let target = target_dir();
     let omptarget = target.join("omptarget");
     let lib_dir = omptarget.join(LIB_DIR);
     let test_plugin_dir = omptarget.join(TEST_PLUGIN_DIR);

@@ -24,7 +24,7 @@ pub const STEPS: &[Step] = &[
         run: crate::lint,
     },
     Step {
-        name: "stage (release, kept for the valgrind suite of the C programs; then debug)",
+        name: "stage (the release copy of the shim and host and CUDA plugins, for valgrind and the code layout; then debug)",
         run: stage_release_then_debug,
     },
     Step {
@@ -120,26 +120,35 @@ fn children_cpu() -> Duration {
     time(usage.ru_utime) + time(usage.ru_stime)
 }
 
-/// Stage the release build and keep a copy of its libraries in
-/// [`RELEASE_LIB_DIR`], then stage the debug build, which every other test
-/// uses. `tests/system/valgrind_c.rs` checks the release copy
+/// Build the release copy of the libraries the checks below need in
+/// their shipped form ([`RELEASE_CHECKED`]) into [`RELEASE_LIB_DIR`], then
+/// stage the debug build, which every other test uses.
+/// `tests/system/valgrind_c.rs` checks the release copy
 /// ([`VALGRIND_LIB_ENV`]): it is the build users install and leak-check,
 /// and memcheck runs it 2.3 times as fast as the debug build (map_alloc.c:
-/// 2.89 s -> 1.24 s), which is most of that suite's time. The release build
-/// costs nothing extra: the code-layout step needs it anyway.
+/// 2.89 s -> 1.24 s), which is most of that suite's time; the code-layout
+/// step reads its symbols. The other release artifacts (the MPI plugin and
+/// server, the test plugins) no test uses: each is a fat-LTO link of its
+/// own, 30 CPU-s in all, not spent.
 fn stage_release_then_debug() -> Result<()> {
-    let release = stage::stage(true)?;
     let kept = release_lib_dir();
-    if kept.exists() {
-        std::fs::remove_dir_all(&kept).with_context(|| format!("removing {}", kept.display()))?;
-    }
-    std::fs::create_dir_all(&kept)?;
-    crate::install::copy_libraries(&release.lib_dir, &kept, |_| ())?;
-    println!("staged the release build into {}", kept.display());
+    stage::release_copy(RELEASE_CHECKED, &kept)?;
+    println!(
+        "built the release copy of {RELEASE_CHECKED:?} into {}",
+        kept.display()
+    );
     let staged = stage::stage(false)?;
     println!("staged into {}", staged.lib_dir.display());
     Ok(())
 }
+
+/// The packages of the release copy: the shim and the host plugin
+/// (`valgrind_c`), and the CUDA plugin (its text-order list is checked).
+const RELEASE_CHECKED: &[&str] = &[
+    stage::SHIM_PACKAGE,
+    "omptarget-plugin-host-rtl",
+    "omptarget-plugin-cuda-rtl",
+];
 
 /// `target/omptarget/lib-release`: the release build's staged libraries.
 const RELEASE_LIB_DIR: &str = "lib-release";
@@ -442,7 +451,9 @@ fn text_order_check() -> Result<()> {
         std::process::Command::new("python3")
             .current_dir(&root)
             .arg(root.join("scripts/text-order.py"))
-            .arg("--check"),
+            .arg("--check")
+            .arg("--lib")
+            .arg(release_lib_dir()),
     )
 }
 
