@@ -118,7 +118,7 @@ impl Client {
 
     /// Copy `size` bytes between devices of two servers: straight from
     /// one to the other when this is the servers' only program rank;
-    /// through this process ([`Client::relay`]) when another program rank
+    /// through this process (`Client::relay`) when another program rank
     /// may ask the same two servers for the opposite copy at the same time.
     pub fn exchange(
         &self,

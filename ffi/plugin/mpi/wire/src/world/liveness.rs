@@ -20,7 +20,7 @@
 //! for the stopped server.
 //!
 //! Pongs from one server to one rank share [`PONG_TAG`]; each ping carries
-//! a number of its own ([`NEXT_PING`]), which its pong echoes. A pong
+//! a number of its own (`NEXT_PING`), which its pong echoes. A pong
 //! whose wait ended first (one that ended in the few milliseconds between
 //! a ping and its pong) stays in MPI's queue until a later probe of that
 //! server takes it: that probe sees another number, drops it and waits
