@@ -359,40 +359,40 @@ impl Offload<'_> {
         image: *mut DeviceImage,
         fresh: Arc<ImageCopy>,
     ) -> Arc<ImageCopy> {
-        let mut tables = self.registry.lock_tables();
-        if !tables.by_entries_begin.contains_key(&entries_begin) {
-            // SAFETY: our `# Safety`: `desc`'s host entry range is valid; the
-            // slice is used only within this statement, under `desc`'s borrow.
-            let host_entries: Vec<HostEntry> = unsafe { host_entries(desc) }
-                .entries
-                .iter()
-                .map(|e| HostEntry {
-                    addr: e.addr as usize,
-                    size: e.size,
-                    name: e.name as usize,
-                })
-                .collect();
-            for (index, entry) in host_entries.iter().enumerate() {
-                tables
-                    .host_index
-                    .entry(entry.addr)
-                    .or_default()
-                    .insert(entries_begin, index as u32);
-            }
-            tables.registration_order.push(entries_begin);
-            let serial = tables.next_serial;
-            tables.next_serial += 1;
-            tables.by_entries_begin.insert(
-                entries_begin,
-                TranslationTable {
+        let mut guard = self.registry.lock_tables();
+        // One borrow of the tables, so that their fields borrow apart.
+        let tables = &mut *guard;
+        let table = match tables.by_entries_begin.entry(entries_begin) {
+            std::collections::btree_map::Entry::Occupied(table) => table.into_mut(),
+            std::collections::btree_map::Entry::Vacant(vacant) => {
+                // SAFETY: our `# Safety`: `desc`'s host entry range is valid;
+                // the slice is used only within this statement, under
+                // `desc`'s borrow.
+                let host_entries: Vec<HostEntry> = unsafe { host_entries(desc) }
+                    .entries
+                    .iter()
+                    .map(|e| HostEntry {
+                        addr: e.addr as usize,
+                        size: e.size,
+                        name: e.name as usize,
+                    })
+                    .collect();
+                for (index, entry) in host_entries.iter().enumerate() {
+                    tables
+                        .host_index
+                        .entry(entry.addr)
+                        .or_default()
+                        .insert(entries_begin, index as u32);
+                }
+                tables.registration_order.push(entries_begin);
+                let serial = tables.next_serial;
+                tables.next_serial += 1;
+                vacant.insert(TranslationTable {
                     serial,
                     host_entries,
                     ..Default::default()
-                },
-            );
-        }
-        let Some(table) = tables.by_entries_begin.get_mut(&entries_begin) else {
-            return fresh;
+                })
+            }
         };
         // The same image registered again keeps its copy (and what is
         // loaded from it).

@@ -21,8 +21,9 @@ const BACKEND_ONLY: &[&str] = &["libffi", "cudarc"];
 const TESTING_ONLY: &[&str] = &["libloading", "object", "tempfile"];
 
 /// Crates backends and the kit may both use, neither backend-specific
-/// (tracing: the MPI backend's debug output, as the runtime's).
-const SHARED: &[&str] = &["libc", "thiserror", "tracing"];
+/// (tracing: the MPI backend's debug output, as the runtime's; twox-hash:
+/// the MPI backend's key of an image's bytes).
+const SHARED: &[&str] = &["libc", "thiserror", "tracing", "twox-hash"];
 
 fn kit_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

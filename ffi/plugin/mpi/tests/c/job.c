@@ -21,8 +21,9 @@
 //                before rank 0's next request comes), then copies new data
 //                to the device (mapped since before) and sums it there:
 //                4096, or 12285 if the copy was lost
-//   slow-kernel  a region on the last device that sleeps 3 s (longer
-//                than the test's silence limit), then the sum there
+//   slow-kernel  a region on the last device that sleeps 5 s (longer
+//                than the test's silence limit, 2 s, plus the 1.25 s before
+//                the first probe), then the sum there
 //   crossing     program ranks 0 and 1 copy 8 MiB between the first and
 //                the last device 50 times at once, in opposite directions
 //                (rank 0: first to last; rank 1: last to first): two
@@ -116,7 +117,7 @@ int main(int argc, char **argv) {
   }
   if (!strcmp(mode, "slow-kernel")) {
 #pragma omp target device(devices - 1)
-    { sleep(3); }
+    { sleep(5); }
     printf("slow kernel done, then: %.0f\n", sum_on(devices - 1));
     return 0;
   }

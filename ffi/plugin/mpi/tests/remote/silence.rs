@@ -67,11 +67,16 @@ fn a_stopped_server_fails_the_next_region_within_the_limit_and_is_named() {
     assert_no_server_left(&tag, Duration::from_secs(5));
 }
 
+/// The kernel sleeps 5 s under a limit of 2 s: the first probe goes
+/// 1.25 s into the wait, so a server whose responder did not answer would
+/// be given up on at 3.25 s, before the kernel ends. (A limit of 1 s made
+/// the test fail whenever the responder thread waited a whole second for a
+/// core on a loaded machine.)
 #[test]
 fn a_kernel_that_runs_longer_than_the_limit_is_not_silence() {
     let tag = tag("slow-kernel");
     let cmd = lifecycle::job_with(
-        job::Launch::new(job::Family::OpenMpi).env("OMPTARGET_MPI_TIMEOUT", "1"),
+        job::Launch::new(job::Family::OpenMpi).env("OMPTARGET_MPI_TIMEOUT", LIMIT),
         lifecycle::program(),
         &["slow-kernel"],
         1,
