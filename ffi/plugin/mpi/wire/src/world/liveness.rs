@@ -19,12 +19,14 @@
 //! it leaves, since the program may end well and its launcher would wait
 //! for the stopped server.
 //!
-//! Pongs from one server to one rank share [`PONG_TAG`]; each ping carries
-//! a number of its own (`NEXT_PING`), which its pong echoes. A pong
-//! whose wait ended first (one that ended in the few milliseconds between
-//! a ping and its pong) stays in MPI's queue until a later probe of that
-//! server takes it: that probe sees another number, drops it and waits
-//! for its own, so an old answer never stands for a new one.
+//! Pongs from one server to one rank share [`PONG_TAG`] and are matched
+//! by source: any pong says the server answers, whichever wait posted the
+//! receive that took it. A pong whose wait ended first stays in MPI's
+//! queue until a later probe of that server takes it: each such wait (one
+//! that ended in the few milliseconds between a ping and its pong) can
+//! credit a later probe one period too many. (Numbered pongs, each probe
+//! taking only its own, were tried and undone: two waits probing one
+//! server at once can each take the other's pong.)
 use super::World;
 use crate::mpi::{self, Handle, Status};
 use std::cell::{Cell, RefCell};
@@ -50,8 +52,6 @@ pub const DEFAULT_LIMIT: Duration = Duration::from_secs(60);
 pub const LIMIT_VAR: &str = "OMPTARGET_MPI_TIMEOUT";
 /// How often the responder looks for a ping.
 const RESPONDER_NAP: Duration = Duration::from_millis(2);
-/// The number the next ping of this process carries (its pong echoes it).
-static NEXT_PING: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
 
 /// `OMPTARGET_MPI_TIMEOUT` is not a number of seconds.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -209,10 +209,23 @@ impl<'w> Prober<'w> {
             at: Instant::now(),
             ping: m.predefined.request_null,
             pong: m.predefined.request_null,
-            sent: Box::new(NEXT_PING.fetch_add(1, Ordering::Relaxed).to_le_bytes()),
+            sent: Box::new(self.world.rank.to_le_bytes()),
             answer: Box::new([0; 4]),
         };
-        if !self.await_pong(&mut p) {
+        // SAFETY: the boxed buffers outlive the requests (`Pending` is
+        // only dropped once both are complete or given up on).
+        let posted = unsafe {
+            m.irecv(
+                p.answer.as_mut_ptr().cast(),
+                4,
+                m.predefined.byte,
+                self.rank,
+                PONG_TAG,
+                self.world.comm,
+                &mut p.pong,
+            )
+        };
+        if posted != mpi::SUCCESS {
             return None;
         }
         // SAFETY: as above.
@@ -234,27 +247,7 @@ impl<'w> Prober<'w> {
         Some(p)
     }
 
-    /// Post the receive of a pong into `p.answer`; whether MPI took it.
-    fn await_pong(&self, p: &mut Pending) -> bool {
-        let m = &self.world.mpi;
-        // SAFETY: the boxed buffers outlive the requests (`Pending` is
-        // only dropped once both are complete or given up on).
-        let posted = unsafe {
-            m.irecv(
-                p.answer.as_mut_ptr().cast(),
-                4,
-                m.predefined.byte,
-                self.rank,
-                PONG_TAG,
-                self.world.comm,
-                &mut p.pong,
-            )
-        };
-        posted == mpi::SUCCESS
-    }
-
-    /// Whether `p`'s own pong came (its ping's send completed on the way);
-    /// an older ping's pong is dropped and the receive posted again.
+    /// Whether `p`'s pong came (its ping's send completed on the way).
     fn answered(&self, p: &mut Pending) -> bool {
         let m = &self.world.mpi;
         let mut flag: c_int = 0;
@@ -267,17 +260,7 @@ impl<'w> Prober<'w> {
         // SAFETY: an active request of ours (a completed one is null, and
         // a test of the null request answers at once).
         let code = unsafe { m.test(&mut p.pong, &mut flag, &mut status) };
-        if code != mpi::SUCCESS || flag == 0 {
-            return false;
-        }
-        if p.answer != p.sent {
-            // A pong of a wait that ended before it came: not an answer to
-            // this ping. Waited for again; if MPI refuses, the pong request
-            // stays null and this ping counts as unanswered until the limit.
-            self.await_pong(p);
-            return false;
-        }
-        m.is_request_null(p.ping)
+        code == mpi::SUCCESS && flag != 0 && m.is_request_null(p.ping)
     }
 
     /// Cancel what is still active of `p`; its buffers are kept for good
