@@ -336,11 +336,15 @@ impl Drop for Responder {
 /// pong sent back for each.
 fn answer_pings(world: &World, stop: &AtomicBool) {
     let m = &world.mpi;
-    let mut ping = [0u8; 4];
+    // On the heap, not this thread's stack: a receive that cannot be
+    // confirmed cancelled keeps its buffer for good (leaked), and a stack
+    // array would be freed with the thread while MPI may still write it.
+    let mut ping: Box<[u8; 4]> = Box::new([0; 4]);
     while !stop.load(Ordering::Acquire) {
         let mut request = m.predefined.request_null;
         // SAFETY: `ping` outlives the request: it completes, or is given
-        // up on (cancelled), before this loop goes on or returns.
+        // up on (cancelled), before this loop goes on or returns, or is
+        // leaked where MPI may still write into it.
         let posted = unsafe {
             m.irecv(
                 ping.as_mut_ptr().cast(),
@@ -361,6 +365,10 @@ fn answer_pings(world: &World, stop: &AtomicBool) {
             // SAFETY: an active request of ours.
             let code = unsafe { m.test(&mut request, &mut flag, &mut status) };
             if code != mpi::SUCCESS {
+                // The request may still be active: its buffer is kept.
+                if !m.is_request_null(request) {
+                    Box::leak(ping);
+                }
                 return;
             }
             if flag != 0 {
@@ -369,13 +377,13 @@ fn answer_pings(world: &World, stop: &AtomicBool) {
             if stop.load(Ordering::Acquire) {
                 if let super::wait::Abandoned::Unconfirmed = world.abandon(&mut request) {
                     // MPI may still write into it: never reused or freed.
-                    Box::leak(Box::new(ping));
+                    Box::leak(ping);
                 }
                 return;
             }
             std::thread::sleep(RESPONDER_NAP);
         }
-        let pong = Box::new(ping);
+        let pong = Box::new(*ping);
         let mut send = m.predefined.request_null;
         // SAFETY: `pong` lives until the send completes below (or for
         // good, where MPI does not confirm its cancel).
