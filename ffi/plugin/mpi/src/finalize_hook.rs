@@ -59,6 +59,9 @@ unsafe extern "C" fn on_finalize<H>(
                 );
             }
         }
+        // Other threads' calls still taking their replies end before MPI
+        // does (and before the communicator is freed below).
+        client.drain();
         // Spawned servers stay connected to this process through the
         // plugin's communicators, and MPI finalises connected processes
         // together: disconnect now, as each server does once it has

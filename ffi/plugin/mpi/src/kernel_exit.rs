@@ -107,6 +107,18 @@ impl KernelExit {
         EXITING_THREAD.with(|t| t.set(true));
     }
 
+    /// Wait until no other thread is inside a call, then let later calls
+    /// go on (they find the client closed, and touch no MPI): MPI may then
+    /// be finalised under them. For a closed client only, whose calls in
+    /// flight each end (answered before their server's `Exit`, or
+    /// refused). Nothing to wait for on the thread exiting for a kernel,
+    /// which holds [`KernelExit::quiesce`]'s guard itself.
+    pub fn drain(&self) {
+        if !EXITING_THREAD.with(Cell::get) {
+            drop(self.calls.write());
+        }
+    }
+
     /// Wait until no other thread is inside a call, and hold every later
     /// one back for good: then MPI may be finalised. The guard is meant to
     /// be held until the process ends.

@@ -68,4 +68,12 @@ impl Client {
         }
         acks
     }
+
+    /// Wait for the other threads' calls in flight to end (a closed
+    /// client's: each was answered before its server's `Exit`, or refused),
+    /// so that MPI may be finalised with none of them still testing a
+    /// request (`MPI_Test` after `MPI_Finalize` aborts under Open MPI).
+    pub fn drain(&self) {
+        self.kernel_exit.drain();
+    }
 }

@@ -33,6 +33,11 @@
 //   plain-mpi    (built with -DWITH_MPI) MPI_Init in main, unconditionally,
 //                as MPI programs do; allreduces its device count and
 //                offloads to its last device (a job with no server)
+//   finalize-while-offloading  (built with -DWITH_MPI) initialises MPI,
+//                starts a thread whose region on the last device sleeps
+//                1 s, calls MPI_Finalize 300 ms in, then joins the thread:
+//                the region's reply comes after the finalisation began, and
+//                its next request is refused (a fatal error)
 //   own-mpi      (built with -DWITH_MPI) initialises MPI itself, trades
 //                messages with the other program ranks on MPI_COMM_WORLD
 //                while offloading, finalises MPI before main returns
@@ -56,6 +61,18 @@ static double sum_on(int device) {
 #pragma omp target teams distribute parallel for reduction(+ : sum) map(to : data) device(device)
   for (int i = 0; i < N; i++) sum += data[i];
   return sum;
+}
+
+static void *sleepy_region(void *arg) {
+  int device = *(int *)arg, x = 1;
+#pragma omp target map(tofrom : x) device(device)
+  {
+    sleep(1);
+    x += 1;
+  }
+  printf("region done: %d\n", x);
+  fflush(stdout);
+  return NULL;
 }
 
 static void *exit_soon(void *arg) {
@@ -211,6 +228,18 @@ int main(int argc, char **argv) {
     printf("rank %d: devices %d of %d, sum %.0f\n", rank, devices, total, sum);
     fflush(stdout);
     MPI_Finalize();
+    return 0;
+  }
+  if (!strcmp(mode, "finalize-while-offloading")) {
+    int provided = 0, already = 0, last = devices - 1;
+    MPI_Initialized(&already);
+    if (!already) MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    pthread_t thread;
+    pthread_create(&thread, NULL, sleepy_region, &last);
+    usleep(300000);
+    MPI_Finalize();
+    pthread_join(thread, NULL);
+    printf("finalized while a region ran\n");
     return 0;
   }
   if (!strcmp(mode, "own-mpi")) {

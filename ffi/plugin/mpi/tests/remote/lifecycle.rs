@@ -322,6 +322,37 @@ fn the_programs_own_mpi_traffic_and_finalize_leave_the_job_clean() {
     assert_no_server_left(&tag, Duration::from_secs(5));
 }
 
+/// `MPI_Finalize` while another thread waits for a region's reply (its
+/// kernel sleeps 1 s): the finalisation's hook closes the servers, then
+/// waits for that thread to take its reply (sent before its server's
+/// `Exit`) before MPI goes, so that no MPI call comes after
+/// `MPI_Finalize` (Open MPI aborts the job then: "MPI_Test() function was
+/// called after MPI_FINALIZE"). The region's next request (its queue's
+/// synchronisation) is refused, as every later call is: the region fails
+/// as a mandatory offload does, with LLVM's fatal error, which says why.
+/// Without the wait the thread calls MPI after the hook only when its next
+/// `MPI_Test` falls after the hook returns (within its 100 us nap of the
+/// reply's arrival): 0 of 3 runs here, so this test guards the outcome
+/// (our error, not MPI's abort) rather than proving the race.
+#[test]
+fn finalizing_mpi_while_a_thread_offloads_waits_for_its_reply() {
+    let binary = build("job_mpi", true, &[]);
+    let tag = tag("finalize-while-offloading");
+    let out = job::run(job(&binary, "finalize-while-offloading", 1, 1, &tag));
+    for said in [
+        "the remote devices are gone: the program called MPI_Finalize",
+        "Libomptarget fatal error 1: failure of target construct while offloading is mandatory",
+    ] {
+        assert!(out.stderr.contains(said), "no {said:?}: {}", describe(&out));
+    }
+    assert!(
+        !out.stderr.contains("after MPI_FINALIZE"),
+        "{}",
+        describe(&out)
+    );
+    assert_no_server_left(&tag, Duration::from_secs(5));
+}
+
 #[test]
 fn a_job_without_servers_has_no_remote_devices_and_says_nothing() {
     let mut cmd = job::mpirun();
