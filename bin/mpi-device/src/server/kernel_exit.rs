@@ -177,6 +177,28 @@ fn serve_out(world: &World, status: c_int) {
                 let _ = world.recv_into(client, tag, vec![0u8; size as usize]);
                 refusal.clone()
             }
+            // A copy between two servers involves the other one, which
+            // waits in its send or its receive until this one takes or
+            // sends the bytes: it gets them (zeros, as a failed send gives
+            // it), so that it serves on, and the client gets the refusal.
+            Op::ExchangeIn {
+                size,
+                peer,
+                tag: data_tag,
+                ..
+            } => {
+                let _ = world.recv_into(peer, data_tag, vec![0u8; size as usize]);
+                refusal.clone()
+            }
+            Op::ExchangeOut {
+                size,
+                peer,
+                tag: data_tag,
+                ..
+            } => {
+                let _ = world.send(peer, data_tag, &vec![0u8; size as usize]);
+                refusal.clone()
+            }
             Op::Exit => {
                 left.retain(|&r| r != client);
                 Reply::Ok(Exited {

@@ -261,6 +261,13 @@ impl Server {
                     }
                     None
                 }
+                // Questions about images or the server, not about the
+                // client's data: an earlier copy's failure waits for a
+                // request whose reply the client reads as the outcome of
+                // its work (the plugin's `is_device_compatible` takes a
+                // failed `CanRun` for "cannot tell", a warning, and would
+                // lose it).
+                Op::Hello | Op::CanRun { .. } => None,
                 // Usually none: no hash of the rank per request.
                 _ if self.deferred.is_empty() => None,
                 _ => self.deferred.remove(&client),
