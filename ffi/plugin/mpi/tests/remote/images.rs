@@ -76,3 +76,56 @@ fn a_server_gets_only_the_images_its_devices_can_run() {
         "{log}"
     );
 }
+
+/// A one-way copy that failed on its server is reported at the program's
+/// next request there that does work, not taken as the answer to a
+/// `CanRun` question (registering a library loaded with `dlopen` asks
+/// one) and lost: the plugin reads a failed `CanRun` as "cannot tell",
+/// warns and offers the image. The server's plugin fails every copy to a
+/// device (`panic_in=data_submit`), so the program's first region there,
+/// after the library's registration, fails with the copy's error.
+#[test]
+fn a_failed_one_way_copy_is_not_taken_for_the_answer_to_can_run() {
+    let dir = paths::workspace_root().join("ffi/plugin/mpi/tests/c");
+    let program = build_source(
+        &dir.join("deferred_copy_error.c"),
+        "deferred_copy_error",
+        false,
+        &[],
+    );
+    let library = build_source(
+        &dir.join("offload_lib.c"),
+        "liboffload_lib.so",
+        false,
+        &["-shared", "-fPIC"],
+    );
+    let plugin = TestPlugin::isolated("devices=1\npanic_in=data_submit\n");
+    let cmd = job::Launch::new(job::Family::OpenMpi)
+        .env("LD_LIBRARY_PATH", &lib_path())
+        .env(
+            "OMPTARGET_PLUGINS",
+            &job::mpi_plugin().display().to_string(),
+        )
+        .context(1, &program, &[library.display().to_string()])
+        .then()
+        .env("LD_LIBRARY_PATH", &lib_path())
+        .context(
+            1,
+            &job::server(),
+            &["--plugin".to_owned(), plugin.path.display().to_string()],
+        )
+        .command();
+    let out = job::run(cmd);
+    assert_ne!(out.exit, Some(Exit::Code(0)), "{}", describe(&out));
+    assert!(!out.stdout.contains("y=1"), "{}", describe(&out));
+    assert!(
+        out.stderr.contains("an earlier copy to device 0 failed"),
+        "{}",
+        describe(&out)
+    );
+    assert!(
+        !out.stderr.contains("offering it the image"),
+        "{}",
+        describe(&out)
+    );
+}
