@@ -24,6 +24,10 @@
 //   slow-kernel  a region on the last device that sleeps 5 s (longer
 //                than the test's silence limit, 2 s, plus the 1.25 s before
 //                the first probe), then the sum there
+//   exit-during-exchange  a thread copies 8 MiB from the first device to
+//                the last one in a loop (two servers: each copy goes from
+//                server to server) while main's region on the last device
+//                calls exit(9) 300 ms in
 //   crossing     program ranks 0 and 1 copy 8 MiB between the first and
 //                the last device 50 times at once, in opposite directions
 //                (rank 0: first to last; rank 1: last to first): two
@@ -72,6 +76,16 @@ static void *sleepy_region(void *arg) {
   }
   printf("region done: %d\n", x);
   fflush(stdout);
+  return NULL;
+}
+
+static void *copy_forever(void *arg) {
+  const int *devs = arg;  // source, destination
+  size_t size = 8u << 20;
+  void *src = omp_target_alloc(size, devs[0]);
+  void *dst = omp_target_alloc(size, devs[1]);
+  if (!src || !dst) exit(3);
+  for (;;) omp_target_memcpy(dst, src, size, 0, 0, devs[1], devs[0]);
   return NULL;
 }
 
@@ -189,6 +203,17 @@ int main(int argc, char **argv) {
 #pragma omp target exit data map(delete : data) device(last)
     printf("after: %.0f\n", sum);
     return 0;
+  }
+  if (!strcmp(mode, "exit-during-exchange")) {
+    static int devs[2];
+    devs[0] = 0;
+    devs[1] = devices - 1;
+    pthread_t copier;
+    pthread_create(&copier, NULL, copy_forever, devs);
+    usleep(300000);
+#pragma omp target device(devices - 1)
+    { exit(9); }
+    return 1;
   }
   if (!strcmp(mode, "crossing")) {
     // Open MPI's, else Hydra's: without either nothing would cross.

@@ -3,6 +3,7 @@
 use crate::job::{self, Family, Launch};
 use crate::lifecycle::{describe, lib_path, program};
 use omptarget_test_support::exec::Exit;
+use std::time::{Duration, Instant};
 
 /// Two program ranks copy 8 MiB between the same two servers 50 times at
 /// once, in opposite directions (`tests/c/job.c crossing`). Each server
@@ -32,4 +33,34 @@ fn crossing_copies_of_two_program_ranks_between_two_servers_finish() {
             describe(&out)
         );
     }
+}
+
+/// A kernel calls `exit(9)` on the last server while another thread copies
+/// from the first server's device to the last one's in a loop, straight
+/// from server to server (`tests/c/job.c exit-during-exchange`). The
+/// exiting server refuses every request but still takes the bytes of a
+/// copy queued behind the kernel, so the other server is not left waiting
+/// in its send (which held the job until the silence limit, 60 s), and
+/// the job ends promptly with the kernel's status.
+#[test]
+fn exit_in_a_kernel_while_copies_between_servers_run_ends_the_job_promptly() {
+    let plugin = job::mpi_plugin().display().to_string();
+    let cmd = Launch::new(Family::OpenMpi)
+        .env("LD_LIBRARY_PATH", &lib_path())
+        .env("OMPTARGET_PLUGINS", &plugin)
+        .context(1, program(), &["exit-during-exchange".into()])
+        .then()
+        .env("OMPTARGET_HOST_DEVICES", "1")
+        .env("LD_LIBRARY_PATH", &lib_path())
+        .context(2, &job::server(), &[])
+        .command();
+    let start = Instant::now();
+    let out = job::run(cmd);
+    let took = start.elapsed();
+    assert_eq!(out.exit, Some(Exit::Code(9)), "{}", describe(&out));
+    assert!(
+        took < Duration::from_secs(30),
+        "took {took:?}: {}",
+        describe(&out)
+    );
 }
