@@ -123,9 +123,17 @@ pub fn main(args: &[String]) -> Result<()> {
 }
 
 /// The output file of a build the cache may keep: one with `-o FILE` (not
-/// standard output) that names the run's folder nowhere else.
+/// standard output) that reads no standard input (its content is not in
+/// the key) and names the run's folder nowhere else.
 fn cacheable<'a>(args: &'a [String], cache: &Cache) -> Option<&'a str> {
     let out = output_of(args)?;
+    let reads_stdin = args
+        .iter()
+        .enumerate()
+        .any(|(i, a)| a == "-" && (i == 0 || args[i - 1] != "-o"));
+    if reads_stdin {
+        return None;
+    }
     let names_root = !cache.root.is_empty()
         && args
             .iter()
@@ -195,7 +203,7 @@ fn exit_code(status: std::process::ExitStatus) -> i32 {
 }
 
 /// The compiler with `args`, its standard input the wrapper's own (a
-/// build from standard input is not cached, but `-` is read as ever).
+/// build from standard input is not cached: [`cacheable`]).
 fn compiler_command(
     compiler: &str,
     args: impl IntoIterator<Item = impl AsRef<std::ffi::OsStr>>,
@@ -420,6 +428,8 @@ mod tests {
         };
         assert!(cacheable(&words("x.c -o /run/a/x"), &cache).is_some());
         assert!(cacheable(&words("x.c /run/a/lib.so -o /run/a/x"), &cache).is_none());
+        // Standard input as the source: its content is not in the key.
+        assert!(cacheable(&words("-x c - -o /run/a/x"), &cache).is_none());
     }
 
     #[test]
