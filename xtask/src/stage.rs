@@ -163,10 +163,20 @@ pub fn release_copy(packages: &[&str], into: &Path) -> Result<()> {
         }
     }
     if packages.contains(&SHIM_PACKAGE) {
-        for alias in SHIM_ALIASES {
-            std::os::unix::fs::symlink("libomptarget.so", into.join(alias))
-                .with_context(|| format!("linking {alias} in {}", into.display()))?;
-        }
+        link_shim_aliases(into)?;
+    }
+    Ok(())
+}
+
+/// [`SHIM_ALIASES`] in `dir`, each a symbolic link to `libomptarget.so`
+/// made beside it and renamed into place (a reader never sees it missing).
+fn link_shim_aliases(dir: &Path) -> Result<()> {
+    for alias in SHIM_ALIASES {
+        let tmp = dir.join(format!(".{alias}.{}", std::process::id()));
+        let _ = std::fs::remove_file(&tmp);
+        std::os::unix::fs::symlink("libomptarget.so", &tmp)
+            .with_context(|| format!("linking {}", tmp.display()))?;
+        std::fs::rename(&tmp, dir.join(alias))?;
     }
     Ok(())
 }
@@ -210,13 +220,7 @@ pub fn stage(release: bool) -> Result<Staged> {
     // the one file, not copies: the dynamic loader recognises a library by
     // its inode, so a clang-14 program that dlopens a clang-22 library gets
     // the runtime it already has, not a second one.
-    for alias in SHIM_ALIASES {
-        let tmp = lib_dir.join(format!(".{alias}.{}", std::process::id()));
-        let _ = std::fs::remove_file(&tmp);
-        std::os::unix::fs::symlink("libomptarget.so", &tmp)
-            .with_context(|| format!("linking {}", tmp.display()))?;
-        std::fs::rename(&tmp, lib_dir.join(alias))?;
-    }
+    link_shim_aliases(&lib_dir)?;
     // A new token per staging: `cargo xtask test` hands it to the tests
     // (OMPTARGET_TEST_STAGED), which trust the staged files only while the
     // token still matches, so an old value in someone's shell never makes
