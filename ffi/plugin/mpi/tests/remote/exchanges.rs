@@ -3,7 +3,26 @@
 use crate::job::{self, Family, Launch};
 use crate::lifecycle::{describe, lib_path, program};
 use omptarget_test_support::exec::Exit;
+use std::process::Command;
 use std::time::{Duration, Instant};
+
+/// `ranks` program ranks of `tests/c/job.c MODE`, loading only the MPI
+/// plugin, and two servers of one host device each: device 0 is the first
+/// server's, the last device the second's.
+fn two_servers(ranks: usize, mode: &str) -> Command {
+    Launch::new(Family::OpenMpi)
+        .env("LD_LIBRARY_PATH", &lib_path())
+        .env(
+            "OMPTARGET_PLUGINS",
+            &job::mpi_plugin().display().to_string(),
+        )
+        .context(ranks, program(), &[mode.to_owned()])
+        .then()
+        .env("OMPTARGET_HOST_DEVICES", "1")
+        .env("LD_LIBRARY_PATH", &lib_path())
+        .context(2, &job::server(), &[])
+        .command()
+}
 
 /// Two program ranks copy 8 MiB between the same two servers 50 times at
 /// once, in opposite directions (`tests/c/job.c crossing`). Each server
@@ -13,18 +32,8 @@ use std::time::{Duration, Instant};
 /// every copy arrives whole.
 #[test]
 fn crossing_copies_of_two_program_ranks_between_two_servers_finish() {
-    let plugin = job::mpi_plugin().display().to_string();
     for _ in 0..2 {
-        let cmd = Launch::new(Family::OpenMpi)
-            .env("LD_LIBRARY_PATH", &lib_path())
-            .env("OMPTARGET_PLUGINS", &plugin)
-            .context(2, program(), &["crossing".into()])
-            .then()
-            .env("OMPTARGET_HOST_DEVICES", "1")
-            .env("LD_LIBRARY_PATH", &lib_path())
-            .context(2, &job::server(), &[])
-            .command();
-        let out = job::run(cmd);
+        let out = job::run(two_servers(2, "crossing"));
         assert_eq!(out.exit, Some(Exit::Code(0)), "{}", describe(&out));
         assert_eq!(
             job::sorted_lines(&out.stdout),
@@ -44,18 +53,8 @@ fn crossing_copies_of_two_program_ranks_between_two_servers_finish() {
 /// the job ends promptly with the kernel's status.
 #[test]
 fn exit_in_a_kernel_while_copies_between_servers_run_ends_the_job_promptly() {
-    let plugin = job::mpi_plugin().display().to_string();
-    let cmd = Launch::new(Family::OpenMpi)
-        .env("LD_LIBRARY_PATH", &lib_path())
-        .env("OMPTARGET_PLUGINS", &plugin)
-        .context(1, program(), &["exit-during-exchange".into()])
-        .then()
-        .env("OMPTARGET_HOST_DEVICES", "1")
-        .env("LD_LIBRARY_PATH", &lib_path())
-        .context(2, &job::server(), &[])
-        .command();
     let start = Instant::now();
-    let out = job::run(cmd);
+    let out = job::run(two_servers(1, "exit-during-exchange"));
     let took = start.elapsed();
     assert_eq!(out.exit, Some(Exit::Code(9)), "{}", describe(&out));
     assert!(
