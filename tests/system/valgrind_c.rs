@@ -80,12 +80,12 @@
 //! `target/omptarget/c-tests/<program>/valgrind*.xml`.
 
 use omptarget_test_support::exec;
+use omptarget_test_support::paths;
 use omptarget_test_support::release::Release;
 use omptarget_test_support::suite::build::{self, Built, Toolchain};
 use omptarget_test_support::suite::pool;
 use omptarget_test_support::suite::spec::{self, Exit, Program};
 use omptarget_test_support::valgrind::{self as valgrind_xml, Error, Report};
-use omptarget_test_support::{paths, stage};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -176,12 +176,8 @@ fn detect_valgrind() -> Result<(), String> {
 
 /// The library directory under test: OMPTARGET_VALGRIND_LIB_DIR or ours.
 fn subject() -> Subject {
-    let dir = match std::env::var_os("OMPTARGET_VALGRIND_LIB_DIR") {
-        Some(dir) => PathBuf::from(dir),
-        None => stage::try_staged()
-            .map(|s| s.lib_dir.clone())
-            .unwrap_or_else(|e| panic!("cannot check our runtime under valgrind: {e}")),
-    };
+    let dir = valgrind_xml::lib_dir()
+        .unwrap_or_else(|e| panic!("cannot check our runtime under valgrind: {e}"));
     Subject::new(dir)
 }
 

@@ -415,30 +415,18 @@ fn benchmarks_once() -> Result<()> {
     {
         bail!("a criterion benchmark failed in test mode");
     }
+    // The two comparisons at once: each keeps about one core busy, and
+    // quick mode checks results, never times.
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let mut cmd = std::process::Command::new("python3");
-    cmd.arg(root.join("benches/llvm_comparison/compare.py"))
-        .arg("--quick");
-    println!("$ {}", cmd::show(&cmd));
-    if !cmd
-        .status()
-        .context("running compare.py --quick")?
-        .success()
-    {
-        bail!("benches/llvm_comparison/compare.py --quick failed");
-    }
-    let mut cmd = std::process::Command::new("python3");
-    cmd.arg(root.join("benches/mpi_remote/run.py"))
-        .arg("--quick");
-    println!("$ {}", cmd::show(&cmd));
-    if !cmd
-        .status()
-        .context("running benches/mpi_remote/run.py --quick")?
-        .success()
-    {
-        bail!("benches/mpi_remote/run.py --quick failed");
-    }
-    Ok(())
+    let quick = |script: &str| {
+        let mut cmd = std::process::Command::new("python3");
+        cmd.arg(root.join(script)).arg("--quick");
+        cmd
+    };
+    cmd::run_together(vec![
+        quick("benches/llvm_comparison/compare.py"),
+        quick("benches/mpi_remote/run.py"),
+    ])
 }
 
 /// The code-layout lists (`*/text-order.txt`, read by the release link)
@@ -483,10 +471,12 @@ fn llvm_lit_suites() -> Result<()> {
 /// typed API; `api` and `instances` (crate `tests/rust_user`) are the
 /// user's view, with the built-in host plugin.
 fn valgrind_rust_api() -> Result<()> {
-    for test in ["runtime_api", "api", "instances"] {
-        valgrind::valgrind(test, &[])?;
-    }
-    Ok(())
+    // Memcheck runs a program on one core: the three at once.
+    let runs = ["runtime_api", "api", "instances"]
+        .into_iter()
+        .map(|test| valgrind::command(test, &[]))
+        .collect::<Result<Vec<_>>>()?;
+    cmd::run_together(runs)
 }
 
 #[cfg(test)]

@@ -49,6 +49,11 @@ pub fn test_executable(name: &str) -> Result<PathBuf> {
 }
 
 pub fn valgrind(name: &str, extra: &[String]) -> Result<()> {
+    cmd::run(&mut command(name, extra)?)
+}
+
+/// The valgrind command line of [`valgrind`], its test binary built.
+pub fn command(name: &str, extra: &[String]) -> Result<Command> {
     let exe = test_executable(name)?;
     let mut cmd = Command::new("valgrind");
     cmd.args([
@@ -65,5 +70,5 @@ pub fn valgrind(name: &str, extra: &[String]) -> Result<()> {
     .arg("--test-threads=1")
     .args(extra)
     .current_dir(crate::stage::workspace_root());
-    cmd::run(&mut cmd)
+    Ok(cmd)
 }

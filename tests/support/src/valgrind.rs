@@ -13,6 +13,20 @@ pub fn suppressions() -> PathBuf {
     crate::paths::workspace_root().join("tests/support/valgrind.supp")
 }
 
+/// The variable that points the valgrind runs at a library folder.
+pub const LIB_DIR_ENV: &str = "OMPTARGET_VALGRIND_LIB_DIR";
+
+/// The runtime a valgrind run checks: the folder [`LIB_DIR_ENV`] names
+/// (`cargo xtask test` names the release copy it builds: the build users
+/// install and leak-check, which memcheck runs about twice as fast as the
+/// debug build), else the staged debug build.
+pub fn lib_dir() -> Result<PathBuf, String> {
+    match std::env::var_os(LIB_DIR_ENV) {
+        Some(dir) => Ok(PathBuf::from(dir)),
+        None => crate::stage::try_staged().map(|s| s.lib_dir.clone()),
+    }
+}
+
 /// One stack frame: the object (library or executable) and function.
 #[derive(Clone, Debug, Default)]
 pub struct Frame {

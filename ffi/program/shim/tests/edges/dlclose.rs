@@ -1,6 +1,6 @@
 //! API calls racing the last dlclose, and blocks kept across it.
 
-use super::under_valgrind::VALGRIND_LIMIT_FACTOR;
+use super::under_valgrind::{valgrind_libs, VALGRIND_LIMIT_FACTOR};
 use super::*;
 
 /// Build `edge_memcpy_during_dlopen.c` and the offload library, and run it.
@@ -146,6 +146,7 @@ fn api_after_dlclose_under_valgrind(label: &str, noblock: bool) {
     let scratch = Scratch::new(label);
     let (program, lib) = api_after_dlclose_build(&scratch);
     let mut run = Run::new(&scratch, Path::new("valgrind"))
+        .env("LD_LIBRARY_PATH", valgrind_libs())
         .arg("--leak-check=full")
         .arg("--error-exitcode=99")
         .arg("--errors-for-leak-kinds=definite,indirect")

@@ -25,6 +25,12 @@ struct UnderValgrind<'a> {
 /// beside it, or one several times slower, still stays far below.
 pub(crate) const VALGRIND_LIMIT_FACTOR: u32 = 20;
 
+/// The runtime these runs check: [`valgrind::lib_dir`] (in `cargo xtask
+/// test`, the release copy, as `tests/system/valgrind_c.rs` checks it).
+pub(crate) fn valgrind_libs() -> PathBuf {
+    valgrind::lib_dir().unwrap_or_else(|e| panic!("no runtime to check under valgrind: {e}"))
+}
+
 fn scenario<'a>(
     name: &'a str,
     program: &'a Path,
@@ -61,6 +67,7 @@ fn check_under_valgrind(scratch: &Scratch, s: UnderValgrind<'_>) {
     std::fs::create_dir_all(&dir).unwrap();
     let limit = Duration::from_secs(s.cost_s * u64::from(VALGRIND_LIMIT_FACTOR)).max(HANG_LIMIT);
     let mut run = Run::new(scratch, Path::new("valgrind"))
+        .env("LD_LIBRARY_PATH", valgrind_libs())
         .arg("--leak-check=full")
         .arg("--show-leak-kinds=definite,indirect")
         .arg("--keep-debuginfo=yes")
