@@ -42,7 +42,7 @@ static double median(double *v, int n) {
 // Waits as the device server does: a receive posted for each kind of
 // message before it comes (MPI matches it straight into its buffer: the
 // fastest round trip MPI offers), tested in a loop that spins while
-// messages come (for 50 ms after the last) and sleeps in naps of 1 ms
+// messages come (for 50 ms after the last) and sleeps in naps of 100 us
 // when idle, so that it takes no core while the offload rows run
 // (oversubscribed, a spinning third process slows the other two).
 static void echo(void) {
@@ -67,7 +67,7 @@ static void echo(void) {
     if (!flag || which == MPI_UNDEFINED) {
       // As the server's loop: the clock every 64th poll while spinning;
       // once idle for 50 ms, one test per nap.
-      if (napping) usleep(1000);
+      if (napping) usleep(100);
       else if (++polls % 64 == 0 && MPI_Wtime() - last > 0.05) napping = 1;
       continue;
     }

@@ -63,9 +63,14 @@ pub fn run_together(cmds: Vec<Command>) -> Result<()> {
     }
     let mut failed = Vec::new();
     for (shown, mut child, mut log) in running {
-        let status = child
-            .wait()
-            .with_context(|| format!("waiting for {shown}"))?;
+        // Every child waited for, whatever happened to another.
+        let status = match child.wait() {
+            Ok(status) => status,
+            Err(e) => {
+                failed.push(format!("waiting for {shown}: {e}"));
+                continue;
+            }
+        };
         println!("$ {shown}");
         use std::io::{Read, Seek, Write};
         let mut output = Vec::new();

@@ -100,10 +100,17 @@ pub struct Built {
 
 /// `xtask lit-cc COMPILER ARGS...`: build, print the build's streams and
 /// exit with its status; or become the compiler where nothing is cached.
-pub fn main(args: &[String]) -> Result<()> {
-    let Some((compiler, args)) = args.split_first() else {
+pub fn main(args: &[std::ffi::OsString]) -> Result<()> {
+    let Some((compiler, rest)) = args.split_first() else {
         anyhow::bail!("usage: xtask lit-cc COMPILER ARGS...");
     };
+    // The key is text: a build with an argument that is not UTF-8 is run
+    // as it is, uncached.
+    let Some(text) = as_text(args) else {
+        let err = Command::new(compiler).args(rest).exec();
+        return Err(err).with_context(|| format!("running {}", compiler.to_string_lossy()));
+    };
+    let (compiler, args) = text.split_first().expect("the compiler is there");
     let cache = std::env::var_os("LIT_CC_CACHE_DIR")
         .filter(|dir| !dir.is_empty())
         .map(|dir| Cache {
@@ -120,6 +127,11 @@ pub fn main(args: &[String]) -> Result<()> {
     std::io::stdout().write_all(&built.stdout)?;
     std::io::stderr().write_all(&built.stderr)?;
     std::process::exit(built.code);
+}
+
+/// The arguments as text, or None when one is not UTF-8.
+fn as_text(args: &[std::ffi::OsString]) -> Option<Vec<String>> {
+    args.iter().map(|a| a.to_str().map(str::to_owned)).collect()
 }
 
 /// The output file of a build the cache may keep: one with `-o FILE` (not
@@ -410,6 +422,17 @@ mod tests {
 
     fn words(s: &str) -> Vec<String> {
         s.split_whitespace().map(String::from).collect()
+    }
+
+    #[test]
+    fn a_build_with_an_argument_that_is_not_text_is_not_taken_as_text() {
+        use std::os::unix::ffi::OsStringExt;
+        let text: Vec<std::ffi::OsString> = ["clang", "-c", "a.c"].map(Into::into).to_vec();
+        assert_eq!(as_text(&text), Some(words("clang -c a.c")));
+        let mut raw = text.clone();
+        raw.push(std::ffi::OsString::from_vec(b"-DX=\xff".to_vec()));
+        raw.push(std::ffi::OsString::from_vec(vec![b'-', b'D', 0xff]));
+        assert_eq!(as_text(&raw), None);
     }
 
     #[test]

@@ -62,7 +62,18 @@ const USAGE: &str = "usage: cargo xtask <command>
   lit-cc COMPILER ARGS..  the lit step's caching compiler (scripts/llvm-lit.py runs it)";
 
 fn main() -> Result<()> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let raw: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    // The compiler wrapper passes on whatever lit gives it, text or not.
+    if raw.first().is_some_and(|a| a == "lit-cc") {
+        return lit_cc::main(&raw[1..]);
+    }
+    let args = raw
+        .into_iter()
+        .map(|a| {
+            a.into_string()
+                .map_err(|a| anyhow::anyhow!("an argument is not UTF-8: {a:?}"))
+        })
+        .collect::<Result<Vec<String>>>()?;
     let rest = args.get(1..).unwrap_or(&[]);
     match args.first().map(String::as_str) {
         Some("stage") => {
@@ -83,7 +94,6 @@ fn main() -> Result<()> {
             install::install(std::path::Path::new(prefix), debug)
         }
         Some("install-check") => install::check(),
-        Some("lit-cc") => lit_cc::main(rest),
         Some("deps") => deps::deps(),
         Some("test") => test::test(),
         Some("demo") => demo(),

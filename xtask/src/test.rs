@@ -123,8 +123,9 @@ fn children_cpu() -> Duration {
 /// Build the release copy of the libraries the checks below need in
 /// their shipped form ([`RELEASE_CHECKED`]) into [`RELEASE_LIB_DIR`], then
 /// stage the debug build, which every other test uses.
-/// `tests/system/valgrind_c.rs` checks the release copy
-/// ([`VALGRIND_LIB_ENV`]): it is the build users install and leak-check,
+/// `tests/system/valgrind_c.rs` and the shim's edge programs under
+/// valgrind check the release copy ([`VALGRIND_LIB_ENV`]): it is the
+/// build users install and leak-check,
 /// and memcheck runs it 2.3 times as fast as the debug build (map_alloc.c:
 /// 2.89 s -> 1.24 s), which is most of that suite's time; the code-layout
 /// step reads its symbols. The other release artifacts (the MPI plugin and
@@ -153,7 +154,9 @@ const RELEASE_CHECKED: &[&str] = &[
 /// `target/omptarget/lib-release`: the release build's staged libraries.
 const RELEASE_LIB_DIR: &str = "lib-release";
 
-/// The variable that points `tests/system/valgrind_c.rs` at a library folder.
+/// The variable that points the valgrind runs of the C programs
+/// (`tests/system/valgrind_c.rs`, the shim's edge tests) at a library
+/// folder.
 const VALGRIND_LIB_ENV: &str = "OMPTARGET_VALGRIND_LIB_DIR";
 
 fn release_lib_dir() -> std::path::PathBuf {

@@ -1,6 +1,6 @@
 //! [`MpiBackend`]: the plugin kit's backend whose devices are other
 //! ranks' devices.
-use crate::client::{self, Client, Server};
+use crate::client::{self, Client, Server, Side};
 use crate::protocol::{
     self, Allocated, EntrySpec, Loaded, Op, Reply, Runners, INLINE_SUBMIT_LIMIT,
 };
@@ -684,7 +684,13 @@ impl Backend for MpiBackend {
                 (d.server, d.device, dst_ptr.as_ptr() as u64),
                 size as u64,
             )
-            .map_err(|e| self.located(src, e))
+            .map_err(|e| {
+                let device = match e.side {
+                    Side::Source => src,
+                    Side::Destination => dst,
+                };
+                self.located(device, e.error)
+            })
     }
 
     unsafe fn run_region(

@@ -5,6 +5,36 @@ use crate::protocol::{Malformed, ReplyError, INLINE_SUBMIT_LIMIT};
 use crate::world::{JoinError, ThreadLevel};
 use omptarget_mpi_wire::{MpiError, WireError};
 
+/// The server of a copy between two servers that an error is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    /// The server the bytes come from; also a copy within one server
+    /// (its error names the source device), and a failure of neither
+    /// server met before the copy started (the client closed, no room for
+    /// the relay's buffer).
+    Source,
+    /// The server the bytes go to.
+    Destination,
+}
+
+/// Why a copy between two servers failed, and on which side: the caller
+/// names that side's device.
+#[derive(Debug, thiserror::Error)]
+#[error("{error}")]
+pub struct ExchangeError {
+    /// The server the error is about.
+    pub side: Side,
+    /// What went wrong.
+    pub error: CallError,
+}
+
+impl CallError {
+    /// This error, about `side` of a copy between two servers.
+    pub fn on(self, side: Side) -> ExchangeError {
+        ExchangeError { side, error: self }
+    }
+}
+
 /// Why a call to the device servers failed.
 #[derive(Debug, thiserror::Error)]
 pub enum CallError {

@@ -24,7 +24,7 @@ mod notes;
 mod transfer;
 
 pub use close::Acks;
-pub use error::CallError;
+pub use error::{CallError, ExchangeError, Side};
 
 /// One device server, as its `Hello` reply describes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -285,12 +285,7 @@ impl Client {
         rank: i32,
         f: impl FnOnce() -> Result<T, CallError>,
     ) -> Result<T, CallError> {
-        if let Some(note) = self.lost.get(rank) {
-            return Err(CallError::Lost {
-                text: note.text,
-                tells_death: note.tells_death,
-            });
-        }
+        self.check_not_lost(rank)?;
         self.with_rank(rank, || {
             {
                 let _open = self.open_for_sending()?;
@@ -298,6 +293,18 @@ impl Client {
             }
             f()
         })
+    }
+
+    /// `Err` once one-way copies to server `rank` were lost: every later
+    /// call on it fails, a one-way copy too (it would never be sent).
+    fn check_not_lost(&self, rank: i32) -> Result<(), CallError> {
+        match self.lost.get(rank) {
+            Some(note) => Err(CallError::Lost {
+                text: note.text,
+                tells_death: note.tells_death,
+            }),
+            None => Ok(()),
+        }
     }
 
     /// Send `op` to server `server` and wait for its reply message.

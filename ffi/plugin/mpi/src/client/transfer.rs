@@ -1,6 +1,6 @@
 //! Bulk data: copies to and from a server's devices, straight from and
 //! into the program's memory, and copies between two servers' devices.
-use super::{CallError, Client};
+use super::{CallError, Client, ExchangeError, Side};
 use crate::protocol::{self, Op, Reply, ReplyError, Request};
 use std::ffi::c_void;
 use std::sync::atomic::Ordering;
@@ -125,7 +125,7 @@ impl Client {
         (src, src_device, src_ptr): (usize, u32, u64),
         (dst, dst_device, dst_ptr): (usize, u32, u64),
         size: u64,
-    ) -> Result<(), CallError> {
+    ) -> Result<(), ExchangeError> {
         self.kernel_exit.call(|| {
             self.exchange_now((src, src_device, src_ptr), (dst, dst_device, dst_ptr), size)
         })
@@ -136,8 +136,9 @@ impl Client {
         (src, src_device, src_ptr): (usize, u32, u64),
         (dst, dst_device, dst_ptr): (usize, u32, u64),
         size: u64,
-    ) -> Result<(), CallError> {
-        self.check_open()?;
+    ) -> Result<(), ExchangeError> {
+        use Side::{Destination, Source};
+        self.check_open().map_err(|e| e.on(Source))?;
         if src == dst {
             let op = Op::ExchangeLocal {
                 src: src_device,
@@ -146,7 +147,12 @@ impl Client {
                 dst_ptr,
                 size,
             };
-            return self.call_server_ok(src, op).map(drop);
+            // One server: its error is the source's (the same device
+            // numbering names both).
+            return self
+                .call_server_ok(src, op)
+                .map(drop)
+                .map_err(|e| e.on(Source));
         }
         if self.other_clients {
             return self.relay((src, src_device, src_ptr), (dst, dst_device, dst_ptr), size);
@@ -174,8 +180,10 @@ impl Client {
         // The copies gathered for either go first, both before either is
         // asked: a server asked while its peer was not (its copies could
         // not be sent) would wait for ever for a live peer's data.
-        self.with_server(src_rank, || Ok(()))?;
-        self.with_server(dst_rank, || Ok(()))?;
+        self.with_server(src_rank, || Ok(()))
+            .map_err(|e| e.on(Source))?;
+        self.with_server(dst_rank, || Ok(()))
+            .map_err(|e| e.on(Destination))?;
         // The destination is asked only once the source was: a source
         // asked and a destination that could not be (found dead) is fine,
         // the source watches its peer. Each one asked has its reply
@@ -184,7 +192,7 @@ impl Client {
         // Both asked, or neither, before a close tells them to exit: a
         // source asked whose destination is then refused would wait for
         // its peer's data until that peer is gone.
-        let open = self.open_for_sending()?;
+        let open = self.open_for_sending().map_err(|e| e.on(Source))?;
         let sent = self.with_rank(src_rank, || {
             let request = Request {
                 reply_tag: out_tag,
@@ -215,9 +223,19 @@ impl Client {
                 self.with_rank(dst_rank, || self.reply(dst_rank, in_tag, posted))
             })
         });
-        Reply::<()>::payload(&sent?)?;
+        // The destination's own death first: the source, which watches
+        // its peer, then fails too, and its error would name itself.
+        let received = match received {
+            Some(Err(err)) if err.tells_death() => return Err(err.on(Destination)),
+            other => other,
+        };
+        let sent = sent.map_err(|e| e.on(Source))?;
+        Reply::<()>::payload(&sent).map_err(|e| CallError::from(e).on(Source))?;
         match received {
-            Some(received) => Ok(Reply::<()>::payload(&received?)?),
+            Some(received) => {
+                let received = received.map_err(|e| e.on(Destination))?;
+                Reply::<()>::payload(&received).map_err(|e| CallError::from(e).on(Destination))
+            }
             None => Ok(()),
         }
     }
@@ -235,12 +253,12 @@ impl Client {
         (src, src_device, src_ptr): (usize, u32, u64),
         (dst, dst_device, dst_ptr): (usize, u32, u64),
         size: u64,
-    ) -> Result<(), CallError> {
+    ) -> Result<(), ExchangeError> {
         let chunk = size.min(RELAY_CHUNK) as usize;
         let mut buffer: Vec<u8> = Vec::new();
         buffer
             .try_reserve_exact(chunk)
-            .map_err(|source| CallError::NoRelayRoom { len: chunk, source })?;
+            .map_err(|source| CallError::NoRelayRoom { len: chunk, source }.on(Side::Source))?;
         buffer.resize(chunk, 0);
         for (offset, n) in chunks(size, chunk as u64) {
             let into = buffer.as_mut_ptr().cast::<c_void>();
@@ -249,12 +267,14 @@ impl Client {
             // it, the error keeps it for good.
             let step = unsafe {
                 self.retrieve_batch_now(src, src_device, &[(src_ptr + offset, into, n)])
+                    .map_err(|e| e.on(Side::Source))
                     .and_then(|()| {
                         self.submit_now(dst, dst_device, dst_ptr + offset, into.cast_const(), n)
+                            .map_err(|e| e.on(Side::Destination))
                     })
             };
-            if let Err(err) = step {
-                return Err(err.keep(buffer));
+            if let Err(ExchangeError { side, error }) = step {
+                return Err(error.keep(buffer).on(side));
             }
         }
         Ok(())

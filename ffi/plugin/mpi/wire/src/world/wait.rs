@@ -8,14 +8,8 @@ use std::time::{Duration, Instant};
 
 /// How long a wait spins on `MPI_Test` before it starts to nap.
 pub const SPIN: Duration = Duration::from_millis(50);
-/// The nap between two tests after [`SPIN`]: a message that arrives
-/// during a wait that has already lasted 50 ms is noticed at most 1 ms
-/// late (2%). Each nap is a system call and a test a pass through MPI's
-/// progress engine (a `sched_yield` when Open MPI oversubscribes): at
-/// 100 µs, an idle server and the program rank waiting on it spent a
-/// tenth of the test suite's MPI CPU time waking up (the remote suite:
-/// 133 -> 116 CPU-s at 1 ms).
-pub const NAP: Duration = Duration::from_millis(1);
+/// The nap between two tests after [`SPIN`].
+pub const NAP: Duration = Duration::from_micros(100);
 /// How often a wait asks whether its peer still lives.
 pub const CHECK_EVERY: Duration = Duration::from_millis(250);
 
