@@ -149,7 +149,7 @@ def runs(major):
     }
 
 
-def write_site_config(major, run, exec_root, cc_tool):
+def write_site_config(major, run, exec_root):
     """The lit.site.cfg CMake would write for host offload to x86_64 and
     the release's own runtime, with `run.link_dir` as the library folder
     the tests link against (libomp, the device runtime and the other
@@ -163,8 +163,8 @@ def write_site_config(major, run, exec_root, cc_tool):
         "bin_llvm_tools_dir": tools,
         # Through the build cache: the reference's and ours-linked-as-the-
         # release's runs build the same binaries (xtask/src/lit_cc.rs).
-        "test_c_compiler": f"{cc_tool} lit-cc /usr/bin/clang-{major}",
-        "test_cxx_compiler": f"{cc_tool} lit-cc /usr/bin/clang++-{major}",
+        "test_c_compiler": f"{cc_cache_tool()} lit-cc /usr/bin/clang-{major}",
+        "test_cxx_compiler": f"{cc_cache_tool()} lit-cc /usr/bin/clang++-{major}",
         "test_fortran_compiler": "",
         "test_openmp_flags": "-fopenmp -pthread",
         "test_extra_flags": "",
@@ -218,7 +218,7 @@ def run_lit(major, run, out_dir, jobs, filter_re):
     """Run the suite as `run` says; the sets of tests that passed and ran."""
     runtime = run.name
     exec_root = os.path.join(out_dir, runtime)
-    write_site_config(major, run, exec_root, cc_cache_tool())
+    write_site_config(major, run, exec_root)
     # llvm-NN-tools ships lit (19: build/utils/lit/lit.py, 22: bin/lit).
     candidates = [f"/usr/lib/llvm-{major}/build/utils/lit/lit.py", f"/usr/lib/llvm-{major}/bin/lit"]
     lit = next((c for c in candidates if os.path.isfile(c)), None)

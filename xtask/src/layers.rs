@@ -39,7 +39,7 @@ fn layer_of(folder: &str) -> Option<usize> {
 
 /// Each workspace package: name -> (folder, its normal dependencies in the
 /// workspace).
-fn packages() -> BTreeMap<String, (String, Vec<String>)> {
+pub(crate) fn packages() -> BTreeMap<String, (String, Vec<String>)> {
     let root = crate::stage::workspace_root();
     let out = std::process::Command::new(env!("CARGO"))
         .args(["metadata", "--no-deps", "--format-version", "1"])

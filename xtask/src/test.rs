@@ -145,6 +145,8 @@ fn stage_release_then_debug() -> Result<()> {
 
 /// The packages of the release copy: the shim and the host plugin
 /// (`valgrind_c`), and the CUDA plugin (its text-order list is checked).
+/// Exactly the libraries of `scripts/text-order.py`'s `LIBRARIES` (a test
+/// below holds the two to each other).
 const RELEASE_CHECKED: &[&str] = &[
     stage::SHIM_PACKAGE,
     "omptarget-plugin-host-rtl",
@@ -520,6 +522,44 @@ mod tests {
         let l = "Summary [  90.002s] 4 tests run: 4 passed, 19 skipped";
         assert_eq!(count(l, " passed"), 4);
         assert_eq!(count(l, " failed"), 0);
+    }
+
+    /// `scripts/text-order.py` names the libraries whose code layout it
+    /// checks (`LIBRARIES`: staged name, crate folder); the release copy
+    /// must hold exactly those ([`super::RELEASE_CHECKED`]), or the check
+    /// reads a library that was not built, or one goes unchecked.
+    #[test]
+    fn the_release_copy_holds_the_libraries_whose_code_layout_is_checked() {
+        use std::collections::BTreeSet;
+        let root = crate::stage::workspace_root();
+        let script = std::fs::read_to_string(root.join("scripts/text-order.py")).unwrap();
+        let block = script
+            .split("LIBRARIES = (")
+            .nth(1)
+            .and_then(|rest| rest.split("\n)").next())
+            .expect("text-order.py's LIBRARIES");
+        let listed: BTreeSet<(String, String)> = block
+            .lines()
+            .filter(|l| l.trim_start().starts_with("(\""))
+            .map(|l| {
+                // ("NAME", os.path.join("A", "B", ...)),
+                let quoted: Vec<&str> = l.split('"').skip(1).step_by(2).collect();
+                (quoted[0].to_string(), quoted[1..].join("/"))
+            })
+            .collect();
+        assert!(!listed.is_empty(), "no library read from LIBRARIES");
+        let packages = crate::layers::packages();
+        let built: BTreeSet<(String, String)> = super::RELEASE_CHECKED
+            .iter()
+            .map(|package| {
+                let (_, _, name, _) = crate::stage::ARTIFACTS
+                    .iter()
+                    .find(|a| a.0 == *package)
+                    .unwrap_or_else(|| panic!("{package} stages no library"));
+                (name.to_string(), packages[*package].0.clone())
+            })
+            .collect();
+        assert_eq!(listed, built);
     }
 
     #[test]
