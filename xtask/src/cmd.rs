@@ -1,5 +1,6 @@
-//! Running child processes: echo the command, inherit the terminal, turn a
-//! failure into an error that names the command.
+//! Running child processes: echo the command, inherit the terminal (or,
+//! for commands run at once, keep each one's output until it is shown),
+//! turn a failure into an error that names the command.
 
 use anyhow::{bail, Context, Result};
 use std::ffi::OsString;
@@ -38,18 +39,15 @@ pub fn show(cmd: &Command) -> String {
 /// Run `cmds` at the same time, each with its output (stdout and stderr)
 /// captured into a file of its own, then print each output in the given
 /// order; fail unless every one exits 0. For checks that each keep one
-/// core busy (a valgrind run, a benchmark's quick pass), which one after
-/// another leave the other core idle.
+/// core busy and measure nothing (valgrind runs), which one after another
+/// leave the other core idle; never for timings, which sharing the cores
+/// makes meaningless.
 pub fn run_together(cmds: Vec<Command>) -> Result<()> {
     let mut running: Vec<(String, std::process::Child, std::fs::File)> = Vec::new();
     for mut cmd in cmds {
         let shown = show(&cmd);
-        // A file, not a pipe: a child writing more than a pipe holds would
-        // block until we read it, and we read only after all have ended.
-        let log = tempfile::tempfile().context("creating a file for a command's output")?;
-        cmd.stdout(log.try_clone()?).stderr(log.try_clone()?);
-        let child = match cmd.spawn() {
-            Ok(child) => child,
+        match start_logged(&mut cmd) {
+            Ok((child, log)) => running.push((shown, child, log)),
             Err(e) => {
                 // None left running behind the error.
                 for (_, mut started, _) in running {
@@ -58,31 +56,42 @@ pub fn run_together(cmds: Vec<Command>) -> Result<()> {
                 }
                 return Err(e).with_context(|| format!("cannot start {shown}"));
             }
-        };
-        running.push((shown, child, log));
+        }
     }
+    // Every child waited for and its failure kept, whatever happened to
+    // another or to showing an output.
     let mut failed = Vec::new();
-    for (shown, mut child, mut log) in running {
-        // Every child waited for, whatever happened to another.
-        let status = match child.wait() {
-            Ok(status) => status,
-            Err(e) => {
-                failed.push(format!("waiting for {shown}: {e}"));
-                continue;
-            }
-        };
+    for (shown, mut child, log) in running {
+        let status = child.wait();
         println!("$ {shown}");
-        use std::io::{Read, Seek, Write};
-        let mut output = Vec::new();
-        log.rewind()?;
-        log.read_to_end(&mut output)?;
-        std::io::stdout().write_all(&output)?;
-        if !status.success() {
-            failed.push(format!("{shown} failed ({status})"));
+        if let Err(e) = show_output(log) {
+            failed.push(format!("showing the output of {shown}: {e}"));
+        }
+        match status {
+            Ok(status) if status.success() => {}
+            Ok(status) => failed.push(format!("{shown} failed ({status})")),
+            Err(e) => failed.push(format!("waiting for {shown}: {e}")),
         }
     }
     if !failed.is_empty() {
         bail!("{}", failed.join("; "));
     }
     Ok(())
+}
+
+/// Start `cmd` with its stdout and stderr in an unnamed file. A file, not
+/// a pipe: a child writing more than a pipe holds would block until it is
+/// read, and the output is read only once the child has ended.
+fn start_logged(cmd: &mut Command) -> std::io::Result<(std::process::Child, std::fs::File)> {
+    let log = tempfile::tempfile()?;
+    cmd.stdout(log.try_clone()?).stderr(log.try_clone()?);
+    Ok((cmd.spawn()?, log))
+}
+
+/// Copy what a [`start_logged`] child wrote to our standard output.
+fn show_output(mut log: std::fs::File) -> std::io::Result<()> {
+    use std::io::{Seek, Write};
+    log.rewind()?;
+    std::io::copy(&mut log, &mut std::io::stdout().lock())?;
+    std::io::stdout().flush()
 }

@@ -15,7 +15,7 @@
 //! | [`release`] | the LLVM releases (14, 19, 22): their compilers and reference runtimes |
 //! | [`suite`] | the C suites' machinery (`tests/c`): program headers, builds, a job pool |
 //! | [`compare`] | normalising outputs (one rule for addresses) and line diffs |
-//! | [`valgrind`] | reading valgrind's XML report, charging stacks to an owner, the suppressions file |
+//! | [`valgrind`] | reading valgrind's XML report, charging stacks to an owner, the suppressions file, the runtime a run checks |
 //! | [`cuda`] | the CUDA plugin's fixtures: the fake driver, cubins, scenario child processes |
 
 pub mod cc_cache;

@@ -1,6 +1,7 @@
 //! Valgrind: reading its `--xml=yes` report (the errors, memory errors and
 //! leak records, with their kind, size and allocation/error stack),
-//! charging a stack to its owner, and the suppressions every run uses.
+//! charging a stack to its owner, the suppressions every run uses, and
+//! which runtime a run checks ([`lib_dir`], [`our_lib_dir`]).
 //!
 //! Valgrind writes this XML itself in a fixed layout (protocol version 4), so
 //! a small tag extractor is enough; no general XML parser is needed.
@@ -19,11 +20,24 @@ pub const LIB_DIR_ENV: &str = "OMPTARGET_VALGRIND_LIB_DIR";
 /// The runtime a valgrind run checks: the folder [`LIB_DIR_ENV`] names
 /// (`cargo xtask test` names the release copy it builds: the build users
 /// install and leak-check, which memcheck runs about twice as fast as the
-/// debug build), else the staged debug build.
+/// debug build), else the staged debug build. The folder may hold another
+/// runtime (LLVM's, to see what the C suite's rules say of it).
 pub fn lib_dir() -> Result<PathBuf, String> {
     match std::env::var_os(LIB_DIR_ENV) {
         Some(dir) => Ok(PathBuf::from(dir)),
         None => crate::stage::try_staged().map(|s| s.lib_dir.clone()),
+    }
+}
+
+/// [`lib_dir`] when it is a build of ours (a folder under
+/// `target/omptarget`, as the release copy), else the staged debug build:
+/// for the checks that only hold of our runtime (the shim's edge tests
+/// expect its fixes, and charge leaks to libraries by file name).
+pub fn our_lib_dir() -> Result<PathBuf, String> {
+    let ours = crate::paths::omptarget_dir();
+    match std::env::var_os(LIB_DIR_ENV).map(PathBuf::from) {
+        Some(dir) if dir.starts_with(&ours) => Ok(dir),
+        _ => crate::stage::try_staged().map(|s| s.lib_dir.clone()),
     }
 }
 

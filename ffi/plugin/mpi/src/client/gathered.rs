@@ -123,16 +123,17 @@ impl Client {
             return Err(CallError::TooLarge { len: data.len() });
         }
         let rank = self.servers[server].rank;
-        if let Some(why) = self.dead(rank) {
-            return Err(CallError::Dead(why));
-        }
         let gathered = &self.gathered[rank as usize];
         let mut copies = gathered.copies.lock().unwrap_or_else(|p| p.into_inner());
         // Gathered after a loss, the copy would wait for a flush that
-        // never comes (every call on that server fails first): refused.
-        // Under the copies' lock, which a loss is noted under: a flush
-        // failing meanwhile is seen.
+        // never comes (every call on that server fails first): refused,
+        // with the loss first, as every other call (`with_server`). Under
+        // the copies' lock, which a loss is noted under: a flush failing
+        // meanwhile is seen.
         self.check_not_lost(rank)?;
+        if let Some(why) = self.dead(rank) {
+            return Err(CallError::Dead(why));
+        }
         let bytes = INLINE_COPY_FIELDS + data.len();
         if INLINE_BATCH_BASE + copies.bytes + bytes > INLINE_BATCH_LIMIT {
             // Full: what was gathered goes first.

@@ -305,13 +305,18 @@ fn run_program_rank() -> anyhow::Result<()> {
         println!("fact: {line}");
     }
     // Device-to-device copies with the dead rank, both ways: the live
-    // server's wait for its dead peer ends too, and it serves on.
+    // server's wait for its dead peer ends too, and it serves on. The
+    // error names the dead rank's device ("remote device N (rank 2 on
+    // ..."), whichever side of the copy it is, and tells its death.
     let names_death = |r: Result<(), omptarget::Error>| match r {
         Ok(()) => "no error".to_owned(),
-        Err(err) => format!(
-            "error naming the death: {}",
-            format!("{err:#}").contains("device server rank 2 on")
-        ),
+        Err(err) => {
+            let text = format!("{err:#}");
+            format!(
+                "error naming the death: {}",
+                text.contains("(rank 2 on") && text.contains("device server rank 2 on")
+            )
+        }
     };
     println!(
         "fact: copy to the dead rank: {}",

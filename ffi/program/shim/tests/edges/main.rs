@@ -4,7 +4,9 @@
 //! thread), API calls racing the last dlclose or an image load, and an
 //! unusable `TMPDIR`. Each is a clang-14 program of
 //! `ffi/program/shim/tests/c/edge_*.c`, run as its own process through the staged
-//! shim with a timeout, so a hang fails the test instead of the suite.
+//! shim (under valgrind: through the release copy when `cargo xtask test`
+//! names it, `under_valgrind::valgrind_libs`) with a timeout, so a hang
+//! fails the test instead of the suite.
 //!
 //! Written ahead of the runtime's fix: the doc comment of each test says
 //! how the runtime of commit df6a016 failed it, measured on a 2-core

@@ -25,10 +25,11 @@ struct UnderValgrind<'a> {
 /// beside it, or one several times slower, still stays far below.
 pub(crate) const VALGRIND_LIMIT_FACTOR: u32 = 20;
 
-/// The runtime these runs check: [`valgrind::lib_dir`] (in `cargo xtask
-/// test`, the release copy, as `tests/system/valgrind_c.rs` checks it).
+/// The runtime these runs check: [`valgrind::our_lib_dir`] (in `cargo
+/// xtask test`, the release copy, as `tests/system/valgrind_c.rs` checks
+/// it; never another runtime, whose leaks these tests would charge to us).
 pub(crate) fn valgrind_libs() -> PathBuf {
-    valgrind::lib_dir().unwrap_or_else(|e| panic!("no runtime to check under valgrind: {e}"))
+    valgrind::our_lib_dir().unwrap_or_else(|e| panic!("no runtime to check under valgrind: {e}"))
 }
 
 fn scenario<'a>(
