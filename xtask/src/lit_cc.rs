@@ -101,16 +101,15 @@ pub struct Built {
 /// `xtask lit-cc COMPILER ARGS...`: build, print the build's streams and
 /// exit with its status; or become the compiler where nothing is cached.
 pub fn main(args: &[std::ffi::OsString]) -> Result<()> {
-    let Some((compiler, rest)) = args.split_first() else {
-        anyhow::bail!("usage: xtask lit-cc COMPILER ARGS...");
-    };
     // The key is text: a build with an argument that is not UTF-8 is run
     // as it is, uncached.
     let Some(text) = as_text(args) else {
-        let err = Command::new(compiler).args(rest).exec();
-        return Err(err).with_context(|| format!("running {}", compiler.to_string_lossy()));
+        let err = Command::new(&args[0]).args(&args[1..]).exec();
+        return Err(err).with_context(|| format!("running {}", args[0].to_string_lossy()));
     };
-    let (compiler, args) = text.split_first().expect("the compiler is there");
+    let Some((compiler, args)) = text.split_first() else {
+        anyhow::bail!("usage: xtask lit-cc COMPILER ARGS...");
+    };
     let cache = std::env::var_os("LIT_CC_CACHE_DIR")
         .filter(|dir| !dir.is_empty())
         .map(|dir| Cache {

@@ -255,16 +255,19 @@ impl Client {
         size: u64,
     ) -> Result<(), ExchangeError> {
         let chunk = size.min(RELAY_CHUNK) as usize;
+        // Capacity only, never length: MPI writes each piece through the
+        // raw pointer before the submit reads it, so nothing is zeroed (up
+        // to 64 MiB a copy) and no slice of unwritten bytes is made.
         let mut buffer: Vec<u8> = Vec::new();
         buffer
             .try_reserve_exact(chunk)
             .map_err(|source| CallError::NoRelayRoom { len: chunk, source }.on(Side::Source))?;
-        buffer.resize(chunk, 0);
         for (offset, n) in chunks(size, chunk as u64) {
             let into = buffer.as_mut_ptr().cast::<c_void>();
-            // SAFETY: `buffer` is writable, then readable, for `n` bytes,
-            // and outlives both transfers: on an error MPI may still use
-            // it, the error keeps it for good.
+            // SAFETY: `buffer`'s allocation holds `chunk` >= `n` bytes,
+            // written by the retrieve before the submit reads them, and
+            // outlives both transfers: on an error MPI may still use it,
+            // the error keeps it for good.
             let step = unsafe {
                 self.retrieve_batch_now(src, src_device, &[(src_ptr + offset, into, n)])
                     .map_err(|e| e.on(Side::Source))
