@@ -242,7 +242,9 @@ impl Shard {
     /// The live block `ptr`'s record, its entry removed, or (`cache`, for a
     /// managed block) kept and marked cached; `None` (nothing changed) if
     /// it is not live.
-    #[inline]
+    // Always inlined: a call saved and restored six registers around a
+    // probe of one or two slots (about 20 instructions per free).
+    #[inline(always)]
     fn take_live(&mut self, ptr: DevicePtr, cache: bool) -> Option<Record> {
         let record = self
             .live

@@ -12,17 +12,28 @@ use std::ffi::c_void;
 impl<'a> Offload<'a> {
     /// LLVM's `device_is_ready`: the device exists and its one
     /// initialisation attempt succeeded (made now if not made yet).
+    #[inline]
     pub(crate) fn ready_device(&self, device: i64) -> Option<DeviceCtx<'a>> {
         let dev = self.device(device)?;
+        let ready = match dev.slot.init.get() {
+            Some(&ready) => ready,
+            None => self.initialise_device(&dev),
+        };
+        ready.then_some(dev)
+    }
+
+    /// [`Offload::ready_device`]'s one initialisation attempt (out of
+    /// line: every later lookup of the device only reads its outcome).
+    #[inline(never)]
+    fn initialise_device(&self, dev: &DeviceCtx<'a>) -> bool {
         let requires = self.registry.requires_flags();
-        let ready = *dev.slot.init.get_or_init(|| {
+        *dev.slot.init.get_or_init(|| {
             let ready = dev.ops.init(requires).is_ok();
             if ready {
-                self.ompt_device_initialized(&dev);
+                self.ompt_device_initialized(dev);
             }
             ready
-        });
-        ready.then_some(dev)
+        })
     }
 
     /// The device an `omp_*` call names, as the caller's release looks it
@@ -32,6 +43,7 @@ impl<'a> Offload<'a> {
     /// load images only for target constructs. `initialise` asks for
     /// `device_is_ready` (the calls that need a live device); without it
     /// an LLVM 14/19 lookup leaves the device as it is.
+    #[inline]
     pub(crate) fn api_device(&self, device: i64, initialise: bool) -> Option<DeviceCtx<'a>> {
         let dev = if initialise {
             self.ready_device(device)?
@@ -40,7 +52,22 @@ impl<'a> Offload<'a> {
         };
         // Without pending images the releases agree, and the release (a
         // stack walk) is not asked: the common case costs one atomic load.
-        if !dev.slot.has_pending() || !self.host.caller_release().loads_images_on_device_lookup() {
+        if !dev.slot.has_pending() {
+            return Some(dev);
+        }
+        self.api_device_with_pending(dev, device, initialise)
+    }
+
+    /// [`Offload::api_device`] for a device with images still pending
+    /// (out of line: loading them is the rare case).
+    #[inline(never)]
+    fn api_device_with_pending(
+        &self,
+        dev: DeviceCtx<'a>,
+        device: i64,
+        initialise: bool,
+    ) -> Option<DeviceCtx<'a>> {
+        if !self.host.caller_release().loads_images_on_device_lookup() {
             return Some(dev);
         }
         let dev = if initialise {

@@ -231,6 +231,7 @@ impl<'a> Offload<'a> {
 
     /// The device with OpenMP number `device`, if it exists (initialised or
     /// not).
+    #[inline]
     pub(crate) fn device(&self, device: i64) -> Option<DeviceCtx<'a>> {
         let slot = self.registry.slot(device)?;
         let ops = self.platform.device(slot.plugin, slot.local)?;

@@ -575,6 +575,7 @@ impl<'a> Offload<'a> {
     ///
     /// # Safety
     /// As [`super::DeviceOps::alloc`].
+    #[inline]
     pub(crate) unsafe fn dev_alloc(
         &self,
         dev: &DeviceCtx<'_>,
@@ -582,6 +583,11 @@ impl<'a> Offload<'a> {
         host_ptr: *mut c_void,
         kind: AllocKind,
     ) -> Result<DevicePtr, OpFailed> {
+        if !self.registry.ompt().active() {
+            // No tool: no record of the operation is built.
+            // SAFETY: our `# Safety` is the callee's.
+            return unsafe { dev.ops.alloc(size, host_ptr, kind) };
+        }
         let data = DataOp {
             kind: DataOpKind::Alloc,
             src: host_ptr as usize,
@@ -602,11 +608,16 @@ impl<'a> Offload<'a> {
     ///
     /// # Safety
     /// As [`super::DeviceOps::free`].
+    #[inline]
     pub(crate) unsafe fn dev_free(
         &self,
         dev: &DeviceCtx<'_>,
         ptr: DevicePtr,
     ) -> Result<(), OpFailed> {
+        if !self.registry.ompt().active() {
+            // SAFETY: our `# Safety` is the callee's.
+            return unsafe { dev.ops.free(ptr) };
+        }
         let data = DataOp {
             kind: DataOpKind::Delete,
             src: ptr.addr(),

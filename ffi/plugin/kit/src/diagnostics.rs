@@ -18,18 +18,24 @@ const ON: u8 = 2;
 static DEBUG: AtomicU8 = AtomicU8::new(UNKNOWN);
 
 /// Whether debug lines are enabled (the environment is read once).
+#[inline]
 pub fn debug_enabled() -> bool {
     match DEBUG.load(Ordering::Relaxed) {
         OFF => false,
         ON => true,
-        _ => {
-            let on = ["LIBOMPTARGET_DEBUG", "OMPTARGET_PLUGIN_DEBUG"]
-                .iter()
-                .any(|var| std::env::var(var).is_ok_and(|v| !v.is_empty() && v != "0"));
-            DEBUG.store(if on { ON } else { OFF }, Ordering::Relaxed);
-            on
-        }
+        _ => read_debug_setting(),
     }
+}
+
+/// [`debug_enabled`]'s first answer, from the environment.
+#[cold]
+#[inline(never)]
+fn read_debug_setting() -> bool {
+    let on = ["LIBOMPTARGET_DEBUG", "OMPTARGET_PLUGIN_DEBUG"]
+        .iter()
+        .any(|var| std::env::var(var).is_ok_and(|v| !v.is_empty() && v != "0"));
+    DEBUG.store(if on { ON } else { OFF }, Ordering::Relaxed);
+    on
 }
 
 /// Set once a runtime in this copy of the kit reads every failure's
@@ -64,11 +70,20 @@ pub fn warning(plugin: &str, message: &dyn Display) {
 }
 
 /// Print `omptarget-rs plugin <plugin> --> <message>` if debug is enabled.
+/// Inlined: every entry asks (the data entries' debug line), and the
+/// answer is one load; an out-of-line call cost about 20 instructions.
+#[inline]
 pub fn debug(plugin: &str, message: &dyn Display) {
     if debug_enabled() {
-        let line = format!("omptarget-rs plugin {plugin} --> {message}\n");
-        let _ = std::io::stderr().write_all(line.as_bytes());
+        print_debug(plugin, message);
     }
+}
+
+/// [`debug`]'s line, printed.
+#[inline(never)]
+fn print_debug(plugin: &str, message: &dyn Display) {
+    let line = format!("omptarget-rs plugin {plugin} --> {message}\n");
+    let _ = std::io::stderr().write_all(line.as_bytes());
 }
 
 /// Replace this library's panic hook (once) with one that prints a single

@@ -28,12 +28,22 @@ pub(crate) enum Accepts {
 /// where `accepts` says so, the initial device) and the caller's release
 /// has it ([`omptarget_openmp::Release::invalid_device_is_fatal`]); LLVM
 /// 14's callers go on to the OpenMP layer's soft failure.
+#[inline]
 pub(crate) fn fatal_if_unknown(offload: &Offload<'_>, device_num: c_int, accepts: Accepts) {
+    // A device first: the common case decides on one load, inline in the
+    // caller (an out-of-line call saved and restored registers for it).
+    if (0..offload.num_devices()).contains(&device_num) {
+        return;
+    }
+    fatal_unless_initial(offload, device_num, accepts);
+}
+
+/// [`fatal_if_unknown`] past its common case (out of line: the initial
+/// device's number is common, but not on a device's path).
+#[inline(never)]
+fn fatal_unless_initial(offload: &Offload<'_>, device_num: c_int, accepts: Accepts) {
     let devices = offload.num_devices();
-    // A device first: the common case decides on one load.
-    if (0..devices).contains(&device_num)
-        || (accepts == Accepts::DevicesAndInitial && device_num == offload.initial_device())
-    {
+    if accepts == Accepts::DevicesAndInitial && device_num == offload.initial_device() {
         return;
     }
     let release = crate::caller::calling_release();
