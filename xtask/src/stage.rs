@@ -94,8 +94,14 @@ pub fn staged_files() -> Vec<(&'static str, &'static str)> {
 pub const STAGED_TOKEN: &str = ".staged";
 
 /// The names clang 19 and 22 binaries link `libomptarget.so` by (their
-/// `DT_NEEDED`), staged as symbolic links to it.
-pub const SHIM_ALIASES: &[&str] = &["libomptarget.so.19.1", "libomptarget.so.22.1"];
+/// `DT_NEEDED`), and the name of LLVM 22's liboffload, whose `ol*` API
+/// the same library serves (`ffi/program/shim/src/offload_api.rs`),
+/// staged as symbolic links to it.
+pub const SHIM_ALIASES: &[&str] = &[
+    "libomptarget.so.19.1",
+    "libomptarget.so.22.1",
+    "libLLVMOffload.so.22.1",
+];
 
 pub fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

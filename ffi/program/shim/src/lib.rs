@@ -53,6 +53,7 @@ mod interop;
 mod kernel;
 mod libomp;
 mod mapper;
+mod offload_api;
 mod ompt;
 mod rect;
 mod registration;

@@ -52,6 +52,11 @@ pub(crate) struct Session {
     /// reaches every plugin: either the setter sees the runtime built, or
     /// the builder, once it has published the runtime, sees the flags.
     info_flags: Mutex<Option<u32>>,
+    /// What `olInit` made (`crate::offload_api`), if it was called.
+    offload_api: crate::offload_api::OlState,
+    /// The session of the late calls after the close at exit
+    /// ([`Session::closed`]).
+    closed: bool,
 }
 
 /// `__tgt_rtl_set_info_flag` on each of `runtime`'s plugins.
@@ -108,6 +113,8 @@ impl Session {
             registry,
             runtime: OnceLock::new(),
             info_flags: Mutex::new(None),
+            offload_api: Default::default(),
+            closed: false,
         }
     }
 
@@ -177,9 +184,37 @@ impl Session {
         Offload::new(&self.registry, &self.runtime, &Libomp)
     }
 
+    /// The liboffload state (`crate::offload_api`).
+    pub(crate) fn offload_api(&self) -> &crate::offload_api::OlState {
+        &self.offload_api
+    }
+
+    /// The runtime, built now if no binary registered yet (`olInit`);
+    /// `None` in the session of late calls after the close at exit
+    /// ([`Session::closed`]), which loads no plugin.
+    pub(crate) fn build_runtime(&self) -> Option<&Runtime> {
+        (!self.closed).then(|| self.runtime())
+    }
+
+    /// The runtime, if it was built.
+    pub(crate) fn built_runtime(&self) -> Option<&Runtime> {
+        self.runtime.get()
+    }
+
     /// Tear down in the fixed order and emit the report (if plugins were
     /// ever loaded: otherwise there is nothing to tear down).
     pub fn shutdown(self) {
+        // A liboffload context the program never shut down: its host
+        // blocks are freed here; its blocks on the runtime's devices are
+        // the devices' live allocations, which the runtime's shutdown
+        // frees and lists as the program's leaks.
+        let host_blocks: Vec<_> = self
+            .offload_api
+            .release_at_exit()
+            .into_iter()
+            .filter(|(_, block)| block.target == crate::offload_api::context::Target::Host)
+            .collect();
+        crate::offload_api::context::free_blocks(None, &host_blocks);
         // The devices' `device_finalize` before their teardown; then the
         // tool hears nothing more.
         self.offload().ompt_shutdown();
@@ -193,7 +228,10 @@ impl Session {
     /// lifecycle at exit (a library finalizer that offloads): no plugins,
     /// so regions run on the host and device numbers are invalid.
     pub fn closed() -> Self {
-        Self::new()
+        Session {
+            closed: true,
+            ..Self::new()
+        }
     }
 
     /// The teardown at exit while calls are still in flight (`why`):

@@ -92,6 +92,8 @@ fn every_export_is_llvm14s_with_version_vers1_0() {
         .map(|l| format!("{}@@VERS1.0", l.trim_end_matches(';')))
         .collect();
     assert_eq!(ours, map, "the built library and exports.map disagree");
+    // liboffload's entries are compared with LLVM 22's library below.
+    let ours: BTreeSet<String> = ours.into_iter().filter(|s| !is_liboffload(s)).collect();
     if std::path::Path::new(LLVM14).exists() {
         let mut expected = defined_dynamic_symbols(std::path::Path::new(LLVM14));
         expected.extend(LLVM_19_22.iter().map(|s| format!("{s}@@VERS1.0")));
@@ -129,6 +131,49 @@ fn each_addition_is_an_export_of_llvm_19_or_22() {
             "{name} is exported by neither LLVM 19's nor LLVM 22's libomptarget"
         );
     }
+}
+
+/// An `ol*` entry of liboffload's API (`offload_api` in the shim).
+fn is_liboffload(symbol: &str) -> bool {
+    symbol.starts_with("ol") && symbol.as_bytes().get(2).is_some_and(u8::is_ascii_uppercase)
+}
+
+/// The shim exports exactly the `ol*` entries of LLVM 22's
+/// `libLLVMOffload.so.22.1` (each with its `...WithCodeLoc` form), with
+/// the same version node, so that a program linked against LLVM's
+/// library finds every symbol it may import here.
+#[test]
+fn ol_exports_are_liboffload_22s() {
+    let theirs = newer_llvm_libraries()[1].with_file_name("libLLVMOffload.so.22.1");
+    if !theirs.exists() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{} is missing (run `cargo xtask deps`)",
+            theirs.display()
+        );
+        eprintln!(
+            "skipping: {} is not unpacked (cargo xtask deps)",
+            theirs.display()
+        );
+        return;
+    }
+    let ours: BTreeSet<String> = defined_dynamic_symbols(&built_shim())
+        .into_iter()
+        .filter(|s| is_liboffload(s))
+        .collect();
+    let theirs: BTreeSet<String> = defined_dynamic_symbols(&theirs)
+        .into_iter()
+        .filter(|s| is_liboffload(s))
+        .collect();
+    assert!(
+        theirs.len() >= 70,
+        "LLVM 22's liboffload exports {} ol* symbols",
+        theirs.len()
+    );
+    assert_eq!(
+        ours, theirs,
+        "our ol* exports differ from LLVM 22's libLLVMOffload.so.22.1"
+    );
 }
 
 #[test]

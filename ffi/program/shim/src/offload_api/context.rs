@@ -1,0 +1,389 @@
+//! The liboffload context of a session: what `olInit` creates and the last
+//! `olShutDown` releases, and the handles the program holds into it.
+//!
+//! * Platforms and devices: one platform per loaded plugin that has
+//!   devices (its devices are the runtime's, the same ones the OpenMP API
+//!   numbers), then the host platform with one device, the initial device
+//!   (LLVM 22 lists its "virtual host device" last too).
+//! * A handle is a number, never an address: taken from a process-wide
+//!   counter and never given twice, so a stale handle (a destroyed queue,
+//!   the handles of a context shut down) can never name a newer object,
+//!   and a null or foreign one is an error code. Nothing is ever read
+//!   through a handle.
+//! * Memory from `olMemAlloc` is recorded by address (`olMemFree` takes
+//!   only the address), as disjoint ranges: on a runtime device it is the
+//!   device's own allocation (its memory manager's, so the OpenMP API and
+//!   the shutdown report see it as they see `omp_target_alloc`'s); on the
+//!   host device it is `malloc`'s.
+//! * The lock is never held across a call into the runtime or the
+//!   program (`olIterateDevices`' callback may call back in).
+
+use super::errors::{ol_error, Errc, Outcome, UNINITIALIZED};
+use omptarget::{DevicePtr, Runtime};
+use omptarget_abi::AllocKind;
+use std::collections::BTreeMap;
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::Mutex;
+
+/// `ol_platform_backend_t`.
+pub(crate) mod backend {
+    pub(crate) const UNKNOWN: u32 = 0;
+    pub(crate) const CUDA: u32 = 1;
+    pub(crate) const HOST: u32 = 4;
+}
+
+/// `ol_alloc_type_t`.
+pub(crate) mod alloc_type {
+    pub(crate) const HOST: u32 = 0;
+    pub(crate) const DEVICE: u32 = 1;
+}
+
+/// A handle as the program holds it (`ol_*_handle_t`): a number, not null.
+pub(crate) type Handle = usize;
+
+/// The next handle. Handles step by 16 from a base far from small
+/// integers, so that they look like the aligned addresses LLVM's are to
+/// a program that prints them; they are never dereferenced.
+static NEXT_HANDLE: AtomicUsize = AtomicUsize::new(0x0100_0000);
+
+fn new_handle() -> Handle {
+    NEXT_HANDLE.fetch_add(16, Relaxed)
+}
+
+/// A handle from the program: its number (null is 0).
+pub(crate) fn handle_of(ptr: *const c_void) -> Handle {
+    ptr as usize
+}
+
+/// A platform handle's record.
+pub(crate) struct Platform {
+    pub handle: Handle,
+    /// `OL_PLATFORM_INFO_NAME`: the plugin's short name (`x86_64`,
+    /// `cuda`, `mpi`), or `Host`.
+    pub name: String,
+    /// `ol_platform_backend_t`.
+    pub backend: u32,
+}
+
+/// What a device handle names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Target {
+    /// The initial device: the host itself (memory is `malloc`'s).
+    Host,
+    /// The runtime's device with this number.
+    Runtime(usize),
+}
+
+/// A device handle's record.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Device {
+    pub handle: Handle,
+    /// Its platform's handle.
+    pub platform: Handle,
+    pub target: Target,
+}
+
+/// A queue handle's record. Every operation this library queues is done
+/// by the time the call that queued it returns, so a queue holds no work.
+pub(crate) struct Queue {
+    pub handle: Handle,
+    /// The device handle it was made for.
+    pub device: Handle,
+}
+
+/// An `olMemAlloc` block.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Allocation {
+    pub target: Target,
+    /// The device handle it was allocated on.
+    pub device: Handle,
+    /// `ol_alloc_type_t`, as the program gave it.
+    pub kind: u32,
+    pub size: usize,
+}
+
+/// What `olInit` made.
+pub(crate) struct Context {
+    /// `olInit` calls not yet matched by an `olShutDown`.
+    refcount: usize,
+    platforms: Vec<Platform>,
+    devices: Vec<Device>,
+    queues: Vec<Queue>,
+    /// Live `olMemAlloc` blocks by address; their ranges are disjoint.
+    allocations: BTreeMap<usize, Allocation>,
+}
+
+/// The short name of a plugin's file (`libomptarget.rtl.x86_64.so` ->
+/// `x86_64`).
+fn short_name(plugin: &str) -> &str {
+    let name = plugin.strip_prefix("libomptarget.rtl.").unwrap_or(plugin);
+    name.strip_suffix(".so").unwrap_or(name)
+}
+
+impl Context {
+    /// The platforms and devices of `runtime`, then the host's. Asks the
+    /// plugins what their devices are: never under the state's lock.
+    fn new(runtime: &Runtime) -> Context {
+        let mut context = Context {
+            refcount: 0,
+            platforms: Vec::new(),
+            devices: Vec::new(),
+            queues: Vec::new(),
+            allocations: BTreeMap::new(),
+        };
+        let mut first = 0;
+        for index in 0..runtime.plugin_count() {
+            let Some(plugin) = runtime.plugin(index) else {
+                continue;
+            };
+            let count = plugin.device_count();
+            if count == 0 {
+                continue;
+            }
+            // The backend is what the devices are, asked of them, never
+            // read from a file name.
+            let backend = match runtime.plugin_device(index, 0).and_then(|d| d.kind()) {
+                Some(omptarget::DeviceKind::CudaGpu) => backend::CUDA,
+                _ => backend::UNKNOWN,
+            };
+            let platform = new_handle();
+            context.platforms.push(Platform {
+                handle: platform,
+                name: short_name(plugin.name()).to_owned(),
+                backend,
+            });
+            for id in first..first + count {
+                context.devices.push(Device {
+                    handle: new_handle(),
+                    platform,
+                    target: Target::Runtime(id),
+                });
+            }
+            first += count;
+        }
+        let platform = new_handle();
+        context.platforms.push(Platform {
+            handle: platform,
+            name: "Host".to_owned(),
+            backend: backend::HOST,
+        });
+        context.devices.push(Device {
+            handle: new_handle(),
+            platform,
+            target: Target::Host,
+        });
+        context
+    }
+
+    /// The device `handle` names, if it is one of this context's.
+    pub(crate) fn device(&self, handle: Handle) -> Outcome<Device> {
+        self.devices
+            .iter()
+            .find(|d| d.handle == handle)
+            .copied()
+            .ok_or(ol_error!(
+                Errc::InvalidDevice,
+                "not a device handle of this liboffload context"
+            ))
+    }
+
+    /// The platform `handle` names, if it is one of this context's.
+    pub(crate) fn platform(&self, handle: Handle) -> Outcome<&Platform> {
+        self.platforms
+            .iter()
+            .find(|p| p.handle == handle)
+            .ok_or(ol_error!(
+                Errc::InvalidPlatform,
+                "not a platform handle of this liboffload context"
+            ))
+    }
+
+    /// Every device handle, in iteration order.
+    pub(crate) fn device_handles(&self) -> Vec<Handle> {
+        self.devices.iter().map(|d| d.handle).collect()
+    }
+
+    /// The queue `handle` names, if it is live.
+    pub(crate) fn queue(&self, handle: Handle) -> Outcome<&Queue> {
+        self.queues
+            .iter()
+            .find(|q| q.handle == handle)
+            .ok_or(ol_error!(
+                Errc::InvalidQueue,
+                "not a live queue of this liboffload context"
+            ))
+    }
+
+    /// A new queue on the device `device` (checked by the caller).
+    pub(crate) fn create_queue(&mut self, device: Handle) -> Handle {
+        let handle = new_handle();
+        self.queues.push(Queue { handle, device });
+        handle
+    }
+
+    /// Destroy the queue `handle`.
+    pub(crate) fn destroy_queue(&mut self, handle: Handle) -> Outcome {
+        self.queue(handle)?;
+        self.queues.retain(|q| q.handle != handle);
+        Ok(())
+    }
+
+    /// The live `olMemAlloc` block containing `address`, and its base.
+    pub(crate) fn allocation_containing(&self, address: usize) -> Option<(usize, Allocation)> {
+        let (&base, &allocation) = self.allocations.range(..=address).next_back()?;
+        (address - base < allocation.size).then_some((base, allocation))
+    }
+
+    /// Whether `base..base+size` overlaps a recorded block.
+    fn overlaps(&self, base: usize, size: usize) -> bool {
+        let end = base.saturating_add(size);
+        self.allocation_containing(base).is_some()
+            || self.allocations.range(base..end).next().is_some()
+    }
+}
+
+/// What [`OlState::record`] did with a block.
+pub(crate) enum Recorded {
+    /// Recorded: the program's now.
+    Yes,
+    /// Its range overlaps a recorded block's (two devices may hand out
+    /// the same addresses): not recorded, the caller allocates again.
+    Overlaps,
+}
+
+/// A session's liboffload state: no context until `olInit`.
+#[derive(Default)]
+pub(crate) struct OlState {
+    context: Mutex<Option<Context>>,
+}
+
+impl OlState {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<Context>> {
+        self.context.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Whether `olInit` was called more often than `olShutDown`.
+    pub(crate) fn is_initialized(&self) -> bool {
+        self.lock().is_some()
+    }
+
+    /// `olInit`: the first call makes the context over `runtime` (built
+    /// outside the lock; a context another thread installed meanwhile
+    /// wins, and this one is dropped).
+    pub(crate) fn init(&self, runtime: &Runtime) {
+        if let Some(context) = self.lock().as_mut() {
+            context.refcount += 1;
+            return;
+        }
+        let made = Context::new(runtime);
+        self.lock().get_or_insert(made).refcount += 1;
+    }
+
+    /// `olShutDown`: the last call releases the context and returns every
+    /// `olMemAlloc` block the program did not free, for the caller to free
+    /// outside the lock.
+    pub(crate) fn shut_down(&self) -> Outcome<Option<Vec<(usize, Allocation)>>> {
+        let mut guard = self.lock();
+        let context = guard.as_mut().ok_or(&UNINITIALIZED)?;
+        context.refcount -= 1;
+        if context.refcount > 0 {
+            return Ok(None);
+        }
+        let context = guard.take().expect("checked above");
+        Ok(Some(context.allocations.into_iter().collect()))
+    }
+
+    /// Run `f` on the context, or fail as LLVM does before `olInit`.
+    pub(crate) fn with<T>(&self, f: impl FnOnce(&mut Context) -> Outcome<T>) -> Outcome<T> {
+        let mut guard = self.lock();
+        let context = guard.as_mut().ok_or(&UNINITIALIZED)?;
+        f(context)
+    }
+
+    /// Record a new block of the device `allocation.device`, unless its
+    /// range overlaps a recorded one's. Fails if the device is not (or no
+    /// longer) a handle of the context.
+    pub(crate) fn record(&self, address: usize, allocation: Allocation) -> Outcome<Recorded> {
+        self.with(|c| {
+            c.device(allocation.device)?;
+            if c.overlaps(address, allocation.size) {
+                return Ok(Recorded::Overlaps);
+            }
+            c.allocations.insert(address, allocation);
+            Ok(Recorded::Yes)
+        })
+    }
+
+    /// Take the record of the block at `address` (its base).
+    pub(crate) fn take(&self, address: usize) -> Outcome<Allocation> {
+        self.with(|c| {
+            c.allocations.remove(&address).ok_or(ol_error!(
+                Errc::InvalidArgument,
+                "address is not a known allocation"
+            ))
+        })
+    }
+
+    /// Put back the record of a block [`OlState::take`] took and the
+    /// device did not free; false if the context is gone meanwhile.
+    pub(crate) fn restore(&self, address: usize, allocation: Allocation) -> bool {
+        self.with(|c| {
+            c.allocations.insert(address, allocation);
+            Ok(())
+        })
+        .is_ok()
+    }
+
+    /// The context, dropped at the session's end if the program never
+    /// called its last `olShutDown`: its blocks, for the caller.
+    pub(crate) fn release_at_exit(&self) -> Vec<(usize, Allocation)> {
+        self.lock()
+            .take()
+            .map(|c| c.allocations.into_iter().collect())
+            .unwrap_or_default()
+    }
+}
+
+/// Free `blocks` (olMemAlloc's, no longer recorded): each on its device,
+/// the host's with `free`. A device block is freed only if the device
+/// still holds a live allocation of that size there: the program may have
+/// freed it through the OpenMP API (`omp_target_free`) and the address
+/// may since be another allocation's, which must not be freed for it.
+/// Returns how many were not freed.
+pub(crate) fn free_blocks(runtime: Option<&Runtime>, blocks: &[(usize, Allocation)]) -> usize {
+    let mut failed = 0;
+    for &(address, allocation) in blocks {
+        let ptr = DevicePtr::from_raw(address as *mut c_void);
+        match allocation.target {
+            // SAFETY: `malloc`'s block, recorded once and no longer
+            // recorded: freed exactly once, here.
+            Target::Host => unsafe { libc::free(ptr.as_ptr()) },
+            Target::Runtime(id) => {
+                let device = runtime.and_then(|r| r.device(id).ok());
+                let ours = device.filter(|d| {
+                    d.allocation(ptr)
+                        .is_some_and(|live| live.size == allocation.size)
+                });
+                // SAFETY: the device's live block of the size olMemAlloc
+                // gave, no longer recorded here: the program gave up its
+                // use (olMemFree, olShutDown or the process's exit).
+                let freed = ours.map(|d| unsafe { d.free(ptr) });
+                if !matches!(freed, Some(Ok(()))) {
+                    failed += 1;
+                }
+            }
+        }
+    }
+    failed
+}
+
+/// The runtime's allocation kind for an `ol_alloc_type_t` (any other
+/// value is managed memory, as LLVM 22 takes it).
+pub(crate) fn alloc_kind(kind: u32) -> AllocKind {
+    match kind {
+        alloc_type::HOST => AllocKind::Host,
+        alloc_type::DEVICE => AllocKind::Device,
+        _ => AllocKind::Shared,
+    }
+}

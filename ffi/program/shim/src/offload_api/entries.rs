@@ -1,0 +1,700 @@
+//! The `ol*` entry points (each also as `...WithCodeLoc`, whose code
+//! location is ignored: nothing here traces calls yet). Each goes through
+//! the one panic boundary and the session's lifecycle gate, as every
+//! OpenMP entry does; a call before `olInit` or after the last
+//! `olShutDown` gets `OL_ERRC_UNINITIALIZED`, as LLVM's does.
+//!
+//! Ownership: every handle is the context's (the program never frees
+//! one: `olDestroyQueue` hands it back); memory from `olMemAlloc` is the
+//! program's until `olMemFree` or the last `olShutDown`; the
+//! `ol_result_t` errors are static and never freed.
+#![allow(non_snake_case)]
+
+use super::context::{alloc_kind, free_blocks, handle_of, Allocation, Handle, Recorded, Target};
+use super::device_info;
+use super::errors::{
+    ol_error, to_result, Errc, OlError, OlResult, Outcome, INTERNAL, UNINITIALIZED,
+};
+use super::info::InfoOut;
+use crate::boundary::guard;
+use crate::export::export_c;
+use crate::session::lifecycle::with_session;
+use crate::session::Session;
+use omptarget::DevicePtr;
+use std::ffi::{c_char, c_void};
+
+/// Run an entry's body behind the boundary and the gate, after LLVM's
+/// first check: a call before `olInit` (or after the last `olShutDown`)
+/// is `OL_ERRC_UNINITIALIZED`, whatever its arguments.
+fn entry(name: &'static str, body: impl FnOnce(&Session) -> Outcome) -> OlResult {
+    guard(name, &INTERNAL as OlResult, || {
+        with_session(|session| {
+            if !session.offload_api().is_initialized() {
+                return &UNINITIALIZED as OlResult;
+            }
+            to_result(body(session))
+        })
+    })
+}
+
+/// LLVM's validation of one argument: `error` if `bad`. The entries make
+/// these checks in LLVM 22's order: the conditions its API definition
+/// lists, then null handles, then null pointers, each in argument order.
+fn check(bad: bool, error: &'static OlError) -> Outcome {
+    if bad {
+        Err(error)
+    } else {
+        Ok(())
+    }
+}
+
+/// Define `$name` and `$name WithCodeLoc` (same arguments, then the code
+/// location) from one body, which sees the arguments and the session and
+/// returns an [`Outcome`]; export both.
+macro_rules! ol_entry {
+    ($name:ident, $with_loc:ident, |$session:ident $(, $arg:ident: $ty:ty)*| $body:block) => {
+        extern "C-unwind" fn $name($($arg: $ty),*) -> OlResult {
+            entry(stringify!($name), |$session: &Session| $body)
+        }
+        extern "C-unwind" fn $with_loc($($arg: $ty,)* _location: *mut c_void) -> OlResult {
+            $name($($arg),*)
+        }
+        export_c!($name, $with_loc);
+    };
+}
+
+/// An entry point this library does not implement yet: after the checks
+/// every entry makes (initialised), `OL_ERRC_UNIMPLEMENTED`.
+macro_rules! ol_unimplemented {
+    ($name:ident, $with_loc:ident, ($($arg:ident: $ty:ty),*)) => {
+        ol_entry!($name, $with_loc, |session $(, $arg: $ty)*| {
+            let _ = (session, $($arg,)*);
+            Err(ol_error!(
+                Errc::Unimplemented,
+                "this entry point is not implemented by omptarget-rs yet"
+            ))
+        });
+    };
+}
+
+/// An info query and its size query (`olGet*Info`, `olGet*InfoSize`, each
+/// with its `...WithCodeLoc`), answered by `$answer(session, subject,
+/// prop, out)`; `$null` is the error of a null `$subject`.
+macro_rules! ol_info_entries {
+    ($get:ident, $get_loc:ident, $size:ident, $size_loc:ident,
+     $subject:ident, $null:expr, $answer:path) => {
+        ol_entry!(
+            $get,
+            $get_loc,
+            |session, $subject: *const c_void, prop: u32, size: usize, value: *mut c_void| {
+                check(size == 0, ol_error!(Errc::InvalidSize, "PropSize == 0"))?;
+                check($subject.is_null(), $null)?;
+                check(
+                    value.is_null(),
+                    ol_error!(Errc::InvalidNullPointer, "NULL == PropValue"),
+                )?;
+                // SAFETY: `value` holds `size` bytes (the caller's contract).
+                unsafe { $answer(session, $subject, prop, &InfoOut::value(size, value)) }
+            }
+        );
+        ol_entry!(
+            $size,
+            $size_loc,
+            |session, $subject: *const c_void, prop: u32, size_ret: *mut usize| {
+                check($subject.is_null(), $null)?;
+                check(
+                    size_ret.is_null(),
+                    ol_error!(Errc::InvalidNullPointer, "NULL == PropSizeRet"),
+                )?;
+                // SAFETY: `size_ret` is writable (the caller's contract).
+                unsafe { $answer(session, $subject, prop, &InfoOut::size(size_ret)) }
+            }
+        );
+    };
+}
+
+// The lifecycle.
+
+extern "C-unwind" fn olInit() -> OlResult {
+    guard("olInit", &INTERNAL as OlResult, || {
+        with_session(|session| {
+            // The session of a thread that closed the runtime at exit
+            // (its late calls) has no plugins to load.
+            let Some(runtime) = session.build_runtime() else {
+                return ol_error!(
+                    Errc::Uninitialized,
+                    "the process is exiting: liboffload cannot start"
+                ) as OlResult;
+            };
+            // The first call builds the runtime (loads the plugins) if no
+            // OpenMP binary registered yet: the same one both APIs use.
+            session.offload_api().init(runtime);
+            std::ptr::null()
+        })
+    })
+}
+extern "C-unwind" fn olInitWithCodeLoc(_location: *mut c_void) -> OlResult {
+    olInit()
+}
+export_c!(olInit, olInitWithCodeLoc);
+
+ol_entry!(olShutDown, olShutDownWithCodeLoc, |session| {
+    let Some(blocks) = session.offload_api().shut_down()? else {
+        return Ok(());
+    };
+    // The last one: the program's blocks that it did not free go back
+    // to their devices now, outside the context's lock. The runtime
+    // itself stays (the OpenMP API may be using it); it is torn down at
+    // the session's end, as the OpenMP path's is.
+    if free_blocks(session.built_runtime(), &blocks) > 0 {
+        return Err(ol_error!(
+            Errc::BackendFailure,
+            "some blocks olMemAlloc gave could not be freed"
+        ));
+    }
+    Ok(())
+});
+
+// Platforms and devices.
+
+/// `ol_device_iterate_cb_t`.
+type IterateCallback = Option<unsafe extern "C-unwind" fn(*mut c_void, *mut c_void) -> bool>;
+
+/// `olIterateDevices`: the callback runs outside the session's gate (it
+/// is the program's code: it may call back in, wait for other threads or
+/// fork; inside the gate a fork would wait for it). A C++ exception out
+/// of the callback ends the process (Rust aborts on a foreign exception
+/// at the panic boundary), where LLVM's would let it pass.
+extern "C-unwind" fn olIterateDevices(
+    callback: IterateCallback,
+    user_data: *mut c_void,
+) -> OlResult {
+    guard("olIterateDevices", &INTERNAL as OlResult, || {
+        let devices = with_session(|session| {
+            if !session.offload_api().is_initialized() {
+                return Err(&UNINITIALIZED);
+            }
+            check(
+                callback.is_none(),
+                ol_error!(Errc::InvalidNullPointer, "NULL == Callback"),
+            )?;
+            session.offload_api().with(|c| Ok(c.device_handles()))
+        });
+        let (devices, callback) = match (devices, callback) {
+            (Ok(devices), Some(callback)) => (devices, callback),
+            (Err(error), _) => return error,
+            // Refused above.
+            (Ok(_), None) => return ol_error!(Errc::InvalidNullPointer, "NULL == Callback"),
+        };
+        for device in devices {
+            // SAFETY: the program's callback with its own data, as the
+            // header declares it.
+            if !unsafe { callback(device as *mut c_void, user_data) } {
+                break;
+            }
+        }
+        std::ptr::null()
+    })
+}
+extern "C-unwind" fn olIterateDevicesWithCodeLoc(
+    callback: IterateCallback,
+    user_data: *mut c_void,
+    _location: *mut c_void,
+) -> OlResult {
+    olIterateDevices(callback, user_data)
+}
+export_c!(olIterateDevices, olIterateDevicesWithCodeLoc);
+
+/// `olGetPlatformInfo[Size]`.
+///
+/// # Safety
+/// `out`'s pointers are the caller's, as [`InfoOut`] requires.
+unsafe fn answer_platform(
+    session: &Session,
+    platform: *const c_void,
+    prop: u32,
+    out: &InfoOut,
+) -> Outcome {
+    session.offload_api().with(|c| {
+        // SAFETY: our contract.
+        unsafe { device_info::platform_info(c, handle_of(platform), prop, out) }
+    })
+}
+
+ol_info_entries!(
+    olGetPlatformInfo,
+    olGetPlatformInfoWithCodeLoc,
+    olGetPlatformInfoSize,
+    olGetPlatformInfoSizeWithCodeLoc,
+    platform,
+    ol_error!(Errc::InvalidNullHandle, "NULL == Platform"),
+    answer_platform
+);
+
+/// `olGetDeviceInfo[Size]`: the device looked up under the context's
+/// lock, its properties read outside it.
+///
+/// # Safety
+/// `out`'s pointers are the caller's, as [`InfoOut`] requires.
+unsafe fn answer_device(
+    session: &Session,
+    device: *const c_void,
+    prop: u32,
+    out: &InfoOut,
+) -> Outcome {
+    let (target, platform) = device_of(session, device)?;
+    // SAFETY: our contract.
+    unsafe { device_info::device_info(session.built_runtime(), target, platform, prop, out) }
+}
+
+ol_info_entries!(
+    olGetDeviceInfo,
+    olGetDeviceInfoWithCodeLoc,
+    olGetDeviceInfoSize,
+    olGetDeviceInfoSizeWithCodeLoc,
+    device,
+    ol_error!(Errc::InvalidNullHandle, "NULL == Device"),
+    answer_device
+);
+
+/// What the device handle `device` names and its platform's handle (read
+/// under the context's lock, used outside it).
+fn device_of(session: &Session, device: *const c_void) -> Outcome<(Target, Handle)> {
+    session.offload_api().with(|c| {
+        let device = c.device(handle_of(device))?;
+        Ok((device.target, device.platform))
+    })
+}
+
+// Memory.
+
+/// How often `olMemAlloc` allocates again when the device hands out a
+/// range that overlaps another `olMemAlloc` block (two devices may use
+/// the same addresses), as LLVM 22 does.
+const ALLOC_TRIES: usize = 50;
+
+/// One allocation of `size` bytes on `target`: its address.
+fn allocate_once(session: &Session, target: Target, kind: u32, size: usize) -> Outcome<usize> {
+    match target {
+        Target::Host => {
+            // SAFETY: plain malloc; freed by olMemFree or the last
+            // olShutDown.
+            let block = unsafe { libc::malloc(size) };
+            if block.is_null() {
+                return Err(ol_error!(Errc::OutOfResources, "the host is out of memory"));
+            }
+            Ok(block as usize)
+        }
+        Target::Runtime(id) => {
+            let device = session
+                .built_runtime()
+                .and_then(|r| r.device(id).ok())
+                .ok_or(ol_error!(Errc::InvalidDevice, "the device is gone"))?;
+            // SAFETY: no host pointer; the block is the program's.
+            let block = unsafe { device.alloc(size, std::ptr::null_mut(), alloc_kind(kind)) }
+                .map_err(|e| {
+                    tracing::debug!(error = %e, "olMemAlloc");
+                    match e {
+                        omptarget::Error::OutOfMemory { .. } => {
+                            ol_error!(Errc::OutOfResources, "the device is out of memory")
+                        }
+                        _ => ol_error!(
+                            Errc::BackendFailure,
+                            "the device failed to allocate (see the debug output)"
+                        ),
+                    }
+                })?;
+            Ok(block.addr())
+        }
+    }
+}
+
+ol_entry!(
+    olMemAlloc,
+    olMemAllocWithCodeLoc,
+    |session, device: *const c_void, kind: u32, size: usize, out: *mut *mut c_void| {
+        check(size == 0, ol_error!(Errc::InvalidSize, "Size == 0"))?;
+        check(
+            device.is_null(),
+            ol_error!(Errc::InvalidNullHandle, "NULL == Device"),
+        )?;
+        check(
+            out.is_null(),
+            ol_error!(Errc::InvalidNullPointer, "NULL == AllocationOut"),
+        )?;
+        let (target, _) = device_of(session, device)?;
+        let allocation = Allocation {
+            target,
+            device: handle_of(device),
+            kind,
+            size,
+        };
+        // Rejected blocks are kept until the end, so that the device does
+        // not hand the same range out again.
+        let mut rejected = Vec::new();
+        let mut outcome = Err(ol_error!(
+            Errc::BackendFailure,
+            "failed to allocate non-overlapping memory"
+        ));
+        for _ in 0..ALLOC_TRIES {
+            let address = match allocate_once(session, target, kind, size) {
+                Ok(address) => address,
+                Err(e) => {
+                    outcome = Err(e);
+                    break;
+                }
+            };
+            match session.offload_api().record(address, allocation) {
+                Ok(Recorded::Yes) => {
+                    // SAFETY: `out` is writable (the caller's contract,
+                    // checked non-null).
+                    unsafe { out.write(address as *mut c_void) };
+                    outcome = Ok(());
+                    break;
+                }
+                Ok(Recorded::Overlaps) => rejected.push((address, allocation)),
+                Err(e) => {
+                    // Shut down by another thread meanwhile.
+                    rejected.push((address, allocation));
+                    outcome = Err(e);
+                    break;
+                }
+            }
+        }
+        free_blocks(session.built_runtime(), &rejected);
+        outcome
+    }
+);
+
+ol_entry!(
+    olMemFree,
+    olMemFreeWithCodeLoc,
+    |session, address: *mut c_void| {
+        check(
+            address.is_null(),
+            ol_error!(Errc::InvalidNullPointer, "NULL == Address"),
+        )?;
+        let allocation = session.offload_api().take(address as usize)?;
+        if free_blocks(session.built_runtime(), &[(address as usize, allocation)]) > 0 {
+            // Not freed: it stays the program's, recorded again (unless the
+            // last olShutDown came meanwhile: then the runtime's own teardown
+            // frees it and lists it).
+            session.offload_api().restore(address as usize, allocation);
+            return Err(ol_error!(
+                Errc::BackendFailure,
+                "the device failed to free the block"
+            ));
+        }
+        Ok(())
+    }
+);
+
+/// `ol_mem_info_t` values.
+mod mem_key {
+    pub const DEVICE: u32 = 0;
+    pub const BASE: u32 = 1;
+    pub const SIZE: u32 = 2;
+    pub const TYPE: u32 = 3;
+}
+
+/// `olGetMemInfo[Size]`.
+///
+/// # Safety
+/// `out`'s pointers are the caller's, as [`InfoOut`] requires.
+unsafe fn answer_memory(
+    session: &Session,
+    ptr: *const c_void,
+    prop: u32,
+    out: &InfoOut,
+) -> Outcome {
+    let (base, allocation) = session.offload_api().with(|c| {
+        c.allocation_containing(ptr as usize).ok_or(ol_error!(
+            Errc::NotFound,
+            "allocated memory information not found"
+        ))
+    })?;
+    // SAFETY: each `out` call below writes what our contract allows.
+    unsafe {
+        match prop {
+            mem_key::DEVICE => out.write(allocation.device as *const c_void),
+            mem_key::BASE => out.write(base as *const c_void),
+            mem_key::SIZE => out.write(allocation.size),
+            mem_key::TYPE => out.write(allocation.kind),
+            _ => Err(ol_error!(
+                Errc::InvalidEnumeration,
+                "not an ol_mem_info_t value"
+            )),
+        }
+    }
+}
+
+ol_entry!(
+    olMemcpy,
+    olMemcpyWithCodeLoc,
+    |session,
+     queue: *const c_void,
+     dst: *mut c_void,
+     dst_device: *const c_void,
+     src: *const c_void,
+     src_device: *const c_void,
+     size: usize| {
+        check(
+            dst_device.is_null(),
+            ol_error!(Errc::InvalidNullHandle, "NULL == DstDevice"),
+        )?;
+        check(
+            src_device.is_null(),
+            ol_error!(Errc::InvalidNullHandle, "NULL == SrcDevice"),
+        )?;
+        check(
+            dst.is_null(),
+            ol_error!(Errc::InvalidNullPointer, "NULL == DstPtr"),
+        )?;
+        check(
+            src.is_null(),
+            ol_error!(Errc::InvalidNullPointer, "NULL == SrcPtr"),
+        )?;
+        let (to, from) = session.offload_api().with(|c| {
+            if !queue.is_null() {
+                c.queue(handle_of(queue))?;
+            }
+            Ok((
+                c.device(handle_of(dst_device))?.target,
+                c.device(handle_of(src_device))?.target,
+            ))
+        })?;
+        if (to, from) == (Target::Host, Target::Host) && !queue.is_null() {
+            return Err(ol_error!(
+                Errc::InvalidArgument,
+                "one of DstDevice and SrcDevice must be a non-host device if queue is specified"
+            ));
+        }
+        if size == 0 {
+            return Ok(());
+        }
+        let runtime = session.built_runtime();
+        let device = |id: usize| {
+            runtime
+                .and_then(|r| r.device(id).ok())
+                .ok_or(ol_error!(Errc::InvalidDevice, "the device is gone"))
+        };
+        let failed = |e: omptarget::Error| {
+            tracing::debug!(error = %e, "olMemcpy");
+            ol_error!(
+                Errc::BackendFailure,
+                "the copy failed (see the debug output)"
+            )
+        };
+        // Every copy is done before the call returns, queued or not (a
+        // queue then holds nothing to wait for).
+        // SAFETY: in each arm, the caller's contract: `src` is readable
+        // and `dst` writable for `size` bytes on their devices.
+        unsafe {
+            match (to, from) {
+                (Target::Host, Target::Host) => {
+                    std::ptr::copy(src.cast::<u8>(), dst.cast::<u8>(), size);
+                    Ok(())
+                }
+                (Target::Host, Target::Runtime(id)) => device(id)?
+                    .retrieve(dst, DevicePtr::from_raw(src.cast_mut()), size)
+                    .map_err(failed),
+                (Target::Runtime(id), Target::Host) => device(id)?
+                    .submit(DevicePtr::from_raw(dst), src, size)
+                    .map_err(failed),
+                (Target::Runtime(to), Target::Runtime(from)) => {
+                    let (to, from) = (device(to)?, device(from)?);
+                    from.exchange(
+                        DevicePtr::from_raw(src.cast_mut()),
+                        to,
+                        DevicePtr::from_raw(dst),
+                        size,
+                    )
+                    .map_err(failed)
+                }
+            }
+        }
+    }
+);
+
+// Queues.
+
+ol_entry!(
+    olCreateQueue,
+    olCreateQueueWithCodeLoc,
+    |session, device: *const c_void, out: *mut *mut c_void| {
+        check(
+            device.is_null(),
+            ol_error!(Errc::InvalidNullHandle, "NULL == Device"),
+        )?;
+        check(
+            out.is_null(),
+            ol_error!(Errc::InvalidNullPointer, "NULL == Queue"),
+        )?;
+        let queue = session.offload_api().with(|c| {
+            let device = c.device(handle_of(device))?;
+            Ok(c.create_queue(device.handle))
+        })?;
+        // SAFETY: `out` is writable (the caller's contract, checked non-null).
+        unsafe { out.write(queue as *mut c_void) };
+        Ok(())
+    }
+);
+
+ol_entry!(
+    olDestroyQueue,
+    olDestroyQueueWithCodeLoc,
+    |session, queue: *const c_void| {
+        check(
+            queue.is_null(),
+            ol_error!(Errc::InvalidNullHandle, "NULL == Queue"),
+        )?;
+        session
+            .offload_api()
+            .with(|c| c.destroy_queue(handle_of(queue)))
+    }
+);
+
+ol_entry!(
+    olSyncQueue,
+    olSyncQueueWithCodeLoc,
+    |session, queue: *const c_void| {
+        check(
+            queue.is_null(),
+            ol_error!(Errc::InvalidNullHandle, "NULL == Queue"),
+        )?;
+        // Nothing waits in a queue (see olMemcpy).
+        session
+            .offload_api()
+            .with(|c| c.queue(handle_of(queue)).map(|_| ()))
+    }
+);
+
+/// `ol_queue_info_t` values.
+mod queue_key {
+    pub const DEVICE: u32 = 0;
+    pub const EMPTY: u32 = 1;
+}
+
+/// `olGetQueueInfo[Size]`.
+///
+/// # Safety
+/// `out`'s pointers are the caller's, as [`InfoOut`] requires.
+unsafe fn answer_queue(
+    session: &Session,
+    queue: *const c_void,
+    prop: u32,
+    out: &InfoOut,
+) -> Outcome {
+    session.offload_api().with(|c| {
+        let queue = c.queue(handle_of(queue))?;
+        // SAFETY: each `out` call below writes what our contract allows.
+        unsafe {
+            match prop {
+                queue_key::DEVICE => out.write(queue.device as *const c_void),
+                queue_key::EMPTY => out.write(true),
+                _ => Err(ol_error!(
+                    Errc::InvalidEnumeration,
+                    "not an ol_queue_info_t value"
+                )),
+            }
+        }
+    })
+}
+
+ol_info_entries!(
+    olGetMemInfo,
+    olGetMemInfoWithCodeLoc,
+    olGetMemInfoSize,
+    olGetMemInfoSizeWithCodeLoc,
+    ptr,
+    ol_error!(Errc::InvalidNullPointer, "NULL == Ptr"),
+    answer_memory
+);
+
+ol_info_entries!(
+    olGetQueueInfo,
+    olGetQueueInfoWithCodeLoc,
+    olGetQueueInfoSize,
+    olGetQueueInfoSizeWithCodeLoc,
+    queue,
+    ol_error!(Errc::InvalidNullHandle, "NULL == Queue"),
+    answer_queue
+);
+
+// Not implemented yet: events, programs and symbols, kernel launches,
+// fills, host functions, registered memory, occupancy.
+
+ol_unimplemented!(olCreateEvent, olCreateEventWithCodeLoc, (a: *const c_void, b: *mut c_void));
+ol_unimplemented!(olDestroyEvent, olDestroyEventWithCodeLoc, (a: *const c_void));
+ol_unimplemented!(olSyncEvent, olSyncEventWithCodeLoc, (a: *const c_void));
+ol_unimplemented!(
+    olWaitEvents,
+    olWaitEventsWithCodeLoc,
+    (a: *const c_void, b: *mut c_void, c: usize)
+);
+ol_unimplemented!(
+    olGetEventInfo,
+    olGetEventInfoWithCodeLoc,
+    (a: *const c_void, b: u32, c: usize, d: *mut c_void)
+);
+ol_unimplemented!(
+    olGetEventInfoSize,
+    olGetEventInfoSizeWithCodeLoc,
+    (a: *const c_void, b: u32, c: *mut usize)
+);
+ol_unimplemented!(
+    olCreateProgram,
+    olCreateProgramWithCodeLoc,
+    (a: *const c_void, b: *const c_void, c: usize, d: *mut c_void)
+);
+ol_unimplemented!(olDestroyProgram, olDestroyProgramWithCodeLoc, (a: *const c_void));
+ol_unimplemented!(
+    olIsValidBinary,
+    olIsValidBinaryWithCodeLoc,
+    (a: *const c_void, b: *const c_void, c: usize, d: *mut bool)
+);
+ol_unimplemented!(
+    olGetSymbol,
+    olGetSymbolWithCodeLoc,
+    (a: *const c_void, b: *const c_char, c: u32, d: *mut c_void)
+);
+ol_unimplemented!(
+    olGetSymbolInfo,
+    olGetSymbolInfoWithCodeLoc,
+    (a: *const c_void, b: u32, c: usize, d: *mut c_void)
+);
+ol_unimplemented!(
+    olGetSymbolInfoSize,
+    olGetSymbolInfoSizeWithCodeLoc,
+    (a: *const c_void, b: u32, c: *mut usize)
+);
+ol_unimplemented!(
+    olLaunchKernel,
+    olLaunchKernelWithCodeLoc,
+    (a: *const c_void, b: *const c_void, c: *const c_void, d: *const c_void, e: usize, f: *const c_void)
+);
+ol_unimplemented!(
+    olCalculateOptimalOccupancy,
+    olCalculateOptimalOccupancyWithCodeLoc,
+    (a: *const c_void, b: *const c_void, c: usize, d: *mut usize)
+);
+ol_unimplemented!(
+    olLaunchHostFunction,
+    olLaunchHostFunctionWithCodeLoc,
+    (a: *const c_void, b: *const c_void, c: *mut c_void)
+);
+ol_unimplemented!(
+    olMemFill,
+    olMemFillWithCodeLoc,
+    (a: *const c_void, b: *mut c_void, c: usize, d: *const c_void, e: usize)
+);
+ol_unimplemented!(
+    olMemRegister,
+    olMemRegisterWithCodeLoc,
+    (a: *const c_void, b: *mut c_void, c: usize, d: u32, e: *mut c_void)
+);
+ol_unimplemented!(
+    olMemUnregister,
+    olMemUnregisterWithCodeLoc,
+    (a: *const c_void, b: *mut c_void)
+);

@@ -1,0 +1,277 @@
+// LLVM 22's liboffload API (`ol*`) on our runtime: built against Debian's
+// OffloadAPI.h and linked against LLVM's libLLVMOffload.so, as a user
+// builds, then run with our library first on LD_LIBRARY_PATH. Prints
+// key=value lines; exits 1 at the first check that fails, naming it.
+#include <dlfcn.h>
+#include <stdbool.h> // OffloadAPI.h uses bool without including it
+#include <stdint.h>
+#include <offload/OffloadAPI.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int failures;
+
+#define CHECK(cond, what)                                                      \
+  do {                                                                         \
+    if (!(cond)) {                                                             \
+      fprintf(stderr, "FAILED: %s (line %d)\n", what, __LINE__);               \
+      failures++;                                                              \
+    }                                                                          \
+  } while (0)
+
+// The result's code: 0 for success.
+static int code(ol_result_t r) { return r ? (int)r->Code : 0; }
+
+// The result must be `want` (0: success); on an error, its details must
+// be a non-empty string.
+#define EXPECT(call, want)                                                     \
+  do {                                                                         \
+    ol_result_t r_ = (call);                                                   \
+    if (code(r_) != (want)) {                                                  \
+      fprintf(stderr, "FAILED: %s gave %d (%s), expected %d (line %d)\n",     \
+              #call, code(r_), r_ && r_->Details ? r_->Details : "", want,     \
+              __LINE__);                                                       \
+      failures++;                                                              \
+    } else if (r_ && (!r_->Details || !r_->Details[0])) {                      \
+      fprintf(stderr, "FAILED: %s has no details (line %d)\n", #call,         \
+              __LINE__);                                                       \
+      failures++;                                                              \
+    }                                                                          \
+  } while (0)
+
+struct found {
+  int count;
+  ol_device_handle_t host;
+  ol_device_handle_t device; // the first that is not the host
+};
+
+static bool visit(ol_device_handle_t d, void *data) {
+  struct found *f = data;
+  ol_platform_handle_t platform;
+  ol_platform_backend_t backend;
+  f->count++;
+  if (olGetDeviceInfo(d, OL_DEVICE_INFO_PLATFORM, sizeof platform, &platform) ||
+      olGetPlatformInfo(platform, OL_PLATFORM_INFO_BACKEND, sizeof backend,
+                        &backend))
+    return false;
+  if (backend == OL_PLATFORM_BACKEND_HOST && !f->host)
+    f->host = d;
+  if (backend != OL_PLATFORM_BACKEND_HOST && !f->device)
+    f->device = d;
+  return true;
+}
+
+static bool stop_at_first(ol_device_handle_t d, void *data) {
+  (void)d;
+  ++*(int *)data;
+  return false;
+}
+
+int main(void) {
+  struct found f = {0};
+  // Before olInit: every call is refused, none crashes.
+  EXPECT(olIterateDevices(visit, &f), OL_ERRC_UNINITIALIZED);
+  EXPECT(olShutDown(), OL_ERRC_UNINITIALIZED);
+  EXPECT(olMemFree(&f), OL_ERRC_UNINITIALIZED);
+  // Before any argument check, as LLVM's.
+  EXPECT(olMemFree(NULL), OL_ERRC_UNINITIALIZED);
+  EXPECT(olGetDeviceInfo(NULL, OL_DEVICE_INFO_TYPE, 0, NULL),
+         OL_ERRC_UNINITIALIZED);
+
+  EXPECT(olInit(), 0);
+  EXPECT(olInit(), 0); // counted: two olShutDown calls end it
+  EXPECT(olIterateDevices(visit, &f), 0);
+  EXPECT(olIterateDevices(NULL, NULL), OL_ERRC_INVALID_NULL_POINTER);
+  int visited = 0;
+  EXPECT(olIterateDevices(stop_at_first, &visited), 0);
+  CHECK(visited == 1, "a callback that returns false stops the iteration");
+  printf("devices=%d\n", f.count);
+  CHECK(f.host && f.device, "a host device and another device");
+  if (!f.host || !f.device)
+    return 1;
+
+  // Device and platform properties.
+  ol_device_type_t type;
+  EXPECT(olGetDeviceInfo(f.host, OL_DEVICE_INFO_TYPE, sizeof type, &type), 0);
+  CHECK(type == OL_DEVICE_TYPE_HOST, "the host device's type is HOST");
+  EXPECT(olGetDeviceInfo(f.device, OL_DEVICE_INFO_TYPE, sizeof type, &type), 0);
+  printf("device_type=%d\n", (int)type);
+  size_t size = 0;
+  EXPECT(olGetDeviceInfoSize(f.device, OL_DEVICE_INFO_NAME, &size), 0);
+  char *name = malloc(size);
+  EXPECT(olGetDeviceInfo(f.device, OL_DEVICE_INFO_NAME, size, name), 0);
+  CHECK(strlen(name) + 1 == size, "the name fills its size");
+  printf("device_name=%s\n", name);
+  EXPECT(olGetDeviceInfo(f.device, OL_DEVICE_INFO_NAME, size - 1, name),
+         OL_ERRC_INVALID_SIZE);
+  free(name);
+  uint64_t memory = 0;
+  EXPECT(olGetDeviceInfo(f.device, OL_DEVICE_INFO_GLOBAL_MEM_SIZE,
+                         sizeof memory, &memory),
+         0);
+  CHECK(memory > 0, "the device has memory");
+  ol_platform_handle_t platform;
+  EXPECT(olGetDeviceInfo(f.device, OL_DEVICE_INFO_PLATFORM, sizeof platform,
+                         &platform),
+         0);
+  char platform_name[64];
+  EXPECT(olGetPlatformInfo(platform, OL_PLATFORM_INFO_NAME,
+                           sizeof platform_name, platform_name),
+         0);
+  printf("platform_name=%s\n", platform_name);
+  ol_platform_backend_t backend;
+  EXPECT(olGetPlatformInfo(platform, OL_PLATFORM_INFO_BACKEND, sizeof backend,
+                           &backend),
+         0);
+  printf("platform_backend=%d\n", (int)backend);
+  // Bad input: each a clear error, nothing written, nothing crashes.
+  EXPECT(olGetDeviceInfo(NULL, OL_DEVICE_INFO_TYPE, sizeof type, &type),
+         OL_ERRC_INVALID_NULL_HANDLE);
+  EXPECT(olGetDeviceInfo((ol_device_handle_t)&f, OL_DEVICE_INFO_TYPE,
+                         sizeof type, &type),
+         OL_ERRC_INVALID_DEVICE);
+  EXPECT(olGetDeviceInfo(f.device, OL_DEVICE_INFO_TYPE, 0, &type),
+         OL_ERRC_INVALID_SIZE);
+  EXPECT(olGetDeviceInfo(f.device, OL_DEVICE_INFO_TYPE, sizeof type, NULL),
+         OL_ERRC_INVALID_NULL_POINTER);
+  EXPECT(olGetDeviceInfo(f.device, (ol_device_info_t)999, sizeof type, &type),
+         OL_ERRC_INVALID_ENUMERATION);
+  // LLVM's order: the listed conditions, then handles, then pointers.
+  EXPECT(olGetDeviceInfo(NULL, OL_DEVICE_INFO_TYPE, 0, NULL),
+         OL_ERRC_INVALID_SIZE);
+  EXPECT(olMemcpy(NULL, NULL, NULL, NULL, NULL, 1),
+         OL_ERRC_INVALID_NULL_HANDLE);
+  EXPECT(olGetPlatformInfo((ol_platform_handle_t)&f, OL_PLATFORM_INFO_NAME,
+                           sizeof platform_name, platform_name),
+         OL_ERRC_INVALID_PLATFORM);
+
+  // Memory: a round trip through the device.
+  enum { N = 1024 };
+  unsigned char in[N], out[N];
+  for (int i = 0; i < N; i++)
+    in[i] = (unsigned char)(i * 7 + 3);
+  memset(out, 0, N);
+  void *block = NULL;
+  EXPECT(olMemAlloc(f.device, OL_ALLOC_TYPE_DEVICE, N, &block), 0);
+  CHECK(block != NULL, "olMemAlloc gave a block");
+  EXPECT(olMemcpy(NULL, block, f.device, in, f.host, N), 0);
+  EXPECT(olMemcpy(NULL, out, f.host, block, f.device, N), 0);
+  CHECK(memcmp(in, out, N) == 0, "the bytes came back");
+  void *base = NULL;
+  EXPECT(olGetMemInfo((char *)block + 10, OL_MEM_INFO_BASE, sizeof base, &base),
+         0);
+  CHECK(base == block, "an inner address's base is the block");
+  size_t block_size = 0;
+  EXPECT(olGetMemInfo(block, OL_MEM_INFO_SIZE, sizeof block_size, &block_size),
+         0);
+  CHECK(block_size == N, "the block's size");
+  ol_device_handle_t owner = NULL;
+  EXPECT(olGetMemInfo(block, OL_MEM_INFO_DEVICE, sizeof owner, &owner), 0);
+  CHECK(owner == f.device, "the block's device");
+  ol_alloc_type_t block_type = OL_ALLOC_TYPE_HOST;
+  EXPECT(olGetMemInfo(block, OL_MEM_INFO_TYPE, sizeof block_type, &block_type),
+         0);
+  CHECK(block_type == OL_ALLOC_TYPE_DEVICE, "the block's type");
+  void *managed = NULL;
+  EXPECT(olMemAlloc(f.device, OL_ALLOC_TYPE_MANAGED, 64, &managed), 0);
+  EXPECT(olMemFree(managed), 0);
+  EXPECT(olGetMemInfo(in, OL_MEM_INFO_BASE, sizeof base, &base),
+         OL_ERRC_NOT_FOUND);
+  EXPECT(olMemAlloc(f.device, OL_ALLOC_TYPE_DEVICE, 0, &block),
+         OL_ERRC_INVALID_SIZE);
+  EXPECT(olMemAlloc(f.device, OL_ALLOC_TYPE_DEVICE, N, NULL),
+         OL_ERRC_INVALID_NULL_POINTER);
+  EXPECT(olMemAlloc((ol_device_handle_t)in, OL_ALLOC_TYPE_DEVICE, N, &base),
+         OL_ERRC_INVALID_DEVICE);
+
+  // One runtime under both APIs: the OpenMP API's device 0 is the first
+  // device here, and its memory is good for olMemcpy.
+  void *(*target_alloc)(size_t, int) = dlsym(RTLD_DEFAULT, "omp_target_alloc");
+  void (*target_free)(void *, int) = dlsym(RTLD_DEFAULT, "omp_target_free");
+  CHECK(target_alloc && target_free, "the OpenMP API is in the same library");
+  if (target_alloc && target_free) {
+    void *omp_block = target_alloc(N, 0);
+    CHECK(omp_block != NULL, "omp_target_alloc on device 0");
+    memset(out, 0, N);
+    EXPECT(olMemcpy(NULL, omp_block, f.device, block, f.device, N), 0);
+    EXPECT(olMemcpy(NULL, out, f.host, omp_block, f.device, N), 0);
+    CHECK(memcmp(in, out, N) == 0, "a copy through omp_target_alloc's block");
+    target_free(omp_block, 0);
+  }
+
+  EXPECT(olMemFree(block), 0);
+  EXPECT(olMemFree(block), OL_ERRC_INVALID_ARGUMENT);
+  EXPECT(olMemFree(in), OL_ERRC_INVALID_ARGUMENT);
+  EXPECT(olMemFree(NULL), OL_ERRC_INVALID_NULL_POINTER);
+
+  // The host device's memory.
+  void *host_block = NULL;
+  EXPECT(olMemAlloc(f.host, OL_ALLOC_TYPE_HOST, 64, &host_block), 0);
+  EXPECT(olMemcpy(NULL, host_block, f.host, in, f.host, 64), 0);
+  CHECK(memcmp(host_block, in, 64) == 0, "a host-to-host copy");
+  EXPECT(olMemFree(host_block), 0);
+  // This one stays allocated: the last olShutDown frees it (valgrind
+  // checks that nothing is lost).
+  {
+    void *volatile kept = NULL;
+    EXPECT(olMemAlloc(f.host, OL_ALLOC_TYPE_HOST, 48, (void **)&kept), 0);
+    kept = NULL; // only the runtime knows it now
+  }
+
+  // Queues: work queued on one is done when olSyncQueue returns.
+  ol_queue_handle_t queue = NULL;
+  EXPECT(olCreateQueue(f.device, &queue), 0);
+  EXPECT(olMemAlloc(f.device, OL_ALLOC_TYPE_DEVICE, N, &block), 0);
+  memset(out, 0, N);
+  EXPECT(olMemcpy(queue, block, f.device, in, f.host, N), 0);
+  EXPECT(olMemcpy(queue, out, f.host, block, f.device, N), 0);
+  EXPECT(olSyncQueue(queue), 0);
+  CHECK(memcmp(in, out, N) == 0, "queued copies");
+  EXPECT(olMemcpy(queue, out, f.host, in, f.host, N),
+         OL_ERRC_INVALID_ARGUMENT);
+  ol_device_handle_t queue_device = NULL;
+  EXPECT(olGetQueueInfo(queue, OL_QUEUE_INFO_DEVICE, sizeof queue_device,
+                        &queue_device),
+         0);
+  CHECK(queue_device == f.device, "the queue's device");
+  bool empty = false;
+  EXPECT(olGetQueueInfo(queue, OL_QUEUE_INFO_EMPTY, sizeof empty, &empty), 0);
+  CHECK(empty, "a synchronised queue is empty");
+  EXPECT(olDestroyQueue(queue), 0);
+  EXPECT(olSyncQueue(queue), OL_ERRC_INVALID_QUEUE);
+  // A handle is never given twice: the destroyed one stays stale.
+  ol_queue_handle_t queue2 = NULL;
+  EXPECT(olCreateQueue(f.device, &queue2), 0);
+  CHECK(queue2 != queue, "a new queue has a new handle");
+  EXPECT(olSyncQueue(queue), OL_ERRC_INVALID_QUEUE);
+  EXPECT(olDestroyQueue(queue2), 0);
+  EXPECT(olDestroyQueue(queue), OL_ERRC_INVALID_QUEUE);
+  EXPECT(olCreateQueue(f.device, NULL), OL_ERRC_INVALID_NULL_POINTER);
+
+  // Not implemented yet: said so, not crashed.
+  ol_program_handle_t program;
+  EXPECT(olCreateProgram(f.device, in, N, &program), OL_ERRC_UNIMPLEMENTED);
+
+  // `block` stays allocated: the last olShutDown frees it (valgrind
+  // checks that nothing is lost).
+  EXPECT(olShutDown(), 0);
+  int again = 0;
+  EXPECT(olIterateDevices(stop_at_first, &again), 0); // still one olInit
+  EXPECT(olShutDown(), 0);
+  EXPECT(olIterateDevices(stop_at_first, &again), OL_ERRC_UNINITIALIZED);
+  EXPECT(olMemFree(block), OL_ERRC_UNINITIALIZED);
+
+  // A new context after the last olShutDown: the same devices.
+  struct found g = {0};
+  EXPECT(olInit(), 0);
+  EXPECT(olIterateDevices(visit, &g), 0);
+  CHECK(g.count == f.count, "the same devices after a new olInit");
+  // The old context's handles are stale in the new one.
+  EXPECT(olGetDeviceInfo(f.device, OL_DEVICE_INFO_TYPE, sizeof type, &type),
+         OL_ERRC_INVALID_DEVICE);
+  EXPECT(olShutDown(), 0);
+
+  printf("failures=%d\n", failures);
+  return failures ? 1 : 0;
+}
