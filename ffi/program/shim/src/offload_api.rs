@@ -10,24 +10,33 @@
 //! OpenMP exports already carry here.
 //!
 //! * `errors`: `ol_result_t`, the static error objects.
+//! * `handles`: handles, numbers never given twice.
 //! * `info`: the info queries' buffer and size protocol.
 //! * `context`: what `olInit` creates: platforms, devices, queues and the
 //!   `olMemAlloc` blocks, with handle checks.
 //! * `device_info`: device and platform properties.
-//! * `entries`: the exported functions.
+//! * `boundary`: what every entry shares (the boundary, LLVM's checks,
+//!   the macros that define and export an entry).
+//! * `entries`: the exported functions of the lifecycle, devices, memory
+//!   and queues; `program_entries`: programs, symbols and launches over
+//!   `programs` (what a host kernel is and how it is called).
 //!
 //! What this first part does not do yet (each such entry returns
-//! `OL_ERRC_UNIMPLEMENTED`): events, programs and symbols, kernel
-//! launches, fills, host functions, registered memory, occupancy. Queued
+//! `OL_ERRC_UNIMPLEMENTED`): events, fills, host functions, registered
+//! memory, occupancy, binary checks. Queued
 //! operations complete before their call returns. The last `olShutDown`
 //! frees the program's `olMemAlloc` blocks and forgets every handle; the
 //! runtime itself is torn down (and reported) at the session's end, with
 //! the OpenMP path's, not at that `olShutDown`.
 
+mod boundary;
 pub(crate) mod context;
 mod device_info;
 mod entries;
 pub(crate) mod errors;
+mod handles;
 mod info;
+mod program_entries;
+mod programs;
 
 pub(crate) use context::OlState;

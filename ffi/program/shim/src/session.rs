@@ -208,13 +208,16 @@ impl Session {
         // blocks are freed here; its blocks on the runtime's devices are
         // the devices' live allocations, which the runtime's shutdown
         // frees and lists as the program's leaks.
-        let host_blocks: Vec<_> = self
-            .offload_api
-            .release_at_exit()
-            .into_iter()
-            .filter(|(_, block)| block.target == crate::offload_api::context::Target::Host)
-            .collect();
-        crate::offload_api::context::free_blocks(None, &host_blocks);
+        // Its programs stay loaded: the runtime's teardown unloads them
+        // with the OpenMP path's images.
+        if let Some(leftovers) = self.offload_api.release_at_exit() {
+            let host_blocks: Vec<_> = leftovers
+                .blocks
+                .into_iter()
+                .filter(|(_, block)| block.target == crate::offload_api::context::Target::Host)
+                .collect();
+            crate::offload_api::context::free_blocks(None, &host_blocks);
+        }
         // The devices' `device_finalize` before their teardown; then the
         // tool hears nothing more.
         self.offload().ompt_shutdown();

@@ -3,15 +3,18 @@
 //! `libLLVMOffload.so` (as a user builds one), run with the staged folder
 //! first on `LD_LIBRARY_PATH`, where `libLLVMOffload.so.22.1` is ours.
 //! The program (`tests/c/offload_api.c`) checks each answer itself and
-//! prints what it found.
+//! prints what it found; it loads host kernels (`tests/c/offload_kernels.c`,
+//! an x86_64 shared object) on a host device and launches them.
 
 use omptarget_test_support::release::Release;
 use omptarget_test_support::{clang::clang, valgrind, Outcome, Run, Scratch};
 use std::path::{Path, PathBuf};
 
-/// Build `offload_api.c` against LLVM 22's liboffload; `None` (and a
-/// note) where the release is not unpacked outside CI.
-fn build(scratch: &Scratch) -> Option<PathBuf> {
+/// Build `offload_api.c` against LLVM 22's liboffload, and the host
+/// kernels it loads (`offload_kernels.c`, an x86_64 shared object): the
+/// program and the object; `None` (and a note) where the release is not
+/// unpacked outside CI.
+fn build(scratch: &Scratch) -> Option<(PathBuf, PathBuf)> {
     let lib = Release::Llvm22.reference_lib_dir();
     let include = lib.join("../include");
     if !include.join("offload/OffloadAPI.h").exists() {
@@ -32,7 +35,9 @@ fn build(scratch: &Scratch) -> Option<PathBuf> {
         &[&include_flag],
         &[&lib_flag, "-lLLVMOffload", "-ldl"],
     );
-    Some(program)
+    let kernels = scratch.join("offload_kernels.so");
+    clang(&["offload_kernels.c"], &kernels, &["-shared", "-fPIC"], &[]);
+    Some((program, kernels))
 }
 
 /// The program ran on our library, not LLVM's: the dynamic loader's
@@ -49,11 +54,14 @@ fn assert_loaded_ours(out: &Outcome, dir: &Path) {
 #[test]
 fn a_liboffload_program_runs_on_our_runtime() {
     let scratch = Scratch::new("offload-api");
-    let Some(program) = build(&scratch) else {
+    let Some((program, kernels)) = build(&scratch) else {
         return;
     };
     let staged = omptarget_test_support::staged().lib_dir.clone();
-    let out = Run::new(&scratch, &program).env("LD_DEBUG", "libs").run();
+    let out = Run::new(&scratch, &program)
+        .arg(&kernels)
+        .env("LD_DEBUG", "libs")
+        .run();
     out.assert_success();
     assert_loaded_ours(&out, &staged);
     assert_eq!(out.value("failures"), "0", "{out}");
@@ -66,12 +74,14 @@ fn a_liboffload_program_runs_on_our_runtime() {
     assert_eq!(out.value("platform_name"), "x86_64", "{out}");
     assert_eq!(out.value("platform_backend"), "0", "{out}");
     assert!(!out.value("device_name").is_empty(), "{out}");
+    // The host kernel ran twice (queued and not), on the device's memory.
+    assert_eq!(out.value("kernel_runs"), "2", "{out}");
 }
 
 #[test]
 fn a_liboffload_program_is_clean_under_valgrind() {
     let scratch = Scratch::new("offload-api-valgrind");
-    let Some(program) = build(&scratch) else {
+    let Some((program, kernels)) = build(&scratch) else {
         return;
     };
     let libs = valgrind::our_lib_dir()
@@ -88,10 +98,12 @@ fn a_liboffload_program_is_clean_under_valgrind() {
             valgrind::suppressions().display()
         ))
         .arg(&program)
+        .arg(&kernels)
         .run();
     out.assert_success();
     assert_loaded_ours(&out, &libs);
     assert_eq!(out.value("failures"), "0", "{out}");
+    assert_eq!(out.value("kernel_runs"), "2", "{out}");
     assert!(
         out.stderr.contains("ERROR SUMMARY: 0 errors"),
         "valgrind found errors:\n{out}"

@@ -19,11 +19,13 @@
 //!   program (`olIterateDevices`' callback may call back in).
 
 use super::errors::{ol_error, Errc, Outcome, UNINITIALIZED};
+use super::handles::new_handle;
+pub(crate) use super::handles::{handle_of, Handle};
+use super::programs::{Program, Symbol};
 use omptarget::{DevicePtr, Runtime};
 use omptarget_abi::AllocKind;
 use std::collections::BTreeMap;
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::Mutex;
 
 /// `ol_platform_backend_t`.
@@ -37,23 +39,6 @@ pub(crate) mod backend {
 pub(crate) mod alloc_type {
     pub(crate) const HOST: u32 = 0;
     pub(crate) const DEVICE: u32 = 1;
-}
-
-/// A handle as the program holds it (`ol_*_handle_t`): a number, not null.
-pub(crate) type Handle = usize;
-
-/// The next handle. Handles step by 16 from a base far from small
-/// integers, so that they look like the aligned addresses LLVM's are to
-/// a program that prints them; they are never dereferenced.
-static NEXT_HANDLE: AtomicUsize = AtomicUsize::new(0x0100_0000);
-
-fn new_handle() -> Handle {
-    NEXT_HANDLE.fetch_add(16, Relaxed)
-}
-
-/// A handle from the program: its number (null is 0).
-pub(crate) fn handle_of(ptr: *const c_void) -> Handle {
-    ptr as usize
 }
 
 /// A platform handle's record.
@@ -110,8 +95,25 @@ pub(crate) struct Context {
     platforms: Vec<Platform>,
     devices: Vec<Device>,
     queues: Vec<Queue>,
+    programs: Vec<Program>,
     /// Live `olMemAlloc` blocks by address; their ranges are disjoint.
     allocations: BTreeMap<usize, Allocation>,
+}
+
+/// What the last `olShutDown` (or the session's end) leaves to release
+/// outside the lock: the programs still loaded and the blocks not freed.
+pub(crate) struct Leftovers {
+    pub programs: Vec<Program>,
+    pub blocks: Vec<(usize, Allocation)>,
+}
+
+impl From<Context> for Leftovers {
+    fn from(context: Context) -> Leftovers {
+        Leftovers {
+            programs: context.programs,
+            blocks: context.allocations.into_iter().collect(),
+        }
+    }
 }
 
 /// The short name of a plugin's file (`libomptarget.rtl.x86_64.so` ->
@@ -130,6 +132,7 @@ impl Context {
             platforms: Vec::new(),
             devices: Vec::new(),
             queues: Vec::new(),
+            programs: Vec::new(),
             allocations: BTreeMap::new(),
         };
         let mut first = 0;
@@ -229,6 +232,47 @@ impl Context {
         Ok(())
     }
 
+    /// Keep a loaded program; its handle.
+    pub(crate) fn add_program(&mut self, program: Program) -> Handle {
+        let handle = program.handle;
+        self.programs.push(program);
+        handle
+    }
+
+    /// The program `handle` names, if it is loaded.
+    pub(crate) fn program(&self, handle: Handle) -> Outcome<&Program> {
+        self.programs
+            .iter()
+            .find(|p| p.handle == handle)
+            .ok_or(ol_error!(
+                Errc::InvalidArgument,
+                "not a loaded program of this liboffload context"
+            ))
+    }
+
+    /// Forget the program `handle`, for the caller to unload.
+    pub(crate) fn take_program(&mut self, handle: Handle) -> Outcome<Program> {
+        self.program(handle)?;
+        let index = self
+            .programs
+            .iter()
+            .position(|p| p.handle == handle)
+            .expect("found above");
+        Ok(self.programs.remove(index))
+    }
+
+    /// The symbol `handle` names, in a loaded program.
+    pub(crate) fn symbol(&self, handle: Handle) -> Outcome<&Symbol> {
+        self.programs
+            .iter()
+            .flat_map(|p| &p.symbols)
+            .find(|s| s.handle == handle)
+            .ok_or(ol_error!(
+                Errc::InvalidArgument,
+                "not a symbol of a loaded program of this liboffload context"
+            ))
+    }
+
     /// The live `olMemAlloc` block containing `address`, and its base.
     pub(crate) fn allocation_containing(&self, address: usize) -> Option<(usize, Allocation)> {
         let (&base, &allocation) = self.allocations.range(..=address).next_back()?;
@@ -280,18 +324,17 @@ impl OlState {
         self.lock().get_or_insert(made).refcount += 1;
     }
 
-    /// `olShutDown`: the last call releases the context and returns every
-    /// `olMemAlloc` block the program did not free, for the caller to free
-    /// outside the lock.
-    pub(crate) fn shut_down(&self) -> Outcome<Option<Vec<(usize, Allocation)>>> {
+    /// `olShutDown`: the last call releases the context and returns the
+    /// programs still loaded and the `olMemAlloc` blocks the program did
+    /// not free, for the caller to release outside the lock.
+    pub(crate) fn shut_down(&self) -> Outcome<Option<Leftovers>> {
         let mut guard = self.lock();
         let context = guard.as_mut().ok_or(&UNINITIALIZED)?;
         context.refcount -= 1;
         if context.refcount > 0 {
             return Ok(None);
         }
-        let context = guard.take().expect("checked above");
-        Ok(Some(context.allocations.into_iter().collect()))
+        Ok(guard.take().map(Leftovers::from))
     }
 
     /// Run `f` on the context, or fail as LLVM does before `olInit`.
@@ -336,12 +379,9 @@ impl OlState {
     }
 
     /// The context, dropped at the session's end if the program never
-    /// called its last `olShutDown`: its blocks, for the caller.
-    pub(crate) fn release_at_exit(&self) -> Vec<(usize, Allocation)> {
-        self.lock()
-            .take()
-            .map(|c| c.allocations.into_iter().collect())
-            .unwrap_or_default()
+    /// called its last `olShutDown`: what it leaves, for the caller.
+    pub(crate) fn release_at_exit(&self) -> Option<Leftovers> {
+        self.lock().take().map(Leftovers::from)
     }
 }
 

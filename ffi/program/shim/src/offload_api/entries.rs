@@ -10,108 +10,18 @@
 //! `ol_result_t` errors are static and never freed.
 #![allow(non_snake_case)]
 
-use super::context::{alloc_kind, free_blocks, handle_of, Allocation, Handle, Recorded, Target};
+use super::boundary::{check, device_of, ol_entry, ol_info_entries, ol_unimplemented};
+use super::context::{alloc_kind, free_blocks, handle_of, Allocation, Recorded, Target};
 use super::device_info;
-use super::errors::{
-    ol_error, to_result, Errc, OlError, OlResult, Outcome, INTERNAL, UNINITIALIZED,
-};
+use super::errors::{ol_error, Errc, OlResult, Outcome, INTERNAL, UNINITIALIZED};
 use super::info::InfoOut;
+use super::programs;
 use crate::boundary::guard;
 use crate::export::export_c;
 use crate::session::lifecycle::with_session;
 use crate::session::Session;
 use omptarget::DevicePtr;
-use std::ffi::{c_char, c_void};
-
-/// Run an entry's body behind the boundary and the gate, after LLVM's
-/// first check: a call before `olInit` (or after the last `olShutDown`)
-/// is `OL_ERRC_UNINITIALIZED`, whatever its arguments.
-fn entry(name: &'static str, body: impl FnOnce(&Session) -> Outcome) -> OlResult {
-    guard(name, &INTERNAL as OlResult, || {
-        with_session(|session| {
-            if !session.offload_api().is_initialized() {
-                return &UNINITIALIZED as OlResult;
-            }
-            to_result(body(session))
-        })
-    })
-}
-
-/// LLVM's validation of one argument: `error` if `bad`. The entries make
-/// these checks in LLVM 22's order: the conditions its API definition
-/// lists, then null handles, then null pointers, each in argument order.
-fn check(bad: bool, error: &'static OlError) -> Outcome {
-    if bad {
-        Err(error)
-    } else {
-        Ok(())
-    }
-}
-
-/// Define `$name` and `$name WithCodeLoc` (same arguments, then the code
-/// location) from one body, which sees the arguments and the session and
-/// returns an [`Outcome`]; export both.
-macro_rules! ol_entry {
-    ($name:ident, $with_loc:ident, |$session:ident $(, $arg:ident: $ty:ty)*| $body:block) => {
-        extern "C-unwind" fn $name($($arg: $ty),*) -> OlResult {
-            entry(stringify!($name), |$session: &Session| $body)
-        }
-        extern "C-unwind" fn $with_loc($($arg: $ty,)* _location: *mut c_void) -> OlResult {
-            $name($($arg),*)
-        }
-        export_c!($name, $with_loc);
-    };
-}
-
-/// An entry point this library does not implement yet: after the checks
-/// every entry makes (initialised), `OL_ERRC_UNIMPLEMENTED`.
-macro_rules! ol_unimplemented {
-    ($name:ident, $with_loc:ident, ($($arg:ident: $ty:ty),*)) => {
-        ol_entry!($name, $with_loc, |session $(, $arg: $ty)*| {
-            let _ = (session, $($arg,)*);
-            Err(ol_error!(
-                Errc::Unimplemented,
-                "this entry point is not implemented by omptarget-rs yet"
-            ))
-        });
-    };
-}
-
-/// An info query and its size query (`olGet*Info`, `olGet*InfoSize`, each
-/// with its `...WithCodeLoc`), answered by `$answer(session, subject,
-/// prop, out)`; `$null` is the error of a null `$subject`.
-macro_rules! ol_info_entries {
-    ($get:ident, $get_loc:ident, $size:ident, $size_loc:ident,
-     $subject:ident, $null:expr, $answer:path) => {
-        ol_entry!(
-            $get,
-            $get_loc,
-            |session, $subject: *const c_void, prop: u32, size: usize, value: *mut c_void| {
-                check(size == 0, ol_error!(Errc::InvalidSize, "PropSize == 0"))?;
-                check($subject.is_null(), $null)?;
-                check(
-                    value.is_null(),
-                    ol_error!(Errc::InvalidNullPointer, "NULL == PropValue"),
-                )?;
-                // SAFETY: `value` holds `size` bytes (the caller's contract).
-                unsafe { $answer(session, $subject, prop, &InfoOut::value(size, value)) }
-            }
-        );
-        ol_entry!(
-            $size,
-            $size_loc,
-            |session, $subject: *const c_void, prop: u32, size_ret: *mut usize| {
-                check($subject.is_null(), $null)?;
-                check(
-                    size_ret.is_null(),
-                    ol_error!(Errc::InvalidNullPointer, "NULL == PropSizeRet"),
-                )?;
-                // SAFETY: `size_ret` is writable (the caller's contract).
-                unsafe { $answer(session, $subject, prop, &InfoOut::size(size_ret)) }
-            }
-        );
-    };
-}
+use std::ffi::c_void;
 
 // The lifecycle.
 
@@ -139,17 +49,27 @@ extern "C-unwind" fn olInitWithCodeLoc(_location: *mut c_void) -> OlResult {
 export_c!(olInit, olInitWithCodeLoc);
 
 ol_entry!(olShutDown, olShutDownWithCodeLoc, |session| {
-    let Some(blocks) = session.offload_api().shut_down()? else {
+    let Some(leftovers) = session.offload_api().shut_down()? else {
         return Ok(());
     };
-    // The last one: the program's blocks that it did not free go back
-    // to their devices now, outside the context's lock. The runtime
-    // itself stays (the OpenMP API may be using it); it is torn down at
-    // the session's end, as the OpenMP path's is.
-    if free_blocks(session.built_runtime(), &blocks) > 0 {
+    // The last one: the programs still loaded are unloaded and the
+    // program's blocks that it did not free go back to their devices,
+    // outside the context's lock. The runtime itself stays (the OpenMP
+    // API may be using it); it is torn down at the session's end, as the
+    // OpenMP path's is.
+    let runtime = session.built_runtime();
+    let mut failed = 0;
+    for program in &leftovers.programs {
+        let device = runtime.and_then(|r| r.device(program.device_id).ok());
+        if device.is_none_or(|d| programs::unload(d, program).is_err()) {
+            failed += 1;
+        }
+    }
+    failed += free_blocks(runtime, &leftovers.blocks);
+    if failed > 0 {
         return Err(ol_error!(
             Errc::BackendFailure,
-            "some blocks olMemAlloc gave could not be freed"
+            "some programs or blocks could not be released (see the debug output)"
         ));
     }
     Ok(())
@@ -256,15 +176,6 @@ ol_info_entries!(
     ol_error!(Errc::InvalidNullHandle, "NULL == Device"),
     answer_device
 );
-
-/// What the device handle `device` names and its platform's handle (read
-/// under the context's lock, used outside it).
-fn device_of(session: &Session, device: *const c_void) -> Outcome<(Target, Handle)> {
-    session.offload_api().with(|c| {
-        let device = c.device(handle_of(device))?;
-        Ok((device.target, device.platform))
-    })
-}
 
 // Memory.
 
@@ -621,8 +532,8 @@ ol_info_entries!(
     answer_queue
 );
 
-// Not implemented yet: events, programs and symbols, kernel launches,
-// fills, host functions, registered memory, occupancy.
+// Not implemented yet: events, fills, host functions, registered
+// memory, occupancy, binary checks.
 
 ol_unimplemented!(olCreateEvent, olCreateEventWithCodeLoc, (a: *const c_void, b: *mut c_void));
 ol_unimplemented!(olDestroyEvent, olDestroyEventWithCodeLoc, (a: *const c_void));
@@ -643,35 +554,9 @@ ol_unimplemented!(
     (a: *const c_void, b: u32, c: *mut usize)
 );
 ol_unimplemented!(
-    olCreateProgram,
-    olCreateProgramWithCodeLoc,
-    (a: *const c_void, b: *const c_void, c: usize, d: *mut c_void)
-);
-ol_unimplemented!(olDestroyProgram, olDestroyProgramWithCodeLoc, (a: *const c_void));
-ol_unimplemented!(
     olIsValidBinary,
     olIsValidBinaryWithCodeLoc,
     (a: *const c_void, b: *const c_void, c: usize, d: *mut bool)
-);
-ol_unimplemented!(
-    olGetSymbol,
-    olGetSymbolWithCodeLoc,
-    (a: *const c_void, b: *const c_char, c: u32, d: *mut c_void)
-);
-ol_unimplemented!(
-    olGetSymbolInfo,
-    olGetSymbolInfoWithCodeLoc,
-    (a: *const c_void, b: u32, c: usize, d: *mut c_void)
-);
-ol_unimplemented!(
-    olGetSymbolInfoSize,
-    olGetSymbolInfoSizeWithCodeLoc,
-    (a: *const c_void, b: u32, c: *mut usize)
-);
-ol_unimplemented!(
-    olLaunchKernel,
-    olLaunchKernelWithCodeLoc,
-    (a: *const c_void, b: *const c_void, c: *const c_void, d: *const c_void, e: usize, f: *const c_void)
 );
 ol_unimplemented!(
     olCalculateOptimalOccupancy,

@@ -14,6 +14,7 @@ use std::ffi::c_char;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u32)]
 pub(crate) enum Errc {
+    InvalidBinary = 3,
     InvalidNullPointer = 4,
     InvalidArgument = 5,
     NotFound = 6,
@@ -21,12 +22,14 @@ pub(crate) enum Errc {
     InvalidSize = 8,
     InvalidEnumeration = 9,
     Unimplemented = 12,
+    Unsupported = 13,
     BackendFailure = 17,
     Uninitialized = 18,
     InvalidNullHandle = 19,
     InvalidPlatform = 20,
     InvalidDevice = 21,
     InvalidQueue = 22,
+    SymbolKind = 24,
 }
 
 /// `ol_error_struct_t`: its layout is the header's.

@@ -1,0 +1,119 @@
+//! What every `ol*` entry point shares: the panic boundary and the
+//! session's gate with LLVM's first check ([`entry`]), LLVM's argument
+//! checks ([`check`]), and the macros that define an entry with its
+//! `...WithCodeLoc` form (whose code location is ignored: nothing here
+//! traces calls yet) and export both.
+
+use super::context::{handle_of, Handle, Target};
+use super::errors::{to_result, OlError, OlResult, Outcome, INTERNAL, UNINITIALIZED};
+use crate::boundary::guard;
+use crate::session::lifecycle::with_session;
+use crate::session::Session;
+use std::ffi::c_void;
+
+/// Run an entry's body behind the boundary and the gate, after LLVM's
+/// first check: a call before `olInit` (or after the last `olShutDown`)
+/// is `OL_ERRC_UNINITIALIZED`, whatever its arguments.
+pub(super) fn entry(name: &'static str, body: impl FnOnce(&Session) -> Outcome) -> OlResult {
+    guard(name, &INTERNAL as OlResult, || {
+        with_session(|session| {
+            if !session.offload_api().is_initialized() {
+                return &UNINITIALIZED as OlResult;
+            }
+            to_result(body(session))
+        })
+    })
+}
+
+/// LLVM's validation of one argument: `error` if `bad`. The entries make
+/// these checks in LLVM 22's order: the conditions its API definition
+/// lists, then null handles, then null pointers, each in argument order.
+pub(super) fn check(bad: bool, error: &'static OlError) -> Outcome {
+    if bad {
+        Err(error)
+    } else {
+        Ok(())
+    }
+}
+
+/// Define `$name` and `$name WithCodeLoc` (same arguments, then the code
+/// location) from one body, which sees the arguments and the session and
+/// returns an [`Outcome`]; export both.
+macro_rules! ol_entry {
+    ($name:ident, $with_loc:ident, |$session:ident $(, $arg:ident: $ty:ty)*| $body:block) => {
+        extern "C-unwind" fn $name($($arg: $ty),*) -> $crate::offload_api::errors::OlResult {
+            $crate::offload_api::boundary::entry(
+                stringify!($name),
+                |$session: &$crate::session::Session| $body,
+            )
+        }
+        extern "C-unwind" fn $with_loc(
+            $($arg: $ty,)*
+            _location: *mut ::std::ffi::c_void,
+        ) -> $crate::offload_api::errors::OlResult {
+            $name($($arg),*)
+        }
+        $crate::export::export_c!($name, $with_loc);
+    };
+}
+
+/// An entry point this library does not implement yet: after the checks
+/// every entry makes (initialised), `OL_ERRC_UNIMPLEMENTED`.
+macro_rules! ol_unimplemented {
+    ($name:ident, $with_loc:ident, ($($arg:ident: $ty:ty),*)) => {
+        ol_entry!($name, $with_loc, |session $(, $arg: $ty)*| {
+            let _ = (session, $($arg,)*);
+            Err($crate::offload_api::errors::ol_error!(
+                $crate::offload_api::errors::Errc::Unimplemented,
+                "this entry point is not implemented by omptarget-rs yet"
+            ))
+        });
+    };
+}
+
+/// An info query and its size query (`olGet*Info`, `olGet*InfoSize`, each
+/// with its `...WithCodeLoc`), answered by `$answer(session, subject,
+/// prop, out)`; `$null` is the error of a null `$subject`.
+macro_rules! ol_info_entries {
+    ($get:ident, $get_loc:ident, $size:ident, $size_loc:ident,
+     $subject:ident, $null:expr, $answer:path) => {
+        ol_entry!(
+            $get,
+            $get_loc,
+            |session, $subject: *const c_void, prop: u32, size: usize, value: *mut c_void| {
+                check(size == 0, ol_error!(Errc::InvalidSize, "PropSize == 0"))?;
+                check($subject.is_null(), $null)?;
+                check(
+                    value.is_null(),
+                    ol_error!(Errc::InvalidNullPointer, "NULL == PropValue"),
+                )?;
+                // SAFETY: `value` holds `size` bytes (the caller's contract).
+                unsafe { $answer(session, $subject, prop, &InfoOut::value(size, value)) }
+            }
+        );
+        ol_entry!(
+            $size,
+            $size_loc,
+            |session, $subject: *const c_void, prop: u32, size_ret: *mut usize| {
+                check($subject.is_null(), $null)?;
+                check(
+                    size_ret.is_null(),
+                    ol_error!(Errc::InvalidNullPointer, "NULL == PropSizeRet"),
+                )?;
+                // SAFETY: `size_ret` is writable (the caller's contract).
+                unsafe { $answer(session, $subject, prop, &InfoOut::size(size_ret)) }
+            }
+        );
+    };
+}
+
+/// What the device handle `device` names and its platform's handle (read
+/// under the context's lock, used outside it).
+pub(super) fn device_of(session: &Session, device: *const c_void) -> Outcome<(Target, Handle)> {
+    session.offload_api().with(|c| {
+        let device = c.device(handle_of(device))?;
+        Ok((device.target, device.platform))
+    })
+}
+
+pub(crate) use {ol_entry, ol_info_entries, ol_unimplemented};

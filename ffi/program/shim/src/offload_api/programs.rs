@@ -1,0 +1,238 @@
+//! Programs, their symbols and kernel launches on host devices.
+//!
+//! A program is a device object loaded on one device: for the host
+//! plugin's devices, an x86_64 shared object (`clang -shared -fPIC`), the
+//! kind of object an OpenMP host image is. Every function and variable it
+//! exports is one of its symbols. It is loaded with every symbol it
+//! references bound at once: an object that calls a function nothing
+//! defines is refused with the loader's reason, never loaded to fail at
+//! its first launch.
+//!
+//! The calling convention of a host kernel (the argument block of
+//! `olLaunchKernel`): `ArgumentsData` is read as consecutive 8-byte slots,
+//! each passed to the kernel as one argument of the integer class: a
+//! pointer, or an integer of up to 64 bits (an `int` in its own 8-byte
+//! slot reads its low 4 bytes, as C's `struct { int *p; int n; }` lays
+//! them out). A floating-point parameter would be read from the wrong
+//! register: pass it by pointer. `ArgumentsSize` must be a multiple of 8.
+//! A host device runs a kernel once, on the calling thread: a launch with
+//! more than one group, more than one item per group, or dynamic shared
+//! memory is `OL_ERRC_UNSUPPORTED`, never run with a wrong meaning.
+
+use super::errors::{ol_error, Errc, Outcome};
+use super::handles::{new_handle, Handle};
+use omptarget::image::{EntryKind, OwnedImage};
+use omptarget::{Device, RegionLaunch};
+use std::ffi::{c_void, CStr};
+use std::sync::Arc;
+
+/// `ol_symbol_kind_t`.
+pub(crate) mod symbol_kind {
+    pub(crate) const KERNEL: u32 = 0;
+    pub(crate) const GLOBAL_VARIABLE: u32 = 1;
+}
+
+/// One exported function or variable of a loaded program.
+#[derive(Debug, Clone)]
+pub(crate) struct Symbol {
+    pub handle: Handle,
+    pub name: String,
+    /// `ol_symbol_kind_t`.
+    pub kind: u32,
+    /// Its device address.
+    pub addr: usize,
+    /// A variable's size in bytes (0 for a kernel).
+    pub size: usize,
+    /// The runtime's device it is on.
+    pub device_id: usize,
+}
+
+/// A program handle's record.
+pub(crate) struct Program {
+    pub handle: Handle,
+    /// The runtime's device it is loaded on.
+    pub device_id: usize,
+    /// The image as the device loaded it (its bytes and entry table; the
+    /// device keeps them alive too while it is loaded).
+    pub storage: Arc<OwnedImage>,
+    pub symbols: Vec<Symbol>,
+}
+
+/// The names of the functions and variables `elf` exports (its defined
+/// dynamic symbols of those kinds).
+fn exported_names(elf: &[u8]) -> Outcome<Vec<String>> {
+    use object::{Object, ObjectSymbol, SymbolKind};
+    let file = object::File::parse(elf)
+        .map_err(|_| ol_error!(Errc::InvalidBinary, "not an ELF shared object"))?;
+    Ok(file
+        .dynamic_symbols()
+        .filter(|s| s.is_definition() && s.is_global())
+        .filter(|s| matches!(s.kind(), SymbolKind::Text | SymbolKind::Data))
+        .filter_map(|s| s.name().ok().filter(|n| !n.is_empty()).map(str::to_owned))
+        .collect())
+}
+
+/// Load `bytes` on `device` (the runtime's device `device_id`): the
+/// program, with a symbol for each exported function and variable.
+///
+/// # Safety
+/// Loading runs the object's initialisers on this thread, and unloading
+/// it its finalisers (as `dlopen` and `dlclose` do): the program vouches
+/// for them by asking to load it, as it does with LLVM's `olCreateProgram`.
+pub(crate) unsafe fn load(device: &Device, device_id: usize, bytes: &[u8]) -> Outcome<Program> {
+    let names = exported_names(bytes)?;
+    let name_refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    let storage = Arc::new(OwnedImage::new(bytes, &name_refs).map_err(|reason| {
+        tracing::debug!(%reason, "olCreateProgram");
+        ol_error!(
+            Errc::InvalidBinary,
+            "the object cannot be read (see the debug output)"
+        )
+    })?);
+    let desc = storage.as_device_image();
+    // SAFETY: `desc` points into `storage`, alive while we hold it.
+    let runnable = unsafe { device.is_valid_image(desc) }.unwrap_or(false)
+        // SAFETY: as above.
+        && unsafe { device.can_run_image(desc) };
+    if !runnable {
+        return Err(ol_error!(
+            Errc::InvalidBinary,
+            "the device cannot run this object"
+        ));
+    }
+    // SAFETY: `desc` is valid and the device keeps `storage` alive while
+    // it is loaded; the initialisers are the caller's (our contract).
+    let loaded =
+        unsafe { device.load_image_bind_now(desc, Some(storage.clone())) }.map_err(|e| {
+            tracing::debug!(error = %e, "olCreateProgram");
+            ol_error!(
+                Errc::InvalidBinary,
+                "the device could not load the object (see the debug output)"
+            )
+        })?;
+    let kinds: Vec<(&str, EntryKind)> = storage.entries().collect();
+    let symbols = loaded
+        .entries
+        .iter()
+        .filter_map(|entry| {
+            // SAFETY: the plugin's target table names each entry with a
+            // NUL-terminated string it keeps while the image is loaded.
+            let name = unsafe { CStr::from_ptr(entry.name) }.to_str().ok()?;
+            let kind = kinds.iter().find(|(n, _)| *n == name)?.1;
+            let (kind, size) = match kind {
+                EntryKind::Function => (symbol_kind::KERNEL, 0),
+                EntryKind::Global { size } => (symbol_kind::GLOBAL_VARIABLE, size),
+            };
+            Some(Symbol {
+                handle: new_handle(),
+                name: name.to_owned(),
+                kind,
+                addr: entry.addr as usize,
+                size,
+                device_id,
+            })
+        })
+        .collect();
+    Ok(Program {
+        handle: new_handle(),
+        device_id,
+        storage,
+        symbols,
+    })
+}
+
+/// Unload `program` from `device`.
+pub(crate) fn unload(device: &Device, program: &Program) -> Outcome {
+    // SAFETY: the image was loaded on this device by `load`, and its
+    // handle is gone: no launch of its kernels can start any more.
+    match unsafe { device.unload_image(program.storage.as_device_image()) } {
+        Ok(_) => Ok(()),
+        Err(e) => {
+            tracing::debug!(error = %e, "olDestroyProgram");
+            Err(ol_error!(
+                Errc::BackendFailure,
+                "the device could not unload the program (see the debug output)"
+            ))
+        }
+    }
+}
+
+/// `ol_kernel_launch_size_args_t`.
+#[repr(C)]
+pub(crate) struct LaunchSize {
+    dimensions: usize,
+    groups: [u32; 3],
+    group_size: [u32; 3],
+    dyn_shared_memory: usize,
+}
+
+/// Run `kernel` (a kernel symbol of a program on `device`) with the
+/// argument block `args` of `size` bytes, as the module docs say.
+///
+/// # Safety
+/// `args` is readable for `size` bytes and `launch` is a readable
+/// `ol_kernel_launch_size_args_t`; the arguments are what the kernel
+/// expects, every pointer among them valid device memory for what it
+/// does (the program's word, as with LLVM's `olLaunchKernel`).
+pub(crate) unsafe fn launch(
+    device: &Device,
+    kernel: &Symbol,
+    args: *const c_void,
+    size: usize,
+    launch: *const LaunchSize,
+) -> Outcome {
+    if kernel.kind != symbol_kind::KERNEL {
+        return Err(ol_error!(
+            Errc::SymbolKind,
+            "provided symbol is not a kernel"
+        ));
+    }
+    // SAFETY: readable (our contract).
+    let launch = unsafe { &*launch };
+    if launch
+        .groups
+        .iter()
+        .chain(&launch.group_size)
+        .any(|&n| n != 1)
+        || launch.dyn_shared_memory != 0
+    {
+        return Err(ol_error!(
+            Errc::Unsupported,
+            "a host device runs one group of one item, without shared memory"
+        ));
+    }
+    if !size.is_multiple_of(8) || (size > 0 && args.is_null()) {
+        return Err(ol_error!(
+            Errc::InvalidArgument,
+            "a host kernel's arguments are 8-byte slots: ArgumentsSize must be a multiple of 8"
+        ));
+    }
+    let mut slots: Vec<*mut c_void> = (0..size / 8)
+        // SAFETY: slot `i` lies within the `size` readable bytes (our
+        // contract); the block need not be aligned.
+        .map(|i| unsafe {
+            args.cast::<u8>()
+                .add(i * 8)
+                .cast::<usize>()
+                .read_unaligned()
+        } as *mut c_void)
+        .collect();
+    let mut offsets = vec![0isize; slots.len()];
+    // SAFETY: `kernel.addr` is the device address of a kernel of an image
+    // loaded on `device`; the arguments are the program's (our contract).
+    unsafe {
+        device.run_region(
+            kernel.addr as *mut c_void,
+            &mut slots,
+            &mut offsets,
+            RegionLaunch::Single,
+        )
+    }
+    .map_err(|e| {
+        tracing::debug!(error = %e, "olLaunchKernel");
+        ol_error!(
+            Errc::BackendFailure,
+            "the launch failed (see the debug output)"
+        )
+    })
+}
