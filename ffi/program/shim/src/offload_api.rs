@@ -19,11 +19,12 @@
 //!   the macros that define and export an entry).
 //! * `entries`: the exported functions of the lifecycle, devices, memory
 //!   and queues; `program_entries`: programs, symbols and launches over
-//!   `programs` (what a host kernel is and how it is called).
+//!   `programs` (what a host kernel is and how it is called);
+//!   `event_entries`: events and host functions.
 //!
 //! What this first part does not do yet (each such entry returns
-//! `OL_ERRC_UNIMPLEMENTED`): events, fills, host functions, registered
-//! memory, occupancy, binary checks. Queued
+//! `OL_ERRC_UNIMPLEMENTED`): fills, registered memory, occupancy,
+//! binary checks. Queued
 //! operations complete before their call returns. The last `olShutDown`
 //! frees the program's `olMemAlloc` blocks and forgets every handle; the
 //! runtime itself is torn down (and reported) at the session's end, with
@@ -34,6 +35,7 @@ pub(crate) mod context;
 mod device_info;
 mod entries;
 pub(crate) mod errors;
+mod event_entries;
 mod handles;
 mod info;
 mod program_entries;

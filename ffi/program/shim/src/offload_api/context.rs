@@ -77,6 +77,15 @@ pub(crate) struct Queue {
     pub device: Handle,
 }
 
+/// An event handle's record: always complete (every operation is done
+/// when the call that queued it returns).
+pub(crate) struct Event {
+    pub handle: Handle,
+    /// The queue it was made on (which may be destroyed since, as LLVM's
+    /// events may outlive their queue).
+    pub queue: Handle,
+}
+
 /// An `olMemAlloc` block.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Allocation {
@@ -95,6 +104,7 @@ pub(crate) struct Context {
     platforms: Vec<Platform>,
     devices: Vec<Device>,
     queues: Vec<Queue>,
+    events: Vec<Event>,
     programs: Vec<Program>,
     /// Live `olMemAlloc` blocks by address; their ranges are disjoint.
     allocations: BTreeMap<usize, Allocation>,
@@ -132,6 +142,7 @@ impl Context {
             platforms: Vec::new(),
             devices: Vec::new(),
             queues: Vec::new(),
+            events: Vec::new(),
             programs: Vec::new(),
             allocations: BTreeMap::new(),
         };
@@ -229,6 +240,31 @@ impl Context {
     pub(crate) fn destroy_queue(&mut self, handle: Handle) -> Outcome {
         self.queue(handle)?;
         self.queues.retain(|q| q.handle != handle);
+        Ok(())
+    }
+
+    /// A new event on the queue `queue` (checked by the caller).
+    pub(crate) fn create_event(&mut self, queue: Handle) -> Handle {
+        let handle = new_handle();
+        self.events.push(Event { handle, queue });
+        handle
+    }
+
+    /// The event `handle` names, if it is live.
+    pub(crate) fn event(&self, handle: Handle) -> Outcome<&Event> {
+        self.events
+            .iter()
+            .find(|e| e.handle == handle)
+            .ok_or(ol_error!(
+                Errc::InvalidEvent,
+                "not a live event of this liboffload context"
+            ))
+    }
+
+    /// Destroy the event `handle`.
+    pub(crate) fn destroy_event(&mut self, handle: Handle) -> Outcome {
+        self.event(handle)?;
+        self.events.retain(|e| e.handle != handle);
         Ok(())
     }
 

@@ -532,27 +532,9 @@ ol_info_entries!(
     answer_queue
 );
 
-// Not implemented yet: events, fills, host functions, registered
-// memory, occupancy, binary checks.
+// Not implemented yet: fills, registered memory, occupancy, binary
+// checks.
 
-ol_unimplemented!(olCreateEvent, olCreateEventWithCodeLoc, (a: *const c_void, b: *mut c_void));
-ol_unimplemented!(olDestroyEvent, olDestroyEventWithCodeLoc, (a: *const c_void));
-ol_unimplemented!(olSyncEvent, olSyncEventWithCodeLoc, (a: *const c_void));
-ol_unimplemented!(
-    olWaitEvents,
-    olWaitEventsWithCodeLoc,
-    (a: *const c_void, b: *mut c_void, c: usize)
-);
-ol_unimplemented!(
-    olGetEventInfo,
-    olGetEventInfoWithCodeLoc,
-    (a: *const c_void, b: u32, c: usize, d: *mut c_void)
-);
-ol_unimplemented!(
-    olGetEventInfoSize,
-    olGetEventInfoSizeWithCodeLoc,
-    (a: *const c_void, b: u32, c: *mut usize)
-);
 ol_unimplemented!(
     olIsValidBinary,
     olIsValidBinaryWithCodeLoc,
@@ -562,11 +544,6 @@ ol_unimplemented!(
     olCalculateOptimalOccupancy,
     olCalculateOptimalOccupancyWithCodeLoc,
     (a: *const c_void, b: *const c_void, c: usize, d: *mut usize)
-);
-ol_unimplemented!(
-    olLaunchHostFunction,
-    olLaunchHostFunctionWithCodeLoc,
-    (a: *const c_void, b: *const c_void, c: *mut c_void)
 );
 ol_unimplemented!(
     olMemFill,

@@ -29,6 +29,7 @@ pub(crate) enum Errc {
     InvalidPlatform = 20,
     InvalidDevice = 21,
     InvalidQueue = 22,
+    InvalidEvent = 23,
     SymbolKind = 24,
 }
 

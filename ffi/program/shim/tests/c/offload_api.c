@@ -62,6 +62,8 @@ static bool visit(ol_device_handle_t d, void *data) {
   return true;
 }
 
+static void count_call(void *data) { ++*(int *)data; }
+
 static bool stop_at_first(ol_device_handle_t d, void *data) {
   (void)d;
   ++*(int *)data;
@@ -331,6 +333,30 @@ int main(int argc, char **argv) {
   EXPECT(olMemcpy(queue, out, f.host, block, f.device, N), 0);
   EXPECT(olSyncQueue(queue), 0);
   CHECK(memcmp(in, out, N) == 0, "queued copies");
+  // Events: complete once what was queued before them is.
+  ol_event_handle_t event = NULL;
+  EXPECT(olCreateEvent(queue, &event), 0);
+  EXPECT(olSyncEvent(event), 0);
+  bool complete = false;
+  EXPECT(olGetEventInfo(event, OL_EVENT_INFO_IS_COMPLETE, sizeof complete,
+                        &complete),
+         0);
+  CHECK(complete, "an event after queued copies is complete");
+  ol_queue_handle_t event_queue = NULL;
+  EXPECT(olGetEventInfo(event, OL_EVENT_INFO_QUEUE, sizeof event_queue,
+                        &event_queue),
+         0);
+  CHECK(event_queue == queue, "the event's queue");
+  EXPECT(olWaitEvents(queue, &event, 1), 0);
+  ol_event_handle_t null_event = NULL;
+  EXPECT(olWaitEvents(queue, &null_event, 1), OL_ERRC_INVALID_NULL_HANDLE);
+  int calls = 0;
+  EXPECT(olLaunchHostFunction(queue, count_call, &calls), 0);
+  CHECK(calls == 1, "the host function ran before the call returned");
+  EXPECT(olLaunchHostFunction(queue, NULL, &calls),
+         OL_ERRC_INVALID_NULL_POINTER);
+  EXPECT(olDestroyEvent(event), 0);
+  EXPECT(olSyncEvent(event), OL_ERRC_INVALID_EVENT);
   EXPECT(olMemcpy(queue, out, f.host, in, f.host, N),
          OL_ERRC_INVALID_ARGUMENT);
   ol_device_handle_t queue_device = NULL;
@@ -356,8 +382,7 @@ int main(int argc, char **argv) {
     kernels(argv[1], f.device, f.host);
 
   // Not implemented yet: said so, not crashed.
-  ol_event_handle_t event;
-  EXPECT(olCreateEvent(queue2, &event), OL_ERRC_UNIMPLEMENTED);
+  EXPECT(olMemFill(NULL, in, 1, in, 1), OL_ERRC_UNIMPLEMENTED);
 
   // `block` stays allocated: the last olShutDown frees it (valgrind
   // checks that nothing is lost).
