@@ -11,10 +11,11 @@ use omptarget_test_support::{clang::clang, valgrind, Outcome, Run, Scratch};
 use std::path::{Path, PathBuf};
 
 /// Build `offload_api.c` against LLVM 22's liboffload, and the host
-/// kernels it loads (`offload_kernels.c`, an x86_64 shared object): the
-/// program and the object; `None` (and a note) where the release is not
+/// kernel objects it loads (`offload_kernels.c`, and
+/// `offload_kernel_undefined.c`, which calls an undefined function): the
+/// program and the objects; `None` (and a note) where the release is not
 /// unpacked outside CI.
-fn build(scratch: &Scratch) -> Option<(PathBuf, PathBuf)> {
+fn build(scratch: &Scratch) -> Option<(PathBuf, [PathBuf; 2])> {
     let lib = Release::Llvm22.reference_lib_dir();
     let include = lib.join("../include");
     if !include.join("offload/OffloadAPI.h").exists() {
@@ -37,7 +38,14 @@ fn build(scratch: &Scratch) -> Option<(PathBuf, PathBuf)> {
     );
     let kernels = scratch.join("offload_kernels.so");
     clang(&["offload_kernels.c"], &kernels, &["-shared", "-fPIC"], &[]);
-    Some((program, kernels))
+    let undefined = scratch.join("offload_kernel_undefined.so");
+    clang(
+        &["offload_kernel_undefined.c"],
+        &undefined,
+        &["-shared", "-fPIC"],
+        &[],
+    );
+    Some((program, [kernels, undefined]))
 }
 
 /// The program ran on our library, not LLVM's: the dynamic loader's
@@ -59,7 +67,8 @@ fn a_liboffload_program_runs_on_our_runtime() {
     };
     let staged = omptarget_test_support::staged().lib_dir.clone();
     let out = Run::new(&scratch, &program)
-        .arg(&kernels)
+        .arg(&kernels[0])
+        .arg(&kernels[1])
         .env("LD_DEBUG", "libs")
         .run();
     out.assert_success();
@@ -98,7 +107,8 @@ fn a_liboffload_program_is_clean_under_valgrind() {
             valgrind::suppressions().display()
         ))
         .arg(&program)
-        .arg(&kernels)
+        .arg(&kernels[0])
+        .arg(&kernels[1])
         .run();
     out.assert_success();
     assert_loaded_ours(&out, &libs);

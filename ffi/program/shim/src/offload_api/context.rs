@@ -21,11 +21,12 @@
 use super::errors::{ol_error, Errc, Outcome, UNINITIALIZED};
 use super::handles::new_handle;
 pub(crate) use super::handles::{handle_of, Handle};
-use super::programs::{Program, Symbol};
+use super::programs::{Loaded, Program, Symbol};
 use omptarget::{DevicePtr, Runtime};
 use omptarget_abi::AllocKind;
 use std::collections::BTreeMap;
 use std::ffi::c_void;
+use std::sync::Arc;
 use std::sync::Mutex;
 
 /// `ol_platform_backend_t`.
@@ -303,6 +304,21 @@ impl Context {
             .iter()
             .flat_map(|p| &p.symbols)
             .find(|s| s.handle == handle)
+            .ok_or(ol_error!(
+                Errc::InvalidArgument,
+                "not a symbol of a loaded program of this liboffload context"
+            ))
+    }
+
+    /// The symbol `handle` names and its program's loaded image, which a
+    /// launch holds while the kernel runs.
+    pub(crate) fn symbol_and_program(&self, handle: Handle) -> Outcome<(Symbol, Arc<Loaded>)> {
+        self.programs
+            .iter()
+            .find_map(|p| {
+                let symbol = p.symbols.iter().find(|s| s.handle == handle)?;
+                Some((symbol.clone(), p.loaded.clone()))
+            })
             .ok_or(ol_error!(
                 Errc::InvalidArgument,
                 "not a symbol of a loaded program of this liboffload context"

@@ -59,9 +59,9 @@ ol_entry!(olShutDown, olShutDownWithCodeLoc, |session| {
     // OpenMP path's is.
     let runtime = session.built_runtime();
     let mut failed = 0;
-    for program in &leftovers.programs {
-        let device = runtime.and_then(|r| r.device(program.device_id).ok());
-        if device.is_none_or(|d| programs::unload(d, program).is_err()) {
+    for program in leftovers.programs {
+        let device = runtime.and_then(|r| r.device(program.loaded.device_id).ok());
+        if device.is_none_or(|d| programs::release(d, program.loaded).is_err()) {
             failed += 1;
         }
     }

@@ -66,7 +66,7 @@ ol_entry!(
             (Ok(handle), _) => handle,
             // Shut down meanwhile: nobody can name it, so it goes now.
             (Err(e), Some(program)) => {
-                let _ = programs::unload(runtime_device, &program);
+                let _ = programs::release(runtime_device, program.loaded);
                 return Err(e);
             }
             (Err(e), None) => return Err(e),
@@ -90,9 +90,9 @@ ol_entry!(
             .with(|c| c.take_program(handle_of(program)))?;
         let device = session
             .built_runtime()
-            .and_then(|r| r.device(program.device_id).ok())
+            .and_then(|r| r.device(program.loaded.device_id).ok())
             .ok_or(ol_error!(Errc::InvalidDevice, "the device is gone"))?;
-        programs::unload(device, &program)
+        programs::release(device, program.loaded)
     }
 );
 
@@ -231,8 +231,9 @@ ol_entry!(
                     "device specified does not match the device of the given queue"
                 ));
             }
-            c.symbol(handle_of(kernel)).cloned()
+            c.symbol_and_program(handle_of(kernel))
         })?;
+        let (symbol, loaded) = symbol;
         let (id, runtime_device) = runtime_device(session, device)?;
         if symbol.device_id != id {
             return Err(ol_error!(
@@ -243,6 +244,6 @@ ol_entry!(
         // Run now, queued or not (a queue then holds nothing to wait for).
         // SAFETY: the caller's contract: `args` holds `size` bytes of
         // arguments the kernel expects, `launch` is readable.
-        unsafe { programs::launch(runtime_device, &symbol, args, size, launch) }
+        unsafe { programs::launch(runtime_device, loaded, &symbol, args, size, launch) }
     }
 );

@@ -11,19 +11,31 @@
 //! The calling convention of a host kernel (the argument block of
 //! `olLaunchKernel`): `ArgumentsData` is read as consecutive 8-byte slots,
 //! each passed to the kernel as one argument of the integer class: a
-//! pointer, or an integer of up to 64 bits (an `int` in its own 8-byte
-//! slot reads its low 4 bytes, as C's `struct { int *p; int n; }` lays
-//! them out). A floating-point parameter would be read from the wrong
-//! register: pass it by pointer. `ArgumentsSize` must be a multiple of 8.
-//! A host device runs a kernel once, on the calling thread: a launch with
-//! more than one group, more than one item per group, or dynamic shared
-//! memory is `OL_ERRC_UNSUPPORTED`, never run with a wrong meaning.
+//! pointer, or a 32- or 64-bit integer (an `int` in its own 8-byte slot
+//! reads its low 4 bytes, as C's `struct { int *p; int n; }` lays them
+//! out). `char`, `short` and `bool` parameters (which a callee may take as
+//! extended by its caller), floating-point ones (read from other
+//! registers) and structs passed by value are not supported: pass them by
+//! pointer. `ArgumentsSize` must be a multiple of 8. A host device runs a
+//! kernel once, on the calling thread, inside the session's kernel
+//! section (a fork need not wait for it): a launch with more than one
+//! group, more than one item per group, or dynamic shared memory is
+//! `OL_ERRC_UNSUPPORTED`, never run with a wrong meaning; `Dimensions` is
+//! not read.
+//!
+//! A program is unloaded by whoever lets go of it last: `olDestroyProgram`
+//! (or the last `olShutDown`) when no launch of its kernels is running,
+//! else the last of those launches when it returns, so that no kernel's
+//! code is unmapped under it (a kernel may even destroy its own program).
+//! Only host CPU devices (local or remote) load programs: another kind is
+//! `OL_ERRC_UNSUPPORTED`.
 
 use super::errors::{ol_error, Errc, Outcome};
 use super::handles::{new_handle, Handle};
 use omptarget::image::{EntryKind, OwnedImage};
-use omptarget::{Device, RegionLaunch};
+use omptarget::{Device, DeviceKind, RegionLaunch};
 use std::ffi::{c_void, CStr};
+use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::sync::Arc;
 
 /// `ol_symbol_kind_t`.
@@ -47,29 +59,47 @@ pub(crate) struct Symbol {
     pub device_id: usize,
 }
 
+/// A program as its device loaded it, shared by its handle and the
+/// launches of its kernels that are running.
+pub(crate) struct Loaded {
+    /// The runtime's device it is loaded on.
+    pub device_id: usize,
+    /// Its bytes and entry table (the device keeps them alive too while
+    /// it is loaded).
+    storage: Arc<OwnedImage>,
+    /// Set when its handle is gone: whoever holds the last reference then
+    /// unloads it.
+    released: AtomicBool,
+}
+
 /// A program handle's record.
 pub(crate) struct Program {
     pub handle: Handle,
-    /// The runtime's device it is loaded on.
-    pub device_id: usize,
-    /// The image as the device loaded it (its bytes and entry table; the
-    /// device keeps them alive too while it is loaded).
-    pub storage: Arc<OwnedImage>,
+    pub loaded: Arc<Loaded>,
     pub symbols: Vec<Symbol>,
 }
 
 /// The names of the functions and variables `elf` exports (its defined
 /// dynamic symbols of those kinds).
+/// Each name once (an object may export two versions of one name);
+/// functions defined as `STT_GNU_IFUNC` or without a type are not found.
 fn exported_names(elf: &[u8]) -> Outcome<Vec<String>> {
     use object::{Object, ObjectSymbol, SymbolKind};
     let file = object::File::parse(elf)
         .map_err(|_| ol_error!(Errc::InvalidBinary, "not an ELF shared object"))?;
-    Ok(file
+    let names: std::collections::BTreeSet<String> = file
         .dynamic_symbols()
         .filter(|s| s.is_definition() && s.is_global())
         .filter(|s| matches!(s.kind(), SymbolKind::Text | SymbolKind::Data))
         .filter_map(|s| s.name().ok().filter(|n| !n.is_empty()).map(str::to_owned))
-        .collect())
+        .collect();
+    if names.is_empty() {
+        return Err(ol_error!(
+            Errc::InvalidBinary,
+            "the object exports no function or variable"
+        ));
+    }
+    Ok(names.into_iter().collect())
 }
 
 /// Load `bytes` on `device` (the runtime's device `device_id`): the
@@ -80,6 +110,12 @@ fn exported_names(elf: &[u8]) -> Outcome<Vec<String>> {
 /// it its finalisers (as `dlopen` and `dlclose` do): the program vouches
 /// for them by asking to load it, as it does with LLVM's `olCreateProgram`.
 pub(crate) unsafe fn load(device: &Device, device_id: usize, bytes: &[u8]) -> Outcome<Program> {
+    if device.kind() != Some(DeviceKind::HostCpu) {
+        return Err(ol_error!(
+            Errc::Unsupported,
+            "programs load on host CPU devices only, so far"
+        ));
+    }
     let names = exported_names(bytes)?;
     let name_refs: Vec<&str> = names.iter().map(String::as_str).collect();
     let storage = Arc::new(OwnedImage::new(bytes, &name_refs).map_err(|reason| {
@@ -110,7 +146,7 @@ pub(crate) unsafe fn load(device: &Device, device_id: usize, bytes: &[u8]) -> Ou
                 "the device could not load the object (see the debug output)"
             )
         })?;
-    let kinds: Vec<(&str, EntryKind)> = storage.entries().collect();
+    let kinds: std::collections::HashMap<&str, EntryKind> = storage.entries().collect();
     let symbols = loaded
         .entries
         .iter()
@@ -118,7 +154,7 @@ pub(crate) unsafe fn load(device: &Device, device_id: usize, bytes: &[u8]) -> Ou
             // SAFETY: the plugin's target table names each entry with a
             // NUL-terminated string it keeps while the image is loaded.
             let name = unsafe { CStr::from_ptr(entry.name) }.to_str().ok()?;
-            let kind = kinds.iter().find(|(n, _)| *n == name)?.1;
+            let kind = *kinds.get(name)?;
             let (kind, size) = match kind {
                 EntryKind::Function => (symbol_kind::KERNEL, 0),
                 EntryKind::Global { size } => (symbol_kind::GLOBAL_VARIABLE, size),
@@ -133,19 +169,47 @@ pub(crate) unsafe fn load(device: &Device, device_id: usize, bytes: &[u8]) -> Ou
             })
         })
         .collect();
+    drop(kinds);
     Ok(Program {
         handle: new_handle(),
-        device_id,
-        storage,
+        loaded: Arc::new(Loaded {
+            device_id,
+            storage,
+            released: AtomicBool::new(false),
+        }),
         symbols,
     })
 }
 
-/// Unload `program` from `device`.
-pub(crate) fn unload(device: &Device, program: &Program) -> Outcome {
-    // SAFETY: the image was loaded on this device by `load`, and its
-    // handle is gone: no launch of its kernels can start any more.
-    match unsafe { device.unload_image(program.storage.as_device_image()) } {
+/// Let go of a program whose handle is gone (`olDestroyProgram`, the last
+/// `olShutDown`): unloaded now from `device` if no launch of its kernels
+/// is running, else by the last of them ([`finish_launch`]).
+pub(crate) fn release(device: &Device, loaded: Arc<Loaded>) -> Outcome {
+    // Before letting go: a launch that turns out to hold the last
+    // reference must see it.
+    loaded.released.store(true, SeqCst);
+    match Arc::into_inner(loaded) {
+        Some(loaded) => unload(device, &loaded),
+        None => Ok(()),
+    }
+}
+
+/// A launch of a kernel of `loaded` has returned: if its program's handle
+/// is gone meanwhile and this was the last reference, unload it.
+fn finish_launch(device: &Device, loaded: Arc<Loaded>) {
+    if let Some(loaded) = Arc::into_inner(loaded) {
+        if loaded.released.load(SeqCst) {
+            let _ = unload(device, &loaded);
+        }
+    }
+}
+
+/// Unload `loaded` from `device`.
+fn unload(device: &Device, loaded: &Loaded) -> Outcome {
+    // SAFETY: the image was loaded on this device by `load`; its handle
+    // is gone and no launch of its kernels is running (this holds the
+    // last reference), so none of its code runs any more.
+    match unsafe { device.unload_image(loaded.storage.as_device_image()) } {
         Ok(_) => Ok(()),
         Err(e) => {
             tracing::debug!(error = %e, "olDestroyProgram");
@@ -166,8 +230,9 @@ pub(crate) struct LaunchSize {
     dyn_shared_memory: usize,
 }
 
-/// Run `kernel` (a kernel symbol of a program on `device`) with the
-/// argument block `args` of `size` bytes, as the module docs say.
+/// Run `kernel` (a kernel symbol of the program `loaded`, on `device`)
+/// with the argument block `args` of `size` bytes, as the module docs
+/// say; `loaded` is held until the kernel returns.
 ///
 /// # Safety
 /// `args` is readable for `size` bytes and `launch` is a readable
@@ -175,6 +240,24 @@ pub(crate) struct LaunchSize {
 /// expects, every pointer among them valid device memory for what it
 /// does (the program's word, as with LLVM's `olLaunchKernel`).
 pub(crate) unsafe fn launch(
+    device: &Device,
+    loaded: Arc<Loaded>,
+    kernel: &Symbol,
+    args: *const c_void,
+    size: usize,
+    launch: *const LaunchSize,
+) -> Outcome {
+    // SAFETY: our contract.
+    let ran = unsafe { run(device, kernel, args, size, launch) };
+    finish_launch(device, loaded);
+    ran
+}
+
+/// [`launch`]'s checks and run.
+///
+/// # Safety
+/// As [`launch`].
+unsafe fn run(
     device: &Device,
     kernel: &Symbol,
     args: *const c_void,
@@ -218,17 +301,24 @@ pub(crate) unsafe fn launch(
         } as *mut c_void)
         .collect();
     let mut offsets = vec![0isize; slots.len()];
-    // SAFETY: `kernel.addr` is the device address of a kernel of an image
-    // loaded on `device`; the arguments are the program's (our contract).
-    unsafe {
-        device.run_region(
-            kernel.addr as *mut c_void,
-            &mut slots,
-            &mut offsets,
-            RegionLaunch::Single,
-        )
-    }
-    .map_err(|e| {
+    let mut ran = Ok(());
+    // Inside the kernel section: the thread holds no lock of the runtime
+    // while the kernel runs, so a fork need not wait for it.
+    crate::session::lifecycle::kernel_section(&mut || {
+        // SAFETY: `kernel.addr` is the device address of a kernel of an
+        // image loaded on `device`, which stays loaded while the caller
+        // holds its program; the arguments are the program's (our
+        // contract).
+        ran = unsafe {
+            device.run_region(
+                kernel.addr as *mut c_void,
+                &mut slots,
+                &mut offsets,
+                RegionLaunch::Single,
+            )
+        };
+    });
+    ran.map_err(|e| {
         tracing::debug!(error = %e, "olLaunchKernel");
         ol_error!(
             Errc::BackendFailure,

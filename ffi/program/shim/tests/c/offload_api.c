@@ -2,7 +2,9 @@
 // OffloadAPI.h and linked against LLVM's libLLVMOffload.so, as a user
 // builds, then run with our library first on LD_LIBRARY_PATH. Prints
 // key=value lines; exits 1 at the first check that fails, naming it.
+#define _GNU_SOURCE
 #include <dlfcn.h>
+#include <link.h>
 #include <stdbool.h> // OffloadAPI.h uses bool without including it
 #include <stdint.h>
 #include <offload/OffloadAPI.h>
@@ -43,8 +45,23 @@ static int code(ol_result_t r) { return r ? (int)r->Code : 0; }
 struct found {
   int count;
   ol_device_handle_t host;
-  ol_device_handle_t device; // the first that is not the host
+  ol_device_handle_t device;  // the first that is not the host
+  ol_device_handle_t device2; // the second, if there is one
 };
+
+static int count_object(struct dl_phdr_info *info, size_t size, void *data) {
+  (void)info;
+  (void)size;
+  ++*(int *)data;
+  return 0;
+}
+
+// How many objects the process has loaded (a program is one).
+static int loaded_objects(void) {
+  int count = 0;
+  dl_iterate_phdr(count_object, &count);
+  return count;
+}
 
 static bool visit(ol_device_handle_t d, void *data) {
   struct found *f = data;
@@ -57,6 +74,8 @@ static bool visit(ol_device_handle_t d, void *data) {
     return false;
   if (backend == OL_PLATFORM_BACKEND_HOST && !f->host)
     f->host = d;
+  if (backend != OL_PLATFORM_BACKEND_HOST && f->device && !f->device2)
+    f->device2 = d;
   if (backend != OL_PLATFORM_BACKEND_HOST && !f->device)
     f->device = d;
   return true;
@@ -72,7 +91,8 @@ static bool stop_at_first(ol_device_handle_t d, void *data) {
 
 // Host kernels: programs from offload_kernels.c (path in `path`) on
 // `device`, launched with olLaunchKernel.
-static void kernels(const char *path, ol_device_handle_t device,
+static void kernels(const char *path, const char *undefined,
+                    ol_device_handle_t device, ol_device_handle_t device2,
                     ol_device_handle_t host) {
   FILE *file = fopen(path, "rb");
   CHECK(file != NULL, "the kernels' object opens");
@@ -89,10 +109,31 @@ static void kernels(const char *path, ol_device_handle_t device,
   EXPECT(olCreateProgram(host, bytes, length, &program), OL_ERRC_INVALID_DEVICE);
   EXPECT(olCreateProgram(device, "not an object", 13, &program),
          OL_ERRC_INVALID_BINARY);
+  int objects = loaded_objects();
   EXPECT(olCreateProgram(device, bytes, length, &program), 0);
   ol_program_handle_t kept = NULL; // left loaded for the last olShutDown
   EXPECT(olCreateProgram(device, bytes, length, &kept), 0);
+  CHECK(loaded_objects() == objects + 2, "each program is a loaded object");
   free(bytes); // the program keeps its own copy
+
+  // An object that calls an undefined function is refused, not loaded.
+  file = fopen(undefined, "rb");
+  CHECK(file != NULL, "the undefined-function object opens");
+  if (file) {
+    fseek(file, 0, SEEK_END);
+    long undefined_length = ftell(file);
+    fseek(file, 0, SEEK_SET);
+    char *undefined_bytes = malloc(undefined_length);
+    CHECK(fread(undefined_bytes, 1, undefined_length, file) ==
+              (size_t)undefined_length,
+          "read it");
+    fclose(file);
+    ol_program_handle_t refused = NULL;
+    EXPECT(olCreateProgram(device, undefined_bytes, undefined_length, &refused),
+           OL_ERRC_INVALID_BINARY);
+    CHECK(loaded_objects() == objects + 2, "nothing of it stays loaded");
+    free(undefined_bytes);
+  }
 
   ol_symbol_handle_t add = NULL, counter = NULL, missing = NULL;
   EXPECT(olGetSymbol(program, "add", OL_SYMBOL_KIND_KERNEL, &add), 0);
@@ -163,10 +204,18 @@ static void kernels(const char *path, ol_device_handle_t device,
          OL_ERRC_SYMBOL_KIND);
   EXPECT(olLaunchKernel(queue, host, add, &args, sizeof args, &one),
          OL_ERRC_INVALID_DEVICE);
+  if (device2) {
+    // The queue is another device's; the kernel's program is on another.
+    EXPECT(olLaunchKernel(queue, device2, add, &args, sizeof args, &one),
+           OL_ERRC_INVALID_DEVICE);
+    EXPECT(olLaunchKernel(NULL, device2, add, &args, sizeof args, &one),
+           OL_ERRC_INVALID_DEVICE);
+  }
   EXPECT(olDestroyQueue(queue), 0);
   EXPECT(olMemFree(x), 0);
 
   EXPECT(olDestroyProgram(program), 0);
+  CHECK(loaded_objects() == objects + 1, "olDestroyProgram unloads it");
   EXPECT(olGetSymbolInfo(add, OL_SYMBOL_INFO_KIND, sizeof kind, &kind),
          OL_ERRC_INVALID_ARGUMENT); // its program is gone
   EXPECT(olDestroyProgram(program), OL_ERRC_INVALID_ARGUMENT);
@@ -378,8 +427,8 @@ int main(int argc, char **argv) {
   EXPECT(olDestroyQueue(queue), OL_ERRC_INVALID_QUEUE);
   EXPECT(olCreateQueue(f.device, NULL), OL_ERRC_INVALID_NULL_POINTER);
 
-  if (argc > 1)
-    kernels(argv[1], f.device, f.host);
+  if (argc > 2)
+    kernels(argv[1], argv[2], f.device, f.device2, f.host);
 
   // Not implemented yet: said so, not crashed.
   EXPECT(olMemFill(NULL, in, 1, in, 1), OL_ERRC_UNIMPLEMENTED);
@@ -389,7 +438,10 @@ int main(int argc, char **argv) {
   EXPECT(olShutDown(), 0);
   int again = 0;
   EXPECT(olIterateDevices(stop_at_first, &again), 0); // still one olInit
+  int objects = loaded_objects();
   EXPECT(olShutDown(), 0);
+  CHECK(argc <= 2 || loaded_objects() == objects - 1,
+        "the last olShutDown unloads the program left loaded");
   EXPECT(olIterateDevices(stop_at_first, &again), OL_ERRC_UNINITIALIZED);
   EXPECT(olMemFree(block), OL_ERRC_UNINITIALIZED);
 
