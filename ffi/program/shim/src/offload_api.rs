@@ -20,11 +20,12 @@
 //! * `entries`: the exported functions of the lifecycle, devices, memory
 //!   and queues; `program_entries`: programs, symbols and launches over
 //!   `programs` (what a host kernel is and how it is called);
-//!   `event_entries`: events and host functions.
+//!   `event_entries`: events and host functions; `memory_entries`:
+//!   filled and registered memory.
 //!
-//! What this first part does not do yet (each such entry returns
-//! `OL_ERRC_UNIMPLEMENTED`): fills, registered memory, occupancy,
-//! binary checks. Queued
+//! Every entry is implemented; what a host device has no meaning for
+//! (groups, shared memory, pinning on a device that would need it) is
+//! `OL_ERRC_UNSUPPORTED`. Queued
 //! operations complete before their call returns. The last `olShutDown`
 //! frees the program's `olMemAlloc` blocks and forgets every handle; the
 //! runtime itself is torn down (and reported) at the session's end, with
@@ -38,6 +39,7 @@ pub(crate) mod errors;
 mod event_entries;
 mod handles;
 mod info;
+mod memory_entries;
 mod program_entries;
 mod programs;
 

@@ -57,18 +57,30 @@ macro_rules! ol_entry {
     };
 }
 
-/// An entry point this library does not implement yet: after the checks
-/// every entry makes (initialised), `OL_ERRC_UNIMPLEMENTED`.
-macro_rules! ol_unimplemented {
-    ($name:ident, $with_loc:ident, ($($arg:ident: $ty:ty),*)) => {
-        ol_entry!($name, $with_loc, |session $(, $arg: $ty)*| {
-            let _ = (session, $($arg,)*);
-            Err($crate::offload_api::errors::ol_error!(
-                $crate::offload_api::errors::Errc::Unimplemented,
-                "this entry point is not implemented by omptarget-rs yet"
-            ))
-        });
-    };
+/// LLVM's check of a handle argument: `OL_ERRC_INVALID_NULL_HANDLE`,
+/// "NULL == `$name`", if `$arg` is null.
+macro_rules! handle_arg {
+    ($arg:expr, $name:literal) => {{
+        static ERROR: $crate::offload_api::errors::OlError =
+            $crate::offload_api::errors::OlError::new(
+                $crate::offload_api::errors::Errc::InvalidNullHandle,
+                concat!("NULL == ", $name, "\0"),
+            );
+        $crate::offload_api::boundary::check($arg.is_null(), &ERROR)
+    }};
+}
+
+/// LLVM's check of a pointer argument: `OL_ERRC_INVALID_NULL_POINTER`,
+/// "NULL == `$name`", if `$arg` is null.
+macro_rules! pointer_arg {
+    ($arg:expr, $name:literal) => {{
+        static ERROR: $crate::offload_api::errors::OlError =
+            $crate::offload_api::errors::OlError::new(
+                $crate::offload_api::errors::Errc::InvalidNullPointer,
+                concat!("NULL == ", $name, "\0"),
+            );
+        $crate::offload_api::boundary::check($arg.is_null(), &ERROR)
+    }};
 }
 
 /// An info query and its size query (`olGet*Info`, `olGet*InfoSize`, each
@@ -116,4 +128,4 @@ pub(super) fn device_of(session: &Session, device: *const c_void) -> Outcome<(Ta
     })
 }
 
-pub(crate) use {ol_entry, ol_info_entries, ol_unimplemented};
+pub(crate) use {handle_arg, ol_entry, ol_info_entries, pointer_arg};

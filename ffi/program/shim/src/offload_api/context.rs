@@ -87,6 +87,17 @@ pub(crate) struct Event {
     pub queue: Handle,
 }
 
+/// Host memory registered with a device (`olMemRegister`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Registration {
+    pub device: Handle,
+    pub base: usize,
+    pub size: usize,
+    /// Registrations of this range or of ranges inside it, each undone by
+    /// one `olMemUnregister`.
+    pub users: usize,
+}
+
 /// An `olMemAlloc` block.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Allocation {
@@ -107,6 +118,7 @@ pub(crate) struct Context {
     queues: Vec<Queue>,
     events: Vec<Event>,
     programs: Vec<Program>,
+    registrations: Vec<Registration>,
     /// Live `olMemAlloc` blocks by address; their ranges are disjoint.
     allocations: BTreeMap<usize, Allocation>,
 }
@@ -145,6 +157,7 @@ impl Context {
             queues: Vec::new(),
             events: Vec::new(),
             programs: Vec::new(),
+            registrations: Vec::new(),
             allocations: BTreeMap::new(),
         };
         let mut first = 0;
@@ -266,6 +279,51 @@ impl Context {
     pub(crate) fn destroy_event(&mut self, handle: Handle) -> Outcome {
         self.event(handle)?;
         self.events.retain(|e| e.handle != handle);
+        Ok(())
+    }
+
+    /// Register `base..base+size` with the device `device`: a range that
+    /// lies inside a registered one (or is it) adds a user to it; one that
+    /// overlaps a registered range partly is refused, as LLVM's.
+    pub(crate) fn register(&mut self, device: Handle, base: usize, size: usize) -> Outcome {
+        let end = base.saturating_add(size);
+        for r in self.registrations.iter_mut().filter(|r| r.device == device) {
+            let r_end = r.base + r.size;
+            if base >= r.base && end <= r_end {
+                r.users += 1;
+                return Ok(());
+            }
+            if base < r_end && r.base < end {
+                return Err(ol_error!(
+                    Errc::InvalidArgument,
+                    "the range overlaps a registered range partly"
+                ));
+            }
+        }
+        self.registrations.push(Registration {
+            device,
+            base,
+            size,
+            users: 1,
+        });
+        Ok(())
+    }
+
+    /// Undo one registration of the range of `device` that holds `ptr`.
+    pub(crate) fn unregister(&mut self, device: Handle, ptr: usize) -> Outcome {
+        let index = self
+            .registrations
+            .iter()
+            .position(|r| r.device == device && ptr >= r.base && ptr < r.base + r.size)
+            .ok_or(ol_error!(
+                Errc::InvalidArgument,
+                "the pointer is in no range registered with this device"
+            ))?;
+        let registration = &mut self.registrations[index];
+        registration.users -= 1;
+        if registration.users == 0 {
+            self.registrations.remove(index);
+        }
         Ok(())
     }
 

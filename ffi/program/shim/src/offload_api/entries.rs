@@ -10,7 +10,7 @@
 //! `ol_result_t` errors are static and never freed.
 #![allow(non_snake_case)]
 
-use super::boundary::{check, device_of, ol_entry, ol_info_entries, ol_unimplemented};
+use super::boundary::{check, device_of, handle_arg, ol_entry, ol_info_entries, pointer_arg};
 use super::context::{alloc_kind, free_blocks, handle_of, Allocation, Recorded, Target};
 use super::device_info;
 use super::errors::{ol_error, Errc, OlResult, Outcome, INTERNAL, UNINITIALIZED};
@@ -225,14 +225,8 @@ ol_entry!(
     olMemAllocWithCodeLoc,
     |session, device: *const c_void, kind: u32, size: usize, out: *mut *mut c_void| {
         check(size == 0, ol_error!(Errc::InvalidSize, "Size == 0"))?;
-        check(
-            device.is_null(),
-            ol_error!(Errc::InvalidNullHandle, "NULL == Device"),
-        )?;
-        check(
-            out.is_null(),
-            ol_error!(Errc::InvalidNullPointer, "NULL == AllocationOut"),
-        )?;
+        handle_arg!(device, "Device")?;
+        pointer_arg!(out, "AllocationOut")?;
         let (target, _) = device_of(session, device)?;
         let allocation = Allocation {
             target,
@@ -281,10 +275,7 @@ ol_entry!(
     olMemFree,
     olMemFreeWithCodeLoc,
     |session, address: *mut c_void| {
-        check(
-            address.is_null(),
-            ol_error!(Errc::InvalidNullPointer, "NULL == Address"),
-        )?;
+        pointer_arg!(address, "Address")?;
         let allocation = session.offload_api().take(address as usize)?;
         if free_blocks(session.built_runtime(), &[(address as usize, allocation)]) > 0 {
             // Not freed: it stays the program's, recorded again (unless the
@@ -349,22 +340,10 @@ ol_entry!(
      src: *const c_void,
      src_device: *const c_void,
      size: usize| {
-        check(
-            dst_device.is_null(),
-            ol_error!(Errc::InvalidNullHandle, "NULL == DstDevice"),
-        )?;
-        check(
-            src_device.is_null(),
-            ol_error!(Errc::InvalidNullHandle, "NULL == SrcDevice"),
-        )?;
-        check(
-            dst.is_null(),
-            ol_error!(Errc::InvalidNullPointer, "NULL == DstPtr"),
-        )?;
-        check(
-            src.is_null(),
-            ol_error!(Errc::InvalidNullPointer, "NULL == SrcPtr"),
-        )?;
+        handle_arg!(dst_device, "DstDevice")?;
+        handle_arg!(src_device, "SrcDevice")?;
+        pointer_arg!(dst, "DstPtr")?;
+        pointer_arg!(src, "SrcPtr")?;
         let (to, from) = session.offload_api().with(|c| {
             if !queue.is_null() {
                 c.queue(handle_of(queue))?;
@@ -433,14 +412,8 @@ ol_entry!(
     olCreateQueue,
     olCreateQueueWithCodeLoc,
     |session, device: *const c_void, out: *mut *mut c_void| {
-        check(
-            device.is_null(),
-            ol_error!(Errc::InvalidNullHandle, "NULL == Device"),
-        )?;
-        check(
-            out.is_null(),
-            ol_error!(Errc::InvalidNullPointer, "NULL == Queue"),
-        )?;
+        handle_arg!(device, "Device")?;
+        pointer_arg!(out, "Queue")?;
         let queue = session.offload_api().with(|c| {
             let device = c.device(handle_of(device))?;
             Ok(c.create_queue(device.handle))
@@ -455,10 +428,7 @@ ol_entry!(
     olDestroyQueue,
     olDestroyQueueWithCodeLoc,
     |session, queue: *const c_void| {
-        check(
-            queue.is_null(),
-            ol_error!(Errc::InvalidNullHandle, "NULL == Queue"),
-        )?;
+        handle_arg!(queue, "Queue")?;
         session
             .offload_api()
             .with(|c| c.destroy_queue(handle_of(queue)))
@@ -469,10 +439,7 @@ ol_entry!(
     olSyncQueue,
     olSyncQueueWithCodeLoc,
     |session, queue: *const c_void| {
-        check(
-            queue.is_null(),
-            ol_error!(Errc::InvalidNullHandle, "NULL == Queue"),
-        )?;
+        handle_arg!(queue, "Queue")?;
         // Nothing waits in a queue (see olMemcpy).
         session
             .offload_api()
@@ -530,33 +497,4 @@ ol_info_entries!(
     queue,
     ol_error!(Errc::InvalidNullHandle, "NULL == Queue"),
     answer_queue
-);
-
-// Not implemented yet: fills, registered memory, occupancy, binary
-// checks.
-
-ol_unimplemented!(
-    olIsValidBinary,
-    olIsValidBinaryWithCodeLoc,
-    (a: *const c_void, b: *const c_void, c: usize, d: *mut bool)
-);
-ol_unimplemented!(
-    olCalculateOptimalOccupancy,
-    olCalculateOptimalOccupancyWithCodeLoc,
-    (a: *const c_void, b: *const c_void, c: usize, d: *mut usize)
-);
-ol_unimplemented!(
-    olMemFill,
-    olMemFillWithCodeLoc,
-    (a: *const c_void, b: *mut c_void, c: usize, d: *const c_void, e: usize)
-);
-ol_unimplemented!(
-    olMemRegister,
-    olMemRegisterWithCodeLoc,
-    (a: *const c_void, b: *mut c_void, c: usize, d: u32, e: *mut c_void)
-);
-ol_unimplemented!(
-    olMemUnregister,
-    olMemUnregisterWithCodeLoc,
-    (a: *const c_void, b: *mut c_void)
 );

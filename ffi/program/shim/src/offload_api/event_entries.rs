@@ -5,7 +5,7 @@
 //! call back in, wait for other threads, or fork).
 #![allow(non_snake_case)]
 
-use super::boundary::{check, ol_entry, ol_info_entries};
+use super::boundary::{check, handle_arg, ol_entry, ol_info_entries, pointer_arg};
 use super::context::handle_of;
 use super::errors::{ol_error, Errc, OlResult, Outcome, INTERNAL, UNINITIALIZED};
 use super::info::InfoOut;
@@ -19,14 +19,8 @@ ol_entry!(
     olCreateEvent,
     olCreateEventWithCodeLoc,
     |session, queue: *const c_void, out: *mut *mut c_void| {
-        check(
-            queue.is_null(),
-            ol_error!(Errc::InvalidNullHandle, "NULL == Queue"),
-        )?;
-        check(
-            out.is_null(),
-            ol_error!(Errc::InvalidNullPointer, "NULL == Event"),
-        )?;
+        handle_arg!(queue, "Queue")?;
+        pointer_arg!(out, "Event")?;
         let event = session.offload_api().with(|c| {
             c.queue(handle_of(queue))?;
             Ok(c.create_event(handle_of(queue)))
@@ -41,10 +35,7 @@ ol_entry!(
     olDestroyEvent,
     olDestroyEventWithCodeLoc,
     |session, event: *const c_void| {
-        check(
-            event.is_null(),
-            ol_error!(Errc::InvalidNullHandle, "NULL == Event"),
-        )?;
+        handle_arg!(event, "Event")?;
         session
             .offload_api()
             .with(|c| c.destroy_event(handle_of(event)))
@@ -55,10 +46,7 @@ ol_entry!(
     olSyncEvent,
     olSyncEventWithCodeLoc,
     |session, event: *const c_void| {
-        check(
-            event.is_null(),
-            ol_error!(Errc::InvalidNullHandle, "NULL == Event"),
-        )?;
+        handle_arg!(event, "Event")?;
         session
             .offload_api()
             .with(|c| c.event(handle_of(event)).map(|_| ()))
@@ -69,14 +57,8 @@ ol_entry!(
     olWaitEvents,
     olWaitEventsWithCodeLoc,
     |session, queue: *const c_void, events: *const *const c_void, count: usize| {
-        check(
-            queue.is_null(),
-            ol_error!(Errc::InvalidNullHandle, "NULL == Queue"),
-        )?;
-        check(
-            events.is_null(),
-            ol_error!(Errc::InvalidNullPointer, "NULL == Events"),
-        )?;
+        handle_arg!(queue, "Queue")?;
+        pointer_arg!(events, "Events")?;
         // SAFETY: `events` holds `count` handles (the caller's contract).
         let events = unsafe { std::slice::from_raw_parts(events, count) };
         session.offload_api().with(|c| {
@@ -154,10 +136,7 @@ extern "C-unwind" fn olLaunchHostFunction(
             if !session.offload_api().is_initialized() {
                 return Err(&UNINITIALIZED);
             }
-            check(
-                queue.is_null(),
-                ol_error!(Errc::InvalidNullHandle, "NULL == Queue"),
-            )?;
+            handle_arg!(queue, "Queue")?;
             let callback =
                 callback.ok_or(ol_error!(Errc::InvalidNullPointer, "NULL == Callback"))?;
             session

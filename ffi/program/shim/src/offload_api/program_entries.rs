@@ -3,7 +3,7 @@
 //! kernel (`programs` says what a host kernel is and how it is called).
 #![allow(non_snake_case)]
 
-use super::boundary::{check, device_of, ol_entry, ol_info_entries};
+use super::boundary::{check, device_of, handle_arg, ol_entry, ol_info_entries, pointer_arg};
 use super::context::{handle_of, Target};
 use super::errors::{ol_error, Errc, Outcome};
 use super::info::InfoOut;
@@ -38,18 +38,9 @@ ol_entry!(
     olCreateProgram,
     olCreateProgramWithCodeLoc,
     |session, device: *const c_void, data: *const c_void, size: usize, out: *mut *mut c_void| {
-        check(
-            device.is_null(),
-            ol_error!(Errc::InvalidNullHandle, "NULL == Device"),
-        )?;
-        check(
-            data.is_null(),
-            ol_error!(Errc::InvalidNullPointer, "NULL == ProgData"),
-        )?;
-        check(
-            out.is_null(),
-            ol_error!(Errc::InvalidNullPointer, "NULL == Program"),
-        )?;
+        handle_arg!(device, "Device")?;
+        pointer_arg!(data, "ProgData")?;
+        pointer_arg!(out, "Program")?;
         let (id, runtime_device) = runtime_device(session, device)?;
         // SAFETY: `data` holds `size` readable bytes (the caller's
         // contract); they are copied before the call returns.
@@ -81,10 +72,7 @@ ol_entry!(
     olDestroyProgram,
     olDestroyProgramWithCodeLoc,
     |session, program: *const c_void| {
-        check(
-            program.is_null(),
-            ol_error!(Errc::InvalidNullHandle, "NULL == Program"),
-        )?;
+        handle_arg!(program, "Program")?;
         let program = session
             .offload_api()
             .with(|c| c.take_program(handle_of(program)))?;
@@ -100,18 +88,9 @@ ol_entry!(
     olGetSymbol,
     olGetSymbolWithCodeLoc,
     |session, program: *const c_void, name: *const c_char, kind: u32, out: *mut *mut c_void| {
-        check(
-            program.is_null(),
-            ol_error!(Errc::InvalidNullHandle, "NULL == Program"),
-        )?;
-        check(
-            name.is_null(),
-            ol_error!(Errc::InvalidNullPointer, "NULL == Name"),
-        )?;
-        check(
-            out.is_null(),
-            ol_error!(Errc::InvalidNullPointer, "NULL == Symbol"),
-        )?;
+        handle_arg!(program, "Program")?;
+        pointer_arg!(name, "Name")?;
+        pointer_arg!(out, "Symbol")?;
         if kind != symbol_kind::KERNEL && kind != symbol_kind::GLOBAL_VARIABLE {
             return Err(ol_error!(
                 Errc::InvalidEnumeration,
@@ -211,18 +190,9 @@ ol_entry!(
                 "ArgumentsSize > 0 && ArgumentsData == NULL"
             ),
         )?;
-        check(
-            device.is_null(),
-            ol_error!(Errc::InvalidNullHandle, "NULL == Device"),
-        )?;
-        check(
-            kernel.is_null(),
-            ol_error!(Errc::InvalidNullHandle, "NULL == Kernel"),
-        )?;
-        check(
-            launch.is_null(),
-            ol_error!(Errc::InvalidNullPointer, "NULL == LaunchSizeArgs"),
-        )?;
+        handle_arg!(device, "Device")?;
+        handle_arg!(kernel, "Kernel")?;
+        pointer_arg!(launch, "LaunchSizeArgs")?;
         let symbol = session.offload_api().with(|c| {
             let device = c.device(handle_of(device))?;
             if !queue.is_null() && c.queue(handle_of(queue))?.device != device.handle {
@@ -245,5 +215,52 @@ ol_entry!(
         // SAFETY: the caller's contract: `args` holds `size` bytes of
         // arguments the kernel expects, `launch` is readable.
         unsafe { programs::launch(runtime_device, loaded, &symbol, args, size, launch) }
+    }
+);
+
+ol_entry!(
+    olIsValidBinary,
+    olIsValidBinaryWithCodeLoc,
+    |session, device: *const c_void, data: *const c_void, size: usize, valid: *mut bool| {
+        handle_arg!(device, "Device")?;
+        pointer_arg!(data, "ProgData")?;
+        pointer_arg!(valid, "Valid")?;
+        let (target, _) = device_of(session, device)?;
+        // SAFETY: `data` holds `size` readable bytes (the caller's contract).
+        let bytes = unsafe { std::slice::from_raw_parts(data.cast::<u8>(), size) };
+        let answer = match target {
+            // The initial device runs no program.
+            Target::Host => false,
+            Target::Runtime(id) => session
+                .built_runtime()
+                .and_then(|r| r.device(id).ok())
+                .is_some_and(|d| programs::is_valid(d, bytes)),
+        };
+        // SAFETY: `valid` is writable (the caller's contract, checked non-null).
+        unsafe { valid.write(answer) };
+        Ok(())
+    }
+);
+
+ol_entry!(
+    olCalculateOptimalOccupancy,
+    olCalculateOptimalOccupancyWithCodeLoc,
+    |session, device: *const c_void, kernel: *const c_void, shared: usize, out: *mut usize| {
+        handle_arg!(device, "Device")?;
+        handle_arg!(kernel, "Kernel")?;
+        pointer_arg!(out, "GroupSize")?;
+        let _ = shared;
+        let symbol = session.offload_api().with(|c| {
+            c.device(handle_of(device))?;
+            c.symbol(handle_of(kernel)).cloned()
+        })?;
+        check(
+            symbol.kind != symbol_kind::KERNEL,
+            ol_error!(Errc::SymbolKind, "provided symbol is not a kernel"),
+        )?;
+        // A host device runs a group of one item (see `programs`).
+        // SAFETY: `out` is writable (the caller's contract, checked non-null).
+        unsafe { out.write(1) };
+        Ok(())
     }
 );

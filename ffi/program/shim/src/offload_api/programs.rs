@@ -102,6 +102,25 @@ fn exported_names(elf: &[u8]) -> Outcome<Vec<String>> {
     Ok(names.into_iter().collect())
 }
 
+/// Whether `device` could load `bytes` as a program (`olIsValidBinary`):
+/// nothing is loaded.
+pub(crate) fn is_valid(device: &Device, bytes: &[u8]) -> bool {
+    if device.kind() != Some(DeviceKind::HostCpu) {
+        return false;
+    }
+    let Ok(names) = exported_names(bytes) else {
+        return false;
+    };
+    let name_refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    let Ok(storage) = OwnedImage::new(bytes, &name_refs) else {
+        return false;
+    };
+    let desc = storage.as_device_image();
+    // SAFETY: `desc` points into `storage`, alive for both calls; asking
+    // loads nothing.
+    unsafe { device.is_valid_image(desc).unwrap_or(false) && device.can_run_image(desc) }
+}
+
 /// Load `bytes` on `device` (the runtime's device `device_id`): the
 /// program, with a symbol for each exported function and variable.
 ///

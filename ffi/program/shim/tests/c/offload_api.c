@@ -114,7 +114,6 @@ static void kernels(const char *path, const char *undefined,
   ol_program_handle_t kept = NULL; // left loaded for the last olShutDown
   EXPECT(olCreateProgram(device, bytes, length, &kept), 0);
   CHECK(loaded_objects() == objects + 2, "each program is a loaded object");
-  free(bytes); // the program keeps its own copy
 
   // An object that calls an undefined function is refused, not loaded.
   file = fopen(undefined, "rb");
@@ -144,6 +143,18 @@ static void kernels(const char *path, const char *undefined,
          OL_ERRC_NOT_FOUND);
   EXPECT(olGetSymbol(program, "counter", OL_SYMBOL_KIND_KERNEL, &missing),
          OL_ERRC_NOT_FOUND);
+  bool valid = false;
+  EXPECT(olIsValidBinary(device, bytes, length, &valid), 0);
+  CHECK(valid, "the kernels' object is valid for the device");
+  EXPECT(olIsValidBinary(device, "not an object", 13, &valid), 0);
+  CHECK(!valid, "text is no valid object");
+  EXPECT(olIsValidBinary(host, bytes, length, &valid), 0);
+  CHECK(!valid, "the host device runs no program");
+  size_t group_size = 0;
+  EXPECT(olCalculateOptimalOccupancy(device, add, 0, &group_size), 0);
+  CHECK(group_size == 1, "a host device's group has one item");
+  EXPECT(olCalculateOptimalOccupancy(device, counter, 0, &group_size),
+         OL_ERRC_SYMBOL_KIND);
   ol_symbol_kind_t kind;
   EXPECT(olGetSymbolInfo(add, OL_SYMBOL_INFO_KIND, sizeof kind, &kind), 0);
   CHECK(kind == OL_SYMBOL_KIND_KERNEL, "add is a kernel");
@@ -214,6 +225,7 @@ static void kernels(const char *path, const char *undefined,
   EXPECT(olDestroyQueue(queue), 0);
   EXPECT(olMemFree(x), 0);
 
+  free(bytes); // the programs keep their own copies
   EXPECT(olDestroyProgram(program), 0);
   CHECK(loaded_objects() == objects + 1, "olDestroyProgram unloads it");
   EXPECT(olGetSymbolInfo(add, OL_SYMBOL_INFO_KIND, sizeof kind, &kind),
@@ -431,7 +443,53 @@ int main(int argc, char **argv) {
     kernels(argv[1], argv[2], f.device, f.device2, f.host);
 
   // Not implemented yet: said so, not crashed.
-  EXPECT(olMemFill(NULL, in, 1, in, 1), OL_ERRC_UNIMPLEMENTED);
+  // Fills: on the queue's device, or on the olMemAlloc block's.
+  {
+    ol_queue_handle_t fill_queue = NULL;
+    EXPECT(olCreateQueue(f.device, &fill_queue), 0);
+    void *fill_block = NULL;
+    EXPECT(olMemAlloc(f.device, OL_ALLOC_TYPE_DEVICE, 64, &fill_block), 0);
+    uint32_t pattern = 0x11223344u, got[16];
+    EXPECT(olMemFill(fill_queue, fill_block, sizeof pattern, &pattern, 64), 0);
+    EXPECT(olMemcpy(NULL, got, f.host, fill_block, f.device, 64), 0);
+    int filled = 1;
+    for (int i = 0; i < 16; i++)
+      filled &= got[i] == pattern;
+    CHECK(filled, "a queued fill on the device");
+    unsigned char byte = 0xab, bytes[64];
+    EXPECT(olMemFill(NULL, fill_block, 1, &byte, 64), 0);
+    EXPECT(olMemcpy(NULL, bytes, f.host, fill_block, f.device, 64), 0);
+    filled = 1;
+    for (int i = 0; i < 64; i++)
+      filled &= bytes[i] == 0xab;
+    CHECK(filled, "a fill of an olMemAlloc block without a queue");
+    EXPECT(olMemFill(NULL, in, 1, &byte, 4), OL_ERRC_INVALID_ARGUMENT);
+    EXPECT(olMemFill(fill_queue, fill_block, 3, &byte, 64), OL_ERRC_INVALID_SIZE);
+    EXPECT(olMemFill(fill_queue, fill_block, 0, &byte, 64), OL_ERRC_INVALID_SIZE);
+    EXPECT(olMemFree(fill_block), 0);
+    void *host_fill = NULL;
+    EXPECT(olMemAlloc(f.host, OL_ALLOC_TYPE_HOST, 8, &host_fill), 0);
+    EXPECT(olMemFill(NULL, host_fill, 1, &byte, 8), 0);
+    CHECK(((unsigned char *)host_fill)[7] == 0xab, "a fill on the host");
+    EXPECT(olMemFree(host_fill), 0);
+    EXPECT(olDestroyQueue(fill_queue), 0);
+  }
+
+  // Registered host memory: the host CPU device reads it as it is.
+  {
+    static char buffer[256];
+    void *pinned = NULL;
+    EXPECT(olMemRegister(f.device, buffer, sizeof buffer, 0, &pinned), 0);
+    CHECK(pinned == buffer, "a host device's pinned pointer is the host's");
+    EXPECT(olMemRegister(f.device, buffer + 16, 16, 0, &pinned), 0);
+    EXPECT(olMemRegister(f.device, buffer + 200, 100, 0, &pinned),
+           OL_ERRC_INVALID_ARGUMENT); // overlaps it partly
+    EXPECT(olMemRegister(f.host, buffer, sizeof buffer, 0, &pinned),
+           OL_ERRC_UNSUPPORTED);
+    EXPECT(olMemUnregister(f.device, buffer), 0);
+    EXPECT(olMemUnregister(f.device, buffer), 0);
+    EXPECT(olMemUnregister(f.device, buffer), OL_ERRC_INVALID_ARGUMENT);
+  }
 
   // `block` stays allocated: the last olShutDown frees it (valgrind
   // checks that nothing is lost).
