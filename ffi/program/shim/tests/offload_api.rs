@@ -11,11 +11,12 @@ use omptarget_test_support::{clang::clang, valgrind, Outcome, Run, Scratch};
 use std::path::{Path, PathBuf};
 
 /// Build `offload_api.c` against LLVM 22's liboffload, and the host
-/// kernel objects it loads (`offload_kernels.c`, and
-/// `offload_kernel_undefined.c`, which calls an undefined function): the
+/// kernel objects it loads (`offload_kernels.c`,
+/// `offload_kernel_undefined.c`, which calls an undefined function, and
+/// the C++ `offload_kernels_cxx.cpp`): the
 /// program and the objects; `None` (and a note) where the release is not
 /// unpacked outside CI.
-fn build(scratch: &Scratch) -> Option<(PathBuf, [PathBuf; 2])> {
+fn build(scratch: &Scratch) -> Option<(PathBuf, [PathBuf; 3])> {
     let lib = Release::Llvm22.reference_lib_dir();
     let include = lib.join("../include");
     if !include.join("offload/OffloadAPI.h").exists() {
@@ -45,7 +46,14 @@ fn build(scratch: &Scratch) -> Option<(PathBuf, [PathBuf; 2])> {
         &["-shared", "-fPIC"],
         &[],
     );
-    Some((program, [kernels, undefined]))
+    let cxx = scratch.join("offload_kernels_cxx.so");
+    clang(
+        &["offload_kernels_cxx.cpp"],
+        &cxx,
+        &["-shared", "-fPIC"],
+        &["-lstdc++"],
+    );
+    Some((program, [kernels, undefined, cxx]))
 }
 
 /// The program ran on our library, not LLVM's: the dynamic loader's
@@ -69,6 +77,7 @@ fn a_liboffload_program_runs_on_our_runtime() {
     let out = Run::new(&scratch, &program)
         .arg(&kernels[0])
         .arg(&kernels[1])
+        .arg(&kernels[2])
         .env("LD_DEBUG", "libs")
         .run();
     out.assert_success();
@@ -85,6 +94,8 @@ fn a_liboffload_program_runs_on_our_runtime() {
     assert!(!out.value("device_name").is_empty(), "{out}");
     // The host kernel ran twice (queued and not), on the device's memory.
     assert_eq!(out.value("kernel_runs"), "2", "{out}");
+    // A C++ kernel object: its static constructor ran at load.
+    assert_eq!(out.value("cxx_kernel"), "81", "{out}");
 }
 
 #[test]
@@ -109,6 +120,7 @@ fn a_liboffload_program_is_clean_under_valgrind() {
         .arg(&program)
         .arg(&kernels[0])
         .arg(&kernels[1])
+        .arg(&kernels[2])
         .run();
     out.assert_success();
     assert_loaded_ours(&out, &libs);

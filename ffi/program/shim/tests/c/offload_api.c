@@ -89,6 +89,56 @@ static bool stop_at_first(ol_device_handle_t d, void *data) {
   return false;
 }
 
+// The bytes of the file at `path` (NULL if it cannot be read); its
+// length in `*length`.
+static char *read_file(const char *path, long *length) {
+  FILE *file = fopen(path, "rb");
+  if (!file)
+    return NULL;
+  fseek(file, 0, SEEK_END);
+  *length = ftell(file);
+  fseek(file, 0, SEEK_SET);
+  char *bytes = malloc(*length);
+  if (fread(bytes, 1, *length, file) != (size_t)*length) {
+    free(bytes);
+    bytes = NULL;
+  }
+  fclose(file);
+  return bytes;
+}
+
+// A C++ kernel object (offload_kernels_cxx.cpp): its static object's
+// constructor runs at load, the kernel reads what it made.
+static void cxx_kernel(const char *path, ol_device_handle_t device,
+                       ol_device_handle_t host) {
+  long length = 0;
+  char *bytes = read_file(path, &length);
+  CHECK(bytes != NULL, "read the C++ kernels' object");
+  if (!bytes)
+    return;
+  ol_program_handle_t program = NULL;
+  EXPECT(olCreateProgram(device, bytes, length, &program), 0);
+  free(bytes);
+  ol_symbol_handle_t kernel = NULL;
+  EXPECT(olGetSymbol(program, "squares_into", OL_SYMBOL_KIND_KERNEL, &kernel),
+         0);
+  long out[10] = {0};
+  void *x = NULL;
+  EXPECT(olMemAlloc(device, OL_ALLOC_TYPE_DEVICE, sizeof out, &x), 0);
+  struct {
+    void *out;
+    long n;
+  } args = {x, 10};
+  ol_kernel_launch_size_args_t one = {1, {1, 1, 1}, {1, 1, 1}, 0};
+  EXPECT(olLaunchKernel(NULL, device, kernel, &args, sizeof args, &one), 0);
+  EXPECT(olMemcpy(NULL, out, host, x, device, sizeof out), 0);
+  CHECK(out[3] == 9 && out[9] == 81,
+        "the C++ kernel read what its object's constructor made");
+  EXPECT(olMemFree(x), 0);
+  EXPECT(olDestroyProgram(program), 0);
+  printf("cxx_kernel=%ld\n", out[9]);
+}
+
 // Host kernels: programs from offload_kernels.c (path in `path`) on
 // `device`, launched with olLaunchKernel.
 static void kernels(const char *path, const char *undefined,
@@ -441,6 +491,8 @@ int main(int argc, char **argv) {
 
   if (argc > 2)
     kernels(argv[1], argv[2], f.device, f.device2, f.host);
+  if (argc > 3)
+    cxx_kernel(argv[3], f.device, f.host);
 
   // Not implemented yet: said so, not crashed.
   // Fills: on the queue's device, or on the olMemAlloc block's.
