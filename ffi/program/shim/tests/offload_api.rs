@@ -136,3 +136,118 @@ fn a_liboffload_program_is_clean_under_valgrind() {
         "valgrind found lost blocks:\n{out}"
     );
 }
+
+/// The lifecycle's edges: the library that uses `ol*`
+/// (`offload_api_user.c`), the program that dlopens it
+/// (`offload_api_dlopen.c`, not linked with ours), and the fork and
+/// thread-exit program (`offload_api_edges.c`); `None` where LLVM 22's
+/// liboffload is not unpacked (outside CI).
+fn build_edges(scratch: &Scratch) -> Option<(PathBuf, PathBuf, PathBuf)> {
+    let lib = Release::Llvm22.reference_lib_dir();
+    let include = lib.join("../include");
+    if !include.join("offload/OffloadAPI.h").exists() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "LLVM 22's OffloadAPI.h is missing"
+        );
+        return None;
+    }
+    let include_flag = format!("-I{}", include.display());
+    let lib_flag = format!("-L{}", lib.display());
+    let user = scratch.join("liboffload_api_user.so");
+    clang(
+        &["offload_api_user.c"],
+        &user,
+        &["-shared", "-fPIC", &include_flag],
+        &[&lib_flag, "-lLLVMOffload"],
+    );
+    let dlopener = scratch.join("offload_api_dlopen");
+    clang(&["offload_api_dlopen.c"], &dlopener, &[], &["-ldl"]);
+    let edges = scratch.join("offload_api_edges");
+    clang(
+        &["offload_api_edges.c"],
+        &edges,
+        &[&include_flag],
+        &[&lib_flag, "-lLLVMOffload", "-lpthread"],
+    );
+    Some((user, dlopener, edges))
+}
+
+/// `program args` under memcheck on our library: its run (the program's
+/// status checked by the caller) after checking 0 errors and nothing
+/// definitely or indirectly lost.
+fn under_valgrind(
+    scratch: &Scratch,
+    program: &Path,
+    args: &[&dyn AsRef<std::ffi::OsStr>],
+) -> Outcome {
+    let libs = valgrind::our_lib_dir()
+        .unwrap_or_else(|e| panic!("no runtime to check under valgrind: {e}"));
+    let mut run = Run::new(scratch, Path::new("valgrind"))
+        .env("LD_LIBRARY_PATH", &libs)
+        .arg("--leak-check=full")
+        .arg("--show-leak-kinds=definite,indirect")
+        .arg("--errors-for-leak-kinds=definite,indirect")
+        .arg("--fair-sched=yes")
+        .arg(format!(
+            "--suppressions={}",
+            valgrind::suppressions().display()
+        ))
+        .arg(program);
+    for a in args {
+        run = run.arg(a);
+    }
+    let out = run.run();
+    assert!(
+        out.stderr.contains("ERROR SUMMARY: 0 errors"),
+        "valgrind found errors:\n{out}"
+    );
+    out
+}
+
+/// dlopen and dlclose of a library that uses `ol*`, three times: each
+/// dlclose unloads our library too (the program does not link it), each
+/// dlopen starts a new session; every round works, and valgrind finds no
+/// error and nothing lost.
+#[test]
+fn a_library_using_liboffload_survives_dlopen_and_dlclose() {
+    let scratch = Scratch::new("offload-api-dlopen");
+    let Some((user, dlopener, _)) = build_edges(&scratch) else {
+        return;
+    };
+    let out = Run::new(&scratch, &dlopener).arg(&user).arg("3").run();
+    out.assert_success();
+    assert_eq!(out.value("rounds"), "3", "{out}");
+    let out = under_valgrind(&scratch, &dlopener, &[&user, &"3"]);
+    out.assert_success();
+    assert_eq!(out.value("rounds"), "3", "{out}");
+}
+
+/// `olInit`, then fork: the child sees the same devices and shuts down,
+/// and so does the parent (a fork in the middle of a context).
+#[test]
+fn liboffload_works_on_both_sides_of_a_fork() {
+    let scratch = Scratch::new("offload-api-fork");
+    let Some((_, _, edges)) = build_edges(&scratch) else {
+        return;
+    };
+    let out = Run::new(&scratch, &edges).arg("fork").run();
+    out.assert_success();
+    let devices: usize = out.value("forked_devices").parse().unwrap();
+    assert!(devices >= 2, "{out}");
+}
+
+/// Another thread calls `exit(0)` while this one keeps calling `ol*`:
+/// the process ends with status 0 (no crash, no hang), also under
+/// valgrind with no memory error.
+#[test]
+fn exit_from_another_thread_while_liboffload_calls_run() {
+    let scratch = Scratch::new("offload-api-thread-exit");
+    let Some((_, _, edges)) = build_edges(&scratch) else {
+        return;
+    };
+    let out = Run::new(&scratch, &edges).arg("thread-exit").run();
+    out.assert_success();
+    let out = under_valgrind(&scratch, &edges, &[&"thread-exit"]);
+    out.assert_success();
+}
