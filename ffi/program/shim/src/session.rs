@@ -201,6 +201,16 @@ impl Session {
         self.runtime.get()
     }
 
+    /// The UID of the runtime's device `id`: the one
+    /// `omp_get_uid_from_device` gives it (LLVM 22's form, the plugin's
+    /// name and the device's number in it), without numbering devices in
+    /// the registry (a process that uses only `ol*` registers no binary).
+    pub(crate) fn device_uid(&self, id: usize) -> Option<String> {
+        let device = self.runtime.get()?.device(id).ok()?;
+        let plugin = omptarget_openmp::api_since_llvm22::plugin_uid_name(device.plugin_name());
+        Some(format!("{plugin}-{}", device.local_id()))
+    }
+
     /// Tear down in the fixed order and emit the report (if plugins were
     /// ever loaded: otherwise there is nothing to tear down).
     pub fn shutdown(self) {

@@ -9,6 +9,9 @@ use super::info::InfoOut;
 use omptarget::{DeviceKind, Runtime};
 use std::ffi::c_void;
 
+/// `OL_DEVICE_INFO_UID`, which the caller answers from the OpenMP layer.
+pub(crate) const UID: u32 = key::UID;
+
 /// `ol_device_info_t` values.
 mod key {
     pub const TYPE: u32 = 0;
@@ -81,6 +84,7 @@ pub(crate) unsafe fn device_info(
     runtime: Option<&Runtime>,
     target: Target,
     platform: Handle,
+    uid: Option<&str>,
     key: u32,
     out: &InfoOut,
 ) -> Outcome {
@@ -143,11 +147,74 @@ pub(crate) unsafe fn device_info(
                     key::MAX_MEM_ALLOC_SIZE | key::GLOBAL_MEM_SIZE => {
                         out.write(properties.total_memory.ok_or(not_reported)?)
                     }
+                    key::UID => out.string(uid.ok_or(not_reported)?),
+                    _ if properties.kind == Some(DeviceKind::HostCpu)
+                        && properties.location.is_none() =>
+                    {
+                        local_cpu_info(key, out).unwrap_or(Err(not_reported))
+                    }
                     _ => Err(not_reported),
                 }
             }
         }
     }
+}
+
+/// A property of a host CPU device of this process that its plugin does
+/// not report, read from the machine, where there is one: the CPU's
+/// vendor (its PCI vendor number for AMD and Intel), its highest clock,
+/// this library's version as the driver's; the shape of a launch (one
+/// group of one item, see `programs`). `None` for the properties a CPU
+/// has no value for (a GPU's local memory and memory clock).
+///
+/// # Safety
+/// As [`device_info`].
+unsafe fn local_cpu_info(key: u32, out: &InfoOut) -> Option<Outcome> {
+    let vendor = || cpu_info("vendor_id");
+    // SAFETY: each `out` call below writes what our contract allows.
+    unsafe {
+        Some(match key {
+            key::VENDOR => out.string(&vendor()?),
+            key::VENDOR_ID => out.write(match vendor()?.as_str() {
+                "AuthenticAMD" => 0x1022u32,
+                "GenuineIntel" => 0x8086u32,
+                _ => return None,
+            }),
+            key::DRIVER_VERSION => out.string(VERSION),
+            key::NUM_COMPUTE_UNITS => out.write(1u32),
+            key::MAX_CLOCK_FREQUENCY => out.write(cpu_mhz()?),
+            key::MAX_WORK_GROUP_SIZE_PER_DIMENSION | key::MAX_WORK_SIZE_PER_DIMENSION => {
+                out.write(Dimensions { x: 1, y: 1, z: 1 })
+            }
+            _ => return None,
+        })
+    }
+}
+
+/// The first value of `field` in `/proc/cpuinfo`.
+fn cpu_info(field: &str) -> Option<String> {
+    let text = std::fs::read_to_string("/proc/cpuinfo").ok()?;
+    text.lines().find_map(|line| {
+        let (name, value) = line.split_once(':')?;
+        (name.trim() == field).then(|| value.trim().to_owned())
+    })
+}
+
+/// The CPU's highest clock in MHz: cpufreq's maximum, else the current
+/// clock `/proc/cpuinfo` gives (a VM has no cpufreq).
+fn cpu_mhz() -> Option<u32> {
+    let khz = std::fs::read_to_string("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq")
+        .ok()
+        .and_then(|t| t.trim().parse::<u64>().ok());
+    match khz {
+        Some(khz) => u32::try_from(khz / 1000).ok(),
+        None => {
+            let mhz: f64 = cpu_info("cpu MHz")?.parse().ok()?;
+            // A clock of a few GHz fits a u32 of MHz.
+            Some(mhz.round() as u32)
+        }
+    }
+    .filter(|&mhz| mhz > 0)
 }
 
 /// The host device's answers: LLVM 22's for its host device, with this

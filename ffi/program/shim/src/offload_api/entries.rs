@@ -163,8 +163,23 @@ unsafe fn answer_device(
     out: &InfoOut,
 ) -> Outcome {
     let (target, platform) = device_of(session, device)?;
+    // The UID the OpenMP API gives the same device (LLVM 22's
+    // `omp_get_uid_from_device`).
+    let uid = match target {
+        Target::Runtime(id) if prop == device_info::UID => session.device_uid(id),
+        _ => None,
+    };
     // SAFETY: our contract.
-    unsafe { device_info::device_info(session.built_runtime(), target, platform, prop, out) }
+    unsafe {
+        device_info::device_info(
+            session.built_runtime(),
+            target,
+            platform,
+            uid.as_deref(),
+            prop,
+            out,
+        )
+    }
 }
 
 ol_info_entries!(
