@@ -286,7 +286,10 @@ impl Context {
     /// lies inside a registered one (or is it) adds a user to it; one that
     /// overlaps a registered range partly is refused, as LLVM's.
     pub(crate) fn register(&mut self, device: Handle, base: usize, size: usize) -> Outcome {
-        let end = base.saturating_add(size);
+        let end = base.checked_add(size).ok_or(ol_error!(
+            Errc::InvalidSize,
+            "the range runs past the end of the address space"
+        ))?;
         for r in self.registrations.iter_mut().filter(|r| r.device == device) {
             let r_end = r.base + r.size;
             if base >= r.base && end <= r_end {

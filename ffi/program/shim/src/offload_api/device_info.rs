@@ -115,6 +115,12 @@ pub(crate) unsafe fn device_info(
                     Errc::InvalidDevice,
                     "the device is gone (the runtime was shut down)"
                 ))?;
+                // Known without asking the plugin.
+                if key == key::UID {
+                    return out.string(
+                        uid.ok_or(ol_error!(Errc::Unimplemented, "the device has no UID"))?,
+                    );
+                }
                 let properties = device.properties().map_err(|e| {
                     tracing::debug!(error = %e, "olGetDeviceInfo: the device's properties");
                     ol_error!(
@@ -147,7 +153,6 @@ pub(crate) unsafe fn device_info(
                     key::MAX_MEM_ALLOC_SIZE | key::GLOBAL_MEM_SIZE => {
                         out.write(properties.total_memory.ok_or(not_reported)?)
                     }
-                    key::UID => out.string(uid.ok_or(not_reported)?),
                     _ if properties.kind == Some(DeviceKind::HostCpu)
                         && properties.location.is_none() =>
                     {

@@ -40,16 +40,29 @@ ol_entry!(
         pointer_arg!(ptr, "Ptr")?;
         pointer_arg!(pattern, "PatternPtr")?;
         let target = session.offload_api().with(|c| {
-            let device = if queue.is_null() {
-                c.allocation_containing(ptr as usize)
-                    .map(|(_, block)| block.device)
-                    .ok_or(ol_error!(
+            let block = c.allocation_containing(ptr as usize);
+            let device = match (queue.is_null(), block) {
+                (false, _) => c.queue(handle_of(queue))?.device,
+                (true, Some((_, block))) => block.device,
+                (true, None) => {
+                    return Err(ol_error!(
                         Errc::InvalidArgument,
                         "no queue, and the address is in no olMemAlloc block"
-                    ))?
-            } else {
-                c.queue(handle_of(queue))?.device
+                    ))
+                }
             };
+            // Where the address is a known block, the fill must be that
+            // block's device's and stay inside it.
+            if let Some((base, block)) = block {
+                let room = block.size - (ptr as usize - base);
+                check(
+                    block.device != device || fill_size > room,
+                    ol_error!(
+                        Errc::InvalidArgument,
+                        "the fill runs past its olMemAlloc block, or the block is another device's"
+                    ),
+                )?;
+            }
             Ok(c.device(device)?.target)
         })?;
         if fill_size == 0 {
@@ -60,9 +73,12 @@ ol_entry!(
         let pattern = unsafe { std::slice::from_raw_parts(pattern.cast::<u8>(), pattern_size) };
         match target {
             Target::Host => {
+                // A copy first: the pattern may lie in the range it fills.
+                let pattern = pattern.to_vec();
                 for i in 0..fill_size / pattern_size {
                     // SAFETY: `ptr` is writable host memory for
-                    // `fill_size` bytes (the caller's contract).
+                    // `fill_size` bytes (the caller's contract), and
+                    // `pattern` is ours.
                     unsafe {
                         std::ptr::copy_nonoverlapping(
                             pattern.as_ptr(),
@@ -78,22 +94,25 @@ ol_entry!(
                     .built_runtime()
                     .and_then(|r| r.device(id).ok())
                     .ok_or(ol_error!(Errc::InvalidDevice, "the device is gone"))?;
-                let per_chunk = (STAGING / pattern_size).max(1);
-                let staging = pattern.repeat(per_chunk.min(fill_size / pattern_size));
+                // A pattern of a staging buffer's size or more is sent as
+                // it is, once per copy; smaller ones repeated into one.
+                let staging = if pattern_size >= STAGING {
+                    std::borrow::Cow::Borrowed(pattern)
+                } else {
+                    let repeats = (STAGING / pattern_size).min(fill_size / pattern_size);
+                    std::borrow::Cow::Owned(pattern.repeat(repeats))
+                };
                 let mut done = 0;
                 while done < fill_size {
                     let n = staging.len().min(fill_size - done);
+                    // A device address: plain arithmetic, not a pointer
+                    // into an allocation of this process.
+                    let at = (ptr as usize).wrapping_add(done) as *mut c_void;
                     // SAFETY: `ptr + done .. + n` is device memory of this
                     // device (the caller's contract); `staging` holds `n`
                     // readable bytes.
-                    unsafe {
-                        device.submit(
-                            DevicePtr::from_raw(ptr.cast::<u8>().add(done).cast()),
-                            staging.as_ptr().cast(),
-                            n,
-                        )
-                    }
-                    .map_err(|e| {
+                    unsafe { device.submit(DevicePtr::from_raw(at), staging.as_ptr().cast(), n) }
+                        .map_err(|e| {
                         tracing::debug!(error = %e, "olMemFill");
                         ol_error!(
                             Errc::BackendFailure,

@@ -249,14 +249,27 @@ ol_entry!(
         handle_arg!(device, "Device")?;
         handle_arg!(kernel, "Kernel")?;
         pointer_arg!(out, "GroupSize")?;
-        let _ = shared;
-        let symbol = session.offload_api().with(|c| {
-            c.device(handle_of(device))?;
-            c.symbol(handle_of(kernel)).cloned()
-        })?;
+        let symbol = session
+            .offload_api()
+            .with(|c| c.symbol(handle_of(kernel)).cloned())?;
         check(
             symbol.kind != symbol_kind::KERNEL,
             ol_error!(Errc::SymbolKind, "provided symbol is not a kernel"),
+        )?;
+        let (id, _) = runtime_device(session, device)?;
+        check(
+            symbol.device_id != id,
+            ol_error!(
+                Errc::InvalidDevice,
+                "the kernel's program is loaded on another device"
+            ),
+        )?;
+        check(
+            shared > 0,
+            ol_error!(
+                Errc::Unsupported,
+                "a host device has no dynamic shared memory"
+            ),
         )?;
         // A host device runs a group of one item (see `programs`).
         // SAFETY: `out` is writable (the caller's contract, checked non-null).

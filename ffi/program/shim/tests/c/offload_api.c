@@ -205,6 +205,13 @@ static void kernels(const char *path, const char *undefined,
   CHECK(group_size == 1, "a host device's group has one item");
   EXPECT(olCalculateOptimalOccupancy(device, counter, 0, &group_size),
          OL_ERRC_SYMBOL_KIND);
+  EXPECT(olCalculateOptimalOccupancy(device, add, 64, &group_size),
+         OL_ERRC_UNSUPPORTED);
+  EXPECT(olCalculateOptimalOccupancy(host, add, 0, &group_size),
+         OL_ERRC_INVALID_DEVICE);
+  if (device2)
+    EXPECT(olCalculateOptimalOccupancy(device2, add, 0, &group_size),
+           OL_ERRC_INVALID_DEVICE);
   ol_symbol_kind_t kind;
   EXPECT(olGetSymbolInfo(add, OL_SYMBOL_INFO_KIND, sizeof kind, &kind), 0);
   CHECK(kind == OL_SYMBOL_KIND_KERNEL, "add is a kernel");
@@ -523,6 +530,11 @@ int main(int argc, char **argv) {
     EXPECT(olMemAlloc(f.host, OL_ALLOC_TYPE_HOST, 8, &host_fill), 0);
     EXPECT(olMemFill(NULL, host_fill, 1, &byte, 8), 0);
     CHECK(((unsigned char *)host_fill)[7] == 0xab, "a fill on the host");
+    // The pattern may lie in the range it fills (its first element).
+    memcpy(host_fill, "abcd", 4);
+    EXPECT(olMemFill(NULL, host_fill, 4, host_fill, 8), 0);
+    CHECK(memcmp(host_fill, "abcdabcd", 8) == 0, "a fill with its own start");
+    EXPECT(olMemFill(NULL, host_fill, 1, &byte, 16), OL_ERRC_INVALID_ARGUMENT);
     EXPECT(olMemFree(host_fill), 0);
     EXPECT(olDestroyQueue(fill_queue), 0);
   }
@@ -538,6 +550,8 @@ int main(int argc, char **argv) {
            OL_ERRC_INVALID_ARGUMENT); // overlaps it partly
     EXPECT(olMemRegister(f.host, buffer, sizeof buffer, 0, &pinned),
            OL_ERRC_UNSUPPORTED);
+    EXPECT(olMemRegister(f.device, (void *)(UINTPTR_MAX - 15), 32, 0, &pinned),
+           OL_ERRC_INVALID_SIZE);
     EXPECT(olMemUnregister(f.device, buffer), 0);
     EXPECT(olMemUnregister(f.device, buffer), 0);
     EXPECT(olMemUnregister(f.device, buffer), OL_ERRC_INVALID_ARGUMENT);
