@@ -36,6 +36,12 @@ pub fn plugin_uid_name(library: &str) -> &str {
     }
 }
 
+/// The UID of device `local` of the plugin `library` (a file name), as
+/// LLVM 22 forms it: the plugin's name and the device's number.
+pub fn device_uid(library: &str, local: usize) -> String {
+    format!("{}-{}", plugin_uid_name(library), local)
+}
+
 impl Offload<'_> {
     /// `omp_get_uid_from_device(device_num)`: the device's UID, `HOST`
     /// for the initial device, null for `omp_invalid_device` and for a
@@ -59,7 +65,7 @@ impl Offload<'_> {
         slot.uid
             .get_or_init(|| {
                 let plugin = self.platform.plugin_name(slot.plugin).unwrap_or("device");
-                let uid = format!("{}-{}", plugin_uid_name(plugin), slot.local);
+                let uid = device_uid(plugin, slot.local);
                 // A file name holds no NUL byte; were one there, the UID
                 // would end before it rather than fail.
                 CString::new(uid).unwrap_or_else(|e| {

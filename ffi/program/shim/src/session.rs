@@ -207,8 +207,11 @@ impl Session {
     /// the registry (a process that uses only `ol*` registers no binary).
     pub(crate) fn device_uid(&self, id: usize) -> Option<String> {
         let device = self.runtime.get()?.device(id).ok()?;
-        let plugin = omptarget_openmp::api_since_llvm22::plugin_uid_name(device.plugin_name());
-        Some(format!("{plugin}-{}", device.local_id()))
+        let local = usize::try_from(device.local_id()).ok()?;
+        Some(omptarget_openmp::api_since_llvm22::device_uid(
+            device.plugin_name(),
+            local,
+        ))
     }
 
     /// Tear down in the fixed order and emit the report (if plugins were

@@ -25,6 +25,33 @@ pub(super) fn entry(name: &'static str, body: impl FnOnce(&Session) -> Outcome) 
     })
 }
 
+/// An entry that runs the program's own code (a callback): `checks`
+/// inside the boundary and the session's gate, after LLVM's first check,
+/// then `run` with what they give outside the gate (the program's code may
+/// call back in, wait for other threads, or fork; inside the gate a fork
+/// would wait for it).
+pub(super) fn outside_the_gate<T>(
+    name: &'static str,
+    checks: impl FnOnce(&Session) -> Outcome<T>,
+    run: impl FnOnce(T),
+) -> OlResult {
+    guard(name, &INTERNAL as OlResult, || {
+        let checked = with_session(|session| {
+            if !session.offload_api().is_initialized() {
+                return Err(&UNINITIALIZED);
+            }
+            checks(session)
+        });
+        match checked {
+            Ok(checked) => {
+                run(checked);
+                std::ptr::null()
+            }
+            Err(error) => error,
+        }
+    })
+}
+
 /// LLVM's validation of one argument: `error` if `bad`. The entries make
 /// these checks in LLVM 22's order: the conditions its API definition
 /// lists, then null handles, then null pointers, each in argument order.

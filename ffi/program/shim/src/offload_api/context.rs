@@ -363,7 +363,7 @@ impl Context {
     pub(crate) fn symbol(&self, handle: Handle) -> Outcome<&Symbol> {
         self.programs
             .iter()
-            .flat_map(|p| &p.symbols)
+            .flat_map(|p| p.symbols.iter().map(|(_, s)| s))
             .find(|s| s.handle == handle)
             .ok_or(ol_error!(
                 Errc::InvalidArgument,
@@ -377,8 +377,8 @@ impl Context {
         self.programs
             .iter()
             .find_map(|p| {
-                let symbol = p.symbols.iter().find(|s| s.handle == handle)?;
-                Some((symbol.clone(), p.loaded.clone()))
+                let (_, symbol) = p.symbols.iter().find(|(_, s)| s.handle == handle)?;
+                Some((*symbol, p.loaded.clone()))
             })
             .ok_or(ol_error!(
                 Errc::InvalidArgument,

@@ -10,10 +10,12 @@
 //! `ol_result_t` errors are static and never freed.
 #![allow(non_snake_case)]
 
-use super::boundary::{check, device_of, handle_arg, ol_entry, ol_info_entries, pointer_arg};
+use super::boundary::{
+    check, device_of, handle_arg, ol_entry, ol_info_entries, outside_the_gate, pointer_arg,
+};
 use super::context::{alloc_kind, free_blocks, handle_of, Allocation, Recorded, Target};
 use super::device_info;
-use super::errors::{ol_error, Errc, OlResult, Outcome, INTERNAL, UNINITIALIZED};
+use super::errors::{ol_error, Errc, OlResult, Outcome, INTERNAL};
 use super::info::InfoOut;
 use super::programs;
 use crate::boundary::guard;
@@ -89,23 +91,12 @@ extern "C-unwind" fn olIterateDevices(
     callback: IterateCallback,
     user_data: *mut c_void,
 ) -> OlResult {
-    guard("olIterateDevices", &INTERNAL as OlResult, || {
-        let devices = with_session(|session| {
-            if !session.offload_api().is_initialized() {
-                return Err(&UNINITIALIZED);
-            }
-            check(
-                callback.is_none(),
-                ol_error!(Errc::InvalidNullPointer, "NULL == Callback"),
-            )?;
-            session.offload_api().with(|c| Ok(c.device_handles()))
-        });
-        let (devices, callback) = match (devices, callback) {
-            (Ok(devices), Some(callback)) => (devices, callback),
-            (Err(error), _) => return error,
-            // Refused above.
-            (Ok(_), None) => return ol_error!(Errc::InvalidNullPointer, "NULL == Callback"),
-        };
+    let checks = |session: &Session| {
+        let callback = callback.ok_or(ol_error!(Errc::InvalidNullPointer, "NULL == Callback"))?;
+        let devices = session.offload_api().with(|c| Ok(c.device_handles()))?;
+        Ok((callback, devices))
+    };
+    outside_the_gate("olIterateDevices", checks, |(callback, devices)| {
         for device in devices {
             // SAFETY: the program's callback with its own data, as the
             // header declares it.
@@ -113,7 +104,6 @@ extern "C-unwind" fn olIterateDevices(
                 break;
             }
         }
-        std::ptr::null()
     })
 }
 extern "C-unwind" fn olIterateDevicesWithCodeLoc(

@@ -5,13 +5,13 @@
 //! call back in, wait for other threads, or fork).
 #![allow(non_snake_case)]
 
-use super::boundary::{check, handle_arg, ol_entry, ol_info_entries, pointer_arg};
+use super::boundary::{
+    check, handle_arg, ol_entry, ol_info_entries, outside_the_gate, pointer_arg,
+};
 use super::context::handle_of;
-use super::errors::{ol_error, Errc, OlResult, Outcome, INTERNAL, UNINITIALIZED};
+use super::errors::{ol_error, Errc, OlResult, Outcome};
 use super::info::InfoOut;
-use crate::boundary::guard;
 use crate::export::export_c;
-use crate::session::lifecycle::with_session;
 use crate::session::Session;
 use std::ffi::c_void;
 
@@ -131,27 +131,17 @@ extern "C-unwind" fn olLaunchHostFunction(
     callback: HostFunction,
     user_data: *mut c_void,
 ) -> OlResult {
-    guard("olLaunchHostFunction", &INTERNAL as OlResult, || {
-        let checked = with_session(|session| {
-            if !session.offload_api().is_initialized() {
-                return Err(&UNINITIALIZED);
-            }
-            handle_arg!(queue, "Queue")?;
-            let callback =
-                callback.ok_or(ol_error!(Errc::InvalidNullPointer, "NULL == Callback"))?;
-            session
-                .offload_api()
-                .with(|c| c.queue(handle_of(queue)).map(|_| callback))
-        });
-        match checked {
-            Ok(callback) => {
-                // SAFETY: the program's function with its own data, as the
-                // header declares it.
-                unsafe { callback(user_data) };
-                std::ptr::null()
-            }
-            Err(error) => error,
-        }
+    let checks = |session: &Session| {
+        handle_arg!(queue, "Queue")?;
+        let callback = callback.ok_or(ol_error!(Errc::InvalidNullPointer, "NULL == Callback"))?;
+        session
+            .offload_api()
+            .with(|c| c.queue(handle_of(queue)).map(|_| callback))
+    };
+    outside_the_gate("olLaunchHostFunction", checks, |callback| {
+        // SAFETY: the program's function with its own data, as the header
+        // declares it.
+        unsafe { callback(user_data) }
     })
 }
 extern "C-unwind" fn olLaunchHostFunctionWithCodeLoc(

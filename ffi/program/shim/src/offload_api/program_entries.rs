@@ -104,8 +104,8 @@ ol_entry!(
             program
                 .symbols
                 .iter()
-                .find(|s| s.kind == kind && name.to_str() == Ok(s.name.as_str()))
-                .map(|s| s.handle)
+                .find(|(n, s)| s.kind == kind && name.to_str() == Ok(n.as_str()))
+                .map(|(_, s)| s.handle)
                 .ok_or(ol_error!(
                     Errc::NotFound,
                     "the program exports no symbol of that name and kind"
@@ -136,7 +136,7 @@ unsafe fn answer_symbol(
 ) -> Outcome {
     let symbol = session
         .offload_api()
-        .with(|c| c.symbol(handle_of(symbol)).cloned())?;
+        .with(|c| c.symbol(handle_of(symbol)).copied())?;
     let variable = || {
         check(
             symbol.kind != symbol_kind::GLOBAL_VARIABLE,
@@ -251,7 +251,7 @@ ol_entry!(
         pointer_arg!(out, "GroupSize")?;
         let symbol = session
             .offload_api()
-            .with(|c| c.symbol(handle_of(kernel)).cloned())?;
+            .with(|c| c.symbol(handle_of(kernel)).copied())?;
         check(
             symbol.kind != symbol_kind::KERNEL,
             ol_error!(Errc::SymbolKind, "provided symbol is not a kernel"),

@@ -44,11 +44,12 @@ pub(crate) mod symbol_kind {
     pub(crate) const GLOBAL_VARIABLE: u32 = 1;
 }
 
-/// One exported function or variable of a loaded program.
-#[derive(Debug, Clone)]
+/// One exported function or variable of a loaded program (its name is
+/// kept beside it, in [`Program::symbols`]: a launch copies this record
+/// under the context's lock, and that copy allocates nothing).
+#[derive(Debug, Clone, Copy)]
 pub(crate) struct Symbol {
     pub handle: Handle,
-    pub name: String,
     /// `ol_symbol_kind_t`.
     pub kind: u32,
     /// Its device address.
@@ -76,7 +77,8 @@ pub(crate) struct Loaded {
 pub(crate) struct Program {
     pub handle: Handle,
     pub loaded: Arc<Loaded>,
-    pub symbols: Vec<Symbol>,
+    /// Each exported symbol with its name.
+    pub symbols: Vec<(String, Symbol)>,
 }
 
 /// The names of the functions and variables `elf` exports (its defined
@@ -178,14 +180,14 @@ pub(crate) unsafe fn load(device: &Device, device_id: usize, bytes: &[u8]) -> Ou
                 EntryKind::Function => (symbol_kind::KERNEL, 0),
                 EntryKind::Global { size } => (symbol_kind::GLOBAL_VARIABLE, size),
             };
-            Some(Symbol {
+            let symbol = Symbol {
                 handle: new_handle(),
-                name: name.to_owned(),
                 kind,
                 addr: entry.addr as usize,
                 size,
                 device_id,
-            })
+            };
+            Some((name.to_owned(), symbol))
         })
         .collect();
     drop(kinds);
