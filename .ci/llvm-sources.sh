@@ -3,7 +3,8 @@
 # from Debian's source packages: `openmp/libomptarget/test` of
 # llvm-toolchain-14, `offload/test` of llvm-toolchain-19 and -22, into
 # DEST/llvm-NN/<that path>. scripts/llvm-lit.py runs them on each release's
-# runtime and on ours.
+# runtime and on ours. From llvm-toolchain-22 also its liboffload API
+# tests, `offload/unittests/OffloadAPI` (scripts/liboffload-unittests.sh).
 #
 # Needs deb-src entries for bookworm (main, updates, security): added as
 # /etc/apt/sources.list.d/omptarget-src.sources when apt knows no source
@@ -67,17 +68,19 @@ mkdir -p "$dest"
 # One release: fetch its source tarball and unpack its suite; 0 when the
 # suite is there.
 unpack_one() {
-  local major=$1 sub version out stamp work
+  local major=$1 sub version out stamp work unit="" unit_file=""
   case "$major" in
     14) sub=openmp/libomptarget/test ;;
-    19 | 22) sub=offload/test ;;
+    19) sub=offload/test ;;
+    # 22's liboffload API tests too (scripts/liboffload-unittests.sh).
+    22) sub=offload/test unit=offload/unittests/OffloadAPI unit_file=common/Environment.cpp ;;
     *) echo "llvm-sources: no suite known for LLVM $major" >&2; return 2 ;;
   esac
   version=$(version_of "$major")
   out="$dest/llvm-$major"
   stamp="$out/unpacked.txt"
   if [ -n "$version" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$version" ] \
-    && [ -f "$out/$sub/lit.cfg" ]; then
+    && [ -f "$out/$sub/lit.cfg" ] && { [ -z "$unit" ] || [ -f "$out/$unit/$unit_file" ]; }; then
     echo "llvm-sources: LLVM $major's lit suite ($version) already in $out"
     return 0
   fi
@@ -98,9 +101,11 @@ unpack_one() {
       return 1
     fi
   fi
-  # Only the suite (and nothing else of the ~1.5 GB tree) is written.
+  # Only the suites (and nothing else of the ~1.5 GB tree) are written.
+  local wanted=("*/$sub/*")
+  [ -z "$unit" ] || wanted+=("*/$unit/*")
   tar -xJf "$work"/llvm-toolchain-"$major"_*.orig.tar.xz -C "$out" \
-    --strip-components=1 --wildcards "*/$sub/*"
+    --strip-components=1 --wildcards "${wanted[@]}"
   rm -rf "$work"
   echo "$version" >"$stamp"
   echo "llvm-sources: LLVM $major's lit suite ($version) unpacked in $out/$sub"

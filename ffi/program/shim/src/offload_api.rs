@@ -23,8 +23,11 @@
 //!   `event_entries`: events and host functions; `memory_entries`:
 //!   filled and registered memory.
 //!
-//! Every entry is implemented; what a host device has no meaning for
-//! (groups, shared memory, pinning on a device that would need it) is
+//! * `items`: the items of a launch on a host device (a thread each, the
+//!   group's barrier) and the table of ids a host kernel asks.
+//!
+//! Every entry is implemented; what a host device has no form for
+//! (dynamic group memory, pinning on a device that would need it) is
 //! `OL_ERRC_UNSUPPORTED`. Queued
 //! operations complete before their call returns. The last `olShutDown`
 //! frees the program's `olMemAlloc` blocks and forgets every handle; the
@@ -39,6 +42,7 @@ pub(crate) mod errors;
 mod event_entries;
 mod handles;
 mod info;
+mod items;
 mod memory_entries;
 mod program_entries;
 mod programs;

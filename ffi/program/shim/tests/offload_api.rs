@@ -10,13 +10,10 @@ use omptarget_test_support::release::Release;
 use omptarget_test_support::{clang::clang, valgrind, Outcome, Run, Scratch};
 use std::path::{Path, PathBuf};
 
-/// Build `offload_api.c` against LLVM 22's liboffload, and the host
-/// kernel objects it loads (`offload_kernels.c`,
-/// `offload_kernel_undefined.c`, which calls an undefined function, and
-/// the C++ `offload_kernels_cxx.cpp`): the
-/// program and the objects; `None` (and a note) where the release is not
-/// unpacked outside CI.
-fn build(scratch: &Scratch) -> Option<(PathBuf, [PathBuf; 3])> {
+/// `-I` and `-L` of LLVM 22's liboffload (its `OffloadAPI.h` and
+/// `libLLVMOffload.so`), as a user builds against them; `None` (and a
+/// note) where the release is not unpacked, which only outside CI may be.
+fn liboffload_flags() -> Option<(String, String)> {
     let lib = Release::Llvm22.reference_lib_dir();
     let include = lib.join("../include");
     if !include.join("offload/OffloadAPI.h").exists() {
@@ -28,9 +25,21 @@ fn build(scratch: &Scratch) -> Option<(PathBuf, [PathBuf; 3])> {
         eprintln!("skipping: LLVM 22's liboffload is not unpacked (cargo xtask deps)");
         return None;
     }
+    Some((
+        format!("-I{}", include.display()),
+        format!("-L{}", lib.display()),
+    ))
+}
+
+/// Build `offload_api.c` against LLVM 22's liboffload, and the host
+/// kernel objects it loads (`offload_kernels.c`,
+/// `offload_kernel_undefined.c`, which calls an undefined function, and
+/// the C++ `offload_kernels_cxx.cpp`): the
+/// program and the objects; `None` (and a note) where the release is not
+/// unpacked outside CI.
+fn build(scratch: &Scratch) -> Option<(PathBuf, [PathBuf; 3])> {
+    let (include_flag, lib_flag) = liboffload_flags()?;
     let program = scratch.join("offload_api");
-    let include_flag = format!("-I{}", include.display());
-    let lib_flag = format!("-L{}", lib.display());
     clang(
         &["offload_api.c"],
         &program,
@@ -143,17 +152,7 @@ fn a_liboffload_program_is_clean_under_valgrind() {
 /// thread-exit program (`offload_api_edges.c`); `None` where LLVM 22's
 /// liboffload is not unpacked (outside CI).
 fn build_edges(scratch: &Scratch) -> Option<(PathBuf, PathBuf, PathBuf)> {
-    let lib = Release::Llvm22.reference_lib_dir();
-    let include = lib.join("../include");
-    if !include.join("offload/OffloadAPI.h").exists() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "LLVM 22's OffloadAPI.h is missing"
-        );
-        return None;
-    }
-    let include_flag = format!("-I{}", include.display());
-    let lib_flag = format!("-L{}", lib.display());
+    let (include_flag, lib_flag) = liboffload_flags()?;
     let user = scratch.join("liboffload_api_user.so");
     clang(
         &["offload_api_user.c"],
@@ -250,4 +249,60 @@ fn exit_from_another_thread_while_liboffload_calls_run() {
     out.assert_success();
     let out = under_valgrind(&scratch, &edges, &[&"thread-exit"]);
     out.assert_success();
+}
+
+/// The GPU-style kernels of `offload_kernels_groups.c` and the dynamic
+/// group memory one of `offload_kernels_dynamic_local.c`, built against
+/// our `gpuintrin.h` for host devices, and the program that launches them
+/// in groups of items (`offload_groups.c`); `None` where LLVM 22's
+/// liboffload is not unpacked (outside CI).
+fn build_groups(scratch: &Scratch) -> Option<(PathBuf, PathBuf, PathBuf)> {
+    let (include_flag, lib_flag) = liboffload_flags()?;
+    let gpuintrin = concat!("-I", env!("CARGO_MANIFEST_DIR"), "/include/host-device");
+    let [kernels, dynamic] =
+        ["offload_kernels_groups", "offload_kernels_dynamic_local"].map(|name| {
+            let object = scratch.join(&format!("{name}.so"));
+            let source = format!("{name}.c");
+            clang(&[&source], &object, &["-shared", "-fPIC", gpuintrin], &[]);
+            object
+        });
+    let program = scratch.join("offload_groups");
+    clang(
+        &["offload_groups.c"],
+        &program,
+        &[&include_flag],
+        &[&lib_flag, "-lLLVMOffload"],
+    );
+    Some((program, kernels, dynamic))
+}
+
+/// Groups of items on a host device, as a GPU runs them: every item of
+/// every group sees its own ids in three dimensions, a group's items meet
+/// at its barrier and share its memory (four groups of 256 items sum
+/// their slices), each item is a warp of one lane; a group above 1024
+/// items is refused and dynamic group memory does not load. Also under
+/// valgrind (the widest group 64 items): no error, nothing lost.
+#[test]
+fn groups_of_items_run_as_a_gpu_runs_them() {
+    let scratch = Scratch::new("offload-api-groups");
+    let Some((program, kernels, dynamic)) = build_groups(&scratch) else {
+        return;
+    };
+    let out = Run::new(&scratch, &program)
+        .arg(&kernels)
+        .arg(&dynamic)
+        .run();
+    out.assert_success();
+    assert_eq!(out.value("failures"), "0", "{out}");
+    assert_eq!(out.value("max_group_items"), "1024", "{out}");
+    assert_eq!(out.value("group_sums"), "right", "{out}");
+    // Memcheck runs one thread at a time: a group of 64 is enough there.
+    let out = under_valgrind(&scratch, &program, &[&kernels, &dynamic, &"64"]);
+    out.assert_success();
+    assert_eq!(out.value("failures"), "0", "{out}");
+    assert!(
+        out.stderr.contains("definitely lost: 0 bytes")
+            || out.stderr.contains("no leaks are possible"),
+        "valgrind found lost blocks:\n{out}"
+    );
 }

@@ -6,6 +6,7 @@
 use super::context::{backend, Context, Handle, Target};
 use super::errors::{ol_error, Errc, Outcome};
 use super::info::InfoOut;
+use super::items::MAX_GROUP_ITEMS;
 use omptarget::{DeviceKind, Runtime};
 use std::ffi::c_void;
 
@@ -136,7 +137,17 @@ pub(crate) unsafe fn device_info(
                     v.map(|v| u32::try_from(v).unwrap_or(u32::MAX))
                         .ok_or(not_reported)
                 };
+                let local_cpu =
+                    properties.kind == Some(DeviceKind::HostCpu) && properties.location.is_none();
                 match key {
+                    key::MAX_WORK_GROUP_SIZE
+                    | key::MAX_WORK_GROUP_SIZE_PER_DIMENSION
+                    | key::MAX_WORK_SIZE
+                    | key::MAX_WORK_SIZE_PER_DIMENSION
+                        if local_cpu =>
+                    {
+                        local_cpu_info(key, out).unwrap_or(Err(not_reported))
+                    }
                     key::TYPE => out.write(match properties.kind {
                         Some(DeviceKind::CudaGpu) => device_type::GPU,
                         _ => device_type::CPU,
@@ -153,11 +164,7 @@ pub(crate) unsafe fn device_info(
                     key::MAX_MEM_ALLOC_SIZE | key::GLOBAL_MEM_SIZE => {
                         out.write(properties.total_memory.ok_or(not_reported)?)
                     }
-                    _ if properties.kind == Some(DeviceKind::HostCpu)
-                        && properties.location.is_none() =>
-                    {
-                        local_cpu_info(key, out).unwrap_or(Err(not_reported))
-                    }
+                    _ if local_cpu => local_cpu_info(key, out).unwrap_or(Err(not_reported)),
                     _ => Err(not_reported),
                 }
             }
@@ -168,8 +175,8 @@ pub(crate) unsafe fn device_info(
 /// A property of a host CPU device of this process that its plugin does
 /// not report, read from the machine, where there is one: the CPU's
 /// vendor (its PCI vendor number for AMD and Intel), its highest clock,
-/// this library's version as the driver's; the shape of a launch (one
-/// group of one item, see `programs`). `None` for the properties a CPU
+/// this library's version as the driver's; the shape of a launch (see
+/// `items`). `None` for the properties a CPU
 /// has no value for (a GPU's local memory and memory clock).
 ///
 /// # Safety
@@ -188,9 +195,20 @@ unsafe fn local_cpu_info(key: u32, out: &InfoOut) -> Option<Outcome> {
             key::DRIVER_VERSION => out.string(VERSION),
             key::NUM_COMPUTE_UNITS => out.write(1u32),
             key::MAX_CLOCK_FREQUENCY => out.write(cpu_mhz()?),
-            key::MAX_WORK_GROUP_SIZE_PER_DIMENSION | key::MAX_WORK_SIZE_PER_DIMENSION => {
-                out.write(Dimensions { x: 1, y: 1, z: 1 })
-            }
+            // A launch's shape (`items`): groups of up to MAX_GROUP_ITEMS
+            // items, each dimension of either up to a u32's range.
+            key::MAX_WORK_GROUP_SIZE => out.write(MAX_GROUP_ITEMS),
+            key::MAX_WORK_GROUP_SIZE_PER_DIMENSION => out.write(Dimensions {
+                x: MAX_GROUP_ITEMS,
+                y: MAX_GROUP_ITEMS,
+                z: MAX_GROUP_ITEMS,
+            }),
+            key::MAX_WORK_SIZE => out.write(u32::MAX),
+            key::MAX_WORK_SIZE_PER_DIMENSION => out.write(Dimensions {
+                x: u32::MAX,
+                y: u32::MAX,
+                z: u32::MAX,
+            }),
             _ => return None,
         })
     }

@@ -16,12 +16,21 @@
 //! out). `char`, `short` and `bool` parameters (which a callee may take as
 //! extended by its caller), floating-point ones (read from other
 //! registers) and structs passed by value are not supported: pass them by
-//! pointer. `ArgumentsSize` must be a multiple of 8. A host device runs a
-//! kernel once, on the calling thread, inside the session's kernel
-//! section (a fork need not wait for it): a launch with more than one
-//! group, more than one item per group, or dynamic shared memory is
-//! `OL_ERRC_UNSUPPORTED`, never run with a wrong meaning; `Dimensions` is
-//! not read.
+//! pointer. `ArgumentsSize` must be a multiple of 8.
+//!
+//! A launch runs its groups one after the other and the items of a group
+//! at once, each on a thread of its own (`items`); one item per group
+//! runs on the calling thread, inside the session's kernel section (a
+//! fork need not wait for it). A kernel learns its ids from the table
+//! `items` gives a program that exports `__omptarget_host_gpu` (what
+//! `gpuintrin.h` for host devices defines); a kernel of a program without
+//! it runs once per item all the same, as a GPU's would. Only a host
+//! device of this process runs more than one item (a remote device's
+//! kernels run in another process, which this table is not in), groups
+//! of at most `items::MAX_GROUP_ITEMS` items; dynamic group memory
+//! (`DynSharedMemory`: an `extern __gpu_local` array placed at launch) has
+//! no host form: `OL_ERRC_UNSUPPORTED`, never run with another meaning.
+//! `Dimensions` is not read.
 //!
 //! A program is unloaded by whoever lets go of it last: `olDestroyProgram`
 //! (or the last `olShutDown`) when no launch of its kernels is running,
@@ -32,6 +41,7 @@
 
 use super::errors::{ol_error, Errc, Outcome};
 use super::handles::{new_handle, Handle};
+use super::items::{self, ItemsFailed};
 use omptarget::image::{EntryKind, OwnedImage};
 use omptarget::{Device, DeviceKind, RegionLaunch};
 use std::ffi::{c_void, CStr};
@@ -71,6 +81,9 @@ pub(crate) struct Loaded {
     /// Set when its handle is gone: whoever holds the last reference then
     /// unloads it.
     released: AtomicBool,
+    /// Whether it is loaded in this process (a host device of ours, not a
+    /// remote one): only then do its launches run more than one item.
+    local: bool,
 }
 
 /// A program handle's record.
@@ -168,7 +181,7 @@ pub(crate) unsafe fn load(device: &Device, device_id: usize, bytes: &[u8]) -> Ou
             )
         })?;
     let kinds: std::collections::HashMap<&str, EntryKind> = storage.entries().collect();
-    let symbols = loaded
+    let symbols: Vec<(String, Symbol)> = loaded
         .entries
         .iter()
         .filter_map(|entry| {
@@ -191,12 +204,25 @@ pub(crate) unsafe fn load(device: &Device, device_id: usize, bytes: &[u8]) -> Ou
         })
         .collect();
     drop(kinds);
+    let local = !device.is_remote();
+    if local {
+        if let Some((_, table)) = symbols
+            .iter()
+            .find(|(name, s)| name == items::TABLE_SYMBOL && s.kind == symbol_kind::GLOBAL_VARIABLE)
+        {
+            // SAFETY: the program's exported variable of that name, at
+            // this process's address (a local host device); loaded just
+            // now, so nothing of it runs yet.
+            unsafe { items::install(table.addr, table.size) };
+        }
+    }
     Ok(Program {
         handle: new_handle(),
         loaded: Arc::new(Loaded {
             device_id,
             storage,
             released: AtomicBool::new(false),
+            local,
         }),
         symbols,
     })
@@ -269,7 +295,7 @@ pub(crate) unsafe fn launch(
     launch: *const LaunchSize,
 ) -> Outcome {
     // SAFETY: our contract.
-    let ran = unsafe { run(device, kernel, args, size, launch) };
+    let ran = unsafe { run(device, loaded.local, kernel, args, size, launch) };
     finish_launch(device, loaded);
     ran
 }
@@ -280,6 +306,7 @@ pub(crate) unsafe fn launch(
 /// As [`launch`].
 unsafe fn run(
     device: &Device,
+    local: bool,
     kernel: &Symbol,
     args: *const c_void,
     size: usize,
@@ -293,16 +320,30 @@ unsafe fn run(
     }
     // SAFETY: readable (our contract).
     let launch = unsafe { &*launch };
-    if launch
-        .groups
-        .iter()
-        .chain(&launch.group_size)
-        .any(|&n| n != 1)
-        || launch.dyn_shared_memory != 0
-    {
+    if launch.groups.contains(&0) || launch.group_size.contains(&0) {
+        return Err(ol_error!(
+            Errc::InvalidArgument,
+            "a launch has at least one group of one item in each dimension"
+        ));
+    }
+    let group_items: u64 = launch.group_size.iter().map(|&n| u64::from(n)).product();
+    if group_items > u64::from(items::MAX_GROUP_ITEMS) {
+        return Err(ol_error!(
+            Errc::InvalidArgument,
+            "a host device runs groups of at most 1024 items (OL_DEVICE_INFO_MAX_WORK_GROUP_SIZE)"
+        ));
+    }
+    let single = launch.groups == [1; 3] && group_items == 1;
+    if !single && !local {
         return Err(ol_error!(
             Errc::Unsupported,
-            "a host device runs one group of one item, without shared memory"
+            "a remote host device runs one group of one item"
+        ));
+    }
+    if launch.dyn_shared_memory != 0 {
+        return Err(ol_error!(
+            Errc::Unsupported,
+            "dynamic group memory (an extern __gpu_local array placed at launch) has no host form"
         ));
     }
     if !size.is_multiple_of(8) || (size > 0 && args.is_null()) {
@@ -311,7 +352,8 @@ unsafe fn run(
             "a host kernel's arguments are 8-byte slots: ArgumentsSize must be a multiple of 8"
         ));
     }
-    let mut slots: Vec<*mut c_void> = (0..size / 8)
+    // The argument block as slots, read once; each item gets a copy.
+    let slots: Vec<usize> = (0..size / 8)
         // SAFETY: slot `i` lies within the `size` readable bytes (our
         // contract); the block need not be aligned.
         .map(|i| unsafe {
@@ -319,31 +361,50 @@ unsafe fn run(
                 .add(i * 8)
                 .cast::<usize>()
                 .read_unaligned()
-        } as *mut c_void)
+        })
         .collect();
-    let mut offsets = vec![0isize; slots.len()];
-    let mut ran = Ok(());
-    // Inside the kernel section: the thread holds no lock of the runtime
-    // while the kernel runs, so a fork need not wait for it.
-    crate::session::lifecycle::kernel_section(&mut || {
+    let run_item = || {
+        let mut slots: Vec<*mut c_void> = slots.iter().map(|&s| s as *mut c_void).collect();
+        let mut offsets = vec![0isize; slots.len()];
         // SAFETY: `kernel.addr` is the device address of a kernel of an
         // image loaded on `device`, which stays loaded while the caller
         // holds its program; the arguments are the program's (our
         // contract).
-        ran = unsafe {
+        unsafe {
             device.run_region(
                 kernel.addr as *mut c_void,
                 &mut slots,
                 &mut offsets,
                 RegionLaunch::Single,
             )
-        };
-    });
-    ran.map_err(|e| {
+        }
+    };
+    let failed = |e: omptarget::Error| {
         tracing::debug!(error = %e, "olLaunchKernel");
         ol_error!(
             Errc::BackendFailure,
             "the launch failed (see the debug output)"
         )
-    })
+    };
+    let mut ran = Ok(());
+    // Inside the kernel section: the thread holds no lock of the runtime
+    // while the kernel runs, so a fork need not wait for it.
+    crate::session::lifecycle::kernel_section(&mut || {
+        ran = if single {
+            run_item().map_err(failed)
+        } else {
+            match items::run_items(launch.groups, launch.group_size, &run_item) {
+                Ok(()) => Ok(()),
+                Err(ItemsFailed::Item(e)) => Err(failed(e)),
+                Err(ItemsFailed::Threads(e)) => {
+                    tracing::debug!(error = %e, "olLaunchKernel: starting the items' threads");
+                    Err(ol_error!(
+                        Errc::OutOfResources,
+                        "the group's threads could not be started (see the debug output)"
+                    ))
+                }
+            }
+        };
+    });
+    ran
 }

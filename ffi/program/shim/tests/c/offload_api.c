@@ -5,42 +5,8 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <link.h>
-#include <stdbool.h> // OffloadAPI.h uses bool without including it
-#include <stdint.h>
-#include <offload/OffloadAPI.h>
-#include <stdio.h>
-#include <stdlib.h>
+#include "offload_checks.h"
 #include <string.h>
-
-static int failures;
-
-#define CHECK(cond, what)                                                      \
-  do {                                                                         \
-    if (!(cond)) {                                                             \
-      fprintf(stderr, "FAILED: %s (line %d)\n", what, __LINE__);               \
-      failures++;                                                              \
-    }                                                                          \
-  } while (0)
-
-// The result's code: 0 for success.
-static int code(ol_result_t r) { return r ? (int)r->Code : 0; }
-
-// The result must be `want` (0: success); on an error, its details must
-// be a non-empty string.
-#define EXPECT(call, want)                                                     \
-  do {                                                                         \
-    ol_result_t r_ = (call);                                                   \
-    if (code(r_) != (want)) {                                                  \
-      fprintf(stderr, "FAILED: %s gave %d (%s), expected %d (line %d)\n",     \
-              #call, code(r_), r_ && r_->Details ? r_->Details : "", want,     \
-              __LINE__);                                                       \
-      failures++;                                                              \
-    } else if (r_ && (!r_->Details || !r_->Details[0])) {                      \
-      fprintf(stderr, "FAILED: %s has no details (line %d)\n", #call,         \
-              __LINE__);                                                       \
-      failures++;                                                              \
-    }                                                                          \
-  } while (0)
 
 struct found {
   int count;
@@ -87,24 +53,6 @@ static bool stop_at_first(ol_device_handle_t d, void *data) {
   (void)d;
   ++*(int *)data;
   return false;
-}
-
-// The bytes of the file at `path` (NULL if it cannot be read); its
-// length in `*length`.
-static char *read_file(const char *path, long *length) {
-  FILE *file = fopen(path, "rb");
-  if (!file)
-    return NULL;
-  fseek(file, 0, SEEK_END);
-  *length = ftell(file);
-  fseek(file, 0, SEEK_SET);
-  char *bytes = malloc(*length);
-  if (fread(bytes, 1, *length, file) != (size_t)*length) {
-    free(bytes);
-    bytes = NULL;
-  }
-  fclose(file);
-  return bytes;
 }
 
 // A C++ kernel object (offload_kernels_cxx.cpp): its static object's
@@ -257,10 +205,17 @@ static void kernels(const char *path, const char *undefined,
   EXPECT(olMemcpy(NULL, &value, host, address, device, sizeof value), 0);
   CHECK(value == 7, "the kernel counted its runs in the device's variable");
 
-  // GPU notions a host device has no meaning for, and bad launches.
-  ol_kernel_launch_size_args_t groups = {1, {2, 1, 1}, {1, 1, 1}, 0};
-  EXPECT(olLaunchKernel(NULL, device, add, &args, sizeof args, &groups),
-         OL_ERRC_UNSUPPORTED);
+  // What a host device has no form for, and bad launches (groups of items
+  // run: offload_groups.c).
+  ol_kernel_launch_size_args_t no_group = {1, {0, 1, 1}, {1, 1, 1}, 0};
+  EXPECT(olLaunchKernel(NULL, device, add, &args, sizeof args, &no_group),
+         OL_ERRC_INVALID_ARGUMENT);
+  ol_kernel_launch_size_args_t no_item = {1, {1, 1, 1}, {1, 1, 0}, 0};
+  EXPECT(olLaunchKernel(NULL, device, add, &args, sizeof args, &no_item),
+         OL_ERRC_INVALID_ARGUMENT);
+  ol_kernel_launch_size_args_t too_big = {1, {1, 1, 1}, {64, 2, 9}, 0};
+  EXPECT(olLaunchKernel(NULL, device, add, &args, sizeof args, &too_big),
+         OL_ERRC_INVALID_ARGUMENT); // 1152 items, above 1024
   ol_kernel_launch_size_args_t shared = {1, {1, 1, 1}, {1, 1, 1}, 64};
   EXPECT(olLaunchKernel(NULL, device, add, &args, sizeof args, &shared),
          OL_ERRC_UNSUPPORTED);
