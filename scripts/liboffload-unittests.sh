@@ -56,17 +56,22 @@ rm -rf "$out"
 mkdir -p "$out/device-code"
 
 jobs=$(nproc)
-# Run "$@" in the background, at most $jobs at once.
+failed_jobs=$out/failed-jobs.txt
+: >"$failed_jobs"
+# Run "$@" in the background, at most $jobs at once; a failure is written
+# down (a job reaped by `wait -n` gives its status to no one else).
 throttle() {
   while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n || true; done
-  "$@" &
+  { "$@" || echo "$*" >>"$failed_jobs"; } &
 }
 # Wait for every background job; fail if one failed.
 wait_all() {
-  local failed=0
-  for pid in $(jobs -rp); do wait "$pid" || failed=1; done
-  wait || failed=1
-  return $failed
+  wait
+  if [ -s "$failed_jobs" ]; then
+    echo "failed:" >&2
+    sed 's/^/  /' "$failed_jobs" >&2
+    return 1
+  fi
 }
 
 # The device code, for host devices.
@@ -128,11 +133,12 @@ for suite in "${suites[@]}"; do
   fi
   # The summary's list (gtest prints each failure twice: when it happens
   # and in the summary), one line per test, with the devices it failed on.
+  # A test of a device fixture is named Suite.Test/Device; a plain one
+  # Suite.Test.
   sed -n '/tests\?, listed below:$/,$p' "$log" \
-    | sed -n 's/^\[  FAILED  \] \([A-Za-z0-9_]*\.[A-Za-z0-9_]*\)\/.*/\1/p' \
-    | sort | uniq -c | sed 's/^/    /'
-  sed -n '/tests\?, listed below:$/,$p' "$log" \
-    | sed -n 's/^\[  FAILED  \] \([A-Za-z0-9_]*\.[A-Za-z0-9_]*\)\/.*/\1/p' >>"$failed_all"
+    | sed -n 's/^\[  FAILED  \] \([A-Za-z0-9_]*\.[A-Za-z0-9_]*\)\([/ ].*\)\?$/\1/p' >"$out/$suite.failed"
+  sort "$out/$suite.failed" | uniq -c | sed 's/^/    /'
+  cat "$out/$suite.failed" >>"$failed_all"
 done
 [ "$broken" = 0 ] || exit 1
 [ "$compare" = 1 ] || exit 0

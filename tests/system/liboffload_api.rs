@@ -15,8 +15,11 @@ use std::process::Command;
 fn prerequisites() -> Result<(), String> {
     let sources = paths::omptarget_dir()
         .join("llvm-sources/llvm-22/offload/unittests/OffloadAPI/common/Environment.cpp");
+    let header = paths::omptarget_dir()
+        .join("llvm-releases/root/usr/lib/llvm-22/include/offload/OffloadAPI.h");
     let needs = [
         (sources, "LLVM 22's offload/unittests (cargo xtask deps)"),
+        (header, "LLVM 22's OffloadAPI.h (cargo xtask deps)"),
         (
             "/usr/lib/llvm-22/include/llvm/Support/MemoryBuffer.h".into(),
             "LLVM 22's headers (apt-get install llvm-22-dev)",

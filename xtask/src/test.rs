@@ -443,6 +443,7 @@ fn benchmarks_once() -> Result<()> {
     for script in [
         "benches/llvm_comparison/compare.py",
         "benches/mpi_remote/run.py",
+        "benches/liboffload/run.py",
     ] {
         cmd::run(
             std::process::Command::new("python3")

@@ -281,7 +281,7 @@ fn build_groups(scratch: &Scratch) -> Option<(PathBuf, PathBuf, PathBuf)> {
 /// at its barrier and share its memory (four groups of 256 items sum
 /// their slices), each item is a warp of one lane; a group above 1024
 /// items is refused and dynamic group memory does not load. Also under
-/// valgrind (the widest group 64 items): no error, nothing lost.
+/// valgrind (groups of at most 64 items there): no error, nothing lost.
 #[test]
 fn groups_of_items_run_as_a_gpu_runs_them() {
     let scratch = Scratch::new("offload-api-groups");
@@ -296,7 +296,7 @@ fn groups_of_items_run_as_a_gpu_runs_them() {
     assert_eq!(out.value("failures"), "0", "{out}");
     assert_eq!(out.value("max_group_items"), "1024", "{out}");
     assert_eq!(out.value("group_sums"), "right", "{out}");
-    // Memcheck runs one thread at a time: a group of 64 is enough there.
+    // Memcheck runs one thread at a time: groups of at most 64 items there.
     let out = under_valgrind(&scratch, &program, &[&kernels, &dynamic, &"64"]);
     out.assert_success();
     assert_eq!(out.value("failures"), "0", "{out}");

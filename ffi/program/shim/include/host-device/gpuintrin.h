@@ -16,9 +16,10 @@
  *
  * What a host device is, in GPU terms: a launch runs its groups one after
  * another and the items of a group at once, each on its own thread, so
- * `__gpu_sync_threads` is a barrier of the group's threads and a
- * `__gpu_local` variable (an ordinary global here) is one group's at a
- * time. Each item is a warp of one lane: `__gpu_num_lanes()` is 1, and
+ * `__gpu_sync_threads` is a barrier of the group's items still running
+ * (one that returned holds no one back) and a `__gpu_local` variable (an
+ * ordinary global here) is one group's at a time, within a launch: two
+ * launches of one program at once share it. Each item is a warp of one lane: `__gpu_num_lanes()` is 1, and
  * the lane operations act on that one lane. Dynamic group memory (an
  * `extern __gpu_local` array sized at launch) has no host form: such an
  * object does not load (the array is an undefined symbol). `__gpu_exit`
@@ -49,14 +50,18 @@ struct __omptarget_host_gpu {
 };
 
 /* Written by the runtime when it loads the program; one per object (weak:
- * each file that includes this header defines it, the link keeps one). */
-__attribute__((weak, visibility("default")))
+ * each file that includes this header defines it, the link keeps one).
+ * Protected: exported, so the runtime finds it, but the object's code
+ * reads its own, whatever else in the process defines the name. */
+__attribute__((weak, visibility("protected")))
 const struct __omptarget_host_gpu *__omptarget_host_gpu;
 
 #define __gpu_kernel __attribute__((visibility("default")))
 #define __gpu_local
 #define __gpu_constant
 #define __gpu_private
+#define __gpu_global
+#define __gpu_generic
 
 #define __GPU_X_DIM 0
 #define __GPU_Y_DIM 1
@@ -160,7 +165,11 @@ static __inline__ bool __gpu_is_ptr_private(void *__ptr) {
   (void)__ptr;
   return 0;
 }
-static __inline__ void __gpu_thread_suspend(void) { __builtin_ia32_pause(); }
+static __inline__ void __gpu_thread_suspend(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
 
 #undef __OMPTARGET_HOST_ASK
 

@@ -135,30 +135,41 @@ extern "C" fn sync_threads() {
         if !barrier.is_null() {
             // SAFETY: set by `run_items` for the item this thread runs,
             // whose scope holds the barrier until the item returns.
-            unsafe { &*barrier }.wait();
+            unsafe { &*barrier }.sync();
         }
     })
 }
 
-/// A barrier of a group's items that a failed item can break, so that no
+/// The barrier of a group's items, as a GPU's works: `__gpu_sync_threads`
+/// waits for every item of the group still running its kernel (one that
+/// has returned holds no one back), and the next group starts when every
+/// item of this one has returned. A failed item breaks it, so that no
 /// other item waits for it forever.
 struct GroupBarrier {
-    items: usize,
+    items: u64,
     state: Mutex<BarrierState>,
     turned: Condvar,
 }
 
 struct BarrierState {
-    waiting: usize,
+    /// The group running now (0, 1, ...).
+    group: u64,
+    /// Its items whose kernel has not returned yet.
+    running: u64,
+    /// Of those, how many wait at `__gpu_sync_threads`.
+    waiting: u64,
+    /// Turned each time those waiting are let go.
     generation: u64,
     broken: bool,
 }
 
 impl GroupBarrier {
-    fn new(items: usize) -> GroupBarrier {
+    fn new(items: u64) -> GroupBarrier {
         GroupBarrier {
             items,
             state: Mutex::new(BarrierState {
+                group: 0,
+                running: items,
                 waiting: 0,
                 generation: 0,
                 broken: false,
@@ -173,32 +184,59 @@ impl GroupBarrier {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Wait until every item has come (or the barrier is broken).
-    fn wait(&self) {
+    fn wait_on<'a>(&self, state: MutexGuard<'a, BarrierState>) -> MutexGuard<'a, BarrierState> {
+        self.turned.wait(state).unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Let go of those waiting at `__gpu_sync_threads` if they are all the
+    /// group's running items.
+    fn release_if_all_wait(&self, state: &mut BarrierState) {
+        if state.waiting > 0 && state.waiting == state.running {
+            state.waiting = 0;
+            state.generation += 1;
+            self.turned.notify_all();
+        }
+    }
+
+    /// `__gpu_sync_threads`: wait until every running item of the group
+    /// has come (or the barrier is broken).
+    fn sync(&self) {
         let mut state = self.lock();
         if state.broken {
             return;
         }
         state.waiting += 1;
-        if state.waiting == self.items {
-            state.waiting = 0;
-            state.generation += 1;
-            self.turned.notify_all();
-            return;
-        }
         let generation = state.generation;
+        self.release_if_all_wait(&mut state);
         while state.generation == generation && !state.broken {
-            state = self.turned.wait(state).unwrap_or_else(|p| p.into_inner());
+            state = self.wait_on(state);
         }
+    }
+
+    /// An item's kernel has returned for `group`: wait until every item of
+    /// the group has, so that the next group starts together (or the
+    /// barrier is broken); true if the launch goes on.
+    fn finish(&self, group: u64) -> bool {
+        let mut state = self.lock();
+        state.running -= 1;
+        if state.running == 0 {
+            state.group += 1;
+            state.running = self.items;
+            state.waiting = 0;
+            self.turned.notify_all();
+        } else {
+            // Those waiting at a barrier need not wait for this one.
+            self.release_if_all_wait(&mut state);
+        }
+        while state.group == group && !state.broken {
+            state = self.wait_on(state);
+        }
+        !state.broken
     }
 
     fn break_it(&self) {
         self.lock().broken = true;
         self.turned.notify_all();
-    }
-
-    fn is_broken(&self) -> bool {
-        self.lock().broken
     }
 }
 
@@ -208,6 +246,8 @@ pub(crate) enum ItemsFailed<E> {
     Item(E),
     /// Not every item's thread could be started; no item ran.
     Threads(std::io::Error),
+    /// An item's run panicked (a bug of ours): the launch stopped.
+    Panicked,
 }
 
 /// The coordinates of the `n`th of `shape` (x fastest).
@@ -217,17 +257,40 @@ fn coordinates(n: u64, shape: [u32; 3]) -> [u32; 3] {
     [n % x, (n / x) % y, n / (x * y)].map(|c| c as u32)
 }
 
+/// The product of `shape`'s dimensions, `u64::MAX` if it is more.
+pub(crate) fn count(shape: [u32; 3]) -> u64 {
+    shape
+        .iter()
+        .fold(1u64, |all, &n| all.saturating_mul(u64::from(n)))
+}
+
+/// The stack of an item's thread: the process's stack limit (8 MiB
+/// usually), as the calling thread, which runs a launch of one item, has;
+/// 8 MiB where there is no limit.
+fn item_stack() -> usize {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: writes `limit`, which it may.
+    let got = unsafe { libc::getrlimit(libc::RLIMIT_STACK, &mut limit) } == 0;
+    match usize::try_from(limit.rlim_cur) {
+        Ok(bytes) if got && limit.rlim_cur != libc::RLIM_INFINITY && bytes >= 1 << 16 => bytes,
+        _ => 8 << 20,
+    }
+}
+
 /// Run `run` once per item of a launch of `groups` groups of `items`
 /// items (the module's comment), each run seeing its ids; every dimension
-/// is at least 1 and `items` at most [`MAX_GROUP_ITEMS`] in all (the
-/// caller's checks).
+/// is at least 1, `items` at most [`MAX_GROUP_ITEMS`] in all and the
+/// launch at most `u32::MAX` items (the caller's checks).
 pub(crate) fn run_items<E: Send>(
     groups: [u32; 3],
     items: [u32; 3],
     run: &(dyn Fn() -> Result<(), E> + Sync),
 ) -> Result<(), ItemsFailed<E>> {
-    let group_count: u64 = groups.iter().map(|&n| u64::from(n)).product();
-    let item_count: u64 = items.iter().map(|&n| u64::from(n)).product();
+    let group_count = count(groups);
+    let item_count = count(items);
     let outer = ITEM.get();
     let as_item = |group: u64, item: u64, barrier: *const GroupBarrier| Item {
         groups,
@@ -248,9 +311,16 @@ pub(crate) fn run_items<E: Send>(
         ITEM.set(outer);
         return ran;
     }
-    let barrier = GroupBarrier::new(item_count as usize);
+    let barrier = GroupBarrier::new(item_count);
     let start: (Mutex<Option<bool>>, Condvar) = (Mutex::new(None), Condvar::new());
-    let failure: Mutex<Option<E>> = Mutex::new(None);
+    let failure: Mutex<Option<ItemsFailed<E>>> = Mutex::new(None);
+    let fail = |why: ItemsFailed<E>| {
+        failure
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get_or_insert(why);
+        barrier.break_it();
+    };
     let item_thread = |item: u64| {
         let (decided, told) = &start;
         let mut go = decided.lock().unwrap_or_else(|p| p.into_inner());
@@ -263,39 +333,48 @@ pub(crate) fn run_items<E: Send>(
         drop(go);
         for group in 0..group_count {
             ITEM.set(as_item(group, item, &barrier));
-            if let Err(e) = run() {
-                failure
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .get_or_insert(e);
-                barrier.break_it();
+            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)) {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => fail(ItemsFailed::Item(e)),
+                Err(_) => fail(ItemsFailed::Panicked),
             }
-            // The end of the group: the next one's items start together.
-            barrier.wait();
-            if barrier.is_broken() {
+            if !barrier.finish(group) {
                 break;
             }
         }
+        // Nothing of the launch stays in the thread once it is joined.
+        ITEM.set(SINGLE);
     };
     let started = std::thread::scope(|scope| {
+        let mut handles = Vec::new();
         let mut started = Ok(());
         for item in 0..item_count {
             let spawned = std::thread::Builder::new()
                 .name("omptarget-item".into())
+                .stack_size(item_stack())
                 .spawn_scoped(scope, move || item_thread(item));
-            if let Err(e) = spawned {
-                started = Err(e);
-                break;
+            match spawned {
+                Ok(handle) => handles.push(handle),
+                Err(e) => {
+                    started = Err(e);
+                    break;
+                }
             }
         }
         let (decided, told) = &start;
         *decided.lock().unwrap_or_else(|p| p.into_inner()) = Some(started.is_ok());
         told.notify_all();
+        // Joined one by one: each thread has ended, not only its closure.
+        for handle in handles {
+            if handle.join().is_err() {
+                fail(ItemsFailed::Panicked);
+            }
+        }
         started
     });
     started.map_err(ItemsFailed::Threads)?;
     match failure.into_inner().unwrap_or_else(|p| p.into_inner()) {
-        Some(e) => Err(ItemsFailed::Item(e)),
+        Some(failed) => Err(failed),
         None => Ok(()),
     }
 }
@@ -343,6 +422,28 @@ mod tests {
         })
         .unwrap_or_else(|_| panic!("the launch failed"));
         assert_eq!(wrong.load(SeqCst), 0);
+    }
+
+    #[test]
+    fn an_item_that_returned_holds_no_barrier_back() {
+        // Items 12..16 return at once, as `if (tid >= n) return;` does;
+        // the others meet twice, and no group overlaps the next.
+        let in_group = AtomicU32::new(0);
+        let overlaps = AtomicU32::new(0);
+        run_items::<()>([4, 1, 1], [16, 1, 1], &|| {
+            if thread_id(0) >= 12 {
+                return Ok(());
+            }
+            if in_group.fetch_add(1, SeqCst) >= 12 {
+                overlaps.fetch_add(1, SeqCst);
+            }
+            sync_threads();
+            sync_threads();
+            in_group.fetch_sub(1, SeqCst);
+            Ok(())
+        })
+        .unwrap_or_else(|_| panic!("the launch failed"));
+        assert_eq!(overlaps.load(SeqCst), 0);
     }
 
     #[test]

@@ -326,11 +326,17 @@ unsafe fn run(
             "a launch has at least one group of one item in each dimension"
         ));
     }
-    let group_items: u64 = launch.group_size.iter().map(|&n| u64::from(n)).product();
+    let group_items = items::count(launch.group_size);
     if group_items > u64::from(items::MAX_GROUP_ITEMS) {
         return Err(ol_error!(
             Errc::InvalidArgument,
             "a host device runs groups of at most 1024 items (OL_DEVICE_INFO_MAX_WORK_GROUP_SIZE)"
+        ));
+    }
+    if items::count(launch.groups).saturating_mul(group_items) > u64::from(u32::MAX) {
+        return Err(ol_error!(
+            Errc::InvalidArgument,
+            "a launch of more than 2^32 - 1 items (OL_DEVICE_INFO_MAX_WORK_SIZE)"
         ));
     }
     let single = launch.groups == [1; 3] && group_items == 1;
@@ -390,20 +396,21 @@ unsafe fn run(
     // Inside the kernel section: the thread holds no lock of the runtime
     // while the kernel runs, so a fork need not wait for it.
     crate::session::lifecycle::kernel_section(&mut || {
-        ran = if single {
-            run_item().map_err(failed)
-        } else {
-            match items::run_items(launch.groups, launch.group_size, &run_item) {
-                Ok(()) => Ok(()),
-                Err(ItemsFailed::Item(e)) => Err(failed(e)),
-                Err(ItemsFailed::Threads(e)) => {
-                    tracing::debug!(error = %e, "olLaunchKernel: starting the items' threads");
-                    Err(ol_error!(
-                        Errc::OutOfResources,
-                        "the group's threads could not be started (see the debug output)"
-                    ))
-                }
+        // One item runs on this thread, as item 0 of one group of one.
+        ran = match items::run_items(launch.groups, launch.group_size, &run_item) {
+            Ok(()) => Ok(()),
+            Err(ItemsFailed::Item(e)) => Err(failed(e)),
+            Err(ItemsFailed::Threads(e)) => {
+                tracing::debug!(error = %e, "olLaunchKernel: starting the items' threads");
+                Err(ol_error!(
+                    Errc::OutOfResources,
+                    "the group's threads could not be started (see the debug output)"
+                ))
             }
+            Err(ItemsFailed::Panicked) => Err(ol_error!(
+                Errc::BackendFailure,
+                "internal error in omptarget-rs: an item's thread panicked"
+            )),
         };
     });
     ran

@@ -1,5 +1,6 @@
-// What the ol* test programs share: counting failed checks (CHECK,
-// EXPECT on an ol_result_t), and reading a kernel object's bytes.
+// What the ol* test programs (and benches/liboffload) share: counting
+// failed checks (CHECK, EXPECT on an ol_result_t), reading a kernel
+// object's bytes, finding the initial device and the first host CPU one.
 #ifndef OFFLOAD_CHECKS_H
 #define OFFLOAD_CHECKS_H
 #include <stdbool.h> // OffloadAPI.h uses bool without including it
@@ -8,7 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static int failures;
+static int failures __attribute__((unused));
 
 #define CHECK(cond, what)                                                      \
   do {                                                                         \
@@ -19,7 +20,7 @@ static int failures;
   } while (0)
 
 // The result's code: 0 for success.
-static int code(ol_result_t r) { return r ? (int)r->Code : 0; }
+__attribute__((unused)) static int code(ol_result_t r) { return r ? (int)r->Code : 0; }
 
 // The result must be `want` (0: success); on an error, its details must
 // be a non-empty string.
@@ -40,7 +41,8 @@ static int code(ol_result_t r) { return r ? (int)r->Code : 0; }
 
 // The bytes of the file at `path` (NULL if it cannot be read); its
 // length in `*length`.
-static char *read_file(const char *path, long *length) {
+__attribute__((unused)) static char *read_file(const char *path,
+                                                long *length) {
   FILE *file = fopen(path, "rb");
   if (!file)
     return NULL;
@@ -54,6 +56,25 @@ static char *read_file(const char *path, long *length) {
   }
   fclose(file);
   return bytes;
+}
+
+struct devices {
+  ol_device_handle_t host; // the initial device (backend HOST)
+  ol_device_handle_t cpu;  // the first host CPU device
+};
+
+// olIterateDevices' callback: fills a `struct devices`.
+__attribute__((unused)) static bool find_devices(ol_device_handle_t d,
+                                                 void *data) {
+  struct devices *found = data;
+  ol_device_type_t type;
+  if (olGetDeviceInfo(d, OL_DEVICE_INFO_TYPE, sizeof type, &type) != NULL)
+    return true;
+  if (type == OL_DEVICE_TYPE_HOST && !found->host)
+    found->host = d;
+  if (type == OL_DEVICE_TYPE_CPU && !found->cpu)
+    found->cpu = d;
+  return true;
 }
 
 #endif

@@ -6,23 +6,6 @@
 // Prints key=value lines; exits 1 if a check failed.
 #include "offload_checks.h"
 
-struct devices {
-  ol_device_handle_t host; // the initial device (backend HOST)
-  ol_device_handle_t cpu;  // the first host CPU device
-};
-
-static bool visit(ol_device_handle_t d, void *data) {
-  struct devices *found = data;
-  ol_device_type_t type;
-  if (olGetDeviceInfo(d, OL_DEVICE_INFO_TYPE, sizeof type, &type) != NULL)
-    return true;
-  if (type == OL_DEVICE_TYPE_HOST && !found->host)
-    found->host = d;
-  if (type == OL_DEVICE_TYPE_CPU && !found->cpu)
-    found->cpu = d;
-  return true;
-}
-
 static ol_symbol_handle_t kernel(ol_program_handle_t program,
                                  const char *name) {
   ol_symbol_handle_t symbol = NULL;
@@ -64,7 +47,7 @@ int main(int argc, char **argv) {
   }
   EXPECT(olInit(), 0);
   struct devices found = {NULL, NULL};
-  EXPECT(olIterateDevices(visit, &found), 0);
+  EXPECT(olIterateDevices(find_devices, &found), 0);
   CHECK(found.cpu != NULL && found.host != NULL, "a host CPU device");
   if (!found.cpu || !found.host)
     return 1;
@@ -97,9 +80,11 @@ int main(int argc, char **argv) {
   ol_kernel_launch_size_args_t widest = {1, {1, 1, 1}, {most, 1, 1}, 0};
   CHECK(ids_run(queue, device, ids, widest), "ids of 1 group of the most items");
 
-  // The group's memory and barrier, four groups in turn, three times.
-  enum { GROUPS = 4, ITEMS = 256 };
-  static uint32_t in[GROUPS * ITEMS];
+  // The group's memory and barrier, four groups in turn, three times
+  // (groups of 256 items, or of the widest group's items if fewer).
+  enum { GROUPS = 4, MAX_ITEMS = 256 };
+  const uint32_t ITEMS = most < MAX_ITEMS ? most : MAX_ITEMS;
+  static uint32_t in[GROUPS * MAX_ITEMS];
   for (uint32_t i = 0; i < GROUPS * ITEMS; i++)
     in[i] = i;
   void *in_dev = NULL, *sums_dev = NULL;
@@ -107,7 +92,8 @@ int main(int argc, char **argv) {
   EXPECT(olMemAlloc(device, OL_ALLOC_TYPE_DEVICE, GROUPS * sizeof(uint32_t),
                     &sums_dev),
          0);
-  EXPECT(olMemcpy(queue, in_dev, device, in, host, sizeof in), 0);
+  EXPECT(olMemcpy(queue, in_dev, device, in, host, GROUPS * ITEMS * sizeof in[0]),
+         0);
   struct {
     void *in;
     void *out;
@@ -130,6 +116,21 @@ int main(int argc, char **argv) {
   }
   CHECK(summed, "each group summed its slice through its memory");
   printf("group_sums=%s\n", summed ? "right" : "wrong");
+
+  // Items that return before the barrier hold no one back: 64 items, of
+  // which 40 sum, three groups in turn.
+  struct {
+    void *in;
+    void *out;
+    uint64_t n; // a uint32_t in its own 8-byte slot
+  } guarded_args = {in_dev, sums_dev, 40};
+  ol_kernel_launch_size_args_t guarded_shape = {1, {3, 1, 1}, {64, 1, 1}, 0};
+  EXPECT(olLaunchKernel(NULL, device, kernel(program, "guarded_sum"),
+                        &guarded_args, sizeof guarded_args, &guarded_shape),
+         0);
+  uint32_t guarded = 0;
+  EXPECT(olMemcpy(NULL, &guarded, host, sums_dev, device, sizeof guarded), 0);
+  CHECK(guarded == 40 * 39 / 2, "40 of 64 items summed past 24 that returned");
   EXPECT(olMemFree(in_dev), 0);
   EXPECT(olMemFree(sums_dev), 0);
 

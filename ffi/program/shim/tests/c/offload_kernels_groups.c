@@ -45,3 +45,21 @@ __gpu_kernel void lanes(uint32_t *out) {
       __gpu_num_lanes() * 100 + __gpu_lane_id() * 10 +
       (uint32_t)__gpu_ballot(__gpu_lane_mask(), 1);
 }
+
+// Items from `n` on return at once, as a kernel that guards its range
+// does; the rest meet at the barrier, which the returned ones do not hold
+// back.
+__gpu_kernel void guarded_sum(const uint32_t *in, uint32_t *out, uint32_t n) {
+  uint32_t me = __gpu_thread_id_x();
+  if (me >= n)
+    return;
+  partial[me] = in[me];
+  __gpu_sync_threads();
+  if (me == 0) {
+    uint32_t sum = 0;
+    for (uint32_t i = 0; i < n; i++)
+      sum += partial[i];
+    out[0] = sum;
+  }
+  __gpu_sync_threads();
+}
