@@ -306,3 +306,39 @@ fn groups_of_items_run_as_a_gpu_runs_them() {
         "valgrind found lost blocks:\n{out}"
     );
 }
+
+/// The same `ol*` calls (`offload_api_differential.c`) on LLVM 22's
+/// liboffload and on ours print the same: what LLVM's library serves
+/// without a GPU (its host device's queries, host copies, the checks of
+/// handles, pointers, sizes and enumerations, the counted lifecycle).
+#[test]
+fn the_same_calls_answer_the_same_on_llvms_liboffload_and_ours() {
+    let scratch = Scratch::new("offload-api-differential");
+    let Some((include_flag, lib_flag)) = liboffload_flags() else {
+        return;
+    };
+    let program = scratch.join("offload_api_differential");
+    clang(
+        &["offload_api_differential.c"],
+        &program,
+        &[&include_flag],
+        &[&lib_flag, "-lLLVMOffload"],
+    );
+    let llvm_dir = Release::Llvm22.reference_lib_dir();
+    let ours_dir = omptarget_test_support::staged().lib_dir.clone();
+    let run = |dir: &Path| {
+        let out = Run::new(&scratch, &program)
+            .env("LD_LIBRARY_PATH", dir)
+            .env("LD_DEBUG", "libs")
+            .run();
+        out.assert_success();
+        let loaded = format!("{}/libLLVMOffload.so.22.1", dir.display());
+        assert!(out.stderr.contains(&loaded), "not {loaded}:\n{out}");
+        out.stdout
+    };
+    let llvm = run(&llvm_dir);
+    let ours = run(&ours_dir);
+    assert!(llvm.contains("host device found: 1"), "{llvm}");
+    assert!(llvm.contains("copied: fifteen bytes.."), "{llvm}");
+    assert_eq!(llvm, ours, "LLVM 22's liboffload and ours differ");
+}
