@@ -61,15 +61,30 @@ pub(crate) static HOST_GPU: HostGpu = HostGpu {
 
 /// Give the program loaded at this process's addresses the table: write
 /// [`HOST_GPU`]'s address into its `__omptarget_host_gpu` variable at
-/// `addr`, of `size` bytes (a variable of another size is left alone: not
-/// the table's).
+/// `addr`, of `size` bytes. A variable of another size is left alone (not
+/// the table), and so is an address the dynamic loader does not know as
+/// that symbol of an object of this process: a device taken for a local
+/// one (its plugin failed to say where it is) must not have its address
+/// written here.
 ///
 /// # Safety
-/// `addr` is the address of the program's exported variable named
-/// [`TABLE_SYMBOL`], in this process, and nothing reads it meanwhile (the
-/// program has just been loaded, no launch of it has begun).
+/// `addr` is the device address of the program's exported variable named
+/// [`TABLE_SYMBOL`], and nothing reads it meanwhile (the program has just
+/// been loaded, no launch of it has begun).
 pub(crate) unsafe fn install(addr: usize, size: usize) -> bool {
     if size != std::mem::size_of::<*const HostGpu>() || addr == 0 {
+        return false;
+    }
+    // SAFETY: all zeros is a `Dl_info` (null pointers, no names).
+    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+    // SAFETY: `dladdr` reads no memory at `addr`: it looks the address up
+    // among the loaded objects and writes `info`.
+    let found = unsafe { libc::dladdr(addr as *const libc::c_void, &mut info) } != 0;
+    let known = found && !info.dli_sname.is_null() && info.dli_saddr as usize == addr && {
+        // SAFETY: a NUL-terminated name the dynamic loader keeps.
+        unsafe { std::ffi::CStr::from_ptr(info.dli_sname) }.to_bytes() == TABLE_SYMBOL.as_bytes()
+    };
+    if !known {
         return false;
     }
     // SAFETY: a writable variable of a pointer's size (our contract); the
