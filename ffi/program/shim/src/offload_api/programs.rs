@@ -268,6 +268,9 @@ fn unload(device: &Device, loaded: &Loaded) -> Outcome {
     }
 }
 
+/// Argument slots a launch passes from its stack (more take a heap copy).
+const INLINE_SLOTS: usize = 16;
+
 /// `ol_kernel_launch_size_args_t`.
 #[repr(C)]
 pub(crate) struct LaunchSize {
@@ -358,20 +361,31 @@ unsafe fn run(
             "a host kernel's arguments are 8-byte slots: ArgumentsSize must be a multiple of 8"
         ));
     }
-    // The argument block as slots, read once; each item gets a copy.
-    let slots: Vec<usize> = (0..size / 8)
-        // SAFETY: slot `i` lies within the `size` readable bytes (our
-        // contract); the block need not be aligned.
-        .map(|i| unsafe {
-            args.cast::<u8>()
-                .add(i * 8)
-                .cast::<usize>()
-                .read_unaligned()
-        })
-        .collect();
+    // Each item reads the argument block into slots of its own, on its
+    // stack for up to INLINE_SLOTS of them: a launch allocates nothing.
+    // The block is read as an address: the items' threads share it, and
+    // it stays readable until every item has returned (our contract).
+    let block = args as usize;
+    let count = size / 8;
+    let read_into = |slots: &mut [*mut c_void]| {
+        for (i, slot) in slots.iter_mut().enumerate() {
+            // SAFETY: slot `i` lies within the `size` readable bytes (our
+            // contract); the block need not be aligned.
+            *slot = unsafe { ((block + i * 8) as *const usize).read_unaligned() } as *mut c_void;
+        }
+    };
     let run_item = || {
-        let mut slots: Vec<*mut c_void> = slots.iter().map(|&s| s as *mut c_void).collect();
-        let mut offsets = vec![0isize; slots.len()];
+        let mut inline_slots = [std::ptr::null_mut(); INLINE_SLOTS];
+        let mut inline_offsets = [0isize; INLINE_SLOTS];
+        let (mut heap_slots, mut heap_offsets) = (Vec::new(), Vec::new());
+        let (slots, offsets): (&mut [*mut c_void], &mut [isize]) = if count <= INLINE_SLOTS {
+            (&mut inline_slots[..count], &mut inline_offsets[..count])
+        } else {
+            heap_slots.resize(count, std::ptr::null_mut());
+            heap_offsets.resize(count, 0);
+            (&mut heap_slots, &mut heap_offsets)
+        };
+        read_into(slots);
         // SAFETY: `kernel.addr` is the device address of a kernel of an
         // image loaded on `device`, which stays loaded while the caller
         // holds its program; the arguments are the program's (our
@@ -379,8 +393,8 @@ unsafe fn run(
         unsafe {
             device.run_region(
                 kernel.addr as *mut c_void,
-                &mut slots,
-                &mut offsets,
+                slots,
+                offsets,
                 RegionLaunch::Single,
             )
         }

@@ -152,6 +152,26 @@ int main(int argc, char **argv) {
   CHECK(one_lane, "one lane per warp");
   EXPECT(olMemFree(lanes_out), 0);
 
+  // 17 argument slots (a launch passes up to 16 from its stack), 4 items.
+  struct {
+    uint64_t *out;
+    uint64_t a[16];
+  } many = {NULL, {0}};
+  EXPECT(olMemAlloc(device, OL_ALLOC_TYPE_MANAGED, 4 * sizeof(uint64_t),
+                    (void **)&many.out),
+         0);
+  for (int i = 0; i < 16; i++)
+    many.a[i] = (uint64_t)(i + 1) << 20;
+  ol_kernel_launch_size_args_t four = {1, {1, 1, 1}, {4, 1, 1}, 0};
+  EXPECT(olLaunchKernel(NULL, device, kernel(program, "sum17"), &many,
+                        sizeof many, &four),
+         0);
+  int all_args = many.out != NULL;
+  for (int i = 0; all_args && i < 4; i++)
+    all_args &= many.out[i] == (uint64_t)136 << 20;
+  CHECK(all_args, "17 argument slots reach each item");
+  EXPECT(olMemFree(many.out), 0);
+
   // The shape's limits.
   ol_kernel_launch_size_args_t too_wide = {1, {1, 1, 1}, {1025, 1, 1}, 0};
   struct {

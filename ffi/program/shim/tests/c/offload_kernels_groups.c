@@ -63,3 +63,13 @@ __gpu_kernel void guarded_sum(const uint32_t *in, uint32_t *out, uint32_t n) {
   }
   __gpu_sync_threads();
 }
+
+// More arguments than a launch passes from its stack (16): 17 slots.
+__gpu_kernel void sum17(uint64_t *out, uint64_t a1, uint64_t a2, uint64_t a3,
+                        uint64_t a4, uint64_t a5, uint64_t a6, uint64_t a7,
+                        uint64_t a8, uint64_t a9, uint64_t a10, uint64_t a11,
+                        uint64_t a12, uint64_t a13, uint64_t a14, uint64_t a15,
+                        uint64_t a16) {
+  out[__gpu_thread_id_x()] = a1 + a2 + a3 + a4 + a5 + a6 + a7 + a8 + a9 +
+                             a10 + a11 + a12 + a13 + a14 + a15 + a16;
+}
