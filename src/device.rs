@@ -270,9 +270,23 @@ impl Device {
     /// operation uses it any more. Freed memory is reused by later
     /// allocations, so a stale user would read and write someone else's.
     pub unsafe fn free(&self, ptr: DevicePtr) -> Result<()> {
+        // SAFETY: our contract.
+        unsafe { self.free_sized(ptr, None) }
+    }
+
+    #[doc(hidden)]
+    /// [`Device::free`], only if the live allocation at `ptr` is of `size`
+    /// bytes (`None`: any size); else [`crate::Error::UnknownDevicePointer`]
+    /// and nothing changes. For a caller that recorded the size it was
+    /// given (liboffload's `olMemFree`): one lookup, and a block of another
+    /// size that took the address since is never freed for it.
+    ///
+    /// # Safety
+    /// As [`Device::free`].
+    pub unsafe fn free_sized(&self, ptr: DevicePtr, size: Option<usize>) -> Result<()> {
         let mut span =
             crate::profile::span(crate::profile::Kind::Free, "free").map(|s| s.device(self.id));
-        let allocation = self.memory.free(ptr)?;
+        let allocation = self.memory.free_sized(ptr, size)?;
         if let Some(span) = span.as_mut() {
             span.set_bytes(allocation.size);
         }

@@ -228,15 +228,15 @@ impl Shard {
     /// Forget the live block `ptr` (a cached block's entry is not live).
     #[inline]
     fn remove_live(&mut self, ptr: DevicePtr) -> Option<Record> {
-        self.take_live(ptr, false)
+        self.take_live(ptr, false, None)
     }
 
     /// Free the live block `ptr` in the table, in one probe: a managed
     /// block's entry is marked cached in place, an unmanaged one's removed.
     /// Returns its record; `None` (nothing changed) if it is not live.
     #[inline]
-    fn free_live(&mut self, ptr: DevicePtr) -> Option<Record> {
-        self.take_live(ptr, true)
+    fn free_live(&mut self, ptr: DevicePtr, size: Option<usize>) -> Option<Record> {
+        self.take_live(ptr, true, size)
     }
 
     /// The live block `ptr`'s record, its entry removed, or (`cache`, for a
@@ -245,12 +245,12 @@ impl Shard {
     // Always inlined: a call saved and restored six registers around a
     // probe of one or two slots (about 20 instructions per free).
     #[inline(always)]
-    fn take_live(&mut self, ptr: DevicePtr, cache: bool) -> Option<Record> {
+    fn take_live(&mut self, ptr: DevicePtr, cache: bool, size: Option<usize>) -> Option<Record> {
         let record = self
             .live
             .update_or_remove(ptr.addr(), |entry| {
                 let record = *entry;
-                if !record.is_live() {
+                if !record.is_live() || size.is_some_and(|size| size != record.size) {
                     return (None, false);
                 }
                 let keep = cache && record.is_managed();
@@ -495,16 +495,25 @@ impl<A: DeviceAllocator> MemoryManager<A> {
         None
     }
 
+    /// [`MemoryManager::free_sized`] of any size (the manager's tests).
+    #[cfg(test)]
+    pub fn free(&self, ptr: DevicePtr) -> Result<LiveAllocation> {
+        self.free_sized(ptr, None)
+    }
+
     /// Free `ptr`: a managed block goes back on its free list, anything else
     /// straight to the device. A pointer that is not live (never handed
-    /// out, or already freed) is an [`Error::UnknownDevicePointer`] and
-    /// changes nothing; if the device fails to free, the block stays live.
-    /// Returns what was freed.
-    pub fn free(&self, ptr: DevicePtr) -> Result<LiveAllocation> {
+    /// out, or already freed), or (`size` given) whose live block is of
+    /// another size, is an [`Error::UnknownDevicePointer`] and changes
+    /// nothing; if the device fails to free, the block stays live. Returns
+    /// what was freed. A caller that recorded the size it was given (the
+    /// device's `free_sized`) frees with one lookup, and never a block of
+    /// another size that took the address since.
+    pub fn free_sized(&self, ptr: DevicePtr, size: Option<usize>) -> Result<LiveAllocation> {
         let index = shard_of(ptr);
         let cell = &self.shards[index].0;
         let mut shard = lock(&cell.state);
-        let Some(record) = shard.free_live(ptr) else {
+        let Some(record) = shard.free_live(ptr, size) else {
             drop(shard);
             return Err(self.unknown(ptr));
         };

@@ -348,6 +348,22 @@ fn double_free_of_a_cached_block_is_an_error() {
 }
 
 #[test]
+fn a_sized_free_of_a_block_of_another_size_is_an_error_and_changes_nothing() {
+    let mm = MemoryManager::new(FakeDevice::default(), DEFAULT_THRESHOLD);
+    let small = alloc(&mm, 16);
+    let big = alloc(&mm, 1 << 20);
+    assert!(matches!(
+        mm.free_sized(small, Some(32)),
+        Err(Error::UnknownDevicePointer { .. })
+    ));
+    assert!(mm.free_sized(big, Some(1 << 19)).is_err());
+    assert_eq!(mm.live_allocations(), (2, 16 + (1 << 20)), "nothing freed");
+    assert_eq!(mm.free_sized(small, Some(16)).unwrap().size, 16);
+    assert_eq!(mm.free_sized(big, Some(1 << 20)).unwrap().size, 1 << 20);
+    assert_eq!(mm.live_allocations(), (0, 0));
+}
+
+#[test]
 fn unknown_pointer_is_an_error_and_changes_nothing() {
     let mm = MemoryManager::new(FakeDevice::default(), DEFAULT_THRESHOLD);
     let a = alloc(&mm, 16);

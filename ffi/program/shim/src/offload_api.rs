@@ -23,13 +23,15 @@
 //!   `event_entries`: events and host functions; `memory_entries`:
 //!   filled and registered memory.
 //!
+//! * `queues`: a queue's order of work, its worker, events as positions.
 //! * `items`: the items of a launch on a host device (a thread each, the
 //!   group's barrier) and the table of ids a host kernel asks.
 //!
 //! Every entry is implemented; what a host device has no form for
 //! (dynamic group memory, pinning on a device that would need it) is
-//! `OL_ERRC_UNSUPPORTED`. Queued
-//! operations complete before their call returns. The last `olShutDown`
+//! `OL_ERRC_UNSUPPORTED`. A queue
+//! runs its work at once while idle, else on a worker thread of its own
+//! (`queues`). The last `olShutDown`
 //! frees the program's `olMemAlloc` blocks and forgets every handle; the
 //! runtime itself is torn down (and reported) at the session's end, with
 //! the OpenMP path's, not at that `olShutDown`.
@@ -46,5 +48,15 @@ mod items;
 mod memory_entries;
 mod program_entries;
 mod programs;
+mod queues;
 
 pub(crate) use context::OlState;
+
+/// The end of the queues of a context the program never shut down, at
+/// exit: how many workers were left running (`queues::Lane::stop`).
+pub(crate) fn stop_at_exit(lanes: &[std::sync::Arc<queues::Lane>]) -> usize {
+    lanes
+        .iter()
+        .filter(|lane| lane.stop() == queues::Stopped::LeftRunning)
+        .count()
+}

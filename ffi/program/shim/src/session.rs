@@ -223,7 +223,13 @@ impl Session {
         // frees and lists as the program's leaks.
         // Its programs stay loaded: the runtime's teardown unloads them
         // with the OpenMP path's images.
+        // Its queues' work that has not started is dropped (the process is
+        // ending) and their idle workers are ended and joined before the
+        // runtime goes; a worker still inside the program's code (a host
+        // function) is left running, and reported.
+        let mut workers_left = 0;
         if let Some(leftovers) = self.offload_api.release_at_exit() {
+            workers_left = crate::offload_api::stop_at_exit(&leftovers.lanes);
             let host_blocks: Vec<_> = leftovers
                 .blocks
                 .into_iter()
@@ -236,7 +242,16 @@ impl Session {
         self.offload().ompt_shutdown();
         self.offload().dump_mappings_at_exit();
         if let Some(runtime) = self.runtime.into_inner() {
-            crate::report_sink::emit(&runtime.shutdown());
+            let mut report = runtime.shutdown();
+            if workers_left > 0 {
+                report.not_freed.push(omptarget::shutdown_report::NotFreed {
+                    device: None,
+                    plugin: "libLLVMOffload.so.22.1".into(),
+                    what: format!("{workers_left} ol* queue worker thread(s)"),
+                    reason: "still running the program's code at exit (a host function, or a wait for one): left to the OS".into(),
+                });
+            }
+            crate::report_sink::emit(&report);
         }
     }
 

@@ -251,6 +251,64 @@ fn exit_from_another_thread_while_liboffload_calls_run() {
     out.assert_success();
 }
 
+/// A fork while a host function holds a queue back, with a copy queued
+/// behind it: the child gets `OL_ERRC_INVALID_QUEUE` for the parent's
+/// queue, makes its own and shuts down; the parent lets its function go
+/// and finds the copy done.
+#[test]
+fn queues_work_on_both_sides_of_a_fork() {
+    let scratch = Scratch::new("offload-api-queue-fork");
+    let Some((_, _, edges)) = build_edges(&scratch) else {
+        return;
+    };
+    let out = Run::new(&scratch, &edges).arg("queue-fork").run();
+    out.assert_success();
+    assert_eq!(out.value("queue_fork"), "ok", "{out}");
+}
+
+/// `exit(0)` while a host function blocks a queue for ever and a copy
+/// waits behind it: status 0, no hang; the shutdown report lists the
+/// worker left running; under valgrind, no error and nothing lost.
+#[test]
+fn exit_while_a_queue_has_work_ends_the_process_and_reports_its_worker() {
+    let scratch = Scratch::new("offload-api-queue-exit");
+    let Some((_, _, edges)) = build_edges(&scratch) else {
+        return;
+    };
+    let report = scratch.join("report.txt");
+    let out = Run::new(&scratch, &edges)
+        .env("OMPTARGET_SHUTDOWN_REPORT", &report)
+        .arg("queue-exit")
+        .run();
+    out.assert_success();
+    let text = std::fs::read_to_string(&report).expect("the shutdown report");
+    assert!(
+        text.contains("1 ol* queue worker thread(s): still running the program's code at exit"),
+        "{text}"
+    );
+    under_valgrind(&scratch, &edges, &[&"queue-exit"]).assert_success();
+}
+
+/// `exit(0)` with a queue whose worker is idle (never destroyed, no
+/// `olShutDown`): the worker is ended and joined, the report is clean and
+/// valgrind finds no error and nothing lost.
+#[test]
+fn exit_with_an_idle_queue_worker_joins_it() {
+    let scratch = Scratch::new("offload-api-queue-idle");
+    let Some((_, _, edges)) = build_edges(&scratch) else {
+        return;
+    };
+    let report = scratch.join("report.txt");
+    let out = Run::new(&scratch, &edges)
+        .env("OMPTARGET_SHUTDOWN_REPORT", &report)
+        .arg("queue-idle")
+        .run();
+    out.assert_success();
+    let text = std::fs::read_to_string(&report).expect("the shutdown report");
+    assert!(!text.contains("could not be released"), "{text}");
+    under_valgrind(&scratch, &edges, &[&"queue-idle"]).assert_success();
+}
+
 /// The GPU-style kernels of `offload_kernels_groups.c` and the dynamic
 /// group memory one of `offload_kernels_dynamic_local.c`, built against
 /// our `gpuintrin.h` for host devices, and the program that launches them

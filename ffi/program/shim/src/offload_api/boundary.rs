@@ -6,6 +6,7 @@
 
 use super::context::{handle_of, Handle, Target};
 use super::errors::{to_result, OlError, OlResult, Outcome, INTERNAL, UNINITIALIZED};
+use super::queues::Work;
 use crate::boundary::guard;
 use crate::session::lifecycle::with_session;
 use crate::session::Session;
@@ -25,15 +26,15 @@ pub(super) fn entry(name: &'static str, body: impl FnOnce(&Session) -> Outcome) 
     })
 }
 
-/// An entry that runs the program's own code (a callback): `checks`
-/// inside the boundary and the session's gate, after LLVM's first check,
-/// then `run` with what they give outside the gate (the program's code may
-/// call back in, wait for other threads, or fork; inside the gate a fork
-/// would wait for it).
+/// An entry that runs the program's own code (a callback) or waits for
+/// it (a queue's work): `checks` inside the boundary and the session's
+/// gate, after LLVM's first check, then `run` with what they give outside
+/// the gate (the program's code may call back in, wait for other threads,
+/// or fork; inside the gate a fork would wait for it).
 pub(super) fn outside_the_gate<T>(
     name: &'static str,
     checks: impl FnOnce(&Session) -> Outcome<T>,
-    run: impl FnOnce(T),
+    run: impl FnOnce(T) -> Outcome,
 ) -> OlResult {
     guard(name, &INTERNAL as OlResult, || {
         let checked = with_session(|session| {
@@ -42,14 +43,14 @@ pub(super) fn outside_the_gate<T>(
             }
             checks(session)
         });
-        match checked {
-            Ok(checked) => {
-                run(checked);
-                std::ptr::null()
-            }
-            Err(error) => error,
-        }
+        to_result(checked.and_then(run))
     })
+}
+
+/// Queued work that runs `body` with the session, inside its gate, on
+/// the queue's worker (as a call of the program's would).
+pub(super) fn in_session(body: impl FnOnce(&Session) -> Outcome + Send + 'static) -> Work {
+    Box::new(move || with_session(body))
 }
 
 /// LLVM's validation of one argument: `error` if `bad`. The entries make

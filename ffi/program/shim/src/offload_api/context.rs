@@ -22,10 +22,12 @@ use super::errors::{ol_error, Errc, Outcome, UNINITIALIZED};
 use super::handles::new_handle;
 pub(crate) use super::handles::{handle_of, Handle};
 use super::programs::{Loaded, Program, Symbol};
+use super::queues::Lane;
 use omptarget::{DevicePtr, Runtime};
 use omptarget_abi::AllocKind;
 use std::collections::BTreeMap;
 use std::ffi::c_void;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::sync::Mutex;
 
@@ -70,21 +72,24 @@ pub(crate) struct Device {
     pub target: Target,
 }
 
-/// A queue handle's record. Every operation this library queues is done
-/// by the time the call that queued it returns, so a queue holds no work.
+/// A queue handle's record.
 pub(crate) struct Queue {
     pub handle: Handle,
     /// The device handle it was made for.
     pub device: Handle,
+    /// Its order of work (`queues`).
+    pub lane: Arc<Lane>,
 }
 
-/// An event handle's record: always complete (every operation is done
-/// when the call that queued it returns).
+/// An event handle's record: a position in its queue's order of work.
 pub(crate) struct Event {
     pub handle: Handle,
     /// The queue it was made on (which may be destroyed since, as LLVM's
     /// events may outlive their queue).
     pub queue: Handle,
+    /// That queue's order of work, and the event's position in it.
+    pub lane: Arc<Lane>,
+    pub position: u64,
 }
 
 /// Host memory registered with a device (`olMemRegister`).
@@ -116,6 +121,9 @@ pub(crate) struct Context {
     platforms: Vec<Platform>,
     devices: Vec<Device>,
     queues: Vec<Queue>,
+    /// The orders of work of destroyed queues whose workers may still run
+    /// (joined once they have ended, or at the end).
+    retired: Vec<Arc<Lane>>,
     events: Vec<Event>,
     programs: Vec<Program>,
     registrations: Vec<Registration>,
@@ -124,15 +132,20 @@ pub(crate) struct Context {
 }
 
 /// What the last `olShutDown` (or the session's end) leaves to release
-/// outside the lock: the programs still loaded and the blocks not freed.
+/// outside the lock: the queues' orders of work (to finish or drop, and
+/// their workers to end), the programs still loaded and the blocks not
+/// freed.
 pub(crate) struct Leftovers {
+    pub lanes: Vec<Arc<Lane>>,
     pub programs: Vec<Program>,
     pub blocks: Vec<(usize, Allocation)>,
 }
 
 impl From<Context> for Leftovers {
     fn from(context: Context) -> Leftovers {
+        let lanes = context.queues.into_iter().map(|q| q.lane);
         Leftovers {
+            lanes: lanes.chain(context.retired).collect(),
             programs: context.programs,
             blocks: context.allocations.into_iter().collect(),
         }
@@ -147,19 +160,25 @@ fn short_name(plugin: &str) -> &str {
 }
 
 impl Context {
-    /// The platforms and devices of `runtime`, then the host's. Asks the
-    /// plugins what their devices are: never under the state's lock.
-    fn new(runtime: &Runtime) -> Context {
-        let mut context = Context {
+    /// No platform, device or handle yet.
+    fn empty() -> Context {
+        Context {
             refcount: 0,
             platforms: Vec::new(),
             devices: Vec::new(),
             queues: Vec::new(),
+            retired: Vec::new(),
             events: Vec::new(),
             programs: Vec::new(),
             registrations: Vec::new(),
             allocations: BTreeMap::new(),
-        };
+        }
+    }
+
+    /// The platforms and devices of `runtime`, then the host's. Asks the
+    /// plugins what their devices are: never under the state's lock.
+    fn new(runtime: &Runtime) -> Context {
+        let mut context = Context::empty();
         let mut first = 0;
         for index in 0..runtime.plugin_count() {
             let Some(plugin) = runtime.plugin(index) else {
@@ -246,22 +265,45 @@ impl Context {
     /// A new queue on the device `device` (checked by the caller).
     pub(crate) fn create_queue(&mut self, device: Handle) -> Handle {
         let handle = new_handle();
-        self.queues.push(Queue { handle, device });
+        self.queues.push(Queue {
+            handle,
+            device,
+            lane: Lane::new(),
+        });
         handle
     }
 
-    /// Destroy the queue `handle`.
+    /// Destroy the queue `handle`: its work goes on, its events stay valid
+    /// (never waits). Joins the workers of destroyed queues that have
+    /// ended, so that a program making queues in a loop keeps no threads.
     pub(crate) fn destroy_queue(&mut self, handle: Handle) -> Outcome {
         self.queue(handle)?;
-        self.queues.retain(|q| q.handle != handle);
+        let index = self.queues.iter().position(|q| q.handle == handle);
+        let queue = self.queues.remove(index.expect("found above"));
+        queue.lane.close_after_drain();
+        self.retired.retain(|lane| {
+            let ended = lane.is_finished();
+            if ended {
+                lane.stop();
+            }
+            !ended
+        });
+        self.retired.push(queue.lane);
         Ok(())
     }
 
-    /// A new event on the queue `queue` (checked by the caller).
-    pub(crate) fn create_event(&mut self, queue: Handle) -> Handle {
+    /// A new event at the end of the queue `queue`'s work so far.
+    pub(crate) fn create_event(&mut self, queue: Handle) -> Outcome<Handle> {
+        let lane = Arc::clone(&self.queue(queue)?.lane);
+        let position = lane.mark()?;
         let handle = new_handle();
-        self.events.push(Event { handle, queue });
-        handle
+        self.events.push(Event {
+            handle,
+            queue,
+            lane,
+            position,
+        });
+        Ok(handle)
     }
 
     /// The event `handle` names, if it is live.
@@ -392,11 +434,15 @@ impl Context {
         (address - base < allocation.size).then_some((base, allocation))
     }
 
-    /// Whether `base..base+size` overlaps a recorded block.
+    /// Whether `base..base+size` overlaps a recorded block: only the block
+    /// that starts last before its end can (the blocks are disjoint), so
+    /// one search.
     fn overlaps(&self, base: usize, size: usize) -> bool {
-        let end = base.saturating_add(size);
-        self.allocation_containing(base).is_some()
-            || self.allocations.range(base..end).next().is_some()
+        let end = base.saturating_add(size.max(1));
+        self.allocations
+            .range(..end)
+            .next_back()
+            .is_some_and(|(&start, block)| start >= base || start + block.size > base)
     }
 }
 
@@ -413,6 +459,9 @@ pub(crate) enum Recorded {
 #[derive(Default)]
 pub(crate) struct OlState {
     context: Mutex<Option<Context>>,
+    /// Whether `context` is `Some`: written under its lock, read without
+    /// it by every entry's first check (LLVM's "uninitialized").
+    initialized: AtomicBool,
 }
 
 impl OlState {
@@ -420,9 +469,11 @@ impl OlState {
         self.context.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Whether `olInit` was called more often than `olShutDown`.
+    /// Whether `olInit` was called more often than `olShutDown`. An entry
+    /// racing the last `olShutDown` may pass this check; its use of the
+    /// context ([`OlState::with`]) then fails as uninitialized.
     pub(crate) fn is_initialized(&self) -> bool {
-        self.lock().is_some()
+        self.initialized.load(Ordering::Acquire)
     }
 
     /// `olInit`: the first call makes the context over `runtime` (built
@@ -434,7 +485,9 @@ impl OlState {
             return;
         }
         let made = Context::new(runtime);
-        self.lock().get_or_insert(made).refcount += 1;
+        let mut guard = self.lock();
+        guard.get_or_insert(made).refcount += 1;
+        self.initialized.store(true, Ordering::Release);
     }
 
     /// `olShutDown`: the last call releases the context and returns the
@@ -447,6 +500,7 @@ impl OlState {
         if context.refcount > 0 {
             return Ok(None);
         }
+        self.initialized.store(false, Ordering::Release);
         Ok(guard.take().map(Leftovers::from))
     }
 
@@ -494,7 +548,9 @@ impl OlState {
     /// The context, dropped at the session's end if the program never
     /// called its last `olShutDown`: what it leaves, for the caller.
     pub(crate) fn release_at_exit(&self) -> Option<Leftovers> {
-        self.lock().take().map(Leftovers::from)
+        let mut guard = self.lock();
+        self.initialized.store(false, Ordering::Release);
+        guard.take().map(Leftovers::from)
     }
 }
 
@@ -514,14 +570,11 @@ pub(crate) fn free_blocks(runtime: Option<&Runtime>, blocks: &[(usize, Allocatio
             Target::Host => unsafe { libc::free(ptr.as_ptr()) },
             Target::Runtime(id) => {
                 let device = runtime.and_then(|r| r.device(id).ok());
-                let ours = device.filter(|d| {
-                    d.allocation(ptr)
-                        .is_some_and(|live| live.size == allocation.size)
-                });
-                // SAFETY: the device's live block of the size olMemAlloc
-                // gave, no longer recorded here: the program gave up its
-                // use (olMemFree, olShutDown or the process's exit).
-                let freed = ours.map(|d| unsafe { d.free(ptr) });
+                // SAFETY: freed only if it is the device's live block of the
+                // size olMemAlloc gave, no longer recorded here: the program
+                // gave up its use (olMemFree, olShutDown or the process's
+                // exit).
+                let freed = device.map(|d| unsafe { d.free_sized(ptr, Some(allocation.size)) });
                 if !matches!(freed, Some(Ok(()))) {
                     failed += 1;
                 }
@@ -538,5 +591,42 @@ pub(crate) fn alloc_kind(kind: u32) -> AllocKind {
         alloc_type::HOST => AllocKind::Host,
         alloc_type::DEVICE => AllocKind::Device,
         _ => AllocKind::Shared,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_range_overlaps_exactly_the_blocks_it_shares_a_byte_with() {
+        let mut context = Context::empty();
+        let block = |size| Allocation {
+            target: Target::Host,
+            device: 1,
+            kind: alloc_type::DEVICE,
+            size,
+        };
+        context.allocations.insert(100, block(50));
+        context.allocations.insert(200, block(10));
+        for (base, size, expected) in [
+            (0, 100, false),
+            (0, 101, true),
+            (149, 1, true),
+            (150, 50, false),
+            (150, 51, true),
+            (120, 10, true),
+            (90, 200, true),
+            (210, 5, false),
+            (205, 1, true),
+            (100, 0, true),
+            (150, 0, false),
+        ] {
+            assert_eq!(
+                context.overlaps(base, size),
+                expected,
+                "{base}+{size} against 100+50 and 200+10"
+            );
+        }
     }
 }

@@ -11,9 +11,12 @@
 #![allow(non_snake_case)]
 
 use super::boundary::{
-    check, device_of, handle_arg, ol_entry, ol_info_entries, outside_the_gate, pointer_arg,
+    check, device_of, handle_arg, in_session, ol_entry, ol_info_entries, outside_the_gate,
+    pointer_arg,
 };
-use super::context::{alloc_kind, free_blocks, handle_of, Allocation, Recorded, Target};
+use super::context::{
+    alloc_kind, free_blocks, handle_of, Allocation, Handle, Leftovers, Recorded, Target,
+};
 use super::device_info;
 use super::errors::{ol_error, Errc, OlResult, Outcome, INTERNAL};
 use super::info::InfoOut;
@@ -24,6 +27,7 @@ use crate::session::lifecycle::with_session;
 use crate::session::Session;
 use omptarget::DevicePtr;
 use std::ffi::c_void;
+use std::sync::Arc;
 
 // The lifecycle.
 
@@ -50,15 +54,37 @@ extern "C-unwind" fn olInitWithCodeLoc(_location: *mut c_void) -> OlResult {
 }
 export_c!(olInit, olInitWithCodeLoc);
 
-ol_entry!(olShutDown, olShutDownWithCodeLoc, |session| {
-    let Some(leftovers) = session.offload_api().shut_down()? else {
-        return Ok(());
+/// `olShutDown`. The last one takes the context inside the session's
+/// gate; then, outside it, waits until every queue has done its work and
+/// ends the queues' workers (their work enters the gate itself); then,
+/// inside it again, unloads the programs still loaded and gives the
+/// blocks the program did not free back to their devices. The runtime
+/// itself stays (the OpenMP API may be using it); it is torn down at the
+/// session's end, as the OpenMP path's is.
+extern "C-unwind" fn olShutDown() -> OlResult {
+    let take = |session: &Session| session.offload_api().shut_down();
+    let finish = |leftovers: Option<Leftovers>| {
+        let Some(leftovers) = leftovers else {
+            return Ok(());
+        };
+        for lane in &leftovers.lanes {
+            // Its failures were the program's to ask for (olSyncQueue).
+            let _ = lane.sync();
+            lane.stop();
+        }
+        guard("olShutDown", Err(&INTERNAL), || {
+            with_session(|session| release(session, leftovers))
+        })
     };
-    // The last one: the programs still loaded are unloaded and the
-    // program's blocks that it did not free go back to their devices,
-    // outside the context's lock. The runtime itself stays (the OpenMP
-    // API may be using it); it is torn down at the session's end, as the
-    // OpenMP path's is.
+    outside_the_gate("olShutDown", take, finish)
+}
+extern "C-unwind" fn olShutDownWithCodeLoc(_location: *mut c_void) -> OlResult {
+    olShutDown()
+}
+export_c!(olShutDown, olShutDownWithCodeLoc);
+
+/// The last `olShutDown`'s release of the programs and blocks left.
+fn release(session: &Session, leftovers: Leftovers) -> Outcome {
     let runtime = session.built_runtime();
     let mut failed = 0;
     for program in leftovers.programs {
@@ -75,7 +101,7 @@ ol_entry!(olShutDown, olShutDownWithCodeLoc, |session| {
         ));
     }
     Ok(())
-});
+}
 
 // Platforms and devices.
 
@@ -104,6 +130,7 @@ extern "C-unwind" fn olIterateDevices(
                 break;
             }
         }
+        Ok(())
     })
 }
 extern "C-unwind" fn olIterateDevicesWithCodeLoc(
@@ -225,6 +252,29 @@ fn allocate_once(session: &Session, target: Target, kind: u32, size: usize) -> O
     }
 }
 
+thread_local! {
+    /// The device handle this thread allocated on last, and what it names
+    /// (no destructor).
+    static LAST_DEVICE: std::cell::Cell<(Handle, Target)> =
+        const { std::cell::Cell::new((0, Target::Host)) };
+}
+
+/// What the device handle `device` names, without the context's lock when
+/// it is the one this thread allocated on last. A handle is never given
+/// twice and names one device for good, so the answer cannot go stale;
+/// recording the block checks that the handle is still the context's.
+fn device_target(session: &Session, device: Handle) -> Outcome<Target> {
+    let (last, target) = LAST_DEVICE.with(std::cell::Cell::get);
+    if last == device && device != 0 {
+        return Ok(target);
+    }
+    let target = session
+        .offload_api()
+        .with(|c| Ok(c.device(device)?.target))?;
+    LAST_DEVICE.with(|l| l.set((device, target)));
+    Ok(target)
+}
+
 ol_entry!(
     olMemAlloc,
     olMemAllocWithCodeLoc,
@@ -232,7 +282,7 @@ ol_entry!(
         check(size == 0, ol_error!(Errc::InvalidSize, "Size == 0"))?;
         handle_arg!(device, "Device")?;
         pointer_arg!(out, "AllocationOut")?;
-        let (target, _) = device_of(session, device)?;
+        let target = device_target(session, handle_of(device))?;
         let allocation = Allocation {
             target,
             device: handle_of(device),
@@ -349,16 +399,18 @@ ol_entry!(
         handle_arg!(src_device, "SrcDevice")?;
         pointer_arg!(dst, "DstPtr")?;
         pointer_arg!(src, "SrcPtr")?;
-        let (to, from) = session.offload_api().with(|c| {
-            if !queue.is_null() {
-                c.queue(handle_of(queue))?;
-            }
+        let (lane, to, from) = session.offload_api().with(|c| {
+            let lane = match queue.is_null() {
+                true => None,
+                false => Some(Arc::clone(&c.queue(handle_of(queue))?.lane)),
+            };
             Ok((
+                lane,
                 c.device(handle_of(dst_device))?.target,
                 c.device(handle_of(src_device))?.target,
             ))
         })?;
-        if (to, from) == (Target::Host, Target::Host) && !queue.is_null() {
+        if (to, from) == (Target::Host, Target::Host) && lane.is_some() {
             return Err(ol_error!(
                 Errc::InvalidArgument,
                 "one of DstDevice and SrcDevice must be a non-host device if queue is specified"
@@ -367,7 +419,52 @@ ol_entry!(
         if size == 0 {
             return Ok(());
         }
-        let runtime = session.built_runtime();
+        let copy = Copy {
+            to,
+            from,
+            dst: dst as usize,
+            src: src as usize,
+            size,
+        };
+        // The caller's contract, for each `run`: `src` is readable and `dst`
+        // writable for `size` bytes on their devices, until the copy is
+        // done (a queued copy: until its queue has done it).
+        let Some(lane) = lane else {
+            // SAFETY: the contract above.
+            return unsafe { copy.run(session.built_runtime()) };
+        };
+        lane.submit(
+            // SAFETY: the contract above.
+            || unsafe { copy.run(session.built_runtime()) },
+            // SAFETY: the contract above.
+            || in_session(move |s| unsafe { copy.run(s.built_runtime()) }),
+        )
+    }
+);
+
+/// One `olMemcpy`, its addresses as numbers (queued work owns it).
+#[derive(Clone, Copy)]
+struct Copy {
+    to: Target,
+    from: Target,
+    dst: usize,
+    src: usize,
+    size: usize,
+}
+
+impl Copy {
+    /// # Safety
+    /// `src` is readable and `dst` writable for `size` bytes on their
+    /// devices.
+    unsafe fn run(self, runtime: Option<&omptarget::Runtime>) -> Outcome {
+        let Copy {
+            to,
+            from,
+            dst,
+            src,
+            size,
+        } = self;
+        let (dst, src) = (dst as *mut c_void, src as *mut c_void);
         let device = |id: usize| {
             runtime
                 .and_then(|r| r.device(id).ok())
@@ -380,10 +477,7 @@ ol_entry!(
                 "the copy failed (see the debug output)"
             )
         };
-        // Every copy is done before the call returns, queued or not (a
-        // queue then holds nothing to wait for).
-        // SAFETY: in each arm, the caller's contract: `src` is readable
-        // and `dst` writable for `size` bytes on their devices.
+        // SAFETY: in each arm, our contract.
         unsafe {
             match (to, from) {
                 (Target::Host, Target::Host) => {
@@ -391,25 +485,20 @@ ol_entry!(
                     Ok(())
                 }
                 (Target::Host, Target::Runtime(id)) => device(id)?
-                    .retrieve(dst, DevicePtr::from_raw(src.cast_mut()), size)
+                    .retrieve(dst, DevicePtr::from_raw(src), size)
                     .map_err(failed),
                 (Target::Runtime(id), Target::Host) => device(id)?
                     .submit(DevicePtr::from_raw(dst), src, size)
                     .map_err(failed),
                 (Target::Runtime(to), Target::Runtime(from)) => {
                     let (to, from) = (device(to)?, device(from)?);
-                    from.exchange(
-                        DevicePtr::from_raw(src.cast_mut()),
-                        to,
-                        DevicePtr::from_raw(dst),
-                        size,
-                    )
-                    .map_err(failed)
+                    from.exchange(DevicePtr::from_raw(src), to, DevicePtr::from_raw(dst), size)
+                        .map_err(failed)
                 }
             }
         }
     }
-);
+}
 
 // Queues.
 
@@ -440,17 +529,29 @@ ol_entry!(
     }
 );
 
-ol_entry!(
-    olSyncQueue,
-    olSyncQueueWithCodeLoc,
-    |session, queue: *const c_void| {
+/// `olSyncQueue`: the queue checked inside the session's gate, its work
+/// waited for outside it (the worker's work enters the gate itself, and
+/// a fork must not wait for this wait).
+extern "C-unwind" fn olSyncQueue(queue: *const c_void) -> OlResult {
+    let checks = |session: &Session| {
         handle_arg!(queue, "Queue")?;
-        // Nothing waits in a queue (see olMemcpy).
-        session
-            .offload_api()
-            .with(|c| c.queue(handle_of(queue)).map(|_| ()))
-    }
-);
+        session.offload_api().with(|c| {
+            let lane = &c.queue(handle_of(queue))?.lane;
+            // A queue that ran all its work at once has nothing to wait for.
+            Ok((!lane.is_settled()).then(|| Arc::clone(lane)))
+        })
+    };
+    outside_the_gate("olSyncQueue", checks, |lane| {
+        lane.map_or(Ok(()), |l| l.sync())
+    })
+}
+extern "C-unwind" fn olSyncQueueWithCodeLoc(
+    queue: *const c_void,
+    _location: *mut c_void,
+) -> OlResult {
+    olSyncQueue(queue)
+}
+export_c!(olSyncQueue, olSyncQueueWithCodeLoc);
 
 /// `ol_queue_info_t` values.
 mod queue_key {
@@ -474,7 +575,7 @@ unsafe fn answer_queue(
         unsafe {
             match prop {
                 queue_key::DEVICE => out.write(queue.device as *const c_void),
-                queue_key::EMPTY => out.write(true),
+                queue_key::EMPTY => out.write(queue.lane.is_empty()?),
                 _ => Err(ol_error!(
                     Errc::InvalidEnumeration,
                     "not an ol_queue_info_t value"

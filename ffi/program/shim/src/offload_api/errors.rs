@@ -66,6 +66,14 @@ impl OlError {
     }
 }
 
+impl std::fmt::Debug for OlError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // SAFETY: `details` is a NUL-terminated `'static` string (`new`).
+        let details = unsafe { std::ffi::CStr::from_ptr(self.details) };
+        write!(f, "{:?}: {}", self.code, details.to_string_lossy())
+    }
+}
+
 /// What an entry point returns: null for success, else a static error.
 pub(crate) type OlResult = *const OlError;
 

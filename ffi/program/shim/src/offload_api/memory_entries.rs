@@ -13,12 +13,13 @@
 //!   `OL_ERRC_UNSUPPORTED`, and so does the initial device.
 #![allow(non_snake_case)]
 
-use super::boundary::{check, device_of, handle_arg, ol_entry, pointer_arg};
+use super::boundary::{check, device_of, handle_arg, in_session, ol_entry, pointer_arg};
 use super::context::{handle_of, Target};
 use super::errors::{ol_error, Errc, Outcome};
 use crate::session::Session;
 use omptarget::{DeviceKind, DevicePtr};
 use std::ffi::c_void;
+use std::sync::Arc;
 
 /// The largest staging buffer of one fill, in bytes (one pattern, if a
 /// pattern is larger).
@@ -39,11 +40,14 @@ ol_entry!(
         )?;
         pointer_arg!(ptr, "Ptr")?;
         pointer_arg!(pattern, "PatternPtr")?;
-        let target = session.offload_api().with(|c| {
+        let (target, lane) = session.offload_api().with(|c| {
             let block = c.allocation_containing(ptr as usize);
-            let device = match (queue.is_null(), block) {
-                (false, _) => c.queue(handle_of(queue))?.device,
-                (true, Some((_, block))) => block.device,
+            let (device, lane) = match (queue.is_null(), block) {
+                (false, _) => {
+                    let queue = c.queue(handle_of(queue))?;
+                    (queue.device, Some(Arc::clone(&queue.lane)))
+                }
+                (true, Some((_, block))) => (block.device, None),
                 (true, None) => {
                     return Err(ol_error!(
                         Errc::InvalidArgument,
@@ -63,7 +67,7 @@ ol_entry!(
                     ),
                 )?;
             }
-            Ok(c.device(device)?.target)
+            Ok((c.device(device)?.target, lane))
         })?;
         if fill_size == 0 {
             return Ok(());
@@ -71,61 +75,92 @@ ol_entry!(
         // SAFETY: `pattern` holds `pattern_size` readable bytes (the
         // caller's contract).
         let pattern = unsafe { std::slice::from_raw_parts(pattern.cast::<u8>(), pattern_size) };
-        match target {
-            Target::Host => {
-                // A copy first: the pattern may lie in the range it fills.
+        let at = ptr as usize;
+        // The caller's contract, for each `fill`: `ptr` is writable memory
+        // of the target for `fill_size` bytes until the fill is done.
+        let Some(lane) = lane else {
+            // SAFETY: the contract above.
+            return unsafe { fill(session, target, at, pattern, fill_size) };
+        };
+        lane.submit(
+            // SAFETY: the contract above.
+            || unsafe { fill(session, target, at, pattern, fill_size) },
+            || {
+                // Queued: the pattern is copied now, as LLVM's is.
                 let pattern = pattern.to_vec();
-                for i in 0..fill_size / pattern_size {
-                    // SAFETY: `ptr` is writable host memory for
-                    // `fill_size` bytes (the caller's contract), and
-                    // `pattern` is ours.
-                    unsafe {
-                        std::ptr::copy_nonoverlapping(
-                            pattern.as_ptr(),
-                            ptr.cast::<u8>().add(i * pattern_size),
-                            pattern_size,
-                        )
-                    };
-                }
-                Ok(())
-            }
-            Target::Runtime(id) => {
-                let device = session
-                    .built_runtime()
-                    .and_then(|r| r.device(id).ok())
-                    .ok_or(ol_error!(Errc::InvalidDevice, "the device is gone"))?;
-                // A pattern of a staging buffer's size or more is sent as
-                // it is, once per copy; smaller ones repeated into one.
-                let staging = if pattern_size >= STAGING {
-                    std::borrow::Cow::Borrowed(pattern)
-                } else {
-                    let repeats = (STAGING / pattern_size).min(fill_size / pattern_size);
-                    std::borrow::Cow::Owned(pattern.repeat(repeats))
+                // SAFETY: the contract above.
+                in_session(move |s| unsafe { fill(s, target, at, &pattern, fill_size) })
+            },
+        )
+    }
+);
+
+/// Write `pattern` over `fill_size` bytes at `at` on `target`.
+///
+/// # Safety
+/// `at` is writable memory of `target` for `fill_size` bytes, a multiple
+/// of the pattern's (non-zero) size.
+unsafe fn fill(
+    session: &Session,
+    target: Target,
+    at: usize,
+    pattern: &[u8],
+    fill_size: usize,
+) -> Outcome {
+    let ptr = at as *mut c_void;
+    let pattern_size = pattern.len();
+    match target {
+        Target::Host => {
+            // A copy first: the pattern may lie in the range it fills.
+            let pattern = pattern.to_vec();
+            for i in 0..fill_size / pattern_size {
+                // SAFETY: `ptr` is writable host memory for `fill_size`
+                // bytes (our contract), and `pattern` is ours.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(
+                        pattern.as_ptr(),
+                        ptr.cast::<u8>().add(i * pattern_size),
+                        pattern_size,
+                    )
                 };
-                let mut done = 0;
-                while done < fill_size {
-                    let n = staging.len().min(fill_size - done);
-                    // A device address: plain arithmetic, not a pointer
-                    // into an allocation of this process.
-                    let at = (ptr as usize).wrapping_add(done) as *mut c_void;
-                    // SAFETY: `ptr + done .. + n` is device memory of this
-                    // device (the caller's contract); `staging` holds `n`
-                    // readable bytes.
-                    unsafe { device.submit(DevicePtr::from_raw(at), staging.as_ptr().cast(), n) }
-                        .map_err(|e| {
+            }
+            Ok(())
+        }
+        Target::Runtime(id) => {
+            let device = session
+                .built_runtime()
+                .and_then(|r| r.device(id).ok())
+                .ok_or(ol_error!(Errc::InvalidDevice, "the device is gone"))?;
+            // A pattern of a staging buffer's size or more is sent as it
+            // is, once per copy; smaller ones repeated into one.
+            let staging = if pattern_size >= STAGING {
+                std::borrow::Cow::Borrowed(pattern)
+            } else {
+                let repeats = (STAGING / pattern_size).min(fill_size / pattern_size);
+                std::borrow::Cow::Owned(pattern.repeat(repeats))
+            };
+            let mut done = 0;
+            while done < fill_size {
+                let n = staging.len().min(fill_size - done);
+                // A device address: plain arithmetic, not a pointer into an
+                // allocation of this process.
+                let to = at.wrapping_add(done) as *mut c_void;
+                // SAFETY: `at + done .. + n` is device memory of this device
+                // (our contract); `staging` holds `n` readable bytes.
+                unsafe { device.submit(DevicePtr::from_raw(to), staging.as_ptr().cast(), n) }
+                    .map_err(|e| {
                         tracing::debug!(error = %e, "olMemFill");
                         ol_error!(
                             Errc::BackendFailure,
                             "the fill failed (see the debug output)"
                         )
                     })?;
-                    done += n;
-                }
-                Ok(())
+                done += n;
             }
+            Ok(())
         }
     }
-);
+}
 
 /// The device handle `device` if it may register host memory: a host CPU
 /// device of this process.

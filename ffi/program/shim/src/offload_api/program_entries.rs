@@ -3,13 +3,16 @@
 //! kernel (`programs` says what a host kernel is and how it is called).
 #![allow(non_snake_case)]
 
-use super::boundary::{check, device_of, handle_arg, ol_entry, ol_info_entries, pointer_arg};
+use super::boundary::{
+    check, device_of, handle_arg, in_session, ol_entry, ol_info_entries, pointer_arg,
+};
 use super::context::{handle_of, Target};
 use super::errors::{ol_error, Errc, Outcome};
 use super::info::InfoOut;
 use super::programs::{self, symbol_kind, LaunchSize};
 use crate::session::Session;
 use std::ffi::{c_char, c_void};
+use std::sync::Arc;
 
 // Programs, symbols and launches (`programs`: the host kernels' calling
 // convention).
@@ -193,17 +196,24 @@ ol_entry!(
         handle_arg!(device, "Device")?;
         handle_arg!(kernel, "Kernel")?;
         pointer_arg!(launch, "LaunchSizeArgs")?;
-        let symbol = session.offload_api().with(|c| {
+        let (symbol, loaded, lane) = session.offload_api().with(|c| {
             let device = c.device(handle_of(device))?;
-            if !queue.is_null() && c.queue(handle_of(queue))?.device != device.handle {
-                return Err(ol_error!(
-                    Errc::InvalidDevice,
-                    "device specified does not match the device of the given queue"
-                ));
-            }
-            c.symbol_and_program(handle_of(kernel))
+            let lane = match queue.is_null() {
+                true => None,
+                false => {
+                    let queue = c.queue(handle_of(queue))?;
+                    if queue.device != device.handle {
+                        return Err(ol_error!(
+                            Errc::InvalidDevice,
+                            "device specified does not match the device of the given queue"
+                        ));
+                    }
+                    Some(Arc::clone(&queue.lane))
+                }
+            };
+            let (symbol, loaded) = c.symbol_and_program(handle_of(kernel))?;
+            Ok((symbol, loaded, lane))
         })?;
-        let (symbol, loaded) = symbol;
         let (id, runtime_device) = runtime_device(session, device)?;
         if symbol.device_id != id {
             return Err(ol_error!(
@@ -211,10 +221,50 @@ ol_entry!(
                 "the kernel's program is loaded on another device"
             ));
         }
-        // Run now, queued or not (a queue then holds nothing to wait for).
-        // SAFETY: the caller's contract: `args` holds `size` bytes of
-        // arguments the kernel expects, `launch` is readable.
-        unsafe { programs::launch(runtime_device, loaded, &symbol, args, size, launch) }
+        // SAFETY: `launch` is readable (the caller's contract).
+        let checked = unsafe { programs::check_launch(loaded.local, &symbol, args, size, launch) }?;
+        // The caller's contract, for each `launch`: `args` holds `size`
+        // bytes of arguments the kernel expects.
+        let Some(lane) = lane else {
+            // SAFETY: the contract above.
+            return unsafe {
+                programs::launch(runtime_device, loaded, &symbol, args, size, &checked)
+            };
+        };
+        // SAFETY: the contract above.
+        let now = || unsafe {
+            programs::launch(
+                runtime_device,
+                loaded.clone(),
+                &symbol,
+                args,
+                size,
+                &checked,
+            )
+        };
+        lane.submit(now, || {
+            // Queued: the argument block is copied now, as LLVM's is.
+            // SAFETY: readable for `size` bytes (the caller's contract).
+            let block = unsafe { std::slice::from_raw_parts(args.cast::<u8>(), size) }.to_vec();
+            let loaded = loaded.clone();
+            in_session(move |s| {
+                let device = s
+                    .built_runtime()
+                    .and_then(|r| r.device(id).ok())
+                    .ok_or(ol_error!(Errc::InvalidDevice, "the device is gone"))?;
+                // SAFETY: the contract above, for the copy of the block.
+                unsafe {
+                    programs::launch(
+                        device,
+                        loaded,
+                        &symbol,
+                        block.as_ptr().cast(),
+                        size,
+                        &checked,
+                    )
+                }
+            })
+        })
     }
 );
 

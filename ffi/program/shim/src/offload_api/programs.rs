@@ -83,7 +83,7 @@ pub(crate) struct Loaded {
     released: AtomicBool,
     /// Whether it is loaded in this process (a host device of ours, not a
     /// remote one): only then do its launches run more than one item.
-    local: bool,
+    pub(crate) local: bool,
 }
 
 /// A program handle's record.
@@ -273,6 +273,7 @@ const INLINE_SLOTS: usize = 16;
 
 /// `ol_kernel_launch_size_args_t`.
 #[repr(C)]
+#[derive(Debug, Clone, Copy)]
 pub(crate) struct LaunchSize {
     dimensions: usize,
     groups: [u32; 3],
@@ -282,39 +283,40 @@ pub(crate) struct LaunchSize {
 
 /// Run `kernel` (a kernel symbol of the program `loaded`, on `device`)
 /// with the argument block `args` of `size` bytes, as the module docs
-/// say; `loaded` is held until the kernel returns.
+/// say; `loaded` is held until the kernel returns. The launch was checked
+/// ([`check_launch`]).
 ///
 /// # Safety
-/// `args` is readable for `size` bytes and `launch` is a readable
-/// `ol_kernel_launch_size_args_t`; the arguments are what the kernel
-/// expects, every pointer among them valid device memory for what it
-/// does (the program's word, as with LLVM's `olLaunchKernel`).
+/// `args` is readable for `size` bytes; the arguments are what the
+/// kernel expects, every pointer among them valid device memory for what
+/// it does (the program's word, as with LLVM's `olLaunchKernel`).
 pub(crate) unsafe fn launch(
     device: &Device,
     loaded: Arc<Loaded>,
     kernel: &Symbol,
     args: *const c_void,
     size: usize,
-    launch: *const LaunchSize,
+    launch: &LaunchSize,
 ) -> Outcome {
     // SAFETY: our contract.
-    let ran = unsafe { run(device, loaded.local, kernel, args, size, launch) };
+    let ran = unsafe { run(device, kernel, args, size, launch) };
     finish_launch(device, loaded);
     ran
 }
 
-/// [`launch`]'s checks and run.
+/// LLVM's checks of a launch, and a host device's: what it refuses
+/// before anything runs (a queued launch is refused at once, not at its
+/// queue's next sync). Its size, copied.
 ///
 /// # Safety
-/// As [`launch`].
-unsafe fn run(
-    device: &Device,
+/// `launch` is a readable `ol_kernel_launch_size_args_t`.
+pub(crate) unsafe fn check_launch(
     local: bool,
     kernel: &Symbol,
     args: *const c_void,
     size: usize,
     launch: *const LaunchSize,
-) -> Outcome {
+) -> Outcome<LaunchSize> {
     if kernel.kind != symbol_kind::KERNEL {
         return Err(ol_error!(
             Errc::SymbolKind,
@@ -322,7 +324,7 @@ unsafe fn run(
         ));
     }
     // SAFETY: readable (our contract).
-    let launch = unsafe { &*launch };
+    let launch = unsafe { *launch };
     if launch.groups.contains(&0) || launch.group_size.contains(&0) {
         return Err(ol_error!(
             Errc::InvalidArgument,
@@ -361,6 +363,20 @@ unsafe fn run(
             "a host kernel's arguments are 8-byte slots: ArgumentsSize must be a multiple of 8"
         ));
     }
+    Ok(launch)
+}
+
+/// [`launch`]'s run of a checked launch.
+///
+/// # Safety
+/// As [`launch`].
+unsafe fn run(
+    device: &Device,
+    kernel: &Symbol,
+    args: *const c_void,
+    size: usize,
+    launch: &LaunchSize,
+) -> Outcome {
     // Each item reads the argument block into slots of its own, on its
     // stack for up to INLINE_SLOTS of them: a launch allocates nothing.
     // The block is read as an address: the items' threads share it, and

@@ -32,7 +32,7 @@
 use super::Session;
 use omptarget_lifecycle::{Closing, Entered, Lifecycle};
 use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed, Ordering::SeqCst};
 
 static LIFECYCLE: Lifecycle<Session> = Lifecycle::new();
 
@@ -325,6 +325,15 @@ fn in_use_reason(readers: usize, own: usize, phantoms: usize) -> String {
     parts.join(", ")
 }
 
+/// How many forks made this process (0 in the first one): what a fork
+/// child tells its parent's objects by (`offload_api::queues`).
+static FORKS: AtomicU64 = AtomicU64::new(0);
+
+/// [`FORKS`]: changes only in a fork child, before it returns from `fork`.
+pub(crate) fn forks_seen() -> u64 {
+    FORKS.load(Relaxed)
+}
+
 /// Fork: the gate (prepare), reopened in the parent; in the child, only
 /// the forking thread exists, and the calls other threads had in flight
 /// will never leave. Registered once, when the runtime is built: after the
@@ -344,6 +353,7 @@ pub(crate) fn register_fork_handler() {
         LIFECYCLE.after_fork_in_parent();
     }
     extern "C" fn in_child() {
+        FORKS.fetch_add(1, SeqCst);
         LIFECYCLE.after_fork_in_child(me(), DEPTH.with(Cell::get), KERNELS.with(Cell::get));
     }
     // SAFETY: the three handlers are `extern "C" fn()` as pthread_atfork

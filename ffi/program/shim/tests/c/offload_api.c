@@ -423,9 +423,18 @@ int main(int argc, char **argv) {
   EXPECT(olWaitEvents(queue, &event, 1), 0);
   ol_event_handle_t null_event = NULL;
   EXPECT(olWaitEvents(queue, &null_event, 1), OL_ERRC_INVALID_NULL_HANDLE);
+  // A host function runs on the queue's worker, in order: done once the
+  // queue is synchronised, and so is an event made after it.
   int calls = 0;
   EXPECT(olLaunchHostFunction(queue, count_call, &calls), 0);
-  CHECK(calls == 1, "the host function ran before the call returned");
+  ol_event_handle_t after_call = NULL;
+  EXPECT(olCreateEvent(queue, &after_call), 0);
+  EXPECT(olSyncEvent(after_call), 0);
+  CHECK(calls == 1, "the host function ran before the event after it");
+  EXPECT(olDestroyEvent(after_call), 0);
+  EXPECT(olLaunchHostFunction(queue, count_call, &calls), 0);
+  EXPECT(olSyncQueue(queue), 0);
+  CHECK(calls == 2, "the host function ran before the queue's sync");
   EXPECT(olLaunchHostFunction(queue, NULL, &calls),
          OL_ERRC_INVALID_NULL_POINTER);
   EXPECT(olDestroyEvent(event), 0);

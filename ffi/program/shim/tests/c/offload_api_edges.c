@@ -4,6 +4,15 @@
 //                 and shut down.
 //   thread-exit : olInit, then another thread calls exit(0) while this
 //                 one keeps calling ol*.
+//   queue-fork  : fork while a host function holds a queue back: the
+//                 child cannot use the parent's queue (INVALID_QUEUE),
+//                 makes its own and shuts down; the parent lets its
+//                 function go, finds the copy queued behind it done, and
+//                 shuts down.
+//   queue-exit  : exit(0) from main while a host function blocks a queue
+//                 for ever and a copy waits behind it (no olShutDown).
+//   queue-idle  : exit(0) from main with a queue whose worker is idle
+//                 (no olDestroyQueue, no olShutDown).
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -61,11 +70,130 @@ static int thread_exit(void) {
       return 31;
 }
 
+// The first device (a runtime one: the host device is listed last).
+static bool first(ol_device_handle_t d, void *data) {
+  *(ol_device_handle_t *)data = d;
+  return false;
+}
+
+static volatile int released, holding;
+
+// A host function that waits until `released` is set (for ever if never).
+static void hold(void *data) {
+  (void)data;
+  holding = 1;
+  while (!released)
+    usleep(1000);
+}
+
+static void note(void *data) { ++*(int *)data; }
+
+// olInit, the first device, 64 bytes of its memory, and a queue on it
+// held back by `hold`.
+static int held_queue(ol_device_handle_t *device, ol_queue_handle_t *queue,
+                      void **mem) {
+  if (olInit() || olIterateDevices(first, device) || !*device)
+    return 40;
+  if (olCreateQueue(*device, queue) ||
+      olMemAlloc(*device, OL_ALLOC_TYPE_DEVICE, 64, mem))
+    return 41;
+  if (olLaunchHostFunction(*queue, hold, NULL))
+    return 42;
+  return 0;
+}
+
+// The last device: the host.
+static bool last_device(ol_device_handle_t d, void *data) {
+  *(ol_device_handle_t *)data = d;
+  return true;
+}
+
+static int queue_fork(void) {
+  ol_device_handle_t device = NULL, host = NULL;
+  ol_queue_handle_t queue = NULL;
+  void *mem = NULL;
+  static char src[64] = "queued behind a host function", back[64];
+  int setup = held_queue(&device, &queue, &mem);
+  if (setup)
+    return setup;
+  olIterateDevices(last_device, &host);
+  if (olMemcpy(queue, mem, device, src, host, sizeof src))
+    return 43;
+  bool empty = true;
+  if (olGetQueueInfo(queue, OL_QUEUE_INFO_EMPTY, sizeof empty, &empty) || empty)
+    return 44;
+  pid_t child = fork();
+  if (child == 0) {
+    ol_result_t parents = olSyncQueue(queue);
+    if (!parents || parents->Code != OL_ERRC_INVALID_QUEUE)
+      _exit(50);
+    ol_queue_handle_t own = NULL;
+    int ran = 0;
+    if (olCreateQueue(device, &own) || olLaunchHostFunction(own, note, &ran) ||
+        olSyncQueue(own) || ran != 1)
+      _exit(51);
+    _exit(olShutDown() ? 52 : 0);
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    fprintf(stderr, "child: status %d\n", WEXITSTATUS(status));
+    return 45;
+  }
+  released = 1;
+  if (olSyncQueue(queue) ||
+      olMemcpy(NULL, back, host, mem, device, sizeof back) ||
+      memcmp(src, back, sizeof src) != 0)
+    return 46;
+  if (olMemFree(mem) || olDestroyQueue(queue) || olShutDown())
+    return 47;
+  printf("queue_fork=ok\n");
+  return 0;
+}
+
+static int queue_exit(void) {
+  ol_device_handle_t device = NULL, host = NULL;
+  ol_queue_handle_t queue = NULL;
+  void *mem = NULL;
+  static char src[64] = "never copied";
+  int setup = held_queue(&device, &queue, &mem);
+  if (setup)
+    return setup;
+  olIterateDevices(last_device, &host);
+  if (olMemcpy(queue, mem, device, src, host, sizeof src))
+    return 48;
+  // The worker is inside the program's code when the process exits.
+  while (!holding)
+    usleep(1000);
+  printf("queue_exit=exiting\n");
+  fflush(stdout);
+  exit(0);
+}
+
+static int queue_idle(void) {
+  ol_device_handle_t device = NULL;
+  ol_queue_handle_t queue = NULL;
+  int ran = 0;
+  if (olInit() || olIterateDevices(first, &device) || !device ||
+      olCreateQueue(device, &queue) || olLaunchHostFunction(queue, note, &ran) ||
+      olSyncQueue(queue) || ran != 1)
+    return 49;
+  printf("queue_idle=exiting\n");
+  fflush(stdout);
+  exit(0);
+}
+
 int main(int argc, char **argv) {
   if (argc > 1 && strcmp(argv[1], "fork") == 0)
     return with_fork();
   if (argc > 1 && strcmp(argv[1], "thread-exit") == 0)
     return thread_exit();
-  fprintf(stderr, "usage: %s fork | thread-exit\n", argv[0]);
+  if (argc > 1 && strcmp(argv[1], "queue-fork") == 0)
+    return queue_fork();
+  if (argc > 1 && strcmp(argv[1], "queue-exit") == 0)
+    return queue_exit();
+  if (argc > 1 && strcmp(argv[1], "queue-idle") == 0)
+    return queue_idle();
+  fprintf(stderr, "usage: %s fork | thread-exit | queue-fork | queue-exit | queue-idle\n", argv[0]);
   return 2;
 }

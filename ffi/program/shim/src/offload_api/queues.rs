@@ -1,0 +1,572 @@
+//! Queues (`ol_queue_handle_t`): work done in the order it was queued.
+//!
+//! * While a queue is idle (nothing queued, nothing running), an
+//!   operation runs at once on the calling thread, before its call
+//!   returns, as LLVM's host plugin runs its work: the common case (a copy,
+//!   a fill or a launch on a queue no host function holds up) costs two
+//!   atomic operations and allocates nothing.
+//! * Work that may wait for the program (a host function, a wait for
+//!   another queue's event), and whatever is queued behind work still
+//!   waiting or running, goes to the queue's worker: one thread per queue,
+//!   started at its first such work, that runs it in order. Its failures
+//!   are kept and reported by the next `olSyncQueue` (and by `olSyncEvent`
+//!   of an event after them), as a GPU's asynchronous errors are.
+//! * An event is a position in its queue: complete when the worker has
+//!   finished the work queued before it. Work that ran at once is done
+//!   before the event can be made.
+//! * `olDestroyQueue` never waits: the worker finishes what is queued and
+//!   ends; the queue's events stay valid ([`Lane::close_after_drain`]).
+//! * The end ([`Lane::stop`]): the last `olShutDown` first waits until
+//!   every queue has done its work, then ends the idle workers and joins
+//!   them. At exit, queued work that has not started is dropped, as the
+//!   process ends; a worker still inside the program's code (a host
+//!   function that blocks) is left to the OS and reported.
+//! * Threads: the worker holds no lock while it runs work. Waits (the
+//!   worker's, `olSyncQueue`'s, `olSyncEvent`'s) happen outside the
+//!   session's gate, so a fork never waits for them; a queue made before a
+//!   `fork` is its parent's, and the child gets `OL_ERRC_INVALID_QUEUE`
+//!   for it (its worker does not exist there, and its lock may have been
+//!   held by another thread at the fork).
+
+use super::errors::{ol_error, Errc, OlError, Outcome, INTERNAL};
+use crate::session::lifecycle::forks_seen;
+use std::cell::Cell;
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+
+/// Work the worker runs later: everything it uses is its own.
+pub(crate) type Work = Box<dyn FnOnce() -> Outcome + Send>;
+
+/// [`Lane::word`]: an operation runs on a calling thread.
+const AT_ONCE: u32 = 1;
+/// [`Lane::word`]: the worker has work (queued or running).
+const WORKER_HAS_WORK: u32 = 2;
+
+thread_local! {
+    /// The lane whose worker this thread is (its address; 0 for none; no
+    /// destructor).
+    static WORKER_OF: Cell<usize> = const { Cell::new(0) };
+}
+
+/// What the worker is doing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Worker {
+    /// Not started: nothing was ever queued.
+    None,
+    /// Waiting for work (or for an operation running at once to end).
+    Idle,
+    /// Running queued work.
+    Busy,
+    /// Ended.
+    Gone,
+}
+
+/// Whether the queue still takes work.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Closing {
+    Open,
+    /// Destroyed: the worker ends once what is queued is done.
+    Drain,
+    /// The end: the worker drops what has not started and ends.
+    Abandon,
+}
+
+/// What [`Lane::stop`] did with the worker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Stopped {
+    /// There was none, or it ended and was joined.
+    Joined,
+    /// It was running work (the program's code, or a wait for it): told
+    /// to end after it and left running.
+    LeftRunning,
+    /// The queue is the parent process's (made before a fork): untouched.
+    Parents,
+}
+
+struct Inner {
+    pending: VecDeque<Work>,
+    /// Work queued for the worker so far, and how much of it has finished:
+    /// an event made now is complete when `finished` reaches `queued`.
+    queued: u64,
+    finished: u64,
+    /// The first queued work that failed (its position) and its error, until
+    /// an `olSyncQueue` reports it.
+    failure: Option<(u64, &'static OlError)>,
+    worker: Worker,
+    thread: Option<JoinHandle<()>>,
+    closing: Closing,
+    /// Queued work was dropped unrun ([`Closing::Abandon`]).
+    abandoned: bool,
+}
+
+/// One queue's order of work (shared by its handle's record and its
+/// events, which may outlive it).
+pub(crate) struct Lane {
+    /// [`AT_ONCE`] and [`WORKER_HAS_WORK`]: zero is idle. An operation runs
+    /// at once only by turning zero into `AT_ONCE`.
+    word: AtomicU32,
+    /// `Inner::failure` is set (read without the lock by
+    /// [`Lane::is_settled`]).
+    failed: AtomicBool,
+    inner: Mutex<Inner>,
+    changed: Condvar,
+    /// [`forks_seen`] when it was made: another value is a child's view of
+    /// a parent's queue.
+    generation: u64,
+}
+
+static PARENTS: OlError = OlError::new(
+    Errc::InvalidQueue,
+    "the queue was made before fork(): it is the parent process's\0",
+);
+
+impl Lane {
+    pub(crate) fn new() -> Arc<Lane> {
+        Arc::new(Lane {
+            word: AtomicU32::new(0),
+            failed: AtomicBool::new(false),
+            inner: Mutex::new(Inner {
+                pending: VecDeque::new(),
+                queued: 0,
+                finished: 0,
+                failure: None,
+                worker: Worker::None,
+                thread: None,
+                closing: Closing::Open,
+                abandoned: false,
+            }),
+            changed: Condvar::new(),
+            generation: forks_seen(),
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn wait<'a>(&self, inner: MutexGuard<'a, Inner>) -> MutexGuard<'a, Inner> {
+        self.changed.wait(inner).unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Fails for a parent's queue in a fork child.
+    fn this_process(&self) -> Outcome {
+        if self.generation == forks_seen() {
+            Ok(())
+        } else {
+            Err(&PARENTS)
+        }
+    }
+
+    /// Run `now` at once if the queue is idle (its outcome is the call's);
+    /// otherwise queue `later()`'s work behind what is there.
+    pub(crate) fn submit(
+        self: &Arc<Self>,
+        now: impl FnOnce() -> Outcome,
+        later: impl FnOnce() -> Work,
+    ) -> Outcome {
+        self.this_process()?;
+        let idle = self
+            .word
+            .compare_exchange(0, AT_ONCE, Ordering::Acquire, Ordering::Relaxed);
+        if idle.is_err() {
+            return self.enqueue(later());
+        }
+        // Ends the operation even if `now` unwinds (the boundary above
+        // catches it), so that the queue does not stay busy for ever.
+        struct Done<'a>(&'a Lane);
+        impl Drop for Done<'_> {
+            fn drop(&mut self) {
+                self.0.finish_at_once();
+            }
+        }
+        let _done = Done(self);
+        now()
+    }
+
+    /// The end of an operation run at once: back to idle, or, if work was
+    /// queued meanwhile, wake the worker that waits for it.
+    fn finish_at_once(&self) {
+        let alone = self
+            .word
+            .compare_exchange(AT_ONCE, 0, Ordering::Release, Ordering::Relaxed);
+        if alone.is_err() {
+            let inner = self.lock();
+            self.word.fetch_and(!AT_ONCE, Ordering::Release);
+            drop(inner);
+            self.changed.notify_all();
+        }
+    }
+
+    /// Queue `work` for the worker, starting it if it is not yet.
+    pub(crate) fn enqueue(self: &Arc<Self>, work: Work) -> Outcome {
+        self.this_process()?;
+        let mut inner = self.lock();
+        if inner.closing != Closing::Open {
+            return Err(ol_error!(Errc::InvalidQueue, "the queue is destroyed"));
+        }
+        if inner.worker == Worker::None {
+            let lane = Arc::clone(self);
+            let started = std::thread::Builder::new()
+                .name("ol-queue".into())
+                .spawn(move || lane.serve());
+            match started {
+                Ok(thread) => {
+                    inner.thread = Some(thread);
+                    inner.worker = Worker::Idle;
+                }
+                Err(e) => {
+                    tracing::debug!(error = %e, "starting a queue's worker");
+                    return Err(ol_error!(
+                        Errc::OutOfResources,
+                        "the queue's worker thread could not be started (see the debug output)"
+                    ));
+                }
+            }
+        }
+        self.word.fetch_or(WORKER_HAS_WORK, Ordering::Relaxed);
+        inner.pending.push_back(work);
+        inner.queued += 1;
+        drop(inner);
+        self.changed.notify_all();
+        Ok(())
+    }
+
+    /// The worker: runs the queued work in order, each piece after the
+    /// operation running at once (if any) has ended.
+    fn serve(self: Arc<Self>) {
+        WORKER_OF.with(|w| w.set(Arc::as_ptr(&self) as usize));
+        let mut inner = self.lock();
+        loop {
+            if inner.closing == Closing::Abandon {
+                break;
+            }
+            if self.word.load(Ordering::Acquire) & AT_ONCE != 0 {
+                inner.worker = Worker::Idle;
+                inner = self.wait(inner);
+                continue;
+            }
+            let Some(work) = inner.pending.pop_front() else {
+                self.word.fetch_and(!WORKER_HAS_WORK, Ordering::Release);
+                if inner.closing == Closing::Drain {
+                    break;
+                }
+                inner.worker = Worker::Idle;
+                inner = self.wait(inner);
+                continue;
+            };
+            inner.worker = Worker::Busy;
+            drop(inner);
+            let outcome = crate::boundary::guard("a queued ol* operation", Err(&INTERNAL), work);
+            inner = self.lock();
+            inner.finished += 1;
+            if let (Err(error), None) = (outcome, inner.failure) {
+                inner.failure = Some((inner.finished, error));
+                self.failed.store(true, Ordering::Release);
+            }
+            self.changed.notify_all();
+        }
+        inner.worker = Worker::Gone;
+        let dropped = std::mem::take(&mut inner.pending);
+        inner.abandoned |= !dropped.is_empty();
+        drop(inner);
+        // The unrun work's captures are freed outside the lock.
+        drop(dropped);
+        self.changed.notify_all();
+    }
+
+    /// The position an event made now stands for.
+    pub(crate) fn mark(&self) -> Outcome<u64> {
+        self.this_process()?;
+        Ok(self.lock().queued)
+    }
+
+    /// Whether the work before `position` is done.
+    pub(crate) fn is_done(&self, position: u64) -> Outcome<bool> {
+        self.this_process()?;
+        Ok(self.lock().finished >= position)
+    }
+
+    /// Whether nothing is queued or running.
+    pub(crate) fn is_empty(&self) -> Outcome<bool> {
+        self.this_process()?;
+        let inner = self.lock();
+        Ok(inner.finished == inner.queued && self.word.load(Ordering::Acquire) == 0)
+    }
+
+    /// Wait until the work before `position` is done; its first failure,
+    /// if any. Call outside the session's gate.
+    pub(crate) fn wait_for(&self, position: u64) -> Outcome {
+        self.this_process()?;
+        let mut inner = self.lock();
+        if inner.finished < position
+            && WORKER_OF.with(Cell::get) == std::ptr::from_ref(self) as usize
+        {
+            return Err(ol_error!(
+                Errc::InvalidQueue,
+                "work of a queue waits for the queue itself: it would wait for ever"
+            ));
+        }
+        while inner.finished < position {
+            if inner.worker == Worker::Gone {
+                return Err(ol_error!(
+                    Errc::InvalidQueue,
+                    "the queue's work was dropped unrun (olShutDown or exit)"
+                ));
+            }
+            inner = self.wait(inner);
+        }
+        match inner.failure {
+            Some((at, error)) if at <= position => Err(error),
+            _ => Ok(()),
+        }
+    }
+
+    /// Whether nothing left to the worker is unfinished or unreported:
+    /// idle, no failure kept, and this process's queue. Then `olSyncQueue`
+    /// has nothing to wait for or report (three atomic loads, no lock).
+    pub(crate) fn is_settled(&self) -> bool {
+        self.word.load(Ordering::Acquire) == 0
+            && !self.failed.load(Ordering::Acquire)
+            && self.this_process().is_ok()
+    }
+
+    /// `olSyncQueue`: wait for everything queued so far; its first failure,
+    /// reported once.
+    pub(crate) fn sync(&self) -> Outcome {
+        let position = self.mark()?;
+        let waited = self.wait_for(position);
+        if waited.is_err() {
+            let mut inner = self.lock();
+            if inner.failure.is_some_and(|(at, _)| at <= position) {
+                inner.failure = None;
+                self.failed.store(false, Ordering::Release);
+            }
+        }
+        waited
+    }
+
+    /// `olDestroyQueue`: take no more work; the worker ends once what is
+    /// queued is done. Never waits.
+    pub(crate) fn close_after_drain(&self) {
+        if self.this_process().is_err() {
+            return;
+        }
+        let mut inner = self.lock();
+        if inner.closing == Closing::Open {
+            inner.closing = Closing::Drain;
+        }
+        drop(inner);
+        self.changed.notify_all();
+    }
+
+    /// Whether the worker has ended or never started (its thread can be
+    /// joined at once).
+    pub(crate) fn is_finished(&self) -> bool {
+        self.this_process().is_err() || matches!(self.lock().worker, Worker::None | Worker::Gone)
+    }
+
+    /// The end: unrun work is dropped, an idle worker ends and is joined,
+    /// one running work is told to end after it and left running.
+    pub(crate) fn stop(&self) -> Stopped {
+        if self.this_process().is_err() {
+            return Stopped::Parents;
+        }
+        let mut inner = self.lock();
+        inner.closing = Closing::Abandon;
+        let busy = inner.worker == Worker::Busy;
+        let thread = inner.thread.take();
+        drop(inner);
+        self.changed.notify_all();
+        match thread {
+            // Dropping the handle detaches the thread: it ends by itself
+            // after its work, or with the process.
+            Some(_) if busy => Stopped::LeftRunning,
+            Some(thread) => {
+                if thread.join().is_err() {
+                    tracing::debug!("a queue's worker panicked");
+                }
+                Stopped::Joined
+            }
+            None => Stopped::Joined,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize;
+    use std::time::Duration;
+
+    /// Queue work that waits until the returned sender sends.
+    fn hold_back(lane: &Arc<Lane>) -> std::sync::mpsc::Sender<()> {
+        let (go, gate) = std::sync::mpsc::channel::<()>();
+        let gate = Mutex::new(gate);
+        lane.enqueue(Box::new(move || {
+            gate.lock().unwrap().recv().unwrap();
+            Ok(())
+        }))
+        .unwrap();
+        go
+    }
+
+    fn record(log: &Arc<Mutex<Vec<u32>>>, n: u32) -> Work {
+        let log = Arc::clone(log);
+        Box::new(move || {
+            log.lock().unwrap().push(n);
+            Ok(())
+        })
+    }
+
+    #[test]
+    fn an_idle_queue_runs_work_at_once_and_starts_no_thread() {
+        let lane = Lane::new();
+        let ran = AtomicUsize::new(0);
+        lane.submit(
+            || {
+                ran.fetch_add(1, Ordering::Relaxed);
+                Ok(())
+            },
+            || unreachable!("idle: no work is queued"),
+        )
+        .unwrap();
+        assert_eq!(ran.load(Ordering::Relaxed), 1);
+        assert!(lane.is_finished(), "no worker was started");
+        assert!(lane.is_empty().unwrap());
+        assert_eq!(lane.stop(), Stopped::Joined);
+    }
+
+    #[test]
+    fn work_behind_a_blocked_function_waits_for_it_and_runs_in_order() {
+        let lane = Lane::new();
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let go = hold_back(&lane);
+        let event = lane.mark().unwrap();
+        for n in 0..3 {
+            let log2 = Arc::clone(&log);
+            lane.submit(
+                move || {
+                    log2.lock().unwrap().push(100);
+                    Ok(())
+                },
+                || record(&log, n),
+            )
+            .unwrap();
+        }
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(log.lock().unwrap().is_empty(), "nothing ran past the block");
+        assert!(!lane.is_done(event).unwrap());
+        assert!(!lane.is_empty().unwrap());
+        go.send(()).unwrap();
+        lane.wait_for(event).unwrap();
+        lane.sync().unwrap();
+        assert_eq!(*log.lock().unwrap(), [0, 1, 2]);
+        assert!(lane.is_empty().unwrap());
+        assert_eq!(lane.stop(), Stopped::Joined);
+    }
+
+    #[test]
+    fn a_queued_failure_is_reported_once_by_the_next_sync() {
+        let lane = Lane::new();
+        static FAILED: OlError = OlError::new(Errc::BackendFailure, "test\0");
+        lane.enqueue(Box::new(|| Err(&FAILED))).unwrap();
+        let event = lane.mark().unwrap();
+        lane.enqueue(Box::new(|| Ok(()))).unwrap();
+        assert!(std::ptr::eq(lane.wait_for(event).unwrap_err(), &FAILED));
+        assert!(std::ptr::eq(lane.sync().unwrap_err(), &FAILED));
+        lane.sync().unwrap();
+        lane.stop();
+    }
+
+    #[test]
+    fn a_destroyed_queue_finishes_its_work_and_its_events_stay_valid() {
+        let lane = Lane::new();
+        let go = hold_back(&lane);
+        let event = lane.mark().unwrap();
+        lane.close_after_drain();
+        assert!(lane.enqueue(Box::new(|| Ok(()))).is_err());
+        go.send(()).unwrap();
+        lane.wait_for(event).unwrap();
+        while !lane.is_finished() {
+            std::thread::yield_now();
+        }
+        assert_eq!(lane.stop(), Stopped::Joined);
+    }
+
+    #[test]
+    fn the_end_drops_unrun_work_and_leaves_a_busy_worker() {
+        let lane = Lane::new();
+        let (go, gate) = std::sync::mpsc::channel::<()>();
+        let (started, running) = std::sync::mpsc::channel::<()>();
+        let gate = Mutex::new(gate);
+        lane.enqueue(Box::new(move || {
+            started.send(()).unwrap();
+            gate.lock().unwrap().recv().unwrap();
+            Ok(())
+        }))
+        .unwrap();
+        let ran = Arc::new(AtomicUsize::new(0));
+        let ran2 = Arc::clone(&ran);
+        lane.enqueue(Box::new(move || {
+            ran2.fetch_add(1, Ordering::Relaxed);
+            Ok(())
+        }))
+        .unwrap();
+        let last = lane.mark().unwrap();
+        running.recv().unwrap();
+        assert_eq!(lane.stop(), Stopped::LeftRunning);
+        go.send(()).unwrap();
+        assert!(lane.wait_for(last).is_err(), "the second work was dropped");
+        assert_eq!(ran.load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn work_of_a_queue_cannot_wait_for_its_own_queue() {
+        let lane = Lane::new();
+        let inner = Arc::clone(&lane);
+        let (told, answer) = std::sync::mpsc::channel();
+        lane.enqueue(Box::new(move || {
+            let position = inner.mark().unwrap();
+            told.send(inner.wait_for(position).is_err()).unwrap();
+            Ok(())
+        }))
+        .unwrap();
+        assert!(answer.recv().unwrap(), "refused, not a hang");
+        lane.sync().unwrap();
+        lane.stop();
+    }
+
+    #[test]
+    fn work_queued_while_an_operation_runs_at_once_waits_for_it() {
+        let lane = Lane::new();
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let (go, gate) = std::sync::mpsc::channel::<()>();
+        let (inside, entered) = std::sync::mpsc::channel::<()>();
+        let other = Arc::clone(&lane);
+        let log2 = Arc::clone(&log);
+        let at_once = std::thread::spawn(move || {
+            other
+                .submit(
+                    || {
+                        inside.send(()).unwrap();
+                        gate.recv().unwrap();
+                        log2.lock().unwrap().push(1);
+                        Ok(())
+                    },
+                    || unreachable!("idle"),
+                )
+                .unwrap()
+        });
+        entered.recv().unwrap();
+        lane.submit(|| unreachable!("busy"), || record(&log, 2))
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        go.send(()).unwrap();
+        at_once.join().unwrap();
+        lane.sync().unwrap();
+        assert_eq!(*log.lock().unwrap(), [1, 2]);
+        lane.stop();
+    }
+}
