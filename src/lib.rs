@@ -274,8 +274,8 @@ pub use launch::RegionLaunch;
 pub use plugin::{PluginInfo, SkipReason, SkippedPlugin};
 pub use runtime::Runtime;
 pub use shutdown_report::{
-    DtorKernels, DtorsOutcome, ImageDtors, LeakedImage, LeakedQueue, Phase, ShutdownReport,
-    StepOutcome, TeardownStep,
+    ApiLeak, DtorKernels, DtorsOutcome, ImageDtors, LeakedImage, LeakedQueue, Phase,
+    ShutdownReport, StepOutcome, TeardownStep,
 };
 // The profile's spans, for the OpenMP layer; programs turn the profile on
 // with `Config` or `LIBOMPTARGET_PROFILE`, not through this module.

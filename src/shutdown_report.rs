@@ -251,6 +251,18 @@ pub struct NotFreed {
     pub reason: String,
 }
 
+/// A handle or block a front end's program left behind (never destroyed
+/// or freed), which the front end released for it before the teardown:
+/// liboffload's queues, events, programs and `olMemAlloc` blocks at its
+/// last `olShutDown` (or at exit without one).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiLeak {
+    /// The API it came from ("liboffload").
+    pub api: String,
+    /// What it is ("queue 0x12 on device 0x3 (destroyed for it)", ...).
+    pub what: String,
+}
+
 /// What [`crate::Runtime::shutdown`] did.
 #[derive(Debug, Clone, Default)]
 pub struct ShutdownReport {
@@ -264,6 +276,9 @@ pub struct ShutdownReport {
     pub user_leaks: Vec<UserLeak>,
     /// Images whose [`crate::Image`] handle was never dropped.
     pub leaked_images: Vec<LeakedImage>,
+    /// What the program left behind through another front end (liboffload),
+    /// released for it before the teardown.
+    pub api_leaks: Vec<ApiLeak>,
     /// [`crate::Queue`]s never dropped.
     pub leaked_queues: Vec<LeakedQueue>,
     /// Mapping-table entries still present.
@@ -300,6 +315,7 @@ impl ShutdownReport {
             && self.not_freed.is_empty()
             && self.user_leaks.is_empty()
             && self.leaked_images.is_empty()
+            && self.api_leaks.is_empty()
             && self.leaked_queues.is_empty()
             && self.live_mappings.is_empty()
             && self.left_to_os.is_none()
@@ -335,6 +351,12 @@ impl ShutdownReport {
         }
         if !self.live_mappings.is_empty() {
             line += &format!("; {} mappings still live", self.live_mappings.len());
+        }
+        if !self.api_leaks.is_empty() {
+            line += &format!(
+                "; the program left {} handles or blocks through other APIs",
+                self.api_leaks.len()
+            );
         }
         if !self.not_freed.is_empty() {
             line += &format!("; {} things could not be released", self.not_freed.len());
@@ -412,6 +434,15 @@ impl fmt::Display for ShutdownReport {
                     "    device {}: {:#x}, {} bytes ({:?})",
                     leak.device, leak.address, leak.size, leak.kind
                 )?;
+            }
+        }
+        if !self.api_leaks.is_empty() {
+            writeln!(
+                f,
+                "  left by the program through other APIs (released for it):"
+            )?;
+            for leak in &self.api_leaks {
+                writeln!(f, "    {}: {}", leak.api, leak.what)?;
             }
         }
         if !self.leaked_images.is_empty() {
@@ -541,6 +572,24 @@ mod tests {
              \x20 skipped at load (why; what was undone then):\n\
              \x20   /opt/lib/libomptarget.rtl.x.so: reports 0 devices; deinit_plugin: ok; close: ok\n"
         );
+    }
+
+    #[test]
+    fn what_a_program_left_through_another_api_is_listed_and_not_clean() {
+        let report = ShutdownReport {
+            api_leaks: vec![ApiLeak {
+                api: "liboffload".into(),
+                what: "queue 0x5 (destroyed for it)".into(),
+            }],
+            ..Default::default()
+        };
+        assert!(!report.is_clean());
+        assert!(report
+            .summary()
+            .contains("left 1 handles or blocks through other APIs"));
+        assert!(report.to_string().contains(
+            "  left by the program through other APIs (released for it):\n    liboffload: queue 0x5 (destroyed for it)\n"
+        ));
     }
 
     #[test]

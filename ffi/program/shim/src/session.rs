@@ -243,6 +243,17 @@ impl Session {
         self.offload().dump_mappings_at_exit();
         if let Some(runtime) = self.runtime.into_inner() {
             let mut report = runtime.shutdown();
+            report
+                .api_leaks
+                .extend(
+                    self.offload_api
+                        .take_leaks()
+                        .into_iter()
+                        .map(|what| omptarget::ApiLeak {
+                            api: "liboffload".into(),
+                            what,
+                        }),
+                );
             if workers_left > 0 {
                 report.not_freed.push(omptarget::shutdown_report::NotFreed {
                     device: None,

@@ -309,6 +309,37 @@ fn exit_with_an_idle_queue_worker_joins_it() {
     under_valgrind(&scratch, &edges, &[&"queue-idle"]).assert_success();
 }
 
+/// A queue, an event and a device block the program never destroyed or
+/// freed before its last `olShutDown`: released then, and listed in the
+/// shutdown report (which is therefore not clean).
+#[test]
+fn the_shutdown_report_lists_what_a_liboffload_program_left() {
+    let scratch = Scratch::new("offload-api-leaky");
+    let Some((_, _, edges)) = build_edges(&scratch) else {
+        return;
+    };
+    let report = scratch.join("report.txt");
+    let out = Run::new(&scratch, &edges)
+        .env("OMPTARGET_SHUTDOWN_REPORT", &report)
+        .arg("leaky")
+        .run();
+    out.assert_success();
+    let text = std::fs::read_to_string(&report).expect("the shutdown report");
+    for what in [
+        "left by the program through other APIs (released for it):",
+        "liboffload: queue 0x",
+        "liboffload: event 0x",
+        "liboffload: olMemAlloc block 0x",
+        ", 96 bytes, never freed (released at the last olShutDown)",
+    ] {
+        assert!(text.contains(what), "no {what:?} in:\n{text}");
+    }
+    assert!(
+        !text.contains("still held by the user"),
+        "the block was freed at olShutDown, before the teardown:\n{text}"
+    );
+}
+
 /// The GPU-style kernels of `offload_kernels_groups.c` and the dynamic
 /// group memory one of `offload_kernels_dynamic_local.c`, built against
 /// our `gpuintrin.h` for host devices, and the program that launches them

@@ -160,6 +160,46 @@ fn short_name(plugin: &str) -> &str {
 }
 
 impl Context {
+    /// What the program left in this context (never destroyed or freed),
+    /// one line each, for the shutdown report; `at_exit`: released at
+    /// exit (no last `olShutDown`), where blocks on the runtime's devices
+    /// are the teardown's to free and list, so they are not listed here.
+    fn leaks(&self, at_exit: bool) -> Vec<String> {
+        let when = match at_exit {
+            true => "released at exit (no last olShutDown)",
+            false => "released at the last olShutDown",
+        };
+        let queues = self.queues.iter().map(|q| {
+            format!(
+                "queue {:#x} on device {:#x}, never destroyed ({when})",
+                q.handle, q.device
+            )
+        });
+        let events = self.events.iter().map(|e| {
+            format!(
+                "event {:#x} of queue {:#x}, never destroyed ({when})",
+                e.handle, e.queue
+            )
+        });
+        let programs = self.programs.iter().map(|p| {
+            format!(
+                "program {:#x} on device {}, never destroyed ({when})",
+                p.handle, p.loaded.device_id
+            )
+        });
+        let blocks = self
+            .allocations
+            .iter()
+            .filter(|(_, b)| !at_exit || b.target == Target::Host)
+            .map(|(address, b)| {
+                format!(
+                    "olMemAlloc block {address:#x}, {} bytes, never freed ({when})",
+                    b.size
+                )
+            });
+        queues.chain(events).chain(programs).chain(blocks).collect()
+    }
+
     /// No platform, device or handle yet.
     fn empty() -> Context {
         Context {
@@ -459,6 +499,9 @@ pub(crate) enum Recorded {
 #[derive(Default)]
 pub(crate) struct OlState {
     context: Mutex<Option<Context>>,
+    /// What the program left in the contexts released so far
+    /// ([`Context::leaks`]), for the session's shutdown report.
+    leaks: Mutex<Vec<String>>,
     /// Whether `context` is `Some`: written under its lock, read without
     /// it by every entry's first check (LLVM's "uninitialized").
     initialized: AtomicBool,
@@ -501,7 +544,22 @@ impl OlState {
             return Ok(None);
         }
         self.initialized.store(false, Ordering::Release);
-        Ok(guard.take().map(Leftovers::from))
+        Ok(guard.take().map(|c| self.keep_leaks(c, false)))
+    }
+
+    /// `context`'s leaks kept for the report; what it leaves to release.
+    fn keep_leaks(&self, context: Context, at_exit: bool) -> Leftovers {
+        let leaks = context.leaks(at_exit);
+        self.leaks
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend(leaks);
+        Leftovers::from(context)
+    }
+
+    /// What the program left in every context released so far (taken).
+    pub(crate) fn take_leaks(&self) -> Vec<String> {
+        std::mem::take(&mut self.leaks.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
     /// Run `f` on the context, or fail as LLVM does before `olInit`.
@@ -550,7 +608,7 @@ impl OlState {
     pub(crate) fn release_at_exit(&self) -> Option<Leftovers> {
         let mut guard = self.lock();
         self.initialized.store(false, Ordering::Release);
-        guard.take().map(Leftovers::from)
+        guard.take().map(|c| self.keep_leaks(c, true))
     }
 }
 

@@ -13,6 +13,8 @@
 //                 for ever and a copy waits behind it (no olShutDown).
 //   queue-idle  : exit(0) from main with a queue whose worker is idle
 //                 (no olDestroyQueue, no olShutDown).
+//   leaky       : a queue, an event and a block never destroyed or freed,
+//                 then the last olShutDown (which releases them).
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -183,6 +185,21 @@ static int queue_idle(void) {
   exit(0);
 }
 
+static int leaky(void) {
+  ol_device_handle_t device = NULL;
+  ol_queue_handle_t queue = NULL;
+  ol_event_handle_t event = NULL;
+  void *mem = NULL;
+  if (olInit() || olIterateDevices(first, &device) || !device ||
+      olCreateQueue(device, &queue) || olCreateEvent(queue, &event) ||
+      olMemAlloc(device, OL_ALLOC_TYPE_DEVICE, 96, &mem))
+    return 60;
+  if (olShutDown())
+    return 61;
+  printf("leaky=shut-down\n");
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (argc > 1 && strcmp(argv[1], "fork") == 0)
     return with_fork();
@@ -194,6 +211,8 @@ int main(int argc, char **argv) {
     return queue_exit();
   if (argc > 1 && strcmp(argv[1], "queue-idle") == 0)
     return queue_idle();
-  fprintf(stderr, "usage: %s fork | thread-exit | queue-fork | queue-exit | queue-idle\n", argv[0]);
+  if (argc > 1 && strcmp(argv[1], "leaky") == 0)
+    return leaky();
+  fprintf(stderr, "usage: %s fork | thread-exit | queue-fork | queue-exit | queue-idle | leaky\n", argv[0]);
   return 2;
 }
