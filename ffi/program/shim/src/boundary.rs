@@ -36,13 +36,18 @@ pub(crate) fn guard<T>(entry: &'static str, on_panic: T, body: impl FnOnce() -> 
         Ok(value) => value,
         Err(payload) if payload.is::<ThreadExiting>() => on_panic,
         Err(payload) => {
-            let what = payload
-                .downcast_ref::<&str>()
-                .copied()
-                .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
-                .unwrap_or("unknown panic");
-            eprintln!("Libomptarget error: internal error in {entry}: {what}");
+            report_panic(entry, payload.as_ref());
             on_panic
         }
     }
+}
+
+/// Report a caught panic of `entry` on stderr.
+pub(crate) fn report_panic(entry: &str, payload: &(dyn std::any::Any + Send)) {
+    let what = payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("unknown panic");
+    eprintln!("Libomptarget error: internal error in {entry}: {what}");
 }

@@ -266,6 +266,21 @@ fn queues_work_on_both_sides_of_a_fork() {
     assert_eq!(out.value("queue_fork"), "ok", "{out}");
 }
 
+/// A host function that forks: the child's copy of the queue's worker
+/// ends after the function (never touching the parent's queue, so the
+/// child ends with status 0 instead of waiting for ever), and the work
+/// queued behind the function runs once, in the parent.
+#[test]
+fn a_host_function_may_fork() {
+    let scratch = Scratch::new("offload-api-fork-in-function");
+    let Some((_, _, edges)) = build_edges(&scratch) else {
+        return;
+    };
+    let out = Run::new(&scratch, &edges).arg("fork-in-function").run();
+    out.assert_success();
+    assert_eq!(out.value("fork_in_function"), "ok", "{out}");
+}
+
 /// `exit(0)` while a host function blocks a queue for ever and a copy
 /// waits behind it: status 0, no hang; the shutdown report lists the
 /// worker left running; under valgrind, no error and nothing lost.

@@ -9,8 +9,9 @@
 //!   another queue's event), and whatever is queued behind work still
 //!   waiting or running, goes to the queue's worker: one thread per queue,
 //!   started at its first such work, that runs it in order. Its failures
-//!   are kept and reported by the next `olSyncQueue` (and by `olSyncEvent`
-//!   of an event after them), as a GPU's asynchronous errors are.
+//!   are kept, and each is reported once by an `olSyncQueue` after it, the
+//!   oldest first (and by `olSyncEvent` of an event after it), as a GPU's
+//!   asynchronous errors are.
 //! * An event is a position in its queue: complete when the worker has
 //!   finished the work queued before it. Work that ran at once is done
 //!   before the event can be made.
@@ -48,6 +49,24 @@ thread_local! {
     /// The lane whose worker this thread is (its address; 0 for none; no
     /// destructor).
     static WORKER_OF: Cell<usize> = const { Cell::new(0) };
+}
+
+/// Run one piece of queued work on the worker: a panic is reported and
+/// becomes the work's failure; a kernel that ends its thread
+/// (`pthread_exit`, cancellation) does not end the worker: that exit is
+/// dropped, and the work failed.
+fn run_work(work: Work) -> Outcome {
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(work));
+    if omptarget_thread_exit::take_pending().is_some() {
+        return Err(ol_error!(
+            Errc::BackendFailure,
+            "a queued kernel ended its thread; a queue's worker does not end"
+        ));
+    }
+    outcome.unwrap_or_else(|payload| {
+        crate::boundary::report_panic("a queued ol* operation", payload.as_ref());
+        Err(&INTERNAL)
+    })
 }
 
 /// What the worker is doing.
@@ -91,9 +110,9 @@ struct Inner {
     /// an event made now is complete when `finished` reaches `queued`.
     queued: u64,
     finished: u64,
-    /// The first queued work that failed (its position) and its error, until
-    /// an `olSyncQueue` reports it.
-    failure: Option<(u64, &'static OlError)>,
+    /// Each queued work that failed (its position) and its error, until an
+    /// `olSyncQueue` after it reports it.
+    failures: VecDeque<(u64, &'static OlError)>,
     worker: Worker,
     thread: Option<JoinHandle<()>>,
     closing: Closing,
@@ -107,7 +126,7 @@ pub(crate) struct Lane {
     /// [`AT_ONCE`] and [`WORKER_HAS_WORK`]: zero is idle. An operation runs
     /// at once only by turning zero into `AT_ONCE`.
     word: AtomicU32,
-    /// `Inner::failure` is set (read without the lock by
+    /// `Inner::failures` is not empty (read without the lock by
     /// [`Lane::is_settled`]).
     failed: AtomicBool,
     inner: Mutex<Inner>,
@@ -131,7 +150,7 @@ impl Lane {
                 pending: VecDeque::new(),
                 queued: 0,
                 finished: 0,
-                failure: None,
+                failures: VecDeque::new(),
                 worker: Worker::None,
                 thread: None,
                 closing: Closing::Open,
@@ -188,6 +207,11 @@ impl Lane {
     /// The end of an operation run at once: back to idle, or, if work was
     /// queued meanwhile, wake the worker that waits for it.
     fn finish_at_once(&self) {
+        if self.generation != forks_seen() {
+            // The operation forked and this is the child: the parent's
+            // queue and lock are not touched.
+            return;
+        }
         let alone = self
             .word
             .compare_exchange(AT_ONCE, 0, Ordering::Release, Ordering::Relaxed);
@@ -242,12 +266,7 @@ impl Lane {
             if inner.closing == Closing::Abandon {
                 break;
             }
-            if self.word.load(Ordering::Acquire) & AT_ONCE != 0 {
-                inner.worker = Worker::Idle;
-                inner = self.wait(inner);
-                continue;
-            }
-            let Some(work) = inner.pending.pop_front() else {
+            if inner.pending.is_empty() {
                 self.word.fetch_and(!WORKER_HAS_WORK, Ordering::Release);
                 if inner.closing == Closing::Drain {
                     break;
@@ -255,14 +274,29 @@ impl Lane {
                 inner.worker = Worker::Idle;
                 inner = self.wait(inner);
                 continue;
-            };
+            }
+            // Queued work starts after the operation running at once (which
+            // wakes the worker when it ends, since work is queued).
+            if self.word.load(Ordering::Acquire) & AT_ONCE != 0 {
+                inner.worker = Worker::Idle;
+                inner = self.wait(inner);
+                continue;
+            }
+            let work = inner.pending.pop_front().expect("not empty");
             inner.worker = Worker::Busy;
             drop(inner);
-            let outcome = crate::boundary::guard("a queued ol* operation", Err(&INTERNAL), work);
+            let outcome = run_work(work);
+            if self.generation != forks_seen() {
+                // The work forked and this is the child: the queue, its lock
+                // and its work are the parent's. This thread ends here (the
+                // child's only thread: the child ends with it).
+                return;
+            }
             inner = self.lock();
             inner.finished += 1;
-            if let (Err(error), None) = (outcome, inner.failure) {
-                inner.failure = Some((inner.finished, error));
+            if let Err(error) = outcome {
+                let position = inner.finished;
+                inner.failures.push_back((position, error));
                 self.failed.store(true, Ordering::Release);
             }
             self.changed.notify_all();
@@ -310,6 +344,12 @@ impl Lane {
         }
         while inner.finished < position {
             if inner.worker == Worker::Gone {
+                drop(inner);
+                // Dropped by the close at exit: a thread other than the
+                // exiting one must not fail then (the process is ending
+                // with the exiting thread's status); it parks, as the
+                // session's other late calls do.
+                crate::session::lifecycle::park_if_closed_by_another_thread();
                 return Err(ol_error!(
                     Errc::InvalidQueue,
                     "the queue's work was dropped unrun (olShutDown or exit)"
@@ -317,8 +357,8 @@ impl Lane {
             }
             inner = self.wait(inner);
         }
-        match inner.failure {
-            Some((at, error)) if at <= position => Err(error),
+        match inner.failures.front() {
+            Some(&(at, error)) if at <= position => Err(error),
             _ => Ok(()),
         }
     }
@@ -332,17 +372,24 @@ impl Lane {
             && self.this_process().is_ok()
     }
 
-    /// `olSyncQueue`: wait for everything queued so far; its first failure,
-    /// reported once.
+    /// `olSyncQueue`: wait for everything queued so far; the oldest failure
+    /// not yet reported, reported once.
     pub(crate) fn sync(&self) -> Outcome {
         let position = self.mark()?;
         let waited = self.wait_for(position);
         if waited.is_err() {
+            // The oldest failure is reported now, once; a later one is the
+            // next sync's to report, so none is lost.
             let mut inner = self.lock();
-            if inner.failure.is_some_and(|(at, _)| at <= position) {
-                inner.failure = None;
-                self.failed.store(false, Ordering::Release);
+            if inner
+                .failures
+                .front()
+                .is_some_and(|&(at, _)| at <= position)
+            {
+                inner.failures.pop_front();
             }
+            self.failed
+                .store(!inner.failures.is_empty(), Ordering::Release);
         }
         waited
     }
@@ -412,6 +459,32 @@ mod tests {
         go
     }
 
+    /// Run an operation at once on another thread, which stays inside it
+    /// (then runs `last`) until the returned sender sends.
+    fn run_at_once(
+        lane: &Arc<Lane>,
+        last: impl FnOnce() + Send + 'static,
+    ) -> (std::sync::mpsc::Sender<()>, std::thread::JoinHandle<()>) {
+        let (inside, entered) = std::sync::mpsc::channel::<()>();
+        let (go, gate) = std::sync::mpsc::channel::<()>();
+        let other = Arc::clone(lane);
+        let at_once = std::thread::spawn(move || {
+            other
+                .submit(
+                    || {
+                        inside.send(()).unwrap();
+                        gate.recv().unwrap();
+                        last();
+                        Ok(())
+                    },
+                    || unreachable!("idle"),
+                )
+                .unwrap()
+        });
+        entered.recv().unwrap();
+        (go, at_once)
+    }
+
     fn record(log: &Arc<Mutex<Vec<u32>>>, n: u32) -> Work {
         let log = Arc::clone(log);
         Box::new(move || {
@@ -468,16 +541,50 @@ mod tests {
     }
 
     #[test]
-    fn a_queued_failure_is_reported_once_by_the_next_sync() {
+    fn each_queued_failure_is_reported_once_by_a_sync_after_it() {
         let lane = Lane::new();
         static FAILED: OlError = OlError::new(Errc::BackendFailure, "test\0");
+        static AGAIN: OlError = OlError::new(Errc::InvalidArgument, "again\0");
+        let go = hold_back(&lane);
         lane.enqueue(Box::new(|| Err(&FAILED))).unwrap();
         let event = lane.mark().unwrap();
         lane.enqueue(Box::new(|| Ok(()))).unwrap();
+        go.send(()).unwrap();
         assert!(std::ptr::eq(lane.wait_for(event).unwrap_err(), &FAILED));
         assert!(std::ptr::eq(lane.sync().unwrap_err(), &FAILED));
+        assert!(lane.is_settled(), "reported");
+        lane.sync().unwrap();
+        // Two failures: each sync reports the ones before it, the first
+        // first; none is lost.
+        let go = hold_back(&lane);
+        lane.enqueue(Box::new(|| Err(&FAILED))).unwrap();
+        let between = lane.mark().unwrap();
+        lane.enqueue(Box::new(|| Err(&AGAIN))).unwrap();
+        go.send(()).unwrap();
+        lane.wait_for(lane.mark().unwrap()).unwrap_err();
+        assert!(std::ptr::eq(lane.wait_for(between).unwrap_err(), &FAILED));
+        assert!(std::ptr::eq(lane.sync().unwrap_err(), &FAILED));
+        assert!(!lane.is_settled(), "the second is still to report");
+        assert!(std::ptr::eq(lane.sync().unwrap_err(), &AGAIN));
         lane.sync().unwrap();
         lane.stop();
+    }
+
+    #[test]
+    fn a_destroyed_queue_with_nothing_queued_ends_its_worker_while_an_operation_runs_at_once() {
+        let lane = Lane::new();
+        lane.enqueue(Box::new(|| Ok(()))).unwrap();
+        lane.sync().unwrap();
+        let (go, at_once) = run_at_once(&lane, || {});
+        lane.close_after_drain();
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while !lane.is_finished() {
+            assert!(std::time::Instant::now() < deadline, "the worker waited");
+            std::thread::yield_now();
+        }
+        go.send(()).unwrap();
+        at_once.join().unwrap();
+        assert_eq!(lane.stop(), Stopped::Joined);
     }
 
     #[test]
@@ -489,7 +596,12 @@ mod tests {
         assert!(lane.enqueue(Box::new(|| Ok(()))).is_err());
         go.send(()).unwrap();
         lane.wait_for(event).unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
         while !lane.is_finished() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the worker never ended"
+            );
             std::thread::yield_now();
         }
         assert_eq!(lane.stop(), Stopped::Joined);
@@ -542,24 +654,8 @@ mod tests {
     fn work_queued_while_an_operation_runs_at_once_waits_for_it() {
         let lane = Lane::new();
         let log = Arc::new(Mutex::new(Vec::new()));
-        let (go, gate) = std::sync::mpsc::channel::<()>();
-        let (inside, entered) = std::sync::mpsc::channel::<()>();
-        let other = Arc::clone(&lane);
         let log2 = Arc::clone(&log);
-        let at_once = std::thread::spawn(move || {
-            other
-                .submit(
-                    || {
-                        inside.send(()).unwrap();
-                        gate.recv().unwrap();
-                        log2.lock().unwrap().push(1);
-                        Ok(())
-                    },
-                    || unreachable!("idle"),
-                )
-                .unwrap()
-        });
-        entered.recv().unwrap();
+        let (go, at_once) = run_at_once(&lane, move || log2.lock().unwrap().push(1));
         lane.submit(|| unreachable!("busy"), || record(&log, 2))
             .unwrap();
         std::thread::sleep(Duration::from_millis(20));

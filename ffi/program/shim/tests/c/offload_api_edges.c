@@ -13,6 +13,10 @@
 //                 for ever and a copy waits behind it (no olShutDown).
 //   queue-idle  : exit(0) from main with a queue whose worker is idle
 //                 (no olDestroyQueue, no olShutDown).
+//   fork-in-function : a host function forks; the child's copy of the
+//                 queue's worker ends there (the child ends with status
+//                 0), and the host function queued behind it runs once,
+//                 in the parent.
 //   leaky       : a queue, an event and a block never destroyed or freed,
 //                 then the last olShutDown (which releases them).
 #include <pthread.h>
@@ -185,6 +189,36 @@ static int queue_idle(void) {
   exit(0);
 }
 
+static int child_status = -1;
+
+static void fork_here(void *data) {
+  (void)data;
+  pid_t child = fork();
+  if (child == 0)
+    return; // the child's worker ends after this function
+  int status = 0;
+  waitpid(child, &status, 0);
+  child_status = WIFEXITED(status) ? WEXITSTATUS(status) : 100;
+}
+
+static int fork_in_function(void) {
+  ol_device_handle_t device = NULL;
+  ol_queue_handle_t queue = NULL;
+  int ran = 0;
+  if (olInit() || olIterateDevices(first, &device) || !device ||
+      olCreateQueue(device, &queue) || olLaunchHostFunction(queue, fork_here, NULL) ||
+      olLaunchHostFunction(queue, note, &ran) || olSyncQueue(queue))
+    return 62;
+  if (child_status != 0 || ran != 1) {
+    fprintf(stderr, "child status %d, ran %d\n", child_status, ran);
+    return 63;
+  }
+  if (olDestroyQueue(queue) || olShutDown())
+    return 64;
+  printf("fork_in_function=ok\n");
+  return 0;
+}
+
 static int leaky(void) {
   ol_device_handle_t device = NULL;
   ol_queue_handle_t queue = NULL;
@@ -213,6 +247,8 @@ int main(int argc, char **argv) {
     return queue_idle();
   if (argc > 1 && strcmp(argv[1], "leaky") == 0)
     return leaky();
-  fprintf(stderr, "usage: %s fork | thread-exit | queue-fork | queue-exit | queue-idle | leaky\n", argv[0]);
+  if (argc > 1 && strcmp(argv[1], "fork-in-function") == 0)
+    return fork_in_function();
+  fprintf(stderr, "usage: %s fork | thread-exit | queue-fork | queue-exit | queue-idle | leaky | fork-in-function\n", argv[0]);
   return 2;
 }
