@@ -495,8 +495,9 @@ impl<A: DeviceAllocator> MemoryManager<A> {
         None
     }
 
-    /// [`MemoryManager::free_sized`] of any size (the manager's tests).
-    #[cfg(test)]
+    /// [`MemoryManager::free_sized`] of any size (the manager's tests and
+    /// benchmarks).
+    #[cfg(any(test, feature = "internals"))]
     pub fn free(&self, ptr: DevicePtr) -> Result<LiveAllocation> {
         self.free_sized(ptr, None)
     }
