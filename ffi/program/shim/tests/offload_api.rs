@@ -180,8 +180,24 @@ fn under_valgrind(
     program: &Path,
     args: &[&dyn AsRef<std::ffi::OsStr>],
 ) -> Outcome {
-    let libs = valgrind::our_lib_dir()
-        .unwrap_or_else(|e| panic!("no runtime to check under valgrind: {e}"));
+    under_valgrind_beside(scratch, program, args, None)
+}
+
+/// [`under_valgrind`] with `then` searched after our library (a release's
+/// `libomp.so.5`).
+fn under_valgrind_beside(
+    scratch: &Scratch,
+    program: &Path,
+    args: &[&dyn AsRef<std::ffi::OsStr>],
+    then: Option<&Path>,
+) -> Outcome {
+    let mut libs = valgrind::our_lib_dir()
+        .unwrap_or_else(|e| panic!("no runtime to check under valgrind: {e}"))
+        .into_os_string();
+    if let Some(then) = then {
+        libs.push(":");
+        libs.push(then);
+    }
     let mut run = Run::new(scratch, Path::new("valgrind"))
         .env("LD_LIBRARY_PATH", &libs)
         .arg("--leak-check=full")
@@ -202,6 +218,74 @@ fn under_valgrind(
         "valgrind found errors:\n{out}"
     );
     out
+}
+
+/// An OpenMP offload program (clang-22's target regions) that also calls
+/// `ol*` (`offload_api_mixed.c`), linked as LLVM 22's release links both
+/// and run on ours, where both names are one library: target regions
+/// before `olInit` and after the last `olShutDown`, `olMemAlloc`'s memory
+/// in a target region, `omp_target_alloc`'s filled by a queued `olMemcpy`,
+/// OpenMP's device 0 the first `ol*` CPU device. The report is clean, and
+/// under valgrind there is no error and nothing lost.
+#[test]
+fn an_openmp_program_that_calls_liboffload_shares_one_runtime() {
+    let scratch = Scratch::new("offload-api-mixed");
+    if liboffload_flags().is_none() {
+        return;
+    }
+    let llvm = Release::Llvm22.reference_lib_dir();
+    let omp_h = std::fs::read_dir(llvm.join("clang"))
+        .expect("LLVM 22's clang resource folder")
+        .filter_map(|e| e.ok())
+        .map(|e| e.path().join("include"))
+        .find(|include| include.join("omp.h").exists())
+        .expect("LLVM 22's omp.h");
+    let program = scratch.join("offload_api_mixed");
+    let source = omptarget_test_support::paths::shim_c_source("offload_api_mixed.c");
+    let built = std::process::Command::new("clang-22")
+        .args(["-O1", "-Wall", "-Werror", "-fopenmp"])
+        .arg("-fopenmp-targets=x86_64-unknown-linux-gnu")
+        .arg("-I")
+        .arg(&omp_h)
+        .arg("-I")
+        .arg(llvm.join("../include"))
+        .arg("-I")
+        .arg(source.parent().expect("tests/c"))
+        .arg(&source)
+        .arg("-o")
+        .arg(&program)
+        .arg("-L")
+        .arg(&llvm)
+        .arg("-lLLVMOffload")
+        .output()
+        .expect("run clang-22");
+    assert!(
+        built.status.success(),
+        "clang-22 failed:\n{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    let report = scratch.join("report.txt");
+    let mut libs = omptarget_test_support::staged()
+        .lib_dir
+        .clone()
+        .into_os_string();
+    libs.push(":");
+    libs.push(&llvm);
+    let out = Run::new(&scratch, &program)
+        .env("LD_LIBRARY_PATH", &libs)
+        .env("LD_DEBUG", "files")
+        .env("OMPTARGET_SHUTDOWN_REPORT", &report)
+        .run();
+    out.assert_success();
+    assert_eq!(out.value("mixed"), "ok", "{out}");
+    assert_loaded_ours(&out, &omptarget_test_support::staged().lib_dir);
+    let text = std::fs::read_to_string(&report).expect("the shutdown report");
+    for unclean in ["could not be released", "left by the program", "still held"] {
+        assert!(!text.contains(unclean), "{unclean:?} in:\n{text}");
+    }
+    let out = under_valgrind_beside(&scratch, &program, &[], Some(&llvm));
+    out.assert_success();
+    assert_eq!(out.value("mixed"), "ok", "{out}");
 }
 
 /// dlopen and dlclose of a library that uses `ol*`, three times: each
