@@ -400,9 +400,14 @@ fn exit_with_an_idle_queue_worker_joins_it() {
     let report = scratch.join("report.txt");
     let out = Run::new(&scratch, &edges)
         .env("OMPTARGET_SHUTDOWN_REPORT", &report)
+        .env("LIBOMPTARGET_DEBUG", "1")
         .arg("queue-idle")
         .run();
     out.assert_success();
+    assert!(
+        out.stderr.contains("a queue's worker ended and was joined"),
+        "the worker was not joined at exit:\n{out}"
+    );
     let text = std::fs::read_to_string(&report).expect("the shutdown report");
     assert!(!text.contains("could not be released"), "{text}");
     under_valgrind(&scratch, &edges, &[&"queue-idle"]).assert_success();

@@ -434,6 +434,7 @@ impl Lane {
                 if thread.join().is_err() {
                     tracing::debug!("a queue's worker panicked");
                 }
+                tracing::debug!("a queue's worker ended and was joined");
                 Stopped::Joined
             }
             None => Stopped::Joined,
