@@ -253,13 +253,16 @@ pub struct NotFreed {
 
 /// A handle or block a front end's program left behind (never destroyed
 /// or freed), which the front end released for it before the teardown:
-/// liboffload's queues, events, programs and `olMemAlloc` blocks at its
-/// last `olShutDown` (or at exit without one).
+/// liboffload's queues, events, programs, registrations and `olMemAlloc`
+/// blocks at its last `olShutDown` (or at the session's end without one).
+/// The API lets the program leave them to its shutdown, so they are
+/// listed for the reader and do not make the report unclean.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApiLeak {
     /// The API it came from ("liboffload").
     pub api: String,
-    /// What it is ("queue 0x12 on device 0x3 (destroyed for it)", ...).
+    /// What it is ("queue 0x12 on device 0x3, never destroyed (left to
+    /// the last olShutDown)", ...).
     pub what: String,
 }
 
@@ -315,7 +318,6 @@ impl ShutdownReport {
             && self.not_freed.is_empty()
             && self.user_leaks.is_empty()
             && self.leaked_images.is_empty()
-            && self.api_leaks.is_empty()
             && self.leaked_queues.is_empty()
             && self.live_mappings.is_empty()
             && self.left_to_os.is_none()
@@ -575,7 +577,7 @@ mod tests {
     }
 
     #[test]
-    fn what_a_program_left_through_another_api_is_listed_and_not_clean() {
+    fn what_a_program_left_through_another_api_is_listed_and_still_clean() {
         let report = ShutdownReport {
             api_leaks: vec![ApiLeak {
                 api: "liboffload".into(),
@@ -583,7 +585,7 @@ mod tests {
             }],
             ..Default::default()
         };
-        assert!(!report.is_clean());
+        assert!(report.is_clean(), "the API lets the shutdown release it");
         assert!(report
             .summary()
             .contains("left 1 handles or blocks through other APIs"));

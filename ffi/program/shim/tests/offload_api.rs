@@ -365,6 +365,22 @@ fn a_host_function_may_fork() {
     assert_eq!(out.value("fork_in_function"), "ok", "{out}");
 }
 
+/// A host function that ends its thread (`pthread_exit`) on a queue's
+/// worker: the worker does not end (the exit is stopped at the work's
+/// frame, never unwound into the thread's start, which would abort the
+/// process); the next `olSyncQueue` reports the work's failure
+/// (`OL_ERRC_BACKEND_FAILURE`), and the queue's next work runs.
+#[test]
+fn a_host_function_that_ends_its_thread_fails_and_the_queue_goes_on() {
+    let scratch = Scratch::new("offload-api-thread-exit-in-queue");
+    let Some((_, _, edges)) = build_edges(&scratch) else {
+        return;
+    };
+    let out = Run::new(&scratch, &edges).arg("thread-exit-in-queue").run();
+    out.assert_success();
+    assert_eq!(out.value("thread_exit_in_queue"), "ok", "{out}");
+}
+
 /// `exit(0)` while a host function blocks a queue for ever and a copy
 /// waits behind it: status 0, no hang; the shutdown report lists the
 /// worker left running; under valgrind, no error and nothing lost.
@@ -415,7 +431,8 @@ fn exit_with_an_idle_queue_worker_joins_it() {
 
 /// A queue, an event and a device block the program never destroyed or
 /// freed before its last `olShutDown`: released then, and listed in the
-/// shutdown report (which is therefore not clean).
+/// shutdown report (for the reader: the API lets the program leave them
+/// to its shutdown).
 #[test]
 fn the_shutdown_report_lists_what_a_liboffload_program_left() {
     let scratch = Scratch::new("offload-api-leaky");
@@ -434,7 +451,7 @@ fn the_shutdown_report_lists_what_a_liboffload_program_left() {
         "liboffload: queue 0x",
         "liboffload: event 0x",
         "liboffload: olMemAlloc block 0x",
-        ", 96 bytes, never freed (released at the last olShutDown)",
+        ", 96 bytes, never freed (left to the last olShutDown)",
     ] {
         assert!(text.contains(what), "no {what:?} in:\n{text}");
     }

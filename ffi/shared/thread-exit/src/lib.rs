@@ -62,6 +62,10 @@ extern "C-unwind" {
 /// The thread is exiting (`pthread_exit` or cancellation inside the call).
 /// Resume it with [`ThreadExit::resume`] once no frame of ours that must
 /// not be unwound by a foreign exception (a panic boundary) is left below.
+/// Dropping it instead lets the thread go on (the shim's `ol*` queue
+/// workers do, for work that ended its thread): its cleanup handlers have
+/// run, and glibc keeps it marked as exiting, so it cannot be cancelled
+/// again.
 #[derive(Clone, Copy)]
 #[must_use = "the thread must go on exiting: call resume() at the library's outermost frame"]
 pub struct ThreadExit(UnwindBuf);

@@ -23,6 +23,7 @@ use super::handles::new_handle;
 pub(crate) use super::handles::{handle_of, Handle};
 use super::programs::{Loaded, Program, Symbol};
 use super::queues::Lane;
+use crate::session::lifecycle::forks_seen;
 use omptarget::{DevicePtr, Runtime};
 use omptarget_abi::AllocKind;
 use std::collections::BTreeMap;
@@ -160,44 +161,66 @@ fn short_name(plugin: &str) -> &str {
 }
 
 impl Context {
-    /// What the program left in this context (never destroyed or freed),
-    /// one line each, for the shutdown report; `at_exit`: released at
-    /// exit (no last `olShutDown`), where blocks on the runtime's devices
-    /// are the teardown's to free and list, so they are not listed here.
-    fn leaks(&self, at_exit: bool) -> Vec<String> {
-        let when = match at_exit {
-            true => "released at exit (no last olShutDown)",
-            false => "released at the last olShutDown",
+    /// What the program left in this context (never destroyed, freed or
+    /// unregistered), one line each, for the shutdown report; `at_end`: left
+    /// to the session's end (no last `olShutDown`), where blocks on the
+    /// runtime's devices are the teardown's to free and list (as the
+    /// program's allocations), so they are not listed here. Queues and
+    /// events of a parent process (made before a fork) are not the
+    /// child's to destroy, so a child does not list them.
+    fn leaks(&self, at_end: bool) -> Vec<String> {
+        let when = match at_end {
+            true => "left to the session's end: no last olShutDown",
+            false => "left to the last olShutDown",
         };
-        let queues = self.queues.iter().map(|q| {
-            format!(
-                "queue {:#x} on device {:#x}, never destroyed ({when})",
-                q.handle, q.device
-            )
-        });
-        let events = self.events.iter().map(|e| {
-            format!(
-                "event {:#x} of queue {:#x}, never destroyed ({when})",
-                e.handle, e.queue
-            )
-        });
+        let queues = self
+            .queues
+            .iter()
+            .filter(|q| q.lane.is_this_process())
+            .map(|q| {
+                format!(
+                    "queue {:#x} on device {:#x}, never destroyed ({when})",
+                    q.handle, q.device
+                )
+            });
+        let events = self
+            .events
+            .iter()
+            .filter(|e| e.lane.is_this_process())
+            .map(|e| {
+                format!(
+                    "event {:#x} of queue {:#x}, never destroyed ({when})",
+                    e.handle, e.queue
+                )
+            });
         let programs = self.programs.iter().map(|p| {
             format!(
                 "program {:#x} on device {}, never destroyed ({when})",
                 p.handle, p.loaded.device_id
             )
         });
+        let registrations = self.registrations.iter().map(|r| {
+            format!(
+                "olMemRegister range {:#x}, {} bytes, on device {:#x}, never unregistered ({when})",
+                r.base, r.size, r.device
+            )
+        });
         let blocks = self
             .allocations
             .iter()
-            .filter(|(_, b)| !at_exit || b.target == Target::Host)
+            .filter(|(_, b)| !at_end || b.target == Target::Host)
             .map(|(address, b)| {
                 format!(
                     "olMemAlloc block {address:#x}, {} bytes, never freed ({when})",
                     b.size
                 )
             });
-        queues.chain(events).chain(programs).chain(blocks).collect()
+        queues
+            .chain(events)
+            .chain(programs)
+            .chain(registrations)
+            .chain(blocks)
+            .collect()
     }
 
     /// No platform, device or handle yet.
@@ -500,8 +523,10 @@ pub(crate) enum Recorded {
 pub(crate) struct OlState {
     context: Mutex<Option<Context>>,
     /// What the program left in the contexts released so far
-    /// ([`Context::leaks`]), for the session's shutdown report.
-    leaks: Mutex<Vec<String>>,
+    /// ([`Context::leaks`]), for the session's shutdown report, each with
+    /// the process it was listed in ([`forks_seen`] then: a fork child
+    /// does not report its parent's).
+    leaks: Mutex<Vec<(u64, String)>>,
     /// Whether `context` is `Some`: written under its lock, read without
     /// it by every entry's first check (LLVM's "uninitialized").
     initialized: AtomicBool,
@@ -550,16 +575,22 @@ impl OlState {
     /// `context`'s leaks kept for the report; what it leaves to release.
     fn keep_leaks(&self, context: Context, at_exit: bool) -> Leftovers {
         let leaks = context.leaks(at_exit);
+        let generation = forks_seen();
         self.leaks
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .extend(leaks);
+            .extend(leaks.into_iter().map(|l| (generation, l)));
         Leftovers::from(context)
     }
 
     /// What the program left in every context released so far (taken).
     pub(crate) fn take_leaks(&self) -> Vec<String> {
-        std::mem::take(&mut self.leaks.lock().unwrap_or_else(|e| e.into_inner()))
+        let leaks = std::mem::take(&mut *self.leaks.lock().unwrap_or_else(|e| e.into_inner()));
+        let this = forks_seen();
+        leaks
+            .into_iter()
+            .filter_map(|(generation, leak)| (generation == this).then_some(leak))
+            .collect()
     }
 
     /// Run `f` on the context, or fail as LLVM does before `olInit`.

@@ -52,21 +52,35 @@ thread_local! {
 }
 
 /// Run one piece of queued work on the worker: a panic is reported and
-/// becomes the work's failure; a kernel that ends its thread
-/// (`pthread_exit`, cancellation) does not end the worker: that exit is
-/// dropped, and the work failed.
+/// becomes the work's failure; work that ends its thread (`pthread_exit`
+/// or cancellation in a host function, in a kernel, or in a call it makes)
+/// does not end the worker: that exit is dropped (glibc's "exiting" flag
+/// stays set on the worker, so it cannot be cancelled again; the exit's
+/// cleanup handlers have run), and the work failed.
 fn run_work(work: Work) -> Outcome {
-    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(work));
-    if omptarget_thread_exit::take_pending().is_some() {
+    let mut outcome = Err(&INTERNAL);
+    // The work's frames (a host function, the program's kernel, an entry
+    // of ours whose boundary resumes an exit) end inside this interception
+    // if the thread exits: the exit stops here, not in std's thread start,
+    // where a foreign unwind aborts the process.
+    let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        omptarget_thread_exit::call_intercepting_exit(|| outcome = work()).is_err()
+    }));
+    let exited = match caught {
+        Ok(exited) => exited,
+        Err(payload) => {
+            crate::boundary::report_panic("a queued ol* operation", payload.as_ref());
+            false
+        }
+    };
+    // An exit intercepted deeper (a launch's own) and left for this frame.
+    if exited || omptarget_thread_exit::take_pending().is_some() {
         return Err(ol_error!(
             Errc::BackendFailure,
-            "a queued kernel ended its thread; a queue's worker does not end"
+            "queued work ended its thread (pthread_exit or cancellation); a queue's worker does not end"
         ));
     }
-    outcome.unwrap_or_else(|payload| {
-        crate::boundary::report_panic("a queued ol* operation", payload.as_ref());
-        Err(&INTERNAL)
-    })
+    outcome
 }
 
 /// What the worker is doing.
@@ -176,6 +190,11 @@ impl Lane {
         } else {
             Err(&PARENTS)
         }
+    }
+
+    /// Whether it was made in this process (not before a fork, in a child).
+    pub(crate) fn is_this_process(&self) -> bool {
+        self.this_process().is_ok()
     }
 
     /// Run `now` at once if the queue is idle (its outcome is the call's);
@@ -288,9 +307,13 @@ impl Lane {
             let outcome = run_work(work);
             if self.generation != forks_seen() {
                 // The work forked and this is the child: the queue, its lock
-                // and its work are the parent's. This thread ends here (the
-                // child's only thread: the child ends with it).
-                return;
+                // and its work are the parent's, and this thread has nothing
+                // to go back to. The child ends here, as a fork child that
+                // must not run its parent's code does: `_exit`, so that
+                // neither the parent's buffered output nor its exit
+                // handlers (our teardown of the parent's runtime) run twice.
+                // SAFETY: `_exit` has no precondition.
+                unsafe { libc::_exit(0) }
             }
             inner = self.lock();
             inner.finished += 1;
@@ -329,9 +352,9 @@ impl Lane {
         Ok(inner.finished == inner.queued && self.word.load(Ordering::Acquire) == 0)
     }
 
-    /// Wait until the work before `position` is done; its first failure,
-    /// if any. Call outside the session's gate.
-    pub(crate) fn wait_for(&self, position: u64) -> Outcome {
+    /// Wait until the work before `position` is done; the lock, held, for
+    /// the caller's look at the failures. Call outside the session's gate.
+    fn wait_until(&self, position: u64) -> Outcome<MutexGuard<'_, Inner>> {
         self.this_process()?;
         let mut inner = self.lock();
         if inner.finished < position
@@ -357,6 +380,14 @@ impl Lane {
             }
             inner = self.wait(inner);
         }
+        Ok(inner)
+    }
+
+    /// Wait until the work before `position` is done (`olSyncEvent`); the
+    /// oldest failure among it not yet reported by a sync, if any (left
+    /// for the sync to report).
+    pub(crate) fn wait_for(&self, position: u64) -> Outcome {
+        let inner = self.wait_until(position)?;
         match inner.failures.front() {
             Some(&(at, error)) if at <= position => Err(error),
             _ => Ok(()),
@@ -376,22 +407,20 @@ impl Lane {
     /// not yet reported, reported once.
     pub(crate) fn sync(&self) -> Outcome {
         let position = self.mark()?;
-        let waited = self.wait_for(position);
-        if waited.is_err() {
-            // The oldest failure is reported now, once; a later one is the
-            // next sync's to report, so none is lost.
-            let mut inner = self.lock();
-            if inner
-                .failures
-                .front()
-                .is_some_and(|&(at, _)| at <= position)
-            {
+        // The oldest failure before the mark is reported now, once, under
+        // the lock the wait ended with (two syncs at once report two
+        // failures, never one twice); a later one is the next sync's. A
+        // wait that fails itself reports no failure of the work.
+        let mut inner = self.wait_until(position)?;
+        match inner.failures.front() {
+            Some(&(at, error)) if at <= position => {
                 inner.failures.pop_front();
+                self.failed
+                    .store(!inner.failures.is_empty(), Ordering::Release);
+                Err(error)
             }
-            self.failed
-                .store(!inner.failures.is_empty(), Ordering::Release);
+            _ => Ok(()),
         }
-        waited
     }
 
     /// `olDestroyQueue`: take no more work; the worker ends once what is
@@ -569,6 +598,54 @@ mod tests {
         assert!(std::ptr::eq(lane.sync().unwrap_err(), &AGAIN));
         lane.sync().unwrap();
         lane.stop();
+    }
+
+    #[test]
+    fn a_refused_wait_reports_no_failure_and_loses_none() {
+        static FAILED: OlError = OlError::new(Errc::BackendFailure, "test\0");
+        let lane = Lane::new();
+        lane.enqueue(Box::new(|| Err(&FAILED))).unwrap();
+        let inner = Arc::clone(&lane);
+        let (told, answer) = std::sync::mpsc::channel();
+        lane.enqueue(Box::new(move || {
+            let refused = inner.sync().unwrap_err();
+            told.send(std::ptr::eq(refused, &FAILED)).unwrap();
+            Ok(())
+        }))
+        .unwrap();
+        assert!(!answer.recv().unwrap(), "the refusal, not the failure");
+        assert!(std::ptr::eq(lane.sync().unwrap_err(), &FAILED), "kept");
+        lane.sync().unwrap();
+        lane.stop();
+    }
+
+    #[test]
+    fn two_syncs_at_once_report_two_failures_once_each() {
+        static ONE: OlError = OlError::new(Errc::BackendFailure, "one\0");
+        static TWO: OlError = OlError::new(Errc::InvalidArgument, "two\0");
+        for _ in 0..20 {
+            let lane = Lane::new();
+            let go = hold_back(&lane);
+            lane.enqueue(Box::new(|| Err(&ONE))).unwrap();
+            lane.enqueue(Box::new(|| Err(&TWO))).unwrap();
+            let syncs: Vec<_> = (0..2)
+                .map(|_| {
+                    let lane = Arc::clone(&lane);
+                    std::thread::spawn(move || lane.sync().unwrap_err() as *const OlError as usize)
+                })
+                .collect();
+            go.send(()).unwrap();
+            let mut got: Vec<usize> = syncs.into_iter().map(|t| t.join().unwrap()).collect();
+            got.sort();
+            let mut want = vec![
+                &ONE as *const OlError as usize,
+                &TWO as *const OlError as usize,
+            ];
+            want.sort();
+            assert_eq!(got, want);
+            lane.sync().unwrap();
+            lane.stop();
+        }
     }
 
     #[test]

@@ -17,6 +17,9 @@
 //                 queue's worker ends there (the child ends with status
 //                 0), and the host function queued behind it runs once,
 //                 in the parent.
+//   thread-exit-in-queue : a host function calls pthread_exit: the next
+//                 olSyncQueue fails with BACKEND_FAILURE, and the queue's
+//                 next host function runs.
 //   leaky       : a queue, an event and a block never destroyed or freed,
 //                 then the last olShutDown (which releases them).
 #include <pthread.h>
@@ -219,6 +222,29 @@ static int fork_in_function(void) {
   return 0;
 }
 
+static void end_thread(void *data) {
+  (void)data;
+  pthread_exit(NULL);
+}
+
+static int thread_exit_in_queue(void) {
+  ol_device_handle_t device = NULL;
+  ol_queue_handle_t queue = NULL;
+  int ran = 0;
+  if (olInit() || olIterateDevices(first, &device) || !device ||
+      olCreateQueue(device, &queue) || olLaunchHostFunction(queue, end_thread, NULL))
+    return 70;
+  ol_result_t failed = olSyncQueue(queue);
+  if (!failed || failed->Code != OL_ERRC_BACKEND_FAILURE)
+    return 71;
+  if (olLaunchHostFunction(queue, note, &ran) || olSyncQueue(queue) || ran != 1)
+    return 72;
+  if (olDestroyQueue(queue) || olShutDown())
+    return 73;
+  printf("thread_exit_in_queue=ok\n");
+  return 0;
+}
+
 static int leaky(void) {
   ol_device_handle_t device = NULL;
   ol_queue_handle_t queue = NULL;
@@ -247,8 +273,10 @@ int main(int argc, char **argv) {
     return queue_idle();
   if (argc > 1 && strcmp(argv[1], "leaky") == 0)
     return leaky();
+  if (argc > 1 && strcmp(argv[1], "thread-exit-in-queue") == 0)
+    return thread_exit_in_queue();
   if (argc > 1 && strcmp(argv[1], "fork-in-function") == 0)
     return fork_in_function();
-  fprintf(stderr, "usage: %s fork | thread-exit | queue-fork | queue-exit | queue-idle | leaky | fork-in-function\n", argv[0]);
+  fprintf(stderr, "usage: %s fork | thread-exit | queue-fork | queue-exit | queue-idle | leaky | fork-in-function | thread-exit-in-queue\n", argv[0]);
   return 2;
 }
