@@ -50,6 +50,8 @@ use std::path::PathBuf;
 
 const USAGE: &str = "usage: cargo xtask <command>
   stage [--release]       build plugins + shim into target/omptarget/lib
+  stage --release-copy    the release copy `test` checks (the shim, host and
+                          CUDA plugins alone) into target/omptarget/lib-release
   install --prefix DIR [--debug]
                           omptarget in DIR/bin, the runtime and plugins in DIR/lib
   install-check           install (debug) into target/install-check, run a clang-14 program through it
@@ -76,6 +78,10 @@ fn main() -> Result<()> {
         .collect::<Result<Vec<String>>>()?;
     let rest = args.get(1..).unwrap_or(&[]);
     match args.first().map(String::as_str) {
+        Some("stage") if rest.iter().any(|a| a == "--release-copy") => {
+            println!("{}", test::build_release_copy()?.display());
+            Ok(())
+        }
         Some("stage") => {
             let release = rest.iter().any(|a| a == "--release");
             let staged = stage::stage(release)?;
