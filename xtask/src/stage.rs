@@ -191,7 +191,7 @@ fn link_shim_aliases(dir: &Path) -> Result<()> {
 pub const SHIM_PACKAGE: &str = "omptarget-shim";
 
 /// The shim and the host and CUDA plugins: built by a cargo invocation of
-/// their own, before the other packages, whenever they are built. Cargo
+/// their own, before the other packages, in every release build. Cargo
 /// unifies the features of the crates below across the packages of one
 /// invocation, and the features are part of every symbol's hash: built
 /// with the MPI plugin and the tools, 1,858 of the shim's ~2,300 hashed
@@ -209,9 +209,17 @@ pub fn stage(release: bool) -> Result<Staged> {
         .iter()
         .map(|a| a.0)
         .chain(BINARIES.iter().map(|b| b.0));
-    let (first, rest): (Vec<&str>, Vec<&str>) = packages.partition(|p| BUILT_FIRST.contains(p));
-    build(release, first)?;
-    let built = build(release, rest)?;
+    // Only a release build places functions by the lists, so only a
+    // release build pays for the second invocation (some crates below are
+    // then compiled twice, once per feature set: 30 CPU-s of a debug
+    // staging).
+    let built = if release {
+        let (first, rest): (Vec<&str>, Vec<&str>) = packages.partition(|p| BUILT_FIRST.contains(p));
+        build(release, first)?;
+        build(release, rest)?
+    } else {
+        build(release, packages)?
+    };
     let target = target_dir();
     let omptarget = target.join("omptarget");
     let lib_dir = omptarget.join(LIB_DIR);
