@@ -640,7 +640,7 @@ mod tests {
                         if i % 4 == 3 {
                             lane.sync().unwrap();
                         }
-                        if (i + t) % 8 == 0 {
+                        if (i + t).is_multiple_of(8) {
                             lane.enqueue(Box::new(move || {
                                 op();
                                 Ok(())
