@@ -180,24 +180,20 @@ fn under_valgrind(
     program: &Path,
     args: &[&dyn AsRef<std::ffi::OsStr>],
 ) -> Outcome {
-    under_valgrind_beside(scratch, program, args, None)
+    under_valgrind_of(scratch, program, args, Release::Llvm14)
 }
 
-/// [`under_valgrind`] with `then` searched after our library (a release's
-/// `libomp.so.5`).
-fn under_valgrind_beside(
+/// [`under_valgrind`] of a program of `release`, whose own `libomp.so.5`
+/// is found after our library ([`Release::our_library_path`]).
+fn under_valgrind_of(
     scratch: &Scratch,
     program: &Path,
     args: &[&dyn AsRef<std::ffi::OsStr>],
-    then: Option<&Path>,
+    release: Release,
 ) -> Outcome {
-    let mut libs = valgrind::our_lib_dir()
-        .unwrap_or_else(|e| panic!("no runtime to check under valgrind: {e}"))
-        .into_os_string();
-    if let Some(then) = then {
-        libs.push(":");
-        libs.push(then);
-    }
+    let ours = valgrind::our_lib_dir()
+        .unwrap_or_else(|e| panic!("no runtime to check under valgrind: {e}"));
+    let libs = release.our_library_path(&ours);
     let mut run = Run::new(scratch, Path::new("valgrind"))
         .env("LD_LIBRARY_PATH", &libs)
         .arg("--leak-check=full")
@@ -230,32 +226,23 @@ fn under_valgrind_beside(
 #[test]
 fn an_openmp_program_that_calls_liboffload_shares_one_runtime() {
     let scratch = Scratch::new("offload-api-mixed");
-    if liboffload_flags().is_none() {
+    let Some((include_flag, _)) = liboffload_flags() else {
         return;
-    }
-    let llvm = Release::Llvm22.reference_lib_dir();
-    let omp_h = std::fs::read_dir(llvm.join("clang"))
-        .expect("LLVM 22's clang resource folder")
-        .filter_map(|e| e.ok())
-        .map(|e| e.path().join("include"))
-        .find(|include| include.join("omp.h").exists())
-        .expect("LLVM 22's omp.h");
+    };
     let program = scratch.join("offload_api_mixed");
     let source = omptarget_test_support::paths::shim_c_source("offload_api_mixed.c");
+    // As the differential suites build clang-22 programs: the release's
+    // omp.h and link-time runtime (`Release::extra_flags`).
     let built = std::process::Command::new("clang-22")
         .args(["-O1", "-Wall", "-Werror", "-fopenmp"])
         .arg("-fopenmp-targets=x86_64-unknown-linux-gnu")
-        .arg("-I")
-        .arg(&omp_h)
-        .arg("-I")
-        .arg(llvm.join("../include"))
+        .args(Release::Llvm22.extra_flags())
+        .arg(&include_flag)
         .arg("-I")
         .arg(source.parent().expect("tests/c"))
         .arg(&source)
         .arg("-o")
         .arg(&program)
-        .arg("-L")
-        .arg(&llvm)
         .arg("-lLLVMOffload")
         .output()
         .expect("run clang-22");
@@ -265,25 +252,20 @@ fn an_openmp_program_that_calls_liboffload_shares_one_runtime() {
         String::from_utf8_lossy(&built.stderr)
     );
     let report = scratch.join("report.txt");
-    let mut libs = omptarget_test_support::staged()
-        .lib_dir
-        .clone()
-        .into_os_string();
-    libs.push(":");
-    libs.push(&llvm);
+    let staged = &omptarget_test_support::staged().lib_dir;
     let out = Run::new(&scratch, &program)
-        .env("LD_LIBRARY_PATH", &libs)
+        .env("LD_LIBRARY_PATH", Release::Llvm22.our_library_path(staged))
         .env("LD_DEBUG", "files")
         .env("OMPTARGET_SHUTDOWN_REPORT", &report)
         .run();
     out.assert_success();
     assert_eq!(out.value("mixed"), "ok", "{out}");
-    assert_loaded_ours(&out, &omptarget_test_support::staged().lib_dir);
+    assert_loaded_ours(&out, staged);
     let text = std::fs::read_to_string(&report).expect("the shutdown report");
     for unclean in ["could not be released", "left by the program", "still held"] {
         assert!(!text.contains(unclean), "{unclean:?} in:\n{text}");
     }
-    let out = under_valgrind_beside(&scratch, &program, &[], Some(&llvm));
+    let out = under_valgrind_of(&scratch, &program, &[], Release::Llvm22);
     out.assert_success();
     assert_eq!(out.value("mixed"), "ok", "{out}");
 }
@@ -335,18 +317,38 @@ fn exit_from_another_thread_while_liboffload_calls_run() {
     out.assert_success();
 }
 
+/// `offload_api_edges MODE`, with `env` and its shutdown report kept in
+/// `report.txt` of the scratch folder: the run (status 0 checked), the
+/// report's text (empty if none was written) and the program, for a run
+/// under valgrind; `None` where LLVM 22's liboffload is not unpacked
+/// (outside CI).
+fn run_edges(
+    name: &str,
+    mode: &str,
+    env: &[(&str, &str)],
+) -> Option<(Scratch, Outcome, String, PathBuf)> {
+    let scratch = Scratch::new(name);
+    let (_, _, edges) = build_edges(&scratch)?;
+    let report = scratch.join("report.txt");
+    let mut run = Run::new(&scratch, &edges).env("OMPTARGET_SHUTDOWN_REPORT", &report);
+    for (key, value) in env {
+        run = run.env(key, value);
+    }
+    let out = run.arg(mode).run();
+    out.assert_success();
+    let text = std::fs::read_to_string(&report).unwrap_or_default();
+    Some((scratch, out, text, edges))
+}
+
 /// A fork while a host function holds a queue back, with a copy queued
 /// behind it: the child gets `OL_ERRC_INVALID_QUEUE` for the parent's
 /// queue, makes its own and shuts down; the parent lets its function go
 /// and finds the copy done.
 #[test]
 fn queues_work_on_both_sides_of_a_fork() {
-    let scratch = Scratch::new("offload-api-queue-fork");
-    let Some((_, _, edges)) = build_edges(&scratch) else {
+    let Some((_, out, _, _)) = run_edges("offload-api-queue-fork", "queue-fork", &[]) else {
         return;
     };
-    let out = Run::new(&scratch, &edges).arg("queue-fork").run();
-    out.assert_success();
     assert_eq!(out.value("queue_fork"), "ok", "{out}");
 }
 
@@ -356,12 +358,10 @@ fn queues_work_on_both_sides_of_a_fork() {
 /// queued behind the function runs once, in the parent.
 #[test]
 fn a_host_function_may_fork() {
-    let scratch = Scratch::new("offload-api-fork-in-function");
-    let Some((_, _, edges)) = build_edges(&scratch) else {
+    let Some((_, out, _, _)) = run_edges("offload-api-fork-in-function", "fork-in-function", &[])
+    else {
         return;
     };
-    let out = Run::new(&scratch, &edges).arg("fork-in-function").run();
-    out.assert_success();
     assert_eq!(out.value("fork_in_function"), "ok", "{out}");
 }
 
@@ -372,12 +372,13 @@ fn a_host_function_may_fork() {
 /// (`OL_ERRC_BACKEND_FAILURE`), and the queue's next work runs.
 #[test]
 fn a_host_function_that_ends_its_thread_fails_and_the_queue_goes_on() {
-    let scratch = Scratch::new("offload-api-thread-exit-in-queue");
-    let Some((_, _, edges)) = build_edges(&scratch) else {
+    let Some((_, out, _, _)) = run_edges(
+        "offload-api-thread-exit-in-queue",
+        "thread-exit-in-queue",
+        &[],
+    ) else {
         return;
     };
-    let out = Run::new(&scratch, &edges).arg("thread-exit-in-queue").run();
-    out.assert_success();
     assert_eq!(out.value("thread_exit_in_queue"), "ok", "{out}");
 }
 
@@ -386,17 +387,10 @@ fn a_host_function_that_ends_its_thread_fails_and_the_queue_goes_on() {
 /// worker left running; under valgrind, no error and nothing lost.
 #[test]
 fn exit_while_a_queue_has_work_ends_the_process_and_reports_its_worker() {
-    let scratch = Scratch::new("offload-api-queue-exit");
-    let Some((_, _, edges)) = build_edges(&scratch) else {
+    let Some((scratch, _, text, edges)) = run_edges("offload-api-queue-exit", "queue-exit", &[])
+    else {
         return;
     };
-    let report = scratch.join("report.txt");
-    let out = Run::new(&scratch, &edges)
-        .env("OMPTARGET_SHUTDOWN_REPORT", &report)
-        .arg("queue-exit")
-        .run();
-    out.assert_success();
-    let text = std::fs::read_to_string(&report).expect("the shutdown report");
     assert!(
         text.contains("1 ol* queue worker thread(s): still running the program's code at exit"),
         "{text}"
@@ -409,22 +403,18 @@ fn exit_while_a_queue_has_work_ends_the_process_and_reports_its_worker() {
 /// valgrind finds no error and nothing lost.
 #[test]
 fn exit_with_an_idle_queue_worker_joins_it() {
-    let scratch = Scratch::new("offload-api-queue-idle");
-    let Some((_, _, edges)) = build_edges(&scratch) else {
+    let Some((scratch, out, text, edges)) = run_edges(
+        "offload-api-queue-idle",
+        "queue-idle",
+        &[("LIBOMPTARGET_DEBUG", "1")],
+    ) else {
         return;
     };
-    let report = scratch.join("report.txt");
-    let out = Run::new(&scratch, &edges)
-        .env("OMPTARGET_SHUTDOWN_REPORT", &report)
-        .env("LIBOMPTARGET_DEBUG", "1")
-        .arg("queue-idle")
-        .run();
-    out.assert_success();
     assert!(
         out.stderr.contains("a queue's worker ended and was joined"),
         "the worker was not joined at exit:\n{out}"
     );
-    let text = std::fs::read_to_string(&report).expect("the shutdown report");
+    assert!(text.contains("omptarget shutdown"), "no report: {text}");
     assert!(!text.contains("could not be released"), "{text}");
     under_valgrind(&scratch, &edges, &[&"queue-idle"]).assert_success();
 }
@@ -435,17 +425,9 @@ fn exit_with_an_idle_queue_worker_joins_it() {
 /// to its shutdown).
 #[test]
 fn the_shutdown_report_lists_what_a_liboffload_program_left() {
-    let scratch = Scratch::new("offload-api-leaky");
-    let Some((_, _, edges)) = build_edges(&scratch) else {
+    let Some((_, _, text, _)) = run_edges("offload-api-leaky", "leaky", &[]) else {
         return;
     };
-    let report = scratch.join("report.txt");
-    let out = Run::new(&scratch, &edges)
-        .env("OMPTARGET_SHUTDOWN_REPORT", &report)
-        .arg("leaky")
-        .run();
-    out.assert_success();
-    let text = std::fs::read_to_string(&report).expect("the shutdown report");
     for what in [
         "left by the program through other APIs (released for it):",
         "liboffload: queue 0x",

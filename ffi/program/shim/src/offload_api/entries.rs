@@ -72,9 +72,8 @@ extern "C-unwind" fn olShutDown() -> OlResult {
             let _ = lane.sync();
             lane.stop();
         }
-        guard("olShutDown", Err(&INTERNAL), || {
-            with_session(|session| release(session, leftovers))
-        })
+        // Inside `outside_the_gate`'s panic boundary already.
+        with_session(|session| release(session, leftovers))
     };
     outside_the_gate("olShutDown", take, finish)
 }

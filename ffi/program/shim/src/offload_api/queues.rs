@@ -130,8 +130,6 @@ struct Inner {
     worker: Worker,
     thread: Option<JoinHandle<()>>,
     closing: Closing,
-    /// Queued work was dropped unrun ([`Closing::Abandon`]).
-    abandoned: bool,
 }
 
 /// One queue's order of work (shared by its handle's record and its
@@ -168,7 +166,6 @@ impl Lane {
                 worker: Worker::None,
                 thread: None,
                 closing: Closing::Open,
-                abandoned: false,
             }),
             changed: Condvar::new(),
             generation: forks_seen(),
@@ -326,7 +323,6 @@ impl Lane {
         }
         inner.worker = Worker::Gone;
         let dropped = std::mem::take(&mut inner.pending);
-        inner.abandoned |= !dropped.is_empty();
         drop(inner);
         // The unrun work's captures are freed outside the lock.
         drop(dropped);

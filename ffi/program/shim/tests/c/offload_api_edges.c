@@ -85,6 +85,13 @@ static bool first(ol_device_handle_t d, void *data) {
   return false;
 }
 
+// olInit, the first device and a queue on it: 0, or non-zero.
+static int device_and_queue(ol_device_handle_t *device,
+                            ol_queue_handle_t *queue) {
+  return olInit() || olIterateDevices(first, device) || !*device ||
+         olCreateQueue(*device, queue);
+}
+
 static volatile int released, holding;
 
 // A host function that waits until `released` is set (for ever if never).
@@ -101,10 +108,9 @@ static void note(void *data) { ++*(int *)data; }
 // held back by `hold`.
 static int held_queue(ol_device_handle_t *device, ol_queue_handle_t *queue,
                       void **mem) {
-  if (olInit() || olIterateDevices(first, device) || !*device)
+  if (device_and_queue(device, queue))
     return 40;
-  if (olCreateQueue(*device, queue) ||
-      olMemAlloc(*device, OL_ALLOC_TYPE_DEVICE, 64, mem))
+  if (olMemAlloc(*device, OL_ALLOC_TYPE_DEVICE, 64, mem))
     return 41;
   if (olLaunchHostFunction(*queue, hold, NULL))
     return 42;
@@ -183,9 +189,8 @@ static int queue_idle(void) {
   ol_device_handle_t device = NULL;
   ol_queue_handle_t queue = NULL;
   int ran = 0;
-  if (olInit() || olIterateDevices(first, &device) || !device ||
-      olCreateQueue(device, &queue) || olLaunchHostFunction(queue, note, &ran) ||
-      olSyncQueue(queue) || ran != 1)
+  if (device_and_queue(&device, &queue) ||
+      olLaunchHostFunction(queue, note, &ran) || olSyncQueue(queue) || ran != 1)
     return 49;
   printf("queue_idle=exiting\n");
   fflush(stdout);
@@ -208,8 +213,8 @@ static int fork_in_function(void) {
   ol_device_handle_t device = NULL;
   ol_queue_handle_t queue = NULL;
   int ran = 0;
-  if (olInit() || olIterateDevices(first, &device) || !device ||
-      olCreateQueue(device, &queue) || olLaunchHostFunction(queue, fork_here, NULL) ||
+  if (device_and_queue(&device, &queue) ||
+      olLaunchHostFunction(queue, fork_here, NULL) ||
       olLaunchHostFunction(queue, note, &ran) || olSyncQueue(queue))
     return 62;
   if (child_status != 0 || ran != 1) {
@@ -231,8 +236,8 @@ static int thread_exit_in_queue(void) {
   ol_device_handle_t device = NULL;
   ol_queue_handle_t queue = NULL;
   int ran = 0;
-  if (olInit() || olIterateDevices(first, &device) || !device ||
-      olCreateQueue(device, &queue) || olLaunchHostFunction(queue, end_thread, NULL))
+  if (device_and_queue(&device, &queue) ||
+      olLaunchHostFunction(queue, end_thread, NULL))
     return 70;
   ol_result_t failed = olSyncQueue(queue);
   if (!failed || failed->Code != OL_ERRC_BACKEND_FAILURE)
@@ -250,8 +255,7 @@ static int leaky(void) {
   ol_queue_handle_t queue = NULL;
   ol_event_handle_t event = NULL;
   void *mem = NULL;
-  if (olInit() || olIterateDevices(first, &device) || !device ||
-      olCreateQueue(device, &queue) || olCreateEvent(queue, &event) ||
+  if (device_and_queue(&device, &queue) || olCreateEvent(queue, &event) ||
       olMemAlloc(device, OL_ALLOC_TYPE_DEVICE, 96, &mem))
     return 60;
   if (olShutDown())
